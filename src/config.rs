@@ -1,0 +1,521 @@
+//! Crawl configuration: built-in defaults < `crawl.toml` < CLI flags.
+//!
+//! Every section rejects unknown keys so a typo is reported by name instead of
+//! being silently ignored.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// The commented default configuration shipped with the binary.
+pub const DEFAULT_CONFIG_TOML: &str = include_str!("../assets/crawl.toml");
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CrawlConfig {
+    /// Seed URLs (absolute http/https).
+    pub seeds: Vec<String>,
+    /// Stop after this many pages were fetched (0 = no limit).
+    pub max_pages: u64,
+    /// Links deeper than this (hops from a seed) are not followed.
+    pub max_depth: u32,
+    /// Global number of requests in flight.
+    pub concurrency: usize,
+    /// Global cap on pages per second (0 = no cap).
+    pub max_rate: f64,
+    pub identity: IdentityConfig,
+    pub scope: ScopeConfig,
+    pub politeness: PolitenessConfig,
+    pub fetch: FetchConfig,
+    pub robots: RobotsConfig,
+    pub breaker: BreakerConfig,
+    pub traps: TrapConfig,
+    pub storage: StorageConfig,
+}
+
+impl Default for CrawlConfig {
+    fn default() -> Self {
+        CrawlConfig {
+            seeds: Vec::new(),
+            max_pages: 0,
+            max_depth: 20,
+            concurrency: 32,
+            max_rate: 0.0,
+            identity: IdentityConfig::default(),
+            scope: ScopeConfig::default(),
+            politeness: PolitenessConfig::default(),
+            fetch: FetchConfig::default(),
+            robots: RobotsConfig::default(),
+            breaker: BreakerConfig::default(),
+            traps: TrapConfig::default(),
+            storage: StorageConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct IdentityConfig {
+    /// Product token used for robots.txt group matching and meta robots (`crawldeck`).
+    pub product_token: String,
+    /// Full User-Agent header: product token, version and a contact URL.
+    pub user_agent: String,
+    /// Optional `From:` header (an email address where the operator can be reached).
+    pub from: Option<String>,
+}
+
+impl Default for IdentityConfig {
+    fn default() -> Self {
+        IdentityConfig {
+            product_token: "crawldeck".into(),
+            user_agent: format!(
+                "crawldeck/{} (+https://github.com/crawldeck/crawldeck)",
+                env!("CARGO_PKG_VERSION")
+            ),
+            from: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Scope {
+    /// Only the hosts of the seeds.
+    Host,
+    /// The registrable domains of the seeds (and their subdomains).
+    Domain,
+    /// Follow links anywhere.
+    Any,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScopeConfig {
+    pub mode: Scope,
+    /// Extra domains (and their subdomains) that are in scope.
+    pub allow_domains: Vec<String>,
+    /// URLs longer than this are not queued.
+    pub max_url_len: usize,
+    /// At most this many links are taken from one page.
+    pub max_links_per_page: usize,
+    /// Path extensions that are never fetched (lowercase, without dot).
+    pub deny_extensions: Vec<String>,
+    /// Queue the URLs listed in robots.txt `Sitemap:` lines as seeds.
+    pub sitemaps_as_seeds: bool,
+}
+
+impl Default for ScopeConfig {
+    fn default() -> Self {
+        ScopeConfig {
+            mode: Scope::Host,
+            allow_domains: Vec::new(),
+            max_url_len: 2048,
+            max_links_per_page: 1000,
+            deny_extensions: [
+                "jpg", "jpeg", "png", "gif", "webp", "bmp", "ico", "svg", "tif", "tiff", "zip",
+                "gz", "tgz", "bz2", "xz", "7z", "rar", "tar", "iso", "dmg", "exe", "msi", "mp3",
+                "mp4", "m4a", "m4v", "avi", "mov", "mkv", "webm", "wav", "flac", "ogg", "woff",
+                "woff2", "ttf", "otf", "eot",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+            sitemaps_as_seeds: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolitenessConfig {
+    /// Requests in flight per host.
+    pub per_host: usize,
+    /// Minimum delay between two requests to one host.
+    #[serde(with = "humantime_serde_compat")]
+    pub min_delay: Duration,
+    /// Adaptive delay: this multiple of the host's last response time.
+    pub delay_factor: f64,
+    /// No computed delay (adaptive, Crawl-delay, Retry-After) exceeds this.
+    #[serde(with = "humantime_serde_compat")]
+    pub max_delay: Duration,
+}
+
+impl Default for PolitenessConfig {
+    fn default() -> Self {
+        PolitenessConfig {
+            per_host: 1,
+            min_delay: Duration::from_secs(1),
+            delay_factor: 2.0,
+            max_delay: Duration::from_secs(60),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct FetchConfig {
+    #[serde(with = "humantime_serde_compat")]
+    pub connect_timeout: Duration,
+    /// Longest silence while reading a response.
+    #[serde(with = "humantime_serde_compat")]
+    pub read_timeout: Duration,
+    /// Whole request, headers and body.
+    #[serde(with = "humantime_serde_compat")]
+    pub total_timeout: Duration,
+    /// Body cap in bytes, enforced while streaming and after decompression.
+    pub max_body: u64,
+    pub max_redirects: u32,
+    /// Send If-None-Match / If-Modified-Since when a page is fetched again.
+    pub conditional_requests: bool,
+}
+
+impl Default for FetchConfig {
+    fn default() -> Self {
+        FetchConfig {
+            connect_timeout: Duration::from_secs(10),
+            read_timeout: Duration::from_secs(20),
+            total_timeout: Duration::from_secs(60),
+            max_body: 5 * 1024 * 1024,
+            max_redirects: 10,
+            conditional_requests: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum RobotsMode {
+    /// 401/403 on robots.txt: the whole site is off limits (HTTP guide's reading).
+    Strict,
+    /// RFC 9309: every 4xx on robots.txt means no restrictions.
+    Rfc9309,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RobotsConfig {
+    pub mode: RobotsMode,
+    /// robots.txt bodies are cut at this size (RFC 9309 asks for at least 500 KiB).
+    pub max_size: u64,
+    /// Cache lifetime when the response carries no caching headers.
+    #[serde(with = "humantime_serde_compat")]
+    pub default_ttl: Duration,
+    /// Crawl-delay values above this are capped.
+    #[serde(with = "humantime_serde_compat")]
+    pub max_crawl_delay: Duration,
+    /// A host whose robots.txt stays unavailable (5xx, timeouts) this long is given up.
+    #[serde(with = "humantime_serde_compat")]
+    pub give_up_after: Duration,
+}
+
+impl Default for RobotsConfig {
+    fn default() -> Self {
+        RobotsConfig {
+            mode: RobotsMode::Strict,
+            max_size: 512 * 1024,
+            default_ttl: Duration::from_secs(24 * 3600),
+            max_crawl_delay: Duration::from_secs(30),
+            give_up_after: Duration::from_secs(600),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BreakerConfig {
+    /// Open after this many consecutive failures.
+    pub consecutive_failures: u32,
+    /// ... or when this share of the last `window` requests failed.
+    pub failure_ratio: f64,
+    pub window: u32,
+    /// First cooldown; doubles on each re-open up to `max_cooldown`.
+    #[serde(with = "humantime_serde_compat")]
+    pub cooldown: Duration,
+    #[serde(with = "humantime_serde_compat")]
+    pub max_cooldown: Duration,
+    /// A host whose breaker keeps re-opening this long is given up.
+    #[serde(with = "humantime_serde_compat")]
+    pub give_up_after: Duration,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        BreakerConfig {
+            consecutive_failures: 5,
+            failure_ratio: 0.5,
+            window: 20,
+            cooldown: Duration::from_secs(30),
+            max_cooldown: Duration::from_secs(600),
+            give_up_after: Duration::from_secs(1800),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrapPolicy {
+    /// Park matching URLs until the operator accepts or dismisses the alert.
+    Quarantine,
+    /// Accept every alert at once (its suggested rule is added).
+    Auto,
+    /// Raise alerts, crawl on.
+    AlertOnly,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TrapConfig {
+    pub policy: TrapPolicy,
+    /// A path segment (or a sequence of segments) repeated this many times.
+    pub max_segment_repeats: usize,
+    /// Path depth above which growth hop after hop is suspicious.
+    pub max_path_depth: usize,
+    /// Distinct query strings under one path before it is an explosion.
+    pub max_query_variants: usize,
+    /// Consecutive increments of a numeric component (calendar/counter).
+    pub max_counter_run: usize,
+    /// Near-identical pages under one path prefix.
+    pub max_near_duplicates: usize,
+    /// Simhash Hamming distance that counts as near-identical.
+    pub near_duplicate_bits: u32,
+    /// New URLs discovered per fetched page on one host, over the host's budget window.
+    pub max_new_urls_per_page: f64,
+    /// Pages per host before its discovery ratio is judged.
+    pub budget_window: usize,
+}
+
+impl Default for TrapConfig {
+    fn default() -> Self {
+        TrapConfig {
+            policy: TrapPolicy::Quarantine,
+            max_segment_repeats: 3,
+            max_path_depth: 12,
+            max_query_variants: 200,
+            max_counter_run: 24,
+            max_near_duplicates: 20,
+            near_duplicate_bits: 3,
+            max_new_urls_per_page: 30.0,
+            budget_window: 50,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct StorageConfig {
+    /// sled page cache in bytes.
+    pub cache_bytes: u64,
+    /// Rotate WARC files at this size.
+    pub warc_max_bytes: u64,
+    /// Write WARC records at all.
+    pub warc: bool,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            cache_bytes: 64 * 1024 * 1024,
+            warc_max_bytes: 1024 * 1024 * 1024,
+            warc: true,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {message}")]
+    Parse { path: PathBuf, message: String },
+    #[error("invalid setting `{key}`: {message}")]
+    Invalid { key: &'static str, message: String },
+}
+
+impl CrawlConfig {
+    /// Parses a `crawl.toml`; `path` is only used in messages.
+    pub fn from_toml(text: &str, path: &Path) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message: e.to_string().trim_end().to_string(),
+        })
+    }
+
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Self::from_toml(&text, path)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("config serializes")
+    }
+
+    /// Checks values that parse but make no sense, naming the key and the fix.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        fn invalid(key: &'static str, message: impl Into<String>) -> Result<(), ConfigError> {
+            Err(ConfigError::Invalid {
+                key,
+                message: message.into(),
+            })
+        }
+        for seed in &self.seeds {
+            if let Err(message) = parse_seed(seed) {
+                return invalid("seeds", message);
+            }
+        }
+        if self.concurrency == 0 {
+            return invalid("concurrency", "must be at least 1");
+        }
+        if self.politeness.per_host == 0 {
+            return invalid("politeness.per_host", "must be at least 1");
+        }
+        if !(self.politeness.delay_factor >= 0.0 && self.politeness.delay_factor.is_finite()) {
+            return invalid("politeness.delay_factor", "must be a number >= 0");
+        }
+        if self.politeness.max_delay < self.politeness.min_delay {
+            return invalid(
+                "politeness.max_delay",
+                "must not be shorter than politeness.min_delay",
+            );
+        }
+        if !(self.max_rate >= 0.0 && self.max_rate.is_finite()) {
+            return invalid("max_rate", "must be a number >= 0 (0 = no cap)");
+        }
+        if self.fetch.max_body == 0 {
+            return invalid("fetch.max_body", "must be at least 1 byte");
+        }
+        if self.scope.max_url_len < 16 {
+            return invalid("scope.max_url_len", "must be at least 16");
+        }
+        if !(0.0..=1.0).contains(&self.breaker.failure_ratio) {
+            return invalid("breaker.failure_ratio", "must be between 0 and 1");
+        }
+        if self.breaker.consecutive_failures == 0 {
+            return invalid("breaker.consecutive_failures", "must be at least 1");
+        }
+        if self.identity.product_token.is_empty()
+            || !self
+                .identity
+                .product_token
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return invalid(
+                "identity.product_token",
+                "must be letters, digits, '-' or '_' (e.g. \"crawldeck\")",
+            );
+        }
+        if let Some(from) = &self.identity.from {
+            if !from.contains('@') {
+                return invalid("identity.from", "must be an email address");
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Parses one seed, explaining what is wrong with it.
+pub fn parse_seed(seed: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(seed.trim()).map_err(|e| {
+        format!("seed {seed:?} is not an absolute URL ({e}); write it like https://example.org/")
+    })?;
+    match url.scheme() {
+        "http" | "https" => {}
+        other => {
+            return Err(format!(
+                "seed {seed:?} uses scheme {other:?}; only http and https are crawled"
+            ))
+        }
+    }
+    if url.host_str().is_none() {
+        return Err(format!("seed {seed:?} has no host"));
+    }
+    Ok(url)
+}
+
+/// Durations in `crawl.toml` are written as humantime strings ("1s", "500ms", "2m").
+mod humantime_serde_compat {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&humantime::format_duration(*d).to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Duration, D::Error> {
+        let text = String::deserialize(d)?;
+        humantime::parse_duration(&text).map_err(|e| {
+            serde::de::Error::custom(format!(
+                "{text:?} is not a duration ({e}); write e.g. \"500ms\", \"1s\" or \"2m\""
+            ))
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_config_parses_to_the_defaults() {
+        let parsed = CrawlConfig::from_toml(DEFAULT_CONFIG_TOML, Path::new("crawl.toml")).unwrap();
+        assert_eq!(parsed, CrawlConfig::default());
+        parsed.validate().unwrap();
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let err = CrawlConfig::from_toml("[politeness]\nmin_dealy = \"1s\"\n", Path::new("c.toml"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("min_dealy"), "{err}");
+        assert!(err.contains("c.toml"), "{err}");
+    }
+
+    #[test]
+    fn bad_duration_explains_format() {
+        let err =
+            CrawlConfig::from_toml("[politeness]\nmin_delay = \"soon\"\n", Path::new("c.toml"))
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("\"soon\" is not a duration"), "{err}");
+    }
+
+    #[test]
+    fn bad_seed_is_reported_with_fix() {
+        let cfg = CrawlConfig {
+            seeds: vec!["example.org".into()],
+            ..Default::default()
+        };
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(err.contains("seeds"), "{err}");
+        assert!(err.contains("https://example.org/"), "{err}");
+        let cfg = CrawlConfig {
+            seeds: vec!["ftp://example.org/".into()],
+            ..Default::default()
+        };
+        assert!(cfg
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("only http and https"));
+    }
+
+    #[test]
+    fn zero_per_host_is_rejected() {
+        let mut cfg = CrawlConfig::default();
+        cfg.politeness.per_host = 0;
+        assert!(cfg
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("politeness.per_host"));
+    }
+}

@@ -1,0 +1,115 @@
+//! The crawl engine. It never imports terminal crates: the TUI and the headless
+//! printer both drive it through [`EngineHandle`].
+
+pub mod breaker;
+pub mod control;
+pub mod dedup;
+pub mod extract;
+pub mod fetch;
+pub mod frontier;
+pub mod politeness;
+pub mod robots;
+pub mod rules;
+pub mod store;
+pub mod telemetry;
+pub mod traps;
+pub mod url_norm;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use tokio::sync::{mpsc, watch};
+
+use control::{Command, CommandId};
+use telemetry::{EngineEvent, Snapshot};
+
+/// Capacity of the event channel; when the receiver lags, events are dropped and counted.
+pub const EVENT_CAPACITY: usize = 1024;
+
+/// Sends operator commands; cheap to clone.
+#[derive(Clone)]
+pub struct EngineControl {
+    commands: mpsc::UnboundedSender<(CommandId, Command)>,
+    next_id: Arc<AtomicU64>,
+}
+
+impl EngineControl {
+    /// Queues a command; the answer arrives as `EngineEvent::CommandDone` with this id.
+    /// Never blocks. If the engine has stopped the command is dropped.
+    pub fn send(&self, command: Command) -> CommandId {
+        let id = CommandId(self.next_id.fetch_add(1, Ordering::Relaxed));
+        let _ = self.commands.send((id, command));
+        id
+    }
+}
+
+/// What a front end holds of a running engine.
+pub struct EngineHandle {
+    pub control: EngineControl,
+    /// Latest snapshot, published a few times a second.
+    pub snapshots: watch::Receiver<Arc<Snapshot>>,
+    /// Discrete events; `None` once the engine has stopped.
+    pub events: mpsc::Receiver<EngineEvent>,
+}
+
+/// The engine's side of the channels behind an [`EngineHandle`].
+pub struct EngineEnds {
+    pub commands: mpsc::UnboundedReceiver<(CommandId, Command)>,
+    pub snapshots: watch::Sender<Arc<Snapshot>>,
+    pub events: mpsc::Sender<EngineEvent>,
+}
+
+impl EngineHandle {
+    /// A handle and the matching engine-side ends, not connected to any engine.
+    /// The engine uses this to build its channels; tests use it to fake an engine.
+    pub fn channel() -> (EngineHandle, EngineEnds) {
+        let (command_tx, command_rx) = mpsc::unbounded_channel();
+        let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
+        let (event_tx, event_rx) = mpsc::channel(EVENT_CAPACITY);
+        (
+            EngineHandle {
+                control: EngineControl {
+                    commands: command_tx,
+                    next_id: Arc::new(AtomicU64::new(1)),
+                },
+                snapshots: snapshot_rx,
+                events: event_rx,
+            },
+            EngineEnds {
+                commands: command_rx,
+                snapshots: snapshot_tx,
+                events: event_tx,
+            },
+        )
+    }
+}
+
+/// Errors that stop the engine from starting or running.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    #[error("invalid configuration: {0}")]
+    Config(String),
+    #[error("data directory {path}: {message}")]
+    DataDir { path: String, message: String },
+    #[error("storage: {0}")]
+    Store(String),
+}
+
+/// A started engine: the handle for front ends and the task that ends with the
+/// final snapshot (the crawl summary).
+pub struct RunningEngine {
+    pub handle: EngineHandle,
+    pub done: tokio::task::JoinHandle<Result<Snapshot, EngineError>>,
+}
+
+/// Starts crawling `config` in `data_dir` (created if missing; resumed if it
+/// holds a crawl). The engine checkpoints and stops when `shutdown` completes,
+/// on `Command::Shutdown`, or when the crawl is finished.
+pub async fn start(
+    config: crate::config::CrawlConfig,
+    data_dir: &std::path::Path,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<RunningEngine, EngineError> {
+    let _ = (config, data_dir, shutdown);
+    unimplemented!("the scheduler lands with the engine core")
+}

@@ -1,0 +1,8 @@
+//! crawldeck: a crawler workstation — an embedded, polite, persistent crawl
+//! engine with a live terminal UI on top of it.
+
+pub mod config;
+pub mod demo;
+pub mod engine;
+pub mod text;
+pub mod tui;
