@@ -196,6 +196,13 @@ pub struct HostView {
     pub paused: bool,
     /// URLs parked by open trap alerts on this host.
     pub quarantined: u64,
+    /// The next few URLs the host's queue will hand out.
+    pub queue_head: Vec<String>,
+    /// One line about the host's robots.txt ("14 rules, crawl-delay 2s, 1 sitemap").
+    pub robots_summary: Option<String>,
+    /// Operator overrides, if any.
+    pub delay_override: Option<Duration>,
+    pub concurrency_override: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
