@@ -101,8 +101,6 @@ pub struct ScopeConfig {
     pub max_links_per_page: usize,
     /// Path extensions that are never fetched (lowercase, without dot).
     pub deny_extensions: Vec<String>,
-    /// Queue the URLs listed in robots.txt `Sitemap:` lines as seeds.
-    pub sitemaps_as_seeds: bool,
 }
 
 impl Default for ScopeConfig {
@@ -121,7 +119,6 @@ impl Default for ScopeConfig {
             .iter()
             .map(|s| s.to_string())
             .collect(),
-            sitemaps_as_seeds: false,
         }
     }
 }

@@ -1,16 +1,24 @@
 //! The crawl engine. It never imports terminal crates: the TUI and the headless
 //! printer both drive it through [`EngineHandle`].
 
+mod boot;
 pub mod breaker;
+mod commands;
 pub mod control;
 pub mod dedup;
 pub mod extract;
 pub mod fetch;
 pub mod frontier;
+mod host;
 pub mod politeness;
+pub mod prioritize;
+mod results;
 pub mod robots;
 pub mod rules;
+mod scheduler;
+mod stats;
 pub mod store;
+mod tasks;
 pub mod telemetry;
 pub mod traps;
 pub mod url_norm;
@@ -102,6 +110,14 @@ pub struct RunningEngine {
     pub done: tokio::task::JoinHandle<Result<Snapshot, EngineError>>,
 }
 
+/// How a front end wants the engine to behave.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct EngineOptions {
+    /// Keep running when only quarantined URLs remain (an operator can still
+    /// decide on them); headless runs end instead.
+    pub wait_for_operator: bool,
+}
+
 /// Starts crawling `config` in `data_dir` (created if missing; resumed if it
 /// holds a crawl). The engine checkpoints and stops when `shutdown` completes,
 /// on `Command::Shutdown`, or when the crawl is finished.
@@ -110,6 +126,23 @@ pub async fn start(
     data_dir: &std::path::Path,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<RunningEngine, EngineError> {
-    let _ = (config, data_dir, shutdown);
-    unimplemented!("the scheduler lands with the engine core")
+    start_with(config, data_dir, shutdown, EngineOptions::default()).await
+}
+
+pub async fn start_with(
+    config: crate::config::CrawlConfig,
+    data_dir: &std::path::Path,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    options: EngineOptions,
+) -> Result<RunningEngine, EngineError> {
+    let (handle, ends) = EngineHandle::channel();
+    let data_dir = data_dir.to_path_buf();
+    // Opening sled and rebuilding the seen filter is blocking work.
+    let scheduler =
+        tokio::task::spawn_blocking(move || boot::build(config, &data_dir, ends, options))
+            .await
+            .map_err(|e| EngineError::Store(format!("engine start-up failed: {e}")))??;
+    let runtime = tokio::runtime::Handle::current();
+    let done = tokio::task::spawn_blocking(move || runtime.block_on(scheduler.run(shutdown)));
+    Ok(RunningEngine { handle, done })
 }

@@ -1,0 +1,191 @@
+//! Everything the scheduler knows about one host, and what of it survives a restart.
+
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
+
+use super::breaker::Breaker;
+use super::control::HostKey;
+use super::politeness::HostPoliteness;
+use super::robots::{RobotsBackoff, RobotsRules};
+use super::stats::{EventRate, RecentLatency};
+use super::telemetry::{DelaySource, HostActivity, HostView, RobotsState, StatusMix};
+
+/// The host's robots.txt as far as the scheduler is concerned.
+pub enum RobotsSlot {
+    /// Not fetched yet; `fetching` while a request is out.
+    Unknown { fetching: bool },
+    Rules {
+        rules: Box<RobotsRules>,
+        expires: Instant,
+    },
+    AllowAll {
+        expires: Instant,
+    },
+    DisallowAll,
+    Postponed {
+        backoff: RobotsBackoff,
+        retry_at: Instant,
+        fetching: bool,
+    },
+    GaveUp,
+}
+
+impl RobotsSlot {
+    pub fn state(&self) -> RobotsState {
+        match self {
+            RobotsSlot::Unknown { .. } => RobotsState::Pending,
+            RobotsSlot::Rules { .. } => RobotsState::Ok,
+            RobotsSlot::AllowAll { .. } => RobotsState::AllowAll,
+            RobotsSlot::DisallowAll => RobotsState::DisallowAll,
+            RobotsSlot::Postponed { backoff, .. } => RobotsState::Postponed {
+                attempts: backoff.attempts(),
+            },
+            RobotsSlot::GaveUp => RobotsState::GaveUp,
+        }
+    }
+
+    /// Settled and still fresh: pages may be fetched under it.
+    pub fn is_settled(&self, now: Instant) -> bool {
+        match self {
+            RobotsSlot::Rules { expires, .. } | RobotsSlot::AllowAll { expires } => now < *expires,
+            _ => false,
+        }
+    }
+
+    pub fn crawl_delay(&self) -> Option<Duration> {
+        match self {
+            RobotsSlot::Rules { rules, .. } => rules.crawl_delay(),
+            _ => None,
+        }
+    }
+
+    pub fn summary(&self) -> Option<String> {
+        match self {
+            RobotsSlot::Rules { rules, .. } => {
+                let mut s = String::from("robots.txt parsed");
+                if let Some(d) = rules.crawl_delay() {
+                    s.push_str(&format!(", crawl-delay {}", humantime::format_duration(d)));
+                }
+                let maps = rules.sitemaps().len();
+                if maps > 0 {
+                    s.push_str(&format!(", {maps} sitemap(s)"));
+                }
+                Some(s)
+            }
+            RobotsSlot::AllowAll { .. } => Some("no robots.txt: no restrictions".into()),
+            RobotsSlot::DisallowAll => Some("robots.txt forbidden (401/403): site off limits".into()),
+            RobotsSlot::Postponed { backoff, .. } => Some(format!(
+                "robots.txt unavailable, attempt {}",
+                backoff.attempts()
+            )),
+            RobotsSlot::GaveUp => Some("robots.txt never became available: gave up".into()),
+            RobotsSlot::Unknown { .. } => None,
+        }
+    }
+}
+
+/// What of a host is stored in the `hosts` tree and restored on resume.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct HostRecord {
+    pub paused: bool,
+    pub delay_override: Option<Duration>,
+    pub concurrency_override: Option<usize>,
+    pub breaker: Option<super::breaker::PersistedBreaker>,
+}
+
+pub struct HostState {
+    pub key: HostKey,
+    /// `scheme://host[:port]/`, where its robots.txt lives.
+    pub origin: Option<url::Url>,
+    pub politeness: HostPoliteness,
+    pub breaker: Breaker,
+    pub robots: RobotsSlot,
+    pub status: StatusMix,
+    pub fetched: u64,
+    pub in_flight: u32,
+    pub requests: EventRate,
+    pub latency: RecentLatency,
+    pub delay: (Duration, DelaySource),
+    pub paused: bool,
+    /// Whether the breaker's OPEN hold is set in the frontier.
+    pub breaker_held: bool,
+    /// Host given up: robots forbids it, never available, or breaker kept failing.
+    pub finished: bool,
+}
+
+impl HostState {
+    pub fn new(key: HostKey) -> Self {
+        HostState {
+            key,
+            origin: None,
+            politeness: HostPoliteness::default(),
+            breaker: Breaker::new(),
+            robots: RobotsSlot::Unknown { fetching: false },
+            status: StatusMix::default(),
+            fetched: 0,
+            in_flight: 0,
+            requests: EventRate::new(Duration::from_secs(10), 4096),
+            latency: RecentLatency::default(),
+            delay: (Duration::ZERO, DelaySource::Config),
+            paused: false,
+            breaker_held: false,
+            finished: false,
+        }
+    }
+
+    pub fn record(&self) -> HostRecord {
+        HostRecord {
+            paused: self.paused,
+            delay_override: self.politeness.override_delay(),
+            concurrency_override: self.politeness.override_concurrency(),
+            breaker: Some(self.breaker.to_persisted()),
+        }
+    }
+
+    pub fn restore(key: HostKey, record: HostRecord, now: Instant) -> Self {
+        let mut host = HostState::new(key);
+        host.paused = record.paused;
+        host.politeness.set_override_delay(record.delay_override);
+        host.politeness
+            .set_override_concurrency(record.concurrency_override);
+        if let Some(b) = record.breaker {
+            host.breaker = Breaker::from_persisted(b, now);
+        }
+        host
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn view(
+        &mut self,
+        now: Instant,
+        queued: u64,
+        max_in_flight: usize,
+        activity: HostActivity,
+        quarantined: u64,
+        queue_head: Vec<String>,
+    ) -> HostView {
+        HostView {
+            host: self.key.clone(),
+            queued,
+            in_flight: self.in_flight,
+            max_in_flight: max_in_flight as u32,
+            fetched: self.fetched,
+            req_per_sec: self.requests.per_sec(now),
+            mean_latency: self.latency.mean(),
+            delay: self.delay.0,
+            delay_source: self.delay.1,
+            status: self.status,
+            robots: self.robots.state(),
+            breaker: self.breaker.view(now),
+            activity,
+            paused: self.paused,
+            quarantined,
+            queue_head,
+            robots_summary: self.robots.summary(),
+            delay_override: self.politeness.override_delay(),
+            concurrency_override: self.politeness.override_concurrency(),
+        }
+    }
+}

@@ -1,0 +1,477 @@
+//! The scheduler: one loop that owns the frontier and all per-host state, hands
+//! out fetches when a host is ready, and takes results back. It runs on its own
+//! thread so sled calls never stall the runtime's workers.
+
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
+use std::cmp::Reverse;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+use url::Url;
+
+use super::control::{Command, CommandId, CommandResult, HostKey};
+use super::dedup::BloomFilter;
+use super::extract::ExtractOptions;
+use super::fetch::Fetcher;
+use super::frontier::{Frontier, Hold};
+use super::host::{HostRecord, HostState, RobotsSlot};
+use super::politeness::RateLimiter;
+use super::rules::{CompiledRule, RuleSet};
+use super::stats::CounterRate;
+use super::store::warc::WarcWriter;
+use super::store::{Store, Tree};
+use super::tasks::{self, PageJob, Work};
+use super::telemetry::{Counters, CrawlState, EngineEvent, Level, Snapshot, TrapAlert};
+use super::traps::TrapDetector;
+use super::url_norm::{self, UrlFilter};
+use super::{EngineEnds, EngineError};
+use crate::config::CrawlConfig;
+
+/// How often the snapshot is published.
+const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
+/// Hosts listed in one snapshot (busiest first).
+const SNAPSHOT_HOSTS: usize = 500;
+/// Attempts for a URL whose host failed (connect, timeout, reset, 5xx).
+pub const MAX_ATTEMPTS: u8 = 3;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Timer {
+    BreakerProbe,
+    RobotsRetry,
+}
+
+pub struct Scheduler {
+    pub cfg: CrawlConfig,
+    pub data_dir: String,
+    pub store: Store,
+    pub frontier: Frontier,
+    pub fetcher: Fetcher,
+    pub filter: UrlFilter,
+    pub rules: RuleSet,
+    pub traps: TrapDetector,
+    pub bloom: BloomFilter,
+    pub hosts: HashMap<HostKey, HostState>,
+    pub alerts: BTreeMap<u64, TrapAlert>,
+    /// Compiled suggested rules of open alerts: newly found URLs they match are parked.
+    pub alert_rules: HashMap<u64, CompiledRule>,
+    pub extract: Arc<ExtractOptions>,
+    pub warc: Option<Arc<Mutex<WarcWriter>>>,
+    pub ends: EngineEnds,
+    pub work_tx: mpsc::UnboundedSender<Work>,
+    pub work_rx: mpsc::UnboundedReceiver<Work>,
+    /// New hosts whose robots.txt must be fetched before anything else.
+    pub robots_wanted: Vec<HostKey>,
+    pub timers: BinaryHeap<Reverse<(Instant, Timer, HostKey)>>,
+    /// Attempts so far of URLs that failed transiently (by URL fingerprint).
+    pub attempts: HashMap<u64, u8>,
+    pub counters: Counters,
+    pub in_flight: usize,
+    pub robots_in_flight: usize,
+    pub state: CrawlState,
+    pub paused: bool,
+    pub draining: bool,
+    pub global_delay: Duration,
+    pub global_concurrency: usize,
+    pub rate: RateLimiter,
+    pub next_rule_id: u64,
+    pub next_alert_id: u64,
+    pub started: Instant,
+    /// Elapsed time of earlier runs of this crawl.
+    pub elapsed_before: Duration,
+    pub pages_rate: CounterRate,
+    pub bytes_rate: CounterRate,
+    pub dropped_events: u64,
+    pub finish_reason: Option<String>,
+    /// With a TUI an operator can still decide on quarantined URLs, so the
+    /// crawl waits instead of ending.
+    pub wait_for_operator: bool,
+}
+
+impl Scheduler {
+    pub fn emit(&mut self, event: EngineEvent) {
+        if self.ends.events.try_send(event).is_err() {
+            self.dropped_events += 1;
+        }
+    }
+
+    pub fn log(&mut self, level: Level, message: String) {
+        match level {
+            Level::Info => tracing::info!("{message}"),
+            Level::Warn => tracing::warn!("{message}"),
+            Level::Error => tracing::error!("{message}"),
+        }
+        self.emit(EngineEvent::Log { level, message });
+    }
+
+    fn answer(&mut self, id: CommandId, outcome: Result<String, String>) {
+        match &outcome {
+            Ok(m) => tracing::info!(command = id.0, "{m}"),
+            Err(m) => tracing::warn!(command = id.0, "refused: {m}"),
+        }
+        self.emit(EngineEvent::CommandDone(CommandResult { id, outcome }));
+    }
+
+    pub fn set_state(&mut self, state: CrawlState) {
+        if self.state != state {
+            self.state = state;
+            self.emit(EngineEvent::StateChanged(state));
+        }
+    }
+
+    /// The host's state, created on first sight. `url` is one of its URLs (for
+    /// the robots.txt origin).
+    pub fn host_mut(&mut self, host: &str) -> &mut HostState {
+        if !self.hosts.contains_key(host) {
+            let record: Option<HostRecord> =
+                self.store.get(Tree::Hosts, host.as_bytes()).ok().flatten();
+            let now = Instant::now();
+            let state = match record {
+                Some(r) => HostState::restore(host.to_string(), r, now),
+                None => HostState::new(host.to_string()),
+            };
+            // Robots first: nothing of a new host is fetched before its robots.txt is settled.
+            self.frontier.set_hold(host, Hold::Robots, true);
+            self.frontier.set_hold(host, Hold::Paused, state.paused);
+            let max = state.politeness.max_in_flight(&self.cfg.politeness);
+            self.frontier.set_max_in_flight(host, max);
+            self.hosts.insert(host.to_string(), state);
+            self.robots_wanted.push(host.to_string());
+        }
+        self.hosts.get_mut(host).expect("inserted above")
+    }
+
+    /// Registers a URL's host (first sight starts its robots.txt request).
+    pub fn host_for(&mut self, url: &Url, host: &str) -> &mut HostState {
+        let state = self.host_mut(host);
+        if state.origin.is_none() {
+            let mut origin = url.clone();
+            origin.set_query(None);
+            origin.set_fragment(None);
+            origin.set_path("/");
+            state.origin = Some(origin);
+        }
+        state
+    }
+
+    pub fn save_host(&mut self, host: &str) {
+        if let Some(state) = self.hosts.get(host) {
+            let record = state.record();
+            if let Err(e) = self.store.put(Tree::Hosts, host.as_bytes(), &record) {
+                tracing::error!("saving host {host}: {e}");
+            }
+        }
+    }
+
+    /// The main loop; returns the final snapshot.
+    pub async fn run(
+        mut self,
+        shutdown: impl std::future::Future<Output = ()> + Send,
+    ) -> Result<Snapshot, EngineError> {
+        tokio::pin!(shutdown);
+        let mut shutdown_seen = false;
+        let mut tick = tokio::time::interval(SNAPSHOT_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        self.set_state(if self.paused {
+            CrawlState::Paused
+        } else {
+            CrawlState::Running
+        });
+        loop {
+            let now = Instant::now();
+            self.fire_timers(now);
+            self.dispatch(now);
+            if let Some(reason) = self.finished() {
+                if self.in_flight == 0 && self.robots_in_flight == 0 {
+                    self.finish_reason.get_or_insert(reason);
+                    break;
+                }
+                self.draining = true;
+            }
+            let wake = self.next_wakeup();
+            tokio::select! {
+                biased;
+                _ = &mut shutdown, if !shutdown_seen => {
+                    shutdown_seen = true;
+                    self.begin_drain("shutdown requested (signal)");
+                }
+                Some((id, command)) = self.ends.commands.recv() => {
+                    let outcome = self.handle_command(command);
+                    self.answer(id, outcome);
+                }
+                Some(work) = self.work_rx.recv() => self.handle_work(work),
+                _ = tick.tick() => self.publish(),
+                _ = sleep_until_opt(wake) => {}
+            }
+        }
+        self.set_state(CrawlState::Done);
+        self.checkpoint();
+        let snapshot = self.publish();
+        tracing::info!(
+            "crawl ended: {} ({} pages)",
+            self.finish_reason.as_deref().unwrap_or("?"),
+            self.counters.pages_fetched
+        );
+        Ok(snapshot)
+    }
+
+    pub fn begin_drain(&mut self, reason: &str) {
+        if !self.draining {
+            self.draining = true;
+            self.finish_reason = Some(reason.to_string());
+            self.set_state(CrawlState::Draining);
+            self.log(Level::Info, format!("draining: {reason}"));
+        }
+    }
+
+    /// Why the crawl is over, if it is (in-flight work may still be finishing).
+    fn finished(&self) -> Option<String> {
+        if self.draining {
+            return Some(
+                self.finish_reason
+                    .clone()
+                    .unwrap_or_else(|| "stopped".into()),
+            );
+        }
+        if self.cfg.max_pages > 0 && self.counters.pages_fetched >= self.cfg.max_pages {
+            return Some(format!("page limit reached ({})", self.cfg.max_pages));
+        }
+        let idle = self.in_flight == 0 && self.robots_in_flight == 0;
+        if !idle || self.paused || self.frontier.len() > 0 || !self.timers.is_empty() {
+            return None;
+        }
+        let open_alerts = self
+            .alerts
+            .values()
+            .filter(|a| a.status == super::telemetry::AlertStatus::Open)
+            .count();
+        if open_alerts > 0 {
+            if self.wait_for_operator {
+                return None;
+            }
+            return Some(format!(
+                "only quarantined URLs remain ({open_alerts} open trap alert(s) to decide)"
+            ));
+        }
+        Some("frontier empty".into())
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        let frontier = if self.paused || self.draining {
+            None
+        } else {
+            self.frontier.next_wakeup()
+        };
+        let timer = self.timers.peek().map(|Reverse((at, _, _))| *at);
+        let rate = self.rate.next_allowed();
+        [frontier, timer, rate].into_iter().flatten().min()
+    }
+
+    fn fire_timers(&mut self, now: Instant) {
+        while let Some(Reverse((at, _, _))) = self.timers.peek() {
+            if *at > now {
+                break;
+            }
+            let Reverse((_, timer, host)) = self.timers.pop().expect("peeked");
+            match timer {
+                Timer::BreakerProbe => self.breaker_probe_due(&host, now),
+                Timer::RobotsRetry => self.start_robots(&host, now),
+            }
+        }
+    }
+
+    /// Starts every fetch that politeness, robots, breakers and limits allow.
+    fn dispatch(&mut self, now: Instant) {
+        if self.paused || self.draining {
+            return;
+        }
+        while self.in_flight + self.robots_in_flight < self.global_concurrency {
+            let Some(host) = self.robots_wanted.pop() else {
+                break;
+            };
+            self.start_robots(&host, now);
+        }
+        while self.in_flight + self.robots_in_flight < self.global_concurrency {
+            if self.cfg.max_pages > 0
+                && self.counters.pages_fetched + self.in_flight as u64 >= self.cfg.max_pages
+            {
+                return;
+            }
+            if self.rate.would_wait(now) {
+                return;
+            }
+            let Some(lease) = self.frontier.next_ready(now) else {
+                return;
+            };
+            let host_key = lease.entry.host.clone();
+            let Ok(url) = Url::parse(&lease.entry.url) else {
+                self.record_unfetchable(lease, "stored URL no longer parses");
+                continue;
+            };
+            let host = self.host_mut(&host_key);
+            if !host.robots.is_settled(now) {
+                // Expired (or never fetched): settle robots.txt again before any page.
+                self.frontier.release(lease);
+                self.frontier.set_hold(&host_key, Hold::Robots, true);
+                self.start_robots(&host_key, now);
+                continue;
+            }
+            if let RobotsSlot::Rules { rules, .. } = &host.robots {
+                if !rules.allowed(&url) {
+                    self.record_robots_denied(lease);
+                    continue;
+                }
+            }
+            if !host.breaker.allow_request(now, &self.cfg.breaker) {
+                self.frontier.release(lease);
+                self.hold_for_breaker(&host_key, now);
+                continue;
+            }
+            host.in_flight += 1;
+            host.requests.record(now);
+            self.in_flight += 1;
+            self.rate.acquire(now);
+            let job = PageJob {
+                fetcher: self.fetcher.clone(),
+                lease,
+                url,
+                validators: None,
+                max_body: self.cfg.fetch.max_body,
+                extract: self.extract.clone(),
+                warc: self.warc.clone(),
+                done: self.work_tx.clone(),
+            };
+            tokio::spawn(tasks::run_page(job));
+        }
+    }
+
+    /// Sends the robots.txt request for a host unless one is already out.
+    pub fn start_robots(&mut self, host_key: &str, _now: Instant) {
+        let Some(host) = self.hosts.get_mut(host_key) else {
+            return;
+        };
+        match &mut host.robots {
+            RobotsSlot::Unknown { fetching } | RobotsSlot::Postponed { fetching, .. } => {
+                if *fetching {
+                    return;
+                }
+                *fetching = true;
+            }
+            RobotsSlot::Rules { .. } | RobotsSlot::AllowAll { .. } => {
+                host.robots = RobotsSlot::Unknown { fetching: true };
+            }
+            RobotsSlot::DisallowAll | RobotsSlot::GaveUp => return,
+        }
+        let Some(origin) = host.origin.clone() else {
+            tracing::error!("no origin known for {host_key}; robots.txt cannot be fetched");
+            return;
+        };
+        self.robots_in_flight += 1;
+        tokio::spawn(tasks::run_robots(
+            self.fetcher.clone(),
+            host_key.to_string(),
+            origin,
+            self.cfg.robots.clone(),
+            self.cfg.identity.product_token.clone(),
+            self.work_tx.clone(),
+        ));
+    }
+
+    pub fn schedule(&mut self, at: Instant, timer: Timer, host: &str) {
+        self.timers.push(Reverse((at, timer, host.to_string())));
+    }
+
+    pub fn checkpoint(&mut self) {
+        if let Some(warc) = &self.warc {
+            let mut w = warc.lock().unwrap_or_else(|p| p.into_inner());
+            if let Err(e) = w.flush() {
+                tracing::error!("flushing WARC: {e}");
+            }
+        }
+        let elapsed = self.elapsed();
+        let _ = self.store.put(Tree::Meta, b"elapsed_ms", &(elapsed.as_millis() as u64));
+        let _ = self.store.put(Tree::Meta, b"counters", &self.counters);
+        if let Err(e) = self.store.flush() {
+            tracing::error!("checkpoint failed: {e}");
+        }
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.elapsed_before + self.started.elapsed()
+    }
+
+    /// Builds and publishes the snapshot.
+    pub fn publish(&mut self) -> Snapshot {
+        let now = Instant::now();
+        let mut snap = Snapshot {
+            state: self.state,
+            elapsed: self.elapsed(),
+            counters: self.counters.clone(),
+            pages_per_sec: self.pages_rate.sample(now, self.counters.pages_fetched),
+            bytes_per_sec: self.bytes_rate.sample(now, self.counters.bytes),
+            frontier_size: self.frontier.len(),
+            in_flight: (self.in_flight + self.robots_in_flight) as u32,
+            front_queues: self.frontier.front_queue_depths(),
+            rules: self.rules.views(),
+            alerts: self.alerts.values().cloned().collect(),
+            dropped_events: self.dropped_events,
+            data_dir: self.data_dir.clone(),
+            global_delay: self.global_delay,
+            global_concurrency: self.global_concurrency,
+            global_rate: self.rate.rate(),
+            finish_reason: self.finish_reason.clone(),
+            ..Snapshot::default()
+        };
+        let mut views = Vec::with_capacity(self.hosts.len());
+        for (key, host) in self.hosts.iter_mut() {
+            let activity = self.frontier.host_activity(key, now);
+            use super::telemetry::HostActivity as A;
+            match activity {
+                A::Ready => snap.hosts_ready += 1,
+                A::Waiting | A::Busy => snap.hosts_waiting += 1,
+                A::PausedByOperator => snap.hosts_paused += 1,
+                A::BreakerOpen => snap.hosts_breaker_open += 1,
+                A::RobotsPending => snap.hosts_robots_pending += 1,
+                A::Idle | A::Finished => {}
+            }
+            let quarantined = self
+                .alerts
+                .values()
+                .filter(|a| &a.host == key && a.status == super::telemetry::AlertStatus::Open)
+                .map(|a| self.frontier.parked_count(a.id))
+                .sum();
+            let max = host.politeness.max_in_flight(&self.cfg.politeness);
+            views.push(host.view(
+                now,
+                self.frontier.host_queued(key),
+                max,
+                activity,
+                quarantined,
+                self.frontier.queue_head(key, 5),
+            ));
+        }
+        snap.hosts_total = views.len() as u32;
+        snap.quarantined = views.iter().map(|v| v.quarantined).sum();
+        views.sort_by(|a, b| {
+            (b.in_flight, b.queued, b.fetched)
+                .cmp(&(a.in_flight, a.queued, a.fetched))
+                .then_with(|| a.host.cmp(&b.host))
+        });
+        views.truncate(SNAPSHOT_HOSTS);
+        snap.hosts = views;
+        let _ = self.ends.snapshots.send(Arc::new(snap.clone()));
+        snap
+    }
+
+    fn handle_command(&mut self, command: Command) -> Result<String, String> {
+        super::commands::handle(self, command)
+    }
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,135 @@
+//! Sliding-window rates for the snapshot: pages/s globally, req/s per host.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+/// Events in the last `window`, as a rate. Bounded: at most `cap` timestamps kept.
+#[derive(Debug, Clone)]
+pub struct EventRate {
+    window: Duration,
+    cap: usize,
+    times: VecDeque<Instant>,
+}
+
+impl EventRate {
+    pub fn new(window: Duration, cap: usize) -> Self {
+        EventRate {
+            window,
+            cap,
+            times: VecDeque::new(),
+        }
+    }
+
+    pub fn record(&mut self, now: Instant) {
+        if self.times.len() == self.cap {
+            self.times.pop_front();
+        }
+        self.times.push_back(now);
+    }
+
+    pub fn per_sec(&mut self, now: Instant) -> f64 {
+        while self
+            .times
+            .front()
+            .is_some_and(|t| now.duration_since(*t) > self.window)
+        {
+            self.times.pop_front();
+        }
+        self.times.len() as f64 / self.window.as_secs_f64()
+    }
+}
+
+/// Counter samples taken at snapshot time; the rate is the slope over the window.
+#[derive(Debug, Clone)]
+pub struct CounterRate {
+    window: Duration,
+    samples: VecDeque<(Instant, u64)>,
+}
+
+impl CounterRate {
+    pub fn new(window: Duration) -> Self {
+        CounterRate {
+            window,
+            samples: VecDeque::new(),
+        }
+    }
+
+    pub fn sample(&mut self, now: Instant, value: u64) -> f64 {
+        self.samples.push_back((now, value));
+        while self.samples.len() > 2
+            && now.duration_since(self.samples[1].0) >= self.window
+        {
+            self.samples.pop_front();
+        }
+        let (t0, v0) = self.samples[0];
+        let dt = now.duration_since(t0).as_secs_f64();
+        if dt <= 0.0 {
+            0.0
+        } else {
+            value.saturating_sub(v0) as f64 / dt
+        }
+    }
+}
+
+/// Mean of the last few latencies.
+#[derive(Debug, Clone, Default)]
+pub struct RecentLatency {
+    values: VecDeque<Duration>,
+}
+
+impl RecentLatency {
+    const KEEP: usize = 20;
+
+    pub fn record(&mut self, d: Duration) {
+        if self.values.len() == Self::KEEP {
+            self.values.pop_front();
+        }
+        self.values.push_back(d);
+    }
+
+    pub fn mean(&self) -> Duration {
+        if self.values.is_empty() {
+            return Duration::ZERO;
+        }
+        self.values.iter().sum::<Duration>() / self.values.len() as u32
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn event_rate_forgets_old_events() {
+        let mut r = EventRate::new(Duration::from_secs(10), 100);
+        let t0 = Instant::now();
+        for i in 0..20 {
+            r.record(t0 + Duration::from_millis(i * 500));
+        }
+        assert_eq!(r.per_sec(t0 + Duration::from_millis(9_500)), 2.0);
+        assert_eq!(r.per_sec(t0 + Duration::from_secs(25)), 0.0);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn counter_rate_is_the_slope() {
+        let mut r = CounterRate::new(Duration::from_secs(5));
+        let t0 = Instant::now();
+        assert_eq!(r.sample(t0, 0), 0.0);
+        for s in 1..=10u64 {
+            let rate = r.sample(t0 + Duration::from_secs(s), s * 30);
+            assert!((rate - 30.0).abs() < 1e-9, "{rate}");
+        }
+    }
+
+    #[test]
+    fn latency_mean_of_recent() {
+        let mut l = RecentLatency::default();
+        assert_eq!(l.mean(), Duration::ZERO);
+        for ms in [100, 300] {
+            l.record(Duration::from_millis(ms));
+        }
+        assert_eq!(l.mean(), Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,166 @@
+//! The work the scheduler hands out: one page fetch or one robots.txt fetch.
+//! Network waits run on the async runtime; parsing, hashing and WARC writing
+//! run in `spawn_blocking`. Results go back to the scheduler on a channel.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use tokio::sync::mpsc;
+use url::Url;
+
+use super::control::HostKey;
+use super::dedup::ContentDigest;
+use super::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
+use super::fetch::{FetchError, Fetcher, Response, Validators};
+use super::frontier::Lease;
+use super::robots::{self, RobotsVerdict};
+use super::store::warc::{WarcExchange, WarcWriter};
+use crate::config::RobotsConfig;
+
+pub enum Work {
+    Page {
+        lease: Lease,
+        result: Result<Box<Fetched>, FetchError>,
+    },
+    Robots {
+        host: HostKey,
+        verdict: RobotsVerdict,
+        ttl: Duration,
+        elapsed: Duration,
+    },
+}
+
+/// A response as the scheduler needs it; the body itself stays in the task.
+pub struct Fetched {
+    pub status: u16,
+    pub location: Option<Url>,
+    pub retry_after: Option<Duration>,
+    pub etag: Option<String>,
+    pub last_modified: Option<String>,
+    pub bytes: u64,
+    pub elapsed: Duration,
+    pub directives: RobotsDirectives,
+    pub digest: Option<ContentDigest>,
+    /// Present for HTML 2xx responses.
+    pub extracted: Option<Extracted>,
+    pub warc_error: Option<String>,
+}
+
+pub struct PageJob {
+    pub fetcher: Fetcher,
+    pub lease: Lease,
+    pub url: Url,
+    pub validators: Option<Validators>,
+    pub max_body: u64,
+    pub extract: Arc<ExtractOptions>,
+    pub warc: Option<Arc<Mutex<WarcWriter>>>,
+    pub done: mpsc::UnboundedSender<Work>,
+}
+
+fn is_html(content_type: Option<&str>) -> bool {
+    match content_type {
+        None => true,
+        Some(ct) => {
+            let ct = ct.to_ascii_lowercase();
+            ct.starts_with("text/html") || ct.starts_with("application/xhtml")
+        }
+    }
+}
+
+pub async fn run_page(job: PageJob) {
+    let PageJob {
+        fetcher,
+        lease,
+        url,
+        validators,
+        max_body,
+        extract,
+        warc,
+        done,
+    } = job;
+    let result = match fetcher.fetch(&url, validators.as_ref(), max_body).await {
+        Ok(response) => {
+            let digested = tokio::task::spawn_blocking(move || process(response, &extract, warc));
+            match digested.await {
+                Ok(fetched) => Ok(Box::new(fetched)),
+                Err(join) => Err(FetchError::internal(format!("page processing failed: {join}"))),
+            }
+        }
+        Err(e) => Err(e),
+    };
+    let _ = done.send(Work::Page { lease, result });
+}
+
+/// CPU and disk work on a response: directives, links, digest, WARC.
+fn process(
+    response: Response,
+    extract_opts: &ExtractOptions,
+    warc: Option<Arc<Mutex<WarcWriter>>>,
+) -> Fetched {
+    let mut directives = RobotsDirectives::default();
+    for value in &response.x_robots_tag {
+        directives = directives.merge(RobotsDirectives::parse(value, &extract_opts.product_token));
+    }
+    let ok = (200..300).contains(&response.status);
+    let extracted = (ok && is_html(response.content_type.as_deref())).then(|| {
+        extract::extract(
+            &response.body,
+            &response.final_url,
+            response.content_type.as_deref(),
+            extract_opts,
+        )
+    });
+    if let Some(e) = &extracted {
+        directives = directives.merge(e.directives);
+    }
+    let digest = ok.then(|| ContentDigest::of(&response.body));
+    let mut warc_error = None;
+    if let (Some(warc), true) = (warc, !directives.noarchive) {
+        let label = ContentDigest::of(&response.body).warc_label();
+        let exchange = WarcExchange {
+            url: response.final_url.as_str(),
+            ip: response.remote_ip,
+            date: SystemTime::now(),
+            request_head: &response.request_head,
+            response_head: &response.response_head,
+            body: &response.body,
+            payload_digest: &label,
+        };
+        let mut writer = warc.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = writer.write_exchange(&exchange) {
+            warc_error = Some(format!("WARC write failed: {e}"));
+        }
+    }
+    Fetched {
+        status: response.status,
+        location: response.location,
+        retry_after: response.retry_after,
+        etag: response.etag,
+        last_modified: response.last_modified,
+        bytes: response.body.len() as u64,
+        elapsed: response.elapsed,
+        directives,
+        digest,
+        extracted,
+        warc_error,
+    }
+}
+
+pub async fn run_robots(
+    fetcher: Fetcher,
+    host: HostKey,
+    origin: Url,
+    cfg: RobotsConfig,
+    product_token: String,
+    done: mpsc::UnboundedSender<Work>,
+) {
+    let started = tokio::time::Instant::now();
+    let (verdict, ttl, _statuses) =
+        robots::fetch_robots(&fetcher, &origin, &cfg, &product_token).await;
+    let _ = done.send(Work::Robots {
+        host,
+        verdict,
+        ttl,
+        elapsed: started.elapsed(),
+    });
+}
