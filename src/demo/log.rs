@@ -1,0 +1,182 @@
+//! The demo web's request log: what a crawler actually asked for, when, and
+//! how many requests to the same site were in flight at that moment.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::time::Instant;
+
+use super::SiteKind;
+
+/// Records kept in memory; requests beyond this are only counted.
+pub const MAX_RECORDS: usize = 1_000_000;
+
+/// Status logged for a request that got no response (the connection was dropped).
+pub const STATUS_NO_RESPONSE: u16 = 0;
+
+#[derive(Clone, Debug)]
+pub struct RequestRecord {
+    pub site: SiteKind,
+    pub host_header: String,
+    pub method: String,
+    /// As the client sent it (not decoded).
+    pub path_and_query: String,
+    pub user_agent: Option<String>,
+    pub from: Option<String>,
+    pub if_none_match: Option<String>,
+    pub if_modified_since: Option<String>,
+    pub started: Instant,
+    /// When the response body was fully handed over, or the exchange was abandoned.
+    pub finished: Option<Instant>,
+    /// [`STATUS_NO_RESPONSE`] when the connection was dropped without a response.
+    pub status: u16,
+    /// Requests to the same site in flight when this one began, including itself.
+    pub in_flight_at_start: usize,
+}
+
+/// Per-site in-flight gauge, shared between the log and the site's server.
+#[derive(Default, Debug)]
+pub(crate) struct SiteGauge {
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+impl SiteGauge {
+    /// Counts a request in; returns the in-flight count including it.
+    pub fn enter(&self) -> usize {
+        let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        now
+    }
+
+    pub fn leave(&self) {
+        // Saturating: a stray double leave must not wrap around.
+        let _ = self
+            .in_flight
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| Some(n.saturating_sub(1)));
+    }
+}
+
+#[derive(Default)]
+struct LogInner {
+    records: Mutex<Vec<RequestRecord>>,
+    total: AtomicU64,
+    gauges: Mutex<HashMap<SiteKind, Arc<SiteGauge>>>,
+}
+
+/// Arc-backed; cloning is cheap and every clone sees the same log.
+#[derive(Clone, Default)]
+pub struct RequestLog {
+    inner: Arc<LogInner>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // A poisoned lock only means another thread panicked mid-push; the data is still usable.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl RequestLog {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub(crate) fn gauge(&self, site: SiteKind) -> Arc<SiteGauge> {
+        lock(&self.inner.gauges).entry(site).or_default().clone()
+    }
+
+    /// Appends a record; returns its index, or `None` once the log is full.
+    pub(crate) fn push(&self, record: RequestRecord) -> Option<usize> {
+        self.inner.total.fetch_add(1, Ordering::Relaxed);
+        let mut records = lock(&self.inner.records);
+        if records.len() >= MAX_RECORDS {
+            return None;
+        }
+        records.push(record);
+        Some(records.len() - 1)
+    }
+
+    pub(crate) fn set_status(&self, index: usize, status: u16) {
+        if let Some(r) = lock(&self.inner.records).get_mut(index) {
+            r.status = status;
+        }
+    }
+
+    pub(crate) fn mark_finished(&self, index: usize, at: Instant) {
+        if let Some(r) = lock(&self.inner.records).get_mut(index) {
+            r.finished = Some(at);
+        }
+    }
+
+    /// Every kept record, in arrival order.
+    pub fn records(&self) -> Vec<RequestRecord> {
+        lock(&self.inner.records).clone()
+    }
+
+    pub fn for_site(&self, site: SiteKind) -> Vec<RequestRecord> {
+        lock(&self.inner.records)
+            .iter()
+            .filter(|r| r.site == site)
+            .cloned()
+            .collect()
+    }
+
+    /// Paths requested from one site, in arrival order (as sent, not decoded).
+    pub fn paths(&self, site: SiteKind) -> Vec<String> {
+        lock(&self.inner.records)
+            .iter()
+            .filter(|r| r.site == site)
+            .map(|r| r.path_and_query.clone())
+            .collect()
+    }
+
+    /// All requests seen, including those past [`MAX_RECORDS`] that were only counted.
+    pub fn count(&self) -> usize {
+        self.inner.total.load(Ordering::Relaxed) as usize
+    }
+
+    /// Requests counted but not kept because the log was full.
+    pub fn dropped(&self) -> usize {
+        self.count().saturating_sub(lock(&self.inner.records).len())
+    }
+
+    /// The highest number of simultaneous requests the site has seen.
+    pub fn max_in_flight(&self, site: SiteKind) -> usize {
+        lock(&self.inner.gauges)
+            .get(&site)
+            .map_or(0, |g| g.max_in_flight.load(Ordering::SeqCst))
+    }
+
+    /// Requests to the site currently being answered.
+    pub fn in_flight(&self, site: SiteKind) -> usize {
+        lock(&self.inner.gauges)
+            .get(&site)
+            .map_or(0, |g| g.in_flight.load(Ordering::SeqCst))
+    }
+
+    /// Forgets all records (gauges' maxima included), e.g. between benchmark phases.
+    pub fn clear(&self) {
+        lock(&self.inner.records).clear();
+        self.inner.total.store(0, Ordering::Relaxed);
+        for g in lock(&self.inner.gauges).values() {
+            g.max_in_flight
+                .store(g.in_flight.load(Ordering::SeqCst), Ordering::SeqCst);
+        }
+    }
+}
+
+/// Ends one logged exchange when dropped: the body was sent, or the client went away.
+pub(crate) struct ExchangeGuard {
+    pub log: RequestLog,
+    pub gauge: Arc<SiteGauge>,
+    pub index: Option<usize>,
+}
+
+impl Drop for ExchangeGuard {
+    fn drop(&mut self) {
+        self.gauge.leave();
+        if let Some(i) = self.index {
+            self.log.mark_finished(i, Instant::now());
+        }
+    }
+}
