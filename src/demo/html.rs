@@ -94,7 +94,11 @@ impl Html {
     }
 
     pub fn link_rel(&mut self, href: &str, rel: &str, text: &str) -> &mut Self {
-        let _ = writeln!(self.buf, "<a href=\"{href}\" rel=\"{rel}\">{}</a><br>", escape(text));
+        let _ = writeln!(
+            self.buf,
+            "<a href=\"{href}\" rel=\"{rel}\">{}</a><br>",
+            escape(text)
+        );
         self
     }
 

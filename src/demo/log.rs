@@ -54,21 +54,29 @@ impl SiteGauge {
         // Saturating: a stray double leave must not wrap around.
         let _ = self
             .in_flight
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| Some(n.saturating_sub(1)));
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| {
+                Some(n.saturating_sub(1))
+            });
     }
 }
 
-#[derive(Default)]
 struct LogInner {
+    capacity: usize,
     records: Mutex<Vec<RequestRecord>>,
     total: AtomicU64,
     gauges: Mutex<HashMap<SiteKind, Arc<SiteGauge>>>,
 }
 
 /// Arc-backed; cloning is cheap and every clone sees the same log.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct RequestLog {
     inner: Arc<LogInner>,
+}
+
+impl Default for RequestLog {
+    fn default() -> Self {
+        Self::with_capacity(MAX_RECORDS)
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -81,6 +89,18 @@ impl RequestLog {
         Self::default()
     }
 
+    /// A log that keeps at most `capacity` records and only counts the rest.
+    pub fn with_capacity(capacity: usize) -> Self {
+        RequestLog {
+            inner: Arc::new(LogInner {
+                capacity,
+                records: Mutex::default(),
+                total: AtomicU64::new(0),
+                gauges: Mutex::default(),
+            }),
+        }
+    }
+
     pub(crate) fn gauge(&self, site: SiteKind) -> Arc<SiteGauge> {
         lock(&self.inner.gauges).entry(site).or_default().clone()
     }
@@ -89,7 +109,7 @@ impl RequestLog {
     pub(crate) fn push(&self, record: RequestRecord) -> Option<usize> {
         self.inner.total.fetch_add(1, Ordering::Relaxed);
         let mut records = lock(&self.inner.records);
-        if records.len() >= MAX_RECORDS {
+        if records.len() >= self.inner.capacity {
             return None;
         }
         records.push(record);
@@ -178,5 +198,64 @@ impl Drop for ExchangeGuard {
         if let Some(i) = self.index {
             self.log.mark_finished(i, Instant::now());
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(path: &str, in_flight: usize) -> RequestRecord {
+        RequestRecord {
+            site: SiteKind::Shop,
+            host_header: "shop.localhost:1".into(),
+            method: "GET".into(),
+            path_and_query: path.into(),
+            user_agent: None,
+            from: None,
+            if_none_match: None,
+            if_modified_since: None,
+            started: Instant::now(),
+            finished: None,
+            status: 200,
+            in_flight_at_start: in_flight,
+        }
+    }
+
+    #[test]
+    fn log_keeps_at_most_its_capacity_and_counts_the_rest() {
+        let log = RequestLog::with_capacity(2);
+        assert_eq!(log.push(record("/a", 1)), Some(0));
+        assert_eq!(log.push(record("/b", 1)), Some(1));
+        assert_eq!(log.push(record("/c", 1)), None);
+        assert_eq!(log.records().len(), 2);
+        assert_eq!(log.count(), 3);
+        assert_eq!(log.dropped(), 1);
+        assert_eq!(log.paths(SiteKind::Shop), vec!["/a", "/b"]);
+        assert!(log.for_site(SiteKind::Blog).is_empty());
+    }
+
+    #[test]
+    fn guard_finishes_the_record_and_leaves_the_gauge() {
+        let log = RequestLog::new();
+        let gauge = log.gauge(SiteKind::Shop);
+        assert_eq!(gauge.enter(), 1);
+        assert_eq!(gauge.enter(), 2);
+        let index = log.push(record("/", 2));
+        drop(ExchangeGuard {
+            log: log.clone(),
+            gauge: gauge.clone(),
+            index,
+        });
+        assert_eq!(log.in_flight(SiteKind::Shop), 1);
+        assert_eq!(log.max_in_flight(SiteKind::Shop), 2);
+        assert!(log.records()[0].finished.is_some());
+        gauge.leave();
+        gauge.leave();
+        assert_eq!(
+            log.in_flight(SiteKind::Shop),
+            0,
+            "leave never wraps below zero"
+        );
     }
 }

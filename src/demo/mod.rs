@@ -7,6 +7,8 @@ mod html;
 pub mod log;
 mod server;
 mod sites;
+#[cfg(test)]
+mod tests;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -18,6 +20,17 @@ use tokio::task::JoinHandle;
 use url::Url;
 
 pub use log::{RequestLog, RequestRecord, MAX_RECORDS, STATUS_NO_RESPONSE};
+pub use sites::bench::BENCH_LINKS_PER_PAGE;
+pub use sites::faults::{
+    FLAKY_FAILURES, FLAKY_OK_BEFORE, REDIRECT_CHAIN_HOPS, ROBOTS_FLAKY_FAILURES,
+};
+pub use sites::hostile::{
+    HOSTILE_BOMB_BYTES, HOSTILE_ESC_TITLE, HOSTILE_HUGE_BYTES, HOSTILE_LINK_COUNT,
+    HOSTILE_LONG_URL_BYTES,
+};
+pub use sites::shop::{
+    SHOP_HIDDEN_PATHS, SHOP_META_NOFOLLOW_PATH, SHOP_NOFOLLOW_ONLY_PATH, SHOP_NOINDEX_PATH,
+};
 pub use sites::{blog_allowed_paths, blog_disallowed_paths};
 
 /// One site of the demo web and what it exercises in a crawler.
@@ -193,7 +206,10 @@ impl DemoWeb {
                 unique.push(*k);
             }
         }
-        if unique.iter().any(|k| matches!(k, SiteKind::Hostile | SiteKind::Bench(_))) {
+        if unique
+            .iter()
+            .any(|k| matches!(k, SiteKind::Hostile | SiteKind::Bench(_)))
+        {
             // Build the large canned bodies off the runtime, once, before serving.
             tokio::task::spawn_blocking(|| {
                 sites::warm_up();
@@ -237,7 +253,10 @@ impl DemoWeb {
                 let signal = async move {
                     let _ = stop.wait_for(|s| *s).await;
                 };
-                if let Err(e) = axum::serve(listener, app).with_graceful_shutdown(signal).await {
+                if let Err(e) = axum::serve(listener, app)
+                    .with_graceful_shutdown(signal)
+                    .await
+                {
                     tracing::warn!("demo site {} stopped with an error: {e}", kind.name());
                 }
             });
@@ -252,7 +271,10 @@ impl DemoWeb {
 
     /// `http://<name>.localhost:<port>/`, or `None` if that site was not started.
     pub fn try_base_url(&self, kind: SiteKind) -> Option<Url> {
-        self.sites.iter().find(|s| s.kind == kind).map(|s| s.base.clone())
+        self.sites
+            .iter()
+            .find(|s| s.kind == kind)
+            .map(|s| s.base.clone())
     }
 
     /// `http://<name>.localhost:<port>/`.
@@ -288,7 +310,10 @@ impl DemoWeb {
         let _ = self.shutdown.send(true);
         let deadline = tokio::time::Instant::now() + server::SHUTDOWN_GRACE;
         for mut site in std::mem::take(&mut self.sites) {
-            if tokio::time::timeout_at(deadline, &mut site.task).await.is_err() {
+            if tokio::time::timeout_at(deadline, &mut site.task)
+                .await
+                .is_err()
+            {
                 site.task.abort();
                 tracing::warn!("demo site {} did not stop in time", site.kind.name());
             }

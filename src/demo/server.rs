@@ -59,10 +59,10 @@ async fn record(State(state): State<Arc<SiteState>>, req: Request, next: Next) -
         site: state.ctx.kind,
         host_header: header_string(headers, header::HOST).unwrap_or_default(),
         method: req.method().as_str().to_string(),
-        path_and_query: req
-            .uri()
-            .path_and_query()
-            .map_or_else(|| req.uri().path().to_string(), |pq| pq.as_str().to_string()),
+        path_and_query: req.uri().path_and_query().map_or_else(
+            || req.uri().path().to_string(),
+            |pq| pq.as_str().to_string(),
+        ),
         user_agent: header_string(headers, header::USER_AGENT),
         from: header_string(headers, header::FROM),
         if_none_match: header_string(headers, header::IF_NONE_MATCH),
@@ -178,7 +178,8 @@ fn build_response(
     caching: bool,
     shutdown: &watch::Receiver<bool>,
 ) -> Response {
-    let mut status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut status =
+        StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut headers = HeaderMap::new();
     for (name, value) in reply.headers {
         let name = HeaderName::from_bytes(name.as_bytes());
@@ -195,8 +196,14 @@ fn build_response(
                 if let Some(v) = etag_ok {
                     headers.insert(header::ETAG, v);
                 }
-                headers.insert(header::LAST_MODIFIED, HeaderValue::from_static(LAST_MODIFIED));
-                headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("max-age=3600"));
+                headers.insert(
+                    header::LAST_MODIFIED,
+                    HeaderValue::from_static(LAST_MODIFIED),
+                );
+                headers.insert(
+                    header::CACHE_CONTROL,
+                    HeaderValue::from_static("max-age=3600"),
+                );
                 headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
                 if not_modified(req, &etag) {
                     status = StatusCode::NOT_MODIFIED;

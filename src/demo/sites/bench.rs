@@ -14,7 +14,7 @@ use crate::demo::SiteKind;
 pub const BENCH_LINKS_PER_PAGE: usize = 50;
 const BRANCH: u32 = 40;
 const CROSS_HOST_LINKS: usize = 3;
-const PARAGRAPHS_PER_PAGE: usize = 44;
+const PARAGRAPHS_PER_PAGE: usize = 40;
 const PARAGRAPH_POOL: usize = 4096;
 const PARAGRAPH_WORDS: usize = 60;
 
@@ -24,9 +24,9 @@ fn paragraphs() -> &'static [String] {
     static POOL: OnceLock<Vec<String>> = OnceLock::new();
     POOL.get_or_init(|| {
         const SYLLABLES: &[&str] = &[
-            "ka", "lo", "mi", "ne", "pu", "ra", "si", "to", "ve", "zu", "bar", "cel", "dor",
-            "fen", "gil", "hum", "jas", "kor", "lin", "mur", "nod", "pex", "quo", "ril", "sav",
-            "tin", "ulm", "vor", "wex", "yal",
+            "ka", "lo", "mi", "ne", "pu", "ra", "si", "to", "ve", "zu", "bar", "cel", "dor", "fen",
+            "gil", "hum", "jas", "kor", "lin", "mur", "nod", "pex", "quo", "ril", "sav", "tin",
+            "ulm", "vor", "wex", "yal",
         ];
         let mut rng = fastrand::Rng::with_seed(0x5eed);
         (0..PARAGRAPH_POOL)
@@ -51,7 +51,11 @@ fn page_number(path: &str, pages: u32) -> Option<u32> {
     if path == "/" {
         return Some(0);
     }
-    let i: u32 = path.strip_prefix("/p/")?.strip_suffix(".html")?.parse().ok()?;
+    let i: u32 = path
+        .strip_prefix("/p/")?
+        .strip_suffix(".html")?
+        .parse()
+        .ok()?;
     (i < pages).then_some(i)
 }
 

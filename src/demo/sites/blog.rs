@@ -93,7 +93,10 @@ pub(super) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
              <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",
         );
         for n in 1..=POSTS {
-            xml.push_str(&format!("<url><loc>{}</loc></url>\n", ctx.abs(&format!("/posts/{n}.html"))));
+            xml.push_str(&format!(
+                "<url><loc>{}</loc></url>\n",
+                ctx.abs(&format!("/posts/{n}.html"))
+            ));
         }
         xml.push_str("</urlset>\n");
         return Reply::text(xml).header("content-type", "application/xml");

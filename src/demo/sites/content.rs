@@ -7,7 +7,11 @@ use super::{allow_all_robots, Reply, Req, SiteCtx};
 use crate::demo::html::{filler, rng_for, word, Html};
 
 fn numbered(path: &str, prefix: &str, max: u32) -> Option<u32> {
-    let n = path.strip_prefix(prefix)?.strip_suffix(".html")?.parse().ok()?;
+    let n = path
+        .strip_prefix(prefix)?
+        .strip_suffix(".html")?
+        .parse()
+        .ok()?;
     (1..=max).contains(&n).then_some(n)
 }
 
@@ -65,11 +69,21 @@ pub(super) fn dupes(_ctx: &SiteCtx, req: &Req) -> Reply {
         filler(&mut rng, 300)
     };
     if numbered(path, "/copy/", DUPE_COPIES).is_some() {
-        return Reply::html(Html::new("The same page").p(&shared).link("/", "home").finish());
+        return Reply::html(
+            Html::new("The same page")
+                .p(&shared)
+                .link("/", "home")
+                .finish(),
+        );
     }
     if let Some(n) = numbered(path, "/near/", DUPE_NEAR) {
         let text = format!("{shared} edition{n}");
-        return Reply::html(Html::new("Almost the same page").p(&text).link("/", "home").finish());
+        return Reply::html(
+            Html::new("Almost the same page")
+                .p(&text)
+                .link("/", "home")
+                .finish(),
+        );
     }
     if let Some(n) = numbered(path, "/article/", DUPE_DISTINCT) {
         let mut rng = rng_for(path);
@@ -98,7 +112,10 @@ pub(super) fn params(_ctx: &SiteCtx, req: &Req) -> Reply {
         let mut page = Html::new("Catalogue");
         for sort in PARAM_SORTS {
             for dir in PARAM_DIRS {
-                page.link(&format!("/list?page=1&amp;sort={sort}&amp;dir={dir}"), "listing");
+                page.link(
+                    &format!("/list?page=1&amp;sort={sort}&amp;dir={dir}"),
+                    "listing",
+                );
             }
         }
         return Reply::html(page.finish());
@@ -116,13 +133,22 @@ pub(super) fn params(_ctx: &SiteCtx, req: &Req) -> Reply {
             page.link(&format!("/item/{item}.html"), word(item as u64));
         }
         if n > 1 {
-            page.link(&format!("/list?page={}&amp;sort={sort}&amp;dir={dir}", n - 1), "prev");
+            page.link(
+                &format!("/list?page={}&amp;sort={sort}&amp;dir={dir}", n - 1),
+                "prev",
+            );
         }
         if n < PARAM_PAGES {
-            page.link(&format!("/list?page={}&amp;sort={sort}&amp;dir={dir}", n + 1), "next");
+            page.link(
+                &format!("/list?page={}&amp;sort={sort}&amp;dir={dir}", n + 1),
+                "next",
+            );
         }
         for other in PARAM_SORTS {
-            page.link(&format!("/list?page=1&amp;sort={other}&amp;dir={dir}"), "sort");
+            page.link(
+                &format!("/list?page=1&amp;sort={other}&amp;dir={dir}"),
+                "sort",
+            );
         }
         return Reply::html(page.finish());
     }

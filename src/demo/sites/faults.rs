@@ -27,7 +27,8 @@ fn numbered_site(title: &str, req: &Req, pages: u32, extra: &[&str]) -> Reply {
         Some(n) => {
             let mut page = Html::new(&format!("{title}, page {n}"));
             page.p(&filler(&mut rng_for(req.path), 30));
-            page.link(&format!("/page/{}.html", n % pages + 1), "next").link("/", "home");
+            page.link(&format!("/page/{}.html", n % pages + 1), "next")
+                .link("/", "home");
             Reply::html(page.finish())
         }
         None => Reply::not_found(),

@@ -1,12 +1,12 @@
 //! Page generators, one module per family of sites. Every page is computed
 //! from the request path (and a few per-site counters); nothing is read from disk.
 
-mod bench;
+pub(crate) mod bench;
 mod blog;
 mod content;
-mod faults;
-mod hostile;
-mod shop;
+pub(crate) mod faults;
+pub(crate) mod hostile;
+pub(crate) mod shop;
 mod traps;
 
 use std::collections::HashMap;
@@ -72,7 +72,9 @@ impl Req<'_> {
 pub(crate) enum ReplyBody {
     Full(Bytes),
     /// `total` bytes of HTML filler, streamed in chunks.
-    Huge { total: u64 },
+    Huge {
+        total: u64,
+    },
     /// Headers are sent, then the body never arrives (until shutdown).
     Stall,
     /// The connection is dropped without a response.

@@ -41,7 +41,8 @@ pub(super) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
     }
     if path.starts_with("/img/") && path.ends_with(".jpg") {
         // A few bytes with a JPEG signature: enough to show up in the log if requested.
-        return Reply::text(&b"\xFF\xD8\xFF\xE0demo\xFF\xD9"[..]).header("content-type", "image/jpeg");
+        return Reply::text(&b"\xFF\xD8\xFF\xE0demo\xFF\xD9"[..])
+            .header("content-type", "image/jpeg");
     }
     match path {
         "/search" => search(req),
@@ -59,10 +60,13 @@ pub(super) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
                 .finish(),
         ),
         SHOP_NOINDEX_PATH => Reply::html(
-            Html::with_head("Not for the index", "<meta name=\"robots\" content=\"noindex\">\n")
-                .p("This page asks not to be indexed; its links may still be followed.")
-                .link("/c/tools/", "tools")
-                .finish(),
+            Html::with_head(
+                "Not for the index",
+                "<meta name=\"robots\" content=\"noindex\">\n",
+            )
+            .p("This page asks not to be indexed; its links may still be followed.")
+            .link("/c/tools/", "tools")
+            .finish(),
         ),
         SHOP_META_NOFOLLOW_PATH => {
             let mut page = Html::with_head(
@@ -100,7 +104,10 @@ fn index(ctx: &SiteCtx) -> String {
         .link("/old-about.html", "about (moved)")
         .link("/img/banner.jpg", "banner image")
         .link_rel(SHOP_NOFOLLOW_ONLY_PATH, "nofollow", "do not follow")
-        .link(SHOP_META_NOFOLLOW_PATH, "a page whose links must not be followed")
+        .link(
+            SHOP_META_NOFOLLOW_PATH,
+            "a page whose links must not be followed",
+        )
         .link(SHOP_NOINDEX_PATH, "a noindex page");
     if let Some(blog) = ctx.peers.get(&SiteKind::Blog) {
         page.link(blog.as_str(), "our blog");
@@ -126,7 +133,9 @@ fn category(ctx: &SiteCtx, rest: &str) -> Reply {
             Reply::html(page.finish())
         }
         ["list", file] => {
-            let n = file.strip_suffix(".html").and_then(|n| n.parse::<u32>().ok());
+            let n = file
+                .strip_suffix(".html")
+                .and_then(|n| n.parse::<u32>().ok());
             match n {
                 Some(n @ 1..=LISTS_PER_CATEGORY) => Reply::html(list(ctx, cat, n)),
                 _ => Reply::not_found(),
@@ -142,7 +151,10 @@ fn list(ctx: &SiteCtx, cat: &str, n: u32) -> String {
         let title = format!("{} {cat}", word(id as u64));
         if id % PRODUCTS_PER_LIST == 1 {
             // A query-string variant whose canonical URL is the plain product page.
-            page.link(&format!("/p/{cat}-{id}.html?ref=list&amp;color=red"), &title);
+            page.link(
+                &format!("/p/{cat}-{id}.html?ref=list&amp;color=red"),
+                &title,
+            );
         } else {
             page.link(&format!("../../../p/{cat}-{id}.html"), &title);
         }

@@ -7,7 +7,11 @@ use crate::demo::html::{filler, rng_for, Html};
 const NORMAL_PAGES: u32 = 20;
 
 fn normal_page(path: &str, prefix: &str) -> Option<Reply> {
-    let n: u32 = path.strip_prefix(prefix)?.strip_suffix(".html")?.parse().ok()?;
+    let n: u32 = path
+        .strip_prefix(prefix)?
+        .strip_suffix(".html")?
+        .parse()
+        .ok()?;
     if !(1..=NORMAL_PAGES).contains(&n) {
         return None;
     }
@@ -56,7 +60,13 @@ pub(super) fn calendar(_ctx: &SiteCtx, req: &Req) -> Reply {
     };
     // Months counted from year 0; bounded so arithmetic never overflows.
     let index = year.clamp(-1_000_000, 1_000_000) * 12 + (month - 1);
-    let ym = |i: i64| format!("/calendar/{}/{:02}/", i.div_euclid(12), i.rem_euclid(12) + 1);
+    let ym = |i: i64| {
+        format!(
+            "/calendar/{}/{:02}/",
+            i.div_euclid(12),
+            i.rem_euclid(12) + 1
+        )
+    };
     let mut page = Html::new(&format!("Calendar {year}-{month:02}"));
     page.p("No events this month.")
         .link(&ym(index - 1), "previous month")
@@ -80,7 +90,9 @@ pub(super) fn deep(_ctx: &SiteCtx, req: &Req) -> Reply {
     if path.starts_with("/docs/") && path.ends_with('/') {
         let depth = path.matches('/').count() - 2;
         let mut page = Html::new(&format!("Docs, level {depth}"));
-        page.link("a/", "section a").link("b/", "section b").link("/", "home");
+        page.link("a/", "section a")
+            .link("b/", "section b")
+            .link("/", "home");
         return Reply::html(page.finish());
     }
     Reply::not_found()
@@ -111,7 +123,10 @@ pub(super) fn session(_ctx: &SiteCtx, req: &Req) -> Reply {
     page.p(&filler(&mut rng_for(path), 30));
     for k in 1..=NORMAL_PAGES {
         if k != n {
-            page.link(&format!("/item/{k}.html?sid={}", fresh_sid()), &format!("item {k}"));
+            page.link(
+                &format!("/item/{k}.html?sid={}", fresh_sid()),
+                &format!("item {k}"),
+            );
         }
     }
     page.link(&format!("/?sid={}", fresh_sid()), "home");
