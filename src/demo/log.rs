@@ -150,6 +150,19 @@ impl RequestLog {
             .collect()
     }
 
+    /// Paths (without query) requested from one site with every `%XX` decoded, so
+    /// `/%7Efred/a.html` and `/~fred/a.html` compare equal.
+    pub fn decoded_paths(&self, site: SiteKind) -> Vec<String> {
+        lock(&self.inner.records)
+            .iter()
+            .filter(|r| r.site == site)
+            .map(|r| {
+                let path = r.path_and_query.split('?').next().unwrap_or("");
+                super::html::percent_decode(path)
+            })
+            .collect()
+    }
+
     /// All requests seen, including those past [`MAX_RECORDS`] that were only counted.
     pub fn count(&self) -> usize {
         self.inner.total.load(Ordering::Relaxed) as usize
@@ -233,6 +246,18 @@ mod tests {
         assert_eq!(log.dropped(), 1);
         assert_eq!(log.paths(SiteKind::Shop), vec!["/a", "/b"]);
         assert!(log.for_site(SiteKind::Blog).is_empty());
+    }
+
+    #[test]
+    fn decoded_paths_drop_the_query_and_decode_escapes() {
+        let log = RequestLog::new();
+        log.push(record("/%7Efred/x.html?q=%41", 1));
+        log.push(record("/~fred/y.html", 1));
+        assert_eq!(
+            log.decoded_paths(SiteKind::Shop),
+            ["/~fred/x.html", "/~fred/y.html"]
+        );
+        assert_eq!(log.paths(SiteKind::Shop)[0], "/%7Efred/x.html?q=%41");
     }
 
     #[test]

@@ -172,3 +172,110 @@ pub(crate) fn warm_up() {
     hostile::warm_up();
     bench::warm_up();
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(kind: SiteKind, latency_scale: f64) -> SiteCtx {
+        let base = Url::parse("http://site.localhost:8080/").unwrap();
+        SiteCtx {
+            kind,
+            base: base.clone(),
+            peers: std::sync::Arc::new(HashMap::from([(kind, base)])),
+            latency_scale,
+            robots_requests: AtomicU64::new(0),
+            page_requests: AtomicU64::new(0),
+            bench: (0, 0),
+        }
+    }
+
+    fn get(ctx: &SiteCtx, path: &str) -> Reply {
+        respond(ctx, &Req { path, query: None })
+    }
+
+    #[test]
+    fn slow_site_delay_scales_with_latency_and_never_panics_on_odd_scales() {
+        assert_eq!(
+            get(&ctx(SiteKind::Slow, 1.0), "/").delay,
+            Duration::from_millis(300)
+        );
+        assert_eq!(
+            get(&ctx(SiteKind::Slow, 0.5), "/robots.txt").delay,
+            Duration::from_millis(150)
+        );
+        for scale in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert_eq!(get(&ctx(SiteKind::Slow, scale), "/").delay, Duration::ZERO);
+        }
+        assert!(get(&ctx(SiteKind::Slow, 1e12), "/").delay <= Duration::from_secs(300));
+    }
+
+    #[test]
+    fn blog_crawl_delay_follows_latency_scale() {
+        let body = |scale| match get(&ctx(SiteKind::Blog, scale), "/robots.txt").body {
+            ReplyBody::Full(b) => String::from_utf8(b.to_vec()).unwrap(),
+            _ => panic!("robots.txt has a body"),
+        };
+        assert!(body(1.0).contains("Crawl-delay: 1\n"));
+        assert!(body(0.0).contains("Crawl-delay: 0\n"));
+    }
+
+    #[test]
+    fn odd_paths_get_an_answer_from_every_site() {
+        let kinds = [
+            SiteKind::Shop,
+            SiteKind::Blog,
+            SiteKind::Slow,
+            SiteKind::RobotsFlaky,
+            SiteKind::Flaky,
+            SiteKind::Calendar,
+            SiteKind::Deep,
+            SiteKind::Session,
+            SiteKind::Dupes,
+            SiteKind::Params,
+            SiteKind::DeepFinite,
+            SiteKind::Soft404,
+            SiteKind::RobotsStatus(0),
+            SiteKind::RedirectLoop,
+            SiteKind::Hostile,
+            SiteKind::Bench(0),
+        ];
+        let paths = [
+            "",
+            "/",
+            "//",
+            "/c/",
+            "/c//list/",
+            "/p/-.html",
+            "/p/x-99999999999.html",
+            "/calendar/99999999999999/13/",
+            "/calendar/-5/1/",
+            "/t/c1/",
+            "/t/c99/l1/",
+            "/t//",
+            "/docs/",
+            "/hop/",
+            "/hop/99",
+            "/old-",
+            "/%",
+            "/%7",
+            "/page/0.html",
+            "/list",
+            "/item/0.html",
+            "/p/4294967296.html",
+        ];
+        for kind in kinds {
+            let ctx = ctx(kind, 1.0);
+            for path in paths {
+                let reply = respond(
+                    &ctx,
+                    &Req {
+                        path,
+                        query: Some("page=&sort=&&="),
+                    },
+                );
+                assert!(reply.status < 600, "{kind:?} {path}");
+            }
+        }
+    }
+}
