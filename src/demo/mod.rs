@@ -114,6 +114,28 @@ impl SiteKind {
         }
     }
 
+    /// Every named site (the test sites with their usual parameters), for listings and `--sites`.
+    pub fn catalogue() -> Vec<SiteKind> {
+        let mut all = DemoOptions::standard().sites;
+        all.extend([401, 403, 404, 410, 500, 503].map(SiteKind::RobotsStatus));
+        all.extend([SiteKind::RedirectLoop, SiteKind::Hostile]);
+        all
+    }
+
+    /// The inverse of [`SiteKind::host_label`]: `"shop"`, `"robots-503"`, `"bench-7"`…
+    pub fn from_label(label: &str) -> Option<SiteKind> {
+        let label = label.trim().to_ascii_lowercase();
+        if let Some(n) = label.strip_prefix("bench-") {
+            return n.parse().ok().map(SiteKind::Bench);
+        }
+        if let Some(code) = label.strip_prefix("robots-").and_then(|c| c.parse().ok()) {
+            return Some(SiteKind::RobotsStatus(code));
+        }
+        Self::catalogue()
+            .into_iter()
+            .find(|k| k.host_label() == label)
+    }
+
     /// The DNS label of the site's host: the name, made unique for numbered kinds.
     pub fn host_label(&self) -> String {
         match self {

@@ -74,6 +74,22 @@ async fn every_site_entry_page_answers_200_with_links() {
     web.shutdown().await;
 }
 
+#[test]
+fn site_labels_are_unique_and_parse_back() {
+    let all = SiteKind::catalogue();
+    let labels: std::collections::HashSet<String> = all.iter().map(|k| k.host_label()).collect();
+    assert_eq!(labels.len(), all.len());
+    for kind in all
+        .iter()
+        .copied()
+        .chain([SiteKind::Bench(7), SiteKind::RobotsStatus(418)])
+    {
+        assert_eq!(SiteKind::from_label(&kind.host_label()), Some(kind));
+    }
+    assert_eq!(SiteKind::from_label(" Shop "), Some(SiteKind::Shop));
+    assert_eq!(SiteKind::from_label("nowhere"), None);
+}
+
 #[tokio::test]
 async fn log_records_headers_and_in_flight_counts() {
     let web = DemoWeb::start(DemoOptions::only(&[SiteKind::Hostile]))
