@@ -182,6 +182,7 @@ pub fn build(
         timers: BinaryHeap::new(),
         attempts: HashMap::new(),
         counters,
+        unsynced: false,
         in_flight: 0,
         robots_in_flight: 0,
         state: CrawlState::Starting,

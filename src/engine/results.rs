@@ -326,6 +326,7 @@ impl Scheduler {
     }
 
     pub fn commit(&mut self, lease: &Lease, record: &PageRecord, outlinks: Vec<FrontierEntry>) {
+        self.unsynced = true;
         if let Err(e) = self.frontier.complete(lease, record, outlinks) {
             // Storage failure is fatal for consistency: stop cleanly rather than lose URLs.
             self.log(Level::Error, format!("storage error, stopping: {e}"));

@@ -67,6 +67,8 @@ pub struct Scheduler {
     /// Attempts so far of URLs that failed transiently (by URL fingerprint).
     pub attempts: HashMap<u64, u8>,
     pub counters: Counters,
+    /// Commits since the last flush.
+    pub unsynced: bool,
     pub in_flight: usize,
     pub robots_in_flight: usize,
     pub state: CrawlState,
@@ -199,8 +201,16 @@ impl Scheduler {
                 Some((id, command)) = self.ends.commands.recv() => {
                     let outcome = self.handle_command(command);
                     self.answer(id, outcome);
+                    self.sync();
                 }
-                Some(work) = self.work_rx.recv() => self.handle_work(work),
+                Some(work) = self.work_rx.recv() => {
+                    self.handle_work(work);
+                    // Group commit: everything that finished meanwhile, then one flush.
+                    while let Ok(work) = self.work_rx.try_recv() {
+                        self.handle_work(work);
+                    }
+                    self.sync();
+                }
                 _ = tick.tick() => self.publish(),
                 _ = sleep_until_opt(wake) => {}
             }
@@ -380,6 +390,17 @@ impl Scheduler {
 
     pub fn schedule(&mut self, at: Instant, timer: Timer, host: &str) {
         self.timers.push(Reverse((at, timer, host.to_string())));
+    }
+
+    /// Makes completed pages durable, so a `kill -9` re-fetches only what was
+    /// in flight.
+    pub fn sync(&mut self) {
+        if std::mem::take(&mut self.unsynced) {
+            if let Err(e) = self.store.flush() {
+                self.log(Level::Error, format!("storage flush failed, stopping: {e}"));
+                self.begin_drain("storage error");
+            }
+        }
     }
 
     pub fn checkpoint(&mut self) {

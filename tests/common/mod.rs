@@ -1,0 +1,66 @@
+//! Shared helpers for the engine's integration tests: a fast, still polite
+//! configuration and a crawl of the demo web that is bounded in time.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use crawldeck::config::CrawlConfig;
+use crawldeck::demo::{DemoOptions, DemoWeb, SiteKind};
+use crawldeck::engine::store::{PageRecord, Store};
+use crawldeck::engine::telemetry::Snapshot;
+
+/// No test crawl may run longer than this.
+pub const CRAWL_LIMIT: Duration = Duration::from_secs(120);
+
+/// Short delays and timeouts so tests finish quickly, but politeness still on.
+pub fn test_config(demo: &DemoWeb) -> CrawlConfig {
+    let mut cfg = CrawlConfig {
+        seeds: demo.seeds().iter().map(|u| u.to_string()).collect(),
+        concurrency: 16,
+        ..CrawlConfig::default()
+    };
+    cfg.politeness.min_delay = Duration::from_millis(20);
+    cfg.politeness.delay_factor = 0.0;
+    cfg.fetch.connect_timeout = Duration::from_secs(2);
+    cfg.fetch.read_timeout = Duration::from_millis(800);
+    cfg.fetch.total_timeout = Duration::from_secs(5);
+    cfg.fetch.max_body = 1024 * 1024;
+    cfg.robots.give_up_after = Duration::from_secs(20);
+    cfg.breaker.cooldown = Duration::from_millis(300);
+    cfg.breaker.max_cooldown = Duration::from_secs(2);
+    cfg.storage.cache_bytes = 8 * 1024 * 1024;
+    cfg
+}
+
+pub async fn start_demo(sites: Vec<SiteKind>) -> DemoWeb {
+    DemoWeb::start(DemoOptions {
+        sites,
+        latency_scale: 0.1,
+    })
+    .await
+    .expect("demo web starts on 127.0.0.1")
+}
+
+/// Crawls to the end and returns the final snapshot.
+pub async fn crawl(cfg: CrawlConfig, dir: &Path) -> Snapshot {
+    let running = crawldeck::engine::start(cfg, dir, std::future::pending())
+        .await
+        .expect("engine starts");
+    let crawldeck::engine::RunningEngine { handle, done } = running;
+    // Keep the handle alive (dropping the event receiver is fine; keep commands open).
+    let result = tokio::time::timeout(CRAWL_LIMIT, done)
+        .await
+        .expect("crawl ends within the limit")
+        .expect("engine task does not panic")
+        .expect("engine runs without error");
+    drop(handle);
+    result
+}
+
+/// All page records of a finished crawl.
+pub fn pages(dir: &Path) -> Vec<PageRecord> {
+    let store = Store::open(dir, 8 * 1024 * 1024).expect("store reopens after the crawl");
+    store.all_pages().expect("pages readable")
+}
