@@ -201,6 +201,8 @@ impl Scheduler {
                 Some((id, command)) = self.ends.commands.recv() => {
                     let outcome = self.handle_command(command);
                     self.answer(id, outcome);
+                    // Operator actions are durable at once.
+                    self.unsynced = true;
                     self.sync();
                 }
                 Some(work) = self.work_rx.recv() => {
