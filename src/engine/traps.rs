@@ -290,4 +290,8 @@ fn push_sample(samples: &mut VecDeque<String>, url: &str) {
 #[cfg(test)]
 mod false_positives;
 #[cfg(test)]
+mod sim;
+#[cfg(test)]
+mod state_tests;
+#[cfg(test)]
 mod tests;

@@ -2,10 +2,10 @@
 
 use url::Url;
 
-use super::tests::{crawl, distinct};
+use super::sim::{crawl, distinct, Sim};
 use super::*;
 
-fn assert_quiet(sim: &super::tests::Sim, min_fetched: usize) {
+fn assert_quiet(sim: &Sim, min_fetched: usize) {
     assert!(
         sim.fetched >= min_fetched,
         "only {} pages crawled",
@@ -206,4 +206,93 @@ fn blog_with_dates_in_paths_raises_nothing() {
     // 20 archives + 60 posts + home + 4 tag pages.
     assert_eq!(sim.seen.len(), 85);
     assert_quiet(&sim, 85);
+}
+
+/// The quiet sites above are quiet because of the thresholds, not because the
+/// detectors never look: tighter settings do raise on them.
+#[test]
+fn the_same_sites_raise_at_tighter_thresholds() {
+    let kinds =
+        |sim: &Sim| -> Vec<TrapKind> { sim.alerts.iter().map(|a| a.detection.kind).collect() };
+
+    let blog = TrapConfig {
+        max_counter_run: 10,
+        ..TrapConfig::default()
+    };
+    let sim = crawl(
+        &blog,
+        &["http://blog.localhost:4000/"],
+        2000,
+        |p, _| blog_links(p),
+        distinct,
+    );
+    assert!(
+        kinds(&sim).contains(&TrapKind::Counter),
+        "{:?}",
+        kinds(&sim)
+    );
+
+    let listing = TrapConfig {
+        max_query_variants: 100,
+        ..TrapConfig::default()
+    };
+    let sim = crawl(
+        &listing,
+        &["http://list.localhost:4000/list"],
+        1000,
+        |page, _| {
+            let n: u32 = page.query().map_or(1, |q| q[5..].parse().unwrap_or(1));
+            if n < 150 {
+                vec![format!("/list?page={}", n + 1)]
+            } else {
+                vec![]
+            }
+        },
+        distinct,
+    );
+    assert!(
+        kinds(&sim).contains(&TrapKind::QueryExplosion),
+        "{:?}",
+        kinds(&sim)
+    );
+
+    let docs = TrapConfig {
+        max_path_depth: 8,
+        ..TrapConfig::default()
+    };
+    let sim = crawl(
+        &docs,
+        &["http://docs.localhost:4000/"],
+        5000,
+        |page, _| {
+            let depth = segments(page).len();
+            if depth >= 10 {
+                return vec![];
+            }
+            vec![format!("l{}/", depth + 1), format!("r{}/", depth + 1)]
+        },
+        distinct,
+    );
+    assert!(
+        kinds(&sim).contains(&TrapKind::DepthGrowth),
+        "{:?}",
+        kinds(&sim)
+    );
+
+    let shop = TrapConfig {
+        near_duplicate_bits: 64,
+        ..TrapConfig::default()
+    };
+    let sim = crawl(
+        &shop,
+        &["http://shop.localhost:4000/"],
+        5000,
+        |p, _| shop_links(p),
+        distinct,
+    );
+    assert!(
+        kinds(&sim).contains(&TrapKind::NearDuplicates),
+        "{:?}",
+        kinds(&sim)
+    );
 }

@@ -1,125 +1,10 @@
-use std::collections::{HashSet, VecDeque};
+//! Each trap pattern is raised with the right kind, within a stated number
+//! of URLs, with a rule that covers the trap and not the normal pages.
 
 use url::Url;
 
+use super::sim::{assert_rule, crawl, distinct, only_alert};
 use super::*;
-
-/// A breadth-first crawl of a simulated site: `links(page, fetch_no)` gives a
-/// page's hrefs, `simhash(page)` its content fingerprint.
-pub(super) struct Sim {
-    pub det: TrapDetector,
-    pub seen: HashSet<String>,
-    /// URLs discovered so far (seeds included).
-    pub discovered: usize,
-    pub fetched: usize,
-    pub alerts: Vec<Alerted>,
-}
-
-/// A detection and how far the crawl was when it was raised.
-#[derive(Debug)]
-pub(super) struct Alerted {
-    pub discovered: usize,
-    pub fetched: usize,
-    pub detection: Detection,
-}
-
-pub(super) fn crawl(
-    cfg: &TrapConfig,
-    seeds: &[&str],
-    max_fetches: usize,
-    links: impl Fn(&Url, usize) -> Vec<String>,
-    simhash: impl Fn(&Url) -> Option<u64>,
-) -> Sim {
-    let mut sim = Sim {
-        det: TrapDetector::new(cfg),
-        seen: HashSet::new(),
-        discovered: 0,
-        fetched: 0,
-        alerts: Vec::new(),
-    };
-    let mut queue: VecDeque<(Url, u32)> = VecDeque::new();
-    for s in seeds {
-        let u = Url::parse(s).unwrap();
-        sim.seen.insert(u.to_string());
-        sim.discovered += 1;
-        queue.push_back((u, 0));
-    }
-    while let Some((page, depth)) = queue.pop_front() {
-        if sim.fetched >= max_fetches {
-            break;
-        }
-        sim.fetched += 1;
-        let mut new_links = 0;
-        for href in links(&page, sim.fetched) {
-            let Ok(mut child) = page.join(&href) else {
-                continue;
-            };
-            child.set_fragment(None);
-            if !sim.seen.insert(child.to_string()) {
-                continue;
-            }
-            sim.discovered += 1;
-            new_links += 1;
-            if let Some(detection) = sim.det.on_discovered(&page, &child, depth + 1) {
-                sim.alerts.push(Alerted {
-                    discovered: sim.discovered,
-                    fetched: sim.fetched,
-                    detection,
-                });
-            }
-            queue.push_back((child, depth + 1));
-        }
-        if let Some(detection) = sim.det.on_fetched(&page, simhash(&page), new_links) {
-            sim.alerts.push(Alerted {
-                discovered: sim.discovered,
-                fetched: sim.fetched,
-                detection,
-            });
-        }
-    }
-    sim
-}
-
-/// Distinct pages: fingerprints far apart.
-pub(super) fn distinct(url: &Url) -> Option<u64> {
-    Some(hash_str(url.as_str()))
-}
-
-/// The detection's rule matches its samples and the trap URLs, and none of
-/// the normal pages.
-pub(super) fn assert_rule(d: &Detection, traps: &[&str], normal: &[&str]) {
-    let rule = RuleSet::compile(&d.rule).expect("suggested rule compiles");
-    assert!(!d.samples.is_empty() && d.samples.len() <= MAX_SAMPLES);
-    for s in d
-        .samples
-        .iter()
-        .map(String::as_str)
-        .chain(traps.iter().copied())
-    {
-        assert!(
-            rule.is_match(s, &d.host),
-            "rule {} misses trap URL {s}",
-            d.rule.pattern
-        );
-    }
-    for s in normal {
-        assert!(
-            !rule.is_match(s, &d.host),
-            "rule {} matches normal page {s}",
-            d.rule.pattern
-        );
-    }
-}
-
-/// The first alert, which must be of `kind`: (URLs discovered, pages fetched, detection).
-fn only_alert(sim: &Sim, kind: TrapKind) -> (usize, usize, &Detection) {
-    let a = sim
-        .alerts
-        .first()
-        .unwrap_or_else(|| panic!("no {kind:?} alert"));
-    assert_eq!(a.detection.kind, kind, "first alert: {a:?}");
-    (a.discovered, a.fetched, &a.detection)
-}
 
 #[test]
 fn repeated_segments_from_a_relative_link_loop() {
@@ -325,27 +210,6 @@ fn jsessionid_path_parameter() {
     );
 }
 
-#[test]
-fn random_looking_values() {
-    for yes in [
-        "0123456789abcdef0123",
-        "a8F3kQ9zLm2Xp7Rt",
-        "5f2b8c1d9e7a6b4c3d2e1f0a",
-    ] {
-        assert!(query::random_looking(yes), "{yes}");
-    }
-    for no in [
-        "short1a",
-        "my-long-product-name",
-        "2023102512301234",
-        "deadbeefcafebabedead",
-        "Summer-Sale-Collection",
-        "price:asc,name:desc",
-    ] {
-        assert!(!query::random_looking(no), "{no}");
-    }
-}
-
 fn calendar_links(page: &Url) -> Vec<String> {
     let segs = segments(page);
     match segs.as_slice() {
@@ -494,73 +358,5 @@ fn soft_404_host_blows_its_budget() {
             "http://soft.localhost:4000/page3",
             "http://soft.localhost:4000/",
         ],
-    );
-}
-
-#[test]
-fn an_alert_is_raised_once_and_suppress_silences_it() {
-    let cfg = TrapConfig::default();
-    let mut det = TrapDetector::new(&cfg);
-    let parent = Url::parse("http://h.org/").unwrap();
-    let first = Url::parse("http://h.org/x/x/x").unwrap();
-    let d = det.on_discovered(&parent, &first, 1).expect("raised");
-    assert_eq!(
-        det.on_discovered(&parent, &Url::parse("http://h.org/x/x/x/x").unwrap(), 1),
-        None
-    );
-    // Another prefix is another rule.
-    let other = Url::parse("http://h.org/y/y/y").unwrap();
-    let d2 = det
-        .on_discovered(&parent, &other, 1)
-        .expect("different rule");
-    assert_ne!(d.rule, d2.rule);
-    // Dismissed before it was raised: never raised.
-    let mut det = TrapDetector::new(&cfg);
-    det.suppress("h.org", &d.rule);
-    assert_eq!(det.on_discovered(&parent, &first, 1), None);
-    assert!(det.on_discovered(&parent, &other, 1).is_some());
-    // Restored after a restart.
-    let mut det = TrapDetector::new(&cfg);
-    det.mark_raised("h.org", d.kind, &d.rule);
-    assert_eq!(det.on_discovered(&parent, &first, 1), None);
-}
-
-#[test]
-fn hosts_tracked_are_bounded() {
-    let cfg = TrapConfig::default();
-    let mut det = TrapDetector::new(&cfg);
-    for i in 0..(MAX_HOSTS * 3) {
-        let u = Url::parse(&format!("http://h{i}.org/list?q={i}")).unwrap();
-        det.on_discovered(&u, &u, 1);
-        det.on_fetched(&u, Some(i as u64), 3);
-    }
-    assert_eq!(det.hosts_tracked(), MAX_HOSTS);
-}
-
-#[test]
-fn gen_map_forgets_the_least_recently_used() {
-    let mut m: GenMap<u32, u32> = GenMap::new(4);
-    for k in 0..4 {
-        m.insert(k, k);
-    }
-    m.insert(4, 4); // 0..4 become old
-    assert_eq!(m.get(&0).copied(), Some(0)); // promoted
-    for k in 5..8 {
-        m.insert(k, k); // young: 4, 0, 5, 6 full, then 7 rotates
-    }
-    assert!(m.len() <= 8);
-    assert_eq!(m.get(&0).copied(), Some(0));
-    assert_eq!(m.get(&1), None, "1 was never touched again");
-}
-
-#[test]
-fn host_key_includes_non_default_port() {
-    assert_eq!(
-        host_key(&Url::parse("http://Shop.Localhost:4000/x").unwrap()).unwrap(),
-        "shop.localhost:4000"
-    );
-    assert_eq!(
-        host_key(&Url::parse("https://example.org:443/").unwrap()).unwrap(),
-        "example.org"
     );
 }
