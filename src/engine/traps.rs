@@ -1,6 +1,12 @@
 //! Spider-trap detectors. Each looks at discovered links or fetched pages of one
 //! host, with bounded state, and reports a `Detection` carrying the narrowest
 //! rule that covers the trap.
+//!
+//! Memory: at most `MAX_HOSTS` hosts; per host, two generations of at most
+//! 2048 path/URL hashes (depth, counter), 32 query paths with up to
+//! `max_query_variants + 1` hashes each, 8 session-like parameters with 10
+//! values and 256 pages each, 32 prefixes with 16 simhash clusters, and a
+//! `budget_window` ring; samples (≤ 5 URLs) are kept only near a threshold.
 
 mod content;
 mod counter;
@@ -75,15 +81,14 @@ impl TrapDetector {
     ) -> Option<Detection> {
         let host = host_key(child)?;
         let same_host = host_key(parent).as_deref() == Some(host.as_str());
-        let cfg = self.cfg.clone();
-        let state = self.host_state(&host);
+        let (cfg, state) = self.host_state(&host);
         let mut found = Vec::new();
-        found.extend(path::repeated_segments(&cfg, &host, child));
+        found.extend(path::repeated_segments(cfg, &host, child));
         if same_host {
-            found.extend(state.depth.on_link(&cfg, &host, parent, child));
-            found.extend(state.counter.on_link(&cfg, &host, parent, child));
+            found.extend(state.depth.on_link(cfg, &host, parent, child));
+            found.extend(state.counter.on_link(cfg, &host, parent, child));
         }
-        found.extend(state.query.on_link(&cfg, &host, child));
+        found.extend(state.query.on_link(cfg, &host, child));
         found.extend(state.session.on_link(&host, child));
         found.into_iter().find_map(|d| self.raise(d, child))
     }
@@ -96,13 +101,12 @@ impl TrapDetector {
         new_links: usize,
     ) -> Option<Detection> {
         let host = host_key(url)?;
-        let cfg = self.cfg.clone();
-        let state = self.host_state(&host);
+        let (cfg, state) = self.host_state(&host);
         let mut found = Vec::new();
         if let Some(h) = simhash {
-            found.extend(state.near_dup.on_page(&cfg, &host, url, h));
+            found.extend(state.near_dup.on_page(cfg, &host, url, h));
         }
-        found.extend(state.budget.on_page(&cfg, &host, url, new_links));
+        found.extend(state.budget.on_page(cfg, &host, url, new_links));
         found.into_iter().find_map(|d| self.raise(d, url))
     }
 
@@ -123,7 +127,8 @@ impl TrapDetector {
         self.hosts.len()
     }
 
-    fn host_state(&mut self, host: &str) -> &mut HostState {
+    /// The settings and the host's state (created, evicting the least recently used host).
+    fn host_state(&mut self, host: &str) -> (&TrapConfig, &mut HostState) {
         self.tick += 1;
         if !self.hosts.contains_key(host) && self.hosts.len() >= MAX_HOSTS {
             if let Some(oldest) = self
@@ -137,7 +142,7 @@ impl TrapDetector {
         }
         let state = self.hosts.entry(host.to_string()).or_default();
         state.last_used = self.tick;
-        state
+        (&self.cfg, state)
     }
 
     fn raise(&mut self, mut d: Detection, trigger: &Url) -> Option<Detection> {

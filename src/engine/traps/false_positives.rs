@@ -296,3 +296,29 @@ fn the_same_sites_raise_at_tighter_thresholds() {
         kinds(&sim)
     );
 }
+
+#[test]
+fn hex_item_ids_are_not_session_ids() {
+    let cfg = TrapConfig::default();
+    // 150 items with content-hash ids, each on three pages.
+    let id = |i: u64| format!("{:016x}{:016x}", hash_str(&i.to_string()), i);
+    let sim = crawl(
+        &cfg,
+        &["http://files.localhost:4000/"],
+        2000,
+        |page, _| match page.path() {
+            "/" => (0..150).map(|i| format!("/item?id={}", id(i))).collect(),
+            "/item" => {
+                let q = page.query().unwrap_or("");
+                vec![
+                    format!("/item/raw?{q}"),
+                    format!("/item/history?{q}"),
+                    "/".into(),
+                ]
+            }
+            _ => vec![],
+        },
+        distinct,
+    );
+    assert_quiet(&sim, 450);
+}

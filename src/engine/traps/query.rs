@@ -17,8 +17,11 @@ const MAX_PARAMS: usize = 32;
 const SESSION_PARAMS: usize = 8;
 /// Distinct values of one parameter that make it a session id.
 pub const SESSION_VALUES: usize = 10;
-/// Pages seen again with a different value of the parameter.
-pub const SESSION_REVISITS: u32 = 2;
+/// Pages (the URL without the parameter) seen with two or more values: a
+/// session id changes under the same page, an item id changes with the page.
+/// Names that say "session" need fewer.
+pub const SESSION_PAGES_NAMED: u32 = 2;
+pub const SESSION_PAGES_UNNAMED: u32 = 5;
 /// Pages remembered per tracked parameter.
 const SESSION_PAGES: usize = 256;
 const MIN_SESSION_LEN: usize = 16;
@@ -66,10 +69,10 @@ impl QueryState {
 struct ParamStats {
     /// Distinct values, bounded at `SESSION_VALUES`.
     values: HashSet<u64>,
-    /// URL without the parameter -> first value seen with it.
-    pages: GenMap<u64, u64>,
-    /// Pages seen again with a different value.
-    revisits: u32,
+    /// URL without the parameter -> (first value seen with it, seen with another).
+    pages: GenMap<u64, (u64, bool)>,
+    /// Pages seen with two or more values.
+    multi_valued: u32,
     samples: VecDeque<String>,
 }
 
@@ -91,7 +94,7 @@ impl SessionState {
             let stats = params.get_or_insert_with((is_path, name.clone()), || ParamStats {
                 values: HashSet::new(),
                 pages: GenMap::new(SESSION_PAGES),
-                revisits: 0,
+                multi_valued: 0,
                 samples: VecDeque::new(),
             });
             let value_hash = hash_str(&value);
@@ -100,18 +103,22 @@ impl SessionState {
             }
             let page = hash_str(&without_param(url, is_path, &name));
             match stats.pages.get(&page) {
-                Some(first) if *first != value_hash => {
-                    stats.revisits = stats.revisits.saturating_add(1);
-                    // Count each page once per new value: remember the latest.
-                    *first = value_hash;
+                Some((first, multi)) if *first != value_hash && !*multi => {
+                    *multi = true;
+                    stats.multi_valued = stats.multi_valued.saturating_add(1);
                 }
                 Some(_) => {}
-                None => stats.pages.insert(page, value_hash),
+                None => stats.pages.insert(page, (value_hash, false)),
             }
             push_sample(&mut stats.samples, url.as_str());
+            let pages_needed = if session_like_name(&name) {
+                SESSION_PAGES_NAMED
+            } else {
+                SESSION_PAGES_UNNAMED
+            };
             if found.is_none()
                 && stats.values.len() >= SESSION_VALUES
-                && stats.revisits >= SESSION_REVISITS
+                && stats.multi_valued >= pages_needed
             {
                 let name = regex::escape(&name);
                 let pattern = if is_path {
@@ -174,6 +181,12 @@ fn without_param(url: &Url, is_path: bool, name: &str) -> String {
         let query: Vec<&str> = url.query().unwrap_or("").split('&').filter(keep).collect();
         format!("{}?{}", url.path(), query.join("&"))
     }
+}
+
+/// `sid`, `PHPSESSID`, `jsessionid`, `session_token`…
+fn session_like_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name == "sid" || name == "s" || name.contains("sess")
 }
 
 /// Long, from a hex or base64 alphabet, mixing character classes like a

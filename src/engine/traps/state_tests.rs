@@ -92,3 +92,41 @@ fn host_key_includes_non_default_port() {
         "example.org"
     );
 }
+
+#[test]
+fn odd_urls_never_panic() {
+    let cfg = TrapConfig {
+        max_counter_run: 1,
+        max_query_variants: 1,
+        max_segment_repeats: 2,
+        max_path_depth: 1,
+        budget_window: 1,
+        max_new_urls_per_page: 0.0,
+        ..TrapConfig::default()
+    };
+    let mut det = TrapDetector::new(&cfg);
+    let long_digits = "9".repeat(500);
+    let many_params: String = (0..500).map(|i| format!("p{i}={i}&")).collect();
+    let many_numbers: String = (0..100).map(|i| format!("/{i}")).collect();
+    let urls = [
+        "http://h.org/".to_string(),
+        "http://h.org/é/ü/%FF/%00?ä=ö#frag".to_string(),
+        format!("http://h.org/{long_digits}?n={long_digits}"),
+        format!("http://h.org/list?{many_params}"),
+        format!("http://h.org{many_numbers}"),
+        format!("http://h.org{many_numbers}?x=1"),
+        "http://[::1]:8080/a;b;c=;=d?&&=&a".to_string(),
+        "http://127.0.0.1/;jsessionid=?sid=".to_string(),
+        "data:text/plain,hello".to_string(),
+        "mailto:someone@example.org".to_string(),
+        "http://h.org/a/a/a/a/a/a".to_string(),
+    ];
+    let parsed: Vec<Url> = urls.iter().map(|u| Url::parse(u).unwrap()).collect();
+    for parent in &parsed {
+        for child in &parsed {
+            det.on_discovered(parent, child, 1);
+        }
+        det.on_fetched(parent, Some(0), 1000);
+        det.on_fetched(parent, None, usize::MAX);
+    }
+}

@@ -360,3 +360,33 @@ fn soft_404_host_blows_its_budget() {
         ],
     );
 }
+
+#[test]
+fn session_id_with_an_unknown_name() {
+    let cfg = TrapConfig::default();
+    let pages = ["/", "/a", "/b", "/c", "/d", "/e", "/f"];
+    let sim = crawl(
+        &cfg,
+        &["http://anon.localhost:4000/"],
+        100,
+        |_, n| {
+            let token = format!("{:016x}{:016x}", hash_str(&n.to_string()), n);
+            pages.iter().map(|p| format!("{p}?v=1&k={token}")).collect()
+        },
+        distinct,
+    );
+    let (at, _, d) = only_alert(&sim, TrapKind::SessionId);
+    assert!(
+        at <= 7 * query::SESSION_VALUES + 1,
+        "raised after {at} URLs"
+    );
+    assert_eq!(d.rule.pattern, "[?&]k=");
+    assert_rule(
+        d,
+        &[],
+        &[
+            "http://anon.localhost:4000/a?v=1",
+            "http://anon.localhost:4000/",
+        ],
+    );
+}
