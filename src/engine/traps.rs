@@ -1,1 +1,302 @@
-//! (in progress)
+//! Spider-trap detectors. Each looks at discovered links or fetched pages of one
+//! host, with bounded state, and reports a `Detection` carrying the narrowest
+//! rule that covers the trap.
+//!
+//! Memory: at most `MAX_HOSTS` hosts; per host, two generations of at most
+//! 2048 path/URL hashes (depth, counter), 32 query paths with up to
+//! `max_query_variants + 1` hashes each, 8 session-like parameters with 10
+//! values and 256 pages each, 32 prefixes with 16 simhash clusters, and a
+//! `budget_window` ring; samples (≤ 5 URLs) are kept only near a threshold.
+
+mod content;
+mod counter;
+mod path;
+mod query;
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::hash::Hash;
+
+use url::Url;
+
+use crate::config::TrapConfig;
+
+use super::control::{HostKey, PatternKind, RuleSpec};
+use super::rules::RuleSet;
+use super::telemetry::TrapKind;
+
+/// Hosts tracked at once; the least recently used is forgotten beyond this.
+pub const MAX_HOSTS: usize = 256;
+/// Alerts remembered for de-duplication.
+const MAX_RAISED: usize = 65_536;
+/// Samples carried by a detection.
+pub const MAX_SAMPLES: usize = 5;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Detection {
+    pub host: HostKey,
+    pub kind: TrapKind,
+    /// URLs (or pages) that showed the pattern.
+    pub evidence_count: u64,
+    /// At most `MAX_SAMPLES`, each matched by `rule`.
+    pub samples: Vec<String>,
+    pub rule: RuleSpec,
+}
+
+#[derive(Default)]
+struct HostState {
+    last_used: u64,
+    depth: path::DepthState,
+    counter: counter::CounterState,
+    query: query::QueryState,
+    session: query::SessionState,
+    near_dup: content::NearDupState,
+    budget: content::BudgetState,
+}
+
+pub struct TrapDetector {
+    cfg: TrapConfig,
+    hosts: HashMap<HostKey, HostState>,
+    tick: u64,
+    raised: HashSet<(HostKey, TrapKind, String)>,
+    suppressed: HashSet<(HostKey, RuleSpec)>,
+}
+
+impl TrapDetector {
+    pub fn new(cfg: &TrapConfig) -> Self {
+        TrapDetector {
+            cfg: cfg.clone(),
+            hosts: HashMap::new(),
+            tick: 0,
+            raised: HashSet::new(),
+            suppressed: HashSet::new(),
+        }
+    }
+
+    /// A link from `parent` to the newly discovered `child`.
+    pub fn on_discovered(
+        &mut self,
+        parent: &Url,
+        child: &Url,
+        _child_depth: u32,
+    ) -> Option<Detection> {
+        let host = host_key(child)?;
+        let same_host = host_key(parent).as_deref() == Some(host.as_str());
+        let (cfg, state) = self.host_state(&host);
+        let mut found = Vec::new();
+        found.extend(path::repeated_segments(cfg, &host, child));
+        if same_host {
+            found.extend(state.depth.on_link(cfg, &host, parent, child));
+            found.extend(state.counter.on_link(cfg, &host, parent, child));
+        }
+        found.extend(state.query.on_link(cfg, &host, child));
+        found.extend(state.session.on_link(&host, child));
+        found.into_iter().find_map(|d| self.raise(d, child))
+    }
+
+    /// A fetched page: its simhash (HTML only) and how many new URLs it yielded.
+    pub fn on_fetched(
+        &mut self,
+        url: &Url,
+        simhash: Option<u64>,
+        new_links: usize,
+    ) -> Option<Detection> {
+        let host = host_key(url)?;
+        let (cfg, state) = self.host_state(&host);
+        let mut found = Vec::new();
+        if let Some(h) = simhash {
+            found.extend(state.near_dup.on_page(cfg, &host, url, h));
+        }
+        found.extend(state.budget.on_page(cfg, &host, url, new_links));
+        found.into_iter().find_map(|d| self.raise(d, url))
+    }
+
+    /// The operator dismissed an alert with this rule: never suggest it again.
+    pub fn suppress(&mut self, host: &str, rule: &RuleSpec) {
+        self.suppressed.insert((host.to_string(), rule.clone()));
+    }
+
+    /// Restores the memory of an alert raised before a restart.
+    pub fn mark_raised(&mut self, host: &str, kind: TrapKind, rule: &RuleSpec) {
+        if self.raised.len() < MAX_RAISED {
+            self.raised
+                .insert((host.to_string(), kind, rule.pattern.clone()));
+        }
+    }
+
+    pub fn hosts_tracked(&self) -> usize {
+        self.hosts.len()
+    }
+
+    /// The settings and the host's state (created, evicting the least recently used host).
+    fn host_state(&mut self, host: &str) -> (&TrapConfig, &mut HostState) {
+        self.tick += 1;
+        if !self.hosts.contains_key(host) && self.hosts.len() >= MAX_HOSTS {
+            if let Some(oldest) = self
+                .hosts
+                .iter()
+                .min_by_key(|(_, s)| s.last_used)
+                .map(|(h, _)| h.clone())
+            {
+                self.hosts.remove(&oldest);
+            }
+        }
+        let state = self.hosts.entry(host.to_string()).or_default();
+        state.last_used = self.tick;
+        (&self.cfg, state)
+    }
+
+    fn raise(&mut self, mut d: Detection, trigger: &Url) -> Option<Detection> {
+        if self.suppressed.contains(&(d.host.clone(), d.rule.clone())) {
+            return None;
+        }
+        let key = (d.host.clone(), d.kind, d.rule.pattern.clone());
+        if self.raised.contains(&key) {
+            return None;
+        }
+        // A suggestion that does not cover its own evidence would park nothing.
+        let rule = match RuleSet::compile(&d.rule) {
+            Ok(rule) => rule,
+            Err(e) => {
+                tracing::error!("trap rule for {} does not compile: {e}", d.host);
+                return None;
+            }
+        };
+        d.samples.retain(|s| rule.is_match(s, &d.host));
+        d.samples.dedup();
+        d.samples.truncate(MAX_SAMPLES);
+        if d.samples.is_empty() {
+            if !rule.is_match(trigger.as_str(), &d.host) {
+                tracing::error!(
+                    "trap rule {} matches none of its evidence ({})",
+                    d.rule.pattern,
+                    trigger.as_str()
+                );
+                return None;
+            }
+            d.samples.push(trigger.to_string());
+        }
+        if self.raised.len() < MAX_RAISED {
+            self.raised.insert(key);
+        }
+        Some(d)
+    }
+}
+
+/// `host` or `host:port` when the port is not the scheme's default, lowercase.
+pub(crate) fn host_key(url: &Url) -> Option<HostKey> {
+    let host = url.host_str()?.to_ascii_lowercase();
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    })
+}
+
+/// `scheme://host[:port]` as it appears at the start of the URL.
+fn origin(url: &Url, host: &str) -> String {
+    format!("{}://{}", url.scheme(), host)
+}
+
+/// A regex rule anchored on the URL's origin followed by `path_prefix`
+/// (literal) and then `tail` (regex syntax).
+fn anchored_rule(url: &Url, host: &str, path_prefix: &str, tail: &str) -> RuleSpec {
+    regex_rule(
+        host,
+        format!(
+            "^{}{}{tail}",
+            regex::escape(&origin(url, host)),
+            regex::escape(path_prefix)
+        ),
+    )
+}
+
+fn regex_rule(host: &str, pattern: String) -> RuleSpec {
+    RuleSpec {
+        kind: PatternKind::Regex,
+        pattern,
+        host: Some(host.to_string()),
+    }
+}
+
+/// Non-empty path segments.
+fn segments(url: &Url) -> Vec<&str> {
+    url.path_segments()
+        .map(|s| s.filter(|s| !s.is_empty()).collect())
+        .unwrap_or_default()
+}
+
+fn hash_str(s: &str) -> u64 {
+    xxhash_rust::xxh3::xxh3_64(s.as_bytes())
+}
+
+/// A map that forgets its least recently used half when full: entries live in
+/// a young and an old generation; when the young one fills, the old one is
+/// dropped and the young one becomes old. Lookups promote.
+pub(crate) struct GenMap<K, V> {
+    young: HashMap<K, V>,
+    old: HashMap<K, V>,
+    cap: usize,
+}
+
+impl<K: Hash + Eq + Clone, V> GenMap<K, V> {
+    pub(crate) fn new(cap: usize) -> Self {
+        GenMap {
+            young: HashMap::new(),
+            old: HashMap::new(),
+            cap: cap.max(1),
+        }
+    }
+
+    pub(crate) fn get(&mut self, key: &K) -> Option<&mut V> {
+        if !self.young.contains_key(key) {
+            let v = self.old.remove(key)?;
+            self.insert(key.clone(), v);
+        }
+        self.young.get_mut(key)
+    }
+
+    pub(crate) fn insert(&mut self, key: K, value: V) {
+        if self.young.len() >= self.cap && !self.young.contains_key(&key) {
+            self.old = std::mem::take(&mut self.young);
+            self.old.remove(&key);
+        }
+        self.young.insert(key, value);
+    }
+
+    pub(crate) fn get_or_insert_with(&mut self, key: K, f: impl FnOnce() -> V) -> &mut V {
+        if self.get(&key).is_none() {
+            self.insert(key.clone(), f());
+        }
+        self.young.get_mut(&key).expect("just inserted")
+    }
+
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.young.len() + self.old.len()
+    }
+}
+
+impl<K: Hash + Eq + Clone, V> Default for GenMap<K, V> {
+    fn default() -> Self {
+        GenMap::new(256)
+    }
+}
+
+/// Keeps the last `MAX_SAMPLES` strings.
+fn push_sample(samples: &mut VecDeque<String>, url: &str) {
+    if samples.iter().any(|s| s == url) {
+        return;
+    }
+    if samples.len() >= MAX_SAMPLES {
+        samples.pop_front();
+    }
+    samples.push_back(url.to_string());
+}
+
+#[cfg(test)]
+mod false_positives;
+#[cfg(test)]
+mod sim;
+#[cfg(test)]
+mod state_tests;
+#[cfg(test)]
+mod tests;

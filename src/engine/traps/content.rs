@@ -1,0 +1,152 @@
+//! Traps seen in fetched pages: many near-identical pages under one path
+//! prefix, and hosts that hand out far more new URLs per page than a site has.
+
+use std::collections::VecDeque;
+
+use url::Url;
+
+use super::{anchored_rule, push_sample, segments, Detection, GenMap, MAX_SAMPLES};
+use crate::config::TrapConfig;
+use crate::engine::telemetry::TrapKind;
+
+/// Path prefixes tracked per host (per generation).
+const PREFIXES: usize = 32;
+/// Distinct page clusters kept per prefix.
+const CLUSTERS: usize = 16;
+
+struct Cluster {
+    simhash: u64,
+    pages: u32,
+    samples: VecDeque<String>,
+}
+
+#[derive(Default)]
+pub struct NearDupState {
+    prefixes: Option<GenMap<String, Vec<Cluster>>>,
+}
+
+/// The path prefix a page is grouped under: its first directory, or for a
+/// page at the root its own path (with `?` when it has a query).
+fn group_prefix(url: &Url) -> String {
+    let segs = segments(url);
+    if segs.len() >= 2 {
+        format!("/{}/", segs[0])
+    } else if url.query().is_some() {
+        format!("{}?", url.path())
+    } else {
+        "/".to_string()
+    }
+}
+
+impl NearDupState {
+    pub fn on_page(
+        &mut self,
+        cfg: &TrapConfig,
+        host: &str,
+        url: &Url,
+        simhash: u64,
+    ) -> Option<Detection> {
+        let prefix = group_prefix(url);
+        let prefixes = self.prefixes.get_or_insert_with(|| GenMap::new(PREFIXES));
+        let clusters = prefixes.get_or_insert_with(prefix.clone(), Vec::new);
+        let near = |c: &&mut Cluster| (c.simhash ^ simhash).count_ones() <= cfg.near_duplicate_bits;
+        let cluster = match clusters.iter_mut().find(near) {
+            Some(c) => c,
+            None => {
+                if clusters.len() >= CLUSTERS {
+                    // Forget the smallest cluster: singletons are the common case.
+                    let smallest = (0..clusters.len()).min_by_key(|i| clusters[*i].pages)?;
+                    clusters.swap_remove(smallest);
+                }
+                clusters.push(Cluster {
+                    simhash,
+                    pages: 0,
+                    samples: VecDeque::new(),
+                });
+                clusters.last_mut()?
+            }
+        };
+        cluster.pages = cluster.pages.saturating_add(1);
+        if cluster.samples.len() < MAX_SAMPLES {
+            push_sample(&mut cluster.samples, url.as_str());
+        }
+        if (cluster.pages as usize) <= cfg.max_near_duplicates {
+            return None;
+        }
+        let (path, tail) = match prefix.strip_suffix('?') {
+            Some(path) => (path.to_string(), r"\?"),
+            None => (prefix, ""),
+        };
+        Some(Detection {
+            host: host.to_string(),
+            kind: TrapKind::NearDuplicates,
+            evidence_count: u64::from(cluster.pages),
+            samples: cluster.samples.iter().cloned().collect(),
+            rule: anchored_rule(url, host, &path, tail),
+        })
+    }
+}
+
+#[derive(Default)]
+pub struct BudgetState {
+    /// New URLs of the last `budget_window` pages.
+    window: VecDeque<u32>,
+    sum: u64,
+    /// Recent pages that yielded more than the limit.
+    heavy: VecDeque<String>,
+}
+
+impl BudgetState {
+    pub fn on_page(
+        &mut self,
+        cfg: &TrapConfig,
+        host: &str,
+        url: &Url,
+        new_links: usize,
+    ) -> Option<Detection> {
+        let window = cfg.budget_window.max(1);
+        let n = u32::try_from(new_links).unwrap_or(u32::MAX);
+        self.window.push_back(n);
+        self.sum += u64::from(n);
+        while self.window.len() > window {
+            self.sum -= u64::from(self.window.pop_front().unwrap_or(0));
+        }
+        if f64::from(n) > cfg.max_new_urls_per_page {
+            push_sample(&mut self.heavy, url.as_str());
+        }
+        let rate = self.sum as f64 / self.window.len() as f64;
+        if self.window.len() < window || rate <= cfg.max_new_urls_per_page || self.heavy.is_empty()
+        {
+            return None;
+        }
+        // The heavy pages' common directory; the whole host if they share none.
+        let heavy: Vec<Url> = self
+            .heavy
+            .iter()
+            .filter_map(|u| Url::parse(u).ok())
+            .collect();
+        let first = heavy.first()?;
+        let dirs: Vec<Vec<&str>> = heavy
+            .iter()
+            .map(|u| {
+                let s = segments(u);
+                s[..s.len().saturating_sub(1)].to_vec()
+            })
+            .collect();
+        let mut common: Vec<&str> = dirs.first().cloned().unwrap_or_default();
+        for d in &dirs[1..] {
+            let keep = common.iter().zip(d).take_while(|(a, b)| a == b).count();
+            common.truncate(keep);
+        }
+        let prefix: String = std::iter::once("/".to_string())
+            .chain(common.iter().map(|s| format!("{s}/")))
+            .collect();
+        Some(Detection {
+            host: host.to_string(),
+            kind: TrapKind::HostBudget,
+            evidence_count: self.window.len() as u64,
+            samples: self.heavy.iter().cloned().collect(),
+            rule: anchored_rule(first, host, &prefix, ""),
+        })
+    }
+}

@@ -1,0 +1,103 @@
+//! Path-shape traps: repeated segments (`/a/b/a/b/a/b`) and paths that grow
+//! deeper hop after hop.
+
+use url::Url;
+
+use super::{anchored_rule, hash_str, segments, Detection, GenMap};
+use crate::config::TrapConfig;
+use crate::engine::telemetry::TrapKind;
+
+/// Longest repeated unit looked for, in segments.
+const MAX_UNIT: usize = 4;
+/// Growing hops in a row before a too-deep path counts as a trap: one deep
+/// link from a shallow page is a site's choice, a chain is a generator.
+pub const MIN_GROWTH_HOPS: u32 = 3;
+/// Paths remembered per host for the growth chain.
+const DEPTH_MEMORY: usize = 2048;
+
+/// A run of `max_segment_repeats` identical units (1..=4 segments) in a row.
+pub fn repeated_segments(cfg: &TrapConfig, host: &str, url: &Url) -> Option<Detection> {
+    let reps = cfg.max_segment_repeats;
+    if reps < 2 {
+        return None;
+    }
+    let segs = segments(url);
+    for start in 0..segs.len() {
+        for unit in 1..=MAX_UNIT {
+            if start + unit * reps > segs.len() {
+                break;
+            }
+            let first = &segs[start..start + unit];
+            let repeated = (1..reps).all(|r| {
+                let at = start + r * unit;
+                &segs[at..at + unit] == first
+            });
+            if repeated {
+                let prefix = format!("/{}", prefix_dir(&segs[..start]));
+                let unit_path = regex::escape(&first.join("/"));
+                let tail = format!("(?:{unit_path}/){{{}}}{unit_path}(?:[/?#]|$)", reps - 1);
+                return Some(Detection {
+                    host: host.to_string(),
+                    kind: TrapKind::RepeatedSegments,
+                    evidence_count: 1,
+                    samples: vec![url.to_string()],
+                    rule: anchored_rule(url, host, &prefix, &tail),
+                });
+            }
+        }
+    }
+    None
+}
+
+/// `a/b/` for `[a, b]`, empty for none.
+fn prefix_dir(segs: &[&str]) -> String {
+    segs.iter().map(|s| format!("{s}/")).collect()
+}
+
+/// Per host: how many growing hops led to a path.
+#[derive(Default)]
+pub struct DepthState {
+    runs: Option<GenMap<u64, u32>>,
+}
+
+impl DepthState {
+    pub fn on_link(
+        &mut self,
+        cfg: &TrapConfig,
+        host: &str,
+        parent: &Url,
+        child: &Url,
+    ) -> Option<Detection> {
+        let parent_segs = segments(parent);
+        let child_segs = segments(child);
+        if child_segs.len() <= parent_segs.len() {
+            return None;
+        }
+        let runs = self.runs.get_or_insert_with(|| GenMap::new(DEPTH_MEMORY));
+        let run = runs.get(&hash_str(parent.path())).copied().unwrap_or(0) + 1;
+        let child_key = hash_str(child.path());
+        match runs.get(&child_key) {
+            Some(old) if *old >= run => {}
+            _ => runs.insert(child_key, run),
+        }
+        if child_segs.len() <= cfg.max_path_depth || run < MIN_GROWTH_HOPS {
+            return None;
+        }
+        // Under the chain's common first segment when there is one.
+        let depth = cfg.max_path_depth.max(1);
+        let (prefix, tail) = match (parent_segs.first(), child_segs.first()) {
+            (Some(p), Some(c)) if p == c => (
+                format!("/{c}/"),
+                format!("(?:[^/?#]+/){{{}}}[^/?#]", depth - 1),
+            ),
+            _ => ("/".to_string(), format!("(?:[^/?#]+/){{{depth}}}[^/?#]")),
+        };
+        Some(Detection {
+            host: host.to_string(),
+            kind: TrapKind::DepthGrowth,
+            evidence_count: u64::from(run),
+            samples: vec![parent.to_string(), child.to_string()],
+            rule: anchored_rule(child, host, &prefix, &tail),
+        })
+    }
+}

@@ -1,0 +1,215 @@
+//! Query-string traps: one path with endless distinct query strings, and
+//! session ids that make every visit's links new URLs.
+
+use std::collections::{HashSet, VecDeque};
+
+use url::Url;
+
+use super::{anchored_rule, hash_str, push_sample, regex_rule, Detection, GenMap};
+use crate::config::TrapConfig;
+use crate::engine::telemetry::TrapKind;
+
+/// Paths with a query string remembered per host (per generation).
+const QUERY_PATHS: usize = 32;
+/// Parameters inspected per URL.
+const MAX_PARAMS: usize = 32;
+/// Random-looking parameter names tracked per host (per generation).
+const SESSION_PARAMS: usize = 8;
+/// Distinct values of one parameter that make it a session id.
+pub const SESSION_VALUES: usize = 10;
+/// Pages (the URL without the parameter) seen with two or more values: a
+/// session id changes under the same page, an item id changes with the page.
+/// Names that say "session" need fewer.
+pub const SESSION_PAGES_NAMED: u32 = 2;
+pub const SESSION_PAGES_UNNAMED: u32 = 5;
+/// Pages remembered per tracked parameter.
+const SESSION_PAGES: usize = 256;
+const MIN_SESSION_LEN: usize = 16;
+const MAX_SESSION_LEN: usize = 256;
+
+struct Variants {
+    seen: HashSet<u64>,
+    samples: VecDeque<String>,
+}
+
+#[derive(Default)]
+pub struct QueryState {
+    paths: Option<GenMap<u64, Variants>>,
+}
+
+impl QueryState {
+    pub fn on_link(&mut self, cfg: &TrapConfig, host: &str, url: &Url) -> Option<Detection> {
+        let query = url.query().filter(|q| !q.is_empty())?;
+        let limit = cfg.max_query_variants;
+        let paths = self.paths.get_or_insert_with(|| GenMap::new(QUERY_PATHS));
+        let v = paths.get_or_insert_with(hash_str(url.path()), || Variants {
+            seen: HashSet::new(),
+            samples: VecDeque::new(),
+        });
+        // Past the limit the count no longer matters: bounded at limit + 1.
+        if v.seen.len() <= limit && v.seen.insert(hash_str(query)) {
+            // Samples only near the threshold, so most paths keep none.
+            if v.seen.len() + super::MAX_SAMPLES > limit {
+                push_sample(&mut v.samples, url.as_str());
+            }
+        }
+        if v.seen.len() <= limit {
+            return None;
+        }
+        Some(Detection {
+            host: host.to_string(),
+            kind: TrapKind::QueryExplosion,
+            evidence_count: v.seen.len() as u64,
+            samples: v.samples.iter().cloned().collect(),
+            rule: anchored_rule(url, host, url.path(), r"\?"),
+        })
+    }
+}
+
+struct ParamStats {
+    /// Distinct values, bounded at `SESSION_VALUES`.
+    values: HashSet<u64>,
+    /// URL without the parameter -> (first value seen with it, seen with another).
+    pages: GenMap<u64, (u64, bool)>,
+    /// Pages seen with two or more values.
+    multi_valued: u32,
+    samples: VecDeque<String>,
+}
+
+#[derive(Default)]
+pub struct SessionState {
+    params: Option<GenMap<(bool, String), ParamStats>>,
+}
+
+impl SessionState {
+    pub fn on_link(&mut self, host: &str, url: &Url) -> Option<Detection> {
+        let mut found = None;
+        for (is_path, name, value) in params(url) {
+            if !random_looking(&value) {
+                continue;
+            }
+            let params = self
+                .params
+                .get_or_insert_with(|| GenMap::new(SESSION_PARAMS));
+            let stats = params.get_or_insert_with((is_path, name.clone()), || ParamStats {
+                values: HashSet::new(),
+                pages: GenMap::new(SESSION_PAGES),
+                multi_valued: 0,
+                samples: VecDeque::new(),
+            });
+            let value_hash = hash_str(&value);
+            if stats.values.len() < SESSION_VALUES {
+                stats.values.insert(value_hash);
+            }
+            let page = hash_str(&without_param(url, is_path, &name));
+            match stats.pages.get(&page) {
+                Some((first, multi)) if *first != value_hash && !*multi => {
+                    *multi = true;
+                    stats.multi_valued = stats.multi_valued.saturating_add(1);
+                }
+                Some(_) => {}
+                None => stats.pages.insert(page, (value_hash, false)),
+            }
+            push_sample(&mut stats.samples, url.as_str());
+            let pages_needed = if session_like_name(&name) {
+                SESSION_PAGES_NAMED
+            } else {
+                SESSION_PAGES_UNNAMED
+            };
+            if found.is_none()
+                && stats.values.len() >= SESSION_VALUES
+                && stats.multi_valued >= pages_needed
+            {
+                let name = regex::escape(&name);
+                let pattern = if is_path {
+                    format!(";{name}=")
+                } else {
+                    format!("[?&]{name}=")
+                };
+                found = Some(Detection {
+                    host: host.to_string(),
+                    kind: TrapKind::SessionId,
+                    evidence_count: stats.values.len() as u64,
+                    samples: stats.samples.iter().cloned().collect(),
+                    rule: regex_rule(host, pattern),
+                });
+            }
+        }
+        found
+    }
+}
+
+/// Query parameters and `;name=value` path parameters (raw, as in the URL):
+/// `(is_path, name, value)`.
+fn params(url: &Url) -> Vec<(bool, String, String)> {
+    let mut out = Vec::new();
+    for segment in url.path().split('/') {
+        for part in segment.split(';').skip(1) {
+            if let Some((k, v)) = part.split_once('=') {
+                out.push((true, k.to_string(), v.to_string()));
+            }
+        }
+    }
+    if let Some(q) = url.query() {
+        for part in q.split('&') {
+            if let Some((k, v)) = part.split_once('=') {
+                out.push((false, k.to_string(), v.to_string()));
+            }
+        }
+    }
+    out.truncate(MAX_PARAMS);
+    out
+}
+
+fn without_param(url: &Url, is_path: bool, name: &str) -> String {
+    let keep = |part: &&str| part.split_once('=').is_none_or(|(k, _)| k != name);
+    if is_path {
+        let path: Vec<String> = url
+            .path()
+            .split('/')
+            .map(|seg| {
+                let mut parts = seg.split(';');
+                let head = parts.next().unwrap_or("");
+                std::iter::once(head)
+                    .chain(parts.filter(keep))
+                    .collect::<Vec<_>>()
+                    .join(";")
+            })
+            .collect();
+        format!("{}?{}", path.join("/"), url.query().unwrap_or(""))
+    } else {
+        let query: Vec<&str> = url.query().unwrap_or("").split('&').filter(keep).collect();
+        format!("{}?{}", url.path(), query.join("&"))
+    }
+}
+
+/// `sid`, `PHPSESSID`, `jsessionid`, `session_token`…
+fn session_like_name(name: &str) -> bool {
+    let name = name.to_ascii_lowercase();
+    name == "sid" || name == "s" || name.contains("sess")
+}
+
+/// Long, from a hex or base64 alphabet, mixing character classes like a
+/// random token does (words and dates do not).
+pub fn random_looking(value: &str) -> bool {
+    let len = value.len();
+    if !(MIN_SESSION_LEN..=MAX_SESSION_LEN).contains(&len) {
+        return false;
+    }
+    let b64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '_' | '-' | '%');
+    if !value.chars().all(b64) {
+        return false;
+    }
+    let digits = value.chars().filter(char::is_ascii_digit).count();
+    let lower = value.chars().filter(char::is_ascii_lowercase).count();
+    let upper = value.chars().filter(char::is_ascii_uppercase).count();
+    let hex = value.chars().all(|c| c.is_ascii_hexdigit());
+    let classes = [digits, lower, upper].iter().filter(|n| **n > 0).count();
+    // Random hex has digits and letters; random base64 has at least two classes
+    // and digits are not rare in it.
+    if hex {
+        digits > 0 && digits < len
+    } else {
+        classes >= 2 && digits * 16 >= len && value.contains(|c: char| c.is_ascii_alphabetic())
+    }
+}

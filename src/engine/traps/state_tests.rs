@@ -1,0 +1,132 @@
+//! Alert de-duplication, bounded state and helpers.
+
+use url::Url;
+
+use super::*;
+
+#[test]
+fn random_looking_values() {
+    for yes in [
+        "0123456789abcdef0123",
+        "a8F3kQ9zLm2Xp7Rt",
+        "5f2b8c1d9e7a6b4c3d2e1f0a",
+    ] {
+        assert!(query::random_looking(yes), "{yes}");
+    }
+    for no in [
+        "short1a",
+        "my-long-product-name",
+        "2023102512301234",
+        "deadbeefcafebabedead",
+        "Summer-Sale-Collection",
+        "price:asc,name:desc",
+    ] {
+        assert!(!query::random_looking(no), "{no}");
+    }
+}
+
+#[test]
+fn an_alert_is_raised_once_and_suppress_silences_it() {
+    let cfg = TrapConfig::default();
+    let mut det = TrapDetector::new(&cfg);
+    let parent = Url::parse("http://h.org/").unwrap();
+    let first = Url::parse("http://h.org/x/x/x").unwrap();
+    let d = det.on_discovered(&parent, &first, 1).expect("raised");
+    assert_eq!(
+        det.on_discovered(&parent, &Url::parse("http://h.org/x/x/x/x").unwrap(), 1),
+        None
+    );
+    // Another prefix is another rule.
+    let other = Url::parse("http://h.org/y/y/y").unwrap();
+    let d2 = det
+        .on_discovered(&parent, &other, 1)
+        .expect("different rule");
+    assert_ne!(d.rule, d2.rule);
+    // Dismissed before it was raised: never raised.
+    let mut det = TrapDetector::new(&cfg);
+    det.suppress("h.org", &d.rule);
+    assert_eq!(det.on_discovered(&parent, &first, 1), None);
+    assert!(det.on_discovered(&parent, &other, 1).is_some());
+    // Restored after a restart.
+    let mut det = TrapDetector::new(&cfg);
+    det.mark_raised("h.org", d.kind, &d.rule);
+    assert_eq!(det.on_discovered(&parent, &first, 1), None);
+}
+
+#[test]
+fn hosts_tracked_are_bounded() {
+    let cfg = TrapConfig::default();
+    let mut det = TrapDetector::new(&cfg);
+    for i in 0..(MAX_HOSTS * 3) {
+        let u = Url::parse(&format!("http://h{i}.org/list?q={i}")).unwrap();
+        det.on_discovered(&u, &u, 1);
+        det.on_fetched(&u, Some(i as u64), 3);
+    }
+    assert_eq!(det.hosts_tracked(), MAX_HOSTS);
+}
+
+#[test]
+fn gen_map_forgets_the_least_recently_used() {
+    let mut m: GenMap<u32, u32> = GenMap::new(4);
+    for k in 0..4 {
+        m.insert(k, k);
+    }
+    m.insert(4, 4); // 0..4 become old
+    assert_eq!(m.get(&0).copied(), Some(0)); // promoted
+    for k in 5..8 {
+        m.insert(k, k); // young: 4, 0, 5, 6 full, then 7 rotates
+    }
+    assert!(m.len() <= 8);
+    assert_eq!(m.get(&0).copied(), Some(0));
+    assert_eq!(m.get(&1), None, "1 was never touched again");
+}
+
+#[test]
+fn host_key_includes_non_default_port() {
+    assert_eq!(
+        host_key(&Url::parse("http://Shop.Localhost:4000/x").unwrap()).unwrap(),
+        "shop.localhost:4000"
+    );
+    assert_eq!(
+        host_key(&Url::parse("https://example.org:443/").unwrap()).unwrap(),
+        "example.org"
+    );
+}
+
+#[test]
+fn odd_urls_never_panic() {
+    let cfg = TrapConfig {
+        max_counter_run: 1,
+        max_query_variants: 1,
+        max_segment_repeats: 2,
+        max_path_depth: 1,
+        budget_window: 1,
+        max_new_urls_per_page: 0.0,
+        ..TrapConfig::default()
+    };
+    let mut det = TrapDetector::new(&cfg);
+    let long_digits = "9".repeat(500);
+    let many_params: String = (0..500).map(|i| format!("p{i}={i}&")).collect();
+    let many_numbers: String = (0..100).map(|i| format!("/{i}")).collect();
+    let urls = [
+        "http://h.org/".to_string(),
+        "http://h.org/é/ü/%FF/%00?ä=ö#frag".to_string(),
+        format!("http://h.org/{long_digits}?n={long_digits}"),
+        format!("http://h.org/list?{many_params}"),
+        format!("http://h.org{many_numbers}"),
+        format!("http://h.org{many_numbers}?x=1"),
+        "http://[::1]:8080/a;b;c=;=d?&&=&a".to_string(),
+        "http://127.0.0.1/;jsessionid=?sid=".to_string(),
+        "data:text/plain,hello".to_string(),
+        "mailto:someone@example.org".to_string(),
+        "http://h.org/a/a/a/a/a/a".to_string(),
+    ];
+    let parsed: Vec<Url> = urls.iter().map(|u| Url::parse(u).unwrap()).collect();
+    for parent in &parsed {
+        for child in &parsed {
+            det.on_discovered(parent, child, 1);
+        }
+        det.on_fetched(parent, Some(0), 1000);
+        det.on_fetched(parent, None, usize::MAX);
+    }
+}
