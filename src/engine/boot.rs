@@ -85,15 +85,18 @@ pub fn build(
     let mut next_rule_id = 1;
     for (_, record) in store.scan::<RuleRecord>(Tree::Rules).map_err(store_err)? {
         next_rule_id = next_rule_id.max(record.id + 1);
-        if let Err(e) = rules.add(record.id, record.spec, record.origin) {
+        if let Err(e) = rules.add_with_hits(record.id, record.spec, record.origin, record.hits) {
             tracing::warn!("stored rule #{} no longer compiles: {e}", record.id);
         }
     }
+    let mut traps = TrapDetector::new(&config.traps);
     let mut alerts = BTreeMap::new();
     let mut alert_rules = HashMap::new();
     let mut next_alert_id = 1;
     for (_, alert) in store.scan::<TrapAlert>(Tree::Alerts).map_err(store_err)? {
         next_alert_id = next_alert_id.max(alert.id + 1);
+        // A decided or open pattern is not raised again after a restart.
+        traps.mark_raised(&alert.host, alert.kind, &alert.suggested_rule);
         if alert.status == AlertStatus::Open {
             if let Ok(rule) = RuleSet::compile(&alert.suggested_rule) {
                 alert_rules.insert(alert.id, rule);
@@ -162,7 +165,7 @@ pub fn build(
     });
     let (work_tx, work_rx) = mpsc::unbounded_channel();
     let mut scheduler = Scheduler {
-        traps: TrapDetector::new(&config.traps),
+        traps,
         data_dir: data_dir.display().to_string(),
         store,
         frontier,

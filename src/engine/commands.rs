@@ -21,6 +21,8 @@ pub struct RuleRecord {
     pub id: u64,
     pub spec: RuleSpec,
     pub origin: String,
+    #[serde(default)]
+    pub hits: u64,
 }
 
 /// Crawl-wide operator settings, stored under `meta/settings`.
@@ -153,6 +155,21 @@ pub fn handle(s: &mut Scheduler, command: Command) -> Result<String, String> {
     result
 }
 
+/// Hit counters change with every blocked link; they are stored at checkpoints.
+pub fn save_rule_hits(s: &Scheduler) {
+    for view in s.rules.views() {
+        let record = RuleRecord {
+            id: view.id,
+            spec: view.spec,
+            origin: view.origin,
+            hits: view.hits,
+        };
+        if let Err(e) = s.store.put(Tree::Rules, &record.id.to_be_bytes(), &record) {
+            tracing::error!("saving rule #{}: {e}", record.id);
+        }
+    }
+}
+
 pub fn save_settings(s: &mut Scheduler) {
     let settings = Settings {
         paused: s.paused,
@@ -178,6 +195,7 @@ impl Scheduler {
             id,
             spec: spec.clone(),
             origin,
+            hits: 0,
         };
         if let Err(e) = self.store.put(Tree::Rules, &id.to_be_bytes(), &record) {
             self.rules.remove(id);
@@ -193,7 +211,7 @@ impl Scheduler {
             .frontier
             .remove_matching(
                 spec.host.as_deref(),
-                &|e| compiled.is_match(&e.url),
+                &|e| compiled.is_match(&e.url, &e.host),
                 &|e| record_for(e, outcome.clone()),
             )
             .map_err(|e| format!("rule stored, but blocking queued URLs failed: {e}"))?;
@@ -225,7 +243,7 @@ impl Scheduler {
             TrapPolicy::Quarantine | TrapPolicy::Auto => {
                 let parked = self
                     .frontier
-                    .park(id, &d.host, &|e| compiled.is_match(&e.url))
+                    .park(id, &d.host, &|e| compiled.is_match(&e.url, &e.host))
                     .unwrap_or_else(|e| {
                         tracing::error!("parking URLs for alert #{id}: {e}");
                         0

@@ -135,12 +135,12 @@ impl HostState {
         }
     }
 
-    pub fn record(&self) -> HostRecord {
+    pub fn record(&self, now: Instant) -> HostRecord {
         HostRecord {
             paused: self.paused,
             delay_override: self.politeness.override_delay(),
             concurrency_override: self.politeness.override_concurrency(),
-            breaker: Some(self.breaker.to_persisted()),
+            breaker: Some(self.breaker.to_persisted(now)),
         }
     }
 

@@ -551,7 +551,7 @@ impl Scheduler {
             .iter()
             .find(|(id, rule)| {
                 self.alerts.get(id).is_some_and(|a| a.host == entry.host)
-                    && rule.is_match(&entry.url)
+                    && rule.is_match(&entry.url, &entry.host)
             })
             .map(|(id, _)| *id)
     }

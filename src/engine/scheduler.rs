@@ -159,7 +159,7 @@ impl Scheduler {
 
     pub fn save_host(&mut self, host: &str) {
         if let Some(state) = self.hosts.get(host) {
-            let record = state.record();
+            let record = state.record(Instant::now());
             if let Err(e) = self.store.put(Tree::Hosts, host.as_bytes(), &record) {
                 tracing::error!("saving host {host}: {e}");
             }
@@ -335,11 +335,25 @@ impl Scheduler {
                     continue;
                 }
             }
+            let phase = host.breaker.phase();
             if !host.breaker.allow_request(now, &self.cfg.breaker) {
                 self.frontier.release(lease);
                 self.hold_for_breaker(&host_key, now);
                 continue;
             }
+            if phase != host.breaker.phase() {
+                let to = host.breaker.phase();
+                self.breaker_transition(
+                    &host_key,
+                    super::breaker::Transition {
+                        from: phase,
+                        to,
+                        reason: "cooldown over: one probe request".into(),
+                    },
+                    now,
+                );
+            }
+            let host = self.hosts.get_mut(&host_key).expect("host known");
             host.in_flight += 1;
             host.requests.record(now);
             self.in_flight += 1;
@@ -412,6 +426,7 @@ impl Scheduler {
                 tracing::error!("flushing WARC: {e}");
             }
         }
+        super::commands::save_rule_hits(self);
         let elapsed = self.elapsed();
         let _ = self.store.put(Tree::Meta, b"elapsed_ms", &(elapsed.as_millis() as u64));
         let _ = self.store.put(Tree::Meta, b"counters", &self.counters);
