@@ -10,24 +10,20 @@ pub(crate) struct CrawlBatch {
     pub(super) inner: sled::Batch,
     /// Page keys written, so `Store::apply` can count the new ones.
     pub(super) page_keys: Vec<Vec<u8>>,
-    ops: usize,
 }
 
 impl CrawlBatch {
     pub(crate) fn enqueue(&mut self, key: &[u8], value: &[u8]) {
         self.inner.insert(key, value);
-        self.ops += 1;
     }
 
     pub(crate) fn dequeue(&mut self, key: &[u8]) {
         self.inner.remove(key);
-        self.ops += 1;
     }
 
     pub(crate) fn mark_seen(&mut self, url: &str) {
         self.inner
             .insert(&keys::seen_key(keys::url_fingerprint(url))[..], &[][..]);
-        self.ops += 1;
     }
 
     pub(crate) fn record_page(&mut self, record: &PageRecord) -> Result<(), StoreError> {
@@ -38,16 +34,10 @@ impl CrawlBatch {
         let key = keys::page_key(&record.url);
         self.inner.insert(key.as_slice(), value);
         self.page_keys.push(key);
-        self.ops += 1;
         Ok(())
     }
 
     pub(crate) fn set_seq(&mut self, next_seq: u64) {
         self.inner.insert(keys::META_SEQ, &next_seq.to_be_bytes());
-    }
-
-    /// Writes queued so far (to cut very large operations into bounded batches).
-    pub(crate) fn len(&self) -> usize {
-        self.ops
     }
 }

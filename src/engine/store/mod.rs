@@ -36,6 +36,8 @@ pub enum StoreError {
         "corrupt {what} in the crawl database: {message}; the data directory may have been damaged"
     )]
     Corrupt { what: &'static str, message: String },
+    #[error("{url} is not in flight in this frontier (completed or released twice?)")]
+    UnknownLease { url: String },
     #[error("cannot encode {what} for the crawl database: {source}")]
     Encode {
         what: &'static str,

@@ -1,0 +1,1 @@
+//! A quick throughput figure for the frontier over a real store.
