@@ -98,14 +98,14 @@ impl Schedule {
             return None;
         }
         let mut roll = self.rng.u32(0..total);
-        for level in 0..PRIORITY_LEVELS {
-            if self.ready[level].is_empty() {
+        for (set, weight) in self.ready.iter_mut().zip(LEVEL_WEIGHTS) {
+            if set.is_empty() {
                 continue;
             }
-            if roll < LEVEL_WEIGHTS[level] {
-                return self.ready[level].pop_first().map(|(_, _, id)| id);
+            if roll < weight {
+                return set.pop_first().map(|(_, _, id)| id);
             }
-            roll -= LEVEL_WEIGHTS[level];
+            roll -= weight;
         }
         None
     }

@@ -18,7 +18,13 @@ pub(super) fn entry(host: &str, path: &str, priority: u8) -> FrontierEntry {
 }
 
 pub(super) fn record(e: &FrontierEntry) -> PageRecord {
-    PageRecord::without_fetch(&e.url, &e.host, e.depth, 0, PageOutcome::Fetched { status: 200 })
+    PageRecord::without_fetch(
+        &e.url,
+        &e.host,
+        e.depth,
+        0,
+        PageOutcome::Fetched { status: 200 },
+    )
 }
 
 pub(super) fn open_temp() -> (tempfile::TempDir, Store, Frontier) {
@@ -32,7 +38,8 @@ pub(super) fn open_temp() -> (tempfile::TempDir, Store, Frontier) {
 pub(super) fn drain(f: &mut Frontier, now: Instant) -> Vec<String> {
     let mut urls = Vec::new();
     while let Some(lease) = f.next_ready(now) {
-        f.complete(&lease, &record(&lease.entry), Vec::new()).unwrap();
+        f.complete(&lease, &record(&lease.entry), Vec::new())
+            .unwrap();
         urls.push(lease.entry.url);
     }
     urls
@@ -54,13 +61,26 @@ fn a_host_hands_out_by_priority_then_arrival() {
     let lease = f.next_ready(now).unwrap();
     assert_eq!(lease.entry.url, "http://a.example/p0-first");
     // Arrives while the host is busy, ahead of the queued level-2 URLs.
-    f.complete(&lease, &record(&lease.entry), vec![entry("a.example", "p1-late", 1)])
-        .unwrap();
+    f.complete(
+        &lease,
+        &record(&lease.entry),
+        vec![entry("a.example", "p1-late", 1)],
+    )
+    .unwrap();
     let order: Vec<String> = drain(&mut f, now)
         .into_iter()
         .map(|u| u.trim_start_matches("http://a.example/").to_string())
         .collect();
-    assert_eq!(order, ["p0-second", "p1-late", "p2-first", "p2-second", "p9-clamped"]);
+    assert_eq!(
+        order,
+        [
+            "p0-second",
+            "p1-late",
+            "p2-first",
+            "p2-second",
+            "p9-clamped"
+        ]
+    );
     assert_eq!(f.len(), 0);
     assert_eq!(f.front_queue_depths(), [0; PRIORITY_LEVELS]);
 }
@@ -90,13 +110,17 @@ fn weighted_levels_favour_level_zero_and_serve_every_level() {
 fn a_host_waiting_for_politeness_is_skipped_and_reported_as_wakeup() {
     let (_dir, _store, mut f) = open_temp();
     let now = Instant::now();
-    f.push(vec![entry("slow.example", "1", 0), entry("fast.example", "1", 4)])
-        .unwrap();
+    f.push(vec![
+        entry("slow.example", "1", 0),
+        entry("fast.example", "1", 4),
+    ])
+    .unwrap();
     let later = now + Duration::from_secs(5);
     f.set_not_before("slow.example", later);
     let lease = f.next_ready(now).unwrap();
     assert_eq!(lease.entry.host, "fast.example");
-    f.complete(&lease, &record(&lease.entry), Vec::new()).unwrap();
+    f.complete(&lease, &record(&lease.entry), Vec::new())
+        .unwrap();
     assert!(f.next_ready(now).is_none());
     assert_eq!(f.next_wakeup(), Some(later));
     assert_eq!(f.host_activity("slow.example", now), HostActivity::Waiting);
@@ -125,15 +149,22 @@ fn the_host_that_waited_longest_goes_first_within_a_level() {
 fn holds_and_max_in_flight_are_respected() {
     let (_dir, _store, mut f) = open_temp();
     let now = Instant::now();
-    f.push((0..4).map(|i| entry("h.example", &i.to_string(), 0)).collect())
-        .unwrap();
+    f.push(
+        (0..4)
+            .map(|i| entry("h.example", &i.to_string(), 0))
+            .collect(),
+    )
+    .unwrap();
     for hold in [Hold::Paused, Hold::Breaker, Hold::Robots, Hold::Finished] {
         f.set_hold("h.example", hold, true);
         assert!(f.next_ready(now).is_none(), "{hold:?}");
         f.set_hold("h.example", hold, false);
     }
     f.set_hold("h.example", Hold::Paused, true);
-    assert_eq!(f.host_activity("h.example", now), HostActivity::PausedByOperator);
+    assert_eq!(
+        f.host_activity("h.example", now),
+        HostActivity::PausedByOperator
+    );
     f.set_hold("h.example", Hold::Paused, false);
 
     f.set_max_in_flight("h.example", 2);
@@ -142,7 +173,8 @@ fn holds_and_max_in_flight_are_respected() {
     assert!(f.next_ready(now).is_none());
     assert_eq!(f.host_activity("h.example", now), HostActivity::Busy);
     assert_eq!(f.host_in_flight("h.example"), 2);
-    f.complete(&first, &record(&first.entry), Vec::new()).unwrap();
+    f.complete(&first, &record(&first.entry), Vec::new())
+        .unwrap();
     let third = f.next_ready(now).unwrap();
     assert_ne!(third.entry.url, second.entry.url);
     assert_eq!(f.in_flight(), 2);
@@ -157,7 +189,10 @@ fn initial_holds_apply_to_new_hosts_and_are_announced() {
     f.push(vec![entry("new.example", "1", 0)]).unwrap();
     assert_eq!(f.take_new_hosts(), ["new.example"]);
     assert!(f.next_ready(now).is_none());
-    assert_eq!(f.host_activity("new.example", now), HostActivity::RobotsPending);
+    assert_eq!(
+        f.host_activity("new.example", now),
+        HostActivity::RobotsPending
+    );
     f.set_hold("new.example", Hold::Robots, false);
     assert!(f.next_ready(now).is_some());
     assert!(f.take_new_hosts().is_empty());
@@ -168,14 +203,23 @@ fn late_high_priority_urls_overflow_the_buffer_without_loss_or_repeats() {
     let (_dir, _store, mut f) = open_temp();
     let now = Instant::now();
     let host = "big.example";
-    f.push((0..100).map(|i| entry(host, &format!("low{i}"), 4)).collect())
-        .unwrap();
+    f.push(
+        (0..100)
+            .map(|i| entry(host, &format!("low{i}"), 4))
+            .collect(),
+    )
+    .unwrap();
     let first = f.next_ready(now).unwrap();
     // More high-priority URLs than the buffer holds arrive while `first` is in flight.
-    f.push((0..80).map(|i| entry(host, &format!("high{i}"), 0)).collect())
-        .unwrap();
+    f.push(
+        (0..80)
+            .map(|i| entry(host, &format!("high{i}"), 0))
+            .collect(),
+    )
+    .unwrap();
     assert!(f.buffered_entries() <= BUFFER_CAP);
-    f.complete(&first, &record(&first.entry), Vec::new()).unwrap();
+    f.complete(&first, &record(&first.entry), Vec::new())
+        .unwrap();
     let rest = drain(&mut f, now);
     assert_eq!(rest.len(), 179);
     let expected_high: Vec<String> = (0..80).map(|i| format!("http://{host}/high{i}")).collect();
