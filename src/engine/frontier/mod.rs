@@ -1,10 +1,17 @@
 //! The URL frontier: front queues by priority, one back queue per host, and a
 //! schedule of hosts by the time they may next be fetched. The queue itself
 //! lives in the store; memory holds per-host counters and small head buffers.
+//!
+//! Protocol for the scheduler: `next_ready` hands out a [`Lease`]; exactly one
+//! of `complete` or `release` ends it. A host created by the frontier (new, or
+//! seen again after it went idle and was forgotten) starts with the holds of
+//! `set_initial_holds` and is listed by `take_new_hosts`, so robots.txt,
+//! pauses and overrides can be applied before any of its URLs is handed out.
 
 mod entry;
 mod host;
 mod ops;
+mod resume;
 mod schedule;
 pub mod throughput;
 
@@ -17,9 +24,9 @@ pub use host::BUFFER_CAP;
 pub use schedule::LEVEL_WEIGHTS;
 
 use crate::engine::control::HostKey;
-use crate::engine::store::{keys, Store, StoreError};
+use crate::engine::store::{Store, StoreError};
 use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
-use entry::{decode, level_of};
+use entry::level_of;
 use host::HostQueue;
 use schedule::{HostId, Schedule, Slot};
 
@@ -71,58 +78,6 @@ impl Frontier {
         Ok(frontier)
     }
 
-    /// Counters from one scan of the queued and parked key ranges.
-    fn rebuild(&mut self) -> Result<(), StoreError> {
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let rows =
-                self.store
-                    .scan_after(&[keys::QUEUE], after.as_deref(), SCAN_CHUNK, |_| false)?;
-            let Some((last, _)) = rows.last() else { break };
-            after = Some(last.clone());
-            for (key, value) in rows {
-                let (Some((_, seq)), Ok(entry)) = (keys::parse_queue_key(&key), decode(&value))
-                else {
-                    tracing::error!("skipping an unreadable queue entry while resuming");
-                    continue;
-                };
-                self.next_seq = self.next_seq.max(seq + 1);
-                let level = level_of(entry.priority);
-                let id = self.host_id(&entry.host);
-                let host = self.host_mut(id);
-                host.queued += 1;
-                host.per_level[level] += 1;
-                self.queued += 1;
-                self.levels[level] += 1;
-            }
-        }
-        let mut after: Option<Vec<u8>> = None;
-        loop {
-            let rows =
-                self.store
-                    .scan_after(&[keys::PARKED], after.as_deref(), SCAN_CHUNK, |_| false)?;
-            let Some((last, _)) = rows.last() else { break };
-            after = Some(last.clone());
-            for (key, value) in rows {
-                let (Some((alert, seq)), Ok(entry)) =
-                    (keys::parse_parked_key(&key), decode(&value))
-                else {
-                    tracing::error!("skipping an unreadable parked entry while resuming");
-                    continue;
-                };
-                self.next_seq = self.next_seq.max(seq + 1);
-                *self.parked.entry(alert).or_default() += 1;
-                *self.parked_by_host.entry(entry.host).or_default() += 1;
-            }
-        }
-        let ids: Vec<HostId> = self.ids.values().copied().collect();
-        for id in ids {
-            self.ensure_head(id)?;
-            self.reschedule(id);
-        }
-        Ok(())
-    }
-
     /// URLs queued and not in flight.
     pub fn len(&self) -> u64 {
         self.queued
@@ -171,6 +126,11 @@ impl Frontier {
     /// Entries held in memory across all host buffers (bounded by hosts × BUFFER_CAP).
     pub fn buffered_entries(&self) -> usize {
         self.hosts.iter().flatten().map(|h| h.buffered()).sum()
+    }
+
+    /// Hosts with state in memory (work queued or in flight, or scheduler settings).
+    pub fn tracked_hosts(&self) -> usize {
+        self.ids.len()
     }
 
     /// Hosts the frontier has created state for since the last call (new, or

@@ -228,3 +228,37 @@ fn late_high_priority_urls_overflow_the_buffer_without_loss_or_repeats() {
     assert_eq!(rest[80..], expected_low[..]);
     assert_eq!(f.len(), 0);
 }
+
+#[test]
+fn idle_hosts_are_forgotten_unless_the_scheduler_set_something() {
+    let (_dir, _store, mut f) = open_temp();
+    let now = Instant::now();
+    let urls = (0..100)
+        .map(|h| entry(&format!("h{h}.example"), "only", 0))
+        .collect();
+    f.push(urls).unwrap();
+    f.set_hold("paused.example", Hold::Paused, true);
+    f.push(vec![entry("polite.example", "1", 0)]).unwrap();
+    let lease = loop {
+        let lease = f.next_ready(now).unwrap();
+        if lease.entry.host == "polite.example" {
+            break lease;
+        }
+        f.complete(&lease, &record(&lease.entry), Vec::new())
+            .unwrap();
+    };
+    f.set_not_before("polite.example", now + Duration::from_secs(1));
+    f.complete(&lease, &record(&lease.entry), Vec::new())
+        .unwrap();
+    drain(&mut f, now);
+    // The paused host and the one whose delay has not passed are kept.
+    assert_eq!(f.tracked_hosts(), 2);
+    assert_eq!(f.take_new_hosts().len(), 102);
+}
+
+#[test]
+fn the_frontier_can_move_to_a_blocking_thread() {
+    fn assert_send<T: Send + 'static>() {}
+    assert_send::<Frontier>();
+    assert_send::<Store>();
+}

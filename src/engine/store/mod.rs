@@ -27,7 +27,7 @@ pub enum StoreError {
     Locked { path: PathBuf },
     #[error("cannot open the crawl database in {}: {source}; check the directory's permissions and free space", path.display())]
     Open { path: PathBuf, source: sled::Error },
-    #[error("crawl database {op} failed: {source}")]
+    #[error("crawl database {op} failed: {source}; check free disk space and the data directory's permissions")]
     Sled {
         op: &'static str,
         source: sled::Error,
