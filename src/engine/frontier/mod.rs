@@ -246,14 +246,14 @@ impl Frontier {
             HostActivity::BreakerOpen
         } else if h.holds & Hold::Robots.bit() != 0 {
             HostActivity::RobotsPending
-        } else if h.in_flight() > 0 && h.in_flight() >= h.max_in_flight {
-            HostActivity::Busy
         } else if h.queued == 0 {
             if h.in_flight() > 0 {
                 HostActivity::Busy
             } else {
                 HostActivity::Idle
             }
+        } else if h.in_flight() >= h.max_in_flight {
+            HostActivity::Busy
         } else if h.not_before.is_some_and(|t| t > now) {
             HostActivity::Waiting
         } else {

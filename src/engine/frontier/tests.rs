@@ -167,6 +167,16 @@ fn holds_and_max_in_flight_are_respected() {
     );
     f.set_hold("h.example", Hold::Paused, false);
 
+    assert_eq!(f.host_activity("h.example", now), HostActivity::Ready);
+    assert_eq!(f.host_activity("unknown.example", now), HostActivity::Idle);
+    assert_eq!(
+        f.host_head("h.example", 2),
+        ["http://h.example/0", "http://h.example/1"]
+    );
+    f.set_max_in_flight("h.example", 0);
+    assert!(f.next_ready(now).is_none());
+    assert_eq!(f.host_activity("h.example", now), HostActivity::Busy);
+
     f.set_max_in_flight("h.example", 2);
     let first = f.next_ready(now).unwrap();
     let second = f.next_ready(now).unwrap();
