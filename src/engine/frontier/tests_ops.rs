@@ -279,3 +279,25 @@ fn memory_stays_bounded_with_200k_queued_urls_over_50_hosts() {
     assert_eq!(f.hosts().count(), 50);
     assert_eq!(store.pages_count(), 5_000);
 }
+
+#[test]
+fn a_host_scoped_removal_leaves_other_hosts_alone() {
+    let (_dir, store, mut f) = open_temp();
+    let urls = ["a.example", "b.example"]
+        .iter()
+        .flat_map(|h| (0..3).map(move |i| entry(h, &format!("cal/{i}"), 1)))
+        .collect();
+    f.push(urls).unwrap();
+    let is_cal = |e: &FrontierEntry| e.url.contains("/cal/");
+    assert_eq!(
+        f.remove_matching(Some("a.example"), &is_cal, &blocked)
+            .unwrap(),
+        3
+    );
+    assert_eq!(f.host_queued("a.example"), 0);
+    assert_eq!(f.host_queued("b.example"), 3);
+    assert!(store.page("http://a.example/cal/0").unwrap().is_some());
+    assert!(store.page("http://b.example/cal/0").unwrap().is_none());
+    assert_eq!(store.pages_count(), 3);
+    assert_counts_match_store(&f, &store, &[]);
+}
