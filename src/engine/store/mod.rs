@@ -1,1 +1,369 @@
-//! (in progress)
+//! The crawl's persistent state in sled: the frontier queue, seen marks, page
+//! records and parked URLs in one tree (see [`keys`]), and small typed records
+//! (rules, alerts, hosts, meta) in their own trees. Only this module talks to sled.
+
+mod batch;
+pub mod keys;
+mod records;
+// pub mod warc;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+
+pub(crate) use batch::CrawlBatch;
+pub use records::{PageOutcome, PageRecord};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(
+        "the data directory {} is in use by another crawldeck process; stop that process or choose another data directory",
+        path.display()
+    )]
+    Locked { path: PathBuf },
+    #[error("cannot open the crawl database in {}: {source}; check the directory's permissions and free space", path.display())]
+    Open { path: PathBuf, source: sled::Error },
+    #[error("crawl database {op} failed: {source}; check free disk space and the data directory's permissions")]
+    Sled {
+        op: &'static str,
+        source: sled::Error,
+    },
+    #[error(
+        "corrupt {what} in the crawl database: {message}; the data directory may have been damaged"
+    )]
+    Corrupt { what: &'static str, message: String },
+    #[error("{url} is not in flight in this frontier (completed or released twice?)")]
+    UnknownLease { url: String },
+    #[error("cannot encode {what} for the crawl database: {source}")]
+    Encode {
+        what: &'static str,
+        source: serde_json::Error,
+    },
+}
+
+impl StoreError {
+    pub(crate) fn sled(op: &'static str) -> impl FnOnce(sled::Error) -> StoreError {
+        move |source| StoreError::Sled { op, source }
+    }
+}
+
+/// Named trees for small typed records.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Tree {
+    Rules,
+    Alerts,
+    Hosts,
+    Meta,
+}
+
+/// The crawl database. Cheap to clone: sled handles are reference counted.
+#[derive(Clone)]
+pub struct Store {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    db: sled::Db,
+    crawl: sled::Tree,
+    rules: sled::Tree,
+    alerts: sled::Tree,
+    hosts: sled::Tree,
+    meta: sled::Tree,
+    pages: AtomicU64,
+    /// Serialises batch application so the page counter stays exact.
+    apply_lock: Mutex<()>,
+}
+
+/// A raw `(key, value)` pair of the crawl tree.
+pub type RawEntry = (Vec<u8>, Vec<u8>);
+
+impl Store {
+    /// Opens (or creates) the database in `dir/db`.
+    pub fn open(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
+        let path = dir.join("db");
+        let db = sled::Config::new()
+            .path(&path)
+            .cache_capacity(cache_bytes)
+            .open()
+            .map_err(|source| open_error(&path, source))?;
+        let open_tree = |name: &str| {
+            db.open_tree(name)
+                .map_err(|source| open_error(&path, source))
+        };
+        let crawl = open_tree("crawl")?;
+        let pages = match crawl
+            .get(keys::META_PAGES)
+            .map_err(StoreError::sled("read of the page count"))?
+        {
+            Some(v) => decode_u64(&v, "page count")?,
+            None => 0,
+        };
+        let inner = Inner {
+            rules: open_tree("rules")?,
+            alerts: open_tree("alerts")?,
+            hosts: open_tree("hosts")?,
+            meta: open_tree("meta")?,
+            crawl,
+            db,
+            pages: AtomicU64::new(pages),
+            apply_lock: Mutex::new(()),
+        };
+        Ok(Store {
+            inner: Arc::new(inner),
+        })
+    }
+
+    /// Whether the URL with this fingerprint was ever admitted to the frontier.
+    pub fn seen_contains(&self, fp: u64) -> Result<bool, StoreError> {
+        self.inner
+            .crawl
+            .contains_key(keys::seen_key(fp))
+            .map_err(StoreError::sled("seen lookup"))
+    }
+
+    /// Calls `f` with every seen fingerprint (to fill a Bloom filter on resume).
+    pub fn for_each_seen(&self, mut f: impl FnMut(u64)) -> Result<(), StoreError> {
+        for item in self.inner.crawl.scan_prefix([keys::SEEN]) {
+            let (key, _) = item.map_err(StoreError::sled("seen scan"))?;
+            let bytes: [u8; 8] = key
+                .get(1..)
+                .and_then(|b| b.try_into().ok())
+                .ok_or_else(|| corrupt("seen mark", "key is not 9 bytes long"))?;
+            f(u64::from_be_bytes(bytes));
+        }
+        Ok(())
+    }
+
+    pub fn put<T: Serialize>(&self, tree: Tree, key: &[u8], value: &T) -> Result<(), StoreError> {
+        let bytes = serde_json::to_vec(value).map_err(|source| StoreError::Encode {
+            what: tree_name(tree),
+            source,
+        })?;
+        self.tree(tree)
+            .insert(key, bytes)
+            .map_err(StoreError::sled("insert"))?;
+        Ok(())
+    }
+
+    pub fn get<T: DeserializeOwned>(
+        &self,
+        tree: Tree,
+        key: &[u8],
+    ) -> Result<Option<T>, StoreError> {
+        match self.tree(tree).get(key).map_err(StoreError::sled("get"))? {
+            Some(v) => decode_json(&v, tree_name(tree)).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    pub fn remove(&self, tree: Tree, key: &[u8]) -> Result<(), StoreError> {
+        self.tree(tree)
+            .remove(key)
+            .map_err(StoreError::sled("remove"))?;
+        Ok(())
+    }
+
+    /// Every record of `tree`, in key order.
+    pub fn scan<T: DeserializeOwned>(&self, tree: Tree) -> Result<Vec<(Vec<u8>, T)>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.tree(tree).iter() {
+            let (k, v) = item.map_err(StoreError::sled("scan"))?;
+            out.push((k.to_vec(), decode_json(&v, tree_name(tree))?));
+        }
+        Ok(out)
+    }
+
+    /// The record of a URL that left the frontier.
+    pub fn page(&self, url: &str) -> Result<Option<PageRecord>, StoreError> {
+        match self
+            .inner
+            .crawl
+            .get(keys::page_key(url))
+            .map_err(StoreError::sled("page lookup"))?
+        {
+            Some(v) => decode_json(&v, "page record").map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// Calls `f` with every page record, in URL order (for exports).
+    pub fn for_each_page(&self, mut f: impl FnMut(PageRecord)) -> Result<(), StoreError> {
+        for item in self.inner.crawl.scan_prefix([keys::PAGE]) {
+            let (_, v) = item.map_err(StoreError::sled("page scan"))?;
+            f(decode_json(&v, "page record")?);
+        }
+        Ok(())
+    }
+
+    /// Number of distinct URLs with a page record.
+    pub fn pages_count(&self) -> usize {
+        self.inner.pages.load(Ordering::Relaxed) as usize
+    }
+
+    /// Records pages outside a frontier operation (e.g. URLs refused at discovery).
+    pub fn record_pages(&self, records: &[PageRecord]) -> Result<(), StoreError> {
+        let mut batch = CrawlBatch::default();
+        for record in records {
+            batch.record_page(record)?;
+        }
+        self.apply(batch)
+    }
+
+    /// Makes everything written so far durable.
+    pub fn flush(&self) -> Result<(), StoreError> {
+        self.inner.db.flush().map_err(StoreError::sled("flush"))?;
+        Ok(())
+    }
+
+    /// Applies one batch atomically, keeping the page counter exact.
+    pub(crate) fn apply(&self, mut batch: CrawlBatch) -> Result<(), StoreError> {
+        let _guard = self
+            .inner
+            .apply_lock
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut new_pages = 0u64;
+        let mut counted: HashSet<&[u8]> = HashSet::new();
+        for key in &batch.page_keys {
+            if counted.insert(key.as_slice())
+                && !self
+                    .inner
+                    .crawl
+                    .contains_key(key)
+                    .map_err(StoreError::sled("page lookup"))?
+            {
+                new_pages += 1;
+            }
+        }
+        let pages = self.inner.pages.load(Ordering::Relaxed) + new_pages;
+        if new_pages > 0 {
+            batch.inner.insert(keys::META_PAGES, &pages.to_be_bytes());
+        }
+        self.inner
+            .crawl
+            .apply_batch(batch.inner)
+            .map_err(StoreError::sled("batch write"))?;
+        self.inner.pages.store(pages, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// The persisted frontier sequence counter (next sequence number to use).
+    pub(crate) fn load_seq(&self) -> Result<u64, StoreError> {
+        match self
+            .inner
+            .crawl
+            .get(keys::META_SEQ)
+            .map_err(StoreError::sled("read of the queue sequence"))?
+        {
+            Some(v) => decode_u64(&v, "queue sequence"),
+            None => Ok(0),
+        }
+    }
+
+    /// Up to `limit` raw entries with `prefix`, strictly after `after` if given,
+    /// skipping keys for which `skip` is true.
+    pub(crate) fn scan_after(
+        &self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+        skip: impl Fn(&[u8]) -> bool,
+    ) -> Result<Vec<RawEntry>, StoreError> {
+        let end = prefix_end(prefix);
+        let start = match after {
+            Some(a) if a >= prefix => std::ops::Bound::Excluded(a.to_vec()),
+            _ => std::ops::Bound::Included(prefix.to_vec()),
+        };
+        let range = match &end {
+            Some(e) => self
+                .inner
+                .crawl
+                .range::<Vec<u8>, _>((start, std::ops::Bound::Excluded(e.clone()))),
+            None => self
+                .inner
+                .crawl
+                .range::<Vec<u8>, _>((start, std::ops::Bound::Unbounded)),
+        };
+        let mut out = Vec::new();
+        for item in range {
+            if out.len() >= limit {
+                break;
+            }
+            let (k, v) = item.map_err(StoreError::sled("queue scan"))?;
+            if !skip(&k) {
+                out.push((k.to_vec(), v.to_vec()));
+            }
+        }
+        Ok(out)
+    }
+
+    fn tree(&self, tree: Tree) -> &sled::Tree {
+        match tree {
+            Tree::Rules => &self.inner.rules,
+            Tree::Alerts => &self.inner.alerts,
+            Tree::Hosts => &self.inner.hosts,
+            Tree::Meta => &self.inner.meta,
+        }
+    }
+}
+
+/// The smallest key greater than every key starting with `prefix`.
+fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+fn open_error(path: &Path, source: sled::Error) -> StoreError {
+    // sled reports a held lock as an io error with this text (sled 0.34 config.rs).
+    if let sled::Error::Io(io) = &source {
+        if io.to_string().contains("could not acquire lock") {
+            return StoreError::Locked {
+                path: path.parent().unwrap_or(path).to_path_buf(),
+            };
+        }
+    }
+    StoreError::Open {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn tree_name(tree: Tree) -> &'static str {
+    match tree {
+        Tree::Rules => "rule",
+        Tree::Alerts => "alert",
+        Tree::Hosts => "host state",
+        Tree::Meta => "meta record",
+    }
+}
+
+fn corrupt(what: &'static str, message: impl Into<String>) -> StoreError {
+    StoreError::Corrupt {
+        what,
+        message: message.into(),
+    }
+}
+
+fn decode_json<T: DeserializeOwned>(bytes: &[u8], what: &'static str) -> Result<T, StoreError> {
+    serde_json::from_slice(bytes).map_err(|e| corrupt(what, e.to_string()))
+}
+
+fn decode_u64(bytes: &[u8], what: &'static str) -> Result<u64, StoreError> {
+    let arr: [u8; 8] = bytes
+        .try_into()
+        .map_err(|_| corrupt(what, format!("expected 8 bytes, found {}", bytes.len())))?;
+    Ok(u64::from_be_bytes(arr))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,332 @@
+//! Frontier operations that write to the store: admission, completion, and
+//! the operator's bulk operations (block, park, unpark, give up).
+
+use std::collections::{BTreeSet, HashSet};
+
+use super::entry::{decode, encode, level_of};
+use super::schedule::HostId;
+use super::{Frontier, FrontierEntry, Lease, SCAN_CHUNK};
+use crate::engine::store::{keys, CrawlBatch, PageRecord, StoreError};
+
+/// What a bulk sweep does with each matching queued entry.
+enum SweepAction<'a> {
+    Record(&'a dyn Fn(&FrontierEntry) -> PageRecord),
+    Park(u64),
+}
+
+impl Frontier {
+    /// Admits new URLs (the caller has checked they are unseen) and marks them
+    /// seen, in one batch. Returns how many were queued.
+    pub fn push(&mut self, entries: Vec<FrontierEntry>) -> Result<usize, StoreError> {
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let mut batch = CrawlBatch::default();
+        let staged = self.stage_queued(&mut batch, entries);
+        self.store.apply(batch)?;
+        Ok(self.admit_all(staged))
+    }
+
+    /// Finishes a lease: removes its queue key, writes its page record and
+    /// queues its new outlinks (with their seen marks) in one atomic batch.
+    /// Returns how many outlinks were queued.
+    pub fn complete(
+        &mut self,
+        lease: &Lease,
+        record: &PageRecord,
+        outlinks: Vec<FrontierEntry>,
+    ) -> Result<usize, StoreError> {
+        let id = self.leasing_host(lease)?;
+        let mut batch = CrawlBatch::default();
+        batch.dequeue(&lease.key);
+        batch.record_page(record)?;
+        let staged = self.stage_queued(&mut batch, outlinks);
+        self.store.apply(batch)?;
+        self.host_mut(id).end_lease(&lease.key);
+        self.in_flight = self.in_flight.saturating_sub(1);
+        let queued = self.admit_all(staged);
+        self.reschedule(id);
+        self.maybe_forget(id);
+        Ok(queued)
+    }
+
+    /// Puts a leased URL back without completing it (shutdown, cancelled fetch).
+    pub fn release(&mut self, lease: Lease) {
+        let Ok(id) = self.leasing_host(&lease) else {
+            tracing::warn!(url = %lease.entry.url, "released a URL that was not in flight");
+            return;
+        };
+        self.host_mut(id).end_lease(&lease.key);
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.admit(lease.key, lease.entry);
+        self.refresh(id);
+    }
+
+    /// Removes queued URLs matching `pred` (of `host` only, if given) and
+    /// records each with `record`. In-flight URLs are left alone.
+    pub fn remove_matching(
+        &mut self,
+        host: Option<&str>,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+    ) -> Result<u64, StoreError> {
+        self.sweep(host, pred, SweepAction::Record(record))
+    }
+
+    /// Gives up on a host: every queued URL of it is removed and recorded.
+    pub fn drop_host(
+        &mut self,
+        host: &str,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+    ) -> Result<u64, StoreError> {
+        self.sweep(Some(host), &|_| true, SweepAction::Record(record))
+    }
+
+    /// Moves queued URLs of `host` matching `pred` into quarantine under `alert_id`.
+    pub fn park(
+        &mut self,
+        alert_id: u64,
+        host: &str,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+    ) -> Result<u64, StoreError> {
+        self.sweep(Some(host), pred, SweepAction::Park(alert_id))
+    }
+
+    /// Quarantines newly discovered URLs directly (and marks them seen).
+    pub fn park_new(
+        &mut self,
+        alert_id: u64,
+        entries: Vec<FrontierEntry>,
+    ) -> Result<u64, StoreError> {
+        let mut batch = CrawlBatch::default();
+        let mut hosts = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let seq = self.take_seq();
+            batch.enqueue(&keys::parked_key(alert_id, seq), &encode(&entry));
+            batch.mark_seen(&entry.url);
+            hosts.push(entry.host);
+        }
+        batch.set_seq(self.next_seq);
+        self.store.apply(batch)?;
+        let count = hosts.len() as u64;
+        for host in hosts {
+            self.count_parked(alert_id, host, 1);
+        }
+        Ok(count)
+    }
+
+    /// Returns an alert's parked URLs to the frontier, in their old order.
+    pub fn unpark(&mut self, alert_id: u64) -> Result<u64, StoreError> {
+        self.sweep_parked(alert_id, None)
+    }
+
+    /// Removes an alert's parked URLs for good, recording each.
+    pub fn drop_parked(
+        &mut self,
+        alert_id: u64,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+    ) -> Result<u64, StoreError> {
+        self.sweep_parked(alert_id, Some(record))
+    }
+
+    // ---- internals ----
+
+    fn leasing_host(&self, lease: &Lease) -> Result<HostId, StoreError> {
+        self.ids
+            .get(&lease.entry.host)
+            .copied()
+            .filter(|&id| {
+                self.hosts[id as usize]
+                    .as_ref()
+                    .is_some_and(|h| h.is_leased(&lease.key))
+            })
+            .ok_or_else(|| StoreError::UnknownLease {
+                url: lease.entry.url.clone(),
+            })
+    }
+
+    fn take_seq(&mut self) -> u64 {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        seq
+    }
+
+    /// Adds new queue keys and seen marks to `batch`.
+    fn stage_queued(
+        &mut self,
+        batch: &mut CrawlBatch,
+        entries: Vec<FrontierEntry>,
+    ) -> Vec<(Vec<u8>, FrontierEntry)> {
+        let mut staged = Vec::with_capacity(entries.len());
+        for mut entry in entries {
+            entry.priority = level_of(entry.priority) as u8;
+            let key = keys::queue_key(&entry.host, entry.priority, self.take_seq());
+            batch.enqueue(&key, &encode(&entry));
+            batch.mark_seen(&entry.url);
+            staged.push((key, entry));
+        }
+        batch.set_seq(self.next_seq);
+        staged
+    }
+
+    /// Counts written queue keys in memory and reschedules their hosts.
+    fn admit_all(&mut self, staged: Vec<(Vec<u8>, FrontierEntry)>) -> usize {
+        let count = staged.len();
+        let mut touched = BTreeSet::new();
+        for (key, entry) in staged {
+            touched.insert(self.admit(key, entry));
+        }
+        for id in touched {
+            self.refresh(id);
+        }
+        count
+    }
+
+    fn admit(&mut self, key: Vec<u8>, entry: FrontierEntry) -> HostId {
+        let id = self.host_id(&entry.host);
+        self.queued += 1;
+        self.levels[level_of(entry.priority)] += 1;
+        self.host_mut(id).admit(key, entry);
+        id
+    }
+
+    /// Loads the head if needed, then reschedules or forgets the host.
+    fn refresh(&mut self, id: HostId) {
+        if let Err(e) = self.ensure_head(id) {
+            tracing::error!(error = %e, "cannot load a host's next queued URLs");
+        }
+        self.reschedule(id);
+        self.maybe_forget(id);
+    }
+
+    fn count_parked(&mut self, alert_id: u64, host: String, delta: i64) {
+        let apply = |n: &mut u64| *n = n.saturating_add_signed(delta);
+        apply(self.parked.entry(alert_id).or_default());
+        apply(self.parked_by_host.entry(host.clone()).or_default());
+        if self.parked.get(&alert_id) == Some(&0) {
+            self.parked.remove(&alert_id);
+        }
+        if self.parked_by_host.get(&host) == Some(&0) {
+            self.parked_by_host.remove(&host);
+        }
+    }
+
+    /// Removes matching queued (not leased) entries chunk by chunk; each chunk
+    /// is one batch that also writes their records or parked copies.
+    fn sweep(
+        &mut self,
+        host: Option<&str>,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        action: SweepAction<'_>,
+    ) -> Result<u64, StoreError> {
+        let prefix = match host {
+            Some(h) => keys::queue_prefix(h),
+            None => vec![keys::QUEUE],
+        };
+        let leased: HashSet<Vec<u8>> = self
+            .hosts
+            .iter()
+            .flatten()
+            .flat_map(|h| h.leased.iter().cloned())
+            .collect();
+        let mut after: Option<Vec<u8>> = None;
+        let mut touched = BTreeSet::new();
+        let mut total = 0u64;
+        loop {
+            let rows = self
+                .store
+                .scan_after(&prefix, after.as_deref(), SCAN_CHUNK, |k| {
+                    leased.contains(k)
+                })?;
+            let Some((last, _)) = rows.last() else { break };
+            after = Some(last.clone());
+            let mut batch = CrawlBatch::default();
+            let mut removed = Vec::new();
+            for (key, value) in rows {
+                let Ok(entry) = decode(&value) else { continue };
+                if !pred(&entry) {
+                    continue;
+                }
+                batch.dequeue(&key);
+                match &action {
+                    SweepAction::Record(record) => batch.record_page(&record(&entry))?,
+                    SweepAction::Park(alert) => {
+                        let (_, seq) = keys::parse_queue_key(&key).unwrap_or((0, 0));
+                        batch.enqueue(&keys::parked_key(*alert, seq), &value);
+                    }
+                }
+                removed.push((key, entry));
+            }
+            if removed.is_empty() {
+                continue;
+            }
+            self.store.apply(batch)?;
+            total += removed.len() as u64;
+            for (key, entry) in removed {
+                if let Some(&id) = self.ids.get(&entry.host) {
+                    self.host_mut(id).forget(&key, entry.priority);
+                    touched.insert(id);
+                }
+                self.queued = self.queued.saturating_sub(1);
+                let level = &mut self.levels[level_of(entry.priority)];
+                *level = level.saturating_sub(1);
+                if let SweepAction::Park(alert) = action {
+                    self.count_parked(alert, entry.host, 1);
+                }
+            }
+        }
+        for id in touched {
+            self.refresh(id);
+        }
+        Ok(total)
+    }
+
+    /// Takes an alert's parked entries out of quarantine: back to the queue,
+    /// or (with `record`) out of the crawl with a page record.
+    fn sweep_parked(
+        &mut self,
+        alert_id: u64,
+        record: Option<&dyn Fn(&FrontierEntry) -> PageRecord>,
+    ) -> Result<u64, StoreError> {
+        let prefix = keys::parked_prefix(alert_id);
+        let mut total = 0u64;
+        loop {
+            // Every row found is removed, so each scan starts at the prefix again.
+            let rows = self
+                .store
+                .scan_after(&prefix, None, SCAN_CHUNK, |_| false)?;
+            if rows.is_empty() {
+                break;
+            }
+            let mut batch = CrawlBatch::default();
+            let mut moved = Vec::new();
+            let mut hosts = Vec::new();
+            for (parked_key, value) in rows {
+                batch.dequeue(&parked_key);
+                let (Some((_, seq)), Ok(entry)) =
+                    (keys::parse_parked_key(&parked_key), decode(&value))
+                else {
+                    tracing::error!("dropping an unreadable parked entry");
+                    continue;
+                };
+                match record {
+                    Some(record) => batch.record_page(&record(&entry))?,
+                    None => {
+                        let key = keys::queue_key(&entry.host, level_of(entry.priority) as u8, seq);
+                        batch.enqueue(&key, &value);
+                        moved.push((key, entry.clone()));
+                    }
+                }
+                hosts.push(entry.host);
+            }
+            self.store.apply(batch)?;
+            total += hosts.len() as u64;
+            for host in hosts {
+                self.count_parked(alert_id, host, -1);
+            }
+            self.admit_all(moved);
+        }
+        self.parked.remove(&alert_id);
+        Ok(total)
+    }
+}

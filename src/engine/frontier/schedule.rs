@@ -1,0 +1,133 @@
+//! Which host goes next: hosts waiting for their politeness time in one
+//! ordered set, ready hosts in one ordered set per priority level (oldest
+//! first), and a weighted choice among the levels that have a ready host.
+
+use std::collections::BTreeSet;
+
+use tokio::time::Instant;
+
+use crate::engine::telemetry::PRIORITY_LEVELS;
+
+/// Relative weights of the priority levels (seed notes: 40/30/20/7/3 %).
+pub const LEVEL_WEIGHTS: [u32; PRIORITY_LEVELS] = [40, 30, 20, 7, 3];
+
+pub(super) type HostId = u32;
+
+/// Where a host currently sits in the schedule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Slot {
+    /// Not schedulable: held, busy or empty.
+    None,
+    /// Schedulable once `not_before` (None: at once) has passed.
+    Waiting(Option<Instant>, u64),
+    /// Schedulable now; `since` orders hosts by how long they have waited.
+    Ready(usize, Instant, u64),
+}
+
+pub(super) struct Schedule {
+    waiting: BTreeSet<(Option<Instant>, u64, HostId)>,
+    ready: [BTreeSet<(Instant, u64, HostId)>; PRIORITY_LEVELS],
+    tick: u64,
+    rng: fastrand::Rng,
+}
+
+impl Schedule {
+    pub fn new(seed: u64) -> Self {
+        Schedule {
+            waiting: BTreeSet::new(),
+            ready: Default::default(),
+            tick: 0,
+            rng: fastrand::Rng::with_seed(seed),
+        }
+    }
+
+    pub fn reseed(&mut self, seed: u64) {
+        self.rng = fastrand::Rng::with_seed(seed);
+    }
+
+    fn next_tick(&mut self) -> u64 {
+        self.tick += 1;
+        self.tick
+    }
+
+    pub fn remove(&mut self, id: HostId, slot: Slot) {
+        match slot {
+            Slot::None => {}
+            Slot::Waiting(at, tick) => {
+                self.waiting.remove(&(at, tick, id));
+            }
+            Slot::Ready(level, since, tick) => {
+                self.ready[level].remove(&(since, tick, id));
+            }
+        }
+    }
+
+    pub fn insert_waiting(&mut self, id: HostId, at: Option<Instant>) -> Slot {
+        let tick = self.next_tick();
+        self.waiting.insert((at, tick, id));
+        Slot::Waiting(at, tick)
+    }
+
+    pub fn insert_ready(&mut self, id: HostId, level: usize, since: Instant, tick: u64) -> Slot {
+        self.ready[level].insert((since, tick, id));
+        Slot::Ready(level, since, tick)
+    }
+
+    /// Hosts whose time has come, with the time they became ready. The caller
+    /// files each under its head level with `insert_ready`.
+    pub fn due(&mut self, now: Instant) -> Vec<(HostId, Instant, u64)> {
+        let mut due = Vec::new();
+        while let Some(&(at, tick, id)) = self.waiting.first() {
+            if at.is_some_and(|t| t > now) {
+                break;
+            }
+            self.waiting.pop_first();
+            due.push((id, at.unwrap_or(now).min(now), tick));
+        }
+        due
+    }
+
+    /// Picks a level by weight among the levels with a ready host, and takes
+    /// that level's longest-waiting host out of the ready set.
+    pub fn pick(&mut self) -> Option<HostId> {
+        let total: u32 = (0..PRIORITY_LEVELS)
+            .filter(|&l| !self.ready[l].is_empty())
+            .map(|l| LEVEL_WEIGHTS[l])
+            .sum();
+        if total == 0 {
+            return None;
+        }
+        let mut roll = self.rng.u32(0..total);
+        for (set, weight) in self.ready.iter_mut().zip(LEVEL_WEIGHTS) {
+            if set.is_empty() {
+                continue;
+            }
+            if roll < weight {
+                return set.pop_first().map(|(_, _, id)| id);
+            }
+            roll -= weight;
+        }
+        None
+    }
+
+    /// Earliest time a waiting host becomes ready; a ready host means "now".
+    pub fn next_wakeup(&self, fallback_now: Instant) -> Option<Instant> {
+        let ready = self
+            .ready
+            .iter()
+            .filter_map(|set| set.first().map(|&(since, _, _)| since))
+            .min();
+        let waiting = self
+            .waiting
+            .first()
+            .map(|&(at, _, _)| at.unwrap_or(fallback_now));
+        match (ready, waiting) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    pub fn ready_hosts(&self) -> usize {
+        self.ready.iter().map(|s| s.len()).sum()
+    }
+}

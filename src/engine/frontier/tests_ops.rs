@@ -1,0 +1,303 @@
+//! Store-backed operations: exact counters, crash recovery, block/park/unpark.
+
+use std::collections::HashSet;
+
+use tokio::time::Instant;
+
+use super::tests::{drain, entry, open_temp, record};
+use super::*;
+use crate::engine::store::{PageOutcome, PageRecord};
+
+/// Counters must equal what a fresh scan of the store finds (leases count as
+/// queued there, as after a crash).
+fn assert_counts_match_store(f: &Frontier, store: &Store, alerts: &[u64]) {
+    let fresh = Frontier::open(store).unwrap();
+    assert_eq!(fresh.len(), f.len() + f.in_flight(), "len");
+    let mut depths = f.front_queue_depths();
+    assert_eq!(depths.iter().sum::<u64>(), f.len());
+    // In-flight entries are back in their levels after a fresh open.
+    let fresh_depths = fresh.front_queue_depths();
+    for (d, fresh_d) in depths.iter_mut().zip(fresh_depths) {
+        assert!(*d <= fresh_d, "depths {depths:?} vs {fresh_depths:?}");
+    }
+    for host in fresh.hosts() {
+        assert_eq!(
+            fresh.host_queued(host),
+            f.host_queued(host) + f.host_in_flight(host) as u64,
+            "{host}"
+        );
+    }
+    for &alert in alerts {
+        assert_eq!(
+            fresh.parked_count(alert),
+            f.parked_count(alert),
+            "alert {alert}"
+        );
+    }
+    assert_eq!(fresh.parked_total(), f.parked_total());
+}
+
+fn blocked(e: &FrontierEntry) -> PageRecord {
+    PageRecord::without_fetch(
+        &e.url,
+        &e.host,
+        e.depth,
+        0,
+        PageOutcome::Blocked {
+            rule_id: 9,
+            rule: "glob */cal/*".into(),
+        },
+    )
+}
+
+#[test]
+fn counters_stay_exact_through_every_operation() {
+    let (_dir, store, mut f) = open_temp();
+    let now = Instant::now();
+    let mut urls = Vec::new();
+    for host in ["a.example", "b.example", "c.example"] {
+        for i in 0..40 {
+            let path = if i % 4 == 0 {
+                format!("cal/{i}")
+            } else {
+                format!("p{i}")
+            };
+            urls.push(entry(host, &path, (i % 5) as u8));
+        }
+    }
+    assert_eq!(f.push(urls).unwrap(), 120);
+    assert_counts_match_store(&f, &store, &[]);
+
+    let lease = f.next_ready(now).unwrap();
+    let outlinks = vec![entry("d.example", "new", 0), entry("a.example", "new", 1)];
+    assert_eq!(
+        f.complete(&lease, &record(&lease.entry), outlinks).unwrap(),
+        2
+    );
+    let in_flight = f.next_ready(now).unwrap();
+    assert_counts_match_store(&f, &store, &[]);
+
+    let is_cal = |e: &FrontierEntry| e.url.contains("/cal/");
+    let parked = f.park(1, "a.example", &is_cal).unwrap();
+    assert!(parked >= 9, "{parked}");
+    assert_eq!(f.parked_count(1), parked);
+    assert_eq!(f.host_parked("a.example"), parked);
+    assert_eq!(
+        f.park_new(1, vec![entry("a.example", "cal/new", 0)])
+            .unwrap(),
+        1
+    );
+    assert_counts_match_store(&f, &store, &[1]);
+
+    let removed = f.remove_matching(None, &is_cal, &blocked).unwrap();
+    assert!(removed >= 18, "{removed}");
+    assert!(f
+        .hosts()
+        .all(|h| !f.host_head(h, 64).iter().any(|u| u.contains("/cal/"))));
+    assert_counts_match_store(&f, &store, &[1]);
+
+    assert_eq!(f.unpark(1).unwrap(), parked + 1);
+    assert_eq!(f.parked_count(1), 0);
+    assert_eq!(f.host_parked("a.example"), 0);
+    assert_counts_match_store(&f, &store, &[1]);
+
+    let before = f.len();
+    let dropped = f.drop_host("b.example", &blocked).unwrap();
+    assert_eq!(f.host_queued("b.example"), 0);
+    assert_eq!(f.len(), before - dropped);
+    assert_counts_match_store(&f, &store, &[1]);
+
+    f.complete(&in_flight, &record(&in_flight.entry), Vec::new())
+        .unwrap();
+    let rest = drain(&mut f, now);
+    assert_eq!(f.len(), 0);
+    assert_eq!(f.in_flight(), 0);
+    assert_eq!(f.buffered_entries(), 0);
+    let unique: HashSet<&String> = rest.iter().collect();
+    assert_eq!(unique.len(), rest.len(), "a URL was handed out twice");
+    // 120 pushed + 2 outlinks + 1 parked directly: each left with exactly one record.
+    assert_eq!(store.pages_count(), 123);
+}
+
+#[test]
+fn dropping_parked_urls_records_them_and_unparked_urls_keep_their_order() {
+    let (_dir, store, mut f) = open_temp();
+    let now = Instant::now();
+    f.push(
+        (0..6)
+            .map(|i| entry("t.example", &format!("q{i}"), 2))
+            .collect(),
+    )
+    .unwrap();
+    let odd = |e: &FrontierEntry| e.url.ends_with(['1', '3', '5']);
+    assert_eq!(f.park(7, "t.example", &odd).unwrap(), 3);
+    assert_eq!(f.park(8, "t.example", &|_| true).unwrap(), 3);
+    assert_eq!(f.len(), 0);
+    assert!(f.next_ready(now).is_none());
+    assert_eq!(f.drop_parked(8, &blocked).unwrap(), 3);
+    assert!(matches!(
+        store.page("http://t.example/q0").unwrap().unwrap().outcome,
+        PageOutcome::Blocked { .. }
+    ));
+    assert_eq!(f.unpark(7).unwrap(), 3);
+    assert_eq!(
+        drain(&mut f, now),
+        [
+            "http://t.example/q1",
+            "http://t.example/q3",
+            "http://t.example/q5"
+        ]
+    );
+    assert_eq!(f.parked_total(), 0);
+}
+
+#[test]
+fn in_flight_urls_are_not_removed_by_bulk_operations() {
+    let (_dir, _store, mut f) = open_temp();
+    let now = Instant::now();
+    f.push(vec![entry("x.example", "1", 0), entry("x.example", "2", 0)])
+        .unwrap();
+    let lease = f.next_ready(now).unwrap();
+    assert_eq!(f.drop_host("x.example", &blocked).unwrap(), 1);
+    assert_eq!(f.park(3, "x.example", &|_| true).unwrap(), 0);
+    f.complete(&lease, &record(&lease.entry), Vec::new())
+        .unwrap();
+    let err = f
+        .complete(&lease, &record(&lease.entry), Vec::new())
+        .unwrap_err();
+    assert!(matches!(err, StoreError::UnknownLease { .. }), "{err}");
+}
+
+#[test]
+fn a_crash_requeues_in_flight_and_queued_urls_but_not_completed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Instant::now();
+    let all: Vec<FrontierEntry> = (0..30)
+        .map(|i| {
+            entry(
+                &format!("h{}.example", i % 3),
+                &i.to_string(),
+                (i % 5) as u8,
+            )
+        })
+        .collect();
+    let mut completed = Vec::new();
+    let mut leased_only = Vec::new();
+    {
+        let store = Store::open(dir.path(), 8 << 20).unwrap();
+        let mut f = Frontier::open(&store).unwrap();
+        f.set_default_max_in_flight(10);
+        f.push(all.clone()).unwrap();
+        for i in 0..10 {
+            let lease = f.next_ready(now).unwrap();
+            if i % 2 == 0 {
+                let out = vec![entry("new.example", &format!("from{i}"), 1)];
+                f.complete(&lease, &record(&lease.entry), out).unwrap();
+                completed.push(lease.entry.url);
+            } else {
+                leased_only.push(lease.entry.url);
+            }
+        }
+        // Dropped without completing or releasing the other leases.
+    }
+    let store = Store::open(dir.path(), 8 << 20).unwrap();
+    let mut f = Frontier::open(&store).unwrap();
+    assert_eq!(f.len(), 30 - 5 + 5);
+    assert_eq!(f.in_flight(), 0);
+    let requeued: HashSet<String> = drain(&mut f, now).into_iter().collect();
+    for url in &leased_only {
+        assert!(requeued.contains(url), "lost {url}");
+    }
+    for url in &completed {
+        assert!(!requeued.contains(url), "{url} fetched twice");
+        assert!(store.page(url).unwrap().is_some());
+    }
+    assert_eq!(requeued.len(), 30);
+    for e in &all {
+        let fp = crate::engine::store::keys::url_fingerprint(&e.url);
+        assert!(
+            store.seen_contains(fp).unwrap(),
+            "seen mark of {} lost",
+            e.url
+        );
+    }
+    let fp = crate::engine::store::keys::url_fingerprint("http://new.example/from0");
+    assert!(store.seen_contains(fp).unwrap());
+}
+
+#[test]
+fn order_and_sequence_survive_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Instant::now();
+    {
+        let store = Store::open(dir.path(), 8 << 20).unwrap();
+        let mut f = Frontier::open(&store).unwrap();
+        f.push(vec![
+            entry("o.example", "first", 3),
+            entry("o.example", "second", 3),
+        ])
+        .unwrap();
+    }
+    let store = Store::open(dir.path(), 8 << 20).unwrap();
+    let mut f = Frontier::open(&store).unwrap();
+    f.push(vec![entry("o.example", "third", 3)]).unwrap();
+    let order = drain(&mut f, now);
+    assert_eq!(
+        order,
+        [
+            "http://o.example/first",
+            "http://o.example/second",
+            "http://o.example/third"
+        ]
+    );
+}
+
+#[test]
+fn memory_stays_bounded_with_200k_queued_urls_over_50_hosts() {
+    let (_dir, store, mut f) = open_temp();
+    let now = Instant::now();
+    f.set_default_max_in_flight(4);
+    let hosts: Vec<String> = (0..50).map(|h| format!("host{h}.example")).collect();
+    for chunk in 0..200 {
+        let batch = (0..1000)
+            .map(|i| {
+                let n = chunk * 1000 + i;
+                entry(&hosts[n % 50], &format!("page/{n}"), (n % 5) as u8)
+            })
+            .collect();
+        f.push(batch).unwrap();
+        assert!(f.buffered_entries() <= 50 * BUFFER_CAP);
+    }
+    assert_eq!(f.len(), 200_000);
+    for _ in 0..5_000 {
+        let lease = f.next_ready(now).unwrap();
+        f.complete(&lease, &record(&lease.entry), Vec::new())
+            .unwrap();
+        assert!(f.buffered_entries() <= 50 * BUFFER_CAP);
+    }
+    assert_eq!(f.len(), 195_000);
+    assert_eq!(f.hosts().count(), 50);
+    assert_eq!(store.pages_count(), 5_000);
+}
+
+#[test]
+fn a_host_scoped_removal_leaves_other_hosts_alone() {
+    let (_dir, store, mut f) = open_temp();
+    let urls = ["a.example", "b.example"]
+        .iter()
+        .flat_map(|h| (0..3).map(move |i| entry(h, &format!("cal/{i}"), 1)))
+        .collect();
+    f.push(urls).unwrap();
+    let is_cal = |e: &FrontierEntry| e.url.contains("/cal/");
+    assert_eq!(
+        f.remove_matching(Some("a.example"), &is_cal, &blocked)
+            .unwrap(),
+        3
+    );
+    assert_eq!(f.host_queued("a.example"), 0);
+    assert_eq!(f.host_queued("b.example"), 3);
+    assert!(store.page("http://a.example/cal/0").unwrap().is_some());
+    assert!(store.page("http://b.example/cal/0").unwrap().is_none());
+    assert_eq!(store.pages_count(), 3);
+    assert_counts_match_store(&f, &store, &[]);
+}
