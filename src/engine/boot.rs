@@ -13,7 +13,7 @@ use super::commands::{RuleRecord, Settings};
 use super::dedup::{url_fingerprint, BloomFilter};
 use super::extract::ExtractOptions;
 use super::fetch::Fetcher;
-use super::frontier::{Frontier, FrontierEntry};
+use super::frontier::{Frontier, FrontierEntry, Hold};
 use super::politeness::RateLimiter;
 use super::rules::RuleSet;
 use super::scheduler::Scheduler;
@@ -45,6 +45,9 @@ pub fn build(
     let store_err = |e: super::store::StoreError| EngineError::Store(e.to_string());
     let store = Store::open(data_dir, config.storage.cache_bytes).map_err(store_err)?;
     let mut frontier = Frontier::open(&store).map_err(store_err)?;
+    // Robots first: every host the frontier creates waits for its robots.txt.
+    frontier.set_initial_holds(&[Hold::Robots]);
+    frontier.set_default_max_in_flight(config.politeness.per_host);
     let fetcher = Fetcher::new(&config).map_err(|e| EngineError::Config(e.to_string()))?;
 
     // Seeds of earlier runs keep the scope of a resumed crawl.
@@ -205,13 +208,5 @@ pub fn build(
         wait_for_operator: options.wait_for_operator,
         cfg: config,
     };
-    // Hosts with queued work (from this or an earlier run) wait for robots.txt.
-    let hosts: Vec<String> = scheduler.frontier.hosts().cloned().collect();
-    for host in hosts {
-        let head = scheduler.frontier.queue_head(&host, 1);
-        if let Some(url) = head.first().and_then(|u| url::Url::parse(u).ok()) {
-            scheduler.host_for(&url, &host);
-        }
-    }
     Ok(scheduler)
 }

@@ -356,7 +356,6 @@ impl Scheduler {
         }
         let host = url_norm::host_key(&url);
         self.bloom.insert(fp);
-        self.host_for(&url, &host);
         let entry = super::frontier::FrontierEntry {
             priority: 0,
             url: url.to_string(),

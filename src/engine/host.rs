@@ -10,6 +10,7 @@ use super::control::HostKey;
 use super::politeness::HostPoliteness;
 use super::robots::{RobotsBackoff, RobotsRules};
 use super::stats::{EventRate, RecentLatency};
+use super::store::PageOutcome;
 use super::telemetry::{DelaySource, HostActivity, HostView, RobotsState, StatusMix};
 
 /// The host's robots.txt as far as the scheduler is concerned.
@@ -133,6 +134,22 @@ impl HostState {
             breaker_held: false,
             finished: false,
         }
+    }
+
+    /// For a host that takes no more work: what its URLs are recorded as.
+    pub fn finished_reason(&self) -> Option<PageOutcome> {
+        if !self.finished {
+            return None;
+        }
+        Some(match self.robots {
+            RobotsSlot::DisallowAll => PageOutcome::RobotsDenied,
+            RobotsSlot::GaveUp => PageOutcome::NotCrawled {
+                reason: "robots.txt never became available".into(),
+            },
+            _ => PageOutcome::NotCrawled {
+                reason: "host given up (kept failing)".into(),
+            },
+        })
     }
 
     pub fn record(&self, now: Instant) -> HostRecord {

@@ -28,19 +28,7 @@ pub fn unix_ms() -> u64 {
 }
 
 pub fn record_for(entry: &FrontierEntry, outcome: PageOutcome) -> PageRecord {
-    PageRecord {
-        url: entry.url.clone(),
-        host: entry.host.clone(),
-        depth: entry.depth,
-        fetched_at_unix_ms: unix_ms(),
-        outcome,
-        title: None,
-        content_digest: None,
-        etag: None,
-        last_modified: None,
-        bytes: 0,
-        outlinks: 0,
-    }
+    PageRecord::without_fetch(&entry.url, &entry.host, entry.depth, unix_ms(), outcome)
 }
 
 impl Scheduler {
@@ -249,6 +237,9 @@ impl Scheduler {
         let state = self.hosts[host_key].robots.state();
         match &self.hosts[host_key].robots {
             RobotsSlot::DisallowAll => {
+                if let Some(h) = self.hosts.get_mut(host_key) {
+                    h.finished = true;
+                }
                 self.counters.robots_denied += self.frontier.host_queued(host_key);
                 let dropped = self
                     .frontier
@@ -493,6 +484,7 @@ impl Scheduler {
         };
         let mut batch_seen = HashSet::new();
         let mut admitted = Vec::new();
+        let mut given_up = Vec::new();
         for (mut url, _) in links {
             url_norm::normalize(&mut url);
             if self.filter.check(&url).is_err() {
@@ -534,8 +526,17 @@ impl Scheduler {
                 continue;
             }
             self.bloom.insert(fp);
-            self.host_for(&url, &entry.host);
+            if let Some(reason) = self.hosts.get(&entry.host).and_then(|h| h.finished_reason()) {
+                // A given-up host takes no new work; its URLs are recorded at once.
+                given_up.push(record_for(&entry, reason));
+                continue;
+            }
             admitted.push(entry);
+        }
+        if !given_up.is_empty() {
+            if let Err(e) = self.store.record_pages(&given_up) {
+                tracing::error!("recording URLs of given-up hosts: {e}");
+            }
         }
         admitted
     }

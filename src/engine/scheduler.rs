@@ -122,39 +122,58 @@ impl Scheduler {
         }
     }
 
-    /// The host's state, created on first sight. `url` is one of its URLs (for
-    /// the robots.txt origin).
+    /// The scheduler's state of a host, created (or restored) on first sight.
     pub fn host_mut(&mut self, host: &str) -> &mut HostState {
         if !self.hosts.contains_key(host) {
             let record: Option<HostRecord> =
                 self.store.get(Tree::Hosts, host.as_bytes()).ok().flatten();
-            let now = Instant::now();
             let state = match record {
-                Some(r) => HostState::restore(host.to_string(), r, now),
+                Some(r) => HostState::restore(host.to_string(), r, Instant::now()),
                 None => HostState::new(host.to_string()),
             };
-            // Robots first: nothing of a new host is fetched before its robots.txt is settled.
-            self.frontier.set_hold(host, Hold::Robots, true);
-            self.frontier.set_hold(host, Hold::Paused, state.paused);
-            let max = state.politeness.max_in_flight(&self.cfg.politeness);
-            self.frontier.set_max_in_flight(host, max);
             self.hosts.insert(host.to_string(), state);
-            self.robots_wanted.push(host.to_string());
         }
         self.hosts.get_mut(host).expect("inserted above")
     }
 
-    /// Registers a URL's host (first sight starts its robots.txt request).
-    pub fn host_for(&mut self, url: &Url, host: &str) -> &mut HostState {
-        let state = self.host_mut(host);
-        if state.origin.is_none() {
-            let mut origin = url.clone();
-            origin.set_query(None);
-            origin.set_fragment(None);
-            origin.set_path("/");
-            state.origin = Some(origin);
+    /// Hosts the frontier (re)created start held for robots.txt; apply what the
+    /// scheduler knows of them: settled robots, pauses, overrides, open breakers.
+    pub fn adopt_new_hosts(&mut self, now: Instant) {
+        for key in self.frontier.take_new_hosts() {
+            let head = self.frontier.host_head(&key, 1);
+            let per_host = self.cfg.politeness.clone();
+            let host = self.host_mut(&key);
+            if host.origin.is_none() {
+                host.origin = head.first().and_then(|u| Url::parse(u).ok()).map(|mut u| {
+                    u.set_path("/");
+                    u.set_query(None);
+                    u.set_fragment(None);
+                    u
+                });
+            }
+            let settled = host.robots.is_settled(now);
+            let paused = host.paused;
+            let breaker_held = host.breaker_held;
+            let finished = host.finished;
+            let max = host.politeness.max_in_flight(&per_host);
+            // Explicit both ways: hosts restored by `Frontier::open` predate the initial holds.
+            self.frontier.set_hold(&key, Hold::Robots, !settled);
+            if !settled {
+                self.robots_wanted.push(key.clone());
+            }
+            if paused {
+                self.frontier.set_hold(&key, Hold::Paused, true);
+            }
+            if breaker_held {
+                self.frontier.set_hold(&key, Hold::Breaker, true);
+            }
+            if max != per_host.per_host {
+                self.frontier.set_max_in_flight(&key, max);
+            }
+            if finished {
+                self.frontier.set_hold(&key, Hold::Finished, true);
+            }
         }
-        state
     }
 
     pub fn save_host(&mut self, host: &str) {
@@ -295,6 +314,7 @@ impl Scheduler {
 
     /// Starts every fetch that politeness, robots, breakers and limits allow.
     fn dispatch(&mut self, now: Instant) {
+        self.adopt_new_hosts(now);
         if self.paused || self.draining {
             return;
         }
@@ -473,12 +493,7 @@ impl Scheduler {
                 A::RobotsPending => snap.hosts_robots_pending += 1,
                 A::Idle | A::Finished => {}
             }
-            let quarantined = self
-                .alerts
-                .values()
-                .filter(|a| &a.host == key && a.status == super::telemetry::AlertStatus::Open)
-                .map(|a| self.frontier.parked_count(a.id))
-                .sum();
+            let quarantined = self.frontier.host_parked(key);
             let max = host.politeness.max_in_flight(&self.cfg.politeness);
             views.push(host.view(
                 now,
@@ -486,7 +501,7 @@ impl Scheduler {
                 max,
                 activity,
                 quarantined,
-                self.frontier.queue_head(key, 5),
+                self.frontier.host_head(key, 5),
             ));
         }
         snap.hosts_total = views.len() as u32;
