@@ -218,8 +218,14 @@ mod tests {
     #[test]
     fn fresh_host_waits_the_global_delay() {
         let p = HostPoliteness::new();
-        assert_eq!(p.next_delay(&cfg(), S(1), None), (S(1), DelaySource::Config));
-        assert_eq!(p.next_delay(&cfg(), S(3), None), (S(3), DelaySource::Config));
+        assert_eq!(
+            p.next_delay(&cfg(), S(1), None),
+            (S(1), DelaySource::Config)
+        );
+        assert_eq!(
+            p.next_delay(&cfg(), S(3), None),
+            (S(3), DelaySource::Config)
+        );
     }
 
     #[test]
@@ -247,7 +253,10 @@ mod tests {
         );
         // A fast response shrinks it back.
         p.record_response(MS(10), Some(200), None, now);
-        assert_eq!(p.next_delay(&cfg(), S(1), None), (S(1), DelaySource::Config));
+        assert_eq!(
+            p.next_delay(&cfg(), S(1), None),
+            (S(1), DelaySource::Config)
+        );
     }
 
     #[test]
@@ -292,10 +301,16 @@ mod tests {
         let now = Instant::now();
         let mut p = HostPoliteness::new();
         p.record_response(MS(10), Some(301), Some(S(10)), now);
-        assert_eq!(p.next_delay(&cfg(), S(1), None), (S(1), DelaySource::Config));
+        assert_eq!(
+            p.next_delay(&cfg(), S(1), None),
+            (S(1), DelaySource::Config)
+        );
         p.record_response(MS(10), Some(503), Some(S(10)), now);
         p.record_response(MS(10), Some(200), None, now);
-        assert_eq!(p.next_delay(&cfg(), S(1), None), (S(1), DelaySource::Config));
+        assert_eq!(
+            p.next_delay(&cfg(), S(1), None),
+            (S(1), DelaySource::Config)
+        );
     }
 
     #[test]
@@ -349,7 +364,13 @@ mod tests {
     #[test]
     fn rate_limiter_off_never_waits() {
         let now = Instant::now();
-        for rate in [None, Some(0.0), Some(-1.0), Some(f64::NAN), Some(f64::INFINITY)] {
+        for rate in [
+            None,
+            Some(0.0),
+            Some(-1.0),
+            Some(f64::NAN),
+            Some(f64::INFINITY),
+        ] {
             let mut limiter = RateLimiter::new(rate);
             assert_eq!(limiter.rate(), None);
             for _ in 0..1000 {
@@ -364,7 +385,10 @@ mod tests {
         let mut limiter = RateLimiter::new(Some(2.0));
         assert_eq!(limiter.try_acquire(start), Ok(()));
         let retry = limiter.try_acquire(start).unwrap_err();
-        assert!(retry > start + MS(499) && retry < start + MS(501), "{retry:?}");
+        assert!(
+            retry > start + MS(499) && retry < start + MS(501),
+            "{retry:?}"
+        );
         assert!(limiter.try_acquire(start + MS(400)).is_err());
         assert_eq!(limiter.try_acquire(start + MS(500)), Ok(()));
         // Ten seconds idle earn at most a capacity of one page at 2/s.

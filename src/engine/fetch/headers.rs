@@ -96,7 +96,11 @@ pub fn cache_max_age(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
 
 /// `HTTP/1.1 200 OK` + headers + blank line, as the response arrived (after
 /// decompression the client drops Content-Encoding/Content-Length).
-pub fn response_head(version: reqwest::Version, status: StatusCode, headers: &HeaderMap) -> Vec<u8> {
+pub fn response_head(
+    version: reqwest::Version,
+    status: StatusCode,
+    headers: &HeaderMap,
+) -> Vec<u8> {
     let mut head = format!(
         "{} {} {}\r\n",
         version_text(version),
@@ -104,7 +108,10 @@ pub fn response_head(version: reqwest::Version, status: StatusCode, headers: &He
         status.canonical_reason().unwrap_or("")
     )
     .into_bytes();
-    append_headers(&mut head, headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())));
+    append_headers(
+        &mut head,
+        headers.iter().map(|(n, v)| (n.as_str(), v.as_bytes())),
+    );
     head
 }
 
@@ -165,11 +172,17 @@ mod tests {
             Some(Duration::from_secs(120))
         );
         assert_eq!(
-            retry_after(&map(&[("retry-after", "Sun, 22 Nov 2026 09:00:30 GMT")]), now),
+            retry_after(
+                &map(&[("retry-after", "Sun, 22 Nov 2026 09:00:30 GMT")]),
+                now
+            ),
             Some(Duration::from_secs(30))
         );
         assert_eq!(
-            retry_after(&map(&[("retry-after", "Sun, 22 Nov 2026 08:00:00 GMT")]), now),
+            retry_after(
+                &map(&[("retry-after", "Sun, 22 Nov 2026 08:00:00 GMT")]),
+                now
+            ),
             Some(Duration::ZERO)
         );
         assert_eq!(
@@ -184,9 +197,18 @@ mod tests {
     fn cache_lifetimes() {
         let now = at(NOW);
         let secs = |s| Some(Duration::from_secs(s));
-        assert_eq!(cache_max_age(&map(&[("cache-control", "public, max-age=600")]), now), secs(600));
-        assert_eq!(cache_max_age(&map(&[("cache-control", "max-age=\"60\"")]), now), secs(60));
-        assert_eq!(cache_max_age(&map(&[("cache-control", "no-cache")]), now), secs(0));
+        assert_eq!(
+            cache_max_age(&map(&[("cache-control", "public, max-age=600")]), now),
+            secs(600)
+        );
+        assert_eq!(
+            cache_max_age(&map(&[("cache-control", "max-age=\"60\"")]), now),
+            secs(60)
+        );
+        assert_eq!(
+            cache_max_age(&map(&[("cache-control", "no-cache")]), now),
+            secs(0)
+        );
         assert_eq!(
             cache_max_age(
                 &map(&[
@@ -197,16 +219,26 @@ mod tests {
             ),
             secs(1800)
         );
-        assert_eq!(cache_max_age(&map(&[("expires", "Sun, 22 Nov 2026 10:00:00 GMT")]), now), secs(3600));
+        assert_eq!(
+            cache_max_age(&map(&[("expires", "Sun, 22 Nov 2026 10:00:00 GMT")]), now),
+            secs(3600)
+        );
         assert_eq!(cache_max_age(&map(&[("expires", "0")]), now), secs(0));
-        assert_eq!(cache_max_age(&map(&[("cache-control", "public")]), now), None);
+        assert_eq!(
+            cache_max_age(&map(&[("cache-control", "public")]), now),
+            None
+        );
         assert_eq!(cache_max_age(&map(&[]), now), None);
     }
 
     #[test]
     fn header_text_is_bounded_and_clean() {
         let long = "a".repeat(5000);
-        let h = map(&[("etag", &long), ("x-robots-tag", "noindex\t"), ("x-robots-tag", "nofollow")]);
+        let h = map(&[
+            ("etag", &long),
+            ("x-robots-tag", "noindex\t"),
+            ("x-robots-tag", "nofollow"),
+        ]);
         assert_eq!(text(&h, "etag").unwrap().len(), MAX_HEADER_VALUE);
         let name = HeaderName::from_static("x-robots-tag");
         assert_eq!(all_text(&h, &name, 16), vec!["noindex", "nofollow"]);

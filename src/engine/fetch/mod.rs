@@ -4,6 +4,7 @@
 //! not followed: the engine queues them like links.
 
 mod dns;
+mod error;
 pub mod headers;
 #[cfg(test)]
 pub(crate) mod test_server;
@@ -20,6 +21,9 @@ use tokio::time::Instant;
 use url::{Position, Url};
 
 pub use dns::is_localhost;
+pub use error::{FetchError, FetchErrorKind, FetchSetupError};
+
+use error::{classify, cut, error_chain};
 
 use crate::config::CrawlConfig;
 
@@ -30,18 +34,6 @@ pub const MAX_RESPONSE_HEADERS: usize = 128;
 pub const ACCEPT: &str = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5";
 /// What the client announces when decompression is on (it adds the header itself).
 const ACCEPT_ENCODING: &str = "gzip,deflate,br";
-/// Error messages are cut here so a hostile server cannot grow the store.
-const MAX_ERROR_MESSAGE: usize = 512;
-
-#[derive(Debug, thiserror::Error)]
-pub enum FetchSetupError {
-    #[error("identity.user_agent {0:?} cannot be sent as an HTTP header; use printable ASCII")]
-    UserAgent(String),
-    #[error("identity.from {0:?} cannot be sent as an HTTP header; use a plain email address")]
-    From(String),
-    #[error("cannot build the HTTP client: {0}")]
-    Client(String),
-}
 
 /// Validators from an earlier fetch of the same URL, for a conditional request.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -67,47 +59,6 @@ pub struct Response {
     pub remote_ip: Option<IpAddr>,
     pub request_head: Vec<u8>,
     pub response_head: Vec<u8>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum FetchErrorKind {
-    Connect,
-    Timeout,
-    Reset,
-    BodyTooLarge,
-    Decode,
-    InvalidUrl,
-    Other,
-}
-
-impl FetchErrorKind {
-    pub fn label(self) -> &'static str {
-        match self {
-            FetchErrorKind::Connect => "connect",
-            FetchErrorKind::Timeout => "timeout",
-            FetchErrorKind::Reset => "reset",
-            FetchErrorKind::BodyTooLarge => "body-too-large",
-            FetchErrorKind::Decode => "decode",
-            FetchErrorKind::InvalidUrl => "invalid-url",
-            FetchErrorKind::Other => "other",
-        }
-    }
-
-    /// Failures that say the host (not the page) is in trouble; they feed the breaker.
-    pub fn is_host_failure(self) -> bool {
-        matches!(
-            self,
-            FetchErrorKind::Connect | FetchErrorKind::Timeout | FetchErrorKind::Reset
-        )
-    }
-}
-
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("{} error: {message}", kind.label())]
-pub struct FetchError {
-    pub kind: FetchErrorKind,
-    pub message: String,
-    pub elapsed: Duration,
 }
 
 /// What to do when a body exceeds its cap.
@@ -230,7 +181,11 @@ impl Fetcher {
 
         let mut extra = HeaderMap::new();
         if let (true, Some(v)) = (self.conditional, validators) {
-            if let Some(etag) = v.etag.as_deref().and_then(|e| HeaderValue::from_str(e).ok()) {
+            if let Some(etag) = v
+                .etag
+                .as_deref()
+                .and_then(|e| HeaderValue::from_str(e).ok())
+            {
                 extra.insert(header::IF_NONE_MATCH, etag);
             }
             if let Some(lm) = v
@@ -247,10 +202,14 @@ impl Fetcher {
         };
         let request_head = headers::request_head(
             &url[Position::BeforePath..Position::AfterQuery],
-            [("Host", host_header.as_bytes())]
+            [("host", host_header.as_bytes())]
                 .into_iter()
-                .chain(self.identity.iter().map(|(n, v)| (n.as_str(), v.as_bytes())))
-                .chain([("Accept-Encoding", ACCEPT_ENCODING.as_bytes())])
+                .chain(
+                    self.identity
+                        .iter()
+                        .map(|(n, v)| (n.as_str(), v.as_bytes())),
+                )
+                .chain([("accept-encoding", ACCEPT_ENCODING.as_bytes())])
                 .chain(extra.iter().map(|(n, v)| (n.as_str(), v.as_bytes()))),
         );
 
@@ -337,9 +296,7 @@ impl Fetcher {
                         ),
                     ))
                 }
-                Ok(Err(e)) => {
-                    return Err((classify(&e), format!("{url}: {}", error_chain(&e))))
-                }
+                Ok(Err(e)) => return Err((classify(&e), format!("{url}: {}", error_chain(&e)))),
                 Ok(Ok(None)) => break,
                 Ok(Ok(Some(chunk))) => chunk,
             };
@@ -360,88 +317,4 @@ impl Fetcher {
         response.elapsed = started.elapsed();
         Ok(response)
     }
-}
-
-/// Sorts a client error into the kinds the breaker and the page record care about.
-fn classify(e: &reqwest::Error) -> FetchErrorKind {
-    use std::io::ErrorKind as Io;
-    if e.is_timeout() {
-        return FetchErrorKind::Timeout;
-    }
-    if e.is_builder() {
-        return FetchErrorKind::InvalidUrl;
-    }
-    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
-    while let Some(err) = source {
-        if let Some(io) = err.downcast_ref::<std::io::Error>() {
-            match io.kind() {
-                Io::TimedOut => return FetchErrorKind::Timeout,
-                Io::ConnectionReset | Io::ConnectionAborted | Io::BrokenPipe | Io::UnexpectedEof => {
-                    return FetchErrorKind::Reset
-                }
-                Io::ConnectionRefused if e.is_connect() => return FetchErrorKind::Connect,
-                _ => {}
-            }
-        }
-        source = err.source();
-    }
-    if e.is_connect() {
-        return FetchErrorKind::Connect;
-    }
-    // hyper reports a peer that hung up mid-message without an io::Error.
-    let text = error_chain(e);
-    if text.contains("connection closed before message completed")
-        || text.contains("end of file before message length reached")
-        || text.contains("connection reset")
-    {
-        return FetchErrorKind::Reset;
-    }
-    if e.is_decode() {
-        return FetchErrorKind::Decode;
-    }
-    FetchErrorKind::Other
-}
-
-/// `outer: inner: innermost`, without the URL the client repeats.
-fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut parts = Vec::new();
-    let mut source = Some(e);
-    while let Some(err) = source {
-        let text = match err.downcast_ref::<reqwest::Error>() {
-            Some(re) => {
-                let mut re_text = String::new();
-                let kind = if re.is_connect() {
-                    "cannot connect"
-                } else if re.is_timeout() {
-                    "timed out"
-                } else if re.is_body() {
-                    "reading the body failed"
-                } else if re.is_decode() {
-                    "cannot decode the body"
-                } else {
-                    "request failed"
-                };
-                re_text.push_str(kind);
-                re_text
-            }
-            None => err.to_string(),
-        };
-        if parts.last() != Some(&text) {
-            parts.push(text);
-        }
-        source = err.source();
-    }
-    parts.join(": ")
-}
-
-fn cut(mut message: String) -> String {
-    if message.len() > MAX_ERROR_MESSAGE {
-        let mut end = MAX_ERROR_MESSAGE;
-        while !message.is_char_boundary(end) {
-            end -= 1;
-        }
-        message.truncate(end);
-        message.push('…');
-    }
-    crate::text::strip_control(&message).into_owned()
 }

@@ -32,7 +32,11 @@ fn gzip(data: &[u8]) -> Vec<u8> {
     enc.finish().unwrap()
 }
 
-fn respond(status: u16, headers: &[(&str, &str)], body: impl Into<Body>) -> axum::response::Response {
+fn respond(
+    status: u16,
+    headers: &[(&str, &str)],
+    body: impl Into<Body>,
+) -> axum::response::Response {
     let mut builder = axum::response::Response::builder().status(status);
     for (n, v) in headers {
         builder = builder.header(*n, *v);
@@ -54,7 +58,14 @@ async fn sends_identity_and_conditional_headers() {
                 if matches {
                     respond(304, &[("etag", "\"v1\"")], Body::empty())
                 } else {
-                    respond(200, &[("etag", "\"v1\""), ("last-modified", "Sat, 21 Nov 2026 10:00:00 GMT")], "hello")
+                    respond(
+                        200,
+                        &[
+                            ("etag", "\"v1\""),
+                            ("last-modified", "Sat, 21 Nov 2026 10:00:00 GMT"),
+                        ],
+                        "hello",
+                    )
                 }
             }
         }),
@@ -67,7 +78,10 @@ async fn sends_identity_and_conditional_headers() {
     assert_eq!(first.status, 200);
     assert_eq!(&first.body[..], b"hello");
     assert_eq!(first.etag.as_deref(), Some("\"v1\""));
-    assert_eq!(first.last_modified.as_deref(), Some("Sat, 21 Nov 2026 10:00:00 GMT"));
+    assert_eq!(
+        first.last_modified.as_deref(),
+        Some("Sat, 21 Nov 2026 10:00:00 GMT")
+    );
     assert_eq!(first.remote_ip, Some("127.0.0.1".parse().unwrap()));
 
     let validators = Validators {
@@ -78,7 +92,7 @@ async fn sends_identity_and_conditional_headers() {
     assert_eq!(second.status, 304);
     assert!(second.body.is_empty());
 
-    let seen = seen.lock().unwrap();
+    let seen = seen.lock().unwrap().clone();
     let h = &seen[0];
     assert_eq!(h["user-agent"], config().identity.user_agent.as_str());
     assert_eq!(h["from"], "ops@example.org");
@@ -86,16 +100,33 @@ async fn sends_identity_and_conditional_headers() {
     assert_eq!(h["accept-encoding"], ACCEPT_ENCODING);
     assert!(h.get("if-none-match").is_none());
     assert_eq!(seen[1]["if-none-match"], "\"v1\"");
-    assert_eq!(seen[1]["if-modified-since"], "Sat, 21 Nov 2026 10:00:00 GMT");
+    assert_eq!(
+        seen[1]["if-modified-since"],
+        "Sat, 21 Nov 2026 10:00:00 GMT"
+    );
 
     let head = String::from_utf8(second.request_head.clone()).unwrap();
     assert!(head.starts_with("GET /page?q=1 HTTP/1.1\r\n"), "{head}");
-    assert!(head.contains(&format!("Host: {}\r\n", server.addr)), "{head}");
+    assert!(
+        head.contains(&format!("host: {}\r\n", server.addr)),
+        "{head}"
+    );
     assert!(head.contains("if-none-match: \"v1\"\r\n"), "{head}");
+    for (name, value) in ["user-agent", "from", "accept", "accept-encoding"]
+        .map(|n| (n, seen[1][n].to_str().unwrap().to_string()))
+    {
+        // The WARC request record shows what actually went out.
+        assert!(
+            head.contains(&format!("{name}: {value}\r\n")),
+            "{name} in {head}"
+        );
+    }
     assert!(head.ends_with("\r\n\r\n"));
     let resp_head = String::from_utf8(second.response_head.clone()).unwrap();
-    assert!(resp_head.starts_with("HTTP/1.1 304 Not Modified\r\n"), "{resp_head}");
-    drop(seen);
+    assert!(
+        resp_head.starts_with("HTTP/1.1 304 Not Modified\r\n"),
+        "{resp_head}"
+    );
     server.stop().await;
 }
 
@@ -150,7 +181,10 @@ async fn gzip_body_is_decoded_and_headers_are_read() {
         }),
     );
     let server = TestServer::axum(app).await;
-    let r = fetcher().fetch(&server.url("/"), None, 1 << 20).await.unwrap();
+    let r = fetcher()
+        .fetch(&server.url("/"), None, 1 << 20)
+        .await
+        .unwrap();
     assert_eq!(&r.body[..], &page[..]);
     assert_eq!(r.content_type.as_deref(), Some("text/html; charset=utf-8"));
     assert_eq!(r.x_robots_tag, vec!["noindex", "crawldeck: nofollow"]);
@@ -221,10 +255,21 @@ async fn stalled_body_times_out_after_read_timeout() {
     })
     .await;
     let started = std::time::Instant::now();
-    let err = fetcher().fetch(&server.url("/"), None, 1024).await.unwrap_err();
+    let err = fetcher()
+        .fetch(&server.url("/"), None, 1024)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, FetchErrorKind::Timeout, "{err}");
-    assert!(started.elapsed() < Duration::from_secs(2), "{:?}", started.elapsed());
-    assert!(err.elapsed >= Duration::from_millis(200), "{:?}", err.elapsed);
+    assert!(
+        started.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        err.elapsed >= Duration::from_millis(200),
+        "{:?}",
+        err.elapsed
+    );
     server.stop().await;
 }
 
@@ -235,7 +280,10 @@ async fn silent_server_times_out() {
         tokio::time::sleep(Duration::from_secs(5)).await;
     })
     .await;
-    let err = fetcher().fetch(&server.url("/"), None, 1024).await.unwrap_err();
+    let err = fetcher()
+        .fetch(&server.url("/"), None, 1024)
+        .await
+        .unwrap_err();
     assert_eq!(err.kind, FetchErrorKind::Timeout, "{err}");
     assert!(err.kind.is_host_failure());
     server.stop().await;
@@ -243,7 +291,10 @@ async fn silent_server_times_out() {
 
 #[tokio::test]
 async fn connection_reset_is_reported_as_reset() {
-    for partial in [&b""[..], b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nabc"] {
+    for partial in [
+        &b""[..],
+        b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\nabc",
+    ] {
         let server = TestServer::raw(move |mut stream| async move {
             read_request_head(&mut stream).await;
             let _ = stream.write_all(partial).await;
@@ -253,8 +304,16 @@ async fn connection_reset_is_reported_as_reset() {
             drop(stream);
         })
         .await;
-        let err = fetcher().fetch(&server.url("/"), None, 4096).await.unwrap_err();
-        assert_eq!(err.kind, FetchErrorKind::Reset, "after {} bytes: {err}", partial.len());
+        let err = fetcher()
+            .fetch(&server.url("/"), None, 4096)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.kind,
+            FetchErrorKind::Reset,
+            "after {} bytes: {err}",
+            partial.len()
+        );
         assert!(err.kind.is_host_failure());
         server.stop().await;
     }
@@ -275,12 +334,13 @@ async fn refused_connection_is_connect() {
 async fn redirect_is_returned_with_resolved_location() {
     let app = Router::new().route(
         "/a/b",
-        get(|| async {
-            respond(301, &[("location", "../c?x=1")], Body::empty())
-        }),
+        get(|| async { respond(301, &[("location", "../c?x=1")], Body::empty()) }),
     );
     let server = TestServer::axum(app).await;
-    let r = fetcher().fetch(&server.url("/a/b"), None, 1024).await.unwrap();
+    let r = fetcher()
+        .fetch(&server.url("/a/b"), None, 1024)
+        .await
+        .unwrap();
     assert_eq!(r.status, 301);
     assert_eq!(r.location, Some(server.url("/c?x=1")));
     assert_eq!(r.final_url, server.url("/a/b"));
@@ -291,7 +351,13 @@ async fn redirect_is_returned_with_resolved_location() {
 async fn retry_after_is_parsed() {
     let app = Router::new().route(
         "/",
-        get(|| async { (StatusCode::SERVICE_UNAVAILABLE, [("retry-after", "7")], "busy") }),
+        get(|| async {
+            (
+                StatusCode::SERVICE_UNAVAILABLE,
+                [("retry-after", "7")],
+                "busy",
+            )
+        }),
     );
     let server = TestServer::axum(app).await;
     let r = fetcher().fetch(&server.url("/"), None, 1024).await.unwrap();
@@ -302,9 +368,10 @@ async fn retry_after_is_parsed() {
 
 #[tokio::test]
 async fn dot_localhost_resolves_without_the_system_resolver() {
-    let app = Router::new().route("/", get(|headers: AxumHeaders| async move {
-        headers["host"].to_str().unwrap().to_string()
-    }));
+    let app = Router::new().route(
+        "/",
+        get(|headers: AxumHeaders| async move { headers["host"].to_str().unwrap().to_string() }),
+    );
     let server = TestServer::axum(app).await;
     let f = fetcher();
     let url = Url::parse(&format!("http://shop.localhost:{}/", server.addr.port())).unwrap();
@@ -319,7 +386,10 @@ async fn dot_localhost_resolves_without_the_system_resolver() {
 async fn invalid_urls_are_refused_before_any_request() {
     let f = fetcher();
     let ftp = Url::parse("ftp://example.org/file").unwrap();
-    assert_eq!(f.fetch(&ftp, None, 1).await.unwrap_err().kind, FetchErrorKind::InvalidUrl);
+    assert_eq!(
+        f.fetch(&ftp, None, 1).await.unwrap_err().kind,
+        FetchErrorKind::InvalidUrl
+    );
     let long = Url::parse(&format!("http://127.0.0.1:9/{}", "a".repeat(MAX_URL_LEN))).unwrap();
     let err = f.fetch(&long, None, 1).await.unwrap_err();
     assert_eq!(err.kind, FetchErrorKind::InvalidUrl);
@@ -331,7 +401,10 @@ async fn invalid_urls_are_refused_before_any_request() {
 fn setup_rejects_unsendable_identity() {
     let mut cfg = CrawlConfig::default();
     cfg.identity.user_agent = "bad\nagent".into();
-    assert!(matches!(Fetcher::new(&cfg), Err(FetchSetupError::UserAgent(_))));
+    assert!(matches!(
+        Fetcher::new(&cfg),
+        Err(FetchSetupError::UserAgent(_))
+    ));
 }
 
 #[test]

@@ -38,7 +38,9 @@ pub enum RobotsVerdict {
     AllowAll,
     DisallowAll,
     /// Try again later; crawl nothing of the host meanwhile.
-    Unavailable { retry_after: Option<Duration> },
+    Unavailable {
+        retry_after: Option<Duration>,
+    },
 }
 
 impl RobotsVerdict {
@@ -80,7 +82,11 @@ pub async fn fetch_robots(
     let mut statuses = Vec::new();
     let unavailable = |retry_after| RobotsVerdict::Unavailable { retry_after };
     let Some(mut url) = robots_url(origin) else {
-        return (RobotsVerdict::AllowAll, cfg.default_ttl.min(MAX_TTL), statuses);
+        return (
+            RobotsVerdict::AllowAll,
+            cfg.default_ttl.min(MAX_TTL),
+            statuses,
+        );
     };
     for _hop in 0..=MAX_REDIRECTS {
         let response = match fetcher
@@ -131,7 +137,11 @@ pub async fn fetch_robots(
         return (verdict, ttl, statuses);
     }
     // More hops than allowed: RFC 9309 treats the file as unavailable (4xx-like).
-    (RobotsVerdict::AllowAll, cfg.default_ttl.min(MAX_TTL), statuses)
+    (
+        RobotsVerdict::AllowAll,
+        cfg.default_ttl.min(MAX_TTL),
+        statuses,
+    )
 }
 
 fn ttl_from(header_ttl: Option<Duration>, cfg: &RobotsConfig) -> Duration {

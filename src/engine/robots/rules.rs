@@ -61,7 +61,11 @@ impl RobotsRules {
     /// Whether `url`'s path and query may be fetched (longest match wins; a tie goes to Allow).
     pub fn allowed(&self, url: &Url) -> bool {
         let target = normalize_escapes(&url[Position::BeforePath..Position::AfterQuery]);
-        let target = if target.is_empty() { "/".to_string() } else { target };
+        let target = if target.is_empty() {
+            "/".to_string()
+        } else {
+            target
+        };
         self.robot.allowed(&target)
     }
 

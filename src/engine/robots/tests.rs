@@ -47,7 +47,10 @@ fn guide_example_groups() {
 
 #[test]
 fn group_names_match_case_insensitively() {
-    let r = rules("crawldeck", "User-agent: CrawlDeck\nDisallow: /x\n\nUser-agent: *\nDisallow: /\n");
+    let r = rules(
+        "crawldeck",
+        "User-agent: CrawlDeck\nDisallow: /x\n\nUser-agent: *\nDisallow: /\n",
+    );
     assert!(!ok(&r, "/x"));
     assert!(ok(&r, "/y"));
     // No group for us and none for `*`: no restrictions.
@@ -98,14 +101,24 @@ fn allow_wins_by_length_not_by_order() {
         assert!(!ok(&r, "/private/no"), "{txt}");
     }
     // Same length: Allow wins (RFC 9309 §2.2.2).
-    let r = rules("crawldeck", "User-agent: *\nDisallow: /page\nAllow: /page\n");
+    let r = rules(
+        "crawldeck",
+        "User-agent: *\nDisallow: /page\nAllow: /page\n",
+    );
     assert!(ok(&r, "/page"));
 }
 
 #[test]
 fn disallow_tmp_is_a_prefix() {
     let r = rules("crawldeck", "User-agent: *\nDisallow: /tmp\n");
-    for path in ["/tmp", "/tmp/", "/tmp.html", "/tmpfile", "/tmp/pliers.html", "/tmpspc/stuff.txt"] {
+    for path in [
+        "/tmp",
+        "/tmp/",
+        "/tmp.html",
+        "/tmpfile",
+        "/tmp/pliers.html",
+        "/tmpspc/stuff.txt",
+    ] {
         assert!(!ok(&r, path), "{path}");
     }
     assert!(ok(&r, "/tm"));
@@ -119,10 +132,16 @@ fn disallow_tmp_is_a_prefix() {
 fn empty_disallow_and_allow_all() {
     assert!(ok(&rules("crawldeck", "User-agent: *\nDisallow:\n"), "/a"));
     assert!(ok(&rules("crawldeck", "User-agent: *\nAllow: /\n"), "/a"));
-    assert!(!ok(&rules("crawldeck", "User-agent: *\nDisallow: /\n"), "/a"));
+    assert!(!ok(
+        &rules("crawldeck", "User-agent: *\nDisallow: /\n"),
+        "/a"
+    ));
     assert!(ok(&rules("crawldeck", ""), "/a"));
     // robots.txt itself is always allowed.
-    assert!(ok(&rules("crawldeck", "User-agent: *\nDisallow: /\n"), "/robots.txt"));
+    assert!(ok(
+        &rules("crawldeck", "User-agent: *\nDisallow: /\n"),
+        "/robots.txt"
+    ));
 }
 
 #[test]
@@ -143,7 +162,10 @@ fn escapes_compare_as_the_characters_they_encode() {
 
 #[test]
 fn wildcards_and_end_anchor() {
-    let r = rules("crawldeck", "User-agent: *\nDisallow: /*.php$\nDisallow: /private*/\n");
+    let r = rules(
+        "crawldeck",
+        "User-agent: *\nDisallow: /*.php$\nDisallow: /private*/\n",
+    );
     assert!(!ok(&r, "/index.php"));
     assert!(!ok(&r, "/a/b/c.php"));
     assert!(ok(&r, "/index.php?x=1"));
@@ -173,7 +195,10 @@ fn hostile_files_do_not_panic() {
     let r = RobotsRules::parse(&junk, "crawldeck", MAX_DELAY);
     let _ = ok(&r, "/x");
     // A pattern too large to compile is dropped; the other rules still apply.
-    let huge = format!("User-agent: *\nDisallow: /a{}$\nDisallow: /secret\n", "*b".repeat(20_000));
+    let huge = format!(
+        "User-agent: *\nDisallow: /a{}$\nDisallow: /secret\n",
+        "*b".repeat(20_000)
+    );
     let r = rules("crawldeck", &huge);
     assert_eq!(r.dropped_lines(), 1);
     assert!(!ok(&r, "/secret"));
@@ -185,8 +210,14 @@ fn hostile_files_do_not_panic() {
 /// One server, one behaviour per `<case>.localhost` name.
 async fn robots_server() -> TestServer {
     let app = Router::new()
-        .route("/robots.txt", get(|headers: HeaderMap| async move { answer(&headers).await }))
-        .route("/elsewhere.txt", get(|| async { "User-agent: *\nDisallow: /moved-rules\n" }));
+        .route(
+            "/robots.txt",
+            get(|headers: HeaderMap| async move { answer(&headers).await }),
+        )
+        .route(
+            "/elsewhere.txt",
+            get(|| async { "User-agent: *\nDisallow: /moved-rules\n" }),
+        );
     TestServer::axum(app).await
 }
 
@@ -208,8 +239,16 @@ async fn answer(headers: &HeaderMap) -> axum::response::Response {
             "User-agent: *\nDisallow: /private\nCrawl-delay: 2\n".into(),
         ),
         "plain" => "User-agent: crawldeck\nDisallow: /\n".into_response(),
-        "moved" => text(301, vec![("location", format!("http://ok.localhost:{port}/robots.txt"))], String::new()),
-        "relative" => text(302, vec![("location", "/elsewhere.txt".into())], String::new()),
+        "moved" => text(
+            301,
+            vec![("location", format!("http://ok.localhost:{port}/robots.txt"))],
+            String::new(),
+        ),
+        "relative" => text(
+            302,
+            vec![("location", "/elsewhere.txt".into())],
+            String::new(),
+        ),
         "loop" => text(302, vec![("location", "/robots.txt".into())], String::new()),
         "nowhere" => text(301, vec![], String::new()),
         "unauth" => text(401, vec![], String::new()),
@@ -243,13 +282,26 @@ fn setup() -> (Fetcher, RobotsConfig) {
     (Fetcher::new(&cfg).unwrap(), cfg.robots)
 }
 
-async fn judge(server: &TestServer, case: &str, cfg: &RobotsConfig, f: &Fetcher) -> (RobotsVerdict, Duration, Vec<u16>) {
-    let origin = Url::parse(&format!("http://{case}.localhost:{}/some/page?x=1", server.addr.port())).unwrap();
+async fn judge(
+    server: &TestServer,
+    case: &str,
+    cfg: &RobotsConfig,
+    f: &Fetcher,
+) -> (RobotsVerdict, Duration, Vec<u16>) {
+    let origin = Url::parse(&format!(
+        "http://{case}.localhost:{}/some/page?x=1",
+        server.addr.port()
+    ))
+    .unwrap();
     fetch_robots(f, &origin, cfg, "crawldeck").await
 }
 
 fn page(server: &TestServer, case: &str, path: &str) -> Url {
-    Url::parse(&format!("http://{case}.localhost:{}{path}", server.addr.port())).unwrap()
+    Url::parse(&format!(
+        "http://{case}.localhost:{}{path}",
+        server.addr.port()
+    ))
+    .unwrap()
 }
 
 #[tokio::test]
@@ -266,10 +318,17 @@ async fn status_semantics_strict() {
 
     let (v, ttl, _) = judge(&server, "plain", &cfg, &f).await;
     assert!(!v.allowed(&page(&server, "plain", "/x")));
-    assert_eq!(ttl, Duration::from_secs(555), "default ttl without caching headers");
+    assert_eq!(
+        ttl,
+        Duration::from_secs(555),
+        "default ttl without caching headers"
+    );
 
     let (v, _, st) = judge(&server, "moved", &cfg, &f).await;
-    assert!(!v.allowed(&page(&server, "moved", "/private")), "rules of the redirect target apply");
+    assert!(
+        !v.allowed(&page(&server, "moved", "/private")),
+        "rules of the redirect target apply"
+    );
     assert_eq!(st, vec![301, 200]);
     let (v, _, st) = judge(&server, "relative", &cfg, &f).await;
     assert!(!v.allowed(&page(&server, "relative", "/moved-rules")));
@@ -277,7 +336,11 @@ async fn status_semantics_strict() {
 
     let (v, _, st) = judge(&server, "loop", &cfg, &f).await;
     assert!(matches!(v, RobotsVerdict::AllowAll), "{v:?}");
-    assert_eq!(st.len(), MAX_REDIRECTS + 1, "initial request + 5 hops, then stop");
+    assert_eq!(
+        st.len(),
+        MAX_REDIRECTS + 1,
+        "initial request + 5 hops, then stop"
+    );
     let (v, _, _) = judge(&server, "nowhere", &cfg, &f).await;
     assert!(matches!(v, RobotsVerdict::AllowAll), "{v:?}");
 
@@ -319,7 +382,10 @@ async fn unavailable_cases_postpone() {
     drop(dead);
     let origin = Url::parse(&format!("http://dead.localhost:{port}/")).unwrap();
     let (v, _, st) = fetch_robots(&f, &origin, &cfg, "crawldeck").await;
-    assert!(matches!(v, RobotsVerdict::Unavailable { retry_after: None }), "{v:?}");
+    assert!(
+        matches!(v, RobotsVerdict::Unavailable { retry_after: None }),
+        "{v:?}"
+    );
     assert_eq!(st, vec![NO_RESPONSE]);
     server.stop().await;
 }
@@ -353,7 +419,10 @@ fn ttl_bounds() {
     let cfg = RobotsConfig::default();
     assert_eq!(ttl_from(None, &cfg), Duration::from_secs(24 * 3600));
     assert_eq!(ttl_from(Some(Duration::ZERO), &cfg), MIN_HEADER_TTL);
-    assert_eq!(ttl_from(Some(Duration::from_secs(u32::MAX as u64)), &cfg), MAX_TTL);
+    assert_eq!(
+        ttl_from(Some(Duration::from_secs(u32::MAX as u64)), &cfg),
+        MAX_TTL
+    );
     let long_default = RobotsConfig {
         default_ttl: Duration::from_secs(365 * 24 * 3600),
         ..cfg
@@ -364,5 +433,8 @@ fn ttl_bounds() {
 #[test]
 fn robots_url_is_the_origin_root() {
     let u = Url::parse("https://user:pw@Example.org:8443/a/b?c#d").unwrap();
-    assert_eq!(robots_url(&u).unwrap().as_str(), "https://example.org:8443/robots.txt");
+    assert_eq!(
+        robots_url(&u).unwrap().as_str(),
+        "https://example.org:8443/robots.txt"
+    );
 }
