@@ -14,7 +14,7 @@ pub struct RobotsRules {
     robot: Arc<Robot>,
     crawl_delay: Option<Duration>,
     sitemaps: Vec<String>,
-    /// Allow/Disallow lines left out because they could not be compiled.
+    /// Allow/Disallow lines left out: over [`MAX_RULES`] or impossible to compile.
     dropped_lines: usize,
 }
 
@@ -33,11 +33,12 @@ impl RobotsRules {
     /// whole User-Agent). Never fails: lines that cannot be used are skipped,
     /// as RFC 9309 asks. CPU-bound on large files; call it off the async runtime.
     pub fn parse(body: &[u8], product_token: &str, max_crawl_delay: Duration) -> RobotsRules {
-        let text = normalize_rule_lines(body);
-        let (robot, dropped_lines) = match Robot::new(product_token, &text) {
+        let (text, capped) = prepare(body, product_token);
+        let (robot, unusable) = match Robot::new(product_token, &text) {
             Ok(robot) => (robot, 0),
             Err(_) => parse_usable_lines(&text, product_token),
         };
+        let dropped_lines = capped + unusable;
         let crawl_delay = robot
             .delay
             .filter(|d| d.is_finite() && *d > 0.0)
@@ -85,6 +86,10 @@ impl RobotsRules {
 
 /// Sitemap lines kept per file.
 const MAX_SITEMAPS: usize = 64;
+/// Allow/Disallow lines kept from the groups that can apply to us. Matching
+/// costs grows with the rule count (wildcard rules compile to regexes), so a
+/// hostile file must not make every URL check slow.
+pub const MAX_RULES: usize = 1000;
 
 /// The parser rejects a whole file when one pattern is too large to compile;
 /// keep every line but the Allow/Disallow lines that fail on their own.
@@ -92,7 +97,7 @@ fn parse_usable_lines(text: &[u8], product_token: &str) -> (Robot, usize) {
     let mut kept = Vec::with_capacity(text.len());
     let mut dropped = 0;
     for line in text.split(|&b| b == b'\n') {
-        let usable = !is_rule_line(line) || {
+        let usable = !matches!(classify(line), Line::Rule { .. }) || {
             let mut probe = b"User-agent: *\n".to_vec();
             probe.extend_from_slice(line);
             Robot::new("probe", &probe).is_ok()
@@ -114,35 +119,124 @@ fn parse_usable_lines(text: &[u8], product_token: &str) -> (Robot, usize) {
     }
 }
 
-fn rule_field(line: &[u8]) -> Option<(&[u8], &[u8])> {
-    let colon = line.iter().position(|&b| b == b':')?;
-    let field = line[..colon].trim_ascii();
-    let is_rule = field.eq_ignore_ascii_case(b"allow") || field.eq_ignore_ascii_case(b"disallow");
-    is_rule.then(|| (&line[..=colon], &line[colon + 1..]))
+/// A robots.txt line as the parser sees it (same field spellings).
+enum Line<'a> {
+    Agent(&'a [u8]),
+    Rule {
+        allow: bool,
+        path: &'a [u8],
+    },
+    /// Crawl-delay: ends a run of User-agent lines like a rule does.
+    Delay,
+    Other,
 }
 
-fn is_rule_line(line: &[u8]) -> bool {
-    rule_field(line).is_some()
-}
+const AGENT_FIELDS: [&str; 3] = ["user-agent", "user agent", "useragent"];
+const ALLOW_FIELDS: [&str; 1] = ["allow"];
+const DISALLOW_FIELDS: [&str; 6] = [
+    "disallow",
+    "dissallow",
+    "dissalow",
+    "disalow",
+    "diasllow",
+    "disallaw",
+];
+const DELAY_FIELDS: [&str; 3] = ["crawl-delay", "crawl delay", "crawldelay"];
 
-/// Rewrites the paths of Allow/Disallow lines with [`normalize_escapes`] so that
-/// `/%7Ejoe` and `/~joe` compare equal on both sides.
-fn normalize_rule_lines(body: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(body.len());
-    for (i, line) in body.split(|&b| b == b'\n').enumerate() {
-        if i > 0 {
-            out.push(b'\n');
-        }
-        match rule_field(line) {
-            Some((field, value)) if value.contains(&b'%') => {
-                out.extend_from_slice(field);
-                let value = String::from_utf8_lossy(value);
-                out.extend_from_slice(normalize_escapes(&value).as_bytes());
+fn classify(line: &[u8]) -> Line<'_> {
+    let line = line.trim_ascii_start();
+    let value_of = |names: &[&str]| {
+        names.iter().find_map(|name| {
+            let head = line.get(..name.len())?;
+            if !head.eq_ignore_ascii_case(name.as_bytes()) {
+                return None;
             }
-            _ => out.extend_from_slice(line),
-        }
+            // "Field: value", "Field : value" or "Field value".
+            let rest = &line[name.len()..];
+            let after = rest.trim_ascii_start();
+            let value = if let Some(v) = after.strip_prefix(b":") {
+                v
+            } else if rest.first().is_some_and(|b| *b == b' ' || *b == b'\t') {
+                after
+            } else {
+                return None;
+            };
+            let end = value.iter().position(|&b| b == b'#').unwrap_or(value.len());
+            Some(value[..end].trim_ascii())
+        })
+    };
+    if let Some(agent) = value_of(&AGENT_FIELDS) {
+        Line::Agent(agent)
+    } else if let Some(path) = value_of(&DISALLOW_FIELDS) {
+        Line::Rule { allow: false, path }
+    } else if let Some(path) = value_of(&ALLOW_FIELDS) {
+        Line::Rule { allow: true, path }
+    } else if value_of(&DELAY_FIELDS).is_some() {
+        Line::Delay
+    } else {
+        Line::Other
     }
-    out
+}
+
+/// Rewrites the body for the parser: one `\n` per line ending (the parser
+/// also ends lines at a lone `\r`); Allow/Disallow lines kept only in the
+/// groups the parser will pick (ours, else `*`), at most [`MAX_RULES`], with paths passed through
+/// [`normalize_escapes`] so `/%7Ejoe` and `/~joe` compare equal. Returns the
+/// text and how many rule lines the cap dropped.
+fn prepare(body: &[u8], product_token: &str) -> (Vec<u8>, usize) {
+    let text = String::from_utf8_lossy(body)
+        .replace("\r\n", "\n")
+        .replace('\r', "\n");
+    let lines: Vec<&[u8]> = text.as_bytes().split(|&b| b == b'\n').collect();
+    let has_agents = lines.iter().any(|l| matches!(classify(l), Line::Agent(_)));
+    let token = product_token.as_bytes();
+    // Like the parser: our own group(s) if the file names us, else the `*` group(s).
+    let target: &[u8] = if lines
+        .iter()
+        .any(|l| matches!(classify(l), Line::Agent(a) if a.eq_ignore_ascii_case(token)))
+    {
+        token
+    } else {
+        b"*"
+    };
+
+    let mut out = Vec::with_capacity(text.len().min(body.len() + 64));
+    // Without any User-agent line every rule applies to everyone.
+    let mut relevant = !has_agents;
+    let mut in_agent_run = false;
+    let (mut kept, mut capped) = (0usize, 0usize);
+    for line in lines {
+        match classify(line) {
+            Line::Agent(agent) => {
+                if !in_agent_run {
+                    relevant = false;
+                    in_agent_run = true;
+                }
+                relevant |= agent.eq_ignore_ascii_case(target);
+                out.extend_from_slice(line);
+            }
+            Line::Rule { allow, path } => {
+                in_agent_run = false;
+                if !relevant {
+                    continue;
+                }
+                if kept == MAX_RULES {
+                    capped += 1;
+                    continue;
+                }
+                kept += 1;
+                out.extend_from_slice(if allow { b"Allow: " } else { b"Disallow: " });
+                out.extend_from_slice(normalize_escapes(&String::from_utf8_lossy(path)).as_bytes());
+            }
+            Line::Delay => {
+                in_agent_run = false;
+                out.extend_from_slice(line);
+            }
+            Line::Other => out.extend_from_slice(line),
+        }
+        out.push(b'\n');
+    }
+    (out, capped)
 }
 
 /// Decodes `%XX` escapes of unreserved characters and uppercases the others, so

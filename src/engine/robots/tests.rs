@@ -438,3 +438,39 @@ fn robots_url_is_the_origin_root() {
         "https://example.org:8443/robots.txt"
     );
 }
+
+#[test]
+fn rule_count_is_capped_within_our_group() {
+    let mut txt = String::from("User-agent: *\n");
+    for i in 0..5000 {
+        txt.push_str(&format!("Disallow: /star{i}*x$\n"));
+    }
+    txt.push_str("\nUser-agent: crawldeck\nDisallow: /ours\n");
+    for i in 0..(rules::MAX_RULES + 10) {
+        txt.push_str(&format!("Disallow: /r{i}*x$\n"));
+    }
+    let started = std::time::Instant::now();
+    let r = rules("crawldeck", &txt);
+    // The `*` group does not count against our cap; ours is cut at MAX_RULES.
+    assert_eq!(r.dropped_lines(), 11);
+    assert!(!ok(&r, "/ours"));
+    assert!(!ok(&r, "/r5/ax"));
+    assert!(ok(&r, "/star5/ax"));
+    // Not a timing assertion on speed, a guard against the unbounded case (seconds).
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn field_spellings_and_line_endings_follow_the_parser() {
+    let txt = "User Agent: crawldeck\rDissallow /a%7e\r\nallow : /a~/ok # comment\n";
+    let r = rules("crawldeck", txt);
+    assert!(!ok(&r, "/a~/x"));
+    assert!(ok(&r, "/a~/ok"));
+    assert!(ok(&r, "/b"));
+    // Rules before any User-agent line belong to no group.
+    let r = rules("crawldeck", "Disallow: /x\nUser-agent: *\nDisallow: /y\n");
+    assert!(ok(&r, "/x"));
+    assert!(!ok(&r, "/y"));
+    // No User-agent lines at all: the rules apply to everyone.
+    assert!(!ok(&rules("crawldeck", "Disallow: /x\n"), "/x"));
+}
