@@ -76,6 +76,7 @@ pub struct Fetcher {
     resolver: dns::CachingResolver,
     /// Identification headers, in the order they are sent.
     identity: Arc<Vec<(HeaderName, HeaderValue)>>,
+    connect_timeout: Duration,
     read_timeout: Duration,
     total_timeout: Duration,
     conditional: bool,
@@ -124,6 +125,7 @@ impl Fetcher {
             client,
             resolver,
             identity: Arc::new(identity),
+            connect_timeout: fetch.connect_timeout,
             read_timeout: fetch.read_timeout,
             total_timeout: fetch.total_timeout,
             conditional: fetch.conditional_requests,
@@ -219,11 +221,34 @@ impl Fetcher {
             Err(_) => Err(fail(
                 FetchErrorKind::Timeout,
                 format!(
-                    "{url}: no complete response within {}",
+                    "{url}: no complete response within {} (fetch.total_timeout)",
                     humantime::format_duration(self.total_timeout)
                 ),
             )),
         }
+    }
+
+    /// Kind and message for a client error; timeouts name the limits to tune.
+    fn describe(
+        &self,
+        url: &Url,
+        e: &reqwest::Error,
+        started: Instant,
+    ) -> (FetchErrorKind, String) {
+        let kind = classify(e);
+        let message = if kind == FetchErrorKind::Timeout {
+            let secs = |d: Duration| humantime::format_duration(d).to_string();
+            format!(
+                "{url}: timed out after {} (limits: fetch.connect_timeout {}, fetch.read_timeout {}, fetch.total_timeout {})",
+                secs(Duration::from_millis(started.elapsed().as_millis() as u64)),
+                secs(self.connect_timeout),
+                secs(self.read_timeout),
+                secs(self.total_timeout),
+            )
+        } else {
+            format!("{url}: {}", error_chain(e))
+        };
+        (kind, message)
     }
 
     async fn exchange(
@@ -241,7 +266,7 @@ impl Fetcher {
             .headers(extra)
             .send()
             .await
-            .map_err(|e| (classify(&e), format!("{url}: {}", error_chain(&e))))?;
+            .map_err(|e| self.describe(url, &e, started))?;
 
         let status = resp.status();
         let hdrs = resp.headers();
@@ -291,12 +316,12 @@ impl Fetcher {
                     return Err((
                         FetchErrorKind::Timeout,
                         format!(
-                            "{url}: no data for {} while reading the body",
+                            "{url}: no data for {} while reading the body (fetch.read_timeout)",
                             humantime::format_duration(self.read_timeout)
                         ),
                     ))
                 }
-                Ok(Err(e)) => return Err((classify(&e), format!("{url}: {}", error_chain(&e)))),
+                Ok(Err(e)) => return Err(self.describe(url, &e, started)),
                 Ok(Ok(None)) => break,
                 Ok(Ok(Some(chunk))) => chunk,
             };

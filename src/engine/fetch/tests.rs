@@ -417,3 +417,74 @@ fn host_failures_are_connect_timeout_reset() {
         assert!(!kind.is_host_failure());
     }
 }
+
+#[tokio::test]
+async fn corrupt_gzip_is_decode() {
+    let app = Router::new().route(
+        "/",
+        get(|| async {
+            respond(
+                200,
+                &[("content-encoding", "gzip")],
+                "this is not gzip at all",
+            )
+        }),
+    );
+    let server = TestServer::axum(app).await;
+    let err = fetcher()
+        .fetch(&server.url("/"), None, 1024)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, FetchErrorKind::Decode, "{err}");
+    assert!(!err.kind.is_host_failure());
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn too_many_response_headers_fail() {
+    let server = TestServer::raw(|mut stream| async move {
+        read_request_head(&mut stream).await;
+        let mut head = String::from("HTTP/1.1 200 OK\r\n");
+        for i in 0..MAX_RESPONSE_HEADERS + 10 {
+            head.push_str(&format!("x-h{i}: v\r\n"));
+        }
+        head.push_str("content-length: 2\r\n\r\nok");
+        let _ = stream.write_all(head.as_bytes()).await;
+    })
+    .await;
+    let err = fetcher()
+        .fetch(&server.url("/"), None, 1024)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, FetchErrorKind::Other, "{err}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn trickling_body_hits_the_total_timeout() {
+    let server = TestServer::raw(|mut stream| async move {
+        read_request_head(&mut stream).await;
+        let _ = stream
+            .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+            .await;
+        // One byte every 50 ms: never idle for read_timeout, never done.
+        for _ in 0..1000 {
+            if stream.write_all(b"x").await.is_err() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    let mut cfg = config();
+    cfg.fetch.total_timeout = Duration::from_millis(600);
+    let started = std::time::Instant::now();
+    let err = Fetcher::new(&cfg)
+        .unwrap()
+        .fetch(&server.url("/"), None, 4096)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, FetchErrorKind::Timeout, "{err}");
+    assert!(started.elapsed() < Duration::from_secs(3));
+    server.stop().await;
+}
