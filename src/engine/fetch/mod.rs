@@ -31,6 +31,8 @@ use crate::config::CrawlConfig;
 pub const MAX_URL_LEN: usize = 8 * 1024;
 /// Responses with more header lines than this fail to parse.
 pub const MAX_RESPONSE_HEADERS: usize = 128;
+/// HTTP/2 header block limit (HTTP/1 heads are bounded by the parser's buffer).
+pub const MAX_H2_HEADER_BYTES: u32 = 64 * 1024;
 pub const ACCEPT: &str = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5";
 /// What the client announces when decompression is on (it adds the header itself).
 const ACCEPT_ENCODING: &str = "gzip,deflate,br";
@@ -82,6 +84,17 @@ pub struct Fetcher {
     conditional: bool,
 }
 
+impl std::fmt::Debug for Fetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fetcher")
+            .field("connect_timeout", &self.connect_timeout)
+            .field("read_timeout", &self.read_timeout)
+            .field("total_timeout", &self.total_timeout)
+            .field("conditional", &self.conditional)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Fetcher {
     pub fn new(config: &CrawlConfig) -> Result<Self, FetchSetupError> {
         // The client needs a process-wide crypto provider; a second install fails harmlessly.
@@ -113,6 +126,7 @@ impl Fetcher {
             .read_timeout(fetch.read_timeout)
             .timeout(fetch.total_timeout)
             .http1_max_headers(MAX_RESPONSE_HEADERS)
+            .http2_max_header_list_size(MAX_H2_HEADER_BYTES)
             .pool_max_idle_per_host(4)
             .tcp_nodelay(true)
             // Direct connections only: *.localhost must reach this machine, and
