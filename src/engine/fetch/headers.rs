@@ -27,6 +27,19 @@ pub fn all_text(headers: &HeaderMap, name: &HeaderName, max: usize) -> Vec<Strin
         .collect()
 }
 
+/// `Location`, whole or not at all: a cut URL would be a different URL.
+pub fn location(headers: &HeaderMap, max_len: usize) -> Option<String> {
+    let raw = headers.get(reqwest::header::LOCATION)?.as_bytes();
+    if raw.len() > max_len {
+        return None;
+    }
+    let text: String = String::from_utf8_lossy(raw)
+        .chars()
+        .filter(|c| !c.is_control())
+        .collect();
+    Some(text.trim().to_string()).filter(|t| !t.is_empty())
+}
+
 fn bounded_text(bytes: &[u8]) -> String {
     let mut text: String = String::from_utf8_lossy(bytes)
         .chars()
@@ -243,6 +256,17 @@ mod tests {
         let name = HeaderName::from_static("x-robots-tag");
         assert_eq!(all_text(&h, &name, 16), vec!["noindex", "nofollow"]);
         assert_eq!(all_text(&h, &name, 1).len(), 1);
+    }
+
+    #[test]
+    fn long_locations_are_kept_whole_or_dropped() {
+        let long = format!("/{}", "a".repeat(3000));
+        assert_eq!(
+            location(&map(&[("location", &long)]), 8192),
+            Some(long.clone())
+        );
+        assert_eq!(location(&map(&[("location", &long)]), 2048), None);
+        assert_eq!(location(&map(&[("location", " ")]), 2048), None);
     }
 
     #[test]
