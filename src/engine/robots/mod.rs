@@ -19,7 +19,7 @@ use url::Url;
 pub use backoff::{RobotsBackoff, RETRY_BASE, RETRY_MAX};
 pub use rules::{normalize_escapes, RobotsRules};
 
-use super::fetch::{Fetcher, Overflow};
+use super::fetch::{FetchErrorKind, Fetcher, Overflow};
 use crate::config::{RobotsConfig, RobotsMode};
 
 /// Redirect hops followed for robots.txt (RFC 9309 §2.3.1.2).
@@ -94,6 +94,15 @@ pub async fn fetch_robots(
             .await
         {
             Ok(response) => response,
+            // Redirected somewhere that cannot be fetched (not http, too long): no file.
+            Err(err) if err.kind == FetchErrorKind::InvalidUrl => {
+                tracing::debug!(%url, %err, "robots.txt not fetchable");
+                return (
+                    RobotsVerdict::AllowAll,
+                    cfg.default_ttl.min(MAX_TTL),
+                    statuses,
+                );
+            }
             Err(err) => {
                 tracing::debug!(%url, %err, "robots.txt unavailable");
                 statuses.push(NO_RESPONSE);

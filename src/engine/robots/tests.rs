@@ -251,6 +251,11 @@ async fn answer(headers: &HeaderMap) -> axum::response::Response {
         ),
         "loop" => text(302, vec![("location", "/robots.txt".into())], String::new()),
         "nowhere" => text(301, vec![], String::new()),
+        "ftp" => text(
+            301,
+            vec![("location", "ftp://files.example/robots.txt".into())],
+            String::new(),
+        ),
         "unauth" => text(401, vec![], String::new()),
         "forbidden" => text(403, vec![], String::new()),
         "missing" => text(404, vec![], "not here".into()),
@@ -341,8 +346,11 @@ async fn status_semantics_strict() {
         MAX_REDIRECTS + 1,
         "initial request + 5 hops, then stop"
     );
-    let (v, _, _) = judge(&server, "nowhere", &cfg, &f).await;
-    assert!(matches!(v, RobotsVerdict::AllowAll), "{v:?}");
+    for case in ["nowhere", "ftp"] {
+        let (v, _, st) = judge(&server, case, &cfg, &f).await;
+        assert!(matches!(v, RobotsVerdict::AllowAll), "{case}: {v:?}");
+        assert_eq!(st, vec![301], "{case}");
+    }
 
     for case in ["unauth", "forbidden"] {
         let (v, ttl, _) = judge(&server, case, &cfg, &f).await;
