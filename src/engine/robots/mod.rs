@@ -1,0 +1,161 @@
+//! robots.txt: fetching, status semantics and expiry (DESIGN §3 invariant 2).
+//! Rule matching is RFC 9309 (longest match) by texting_robots.
+//!
+//! Status handling, from the HTTP guide's robots chapter: 2xx → parse;
+//! 401/403 → the whole site is off limits (allowed under [`RobotsMode::Rfc9309`]);
+//! 404/410 and other 4xx → no restrictions; 429, 5xx and network failures →
+//! unavailable: postpone the host and retry ([`RobotsBackoff`]); 3xx → follow
+//! up to [`MAX_REDIRECTS`] hops, on any host.
+
+mod backoff;
+mod rules;
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use url::Url;
+
+pub use backoff::{RobotsBackoff, RETRY_BASE, RETRY_MAX};
+pub use rules::{normalize_escapes, RobotsRules};
+
+use super::fetch::{FetchErrorKind, Fetcher, Overflow};
+use crate::config::{RobotsConfig, RobotsMode};
+
+/// Redirect hops followed for robots.txt (RFC 9309 §2.3.1.2).
+pub const MAX_REDIRECTS: usize = 5;
+/// Longest time a robots.txt answer is trusted, whatever the headers say.
+pub const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Shortest lifetime taken from caching headers (`no-cache` would otherwise
+/// mean one robots.txt request per page).
+pub const MIN_HEADER_TTL: Duration = Duration::from_secs(60);
+/// Status recorded for an attempt that got no HTTP response at all.
+pub const NO_RESPONSE: u16 = 0;
+
+#[derive(Debug, Clone)]
+pub enum RobotsVerdict {
+    Parsed(RobotsRules),
+    AllowAll,
+    DisallowAll,
+    /// Try again later; crawl nothing of the host meanwhile.
+    Unavailable {
+        retry_after: Option<Duration>,
+    },
+}
+
+impl RobotsVerdict {
+    pub fn allowed(&self, url: &Url) -> bool {
+        match self {
+            RobotsVerdict::Parsed(rules) => rules.allowed(url),
+            RobotsVerdict::AllowAll => true,
+            RobotsVerdict::DisallowAll | RobotsVerdict::Unavailable { .. } => false,
+        }
+    }
+
+    pub fn crawl_delay(&self) -> Option<Duration> {
+        match self {
+            RobotsVerdict::Parsed(rules) => rules.crawl_delay(),
+            _ => None,
+        }
+    }
+}
+
+/// The robots.txt URL for the origin (scheme, host, port) of `url`.
+pub fn robots_url(url: &Url) -> Option<Url> {
+    let mut robots = url.join("/robots.txt").ok()?;
+    robots.set_query(None);
+    robots.set_fragment(None);
+    let _ = robots.set_username("");
+    let _ = robots.set_password(None);
+    Some(robots)
+}
+
+/// Fetches and judges the robots.txt of `origin`'s host. Returns the verdict,
+/// how long it holds (zero for `Unavailable`: the caller's backoff decides),
+/// and the status of every request made ([`NO_RESPONSE`] for network failures).
+pub async fn fetch_robots(
+    fetcher: &Fetcher,
+    origin: &Url,
+    cfg: &RobotsConfig,
+    product_token: &str,
+) -> (RobotsVerdict, Duration, Vec<u16>) {
+    let mut statuses = Vec::new();
+    let unavailable = |retry_after| RobotsVerdict::Unavailable { retry_after };
+    let Some(mut url) = robots_url(origin) else {
+        return (
+            RobotsVerdict::AllowAll,
+            cfg.default_ttl.min(MAX_TTL),
+            statuses,
+        );
+    };
+    for _hop in 0..=MAX_REDIRECTS {
+        let response = match fetcher
+            .fetch_with(&url, None, cfg.max_size, Overflow::Truncate)
+            .await
+        {
+            Ok(response) => response,
+            // Redirected somewhere that cannot be fetched (not http, too long): no file.
+            Err(err) if err.kind == FetchErrorKind::InvalidUrl => {
+                tracing::debug!(%url, %err, "robots.txt not fetchable");
+                return (
+                    RobotsVerdict::AllowAll,
+                    cfg.default_ttl.min(MAX_TTL),
+                    statuses,
+                );
+            }
+            Err(err) => {
+                tracing::debug!(%url, %err, "robots.txt unavailable");
+                statuses.push(NO_RESPONSE);
+                return (unavailable(None), Duration::ZERO, statuses);
+            }
+        };
+        statuses.push(response.status);
+        let ttl = ttl_from(response.cache_max_age, cfg);
+        let verdict = match response.status {
+            200..=299 => {
+                let body = response.body;
+                let token = product_token.to_string();
+                let max_delay = cfg.max_crawl_delay;
+                let parsed = tokio::task::spawn_blocking(move || {
+                    RobotsRules::parse(&body, &token, max_delay)
+                })
+                .await;
+                match parsed {
+                    Ok(rules) => RobotsVerdict::Parsed(rules),
+                    // The parser panicked on this input: treat the file as unusable for now.
+                    Err(_) => return (unavailable(None), Duration::ZERO, statuses),
+                }
+            }
+            300..=399 => match response.location {
+                Some(next) => {
+                    url = next;
+                    continue;
+                }
+                // A redirect to nowhere: no robots.txt to honour.
+                None => RobotsVerdict::AllowAll,
+            },
+            401 | 403 => match cfg.mode {
+                RobotsMode::Strict => RobotsVerdict::DisallowAll,
+                RobotsMode::Rfc9309 => RobotsVerdict::AllowAll,
+            },
+            // Too many requests: the server is overloaded, not answering "no file".
+            429 => return (unavailable(response.retry_after), Duration::ZERO, statuses),
+            400..=499 => RobotsVerdict::AllowAll,
+            _ => return (unavailable(response.retry_after), Duration::ZERO, statuses),
+        };
+        return (verdict, ttl, statuses);
+    }
+    // More hops than allowed: RFC 9309 treats the file as unavailable (4xx-like).
+    (
+        RobotsVerdict::AllowAll,
+        cfg.default_ttl.min(MAX_TTL),
+        statuses,
+    )
+}
+
+fn ttl_from(header_ttl: Option<Duration>, cfg: &RobotsConfig) -> Duration {
+    match header_ttl {
+        Some(ttl) => ttl.max(MIN_HEADER_TTL).min(MAX_TTL),
+        None => cfg.default_ttl.min(MAX_TTL),
+    }
+}

@@ -1,0 +1,240 @@
+//! robots.txt parsing and matching: the HTTP guide chapter's examples and RFC 9309 cases.
+
+use std::time::Duration;
+
+use super::*;
+
+const MAX_DELAY: Duration = Duration::from_secs(30);
+
+fn rules(token: &str, txt: &str) -> RobotsRules {
+    RobotsRules::parse(txt.as_bytes(), token, MAX_DELAY)
+}
+
+fn ok(rules: &RobotsRules, path: &str) -> bool {
+    rules.allowed(&Url::parse(&format!("http://www.joes-hardware.com{path}")).unwrap())
+}
+
+// The HTTP guide's first example: Slurp and Webcrawler may crawl all but /private.
+const GUIDE: &str = "\
+# this robots.txt file allows Slurp & Webcrawler to crawl
+# the public parts of our site, but no other robots...
+
+User-Agent: slurp
+User-Agent: webcrawler
+Disallow: /private
+
+User-Agent: *
+Disallow:
+";
+
+#[test]
+fn guide_example_groups() {
+    for bot in ["slurp", "Webcrawler"] {
+        let r = rules(bot, GUIDE);
+        assert!(!ok(&r, "/private"), "{bot}");
+        assert!(!ok(&r, "/private/x.html"), "{bot}");
+        assert!(ok(&r, "/index.html"), "{bot}");
+    }
+    // Anyone else: the `*` group with an empty Disallow, i.e. everything.
+    let r = rules("crawldeck", GUIDE);
+    assert!(ok(&r, "/private"));
+    assert!(ok(&r, "/"));
+}
+
+#[test]
+fn group_names_match_case_insensitively() {
+    let r = rules(
+        "crawldeck",
+        "User-agent: CrawlDeck\nDisallow: /x\n\nUser-agent: *\nDisallow: /\n",
+    );
+    assert!(!ok(&r, "/x"));
+    assert!(ok(&r, "/y"));
+    // No group for us and none for `*`: no restrictions.
+    let r = rules("crawldeck", "User-agent: badBot\nDisallow: /\n");
+    assert!(ok(&r, "/anything"));
+    let r = rules("badbot", "User-agent: badBot\nDisallow: /\n");
+    assert!(!ok(&r, "/anything"));
+}
+
+#[test]
+fn marys_antiques() {
+    let txt = "\
+User-Agent: Suzy-Spider
+Disallow: /dynamic
+Allow: /private/suzy-stuff
+Disallow: /private
+
+User-Agent: Furniture-Finder
+Allow: /dynamic/check-inventory
+Disallow: /dynamic
+Disallow: /private
+
+User-Agent: *
+Disallow: /dynamic
+Disallow: /private
+";
+    let suzy = rules("suzy-spider", txt);
+    assert!(!ok(&suzy, "/dynamic/page"));
+    assert!(ok(&suzy, "/private/suzy-stuff/list.html"));
+    assert!(!ok(&suzy, "/private/mary.html"));
+    let finder = rules("Furniture-Finder", txt);
+    assert!(ok(&finder, "/dynamic/check-inventory?item=chair"));
+    assert!(!ok(&finder, "/dynamic/other"));
+    let us = rules("crawldeck", txt);
+    assert!(!ok(&us, "/dynamic/check-inventory"));
+    assert!(!ok(&us, "/private/suzy-stuff"));
+    assert!(ok(&us, "/catalog.html"));
+}
+
+#[test]
+fn allow_wins_by_length_not_by_order() {
+    for txt in [
+        "User-agent: *\nAllow: /private/ok\nDisallow: /private\n",
+        "User-agent: *\nDisallow: /private\nAllow: /private/ok\n",
+    ] {
+        let r = rules("crawldeck", txt);
+        assert!(ok(&r, "/private/ok/page"), "{txt}");
+        assert!(!ok(&r, "/private/no"), "{txt}");
+    }
+    // Same length: Allow wins (RFC 9309 §2.2.2).
+    let r = rules(
+        "crawldeck",
+        "User-agent: *\nDisallow: /page\nAllow: /page\n",
+    );
+    assert!(ok(&r, "/page"));
+}
+
+#[test]
+fn disallow_tmp_is_a_prefix() {
+    let r = rules("crawldeck", "User-agent: *\nDisallow: /tmp\n");
+    for path in [
+        "/tmp",
+        "/tmp/",
+        "/tmp.html",
+        "/tmpfile",
+        "/tmp/pliers.html",
+        "/tmpspc/stuff.txt",
+    ] {
+        assert!(!ok(&r, path), "{path}");
+    }
+    assert!(ok(&r, "/tm"));
+    assert!(ok(&r, "/TMP"), "matching is case-sensitive");
+    let r = rules("crawldeck", "User-agent: *\nDisallow: /tmp/\n");
+    assert!(ok(&r, "/tmp"));
+    assert!(!ok(&r, "/tmp/a.html"));
+}
+
+#[test]
+fn empty_disallow_and_allow_all() {
+    assert!(ok(&rules("crawldeck", "User-agent: *\nDisallow:\n"), "/a"));
+    assert!(ok(&rules("crawldeck", "User-agent: *\nAllow: /\n"), "/a"));
+    assert!(!ok(
+        &rules("crawldeck", "User-agent: *\nDisallow: /\n"),
+        "/a"
+    ));
+    assert!(ok(&rules("crawldeck", ""), "/a"));
+    // robots.txt itself is always allowed.
+    assert!(ok(
+        &rules("crawldeck", "User-agent: *\nDisallow: /\n"),
+        "/robots.txt"
+    ));
+}
+
+#[test]
+fn escapes_compare_as_the_characters_they_encode() {
+    for rule in ["/~joe", "/%7Ejoe", "/%7ejoe"] {
+        let r = rules("crawldeck", &format!("User-agent: *\nDisallow: {rule}\n"));
+        for path in ["/~joe/index.html", "/%7Ejoe/index.html", "/%7ejoe/"] {
+            assert!(!ok(&r, path), "rule {rule} vs {path}");
+        }
+        assert!(ok(&r, "/joe"));
+    }
+    // %2F is not a slash.
+    let r = rules("crawldeck", "User-agent: *\nDisallow: /a%2Fb\n");
+    assert!(ok(&r, "/a/b"));
+    assert!(!ok(&r, "/a%2fb"));
+    assert_eq!(normalize_escapes("/%7e%2f%41%zz%"), "/~%2FA%zz%");
+}
+
+#[test]
+fn wildcards_and_end_anchor() {
+    let r = rules(
+        "crawldeck",
+        "User-agent: *\nDisallow: /*.php$\nDisallow: /private*/\n",
+    );
+    assert!(!ok(&r, "/index.php"));
+    assert!(!ok(&r, "/a/b/c.php"));
+    assert!(ok(&r, "/index.php?x=1"));
+    assert!(ok(&r, "/index.phps"));
+    assert!(!ok(&r, "/private-stuff/x"));
+    assert!(ok(&r, "/private-stuff"));
+}
+
+#[test]
+fn crawl_delay_and_sitemaps() {
+    let txt = "User-agent: crawldeck\nCrawl-delay: 2.5\nDisallow: /x\n\nSitemap: https://example.org/sitemap.xml\n";
+    let r = rules("crawldeck", txt);
+    assert_eq!(r.crawl_delay(), Some(Duration::from_millis(2500)));
+    assert_eq!(r.sitemaps(), ["https://example.org/sitemap.xml"]);
+    let r = rules("crawldeck", "User-agent: *\nCrawl-delay: 3600\n");
+    assert_eq!(r.crawl_delay(), Some(MAX_DELAY));
+    for bad in ["-5", "0", "soon", "NaN", "1e40"] {
+        let r = rules("crawldeck", &format!("User-agent: *\nCrawl-delay: {bad}\n"));
+        assert!(r.crawl_delay().is_none_or(|d| d <= MAX_DELAY), "{bad}");
+    }
+}
+
+#[test]
+fn hostile_files_do_not_panic() {
+    let mut junk: Vec<u8> = (0..=255u8).cycle().take(100_000).collect();
+    junk.extend_from_slice(b"\nUser-agent: *\nDisallow: /x\n");
+    let r = RobotsRules::parse(&junk, "crawldeck", MAX_DELAY);
+    let _ = ok(&r, "/x");
+    // A pattern too large to compile is dropped; the other rules still apply.
+    let huge = format!(
+        "User-agent: *\nDisallow: /a{}$\nDisallow: /secret\n",
+        "*b".repeat(20_000)
+    );
+    let r = rules("crawldeck", &huge);
+    assert_eq!(r.dropped_lines(), 1);
+    assert!(!ok(&r, "/secret"));
+    assert!(ok(&r, "/public"));
+}
+
+#[test]
+fn rule_count_is_capped_within_our_group() {
+    let mut txt = String::from("User-agent: *\n");
+    for i in 0..5000 {
+        txt.push_str(&format!("Disallow: /star{i}*x$\n"));
+    }
+    txt.push_str("\nUser-agent: crawldeck\nDisallow: /ours\n");
+    for i in 0..(rules::MAX_RULES + 10) {
+        txt.push_str(&format!("Disallow: /r{i}*x$\n"));
+    }
+    let started = std::time::Instant::now();
+    let r = rules("crawldeck", &txt);
+    // The `*` group does not count against our cap; ours is cut at MAX_RULES.
+    assert_eq!(r.dropped_lines(), 11);
+    assert!(!ok(&r, "/ours"));
+    assert!(!ok(&r, "/r5/ax"));
+    assert!(ok(&r, "/star5/ax"));
+    // Not a timing assertion on speed, a guard against the unbounded case (seconds).
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn field_spellings_and_line_endings_follow_the_parser() {
+    let txt = "User Agent: crawldeck\rDissallow /a%7e\r\nallow : /a~/ok # comment\n";
+    let r = rules("crawldeck", txt);
+    assert!(!ok(&r, "/a~/x"));
+    assert!(ok(&r, "/a~/ok"));
+    assert!(ok(&r, "/b"));
+    // Rules before any User-agent line belong to no group.
+    let r = rules("crawldeck", "Disallow: /x\nUser-agent: *\nDisallow: /y\n");
+    assert!(ok(&r, "/x"));
+    assert!(!ok(&r, "/y"));
+    // No User-agent lines at all: the rules apply to everyone.
+    assert!(!ok(&rules("crawldeck", "Disallow: /x\n"), "/x"));
+}
+
+mod status;
