@@ -109,7 +109,7 @@ pub fn build(
     }
     let settings: Option<Settings> = store.get(Tree::Meta, b"settings").map_err(store_err)?;
     let now = Instant::now();
-    let mut rate = RateLimiter::new((config.max_rate > 0.0).then_some(config.max_rate), now);
+    let mut rate = RateLimiter::new((config.max_rate > 0.0).then_some(config.max_rate));
     let (paused, global_delay, global_concurrency) = match &settings {
         Some(s) => {
             rate.set_rate(s.global_rate, now);
@@ -197,6 +197,7 @@ pub fn build(
         global_delay,
         global_concurrency,
         rate,
+        rate_wake: None,
         next_rule_id,
         next_alert_id,
         started: now,

@@ -218,16 +218,17 @@ impl Scheduler {
                 release = false;
                 let mut backoff = match std::mem::replace(&mut host.robots, RobotsSlot::GaveUp) {
                     RobotsSlot::Postponed { backoff, .. } => backoff,
-                    _ => super::robots::RobotsBackoff::new(&self.cfg.robots, now),
+                    _ => super::robots::RobotsBackoff::new(&self.cfg.robots),
                 };
-                let next = backoff.failed(now, retry_after);
-                match next {
-                    Some(retry_at) => RobotsSlot::Postponed {
+                let retry_at = backoff.record_failure(now, retry_after);
+                if backoff.gave_up(now) {
+                    RobotsSlot::GaveUp
+                } else {
+                    RobotsSlot::Postponed {
                         backoff,
                         retry_at,
                         fetching: false,
-                    },
-                    None => RobotsSlot::GaveUp,
+                    }
                 }
             }
         };

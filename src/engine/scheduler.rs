@@ -77,6 +77,8 @@ pub struct Scheduler {
     pub global_delay: Duration,
     pub global_concurrency: usize,
     pub rate: RateLimiter,
+    /// When the global rate cap allows the next request.
+    pub rate_wake: Option<Instant>,
     pub next_rule_id: u64,
     pub next_alert_id: u64,
     pub started: Instant,
@@ -295,7 +297,7 @@ impl Scheduler {
             self.frontier.next_wakeup()
         };
         let timer = self.timers.peek().map(|Reverse((at, _, _))| *at);
-        let rate = self.rate.next_allowed();
+        let rate = self.rate_wake;
         [frontier, timer, rate].into_iter().flatten().min()
     }
 
@@ -330,12 +332,18 @@ impl Scheduler {
             {
                 return;
             }
-            if self.rate.would_wait(now) {
+            if self.rate_wake.is_some_and(|at| at > now) {
                 return;
             }
             let Some(lease) = self.frontier.next_ready(now) else {
                 return;
             };
+            if let Err(at) = self.rate.try_acquire(now) {
+                self.frontier.release(lease);
+                self.rate_wake = Some(at);
+                return;
+            }
+            self.rate_wake = None;
             let host_key = lease.entry.host.clone();
             let Ok(url) = Url::parse(&lease.entry.url) else {
                 self.record_unfetchable(lease, "stored URL no longer parses");
@@ -377,7 +385,6 @@ impl Scheduler {
             host.in_flight += 1;
             host.requests.record(now);
             self.in_flight += 1;
-            self.rate.acquire(now);
             let job = PageJob {
                 fetcher: self.fetcher.clone(),
                 lease,
