@@ -167,7 +167,7 @@ pub fn build(
         max_url_len: config.scope.max_url_len,
     });
     let (work_tx, work_rx) = mpsc::unbounded_channel();
-    let mut scheduler = Scheduler {
+    let scheduler = Scheduler {
         traps,
         data_dir: data_dir.display().to_string(),
         store,

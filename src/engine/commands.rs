@@ -94,9 +94,10 @@ pub fn handle(s: &mut Scheduler, command: Command) -> Result<String, String> {
             if max == Some(0) {
                 return Err("concurrency must be at least 1 (pause the host instead)".into());
             }
+            let politeness = s.cfg.politeness.clone();
             let state = s.host_mut(&host);
             state.politeness.set_override_concurrency(max);
-            let effective = state.politeness.max_in_flight(&s.cfg.politeness);
+            let effective = state.politeness.max_in_flight(&politeness);
             s.frontier.set_max_in_flight(&host, effective);
             s.save_host(&host);
             Ok(format!("{host}: {effective} request(s) in flight at most"))

@@ -17,7 +17,7 @@ use super::robots::RobotsVerdict;
 use super::scheduler::{Scheduler, Timer, MAX_ATTEMPTS};
 use super::store::{PageOutcome, PageRecord, Tree};
 use super::tasks::{Fetched, Work};
-use super::telemetry::{AlertStatus, BreakerPhase, EngineEvent, Level};
+use super::telemetry::{BreakerPhase, EngineEvent, Level};
 use super::url_norm;
 
 pub fn unix_ms() -> u64 {
@@ -293,7 +293,7 @@ impl Scheduler {
         if host_failure {
             self.breaker_outcome(&host_key, Outcome::Failure(error.message.clone()), now);
         }
-        if host_failure && self.retry_later(&lease, url_fp) {
+        if host_failure && self.retry_later(url_fp) {
             self.frontier.release(lease);
         } else {
             self.attempts.remove(&url_fp);
@@ -311,7 +311,7 @@ impl Scheduler {
     }
 
     /// Counts an attempt; true if the URL should be tried again.
-    fn retry_later(&mut self, lease: &Lease, url_fp: u64) -> bool {
+    fn retry_later(&mut self, url_fp: u64) -> bool {
         let attempts = self.attempts.entry(url_fp).or_insert(0);
         *attempts += 1;
         *attempts < MAX_ATTEMPTS
@@ -373,7 +373,7 @@ impl Scheduler {
             _ => Outcome::Success,
         };
         self.breaker_outcome(&host_key, outcome, now);
-        if failure && self.retry_later(&lease, url_fp) {
+        if failure && self.retry_later(url_fp) {
             self.frontier.release(lease);
             self.schedule_next(&host_key, now);
             return;

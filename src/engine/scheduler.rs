@@ -25,7 +25,7 @@ use super::store::{Store, Tree};
 use super::tasks::{self, PageJob, Work};
 use super::telemetry::{Counters, CrawlState, EngineEvent, Level, Snapshot, TrapAlert};
 use super::traps::TrapDetector;
-use super::url_norm::{self, UrlFilter};
+use super::url_norm::UrlFilter;
 use super::{EngineEnds, EngineError};
 use crate::config::CrawlConfig;
 
@@ -234,7 +234,9 @@ impl Scheduler {
                     }
                     self.sync();
                 }
-                _ = tick.tick() => self.publish(),
+                _ = tick.tick() => {
+                    self.publish();
+                }
                 _ = sleep_until_opt(wake) => {}
             }
         }
@@ -349,6 +351,7 @@ impl Scheduler {
                 self.record_unfetchable(lease, "stored URL no longer parses");
                 continue;
             };
+            let breaker_cfg = self.cfg.breaker.clone();
             let host = self.host_mut(&host_key);
             if !host.robots.is_settled(now) {
                 // Expired (or never fetched): settle robots.txt again before any page.
@@ -364,7 +367,7 @@ impl Scheduler {
                 }
             }
             let phase = host.breaker.phase();
-            if !host.breaker.allow_request(now, &self.cfg.breaker) {
+            if !host.breaker.allow_request(now, &breaker_cfg) {
                 self.frontier.release(lease);
                 self.hold_for_breaker(&host_key, now);
                 continue;

@@ -11,7 +11,7 @@ use url::Url;
 use super::control::HostKey;
 use super::dedup::ContentDigest;
 use super::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
-use super::fetch::{FetchError, Fetcher, Response, Validators};
+use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
 use super::frontier::Lease;
 use super::robots::{self, RobotsVerdict};
 use super::store::warc::{WarcExchange, WarcWriter};
@@ -83,7 +83,11 @@ pub async fn run_page(job: PageJob) {
             let digested = tokio::task::spawn_blocking(move || process(response, &extract, warc));
             match digested.await {
                 Ok(fetched) => Ok(Box::new(fetched)),
-                Err(join) => Err(FetchError::internal(format!("page processing failed: {join}"))),
+                Err(join) => Err(FetchError {
+                    kind: FetchErrorKind::Other,
+                    message: format!("page processing failed: {join}"),
+                    elapsed: Duration::ZERO,
+                }),
             }
         }
         Err(e) => Err(e),
@@ -116,7 +120,9 @@ fn process(
     let digest = ok.then(|| ContentDigest::of(&response.body));
     let mut warc_error = None;
     if let (Some(warc), true) = (warc, !directives.noarchive) {
-        let label = ContentDigest::of(&response.body).warc_label();
+        let label = digest
+            .as_ref()
+            .map_or_else(|| ContentDigest::of(&response.body).warc_label(), |d| d.warc_label());
         let exchange = WarcExchange {
             url: response.final_url.as_str(),
             ip: response.remote_ip,
