@@ -62,5 +62,9 @@ pub async fn crawl(cfg: CrawlConfig, dir: &Path) -> Snapshot {
 /// All page records of a finished crawl.
 pub fn pages(dir: &Path) -> Vec<PageRecord> {
     let store = Store::open(dir, 8 * 1024 * 1024).expect("store reopens after the crawl");
-    store.all_pages().expect("pages readable")
+    let mut pages = Vec::new();
+    store
+        .for_each_page(|p| pages.push(p))
+        .expect("pages readable");
+    pages
 }
