@@ -289,25 +289,47 @@ impl Scheduler {
             bytes: 0,
             error: Some(error.message.clone()),
         });
-        let host_failure = error.kind.is_host_failure();
-        if host_failure {
+        if error.kind.is_host_failure() {
             self.breaker_outcome(&host_key, Outcome::Failure(error.message.clone()), now);
+            if self.retry_or_requeue(&host_key, url_fp, lease.clone()) {
+                self.schedule_next(&host_key, now);
+                return;
+            }
         }
-        if host_failure && self.retry_later(url_fp) {
-            self.frontier.release(lease);
-        } else {
-            self.attempts.remove(&url_fp);
-            self.counters.errors += 1;
-            let record = record_for(
-                &lease.entry,
-                PageOutcome::Error {
-                    kind: error.kind.label().to_string(),
-                    message: error.message,
-                },
-            );
-            self.commit(&lease, &record, Vec::new());
-        }
+        self.attempts.remove(&url_fp);
+        self.counters.errors += 1;
+        let record = record_for(
+            &lease.entry,
+            PageOutcome::Error {
+                kind: error.kind.label().to_string(),
+                message: error.message,
+            },
+        );
+        self.commit(&lease, &record, Vec::new());
         self.schedule_next(&host_key, now);
+    }
+
+    /// After a host failure: while the host's breaker is not closed the URL is
+    /// not to blame, so it goes to the back of the queue without using up an
+    /// attempt; otherwise it is retried up to `MAX_ATTEMPTS`. False when the
+    /// URL has used its attempts and should be recorded as an error.
+    fn retry_or_requeue(&mut self, host_key: &str, url_fp: u64, lease: Lease) -> bool {
+        let host_down = self
+            .hosts
+            .get(host_key)
+            .is_some_and(|h| h.breaker.phase() != BreakerPhase::Closed);
+        if host_down {
+            if let Err(e) = self.frontier.requeue(lease) {
+                self.log(Level::Error, format!("storage error, stopping: {e}"));
+                self.begin_drain("storage error");
+            }
+            return true;
+        }
+        if self.retry_later(url_fp) {
+            self.frontier.release(lease);
+            return true;
+        }
+        false
     }
 
     /// Counts an attempt; true if the URL should be tried again.
@@ -373,8 +395,7 @@ impl Scheduler {
             _ => Outcome::Success,
         };
         self.breaker_outcome(&host_key, outcome, now);
-        if failure && self.retry_later(url_fp) {
-            self.frontier.release(lease);
+        if failure && self.retry_or_requeue(&host_key, url_fp, lease.clone()) {
             self.schedule_next(&host_key, now);
             return;
         }

@@ -62,6 +62,24 @@ impl Frontier {
         self.refresh(id);
     }
 
+    /// Puts a leased URL at the back of its host's queue (its priority kept),
+    /// so a URL that failed while its host was down does not block the host's
+    /// probe requests when the host comes back.
+    pub fn requeue(&mut self, lease: Lease) -> Result<(), StoreError> {
+        let id = self.leasing_host(&lease)?;
+        let key = keys::queue_key(&lease.entry.host, lease.entry.priority, self.take_seq());
+        let mut batch = CrawlBatch::default();
+        batch.dequeue(&lease.key);
+        batch.enqueue(&key, &encode(&lease.entry));
+        batch.set_seq(self.next_seq);
+        self.store.apply(batch)?;
+        self.host_mut(id).end_lease(&lease.key);
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.admit(key, lease.entry);
+        self.refresh(id);
+        Ok(())
+    }
+
     /// Removes queued URLs matching `pred` (of `host` only, if given) and
     /// records each with `record`. In-flight URLs are left alone.
     pub fn remove_matching(
