@@ -1,8 +1,10 @@
 //! crawldeck: a crawler workstation — an embedded, polite, persistent crawl
 //! engine with a live terminal UI on top of it.
 
+pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod engine;
+pub mod headless;
 pub mod text;
 pub mod tui;
