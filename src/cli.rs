@@ -247,7 +247,11 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
     match cli.command {
         None => resolve_run(cli.run, Mode::Tui),
         Some(CliCommand::Crawl(c)) => {
-            let mode = if c.headless { Mode::Headless } else { Mode::Tui };
+            let mode = if c.headless {
+                Mode::Headless
+            } else {
+                Mode::Tui
+            };
             resolve_run(c.run, mode)
         }
         Some(CliCommand::Demo(d)) => {
@@ -256,14 +260,24 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                     "demo crawls its own local web and takes no seeds; use `crawldeck crawl URL` for other sites".into(),
                 ));
             }
-            resolve_run(d.run, Mode::Demo { headless: d.headless })
+            resolve_run(
+                d.run,
+                Mode::Demo {
+                    headless: d.headless,
+                },
+            )
         }
         Some(CliCommand::Bench(b)) => {
             if b.pages == 0 || b.hosts == 0 {
-                return Err(UsageError("bench needs --pages and --hosts of at least 1".into()));
+                return Err(UsageError(
+                    "bench needs --pages and --hosts of at least 1".into(),
+                ));
             }
             Ok(ResolvedRun {
-                mode: Mode::Bench { pages: b.pages, hosts: b.hosts },
+                mode: Mode::Bench {
+                    pages: b.pages,
+                    hosts: b.hosts,
+                },
                 config: CrawlConfig::default(),
                 data_dir: b.data,
                 resuming: false,
@@ -425,7 +439,8 @@ pub fn parse_duration_arg(text: &str) -> Result<Duration, String> {
 
 /// Sizes: plain bytes or a number with a unit: B, KB/MB/GB (1000s), KiB/MiB/GiB (1024s).
 pub fn parse_size(text: &str) -> Result<u64, String> {
-    let fail = || format!("{text:?} is not a size; write bytes (5242880) or e.g. 512KiB, 5MB, 5MiB");
+    let fail =
+        || format!("{text:?} is not a size; write bytes (5242880) or e.g. 512KiB, 5MB, 5MiB");
     let trimmed = text.trim();
     let split = trimmed
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -477,11 +492,18 @@ mod tests {
         let seeds = parse_seeds_file(text, Path::new("seeds.txt")).unwrap();
         assert_eq!(
             seeds,
-            ["https://a.example/", "https://b.example/x", "https://a.example/"]
+            [
+                "https://a.example/",
+                "https://b.example/x",
+                "https://a.example/"
+            ]
         );
-        let err = parse_seeds_file("https://a.example/\n\nexample.org\n", Path::new("seeds.txt"))
-            .unwrap_err()
-            .to_string();
+        let err = parse_seeds_file(
+            "https://a.example/\n\nexample.org\n",
+            Path::new("seeds.txt"),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.starts_with("seeds.txt:3: "), "{err}");
         assert!(err.contains("https://example.org/"), "{err}");
     }

@@ -329,7 +329,9 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot write config file {path}: {source}; check that the data directory is writable")]
+    #[error(
+        "cannot write config file {path}: {source}; check that the data directory is writable"
+    )]
     Write {
         path: PathBuf,
         source: std::io::Error,

@@ -88,7 +88,14 @@ pub async fn run(
     done: JoinHandle<Result<Snapshot, EngineError>>,
     opts: HeadlessOptions,
 ) -> anyhow::Result<Snapshot> {
-    run_with(handle, done, opts, &mut std::io::stdout(), &mut std::io::stderr()).await
+    run_with(
+        handle,
+        done,
+        opts,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    )
+    .await
 }
 
 /// [`run`] with the output streams given (tests pass buffers).
@@ -100,7 +107,8 @@ pub async fn run_with(
     err: &mut (dyn Write + Send),
 ) -> anyhow::Result<Snapshot> {
     let started = Instant::now();
-    let mut ticker = tokio::time::interval_at(started + Duration::from_secs(1), Duration::from_secs(1));
+    let mut ticker =
+        tokio::time::interval_at(started + Duration::from_secs(1), Duration::from_secs(1));
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
     let mut tally = ErrorTally::default();
     let mut events_open = true;
@@ -181,18 +189,18 @@ fn progress_line(p: &Progress) -> String {
 }
 
 fn live_line(p: &Progress, max_pages: u64, tick: usize) -> String {
-    let gauge = if max_pages > 0 {
-        const WIDTH: u64 = 20;
-        let filled = (p.pages.min(max_pages) * WIDTH / max_pages) as usize;
-        format!(
+    const WIDTH: u128 = 20;
+    // u128: pages × WIDTH cannot overflow; max_pages == 0 (no limit) gives a spinner.
+    let filled = (u128::from(p.pages.min(max_pages)) * WIDTH).checked_div(u128::from(max_pages));
+    let gauge = match filled {
+        Some(filled) => format!(
             "[{}{}] {}/{}",
-            "#".repeat(filled),
-            ".".repeat(WIDTH as usize - filled),
+            "#".repeat(filled as usize),
+            ".".repeat((WIDTH - filled) as usize),
             p.pages,
             max_pages
-        )
-    } else {
-        format!("{} {} pages", SPINNER[tick % SPINNER.len()], p.pages)
+        ),
+        None => format!("{} {} pages", SPINNER[tick % SPINNER.len()], p.pages),
     };
     format!(
         "{gauge} {:.1}/s | frontier {} | in flight {} | hosts {} | errors {} | {} | {}",
@@ -234,7 +242,9 @@ fn error_kind(error: &str) -> String {
     let head = error.split([':', '(']).next().unwrap_or("").trim();
     let plausible = !head.is_empty()
         && head.len() <= 32
-        && head.chars().all(|c| c.is_ascii_alphanumeric() || " -_".contains(c));
+        && head
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || " -_".contains(c));
     if plausible {
         head.to_ascii_lowercase()
     } else {
@@ -242,7 +252,12 @@ fn error_kind(error: &str) -> String {
     }
 }
 
-fn summarize(s: &Snapshot, tally: &ErrorTally, elapsed: Duration, opts: &HeadlessOptions) -> Summary {
+fn summarize(
+    s: &Snapshot,
+    tally: &ErrorTally,
+    elapsed: Duration,
+    opts: &HeadlessOptions,
+) -> Summary {
     let responses = s.hosts.iter().fold(StatusMix::default(), |mut sum, host| {
         sum.s2xx += host.status.s2xx;
         sum.s3xx += host.status.s3xx;
@@ -325,7 +340,11 @@ pub fn summary_text(s: &Summary) -> String {
         ),
     );
     line("duplicates", s.duplicates.to_string());
-    let kinds: Vec<String> = s.errors_by_kind.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let kinds: Vec<String> = s
+        .errors_by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
     line(
         "errors",
         if kinds.is_empty() {
@@ -337,7 +356,10 @@ pub fn summary_text(s: &Summary) -> String {
     let r = &s.responses;
     line(
         "responses",
-        format!("2xx {} | 3xx {} | 4xx {} | 5xx {} | no response {}", r.s2xx, r.s3xx, r.s4xx, r.s5xx, r.errors),
+        format!(
+            "2xx {} | 3xx {} | 4xx {} | 5xx {} | no response {}",
+            r.s2xx, r.s3xx, r.s4xx, r.s5xx, r.errors
+        ),
     );
     line("robots denied", s.robots_denied.to_string());
     line("blocked by rules", s.blocked.to_string());
@@ -351,7 +373,11 @@ pub fn summary_text(s: &Summary) -> String {
             s.data_dir
         ));
         for a in &s.open_alerts {
-            let scope = a.rule_host.as_deref().map(|h| format!(" on {h}")).unwrap_or_default();
+            let scope = a
+                .rule_host
+                .as_deref()
+                .map(|h| format!(" on {h}"))
+                .unwrap_or_default();
             text.push_str(&format!(
                 "  #{} {}: {}, {} URLs seen, {} parked — suggested rule {}{}\n",
                 a.id, a.host, a.kind, a.evidence, a.parked, a.suggested_rule, scope
@@ -436,7 +462,10 @@ mod tests {
             matching_queued: 40,
             status,
         };
-        s.alerts = vec![alert(7, AlertStatus::Open), alert(8, AlertStatus::Dismissed)];
+        s.alerts = vec![
+            alert(7, AlertStatus::Open),
+            alert(8, AlertStatus::Dismissed),
+        ];
         s
     }
 
@@ -456,12 +485,23 @@ mod tests {
         let (handle, ends) = EngineHandle::channel();
         let done = tokio::spawn(async move {
             for pages in [10, 20, 30] {
-                tokio::time::sleep(Duration::from_millis(if pages == 10 { 500 } else { 1000 })).await;
-                ends.snapshots.send_replace(std::sync::Arc::new(snapshot(pages)));
+                tokio::time::sleep(Duration::from_millis(if pages == 10 { 500 } else { 1000 }))
+                    .await;
+                ends.snapshots
+                    .send_replace(std::sync::Arc::new(snapshot(pages)));
             }
-            ends.events.send(fetched_error("timeout: no answer in 20s")).await.unwrap();
-            ends.events.send(fetched_error("timeout: read")).await.unwrap();
-            ends.events.send(fetched_error("\u{1b}[31m weird")).await.unwrap();
+            ends.events
+                .send(fetched_error("timeout: no answer in 20s"))
+                .await
+                .unwrap();
+            ends.events
+                .send(fetched_error("timeout: read"))
+                .await
+                .unwrap();
+            ends.events
+                .send(fetched_error("\u{1b}[31m weird"))
+                .await
+                .unwrap();
             tokio::time::sleep(Duration::from_millis(1000)).await;
             Ok(final_snapshot())
         });
@@ -472,7 +512,11 @@ mod tests {
         let (handle, done) = fake_engine();
         let (mut out, mut err) = (Vec::new(), Vec::new());
         let result = run_with(handle, done, opts, &mut out, &mut err).await;
-        (result, String::from_utf8(out).unwrap(), String::from_utf8(err).unwrap())
+        (
+            result,
+            String::from_utf8(out).unwrap(),
+            String::from_utf8(err).unwrap(),
+        )
     }
 
     #[tokio::test(start_paused = true)]
@@ -482,33 +526,63 @@ mod tests {
         assert!(out.is_empty());
         let progress: Vec<&str> = err.lines().filter(|l| l.starts_with('[')).collect();
         assert_eq!(progress.len(), 3, "{err}");
-        assert!(progress[0].starts_with("[ 0:01] RUNNING  pages 10 (10.0/s) | frontier 90"), "{err}");
-        assert!(progress[2].contains("pages 30") && progress[2].contains("60.0 KiB"), "{err}");
+        assert!(
+            progress[0].starts_with("[ 0:01] RUNNING  pages 10 (10.0/s) | frontier 90"),
+            "{err}"
+        );
+        assert!(
+            progress[2].contains("pages 30") && progress[2].contains("60.0 KiB"),
+            "{err}"
+        );
         assert!(err.contains("crawl ended: max pages reached[2J\n"), "{err}");
-        assert!(err.contains("errors          3 (other 1, timeout 2)"), "{err}");
-        assert!(err.contains("2xx 1 | 3xx 0 | 4xx 1 | 5xx 0 | no response 2"), "{err}");
+        assert!(
+            err.contains("errors          3 (other 1, timeout 2)"),
+            "{err}"
+        );
+        assert!(
+            err.contains("2xx 1 | 3xx 0 | 4xx 1 | 5xx 0 | no response 2"),
+            "{err}"
+        );
         assert!(err.contains("robots denied   5"), "{err}");
         assert!(err.contains("open trap alerts: 1"), "{err}");
-        assert!(err.contains("#7 cal.localhost:4000: calendar/counter, 25 URLs seen, 40 parked"), "{err}");
-        assert!(err.contains("regex:^http://cal\\.localhost:4000/day/ on cal.localhost:4000"), "{err}");
+        assert!(
+            err.contains("#7 cal.localhost:4000: calendar/counter, 25 URLs seen, 40 parked"),
+            "{err}"
+        );
+        assert!(
+            err.contains("regex:^http://cal\\.localhost:4000/day/ on cal.localhost:4000"),
+            "{err}"
+        );
         assert!(!err.contains("#8"), "dismissed alerts are not open: {err}");
         assert!(!err.contains('\u{1b}') && !err.contains('\u{7}'), "{err:?}");
     }
 
     #[tokio::test(start_paused = true)]
     async fn json_lines_then_a_summary_object() {
-        let opts = HeadlessOptions { json: true, ..Default::default() };
+        let opts = HeadlessOptions {
+            json: true,
+            ..Default::default()
+        };
         let (result, out, err) = run_fake(opts).await;
         result.unwrap();
         assert!(err.is_empty(), "{err}");
-        let lines: Vec<serde_json::Value> =
-            out.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let lines: Vec<serde_json::Value> = out
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         assert_eq!(lines.len(), 4, "{out}");
         for (i, line) in lines[..3].iter().enumerate() {
             assert_eq!(line["elapsed_secs"], i as u64 + 1);
             assert_eq!(line["pages"], 10 * (i as u64 + 1));
             assert_eq!(line["state"], "RUNNING");
-            for key in ["pages_per_sec", "frontier", "in_flight", "hosts", "errors", "bytes"] {
+            for key in [
+                "pages_per_sec",
+                "frontier",
+                "in_flight",
+                "hosts",
+                "errors",
+                "bytes",
+            ] {
                 assert!(line.get(key).is_some(), "{key} missing in {line}");
             }
         }
@@ -519,21 +593,34 @@ mod tests {
         assert_eq!(summary["errors_by_kind"]["timeout"], 2);
         assert_eq!(summary["data_dir"], "/tmp/crawl1");
         assert_eq!(summary["open_alerts"][0]["id"], 7);
-        assert_eq!(summary["open_alerts"][0]["samples"][0], "http://cal.localhost:4000/day/]0;x2");
+        assert_eq!(
+            summary["open_alerts"][0]["samples"][0],
+            "http://cal.localhost:4000/day/]0;x2"
+        );
         assert_eq!(summary["elapsed_secs"], 3.5);
     }
 
     #[tokio::test(start_paused = true)]
     async fn terminal_gets_one_redrawn_bar() {
-        let opts = HeadlessOptions { live: true, max_pages: 100, ..Default::default() };
+        let opts = HeadlessOptions {
+            live: true,
+            max_pages: 100,
+            ..Default::default()
+        };
         let (_, _, err) = run_fake(opts).await;
         let (bar, summary) = err.split_once('\n').unwrap();
         assert_eq!(bar.matches("\r\u{1b}[2K").count(), 3, "{bar:?}");
         assert!(bar.ends_with("[######..............] 30/100 10.0/s | frontier 70 | in flight 2 | hosts 3 | errors 0 | 60.0 KiB | 0:03"), "{bar:?}");
         assert!(summary.starts_with("crawl ended:"), "{summary}");
-        let spinner = HeadlessOptions { live: true, ..Default::default() };
+        let spinner = HeadlessOptions {
+            live: true,
+            ..Default::default()
+        };
         let (_, _, err) = run_fake(spinner).await;
-        assert!(err.contains("| 10 pages") && err.contains("/ 20 pages"), "{err:?}");
+        assert!(
+            err.contains("| 10 pages") && err.contains("/ 20 pages"),
+            "{err:?}"
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -39,7 +39,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("crawldeck: {e:#}");
-            let usage = matches!(e.downcast_ref::<EngineError>(), Some(EngineError::Config(_)));
+            let usage = matches!(
+                e.downcast_ref::<EngineError>(),
+                Some(EngineError::Config(_))
+            );
             ExitCode::from(if usage { EXIT_USAGE } else { EXIT_RUNTIME })
         }
     }
@@ -136,7 +139,9 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
 /// `crawldeck demo`: serves the demo web and crawls it.
 async fn run_demo(run: &ResolvedRun, data_dir: &Path, headless: bool) -> anyhow::Result<()> {
     let _ = (run, data_dir, headless);
-    anyhow::bail!("the demo web is not built yet; crawl a site with `crawldeck crawl --headless URL`")
+    anyhow::bail!(
+        "the demo web is not built yet; crawl a site with `crawldeck crawl --headless URL`"
+    )
 }
 
 /// `crawldeck bench`: crawls a generated local web and reports speed and memory.
@@ -164,7 +169,9 @@ fn init_logging(data_dir: &Path, filter: Option<&str>) -> anyhow::Result<()> {
         None => match EnvFilter::try_from_default_env() {
             Ok(f) => (f, None),
             Err(e) => {
-                let bad = std::env::var("RUST_LOG").ok().map(|v| format!("RUST_LOG={v:?}: {e}"));
+                let bad = std::env::var("RUST_LOG")
+                    .ok()
+                    .map(|v| format!("RUST_LOG={v:?}: {e}"));
                 (EnvFilter::new("info"), bad)
             }
         },

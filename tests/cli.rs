@@ -35,7 +35,16 @@ fn help_lists_the_commands_and_flags() {
     let out = crawldeck(dir.path(), &["--help"]);
     assert_eq!(out.status.code(), Some(0));
     let help = String::from_utf8_lossy(&out.stdout);
-    for word in ["crawl", "demo", "bench", "keys", "--seeds", "--data", "--max-body", "--traps"] {
+    for word in [
+        "crawl",
+        "demo",
+        "bench",
+        "keys",
+        "--seeds",
+        "--data",
+        "--max-body",
+        "--traps",
+    ] {
         assert!(help.contains(word), "{word} missing from help:\n{help}");
     }
     let out = crawldeck(dir.path(), &["crawl", "--help"]);
@@ -49,15 +58,25 @@ fn bad_seed_url_exits_2_with_the_fix() {
     let out = crawldeck(dir.path(), &["crawl", "--headless", "example.org"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("\"example.org\" is not an absolute URL"), "{err}");
+    assert!(
+        err.contains("\"example.org\" is not an absolute URL"),
+        "{err}"
+    );
     assert!(err.contains("write it like https://example.org/"), "{err}");
-    assert!(!dir.path().join(cli::DEFAULT_DATA_DIR).exists(), "nothing is created on a usage error");
+    assert!(
+        !dir.path().join(cli::DEFAULT_DATA_DIR).exists(),
+        "nothing is created on a usage error"
+    );
 }
 
 #[test]
 fn bad_line_in_seeds_file_is_named_by_line() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("seeds.txt"), "# list\nhttps://a.example/\n\nftp://b.example/\n").unwrap();
+    std::fs::write(
+        dir.path().join("seeds.txt"),
+        "# list\nhttps://a.example/\n\nftp://b.example/\n",
+    )
+    .unwrap();
     let out = crawldeck(dir.path(), &["crawl", "--headless", "--seeds", "seeds.txt"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
@@ -68,19 +87,44 @@ fn bad_line_in_seeds_file_is_named_by_line() {
 #[test]
 fn config_key_typo_exits_2_naming_the_key_and_the_choices() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("my.toml"), "[politeness]\nmin_dealy = \"2s\"\n").unwrap();
-    let out = crawldeck(dir.path(), &["crawl", "--headless", "--config", "my.toml", "https://a.example/"]);
+    std::fs::write(
+        dir.path().join("my.toml"),
+        "[politeness]\nmin_dealy = \"2s\"\n",
+    )
+    .unwrap();
+    let out = crawldeck(
+        dir.path(),
+        &[
+            "crawl",
+            "--headless",
+            "--config",
+            "my.toml",
+            "https://a.example/",
+        ],
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(err.contains("my.toml"), "{err}");
     assert!(err.contains("min_dealy"), "{err}");
-    assert!(err.contains("min_delay"), "the expected key is suggested: {err}");
+    assert!(
+        err.contains("min_delay"),
+        "the expected key is suggested: {err}"
+    );
 }
 
 #[test]
 fn bad_delay_exits_2_with_the_format() {
     let dir = tempfile::tempdir().unwrap();
-    let out = crawldeck(dir.path(), &["crawl", "--headless", "--delay", "soon", "https://a.example/"]);
+    let out = crawldeck(
+        dir.path(),
+        &[
+            "crawl",
+            "--headless",
+            "--delay",
+            "soon",
+            "https://a.example/",
+        ],
+    );
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
     assert!(err.contains("--delay"), "{err}");
@@ -142,13 +186,21 @@ fn flags_win_over_the_config_file_which_wins_over_defaults() {
     assert_eq!(c.max_depth, 3, "file wins over default");
     assert_eq!(c.politeness.delay_factor, 4.0);
     assert_eq!(c.politeness.min_delay, Duration::from_secs(120));
-    assert_eq!(c.politeness.max_delay, Duration::from_secs(120), "a longer --delay raises the cap");
+    assert_eq!(
+        c.politeness.max_delay,
+        Duration::from_secs(120),
+        "a longer --delay raises the cap"
+    );
     assert_eq!(c.scope.mode, Scope::Domain);
     assert_eq!(c.scope.allow_domains, ["cdn.example"]);
     assert_eq!(c.traps.policy, TrapPolicy::AlertOnly);
     assert_eq!(c.fetch.max_body, 512 * 1024);
     assert_eq!(c.seeds, ["https://a.example/"]);
-    assert_eq!(c.concurrency, CrawlConfig::default().concurrency, "default kept");
+    assert_eq!(
+        c.concurrency,
+        CrawlConfig::default().concurrency,
+        "default kept"
+    );
 }
 
 #[test]
@@ -178,12 +230,21 @@ fn resume_reads_the_stored_config_and_adds_new_seeds() {
     .unwrap();
     assert_eq!(run.mode, Mode::Tui);
     assert_eq!(run.config.max_pages, 90);
-    assert_eq!(run.config.seeds, ["https://a.example/", "https://b.example/"]);
+    assert_eq!(
+        run.config.seeds,
+        ["https://a.example/", "https://b.example/"]
+    );
 
     // An explicit --config replaces the stored one.
     let other = dir.path().join("other.toml");
     std::fs::write(&other, "max_depth = 2\n").unwrap();
-    let run = resolve(&["--data", data.to_str().unwrap(), "--config", other.to_str().unwrap()]).unwrap();
+    let run = resolve(&[
+        "--data",
+        data.to_str().unwrap(),
+        "--config",
+        other.to_str().unwrap(),
+    ])
+    .unwrap();
     assert!(run.resuming);
     assert_eq!(run.config.max_pages, 0);
     assert_eq!(run.config.max_depth, 2);
@@ -193,7 +254,13 @@ fn resume_reads_the_stored_config_and_adds_new_seeds() {
 fn a_database_without_config_still_counts_as_a_crawl() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join(cli::DB_DIR)).unwrap();
-    let run = resolve(&["crawl", "--headless", "--data", dir.path().to_str().unwrap()]).unwrap();
+    let run = resolve(&[
+        "crawl",
+        "--headless",
+        "--data",
+        dir.path().to_str().unwrap(),
+    ])
+    .unwrap();
     assert!(run.resuming);
     assert_eq!(run.config, CrawlConfig::default());
 }
@@ -211,10 +278,14 @@ fn demo_uses_a_temporary_dir_unless_given_and_takes_no_seeds() {
 #[test]
 fn invalid_values_name_the_flag() {
     let err = resolve(&["--from", "nobody", "https://a.example/"]).unwrap_err();
-    assert!(err.0.contains("identity.from") && err.0.contains("--from"), "{err}");
+    assert!(
+        err.0.contains("identity.from") && err.0.contains("--from"),
+        "{err}"
+    );
     let err = resolve(&["--log-level", "a=b=c", "https://a.example/"]).unwrap_err();
     assert!(err.0.contains("--log-level"), "{err}");
-    let err = Cli::try_parse_from(["crawldeck", "--scope", "planet", "https://a.example/"]).unwrap_err();
+    let err =
+        Cli::try_parse_from(["crawldeck", "--scope", "planet", "https://a.example/"]).unwrap_err();
     assert_eq!(err.exit_code(), 2);
     assert!(err.to_string().contains("host"), "{err}");
 }
@@ -223,7 +294,18 @@ fn invalid_values_name_the_flag() {
 fn subcommand_names_are_not_taken_for_seeds() {
     let cli = Cli::try_parse_from(["crawldeck", "keys", "--keys", "k.toml"]).unwrap();
     let run = cli::resolve(cli).unwrap();
-    assert_eq!(run.mode, Mode::Keys { file: Some("k.toml".into()) });
+    assert_eq!(
+        run.mode,
+        Mode::Keys {
+            file: Some("k.toml".into())
+        }
+    );
     let run = resolve(&["bench", "--pages", "100", "--hosts", "4"]).unwrap();
-    assert_eq!(run.mode, Mode::Bench { pages: 100, hosts: 4 });
+    assert_eq!(
+        run.mode,
+        Mode::Bench {
+            pages: 100,
+            hosts: 4
+        }
+    );
 }
