@@ -132,7 +132,14 @@ pub async fn run_with(
                 ticks += 1;
             }
             event = handle.events.recv(), if events_open => match event {
-                Some(event) => tally.record(&event),
+                Some(event) => {
+                    tally.record(&event);
+                    if let (EngineEvent::Alert(alert), false) = (&event, opts.json) {
+                        // Clear the live bar first; the next tick redraws it.
+                        let clear = if opts.live { "\r\x1b[2K" } else { "" };
+                        writeln!(err, "{clear}trap alert {}", alert_text(&alert_summary(alert)))?;
+                    }
+                }
                 None => events_open = false,
             },
         }
@@ -373,21 +380,25 @@ pub fn summary_text(s: &Summary) -> String {
             s.data_dir
         ));
         for a in &s.open_alerts {
-            let scope = a
-                .rule_host
-                .as_deref()
-                .map(|h| format!(" on {h}"))
-                .unwrap_or_default();
-            text.push_str(&format!(
-                "  #{} {}: {}, {} URLs seen, {} parked — suggested rule {}{}\n",
-                a.id, a.host, a.kind, a.evidence, a.parked, a.suggested_rule, scope
-            ));
+            text.push_str(&format!("  {}\n", alert_text(a)));
             for sample in &a.samples {
                 text.push_str(&format!("      e.g. {sample}\n"));
             }
         }
     }
     text
+}
+
+fn alert_text(a: &AlertSummary) -> String {
+    let scope = a
+        .rule_host
+        .as_deref()
+        .map(|h| format!(" on {h}"))
+        .unwrap_or_default();
+    format!(
+        "#{} {}: {}, {} URLs seen, {} parked — suggested rule {}{}",
+        a.id, a.host, a.kind, a.evidence, a.parked, a.suggested_rule, scope
+    )
 }
 
 fn clock(secs: u64) -> String {
@@ -498,6 +509,8 @@ mod tests {
                 .send(fetched_error("timeout: read"))
                 .await
                 .unwrap();
+            let alert = final_snapshot().alerts.remove(0);
+            ends.events.send(EngineEvent::Alert(alert)).await.unwrap();
             ends.events
                 .send(fetched_error("\u{1b}[31m weird"))
                 .await
@@ -545,6 +558,10 @@ mod tests {
         );
         assert!(err.contains("robots denied   5"), "{err}");
         assert!(err.contains("open trap alerts: 1"), "{err}");
+        let raised = err
+            .find("\ntrap alert #7 cal.localhost:4000: calendar/counter")
+            .unwrap();
+        assert!(raised < err.find("crawl ended").unwrap(), "{err}");
         assert!(
             err.contains("#7 cal.localhost:4000: calendar/counter, 25 URLs seen, 40 parked"),
             "{err}"
@@ -608,8 +625,13 @@ mod tests {
             ..Default::default()
         };
         let (_, _, err) = run_fake(opts).await;
-        let (bar, summary) = err.split_once('\n').unwrap();
-        assert_eq!(bar.matches("\r\u{1b}[2K").count(), 3, "{bar:?}");
+        let (alert, rest) = err.split_once('\n').unwrap();
+        assert!(
+            alert.ends_with("\r\u{1b}[2Ktrap alert #7 cal.localhost:4000: calendar/counter, 25 URLs seen, 40 parked — suggested rule regex:^http://cal\\.localhost:4000/day/ on cal.localhost:4000"),
+            "the alert line replaces the bar: {alert:?}"
+        );
+        let (bar, summary) = rest.split_once('\n').unwrap();
+        assert_eq!(bar.matches("\r\u{1b}[2K").count(), 1, "{bar:?}");
         assert!(bar.ends_with("[######..............] 30/100 10.0/s | frontier 70 | in flight 2 | hosts 3 | errors 0 | 60.0 KiB | 0:03"), "{bar:?}");
         assert!(summary.starts_with("crawl ended:"), "{summary}");
         let spinner = HeadlessOptions {
