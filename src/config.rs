@@ -326,6 +326,13 @@ pub enum ConfigError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(
+        "cannot write config file {path}: {source}; check that the data directory is writable"
+    )]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("invalid config file {path}: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("invalid setting `{key}`: {message}")]
@@ -351,6 +358,23 @@ impl CrawlConfig {
 
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("config serializes")
+    }
+
+    /// Writes the effective config (to a temporary file, then renamed, so a
+    /// crash never leaves half a config behind).
+    pub fn save(&self, path: &Path) -> Result<(), ConfigError> {
+        let write_err = |source| ConfigError::Write {
+            path: path.to_path_buf(),
+            source,
+        };
+        let text = format!(
+            "# The effective configuration of this crawl, written by crawldeck.\n\
+             # Re-running with --data resumes with these settings; flags still win.\n\n{}",
+            self.to_toml()
+        );
+        let tmp = path.with_extension("toml.tmp");
+        std::fs::write(&tmp, text).map_err(write_err)?;
+        std::fs::rename(&tmp, path).map_err(write_err)
     }
 
     /// Checks values that parse but make no sense, naming the key and the fix.
@@ -503,6 +527,23 @@ mod tests {
             .unwrap_err()
             .to_string()
             .contains("only http and https"));
+    }
+
+    #[test]
+    fn saved_config_loads_back_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("crawl.toml");
+        let mut cfg = CrawlConfig {
+            seeds: vec!["https://example.org/".into()],
+            max_pages: 500,
+            ..Default::default()
+        };
+        cfg.politeness.min_delay = Duration::from_millis(1500);
+        cfg.identity.from = Some("ops@example.org".into());
+        cfg.traps.policy = TrapPolicy::AlertOnly;
+        cfg.save(&path).unwrap();
+        assert_eq!(CrawlConfig::load(&path).unwrap(), cfg);
+        assert!(!path.with_extension("toml.tmp").exists());
     }
 
     #[test]

@@ -2,8 +2,10 @@
 //! engine with a live terminal UI on top of it.
 
 pub mod bench;
+pub mod cli;
 pub mod config;
 pub mod demo;
 pub mod engine;
+pub mod headless;
 pub mod text;
 pub mod tui;

@@ -1,3 +1,244 @@
-fn main() {
-    println!("crawldeck: in progress");
+//! The crawldeck binary: parse the command line, log into the data directory,
+//! install a panic hook, start the runtime and dispatch.
+//!
+//! Exit codes: 0 success, 1 runtime failure, 2 usage or configuration error.
+
+use std::future::Future;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Mutex;
+
+use anyhow::Context;
+use clap::Parser;
+use crawldeck::cli::{self, Cli, Mode, ResolvedRun, CONFIG_FILE, LOG_FILE};
+use crawldeck::engine::{self, EngineError, RunningEngine};
+use crawldeck::headless::{self, HeadlessOptions};
+use tracing_subscriber::EnvFilter;
+
+const EXIT_RUNTIME: u8 = 1;
+const EXIT_USAGE: u8 = 2;
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            // --help and --version are "errors" with exit code 0; real ones exit 2.
+            let _ = e.print();
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
+    let run = match cli::resolve(cli) {
+        Ok(run) => run,
+        Err(e) => {
+            eprintln!("crawldeck: {e}");
+            return ExitCode::from(EXIT_USAGE);
+        }
+    };
+    match dispatch(run) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("crawldeck: {e:#}");
+            let usage = matches!(
+                e.downcast_ref::<EngineError>(),
+                Some(EngineError::Config(_))
+            );
+            ExitCode::from(if usage { EXIT_USAGE } else { EXIT_RUNTIME })
+        }
+    }
+}
+
+fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
+    if let Mode::Keys { file } = &run.mode {
+        return print_keys(file.as_deref());
+    }
+    // Held until the end so a temporary data directory outlives the crawl.
+    let temp_dir;
+    let data_dir: PathBuf = match &run.data_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(dir).with_context(|| {
+                format!(
+                    "cannot create the data directory {}; give a writable --data DIR",
+                    dir.display()
+                )
+            })?;
+            dir.clone()
+        }
+        None => {
+            temp_dir = tempfile::Builder::new()
+                .prefix("crawldeck-")
+                .tempdir()
+                .context("cannot create a temporary data directory; give --data DIR")?;
+            temp_dir.path().to_path_buf()
+        }
+    };
+    init_logging(&data_dir, run.log_filter.as_deref())?;
+    install_panic_hook();
+    tracing::info!(mode = ?run.mode, data = %data_dir.display(), resuming = run.resuming, "crawldeck starting");
+    let _ = rustls::crypto::ring::default_provider().install_default();
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(async {
+        match run.mode {
+            Mode::Headless => run_headless(&run, &data_dir).await,
+            Mode::Tui => run_tui(&run, &data_dir).await,
+            Mode::Demo { headless } => run_demo(&run, &data_dir, headless).await,
+            Mode::Bench { pages, hosts } => run_bench(&data_dir, pages, hosts).await,
+            Mode::Keys { .. } => unreachable!("handled before the runtime starts"),
+        }
+    });
+    if let Err(e) = &result {
+        tracing::error!("crawldeck stopped: {e:#}");
+    }
+    result
+}
+
+/// Starts the engine and records the effective config so `--data DIR` alone resumes.
+async fn start_engine(
+    run: &ResolvedRun,
+    data_dir: &Path,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<RunningEngine> {
+    let engine = engine::start(run.config.clone(), data_dir, shutdown).await?;
+    run.config.save(&data_dir.join(CONFIG_FILE))?;
+    Ok(engine)
+}
+
+async fn run_headless(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
+    let verb = if run.resuming { "resuming" } else { "starting" };
+    let json = run.ui.json;
+    if !json {
+        eprintln!(
+            "crawldeck: {verb} crawl in {} (log: {}; Ctrl-C stops and checkpoints)",
+            data_dir.display(),
+            data_dir.join(LOG_FILE).display()
+        );
+    }
+    let engine = start_engine(run, data_dir, shutdown_signal(!json)).await?;
+    let opts = HeadlessOptions {
+        json,
+        live: !json && std::io::stderr().is_terminal(),
+        max_pages: run.config.max_pages,
+        data_dir: data_dir.to_path_buf(),
+    };
+    headless::run(engine.handle, engine.done, opts).await?;
+    Ok(())
+}
+
+/// The terminal UI entry point.
+async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
+    let _ = (run, data_dir);
+    anyhow::bail!(
+        "the terminal UI is not built yet; run `crawldeck crawl --headless …` with the same arguments"
+    )
+}
+
+/// `crawldeck demo`: serves the demo web and crawls it.
+async fn run_demo(run: &ResolvedRun, data_dir: &Path, headless: bool) -> anyhow::Result<()> {
+    let _ = (run, data_dir, headless);
+    anyhow::bail!(
+        "the demo web is not built yet; crawl a site with `crawldeck crawl --headless URL`"
+    )
+}
+
+/// `crawldeck bench`: crawls a generated local web and reports speed and memory.
+async fn run_bench(data_dir: &Path, pages: u64, hosts: u32) -> anyhow::Result<()> {
+    let _ = (data_dir, pages, hosts);
+    anyhow::bail!("the bench web is not built yet")
+}
+
+/// `crawldeck keys`: prints the effective key map.
+fn print_keys(file: Option<&Path>) -> anyhow::Result<()> {
+    let _ = file;
+    anyhow::bail!("the key map lands with the terminal UI and is not built yet")
+}
+
+/// Log to `<data>/crawldeck.log`, never to the terminal (the TUI draws there).
+fn init_logging(data_dir: &Path, filter: Option<&str>) -> anyhow::Result<()> {
+    let path = data_dir.join(LOG_FILE);
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&path)
+        .with_context(|| format!("cannot open the log file {}", path.display()))?;
+    let (filter, bad_env) = match filter {
+        Some(f) => (EnvFilter::try_new(f)?, None),
+        None => match EnvFilter::try_from_default_env() {
+            Ok(f) => (f, None),
+            Err(e) => {
+                let bad = std::env::var("RUST_LOG")
+                    .ok()
+                    .map(|v| format!("RUST_LOG={v:?}: {e}"));
+                (EnvFilter::new("info"), bad)
+            }
+        },
+    };
+    tracing_subscriber::fmt()
+        .with_writer(Mutex::new(file))
+        .with_ansi(false)
+        .with_env_filter(filter)
+        .try_init()
+        .map_err(|e| anyhow::anyhow!("cannot set up logging: {e}"))?;
+    if let Some(bad) = bad_env {
+        tracing::warn!("ignored an invalid log filter ({bad}); logging at info");
+    }
+    Ok(())
+}
+
+/// Panics go to the log too (the terminal may be in the TUI's alternate screen).
+fn install_panic_hook() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let backtrace = std::backtrace::Backtrace::force_capture();
+        tracing::error!(target: "panic", "{info}\n{backtrace}");
+        default(info);
+    }));
+}
+
+/// Completes on the first Ctrl-C or SIGTERM (the engine then checkpoints and
+/// stops); a second one quits at once.
+fn shutdown_signal(notice: bool) -> impl Future<Output = ()> + Send + 'static {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(async move {
+        wait_for_signal().await;
+        tracing::info!("stop requested by signal");
+        if notice {
+            eprintln!("\ncrawldeck: stopping — finishing requests in flight and checkpointing (Ctrl-C again quits at once)");
+        }
+        let _ = tx.send(());
+        wait_for_signal().await;
+        tracing::warn!("second stop signal: quitting without checkpoint");
+        eprintln!("crawldeck: quit; URLs that were in flight are fetched again on resume");
+        std::process::exit(130);
+    });
+    async move {
+        if rx.await.is_err() {
+            // The signal task is gone (runtime shutting down): never stop the engine from here.
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+async fn wait_for_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            },
+            Err(_) => ctrl_c.await,
+        }
+    }
+    #[cfg(not(unix))]
+    ctrl_c.await;
 }

@@ -1,0 +1,311 @@
+//! The command line: the real binary's exit codes and messages, and the
+//! precedence of defaults < config file < flags. No network: nothing here
+//! reaches the point where a crawl would start.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use clap::Parser;
+use crawldeck::cli::{self, Cli, Mode, ResolvedRun, UsageError};
+use crawldeck::config::{CrawlConfig, Scope, TrapPolicy};
+
+fn crawldeck(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_crawldeck"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("the binary runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn resolve(args: &[&str]) -> Result<ResolvedRun, UsageError> {
+    let cli = Cli::try_parse_from(std::iter::once("crawldeck").chain(args.iter().copied()))
+        .expect("arguments parse");
+    cli::resolve(cli)
+}
+
+#[test]
+fn help_lists_the_commands_and_flags() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crawldeck(dir.path(), &["--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for word in [
+        "crawl",
+        "demo",
+        "bench",
+        "keys",
+        "--seeds",
+        "--data",
+        "--max-body",
+        "--traps",
+    ] {
+        assert!(help.contains(word), "{word} missing from help:\n{help}");
+    }
+    let out = crawldeck(dir.path(), &["crawl", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--headless"));
+}
+
+#[test]
+fn bad_seed_url_exits_2_with_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crawldeck(dir.path(), &["crawl", "--headless", "example.org"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("\"example.org\" is not an absolute URL"),
+        "{err}"
+    );
+    assert!(err.contains("write it like https://example.org/"), "{err}");
+    assert!(
+        !dir.path().join(cli::DEFAULT_DATA_DIR).exists(),
+        "nothing is created on a usage error"
+    );
+}
+
+#[test]
+fn bad_line_in_seeds_file_is_named_by_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("seeds.txt"),
+        "# list\nhttps://a.example/\n\nftp://b.example/\n",
+    )
+    .unwrap();
+    let out = crawldeck(dir.path(), &["crawl", "--headless", "--seeds", "seeds.txt"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("seeds.txt:4: "), "{err}");
+    assert!(err.contains("only http and https"), "{err}");
+}
+
+#[test]
+fn config_key_typo_exits_2_naming_the_key_and_the_choices() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("my.toml"),
+        "[politeness]\nmin_dealy = \"2s\"\n",
+    )
+    .unwrap();
+    let out = crawldeck(
+        dir.path(),
+        &[
+            "crawl",
+            "--headless",
+            "--config",
+            "my.toml",
+            "https://a.example/",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("my.toml"), "{err}");
+    assert!(err.contains("min_dealy"), "{err}");
+    assert!(
+        err.contains("min_delay"),
+        "the expected key is suggested: {err}"
+    );
+}
+
+#[test]
+fn bad_delay_exits_2_with_the_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crawldeck(
+        dir.path(),
+        &[
+            "crawl",
+            "--headless",
+            "--delay",
+            "soon",
+            "https://a.example/",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("--delay"), "{err}");
+    assert!(err.contains("\"soon\" is not a duration"), "{err}");
+    assert!(err.contains("500ms"), "{err}");
+}
+
+#[test]
+fn resuming_an_empty_dir_explains_what_is_missing() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    let out = crawldeck(dir.path(), &["crawl", "--headless", "--data", "empty"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no seeds: give a URL, --seeds FILE, or --data of an existing crawl"),
+        "{err}"
+    );
+    assert!(err.contains("empty holds no crawl"), "{err}");
+}
+
+#[test]
+fn flags_win_over_the_config_file_which_wins_over_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        "max_pages = 50\nmax_depth = 3\n[politeness]\nmin_delay = \"2s\"\ndelay_factor = 4.0\n",
+    )
+    .unwrap();
+    let data = dir.path().join("data");
+    let run = resolve(&[
+        "crawl",
+        "--headless",
+        "--config",
+        file.to_str().unwrap(),
+        "--data",
+        data.to_str().unwrap(),
+        "--max-pages",
+        "500",
+        "--delay",
+        "2m",
+        "--scope",
+        "domain",
+        "--traps",
+        "alert-only",
+        "--max-body",
+        "512KiB",
+        "--allow-domain",
+        ".CDN.example",
+        "https://a.example",
+    ])
+    .unwrap();
+    assert_eq!(run.mode, Mode::Headless);
+    assert_eq!(run.data_dir.as_deref(), Some(data.as_path()));
+    assert!(!run.resuming);
+    let c = &run.config;
+    assert_eq!(c.max_pages, 500, "flag wins");
+    assert_eq!(c.max_depth, 3, "file wins over default");
+    assert_eq!(c.politeness.delay_factor, 4.0);
+    assert_eq!(c.politeness.min_delay, Duration::from_secs(120));
+    assert_eq!(
+        c.politeness.max_delay,
+        Duration::from_secs(120),
+        "a longer --delay raises the cap"
+    );
+    assert_eq!(c.scope.mode, Scope::Domain);
+    assert_eq!(c.scope.allow_domains, ["cdn.example"]);
+    assert_eq!(c.traps.policy, TrapPolicy::AlertOnly);
+    assert_eq!(c.fetch.max_body, 512 * 1024);
+    assert_eq!(c.seeds, ["https://a.example/"]);
+    assert_eq!(
+        c.concurrency,
+        CrawlConfig::default().concurrency,
+        "default kept"
+    );
+}
+
+#[test]
+fn resume_reads_the_stored_config_and_adds_new_seeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("crawl1");
+    std::fs::create_dir(&data).unwrap();
+    let stored = CrawlConfig {
+        seeds: vec!["https://a.example/".into()],
+        max_pages: 77,
+        ..Default::default()
+    };
+    stored.save(&data.join(cli::CONFIG_FILE)).unwrap();
+
+    let run = resolve(&["crawl", "--headless", "--data", data.to_str().unwrap()]).unwrap();
+    assert!(run.resuming);
+    assert_eq!(run.config, stored);
+
+    let run = resolve(&[
+        "--data",
+        data.to_str().unwrap(),
+        "--max-pages",
+        "90",
+        "https://b.example/",
+        "https://a.example/",
+    ])
+    .unwrap();
+    assert_eq!(run.mode, Mode::Tui);
+    assert_eq!(run.config.max_pages, 90);
+    assert_eq!(
+        run.config.seeds,
+        ["https://a.example/", "https://b.example/"]
+    );
+
+    // An explicit --config replaces the stored one.
+    let other = dir.path().join("other.toml");
+    std::fs::write(&other, "max_depth = 2\n").unwrap();
+    let run = resolve(&[
+        "--data",
+        data.to_str().unwrap(),
+        "--config",
+        other.to_str().unwrap(),
+    ])
+    .unwrap();
+    assert!(run.resuming);
+    assert_eq!(run.config.max_pages, 0);
+    assert_eq!(run.config.max_depth, 2);
+}
+
+#[test]
+fn a_database_without_config_still_counts_as_a_crawl() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(cli::DB_DIR)).unwrap();
+    let run = resolve(&[
+        "crawl",
+        "--headless",
+        "--data",
+        dir.path().to_str().unwrap(),
+    ])
+    .unwrap();
+    assert!(run.resuming);
+    assert_eq!(run.config, CrawlConfig::default());
+}
+
+#[test]
+fn demo_uses_a_temporary_dir_unless_given_and_takes_no_seeds() {
+    let run = resolve(&["demo", "--headless", "--json"]).unwrap();
+    assert_eq!(run.mode, Mode::Demo { headless: true });
+    assert_eq!(run.data_dir, None);
+    assert!(run.ui.json);
+    let err = resolve(&["demo", "https://a.example/"]).unwrap_err();
+    assert!(err.0.contains("takes no seeds"), "{err}");
+}
+
+#[test]
+fn invalid_values_name_the_flag() {
+    let err = resolve(&["--from", "nobody", "https://a.example/"]).unwrap_err();
+    assert!(
+        err.0.contains("identity.from") && err.0.contains("--from"),
+        "{err}"
+    );
+    let err = resolve(&["--log-level", "a=b=c", "https://a.example/"]).unwrap_err();
+    assert!(err.0.contains("--log-level"), "{err}");
+    let err =
+        Cli::try_parse_from(["crawldeck", "--scope", "planet", "https://a.example/"]).unwrap_err();
+    assert_eq!(err.exit_code(), 2);
+    assert!(err.to_string().contains("host"), "{err}");
+}
+
+#[test]
+fn subcommand_names_are_not_taken_for_seeds() {
+    let cli = Cli::try_parse_from(["crawldeck", "keys", "--keys", "k.toml"]).unwrap();
+    let run = cli::resolve(cli).unwrap();
+    assert_eq!(
+        run.mode,
+        Mode::Keys {
+            file: Some("k.toml".into())
+        }
+    );
+    let run = resolve(&["bench", "--pages", "100", "--hosts", "4"]).unwrap();
+    assert_eq!(
+        run.mode,
+        Mode::Bench {
+            pages: 100,
+            hosts: 4
+        }
+    );
+}
