@@ -11,7 +11,12 @@ use std::sync::Mutex;
 
 use anyhow::Context;
 use clap::Parser;
+use std::time::Duration;
+
+use crawldeck::bench::{self, BenchOptions};
 use crawldeck::cli::{self, Cli, Mode, ResolvedRun, CONFIG_FILE, LOG_FILE};
+use crawldeck::config::CrawlConfig;
+use crawldeck::demo::{DemoOptions, DemoWeb};
 use crawldeck::engine::{self, EngineError, RunningEngine};
 use crawldeck::headless::{self, HeadlessOptions};
 use tracing_subscriber::EnvFilter;
@@ -138,16 +143,45 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
 
 /// `crawldeck demo`: serves the demo web and crawls it.
 async fn run_demo(run: &ResolvedRun, data_dir: &Path, headless: bool) -> anyhow::Result<()> {
-    let _ = (run, data_dir, headless);
-    anyhow::bail!(
-        "the demo web is not built yet; crawl a site with `crawldeck crawl --headless URL`"
-    )
+    if run.resuming {
+        anyhow::bail!(
+            "{} already holds a crawl; the demo web gets new ports each run, so `demo` always starts fresh — give an empty --data DIR (or none for a temporary one)",
+            data_dir.display()
+        );
+    }
+    let demo = DemoWeb::start(DemoOptions::standard())
+        .await
+        .context("cannot start the demo web on 127.0.0.1")?;
+    let mut run = run.clone();
+    run.config.seeds = demo.seeds().iter().map(|u| u.to_string()).collect();
+    // A demo pace: quick enough to watch the whole web being crawled, still polite.
+    if run.config.politeness.min_delay == CrawlConfig::default().politeness.min_delay {
+        run.config.politeness.min_delay = Duration::from_millis(250);
+    }
+    if !run.ui.json {
+        eprintln!("crawldeck: demo web serving {} sites on 127.0.0.1", demo.seeds().len());
+    }
+    let result = if headless {
+        run_headless(&run, data_dir).await
+    } else {
+        run_tui(&run, data_dir).await
+    };
+    demo.shutdown().await;
+    result
 }
 
-/// `crawldeck bench`: crawls a generated local web and reports speed and memory.
+/// `crawldeck bench`: a synthetic site crawled in-process, measured.
 async fn run_bench(data_dir: &Path, pages: u64, hosts: u32) -> anyhow::Result<()> {
-    let _ = (data_dir, pages, hosts);
-    anyhow::bail!("the bench web is not built yet")
+    eprintln!("crawldeck bench: {pages} pages on {hosts} hosts (127.0.0.1), no politeness delay");
+    let report = bench::run(BenchOptions {
+        pages: pages as usize,
+        hosts: hosts as usize,
+        data: Some(data_dir.to_path_buf()),
+        warc: true,
+    })
+    .await?;
+    print!("{}", report.render());
+    Ok(())
 }
 
 /// `crawldeck keys`: prints the effective key map.
