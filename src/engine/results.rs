@@ -507,6 +507,7 @@ impl Scheduler {
         let mut batch_seen = HashSet::new();
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
+        let open_alerts_before = self.alert_rules.len();
         for (mut url, _) in links {
             url_norm::normalize(&mut url);
             if self.filter.check(&url).is_err() {
@@ -559,6 +560,19 @@ impl Scheduler {
             if let Err(e) = self.store.record_pages(&given_up) {
                 tracing::error!("recording URLs of given-up hosts: {e}");
             }
+        }
+        if self.alert_rules.len() != open_alerts_before {
+            // An alert raised by this page's links also covers its earlier links.
+            let (parked, free): (Vec<_>, Vec<_>) = admitted
+                .into_iter()
+                .partition(|e| self.quarantining_alert(e).is_some());
+            for entry in parked {
+                let alert_id = self.quarantining_alert(&entry).expect("partitioned");
+                if let Err(e) = self.frontier.park_new(alert_id, vec![entry]) {
+                    tracing::error!("parking URL: {e}");
+                }
+            }
+            admitted = free;
         }
         admitted
     }
