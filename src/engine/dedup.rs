@@ -56,7 +56,8 @@ impl BloomFilter {
     }
 
     pub fn might_contain(&self, fp: u64) -> bool {
-        Self::positions(self.hashes, self.bit_count, fp).all(|bit| self.bits[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+        Self::positions(self.hashes, self.bit_count, fp)
+            .all(|bit| self.bits[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
     }
 
     pub fn memory_bytes(&self) -> usize {
@@ -143,7 +144,10 @@ mod tests {
             .count();
         let rate = false_positives as f64 / probes as f64;
         assert!(rate < 0.02, "false-positive rate {rate} too far above 0.01");
-        assert!(rate > 0.002, "false-positive rate {rate} suspiciously low for the size");
+        assert!(
+            rate > 0.002,
+            "false-positive rate {rate} suspiciously low for the size"
+        );
         // ~9.6 bits per item at 1 %.
         assert!(bloom.memory_bytes() < n * 2);
         assert_eq!(bloom.hash_count(), 7);
@@ -187,8 +191,16 @@ mod tests {
         let a = simhash(words(&base));
         let b = simhash(words(&near));
         let c = simhash(words(&unrelated));
-        assert!(hamming(a, b) <= 6, "near duplicates differ in {} bits", hamming(a, b));
-        assert!(hamming(a, c) >= 16, "unrelated texts differ in only {} bits", hamming(a, c));
+        assert!(
+            hamming(a, b) <= 6,
+            "near duplicates differ in {} bits",
+            hamming(a, b)
+        );
+        assert!(
+            hamming(a, c) >= 16,
+            "unrelated texts differ in only {} bits",
+            hamming(a, c)
+        );
         assert_eq!(simhash(words(&base)), a);
         assert_eq!(simhash(std::iter::empty()), 0);
     }
