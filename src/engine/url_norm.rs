@@ -86,9 +86,11 @@ pub fn resolve(base: &Url, href: &str) -> Option<Url> {
     if href.is_empty() || href.starts_with('#') {
         return None;
     }
-    let prefix = href.get(..11).unwrap_or(href);
+    // Bytes, not str slices: the href may have a multi-byte char at the cut.
     if SKIPPED_SCHEMES.iter().any(|scheme| {
-        prefix.len() >= scheme.len() && prefix[..scheme.len()].eq_ignore_ascii_case(scheme)
+        href.as_bytes()
+            .get(..scheme.len())
+            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(scheme.as_bytes()))
     }) {
         return None;
     }
