@@ -215,8 +215,9 @@ impl State<'_> {
             return;
         };
         let name = name.trim();
+        let token = &self.opts.product_token;
         if name.eq_ignore_ascii_case("robots")
-            || name.eq_ignore_ascii_case(&self.opts.product_token)
+            || (!token.is_empty() && name.eq_ignore_ascii_case(token))
         {
             let content = el.get_attribute("content").unwrap_or_default();
             let parsed = RobotsDirectives::parse(&content, &self.opts.product_token);

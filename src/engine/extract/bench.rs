@@ -36,7 +36,7 @@ pub fn sample_page() -> String {
     }
     page.push_str("</div><main>");
     let mut paragraph = 0;
-    while page.len() < 21 * 1024 {
+    while page.len() < 22 * 1024 + 512 {
         let _ = write!(
             page,
             "<h2 id=\"p{paragraph}\">Part {paragraph}</h2><p class=\"body\">Robots exclusion \

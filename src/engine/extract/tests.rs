@@ -248,7 +248,7 @@ fn link_cap_and_url_length_cap_count_drops() {
 fn a_page_with_100_000_links_stays_bounded() {
     let mut html = String::with_capacity(3_000_000);
     for i in 0..100_000 {
-        let _ = write!(html, "<a href=\"/trap/{i}\">{i}</a>\n");
+        let _ = writeln!(html, "<a href=\"/trap/{i}\">{i}</a>");
     }
     let got = run_with(
         &html,
