@@ -1,1 +1,214 @@
-//! (in progress)
+//! Duplicate detection primitives: URL fingerprints, an in-memory Bloom filter
+//! in front of the persistent seen set, content digests and simhash.
+
+use sha1::{Digest, Sha1};
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
+
+/// xxh3_64 of the normalized URL string; stable across runs and platforms.
+pub fn url_fingerprint(url: &str) -> u64 {
+    xxh3_64(url.as_bytes())
+}
+
+/// A fixed-size Bloom filter over 64-bit fingerprints.
+///
+/// The k probe positions come from double hashing (Kirsch–Mitzenmacher): the
+/// fingerprint is already a good hash, so its two 32-bit halves give h1 and h2.
+#[derive(Debug, Clone)]
+pub struct BloomFilter {
+    bits: Vec<u64>,
+    bit_count: u64,
+    hashes: u32,
+}
+
+impl BloomFilter {
+    /// Sized for `expected` items at false-positive rate `fp_rate` (clamped to a sane range).
+    pub fn new(expected: usize, fp_rate: f64) -> Self {
+        let n = expected.max(1) as f64;
+        let p = if fp_rate.is_finite() {
+            fp_rate.clamp(1e-9, 0.5)
+        } else {
+            0.01
+        };
+        let ln2 = std::f64::consts::LN_2;
+        let m = (-(n * p.ln()) / (ln2 * ln2)).ceil().max(64.0);
+        let words = (m / 64.0).ceil() as usize;
+        let bit_count = words as u64 * 64;
+        let k = ((bit_count as f64 / n) * ln2).round().clamp(1.0, 30.0) as u32;
+        BloomFilter {
+            bits: vec![0; words],
+            bit_count,
+            hashes: k,
+        }
+    }
+
+    fn positions(hashes: u32, bit_count: u64, fp: u64) -> impl Iterator<Item = u64> {
+        // Re-mix so that fingerprints with structured low bits still spread.
+        let mixed = xxh3_64_with_seed(&fp.to_le_bytes(), 0x9E37_79B9);
+        let h1 = mixed & 0xFFFF_FFFF;
+        let h2 = (mixed >> 32) | 1;
+        (0..u64::from(hashes)).map(move |i| h1.wrapping_add(i.wrapping_mul(h2)) % bit_count)
+    }
+
+    pub fn insert(&mut self, fp: u64) {
+        for bit in Self::positions(self.hashes, self.bit_count, fp) {
+            self.bits[(bit / 64) as usize] |= 1 << (bit % 64);
+        }
+    }
+
+    pub fn might_contain(&self, fp: u64) -> bool {
+        Self::positions(self.hashes, self.bit_count, fp)
+            .all(|bit| self.bits[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        self.bits.len() * std::mem::size_of::<u64>()
+    }
+
+    /// Number of hash functions in use.
+    pub fn hash_count(&self) -> u32 {
+        self.hashes
+    }
+}
+
+/// SHA-1 of a response body, as WARC's payload digest and for exact duplicates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ContentDigest(pub [u8; 20]);
+
+impl ContentDigest {
+    pub fn of(body: &[u8]) -> Self {
+        ContentDigest(Sha1::digest(body).into())
+    }
+
+    /// `sha1:` followed by the RFC 4648 base32 digest, as WARC tools expect.
+    pub fn warc_label(&self) -> String {
+        format!("sha1:{}", data_encoding::BASE32.encode(&self.0))
+    }
+}
+
+/// 64-bit simhash: each distinct token votes on every bit with its count as weight.
+pub fn simhash<'a>(tokens: impl Iterator<Item = &'a str>) -> u64 {
+    let mut weights = [0i64; 64];
+    let mut counts: std::collections::HashMap<u64, i64> = std::collections::HashMap::new();
+    for token in tokens {
+        if !token.is_empty() {
+            *counts.entry(xxh3_64(token.as_bytes())).or_insert(0) += 1;
+        }
+    }
+    for (hash, count) in counts {
+        for (bit, weight) in weights.iter_mut().enumerate() {
+            if hash & (1 << bit) != 0 {
+                *weight += count;
+            } else {
+                *weight -= count;
+            }
+        }
+    }
+    weights
+        .iter()
+        .enumerate()
+        .filter(|(_, w)| **w > 0)
+        .fold(0u64, |acc, (bit, _)| acc | (1 << bit))
+}
+
+pub fn hamming(a: u64, b: u64) -> u32 {
+    (a ^ b).count_ones()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fingerprint_is_stable_and_distinguishes() {
+        // xxh3_64 is a fixed algorithm: the value must never change between releases.
+        assert_eq!(url_fingerprint(""), 0x2D06_8005_38D3_94C2);
+        assert_ne!(
+            url_fingerprint("http://a.example/"),
+            url_fingerprint("http://b.example/")
+        );
+    }
+
+    #[test]
+    fn bloom_has_no_false_negatives_and_near_target_fp_rate() {
+        let n = 100_000;
+        let mut bloom = BloomFilter::new(n, 0.01);
+        for i in 0..n {
+            bloom.insert(url_fingerprint(&format!("http://h.example/page/{i}")));
+        }
+        for i in 0..n {
+            assert!(bloom.might_contain(url_fingerprint(&format!("http://h.example/page/{i}"))));
+        }
+        let probes = 100_000;
+        let false_positives = (0..probes)
+            .filter(|i| bloom.might_contain(url_fingerprint(&format!("http://other.example/{i}"))))
+            .count();
+        let rate = false_positives as f64 / probes as f64;
+        assert!(rate < 0.02, "false-positive rate {rate} too far above 0.01");
+        assert!(
+            rate > 0.002,
+            "false-positive rate {rate} suspiciously low for the size"
+        );
+        // ~9.6 bits per item at 1 %.
+        assert!(bloom.memory_bytes() < n * 2);
+        assert_eq!(bloom.hash_count(), 7);
+    }
+
+    #[test]
+    fn bloom_survives_degenerate_parameters() {
+        let mut bloom = BloomFilter::new(0, f64::NAN);
+        bloom.insert(1);
+        assert!(bloom.might_contain(1));
+        let mut tiny = BloomFilter::new(10, 0.9);
+        tiny.insert(42);
+        assert!(tiny.might_contain(42));
+    }
+
+    #[test]
+    fn content_digest_matches_known_sha1_and_base32() {
+        let digest = ContentDigest::of(b"abc");
+        assert_eq!(
+            digest.0,
+            [
+                0xa9, 0x99, 0x3e, 0x36, 0x47, 0x06, 0x81, 0x6a, 0xba, 0x3e, 0x25, 0x71, 0x78, 0x50,
+                0xc2, 0x6c, 0x9c, 0xd0, 0xd8, 0x9d
+            ]
+        );
+        assert_eq!(digest.warc_label(), "sha1:VGMT4NSHA2AWVOR6EVYXQUGCNSONBWE5");
+    }
+
+    fn words(text: &str) -> impl Iterator<Item = &str> {
+        text.split_whitespace()
+    }
+
+    #[test]
+    fn simhash_near_duplicates_are_close_and_unrelated_texts_far() {
+        let base: String = (0..300)
+            .map(|i| format!("word{} ", i % 120))
+            .collect::<String>()
+            + "the quick brown fox jumps over the lazy dog calendar page for march";
+        let near = base.replace("march", "april");
+        let unrelated: String = (0..300).map(|i| format!("other{} ", i * 7)).collect();
+        let a = simhash(words(&base));
+        let b = simhash(words(&near));
+        let c = simhash(words(&unrelated));
+        assert!(
+            hamming(a, b) <= 6,
+            "near duplicates differ in {} bits",
+            hamming(a, b)
+        );
+        assert!(
+            hamming(a, c) >= 16,
+            "unrelated texts differ in only {} bits",
+            hamming(a, c)
+        );
+        assert_eq!(simhash(words(&base)), a);
+        assert_eq!(simhash(std::iter::empty()), 0);
+    }
+
+    #[test]
+    fn hamming_counts_differing_bits() {
+        assert_eq!(hamming(0, 0), 0);
+        assert_eq!(hamming(0, u64::MAX), 64);
+        assert_eq!(hamming(0b1010, 0b0110), 2);
+    }
+}

@@ -1,1 +1,454 @@
-//! (in progress)
+//! URL normalization (RFC 3986 on top of the `url` crate), host keys and the
+//! scope / URL filters applied before a URL is queued.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+use url::Url;
+
+use crate::config::{Scope, ScopeConfig};
+use crate::engine::control::HostKey;
+
+/// Normalizes in place. The `url` crate already lowercases scheme and host,
+/// drops default ports, resolves dot segments and turns an empty http(s) path
+/// into `/`; this adds the percent-encoding rules and drops the fragment.
+pub fn normalize(url: &mut Url) {
+    url.set_fragment(None);
+    if let Some(path) = normalize_percent(url.path()) {
+        url.set_path(&path);
+    }
+    // The query keeps its order and its bytes; only equivalent encodings are unified.
+    if let Some(query) = url.query().and_then(normalize_percent) {
+        url.set_query(Some(&query));
+    }
+    if url.path().is_empty() && !url.cannot_be_a_base() {
+        url.set_path("/");
+    }
+}
+
+fn is_unreserved(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~')
+}
+
+/// Decodes `%XX` of unreserved characters and uppercases the rest;
+/// `None` when nothing changes (the common case, no allocation).
+fn normalize_percent(input: &str) -> Option<String> {
+    let bytes = input.as_bytes();
+    if !bytes.contains(&b'%') {
+        return None;
+    }
+    let mut out = String::with_capacity(input.len());
+    let mut changed = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && bytes[i + 1].is_ascii_hexdigit()
+            && bytes[i + 2].is_ascii_hexdigit()
+        {
+            let hex = &input[i + 1..i + 3];
+            let value = u8::from_str_radix(hex, 16).unwrap_or(0);
+            if is_unreserved(value) {
+                out.push(value as char);
+                changed = true;
+            } else {
+                let upper = hex.to_ascii_uppercase();
+                changed |= upper != hex;
+                out.push('%');
+                out.push_str(&upper);
+            }
+            i += 3;
+            continue;
+        }
+        // Copy one whole char (the input is a valid str; `url` keeps it ASCII anyway).
+        let ch_len = input[i..].chars().next().map_or(1, char::len_utf8);
+        out.push_str(&input[i..i + ch_len]);
+        i += ch_len;
+    }
+    changed.then_some(out)
+}
+
+/// Schemes that never lead to a crawlable page; rejected before joining.
+const SKIPPED_SCHEMES: [&str; 8] = [
+    "javascript:",
+    "mailto:",
+    "tel:",
+    "data:",
+    "ftp:",
+    "file:",
+    "about:",
+    "blob:",
+];
+
+/// Resolves an href found on `base` into an absolute, normalized http(s) URL.
+pub fn resolve(base: &Url, href: &str) -> Option<Url> {
+    let href = href.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\u{0}');
+    if href.is_empty() || href.starts_with('#') {
+        return None;
+    }
+    // Bytes, not str slices: the href may have a multi-byte char at the cut.
+    if SKIPPED_SCHEMES.iter().any(|scheme| {
+        href.as_bytes()
+            .get(..scheme.len())
+            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(scheme.as_bytes()))
+    }) {
+        return None;
+    }
+    let mut url = base.join(href).ok()?;
+    if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
+        return None;
+    }
+    normalize(&mut url);
+    Some(url)
+}
+
+/// `host` or `host:port` when the port is not the scheme's default, lowercase.
+pub fn host_key(url: &Url) -> HostKey {
+    let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+    match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    }
+}
+
+/// Second-level labels under which registrations happen (naive public-suffix list).
+const TWO_LEVEL_SUFFIXES: [&str; 24] = [
+    "co.uk", "org.uk", "ac.uk", "gov.uk", "me.uk", "ltd.uk", "plc.uk", "com.au", "net.au",
+    "org.au", "edu.au", "co.nz", "org.nz", "co.jp", "ne.jp", "or.jp", "ac.jp", "co.kr", "or.kr",
+    "com.br", "com.cn", "com.tw", "co.in", "co.za",
+];
+
+/// The naive registrable domain: the last two labels, three under a known
+/// two-level public suffix; IP addresses unchanged.
+pub fn registrable_domain(host: &str) -> &str {
+    let trimmed = host.trim_end_matches('.');
+    if trimmed.starts_with('[') || trimmed.parse::<IpAddr>().is_ok() {
+        return host;
+    }
+    let labels_wanted = if TWO_LEVEL_SUFFIXES
+        .iter()
+        .any(|suffix| ends_with_label(trimmed, suffix))
+    {
+        3
+    } else {
+        2
+    };
+    let mut start = trimmed.len();
+    for _ in 0..labels_wanted {
+        match trimmed[..start].rfind('.') {
+            Some(dot) => start = dot,
+            None => return trimmed,
+        }
+    }
+    &trimmed[start + 1..]
+}
+
+/// `host` is `domain` or one of its subdomains (ASCII case-insensitive).
+fn ends_with_label(host: &str, domain: &str) -> bool {
+    if host.len() == domain.len() {
+        return host.eq_ignore_ascii_case(domain);
+    }
+    host.len() > domain.len()
+        && host.as_bytes()[host.len() - domain.len() - 1] == b'.'
+        && host[host.len() - domain.len()..].eq_ignore_ascii_case(domain)
+}
+
+/// Why a URL is not queued.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rejection {
+    Scheme,
+    TooLong,
+    OutOfScope,
+    DeniedExtension,
+}
+
+impl Rejection {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Rejection::Scheme => "scheme not http(s)",
+            Rejection::TooLong => "URL too long",
+            Rejection::OutOfScope => "out of scope",
+            Rejection::DeniedExtension => "denied extension",
+        }
+    }
+}
+
+/// Scope and URL-shape filter applied to every discovered URL.
+#[derive(Debug, Clone)]
+pub struct UrlFilter {
+    mode: Scope,
+    max_url_len: usize,
+    deny_extensions: HashSet<String>,
+    allow_domains: Vec<String>,
+    seed_hosts: HashSet<HostKey>,
+    seed_domains: HashSet<String>,
+}
+
+impl UrlFilter {
+    pub fn new(scope: &ScopeConfig, seeds: &[Url]) -> Self {
+        let mut filter = UrlFilter {
+            mode: scope.mode,
+            max_url_len: scope.max_url_len,
+            deny_extensions: scope
+                .deny_extensions
+                .iter()
+                .map(|ext| ext.trim_start_matches('.').to_ascii_lowercase())
+                .collect(),
+            allow_domains: scope
+                .allow_domains
+                .iter()
+                .map(|d| d.trim().trim_matches('.').to_ascii_lowercase())
+                .filter(|d| !d.is_empty())
+                .collect(),
+            seed_hosts: HashSet::new(),
+            seed_domains: HashSet::new(),
+        };
+        for seed in seeds {
+            filter.add_seed(seed);
+        }
+        filter
+    }
+
+    /// Widens the scope to a new seed's host (and domain).
+    pub fn add_seed(&mut self, seed: &Url) {
+        self.seed_hosts.insert(host_key(seed));
+        if let Some(host) = seed.host_str() {
+            self.seed_domains
+                .insert(registrable_domain(&host.to_ascii_lowercase()).to_string());
+        }
+    }
+
+    pub fn check(&self, url: &Url) -> Result<(), Rejection> {
+        if !matches!(url.scheme(), "http" | "https") {
+            return Err(Rejection::Scheme);
+        }
+        if url.as_str().len() > self.max_url_len {
+            return Err(Rejection::TooLong);
+        }
+        if !self.in_scope(url) {
+            return Err(Rejection::OutOfScope);
+        }
+        if self.denied_extension(url) {
+            return Err(Rejection::DeniedExtension);
+        }
+        Ok(())
+    }
+
+    fn in_scope(&self, url: &Url) -> bool {
+        let Some(host) = url.host_str() else {
+            return false;
+        };
+        if self.allow_domains.iter().any(|d| ends_with_label(host, d)) {
+            return true;
+        }
+        match self.mode {
+            Scope::Any => true,
+            Scope::Host => self.seed_hosts.contains(&host_key(url)),
+            Scope::Domain => self.seed_domains.iter().any(|d| ends_with_label(host, d)),
+        }
+    }
+
+    fn denied_extension(&self, url: &Url) -> bool {
+        let last_segment = url.path().rsplit('/').next().unwrap_or("");
+        match last_segment.rsplit_once('.') {
+            Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => {
+                self.deny_extensions.contains(&ext.to_ascii_lowercase())
+            }
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn norm(input: &str) -> String {
+        let mut url = Url::parse(input).unwrap();
+        normalize(&mut url);
+        url.to_string()
+    }
+
+    #[test]
+    fn normalize_applies_rfc3986_rules() {
+        assert_eq!(
+            norm("HTTP://Example.COM:80/a/./b/../c?x#f"),
+            "http://example.com/a/c?x"
+        );
+        assert_eq!(norm("https://example.com:443"), "https://example.com/");
+        assert_eq!(norm("http://example.com:8080/"), "http://example.com:8080/");
+        assert_eq!(
+            norm("http://example.com/%7Euser/%41b"),
+            "http://example.com/~user/Ab"
+        );
+        assert_eq!(
+            norm("http://example.com/a%2fb%c3%a9"),
+            "http://example.com/a%2Fb%C3%A9"
+        );
+        assert_eq!(
+            norm("http://example.com/p?q=%7e&b=2&a=1"),
+            "http://example.com/p?q=~&b=2&a=1"
+        );
+        assert_eq!(
+            norm("http://example.com/p?z=1&a=%3d"),
+            "http://example.com/p?z=1&a=%3D"
+        );
+        // A stray percent sign stays.
+        assert_eq!(
+            norm("http://example.com/100%/x%4"),
+            "http://example.com/100%/x%4"
+        );
+        assert_eq!(
+            norm("http://example.com/a/b/../../../c"),
+            "http://example.com/c"
+        );
+        assert_eq!(norm("http://example.com/a#frag"), "http://example.com/a");
+    }
+
+    #[test]
+    fn normalize_is_idempotent() {
+        for input in [
+            "HTTP://Example.COM:80/a/./b/../c?x#f",
+            "http://h/%7e%2f?%aa",
+            "http://h",
+        ] {
+            let once = norm(input);
+            assert_eq!(norm(&once), once);
+        }
+    }
+
+    #[test]
+    fn resolve_joins_trims_and_skips_non_http() {
+        let base = Url::parse("http://shop.localhost:40123/cat/item.html").unwrap();
+        let r = |href: &str| resolve(&base, href).map(|u| u.to_string());
+        assert_eq!(
+            r("  ../about#team \n").as_deref(),
+            Some("http://shop.localhost:40123/about")
+        );
+        assert_eq!(
+            r("?page=2").as_deref(),
+            Some("http://shop.localhost:40123/cat/item.html?page=2")
+        );
+        assert_eq!(
+            r("//Other.Example/x").as_deref(),
+            Some("http://other.example/x")
+        );
+        assert_eq!(
+            r("HTTPS://a.example:443").as_deref(),
+            Some("https://a.example/")
+        );
+        for skipped in [
+            "javascript:void(0)",
+            "JavaScript:alert(1)",
+            "mailto:a@b.c",
+            "tel:+1",
+            "data:text/html,hi",
+            "ftp://files.example/x",
+            "#top",
+            "",
+            "   ",
+            "http://",
+        ] {
+            assert_eq!(r(skipped), None, "{skipped:?} should be skipped");
+        }
+    }
+
+    #[test]
+    fn host_key_keeps_only_non_default_ports() {
+        let key = |s: &str| host_key(&Url::parse(s).unwrap());
+        assert_eq!(key("http://Shop.Localhost:40123/x"), "shop.localhost:40123");
+        assert_eq!(key("http://example.org:80/"), "example.org");
+        assert_eq!(key("https://example.org:443/"), "example.org");
+        assert_eq!(key("https://example.org:80/"), "example.org:80");
+        assert_eq!(key("http://[::1]:8080/"), "[::1]:8080");
+    }
+
+    #[test]
+    fn registrable_domain_is_naive_but_knows_two_level_suffixes() {
+        assert_eq!(registrable_domain("a.b.example.com"), "example.com");
+        assert_eq!(registrable_domain("example.com"), "example.com");
+        assert_eq!(registrable_domain("www.bbc.co.uk"), "bbc.co.uk");
+        assert_eq!(registrable_domain("co.uk"), "co.uk");
+        assert_eq!(registrable_domain("shop.localhost"), "shop.localhost");
+        assert_eq!(registrable_domain("localhost"), "localhost");
+        assert_eq!(registrable_domain("127.0.0.1"), "127.0.0.1");
+        assert_eq!(registrable_domain("[::1]"), "[::1]");
+        assert_eq!(registrable_domain("www.example.com."), "example.com");
+    }
+
+    fn filter(mode: Scope, seeds: &[&str]) -> UrlFilter {
+        let scope = ScopeConfig {
+            mode,
+            max_url_len: 60,
+            deny_extensions: vec!["jpg".into(), ".PDF".into()],
+            allow_domains: vec!["Partner.Example".into()],
+            ..ScopeConfig::default()
+        };
+        let seeds: Vec<Url> = seeds.iter().map(|s| Url::parse(s).unwrap()).collect();
+        UrlFilter::new(&scope, &seeds)
+    }
+
+    fn check(f: &UrlFilter, url: &str) -> Result<(), Rejection> {
+        f.check(&Url::parse(url).unwrap())
+    }
+
+    #[test]
+    fn host_scope_is_exact_host_and_port() {
+        let f = filter(Scope::Host, &["http://shop.localhost:40123/"]);
+        assert_eq!(check(&f, "http://shop.localhost:40123/a"), Ok(()));
+        assert_eq!(check(&f, "https://shop.localhost:40123/a"), Ok(()));
+        assert_eq!(
+            check(&f, "http://shop.localhost:40124/a"),
+            Err(Rejection::OutOfScope)
+        );
+        assert_eq!(
+            check(&f, "http://www.shop.localhost:40123/"),
+            Err(Rejection::OutOfScope)
+        );
+        // allow_domains widens every mode, subdomains included.
+        assert_eq!(check(&f, "http://cdn.partner.example/x"), Ok(()));
+        assert_eq!(
+            check(&f, "http://notpartner.example/x"),
+            Err(Rejection::OutOfScope)
+        );
+    }
+
+    #[test]
+    fn domain_scope_takes_subdomains_and_ignores_port() {
+        let mut f = filter(Scope::Domain, &["http://www.example.com/"]);
+        assert_eq!(check(&f, "http://blog.example.com:8080/x"), Ok(()));
+        assert_eq!(check(&f, "http://example.com/"), Ok(()));
+        assert_eq!(
+            check(&f, "http://badexample.com/"),
+            Err(Rejection::OutOfScope)
+        );
+        assert_eq!(check(&f, "http://other.org/"), Err(Rejection::OutOfScope));
+        f.add_seed(&Url::parse("http://other.org/").unwrap());
+        assert_eq!(check(&f, "http://a.other.org/"), Ok(()));
+    }
+
+    #[test]
+    fn any_scope_and_shape_rules() {
+        let f = filter(Scope::Any, &[]);
+        assert_eq!(check(&f, "http://anything.example/x"), Ok(()));
+        assert_eq!(
+            check(&f, "ftp://anything.example/x"),
+            Err(Rejection::Scheme)
+        );
+        let long = format!("http://a.example/{}", "x".repeat(60));
+        assert_eq!(check(&f, &long), Err(Rejection::TooLong));
+        assert_eq!(
+            check(&f, "http://a.example/img/Photo.JPG"),
+            Err(Rejection::DeniedExtension)
+        );
+        assert_eq!(
+            check(&f, "http://a.example/doc.pdf?x=1"),
+            Err(Rejection::DeniedExtension)
+        );
+        // Only the last segment's extension counts; dotfiles and dirs are fine.
+        assert_eq!(check(&f, "http://a.example/x.jpg/page"), Ok(()));
+        assert_eq!(check(&f, "http://a.example/.jpg"), Ok(()));
+        assert_eq!(check(&f, "http://a.example/page.html?img=a.jpg"), Ok(()));
+        assert_eq!(Rejection::DeniedExtension.label(), "denied extension");
+    }
+}

@@ -5,7 +5,7 @@
 mod batch;
 pub mod keys;
 mod records;
-// pub mod warc;
+pub mod warc;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

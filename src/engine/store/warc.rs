@@ -1,0 +1,280 @@
+//! WARC 1.1 writer: `warc/crawldeck-NNNNN.warc.gz`, one gzip member per record
+//! (so tools can seek to any record), rotated by size, resumed by numbering.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use flate2::write::GzEncoder;
+use flate2::Compression;
+use sha1::{Digest, Sha1};
+
+const FILE_PREFIX: &str = "crawldeck-";
+const FILE_SUFFIX: &str = ".warc.gz";
+
+/// One HTTP exchange as it goes into the archive.
+#[derive(Debug, Clone, Copy)]
+pub struct WarcExchange<'a> {
+    pub url: &'a str,
+    pub ip: Option<IpAddr>,
+    pub date: SystemTime,
+    /// Request line and headers.
+    pub request_head: &'a [u8],
+    /// Status line and headers.
+    pub response_head: &'a [u8],
+    pub body: &'a [u8],
+    /// `sha1:BASE32` of the body (`ContentDigest::warc_label`).
+    pub payload_digest: &'a str,
+}
+
+pub struct WarcWriter {
+    dir: PathBuf,
+    max_file_bytes: u64,
+    next_number: u32,
+    current: BufWriter<File>,
+    current_path: PathBuf,
+    current_bytes: u64,
+    /// A file holding only its warcinfo is never rotated away.
+    exchanges_in_file: u64,
+}
+
+impl WarcWriter {
+    /// Opens `dir/warc/` (created if missing) and starts a new file numbered
+    /// after any already there, so a resumed crawl never overwrites its archive.
+    pub fn open(dir: &Path, max_file_bytes: u64) -> io::Result<Self> {
+        let warc_dir = dir.join("warc");
+        fs::create_dir_all(&warc_dir)
+            .map_err(|e| with_path(e, &warc_dir, "cannot create the WARC directory"))?;
+        let mut highest: Option<u32> = None;
+        let entries = fs::read_dir(&warc_dir)
+            .map_err(|e| with_path(e, &warc_dir, "cannot list the WARC directory"))?;
+        for entry in entries {
+            let name = entry?.file_name();
+            if let Some(number) = name.to_str().and_then(file_number) {
+                highest = Some(highest.map_or(number, |h| h.max(number)));
+            }
+        }
+        let first = highest.map_or(0, |h| h.saturating_add(1));
+        let (current, current_path) = create_file(&warc_dir, first)?;
+        let mut writer = WarcWriter {
+            dir: warc_dir,
+            max_file_bytes: max_file_bytes.max(1),
+            next_number: first.saturating_add(1),
+            current,
+            current_path,
+            current_bytes: 0,
+            exchanges_in_file: 0,
+        };
+        writer.write_warcinfo()?;
+        Ok(writer)
+    }
+
+    /// The file records are currently written to.
+    pub fn current_path(&self) -> &Path {
+        &self.current_path
+    }
+
+    /// Writes a `request` and a `response` record; the request names the
+    /// response in `WARC-Concurrent-To`. Both land in the same file.
+    pub fn write_exchange(&mut self, ex: &WarcExchange) -> io::Result<()> {
+        if self.current_bytes >= self.max_file_bytes && self.exchanges_in_file > 0 {
+            self.rotate()?;
+        }
+        self.exchanges_in_file += 1;
+        let request_id = record_id();
+        let response_id = record_id();
+        let date = warc_date(ex.date);
+        let url = header_value(ex.url);
+        let ip = ex.ip.map(|ip| ip.to_string());
+
+        let request_block = [ex.request_head, head_terminator(ex.request_head)];
+        let mut headers = vec![
+            ("WARC-Type", "request".to_string()),
+            ("WARC-Record-ID", request_id),
+            ("WARC-Date", date.clone()),
+            ("WARC-Target-URI", url.clone()),
+        ];
+        if let Some(ip) = &ip {
+            headers.push(("WARC-IP-Address", ip.clone()));
+        }
+        headers.push(("WARC-Concurrent-To", response_id.clone()));
+        headers.push(("Content-Type", "application/http;msgtype=request".into()));
+        self.write_record(headers, &request_block)?;
+
+        let response_block = [ex.response_head, head_terminator(ex.response_head), ex.body];
+        let mut headers = vec![
+            ("WARC-Type", "response".to_string()),
+            ("WARC-Record-ID", response_id),
+            ("WARC-Date", date),
+            ("WARC-Target-URI", url),
+        ];
+        if let Some(ip) = ip {
+            headers.push(("WARC-IP-Address", ip));
+        }
+        headers.push(("WARC-Payload-Digest", header_value(ex.payload_digest)));
+        headers.push(("Content-Type", "application/http;msgtype=response".into()));
+        self.write_record(headers, &response_block)
+    }
+
+    /// Pushes buffered records to the file and the file to disk.
+    pub fn flush(&mut self) -> io::Result<()> {
+        let path = self.current_path.clone();
+        self.current
+            .flush()
+            .and_then(|()| self.current.get_ref().sync_data())
+            .map_err(|e| with_path(e, &path, "cannot flush the WARC file"))
+    }
+
+    fn rotate(&mut self) -> io::Result<()> {
+        self.flush()?;
+        let (file, path) = create_file(&self.dir, self.next_number)?;
+        self.next_number = self.next_number.saturating_add(1);
+        self.current = file;
+        self.current_path = path;
+        self.current_bytes = 0;
+        self.exchanges_in_file = 0;
+        self.write_warcinfo()
+    }
+
+    fn write_warcinfo(&mut self) -> io::Result<()> {
+        let fields = format!(
+            "software: crawldeck/{}\r\nformat: WARC File Format 1.1\r\n\
+             conformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n",
+            env!("CARGO_PKG_VERSION")
+        );
+        let filename = self
+            .current_path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        let headers = vec![
+            ("WARC-Type", "warcinfo".to_string()),
+            ("WARC-Record-ID", record_id()),
+            ("WARC-Date", warc_date(SystemTime::now())),
+            ("WARC-Filename", filename),
+            ("Content-Type", "application/warc-fields".into()),
+        ];
+        self.write_record(headers, &[fields.as_bytes()])
+    }
+
+    /// One record as one gzip member; adds Block-Digest and Content-Length.
+    fn write_record(
+        &mut self,
+        mut headers: Vec<(&str, String)>,
+        block: &[&[u8]],
+    ) -> io::Result<()> {
+        let length: usize = block.iter().map(|part| part.len()).sum();
+        let mut digest = Sha1::new();
+        for part in block {
+            digest.update(part);
+        }
+        let block_digest: [u8; 20] = digest.finalize().into();
+        headers.push((
+            "WARC-Block-Digest",
+            format!("sha1:{}", data_encoding::BASE32.encode(&block_digest)),
+        ));
+        headers.push(("Content-Length", length.to_string()));
+
+        let mut head = String::from("WARC/1.1\r\n");
+        for (name, value) in &headers {
+            head.push_str(name);
+            head.push_str(": ");
+            head.push_str(value);
+            head.push_str("\r\n");
+        }
+        head.push_str("\r\n");
+
+        let mut gz = GzEncoder::new(Vec::with_capacity(length / 2 + 512), Compression::fast());
+        gz.write_all(head.as_bytes())?;
+        for part in block {
+            gz.write_all(part)?;
+        }
+        gz.write_all(b"\r\n\r\n")?;
+        let member = gz.finish()?;
+        let path = self.current_path.clone();
+        self.current
+            .write_all(&member)
+            .map_err(|e| with_path(e, &path, "cannot write to the WARC file"))?;
+        self.current_bytes += member.len() as u64;
+        Ok(())
+    }
+}
+
+fn create_file(dir: &Path, number: u32) -> io::Result<(BufWriter<File>, PathBuf)> {
+    let path = dir.join(format!("{FILE_PREFIX}{number:05}{FILE_SUFFIX}"));
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path)
+        .map_err(|e| with_path(e, &path, "cannot create the WARC file"))?;
+    Ok((BufWriter::with_capacity(256 * 1024, file), path))
+}
+
+/// `crawldeck-00042.warc.gz` -> 42.
+fn file_number(name: &str) -> Option<u32> {
+    let digits = name.strip_prefix(FILE_PREFIX)?.strip_suffix(FILE_SUFFIX)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+fn with_path(error: io::Error, path: &Path, what: &str) -> io::Error {
+    io::Error::new(
+        error.kind(),
+        format!(
+            "{what} {}: {error} (check the data directory's permissions and free space)",
+            path.display()
+        ),
+    )
+}
+
+fn record_id() -> String {
+    format!("<urn:uuid:{}>", uuid::Uuid::new_v4())
+}
+
+/// A header value cannot carry line breaks or other control characters.
+fn header_value(value: &str) -> String {
+    value.chars().filter(|c| !c.is_control()).collect()
+}
+
+/// What must follow a header block so that it ends with an empty line.
+fn head_terminator(head: &[u8]) -> &'static [u8] {
+    if head.is_empty() || head.ends_with(b"\r\n\r\n") {
+        b""
+    } else if head.ends_with(b"\r\n") {
+        b"\r\n"
+    } else {
+        b"\r\n\r\n"
+    }
+}
+
+/// `2026-11-22T09:00:00Z` (UTC, second precision; WARC 1.1 allows more, readers expect this).
+pub fn warc_date(time: SystemTime) -> String {
+    let secs = time.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+#[path = "warc_tests.rs"]
+mod tests;

@@ -1,0 +1,238 @@
+use std::collections::HashMap;
+use std::io::Read;
+use std::time::Duration;
+
+use flate2::bufread::GzDecoder;
+
+use super::*;
+use crate::engine::dedup::ContentDigest;
+
+struct Record {
+    headers: HashMap<String, String>,
+    block: Vec<u8>,
+}
+
+/// Splits a file into gzip members and parses exactly one WARC record from each.
+fn read_records(path: &Path) -> Vec<Record> {
+    let bytes = fs::read(path).unwrap();
+    let mut rest: &[u8] = &bytes;
+    let mut records = Vec::new();
+    while !rest.is_empty() {
+        let mut decoder = GzDecoder::new(rest);
+        let mut member = Vec::new();
+        decoder.read_to_end(&mut member).unwrap();
+        rest = decoder.into_inner();
+        records.push(parse_record(&member));
+    }
+    // The whole file also reads as one stream, the way WARC tools read it.
+    let mut all = Vec::new();
+    flate2::read::MultiGzDecoder::new(&bytes[..])
+        .read_to_end(&mut all)
+        .unwrap();
+    assert!(all.starts_with(b"WARC/1.1\r\n"));
+    records
+}
+
+fn parse_record(member: &[u8]) -> Record {
+    let end = member.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = std::str::from_utf8(&member[..end]).unwrap();
+    let mut lines = head.split("\r\n");
+    assert_eq!(lines.next(), Some("WARC/1.1"));
+    let headers: HashMap<String, String> = lines
+        .map(|line| {
+            let (name, value) = line.split_once(": ").unwrap();
+            (name.to_string(), value.to_string())
+        })
+        .collect();
+    let length: usize = headers["Content-Length"].parse().unwrap();
+    let block = member[end + 4..end + 4 + length].to_vec();
+    assert_eq!(
+        &member[end + 4 + length..],
+        b"\r\n\r\n",
+        "record ends with two CRLFs"
+    );
+    let digest: [u8; 20] = Sha1::digest(&block).into();
+    assert_eq!(
+        headers["WARC-Block-Digest"],
+        format!("sha1:{}", data_encoding::BASE32.encode(&digest))
+    );
+    Record { headers, block }
+}
+
+fn exchange<'a>(
+    url: &'a str,
+    body: &'a [u8],
+    digest: &'a str,
+    ip: Option<IpAddr>,
+) -> WarcExchange<'a> {
+    WarcExchange {
+        url,
+        ip,
+        date: UNIX_EPOCH + Duration::from_secs(1_795_338_000),
+        request_head: b"GET /a HTTP/1.1\r\nHost: shop.localhost:40123\r\nUser-Agent: crawldeck\r\n",
+        response_head: b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n",
+        body,
+        payload_digest: digest,
+    }
+}
+
+#[test]
+fn two_exchanges_read_back_as_linked_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = WarcWriter::open(dir.path(), 1 << 30).unwrap();
+    let body_a = b"<html><title>a</title></html>".to_vec();
+    let digest_a = ContentDigest::of(&body_a).warc_label();
+    let ip = Some("127.0.0.1".parse().unwrap());
+    writer
+        .write_exchange(&exchange(
+            "http://shop.localhost:40123/a",
+            &body_a,
+            &digest_a,
+            ip,
+        ))
+        .unwrap();
+    let body_b = vec![0u8; 100_000];
+    let digest_b = ContentDigest::of(&body_b).warc_label();
+    writer
+        .write_exchange(&exchange(
+            "http://shop.localhost:40123/b\r\nX: y",
+            &body_b,
+            &digest_b,
+            None,
+        ))
+        .unwrap();
+    writer.flush().unwrap();
+    let path = dir.path().join("warc/crawldeck-00000.warc.gz");
+    assert_eq!(writer.current_path(), path);
+
+    let records = read_records(&path);
+    let types: Vec<&str> = records
+        .iter()
+        .map(|r| r.headers["WARC-Type"].as_str())
+        .collect();
+    assert_eq!(
+        types,
+        ["warcinfo", "request", "response", "request", "response"]
+    );
+
+    let info = &records[0];
+    assert_eq!(info.headers["WARC-Filename"], "crawldeck-00000.warc.gz");
+    assert_eq!(info.headers["Content-Type"], "application/warc-fields");
+    assert!(String::from_utf8_lossy(&info.block).contains("format: WARC File Format 1.1"));
+
+    let (request, response) = (&records[1], &records[2]);
+    assert_eq!(
+        request.headers["WARC-Concurrent-To"],
+        response.headers["WARC-Record-ID"]
+    );
+    assert_ne!(
+        request.headers["WARC-Record-ID"],
+        response.headers["WARC-Record-ID"]
+    );
+    assert!(response.headers["WARC-Record-ID"].starts_with("<urn:uuid:"));
+    assert_eq!(
+        request.headers["Content-Type"],
+        "application/http;msgtype=request"
+    );
+    assert_eq!(
+        response.headers["Content-Type"],
+        "application/http;msgtype=response"
+    );
+    assert_eq!(response.headers["WARC-Date"], "2026-11-22T09:00:00Z");
+    assert_eq!(
+        response.headers["WARC-Target-URI"],
+        "http://shop.localhost:40123/a"
+    );
+    assert_eq!(response.headers["WARC-IP-Address"], "127.0.0.1");
+    assert_eq!(response.headers["WARC-Payload-Digest"], digest_a);
+    // The request head gained its terminating empty line.
+    assert!(request.block.ends_with(b"User-Agent: crawldeck\r\n\r\n"));
+    assert!(response.block.starts_with(b"HTTP/1.1 200 OK\r\n"));
+    assert!(response.block.ends_with(&body_a));
+    let head_len = response.block.len() - body_a.len();
+    assert!(response.block[..head_len].ends_with(b"\r\n\r\n"));
+
+    let second = &records[4];
+    assert_eq!(second.block.len(), 44 + 100_000);
+    assert!(!second.headers.contains_key("WARC-IP-Address"));
+    // Control characters from the network never split a header.
+    assert_eq!(
+        second.headers["WARC-Target-URI"],
+        "http://shop.localhost:40123/bX: y"
+    );
+}
+
+#[test]
+fn rotation_starts_a_new_file_with_its_own_warcinfo() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = WarcWriter::open(dir.path(), 200).unwrap();
+    let body = vec![b'x'; 5_000];
+    let digest = ContentDigest::of(&body).warc_label();
+    for _ in 0..2 {
+        writer
+            .write_exchange(&exchange("http://h.localhost/", &body, &digest, None))
+            .unwrap();
+    }
+    writer.flush().unwrap();
+    drop(writer);
+    let warc = dir.path().join("warc");
+    let first = read_records(&warc.join("crawldeck-00000.warc.gz"));
+    let second = read_records(&warc.join("crawldeck-00001.warc.gz"));
+    // warcinfo alone passes the 200-byte cap, yet each file holds a whole exchange.
+    assert_eq!(first.len(), 3);
+    assert_eq!(second.len(), 3);
+    assert_eq!(second[0].headers["WARC-Type"], "warcinfo");
+    assert_eq!(
+        second[0].headers["WARC-Filename"],
+        "crawldeck-00001.warc.gz"
+    );
+}
+
+#[test]
+fn reopening_continues_numbering_and_ignores_foreign_files() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(WarcWriter::open(dir.path(), 1 << 20).unwrap());
+    let warc = dir.path().join("warc");
+    fs::write(warc.join("crawldeck-00007.warc.gz"), b"").unwrap();
+    fs::write(warc.join("crawldeck-latest.warc.gz"), b"").unwrap();
+    fs::write(warc.join("notes.txt"), b"").unwrap();
+    let writer = WarcWriter::open(dir.path(), 1 << 20).unwrap();
+    assert_eq!(writer.current_path(), warc.join("crawldeck-00008.warc.gz"));
+    drop(writer);
+    // The first file is intact: still just its warcinfo.
+    assert_eq!(read_records(&warc.join("crawldeck-00000.warc.gz")).len(), 1);
+}
+
+#[test]
+fn open_reports_the_path_when_the_directory_is_unusable() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("file");
+    fs::write(&blocker, b"").unwrap();
+    let message = WarcWriter::open(&blocker, 1 << 20)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(message.contains("WARC directory"), "{message}");
+    assert!(message.contains("file/warc"), "{message}");
+}
+
+#[test]
+fn warc_dates_are_utc_iso8601() {
+    let at = |secs: u64| warc_date(UNIX_EPOCH + Duration::from_secs(secs));
+    assert_eq!(at(0), "1970-01-01T00:00:00Z");
+    assert_eq!(at(951_868_799), "2000-02-29T23:59:59Z");
+    assert_eq!(at(1_795_338_000), "2026-11-22T09:00:00Z");
+    assert_eq!(
+        warc_date(UNIX_EPOCH - Duration::from_secs(5)),
+        "1970-01-01T00:00:00Z"
+    );
+}
+
+#[test]
+fn file_numbers_parse_only_our_names() {
+    assert_eq!(file_number("crawldeck-00042.warc.gz"), Some(42));
+    assert_eq!(file_number("crawldeck-123456.warc.gz"), Some(123_456));
+    assert_eq!(file_number("crawldeck-.warc.gz"), None);
+    assert_eq!(file_number("crawldeck-+1.warc.gz"), None);
+    assert_eq!(file_number("other-00001.warc.gz"), None);
+}
