@@ -80,7 +80,8 @@ pub(super) fn robots_status(_ctx: &SiteCtx, req: &Req, code: u16) -> Reply {
     if req.path == "/robots.txt" {
         return Reply::status(code, "robots.txt answers this status on purpose\n");
     }
-    numbered_site("Robots status", req, 5, &[])
+    // The status in the title keeps these sites' pages distinct (not mirrors).
+    numbered_site(&format!("Robots status {code}"), req, 5, &[])
 }
 
 /// Hops in the redirect chain `/hop/0` → … → `/hop/15` (200).
