@@ -38,6 +38,8 @@ async fn traps_are_quarantined_and_normal_sites_stay_quiet() {
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = test_config(&demo);
     cfg.politeness.min_delay = Duration::from_millis(5);
+    // The detectors, not the depth limit, must stop the traps.
+    cfg.max_depth = 1000;
     let snapshot = crawl(cfg, dir.path()).await;
     let log = demo.log();
 

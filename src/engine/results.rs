@@ -309,27 +309,24 @@ impl Scheduler {
         self.schedule_next(&host_key, now);
     }
 
-    /// After a host failure: while the host's breaker is not closed the URL is
-    /// not to blame, so it goes to the back of the queue without using up an
-    /// attempt; otherwise it is retried up to `MAX_ATTEMPTS`. False when the
-    /// URL has used its attempts and should be recorded as an error.
+    /// After a host failure the URL goes to the back of its host's queue, so
+    /// retries are spread out and a failing URL never blocks the host. While
+    /// the host's breaker is not closed the URL is not to blame and keeps its
+    /// attempts; otherwise it has `MAX_ATTEMPTS`. False when the URL has used
+    /// them up and should be recorded as an error.
     fn retry_or_requeue(&mut self, host_key: &str, url_fp: u64, lease: Lease) -> bool {
         let host_down = self
             .hosts
             .get(host_key)
             .is_some_and(|h| h.breaker.phase() != BreakerPhase::Closed);
-        if host_down {
-            if let Err(e) = self.frontier.requeue(lease) {
-                self.log(Level::Error, format!("storage error, stopping: {e}"));
-                self.begin_drain("storage error");
-            }
-            return true;
+        if !host_down && !self.retry_later(url_fp) {
+            return false;
         }
-        if self.retry_later(url_fp) {
-            self.frontier.release(lease);
-            return true;
+        if let Err(e) = self.frontier.requeue(lease) {
+            self.log(Level::Error, format!("storage error, stopping: {e}"));
+            self.begin_drain("storage error");
         }
-        false
+        true
     }
 
     /// Counts an attempt; true if the URL should be tried again.
