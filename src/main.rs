@@ -159,7 +159,10 @@ async fn run_demo(run: &ResolvedRun, data_dir: &Path, headless: bool) -> anyhow:
         run.config.politeness.min_delay = Duration::from_millis(250);
     }
     if !run.ui.json {
-        eprintln!("crawldeck: demo web serving {} sites on 127.0.0.1", demo.seeds().len());
+        eprintln!(
+            "crawldeck: demo web serving {} sites on 127.0.0.1",
+            demo.seeds().len()
+        );
     }
     let result = if headless {
         run_headless(&run, data_dir).await

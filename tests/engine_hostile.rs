@@ -42,6 +42,9 @@ async fn redirect_loops_bombs_and_stalls_are_recorded_errors() {
     loop_paths.dedup();
     assert_eq!(total, loop_paths.len(), "no redirect target fetched twice");
     // The long chain stops at max_redirects hops.
-    assert!(total <= 10 + 1 + 3 + 2, "{total} requests to the redirect site");
+    assert!(
+        total <= 10 + 1 + 3 + 2,
+        "{total} requests to the redirect site"
+    );
     assert!(snapshot.counters.redirects > 0);
 }

@@ -21,7 +21,11 @@ async fn polite_crawl_of_shop_and_blog() {
     let log = demo.log().records();
     demo.shutdown().await;
 
-    assert!(snapshot.counters.pages_fetched > 100, "{:?}", snapshot.counters);
+    assert!(
+        snapshot.counters.pages_fetched > 100,
+        "{:?}",
+        snapshot.counters
+    );
     assert_eq!(snapshot.frontier_size, 0);
 
     for site in [SiteKind::Shop, SiteKind::Blog, SiteKind::Slow] {
@@ -52,9 +56,11 @@ async fn polite_crawl_of_shop_and_blog() {
         let twice: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
         assert!(twice.is_empty(), "{site:?} fetched twice: {twice:?}");
         // Identification.
-        assert!(requests
-            .iter()
-            .all(|r| r.user_agent.as_deref().unwrap_or("").starts_with("crawldeck/")));
+        assert!(requests.iter().all(|r| r
+            .user_agent
+            .as_deref()
+            .unwrap_or("")
+            .starts_with("crawldeck/")));
     }
 
     let blog: Vec<&str> = log
@@ -74,7 +80,10 @@ async fn polite_crawl_of_shop_and_blog() {
         .iter()
         .filter(|p| matches!(p.outcome, PageOutcome::RobotsDenied))
         .count();
-    assert!(denied >= blog_disallowed_paths().len(), "denied URLs are recorded");
+    assert!(
+        denied >= blog_disallowed_paths().len(),
+        "denied URLs are recorded"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -113,7 +122,10 @@ async fn robots_status_codes() {
     assert!(flaky[..first_ok]
         .iter()
         .all(|r| r.path_and_query == "/robots.txt"));
-    assert!(flaky.len() > first_ok + 5, "the host was crawled after robots.txt recovered");
+    assert!(
+        flaky.len() > first_ok + 5,
+        "the host was crawled after robots.txt recovered"
+    );
     demo.shutdown().await;
 }
 

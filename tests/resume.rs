@@ -35,7 +35,14 @@ async fn kill_nine_then_resume_loses_nothing() {
     let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
     let bin = env!("CARGO_BIN_EXE_crawldeck");
     let mut first = Command::new(bin)
-        .args(["crawl", "--headless", "--delay", "20ms", "--delay-factor", "0"])
+        .args([
+            "crawl",
+            "--headless",
+            "--delay",
+            "20ms",
+            "--delay-factor",
+            "0",
+        ])
         .arg("--data")
         .arg(dir.path())
         .args(&seeds)
@@ -46,7 +53,10 @@ async fn kill_nine_then_resume_loses_nothing() {
     // Let it crawl a while, then kill it without warning.
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     while page_requests(&demo.log().records()).len() < reference.len() / 3 {
-        assert!(tokio::time::Instant::now() < deadline, "first run made no progress");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "first run made no progress"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     first.kill().expect("SIGKILL");
@@ -57,7 +67,14 @@ async fn kill_nine_then_resume_loses_nothing() {
         let dir = dir.path().to_path_buf();
         move || {
             Command::new(bin)
-                .args(["crawl", "--headless", "--delay", "20ms", "--delay-factor", "0"])
+                .args([
+                    "crawl",
+                    "--headless",
+                    "--delay",
+                    "20ms",
+                    "--delay-factor",
+                    "0",
+                ])
                 .arg("--data")
                 .arg(&dir)
                 .stdout(Stdio::null())

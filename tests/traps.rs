@@ -43,9 +43,7 @@ async fn traps_are_quarantined_and_normal_sites_stay_quiet() {
     let snapshot = crawl(cfg, dir.path()).await;
     let log = demo.log();
 
-    let host_of = |site: SiteKind| {
-        crawldeck::engine::url_norm::host_key(&demo.base_url(site))
-    };
+    let host_of = |site: SiteKind| crawldeck::engine::url_norm::host_key(&demo.base_url(site));
     let alerts_for = |site: SiteKind| {
         let host = host_of(site);
         snapshot
@@ -66,11 +64,9 @@ async fn traps_are_quarantined_and_normal_sites_stay_quiet() {
             vec![TrapKind::RepeatedSegments, TrapKind::DepthGrowth],
             |r| path(r).starts_with("/docs/"),
         ),
-        (
-            SiteKind::Session,
-            vec![TrapKind::SessionId],
-            |r| r.path_and_query.contains("sid="),
-        ),
+        (SiteKind::Session, vec![TrapKind::SessionId], |r| {
+            r.path_and_query.contains("sid=")
+        }),
         (
             SiteKind::Soft404,
             vec![TrapKind::HostBudget, TrapKind::NearDuplicates],
@@ -85,12 +81,18 @@ async fn traps_are_quarantined_and_normal_sites_stay_quiet() {
         assert!(alerts.iter().all(|a| a.status == AlertStatus::Open));
         let spent = log.for_site(site).iter().filter(|r| in_trap(r)).count();
         report.push(format!("{site:?}: {spent} requests inside the trap"));
-        assert!(spent <= TRAP_BUDGET, "{site:?}: {spent} requests inside the trap");
+        assert!(
+            spent <= TRAP_BUDGET,
+            "{site:?}: {spent} requests inside the trap"
+        );
     }
     eprintln!("{}", report.join("\n"));
 
     // The normal pages next to a trap are all crawled.
-    for (site, prefix) in [(SiteKind::Calendar, "/events/"), (SiteKind::Deep, "/guide/")] {
+    for (site, prefix) in [
+        (SiteKind::Calendar, "/events/"),
+        (SiteKind::Deep, "/guide/"),
+    ] {
         let fetched: HashSet<String> = log
             .for_site(site)
             .iter()
@@ -102,11 +104,19 @@ async fn traps_are_quarantined_and_normal_sites_stay_quiet() {
     }
 
     // Duplicate content: an alert or no links followed from duplicates.
-    assert!(snapshot.counters.duplicates >= 20, "{:?}", snapshot.counters);
+    assert!(
+        snapshot.counters.duplicates >= 20,
+        "{:?}",
+        snapshot.counters
+    );
 
     // No false positives on legitimate structure.
     for site in [SiteKind::Shop, SiteKind::Params, SiteKind::DeepFinite] {
-        assert!(alerts_for(site).is_empty(), "{site:?}: {:?}", alerts_for(site));
+        assert!(
+            alerts_for(site).is_empty(),
+            "{site:?}: {:?}",
+            alerts_for(site)
+        );
     }
     assert!(
         snapshot
@@ -136,11 +146,12 @@ async fn flaky_host_is_left_alone_while_open_and_finished_after_recovery() {
         .collect();
     demo.shutdown().await;
 
-    let failures: Vec<&RequestRecord> = records
-        .iter()
-        .filter(|r| r.status != 200)
-        .collect();
-    assert_eq!(failures.len(), FLAKY_FAILURES as usize, "the outage was seen");
+    let failures: Vec<&RequestRecord> = records.iter().filter(|r| r.status != 200).collect();
+    assert_eq!(
+        failures.len(),
+        FLAKY_FAILURES as usize,
+        "the outage was seen"
+    );
     // After the breaker opened (5 consecutive failures), requests come only as
     // probes, at least one cooldown apart (minus jitter) instead of every 20 ms.
     let opened_after = 5;
@@ -157,7 +168,10 @@ async fn flaky_host_is_left_alone_while_open_and_finished_after_recovery() {
     }
     let requested: HashSet<&str> = records.iter().map(path).collect();
     let missing: Vec<_> = requested.iter().filter(|p| !ok.contains_key(*p)).collect();
-    assert!(missing.is_empty(), "never fetched successfully: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "never fetched successfully: {missing:?}"
+    );
     assert!(ok.len() >= 40 - FLAKY_OK_BEFORE as usize);
     assert_eq!(snapshot.frontier_size, 0);
 }

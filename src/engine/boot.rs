@@ -117,11 +117,7 @@ pub fn build(
             next_alert_id = next_alert_id.max(s.next_alert_id);
             (s.paused, s.global_delay, s.global_concurrency)
         }
-        None => (
-            false,
-            config.politeness.min_delay,
-            config.concurrency,
-        ),
+        None => (false, config.politeness.min_delay, config.concurrency),
     };
     let counters: Counters = store
         .get(Tree::Meta, b"counters")

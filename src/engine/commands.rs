@@ -72,8 +72,9 @@ pub fn handle(s: &mut Scheduler, command: Command) -> Result<String, String> {
         }
         Command::AddRule(spec) => {
             let text = describe(&spec);
-            s.add_rule(spec, "operator".into())
-                .map(|(id, removed)| format!("rule #{id} added ({text}); {removed} queued URL(s) blocked"))
+            s.add_rule(spec, "operator".into()).map(|(id, removed)| {
+                format!("rule #{id} added ({text}); {removed} queued URL(s) blocked")
+            })
         }
         Command::RemoveRule { rule_id } => match s.rules.remove(rule_id) {
             Some(spec) => {
@@ -104,7 +105,10 @@ pub fn handle(s: &mut Scheduler, command: Command) -> Result<String, String> {
         }
         Command::SetGlobalDelay(d) => {
             s.global_delay = d;
-            Ok(format!("default per-host delay {}", humantime::format_duration(d)))
+            Ok(format!(
+                "default per-host delay {}",
+                humantime::format_duration(d)
+            ))
         }
         Command::SetGlobalConcurrency(n) => {
             if n == 0 {
@@ -114,9 +118,9 @@ pub fn handle(s: &mut Scheduler, command: Command) -> Result<String, String> {
             Ok(format!("{n} request(s) in flight across the crawl at most"))
         }
         Command::SetGlobalRate(rate) => match rate {
-            Some(r) if !(r > 0.0 && r.is_finite()) => {
-                Err(format!("rate must be a positive number of pages/s, got {r}"))
-            }
+            Some(r) if !(r > 0.0 && r.is_finite()) => Err(format!(
+                "rate must be a positive number of pages/s, got {r}"
+            )),
             _ => {
                 s.rate.set_rate(rate, now);
                 Ok(match rate {

@@ -16,7 +16,9 @@ use super::telemetry::{DelaySource, HostActivity, HostView, RobotsState, StatusM
 /// The host's robots.txt as far as the scheduler is concerned.
 pub enum RobotsSlot {
     /// Not fetched yet; `fetching` while a request is out.
-    Unknown { fetching: bool },
+    Unknown {
+        fetching: bool,
+    },
     Rules {
         rules: Box<RobotsRules>,
         expires: Instant,
@@ -76,7 +78,9 @@ impl RobotsSlot {
                 Some(s)
             }
             RobotsSlot::AllowAll { .. } => Some("no robots.txt: no restrictions".into()),
-            RobotsSlot::DisallowAll => Some("robots.txt forbidden (401/403): site off limits".into()),
+            RobotsSlot::DisallowAll => {
+                Some("robots.txt forbidden (401/403): site off limits".into())
+            }
             RobotsSlot::Postponed { backoff, .. } => Some(format!(
                 "robots.txt unavailable, attempt {}",
                 backoff.attempts()

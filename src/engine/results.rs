@@ -176,7 +176,9 @@ impl Scheduler {
             });
         self.log(
             Level::Warn,
-            format!("gave up {host_key}: {reason}; {dropped} queued URL(s) recorded as not crawled"),
+            format!(
+                "gave up {host_key}: {reason}; {dropped} queued URL(s) recorded as not crawled"
+            ),
         );
     }
 
@@ -191,8 +193,7 @@ impl Scheduler {
         let Some(host) = self.hosts.get_mut(host_key) else {
             return;
         };
-        host.politeness
-            .record_response(elapsed, None, None, now);
+        host.politeness.record_response(elapsed, None, None, now);
         let expires = now + ttl;
         let mut release = true;
         let mut message = None;
@@ -440,7 +441,10 @@ impl Scheduler {
             }
         } else if let Some(extracted) = &page.extracted {
             record.title = extracted.title.clone();
-            let duplicate_of = page.digest.as_ref().and_then(|d| self.first_with_digest(d, &lease.entry.url));
+            let duplicate_of = page
+                .digest
+                .as_ref()
+                .and_then(|d| self.first_with_digest(d, &lease.entry.url));
             if let Some(of) = duplicate_of {
                 // Links of duplicate content are not followed (BUbiNG).
                 self.counters.duplicates += 1;
@@ -465,7 +469,10 @@ impl Scheduler {
         let new_links = outlinks.len();
         self.commit(&lease, &record, outlinks);
         if let (Some(extracted), Ok(url)) = (&page.extracted, Url::parse(&lease.entry.url)) {
-            if let Some(d) = self.traps.on_fetched(&url, Some(extracted.simhash), new_links) {
+            if let Some(d) = self
+                .traps
+                .on_fetched(&url, Some(extracted.simhash), new_links)
+            {
                 self.raise_alert(d);
             }
         }
@@ -473,7 +480,11 @@ impl Scheduler {
     }
 
     /// Exact-duplicate check; remembers the first URL seen with each digest.
-    fn first_with_digest(&mut self, digest: &super::dedup::ContentDigest, url: &str) -> Option<String> {
+    fn first_with_digest(
+        &mut self,
+        digest: &super::dedup::ContentDigest,
+        url: &str,
+    ) -> Option<String> {
         let mut key = b"digest/".to_vec();
         key.extend_from_slice(&digest.0);
         match self.store.get::<String>(Tree::Meta, &key) {
@@ -546,7 +557,11 @@ impl Scheduler {
                 continue;
             }
             self.bloom.insert(fp);
-            if let Some(reason) = self.hosts.get(&entry.host).and_then(|h| h.finished_reason()) {
+            if let Some(reason) = self
+                .hosts
+                .get(&entry.host)
+                .and_then(|h| h.finished_reason())
+            {
                 // A given-up host takes no new work; its URLs are recorded at once.
                 given_up.push(record_for(&entry, reason));
                 continue;

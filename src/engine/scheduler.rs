@@ -2,8 +2,8 @@
 //! out fetches when a host is ready, and takes results back. It runs on its own
 //! thread so sled calls never stall the runtime's workers.
 
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -458,7 +458,9 @@ impl Scheduler {
         }
         super::commands::save_rule_hits(self);
         let elapsed = self.elapsed();
-        let _ = self.store.put(Tree::Meta, b"elapsed_ms", &(elapsed.as_millis() as u64));
+        let _ = self
+            .store
+            .put(Tree::Meta, b"elapsed_ms", &(elapsed.as_millis() as u64));
         let _ = self.store.put(Tree::Meta, b"counters", &self.counters);
         if let Err(e) = self.store.flush() {
             tracing::error!("checkpoint failed: {e}");

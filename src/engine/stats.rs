@@ -58,9 +58,7 @@ impl CounterRate {
 
     pub fn sample(&mut self, now: Instant, value: u64) -> f64 {
         self.samples.push_back((now, value));
-        while self.samples.len() > 2
-            && now.duration_since(self.samples[1].0) >= self.window
-        {
+        while self.samples.len() > 2 && now.duration_since(self.samples[1].0) >= self.window {
             self.samples.pop_front();
         }
         let (t0, v0) = self.samples[0];

@@ -120,9 +120,10 @@ fn process(
     let digest = ok.then(|| ContentDigest::of(&response.body));
     let mut warc_error = None;
     if let (Some(warc), true) = (warc, !directives.noarchive) {
-        let label = digest
-            .as_ref()
-            .map_or_else(|| ContentDigest::of(&response.body).warc_label(), |d| d.warc_label());
+        let label = digest.as_ref().map_or_else(
+            || ContentDigest::of(&response.body).warc_label(),
+            |d| d.warc_label(),
+        );
         let exchange = WarcExchange {
             url: response.final_url.as_str(),
             ip: response.remote_ip,
