@@ -273,7 +273,7 @@ impl Scheduler {
             return Some(format!("page limit reached ({})", self.cfg.max_pages));
         }
         let idle = self.in_flight == 0 && self.robots_in_flight == 0;
-        if !idle || self.paused || self.frontier.len() > 0 || !self.timers.is_empty() {
+        if !idle || self.paused || !self.frontier.is_empty() || !self.timers.is_empty() {
             return None;
         }
         let open_alerts = self
