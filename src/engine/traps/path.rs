@@ -33,9 +33,13 @@ pub fn repeated_segments(cfg: &TrapConfig, host: &str, url: &Url) -> Option<Dete
                 &segs[at..at + unit] == first
             });
             if repeated {
-                let prefix = format!("/{}", prefix_dir(&segs[..start]));
-                let unit_path = regex::escape(&first.join("/"));
-                let tail = format!("(?:{unit_path}/){{{}}}{unit_path}(?:[/?#]|$)", reps - 1);
+                // Deep paths in the subtree where the repetition begins: a
+                // generator produces endless variants (a/a/a, a/b/a/b…), so a
+                // rule for one unit would chase them alert by alert. The depth
+                // floor keeps the subtree's shallow, real pages out.
+                let prefix = format!("/{}", prefix_dir(&segs[..=start]));
+                let deeper = unit * (reps - 1);
+                let tail = format!("(?:[^/?#]+/){{{}}}[^/?#]", deeper - 1);
                 return Some(Detection {
                     host: host.to_string(),
                     kind: TrapKind::RepeatedSegments,

@@ -56,7 +56,7 @@ fn repeated_single_segment_under_a_prefix() {
         &[
             "http://h.org/docs/x/x/",
             "http://h.org/x/x/x",
-            "http://h.org/docs/x/x/xy",
+            "http://h.org/docs/y/x/x/x",
         ],
     );
     for ok in [
