@@ -336,7 +336,7 @@ fn alert_summary(a: &TrapAlert) -> AlertSummary {
 /// The human-readable summary, one fact a line.
 pub fn summary_text(s: &Summary) -> String {
     let mut text = format!("crawl ended: {}\n", s.finish_reason);
-    let mut line = |label: &str, value: String| text.push_str(&format!("  {label:<16}{value}\n"));
+    let mut line = |label: &str, value: String| text.push_str(&format!("  {label:<18}{value}\n"));
     line(
         "pages fetched",
         format!(

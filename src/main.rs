@@ -154,10 +154,7 @@ async fn run_demo(run: &ResolvedRun, data_dir: &Path, headless: bool) -> anyhow:
         .context("cannot start the demo web on 127.0.0.1")?;
     let mut run = run.clone();
     run.config.seeds = demo.seeds().iter().map(|u| u.to_string()).collect();
-    // A demo pace: quick enough to watch the whole web being crawled, still polite.
-    if run.config.politeness.min_delay == CrawlConfig::default().politeness.min_delay {
-        run.config.politeness.min_delay = Duration::from_millis(250);
-    }
+    demo_pace(&mut run.config);
     if !run.ui.json {
         eprintln!(
             "crawldeck: demo web serving {} sites on 127.0.0.1",
@@ -171,6 +168,27 @@ async fn run_demo(run: &ResolvedRun, data_dir: &Path, headless: bool) -> anyhow:
     };
     demo.shutdown().await;
     result
+}
+
+/// A demo pace: quick enough to watch the whole demo web being crawled, its
+/// breakers recover and its traps get caught, still polite. Settings the user
+/// changed from the defaults are kept.
+fn demo_pace(config: &mut CrawlConfig) {
+    let defaults = CrawlConfig::default();
+    if config.politeness.min_delay == defaults.politeness.min_delay {
+        config.politeness.min_delay = Duration::from_millis(250);
+    }
+    if config.max_depth == defaults.max_depth {
+        // Let the trap detectors, not the depth limit, stop the traps.
+        config.max_depth = 100;
+    }
+    if config.breaker == defaults.breaker {
+        config.breaker.cooldown = Duration::from_secs(3);
+        config.breaker.max_cooldown = Duration::from_secs(20);
+    }
+    if config.robots.give_up_after == defaults.robots.give_up_after {
+        config.robots.give_up_after = Duration::from_secs(120);
+    }
 }
 
 /// `crawldeck bench`: a synthetic site crawled in-process, measured.

@@ -85,22 +85,16 @@ impl ContentDigest {
     }
 }
 
-/// 64-bit simhash: each distinct token votes on every bit with its count as weight.
+/// 64-bit simhash: every token occurrence votes on every bit.
 pub fn simhash<'a>(tokens: impl Iterator<Item = &'a str>) -> u64 {
-    let mut weights = [0i64; 64];
-    let mut counts: std::collections::HashMap<u64, i64> = std::collections::HashMap::new();
-    for token in tokens {
-        if !token.is_empty() {
-            *counts.entry(xxh3_64(token.as_bytes())).or_insert(0) += 1;
-        }
-    }
-    for (hash, count) in counts {
+    // Each occurrence votes, so repeated words weigh by their count. The vote
+    // is branch-free so the 64 counters update as one vectorizable loop (this
+    // runs on every page's text).
+    let mut weights = [0i32; 64];
+    for token in tokens.filter(|t| !t.is_empty()) {
+        let hash = xxh3_64(token.as_bytes());
         for (bit, weight) in weights.iter_mut().enumerate() {
-            if hash & (1 << bit) != 0 {
-                *weight += count;
-            } else {
-                *weight -= count;
-            }
+            *weight += (((hash >> bit) & 1) as i32) * 2 - 1;
         }
     }
     weights
