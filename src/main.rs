@@ -19,6 +19,7 @@ use crawldeck::config::CrawlConfig;
 use crawldeck::demo::{DemoOptions, DemoWeb};
 use crawldeck::engine::{self, EngineError, RunningEngine};
 use crawldeck::headless::{self, HeadlessOptions};
+use crawldeck::tui;
 use tracing_subscriber::EnvFilter;
 
 const EXIT_RUNTIME: u8 = 1;
@@ -133,15 +134,55 @@ async fn run_headless(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> 
     Ok(())
 }
 
-/// The terminal UI entry point.
+/// The terminal UI over the engine. Decisions on trap alerts wait for the
+/// operator, so the engine keeps running until they quit.
 async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
-    let _ = (run, data_dir);
-    anyhow::bail!(
-        "the terminal UI is not built yet; run `crawldeck crawl --headless …` with the same arguments"
+    if !std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "the terminal UI needs a terminal; use `crawldeck crawl --headless …` for scripts and pipes"
+        );
+    }
+    let options = engine::EngineOptions {
+        wait_for_operator: true,
+    };
+    // The UI handles Ctrl-C (a key in raw mode) and SIGTERM itself.
+    let running = engine::start_with(
+        run.config.clone(),
+        data_dir,
+        std::future::pending(),
+        options,
     )
+    .await?;
+    run.config.save(&data_dir.join(CONFIG_FILE))?;
+    let tui_options = tui::TuiOptions {
+        no_color: !run.ui.color,
+        no_mouse: !run.ui.mouse,
+        readonly: run.ui.readonly,
+        keys_file: run.ui.keys.clone(),
+    };
+    let control = running.handle.control.clone();
+    let exit = tui::run(running.handle, tui_options).await;
+    // However the UI ended, the engine checkpoints and stops.
+    control.send(engine::control::Command::Shutdown);
+    let summary = tokio::time::timeout(Duration::from_secs(20), running.done).await;
+    let exit = exit?;
+    match summary {
+        Ok(Ok(Ok(snapshot))) => eprintln!(
+            "crawldeck: {} pages; crawl checkpointed in {} ({:?}); resume with `crawldeck --data {}`",
+            snapshot.counters.pages_fetched,
+            data_dir.display(),
+            exit,
+            data_dir.display()
+        ),
+        Ok(Ok(Err(e))) => return Err(e.into()),
+        Ok(Err(e)) => anyhow::bail!("the engine failed: {e}"),
+        Err(_) => eprintln!(
+            "crawldeck: requests in flight did not finish in time; they will be fetched again on resume"
+        ),
+    }
+    Ok(())
 }
 
-/// `crawldeck demo`: serves the demo web and crawls it.
 async fn run_demo(run: &ResolvedRun, data_dir: &Path, headless: bool) -> anyhow::Result<()> {
     if run.resuming {
         anyhow::bail!(
@@ -207,8 +248,12 @@ async fn run_bench(data_dir: &Path, pages: u64, hosts: u32) -> anyhow::Result<()
 
 /// `crawldeck keys`: prints the effective key map.
 fn print_keys(file: Option<&Path>) -> anyhow::Result<()> {
-    let _ = file;
-    anyhow::bail!("the key map lands with the terminal UI and is not built yet")
+    let (map, warnings) = tui::keys::effective_keymap(file);
+    for warning in &warnings {
+        eprintln!("crawldeck: warning: {warning}");
+    }
+    print!("{}", tui::keys::describe(&map));
+    Ok(())
 }
 
 /// Log to `<data>/crawldeck.log`, never to the terminal (the TUI draws there).
