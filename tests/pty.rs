@@ -105,10 +105,14 @@ fn operator_session_in_a_real_terminal() {
     screen.wait_for("help closed", |s| !s.contains("Help"));
 
     press(b"b");
-    screen.wait_for("the blacklist prompt", |s| s.to_lowercase().contains("blacklist"));
+    screen.wait_for("the blacklist prompt", |s| {
+        s.to_lowercase().contains("blacklist")
+    });
     press(b"/calendar/\\d{4}/");
     press(b"\r");
-    screen.wait_for("the rule in the rules pane", |s| s.contains("/calendar/\\d{4}/"));
+    screen.wait_for("the rule in the rules pane", |s| {
+        s.contains("/calendar/\\d{4}/")
+    });
 
     press(b"q");
     screen.wait_for("the quit confirmation", |s| s.contains("Quit"));
@@ -119,7 +123,10 @@ fn operator_session_in_a_real_terminal() {
         if let Some(status) = child.try_wait().unwrap() {
             break status;
         }
-        assert!(Instant::now() < deadline, "crawldeck did not exit after q, y");
+        assert!(
+            Instant::now() < deadline,
+            "crawldeck did not exit after q, y"
+        );
         let _ = screen.updates.recv_timeout(Duration::from_millis(200));
     };
     drop(pty.master);
@@ -133,9 +140,8 @@ fn operator_session_in_a_real_terminal() {
     }
 
     let store = crawldeck::engine::store::Store::open(dir.path(), 8 << 20).unwrap();
-    let rules: Vec<(Vec<u8>, serde_json::Value)> = store
-        .scan(crawldeck::engine::store::Tree::Rules)
-        .unwrap();
+    let rules: Vec<(Vec<u8>, serde_json::Value)> =
+        store.scan(crawldeck::engine::store::Tree::Rules).unwrap();
     assert!(
         rules
             .iter()

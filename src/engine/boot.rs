@@ -10,7 +10,7 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::commands::{RuleRecord, Settings};
-use super::dedup::{url_fingerprint, BloomFilter};
+use super::dedup::{url_fingerprint, BloomFilter, RecentSeen};
 use super::extract::ExtractOptions;
 use super::fetch::Fetcher;
 use super::frontier::{Frontier, FrontierEntry, Hold};
@@ -172,6 +172,7 @@ pub fn build(
         filter,
         rules,
         bloom,
+        recent_seen: RecentSeen::new(super::scheduler::RECENT_SEEN),
         hosts: HashMap::new(),
         alerts,
         alert_rules,

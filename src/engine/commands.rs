@@ -360,7 +360,7 @@ impl Scheduler {
             return Err(format!("{url} was already seen in this crawl"));
         }
         let host = url_norm::host_key(&url);
-        self.bloom.insert(fp);
+        self.mark_seen(fp);
         let entry = super::frontier::FrontierEntry {
             priority: 0,
             url: url.to_string(),

@@ -206,3 +206,94 @@ mod tests {
         assert_eq!(hamming(0b1010, 0b0110), 2);
     }
 }
+
+/// Fingerprints are already well-mixed hashes; hashing them again is waste.
+#[derive(Default, Clone, Copy)]
+pub struct FingerprintHasher(u64);
+
+impl std::hash::Hasher for FingerprintHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+type FingerprintSet =
+    std::collections::HashSet<u64, std::hash::BuildHasherDefault<FingerprintHasher>>;
+
+/// Recently confirmed "seen" fingerprints, so a Bloom filter's positives (most
+/// links on a page point to pages already seen) rarely need the persistent
+/// set. Two generations: when the current one fills, it becomes the previous
+/// one and the oldest is dropped — an LRU approximation with bounded memory.
+pub struct RecentSeen {
+    generation_cap: usize,
+    current: FingerprintSet,
+    previous: FingerprintSet,
+}
+
+impl RecentSeen {
+    pub fn new(capacity: usize) -> Self {
+        RecentSeen {
+            generation_cap: (capacity / 2).max(1),
+            current: FingerprintSet::default(),
+            previous: FingerprintSet::default(),
+        }
+    }
+
+    pub fn contains(&mut self, fp: u64) -> bool {
+        if self.current.contains(&fp) {
+            return true;
+        }
+        if self.previous.contains(&fp) {
+            // Still in use: keep it through the next rotation.
+            self.insert(fp);
+            return true;
+        }
+        false
+    }
+
+    pub fn insert(&mut self, fp: u64) {
+        if self.current.len() >= self.generation_cap {
+            self.previous = std::mem::take(&mut self.current);
+        }
+        self.current.insert(fp);
+    }
+
+    pub fn len(&self) -> usize {
+        self.current.len() + self.previous.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod recent_tests {
+    use super::RecentSeen;
+
+    #[test]
+    fn recent_set_is_bounded_and_keeps_what_is_used() {
+        let mut recent = RecentSeen::new(100);
+        recent.insert(7);
+        for fp in 1000..1200u64 {
+            recent.insert(fp);
+            assert!(
+                recent.contains(7),
+                "a fingerprint in use survives rotations"
+            );
+            assert!(recent.len() <= 100);
+        }
+        assert!(!recent.contains(1000), "old unused ones are dropped");
+        assert!(recent.contains(1199));
+    }
+}

@@ -85,13 +85,13 @@ impl Scheduler {
                 },
             };
             if let Some(alert_id) = self.quarantining_alert(&entry) {
-                self.bloom.insert(fp);
+                self.mark_seen(fp);
                 if let Err(e) = self.frontier.park_new(alert_id, vec![entry]) {
                     tracing::error!("parking URL: {e}");
                 }
                 continue;
             }
-            self.bloom.insert(fp);
+            self.mark_seen(fp);
             if let Some(reason) = self
                 .hosts
                 .get(&entry.host)
@@ -124,9 +124,29 @@ impl Scheduler {
         admitted
     }
 
-    /// Bloom filter first; only a "maybe" asks the persistent set.
-    pub fn is_seen(&self, fp: u64) -> bool {
-        self.bloom.might_contain(fp) && self.store.seen_contains(fp).unwrap_or(true)
+    /// Bloom filter first (a "no" is certain), then the recently seen
+    /// fingerprints; only what is left asks the persistent set.
+    pub fn is_seen(&mut self, fp: u64) -> bool {
+        if !self.bloom.might_contain(fp) {
+            return false;
+        }
+        if self.recent_seen.contains(fp) {
+            return true;
+        }
+        // On a storage error, treat the URL as seen: skipping one link beats
+        // fetching a page twice.
+        let seen = self.store.seen_contains(fp).unwrap_or(true);
+        if seen {
+            self.recent_seen.insert(fp);
+        }
+        seen
+    }
+
+    /// Marks a fingerprint seen in memory (the store marks it in the batch
+    /// that queues the URL).
+    pub fn mark_seen(&mut self, fp: u64) {
+        self.bloom.insert(fp);
+        self.recent_seen.insert(fp);
     }
 
     /// The open alert whose rule covers this URL, if any.

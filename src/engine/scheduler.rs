@@ -12,7 +12,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::control::{Command, CommandId, CommandResult, HostKey};
-use super::dedup::BloomFilter;
+use super::dedup::{BloomFilter, RecentSeen};
 use super::extract::ExtractOptions;
 use super::fetch::Fetcher;
 use super::frontier::{Frontier, Hold};
@@ -35,6 +35,8 @@ const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
 pub const SNAPSHOT_HOSTS: usize = 500;
 /// Attempts for a URL whose host failed (connect, timeout, reset, 5xx).
 pub const MAX_ATTEMPTS: u8 = 3;
+/// Recently seen URL fingerprints kept in memory (about 16 bytes each).
+pub const RECENT_SEEN: usize = 1 << 20;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Timer {
@@ -52,6 +54,7 @@ pub struct Scheduler {
     pub rules: RuleSet,
     pub traps: TrapDetector,
     pub bloom: BloomFilter,
+    pub recent_seen: RecentSeen,
     pub hosts: HashMap<HostKey, HostState>,
     pub alerts: BTreeMap<u64, TrapAlert>,
     /// Compiled suggested rules of open alerts: newly found URLs they match are parked.
