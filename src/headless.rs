@@ -549,14 +549,14 @@ mod tests {
         );
         assert!(err.contains("crawl ended: max pages reached[2J\n"), "{err}");
         assert!(
-            err.contains("errors          3 (other 1, timeout 2)"),
+            err.contains("errors            3 (other 1, timeout 2)"),
             "{err}"
         );
         assert!(
             err.contains("2xx 1 | 3xx 0 | 4xx 1 | 5xx 0 | no response 2"),
             "{err}"
         );
-        assert!(err.contains("robots denied   5"), "{err}");
+        assert!(err.contains("robots denied     5"), "{err}");
         assert!(err.contains("open trap alerts: 1"), "{err}");
         let raised = err
             .find("\ntrap alert #7 cal.localhost:4000: calendar/counter")
