@@ -220,7 +220,7 @@ impl Scheduler {
                 self.schedule(at, Timer::RobotsRetry, host_key);
                 self.log(
                     Level::Warn,
-                    format!("{host_key}: robots.txt unavailable ({state:?}); host postponed"),
+                    format!("{host_key}: robots.txt unavailable ({}); host postponed, retried with backoff", state.label()),
                 );
             }
             _ => {}

@@ -1,20 +1,24 @@
-//! Everything a key can do. Each action has a kebab-case name (used in
-//! `keybindings.toml`) and a one-line description (used by the help overlay).
+//! What a key can do. Names are the kebab-case spelling used in keybindings.toml.
+
+use serde::{Deserialize, Serialize};
 
 macro_rules! actions {
-    ($($variant:ident => $name:literal, $desc:literal;)*) => {
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum Action { $($variant),* }
+    ($($variant:ident = $name:literal : $desc:literal,)*) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(rename_all = "kebab-case")]
+        pub enum Action { $($variant,)* }
 
         impl Action {
-            pub const ALL: &'static [Action] = &[$(Action::$variant),*];
+            pub const ALL: &'static [Action] = &[$(Action::$variant,)*];
 
+            /// The name used in keybindings.toml.
             pub fn name(self) -> &'static str {
-                match self { $(Action::$variant => $name),* }
+                match self { $(Action::$variant => $name,)* }
             }
 
+            /// One line for the help overlay and `crawldeck keys`.
             pub fn description(self) -> &'static str {
-                match self { $(Action::$variant => $desc),* }
+                match self { $(Action::$variant => $desc,)* }
             }
 
             pub fn from_name(name: &str) -> Option<Action> {
@@ -25,46 +29,53 @@ macro_rules! actions {
 }
 
 actions! {
-    Quit => "quit", "quit (asks first while crawling; checkpoints)";
-    ForceQuit => "force-quit", "checkpoint and quit at once";
-    Help => "help", "show this help";
-    Filter => "filter", "filter the hosts table";
-    CommandLine => "command-line", "open the : command line";
-    NextPane => "next-pane", "next pane";
-    PrevPane => "prev-pane", "previous pane";
-    PaneHosts => "pane-hosts", "go to the hosts pane";
-    PaneAlerts => "pane-alerts", "go to the alerts pane";
-    PaneRules => "pane-rules", "go to the rules pane";
-    PaneLog => "pane-log", "go to the log pane";
-    Down => "down", "move down";
-    Up => "up", "move up";
-    Top => "top", "go to the first row";
-    Bottom => "bottom", "go to the last row";
-    PageDown => "page-down", "page down";
-    PageUp => "page-up", "page up";
-    Open => "open", "open the selected host's detail view";
-    SortNext => "sort-next", "sort the hosts table by the next column";
-    SortReverse => "sort-reverse", "reverse the sort order";
-    PauseCrawl => "pause-crawl", "pause or resume the whole crawl";
-    PauseHost => "pause-host", "pause or resume the selected host";
-    Blacklist => "blacklist", "add a blacklist rule (regex; prefix glob: for a glob)";
-    BlacklistHost => "blacklist-host", "add a blacklist rule for the selected host";
-    RemoveRule => "remove-rule", "remove the selected rule";
-    Slower => "slower", "selected host: longer delay between requests";
-    Faster => "faster", "selected host: shorter delay between requests";
-    SetDelay => "set-delay", "selected host: set the delay exactly";
-    SetConcurrency => "set-concurrency", "selected host: set requests in flight";
-    SetRate => "set-rate", "set the global pages/s cap";
-    ResetBreaker => "reset-breaker", "selected host: close its circuit breaker";
-    AcceptAlert => "accept-alert", "accept the selected alert (block its URLs)";
-    EditAlert => "edit-alert", "edit the alert's rule, then accept";
-    DismissAlert => "dismiss-alert", "dismiss the selected alert (release its URLs)";
-    AddSeed => "add-seed", "add a seed URL";
-    Freeze => "freeze", "freeze the display (the crawl continues)";
-    Submit => "submit", "run what was typed";
-    Cancel => "cancel", "cancel";
-    Complete => "complete", "complete the word";
-    Close => "close", "close";
+    Quit = "quit": "quit (asks while crawling, then checkpoints)",
+    ForceQuit = "force-quit": "checkpoint and exit now",
+    Help = "help": "show or hide this help",
+    Filter = "filter": "filter the hosts table",
+    CommandLine = "command-line": "open the : command line",
+    NextPane = "next-pane": "next pane",
+    PrevPane = "prev-pane": "previous pane",
+    PaneHosts = "pane-hosts": "show the hosts pane",
+    PaneAlerts = "pane-alerts": "show the alerts pane",
+    PaneRules = "pane-rules": "show the rules pane",
+    PaneLog = "pane-log": "show the log pane",
+    PaneQueues = "pane-queues": "show the queues pane",
+    Up = "up": "move up",
+    Down = "down": "move down",
+    Top = "top": "go to the first row",
+    Bottom = "bottom": "go to the last row",
+    PageUp = "page-up": "one page up",
+    PageDown = "page-down": "one page down",
+    Open = "open": "open the selected host's detail view",
+    Back = "back": "go back / close",
+    SortNext = "sort-next": "sort hosts by the next column",
+    SortReverse = "sort-reverse": "reverse the sort order",
+    TogglePause = "toggle-pause": "pause or resume the whole crawl",
+    ToggleHostPause = "toggle-host-pause": "pause or resume the selected host",
+    AddRegexRule = "add-regex-rule": "add a blacklist rule (regex)",
+    AddGlobRule = "add-glob-rule": "add a blacklist rule (glob)",
+    RuleFromHost = "rule-from-host": "add a rule pre-filled with the selected host's URL",
+    RemoveRule = "remove-rule": "remove the selected rule",
+    DelayUp = "delay-up": "selected host: longer delay (+250ms)",
+    DelayDown = "delay-down": "selected host: shorter delay (-250ms)",
+    SetDelay = "set-delay": "selected host: type an exact delay",
+    ConcurrencyUp = "concurrency-up": "selected host: one more request in flight",
+    ConcurrencyDown = "concurrency-down": "selected host: one fewer request in flight",
+    SetConcurrency = "set-concurrency": "selected host: type an exact concurrency",
+    RateUp = "rate-up": "global rate: +1 page/s",
+    RateDown = "rate-down": "global rate: -1 page/s",
+    SetRate = "set-rate": "global rate: type pages/s (off removes the cap)",
+    ResetBreaker = "reset-breaker": "selected host: close its breaker now",
+    OpenBreaker = "open-breaker": "selected host: open its breaker now",
+    AcceptAlert = "accept-alert": "accept the selected alert's suggested rule",
+    EditAlert = "edit-alert": "edit the suggested rule, then accept",
+    DismissAlert = "dismiss-alert": "dismiss the selected alert (parked URLs return)",
+    AddSeed = "add-seed": "add a seed URL",
+    Freeze = "freeze": "freeze or unfreeze the display (the crawl continues)",
+    Submit = "submit": "run / accept the input",
+    Cancel = "cancel": "cancel the input",
+    Complete = "complete": "complete a command or host name",
 }
 
 #[cfg(test)]
@@ -72,11 +83,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_round_trip_and_describe_themselves() {
-        for action in Action::ALL {
-            assert_eq!(Action::from_name(action.name()), Some(*action));
+    fn names_round_trip_and_match_serde() {
+        for &action in Action::ALL {
+            assert_eq!(Action::from_name(action.name()), Some(action));
+            let json = serde_json::to_string(&action).unwrap();
+            assert_eq!(json, format!("\"{}\"", action.name()));
             assert!(!action.description().is_empty());
         }
-        assert_eq!(Action::from_name("no-such-thing"), None);
     }
 }

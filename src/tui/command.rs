@@ -1,221 +1,289 @@
-//! The `:` command line: every operator action as text, with completion of
-//! command and host names.
+//! The `:` command line: parsing into engine commands, Tab completion, and rule
+//! validation shared with the rule prompts.
 
 use std::time::Duration;
 
-use super::model::Model;
-use super::update::parse_rule;
-use crate::engine::control::{Command, Target};
+use crate::engine::control::{Command, PatternKind, RuleSpec, Target};
 
-/// Command names, their arguments and what they do (also shown by `:help`).
-pub const COMMANDS: &[(&str, &str, &str)] = &[
-    ("blacklist", "REGEX [HOST]", "block URLs matching a regex"),
-    ("glob", "PATTERN [HOST]", "block URLs matching a glob"),
-    ("unrule", "ID", "remove rule ID"),
-    (
-        "throttle",
-        "HOST|* DURATION|default",
-        "delay between requests to a host (* = every host)",
-    ),
-    (
-        "concurrency",
-        "HOST|* N|default",
-        "requests in flight for a host (* = whole crawl)",
-    ),
-    ("rate", "N|off", "cap the crawl at N pages/s"),
-    ("pause", "[HOST]", "pause the crawl or one host"),
-    ("resume", "[HOST]", "resume the crawl or one host"),
-    ("seed", "URL", "add a seed URL"),
-    ("reset", "HOST", "close a host's circuit breaker"),
-    ("open", "HOST", "open a host's circuit breaker"),
-    (
-        "accept",
-        "ID [REGEX]",
-        "accept trap alert ID (optionally with an edited rule)",
-    ),
-    ("dismiss", "ID", "dismiss trap alert ID"),
-    ("checkpoint", "", "write a checkpoint now"),
-    ("quit", "", "checkpoint and quit"),
-];
-
-pub fn parse_delay(text: &str) -> Result<Option<Duration>, String> {
-    match text.trim() {
-        "" | "default" => Ok(None),
-        t => humantime::parse_duration(t)
-            .map(Some)
-            .map_err(|e| format!("{t:?} is not a duration ({e}); write e.g. 500ms or 2s")),
-    }
+/// What a command line asks for.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CommandLine {
+    Engine(Command),
+    Quit,
+    Help,
+    Freeze,
 }
 
-pub fn parse_count(text: &str) -> Result<Option<usize>, String> {
-    match text.trim() {
-        "" | "default" => Ok(None),
-        t => match t.parse::<usize>() {
-            Ok(0) | Err(_) => Err(format!("{t:?} is not a positive whole number")),
-            Ok(n) => Ok(Some(n)),
-        },
+/// Command names with their argument hint, for completion and error messages.
+pub const COMMANDS: &[(&str, &str)] = &[
+    ("blacklist", "REGEX [HOST]"),
+    ("glob", "PATTERN [HOST]"),
+    ("throttle", "HOST|* DURATION|off"),
+    ("concurrency", "HOST|* N|off"),
+    ("rate", "PAGES_PER_SEC|off"),
+    ("pause", "[HOST]"),
+    ("resume", "[HOST]"),
+    ("seed", "URL"),
+    ("reset", "HOST"),
+    ("open", "HOST"),
+    ("accept", "ID"),
+    ("dismiss", "ID"),
+    ("unrule", "ID"),
+    ("checkpoint", ""),
+    ("freeze", ""),
+    ("help", ""),
+    ("quit", ""),
+];
+
+/// Commands whose first argument is a host name.
+const HOST_COMMANDS: &[&str] = &[
+    "throttle",
+    "concurrency",
+    "pause",
+    "resume",
+    "reset",
+    "open",
+];
+
+/// Checks a rule before it is sent. One place, so it can follow the engine's compiler.
+pub fn validate_rule(spec: &RuleSpec) -> Result<(), String> {
+    // The engine's own compiler, so the prompt accepts exactly what the engine will.
+    crate::engine::rules::RuleSet::compile(spec).map(|_| ())
+}
+
+/// Parses a duration the operator typed: `500ms`, `2s`, `1m`.
+pub fn parse_delay(text: &str) -> Result<Duration, String> {
+    if !text.is_empty() && text.chars().all(|c| c.is_ascii_digit() || c == '.') {
+        return Err(format!("\"{text}\" needs a unit, e.g. 500ms or 2s"));
     }
+    humantime::parse_duration(text).map_err(|e| format!("bad duration \"{text}\": {e}"))
 }
 
 pub fn parse_rate(text: &str) -> Result<Option<f64>, String> {
-    match text.trim() {
-        "" | "off" | "0" => Ok(None),
-        t => match t.parse::<f64>() {
-            Ok(r) if r > 0.0 && r.is_finite() => Ok(Some(r)),
-            _ => Err(format!(
-                "{t:?} is not a positive number of pages/s (or off)"
-            )),
+    if text == "off" {
+        return Ok(None);
+    }
+    match text.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 && r <= 10_000.0 => Ok(Some(r)),
+        _ => Err(format!(
+            "bad rate \"{text}\": pages per second between 0 and 10000, or off"
+        )),
+    }
+}
+
+pub fn parse_concurrency(text: &str) -> Result<Option<usize>, String> {
+    if text == "off" {
+        return Ok(None);
+    }
+    match text.parse::<usize>() {
+        Ok(n @ 1..=1024) => Ok(Some(n)),
+        _ => Err(format!(
+            "bad concurrency \"{text}\": a number from 1 to 1024, or off"
+        )),
+    }
+}
+
+fn parse_id(args: &[&str], name: &str) -> Result<u64, String> {
+    match args {
+        [id] => id
+            .trim_start_matches('#')
+            .parse()
+            .map_err(|_| format!("{name}: \"{id}\" is not an id")),
+        _ => Err(format!("usage: :{name} ID")),
+    }
+}
+
+fn rule(kind: PatternKind, args: &[&str], name: &str, usage: &str) -> Result<Command, String> {
+    let spec = match args {
+        [pattern] => RuleSpec {
+            kind,
+            pattern: pattern.to_string(),
+            host: None,
         },
-    }
-}
-
-fn parse_id(word: Option<&str>, what: &str) -> Result<u64, String> {
-    let word = word.ok_or_else(|| format!("give the {what} number, e.g. 3"))?;
-    word.trim_start_matches('#')
-        .parse()
-        .map_err(|_| format!("{word:?} is not a {what} number"))
-}
-
-/// A host as typed: must be one the crawl knows (avoids silent typos).
-fn known_host(word: Option<&str>, model: &Model) -> Result<String, String> {
-    let word = word.ok_or("give a host (Tab completes)")?;
-    if model.snapshot.hosts.iter().any(|h| h.host == word) {
-        Ok(word.to_string())
-    } else {
-        Err(format!(
-            "no host {word:?} in this crawl (Tab completes host names)"
-        ))
-    }
-}
-
-pub fn parse(line: &str, model: &Model) -> Result<Command, String> {
-    let mut words = line.split_whitespace();
-    let Some(name) = words.next() else {
-        return Err("type a command; Tab completes (blacklist, throttle, pause, seed…)".into());
+        [pattern, host] => RuleSpec {
+            kind,
+            pattern: pattern.to_string(),
+            host: Some(host.to_ascii_lowercase()),
+        },
+        _ => return Err(format!("usage: :{name} {usage}")),
     };
-    let rest: Vec<&str> = words.collect();
-    let arg = |i: usize| rest.get(i).copied();
-    let host_arg = |i: usize| arg(i).map(|h| known_host(Some(h), model)).transpose();
-    Ok(match name {
-        "blacklist" | "glob" => {
-            let pattern = arg(0).ok_or("give a pattern")?;
-            let text = if name == "glob" {
-                format!("glob:{pattern}")
+    validate_rule(&spec)?;
+    Ok(Command::AddRule(spec))
+}
+
+fn target(arg: Option<&&str>) -> Target {
+    match arg {
+        None | Some(&"*") => Target::Global,
+        Some(host) => Target::Host(host.to_ascii_lowercase()),
+    }
+}
+
+/// Parses one command line (without the leading `:`).
+pub fn parse(line: &str) -> Result<CommandLine, String> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let Some((&name, args)) = words.split_first() else {
+        return Err("empty command".into());
+    };
+    let usage = |n: &str| {
+        let hint = COMMANDS
+            .iter()
+            .find(|(c, _)| *c == n)
+            .map(|(_, h)| *h)
+            .unwrap_or("");
+        format!("usage: :{n} {hint}")
+    };
+    let cmd = match name {
+        "blacklist" | "bl" => rule(PatternKind::Regex, args, "blacklist", "REGEX [HOST]")?,
+        "glob" => rule(PatternKind::Glob, args, "glob", "PATTERN [HOST]")?,
+        "throttle" => match args {
+            [host, value] => {
+                let delay = if *value == "off" {
+                    None
+                } else {
+                    Some(parse_delay(value)?)
+                };
+                match (target(Some(host)), delay) {
+                    (Target::Global, Some(d)) => Command::SetGlobalDelay(d),
+                    (Target::Global, None) => {
+                        return Err("the global delay cannot be off; give a duration".into())
+                    }
+                    (Target::Host(host), delay) => Command::SetHostDelay { host, delay },
+                }
+            }
+            _ => return Err(usage("throttle")),
+        },
+        "concurrency" => match args {
+            [host, value] => match (target(Some(host)), parse_concurrency(value)?) {
+                (Target::Global, Some(n)) => Command::SetGlobalConcurrency(n),
+                (Target::Global, None) => {
+                    return Err("the global concurrency cannot be off; give a number".into())
+                }
+                (Target::Host(host), max) => Command::SetHostConcurrency { host, max },
+            },
+            _ => return Err(usage("concurrency")),
+        },
+        "rate" => match args {
+            [value] => Command::SetGlobalRate(parse_rate(value)?),
+            _ => return Err(usage("rate")),
+        },
+        "pause" | "resume" if args.len() <= 1 => {
+            let t = target(args.first());
+            if name == "pause" {
+                Command::Pause(t)
             } else {
-                pattern.to_string()
-            };
-            Command::AddRule(parse_rule(&text, host_arg(1)?)?)
+                Command::Resume(t)
+            }
         }
-        "unrule" => Command::RemoveRule {
-            rule_id: parse_id(arg(0), "rule")?,
+        "seed" => match args {
+            [url] => {
+                let parsed =
+                    url::Url::parse(url).map_err(|e| format!("bad seed URL \"{url}\": {e}"))?;
+                if !matches!(parsed.scheme(), "http" | "https") {
+                    return Err(format!(
+                        "bad seed URL \"{url}\": only http and https are crawled"
+                    ));
+                }
+                Command::AddSeed(parsed.to_string())
+            }
+            _ => return Err(usage("seed")),
         },
-        "throttle" => match arg(0) {
-            Some("*") => Command::SetGlobalDelay(
-                parse_delay(arg(1).unwrap_or(""))?.ok_or("give a duration for *, e.g. 1s")?,
-            ),
-            host => Command::SetHostDelay {
-                host: known_host(host, model)?,
-                delay: parse_delay(arg(1).ok_or("give a duration, e.g. 500ms, or default")?)?,
-            },
+        "reset" | "open" => match args {
+            [host] => {
+                let host = host.to_ascii_lowercase();
+                if name == "reset" {
+                    Command::ResetBreaker(host)
+                } else {
+                    Command::ForceOpenBreaker(host)
+                }
+            }
+            _ => return Err(usage(name)),
         },
-        "concurrency" => match arg(0) {
-            Some("*") => Command::SetGlobalConcurrency(
-                parse_count(arg(1).unwrap_or(""))?.ok_or("give a number for *, e.g. 16")?,
-            ),
-            host => Command::SetHostConcurrency {
-                host: known_host(host, model)?,
-                max: parse_count(arg(1).ok_or("give a number, or default")?)?,
-            },
+        "accept" => Command::AcceptAlert {
+            alert_id: parse_id(args, "accept")?,
+            rule: None,
         },
-        "rate" => Command::SetGlobalRate(parse_rate(arg(0).ok_or("give N pages/s or off")?)?),
-        "pause" => Command::Pause(host_arg(0)?.map_or(Target::Global, Target::Host)),
-        "resume" => Command::Resume(host_arg(0)?.map_or(Target::Global, Target::Host)),
-        "seed" => Command::AddSeed(arg(0).ok_or("give a URL")?.to_string()),
-        "reset" => Command::ResetBreaker(known_host(arg(0), model)?),
-        "open" => Command::ForceOpenBreaker(known_host(arg(0), model)?),
-        "accept" => {
-            let alert_id = parse_id(arg(0), "alert")?;
-            let host = model
-                .snapshot
-                .alerts
-                .iter()
-                .find(|a| a.id == alert_id)
-                .map(|a| a.host.clone());
-            let rule = arg(1).map(|t| parse_rule(t, host)).transpose()?;
-            Command::AcceptAlert { alert_id, rule }
-        }
         "dismiss" => Command::DismissAlert {
-            alert_id: parse_id(arg(0), "alert")?,
+            alert_id: parse_id(args, "dismiss")?,
         },
-        "checkpoint" => Command::Checkpoint,
-        "quit" | "q" => Command::Shutdown,
+        "unrule" => Command::RemoveRule {
+            rule_id: parse_id(args, "unrule")?,
+        },
+        "checkpoint" if args.is_empty() => Command::Checkpoint,
+        "freeze" if args.is_empty() => return Ok(CommandLine::Freeze),
+        "help" if args.is_empty() => return Ok(CommandLine::Help),
+        "quit" | "q" if args.is_empty() => return Ok(CommandLine::Quit),
+        other if COMMANDS.iter().any(|(c, _)| *c == other) => return Err(usage(other)),
         other => {
             return Err(format!(
-                "unknown command {other:?}; commands: {}",
-                COMMANDS.iter().map(|c| c.0).collect::<Vec<_>>().join(", ")
+                "unknown command \":{other}\" (Tab completes command names)"
             ))
         }
-    })
+    };
+    Ok(CommandLine::Engine(cmd))
 }
 
-/// Completes the last word: a command name first, host names after it.
-pub fn complete(line: &str, hosts: &[String]) -> Option<String> {
-    let (head, last) = match line.rfind(' ') {
-        Some(i) => (&line[..=i], &line[i + 1..]),
-        None => ("", line),
+/// Completes the last word of `line`: a command name, or a host name after a
+/// command that takes one. Returns the new line and, when several candidates
+/// remain, the candidates.
+pub fn complete(line: &str, hosts: &[&str]) -> (String, Vec<String>) {
+    let ends_with_space = line.ends_with(' ');
+    let words: Vec<&str> = line.split_whitespace().collect();
+    let (index, partial) = match (words.len(), ends_with_space) {
+        (0, _) => (0, ""),
+        (n, true) => (n, ""),
+        (n, false) => (n - 1, words[n - 1]),
     };
-    let candidates: Vec<&str> = if head.is_empty() {
-        COMMANDS.iter().map(|c| c.0).collect()
+    let candidates: Vec<String> = if index == 0 {
+        COMMANDS
+            .iter()
+            .map(|(c, _)| c.to_string())
+            .filter(|c| c.starts_with(partial))
+            .collect()
+    } else if index == 1 && HOST_COMMANDS.contains(&words[0]) {
+        let mut hosts: Vec<String> = hosts
+            .iter()
+            .filter(|h| h.starts_with(partial))
+            .map(|h| h.to_string())
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        hosts
     } else {
-        hosts.iter().map(String::as_str).collect()
+        Vec::new()
     };
-    let matches: Vec<&str> = candidates
-        .into_iter()
-        .filter(|c| c.starts_with(last))
-        .collect();
-    let common = matches
-        .iter()
-        .skip(1)
-        .fold(matches.first()?.to_string(), |acc, m| {
-            acc.chars()
-                .zip(m.chars())
-                .take_while(|(a, b)| a == b)
-                .map(|(a, _)| a)
-                .collect()
-        });
-    let suffix = if matches.len() == 1 { " " } else { "" };
-    Some(format!("{head}{common}{suffix}"))
+    let prefix_words = &words[..index.min(words.len())];
+    let rebuild = |last: &str, finished: bool| {
+        let mut s = prefix_words.join(" ");
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(last);
+        if finished {
+            s.push(' ');
+        }
+        s
+    };
+    match candidates.as_slice() {
+        [] => (line.to_string(), Vec::new()),
+        [only] => (rebuild(only, true), Vec::new()),
+        many => {
+            let common = many.iter().skip(1).fold(many[0].clone(), |acc, c| {
+                acc.chars()
+                    .zip(c.chars())
+                    .take_while(|(a, b)| a == b)
+                    .map(|(a, _)| a)
+                    .collect()
+            });
+            let line = if common.len() > partial.len() {
+                rebuild(&common, false)
+            } else {
+                line.to_string()
+            };
+            (line, many.to_vec())
+        }
+    }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn completes_commands_then_hosts() {
-        let hosts = vec![
-            "shop.localhost:1".to_string(),
-            "slow.localhost:2".to_string(),
-        ];
-        assert_eq!(complete("thr", &hosts).unwrap(), "throttle ");
-        assert_eq!(complete("throttle s", &hosts).unwrap(), "throttle s");
-        assert_eq!(
-            complete("throttle sh", &hosts).unwrap(),
-            "throttle shop.localhost:1 "
-        );
-        assert_eq!(complete("zzz", &hosts), None);
-    }
-
-    #[test]
-    fn values_are_checked_with_helpful_messages() {
-        assert_eq!(
-            parse_delay("500ms").unwrap(),
-            Some(Duration::from_millis(500))
-        );
-        assert_eq!(parse_delay("default").unwrap(), None);
-        assert!(parse_delay("soon").unwrap_err().contains("500ms"));
-        assert!(parse_count("0").is_err());
-        assert_eq!(parse_rate("off").unwrap(), None);
-        assert_eq!(parse_rate("2.5").unwrap(), Some(2.5));
-    }
-}
+#[path = "command_tests.rs"]
+mod tests;

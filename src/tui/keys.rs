@@ -1,5 +1,5 @@
-//! The key map: `keybindings.toml` embedded as the default, a user file merged
-//! over it entry by entry. Problems in a user file are warnings, never errors.
+//! Key bindings: the embedded default `keybindings.toml`, a user file merged
+//! over it entry by entry, and lookups by mode. Problems become warnings.
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
@@ -9,7 +9,7 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Action;
 
-pub const DEFAULT_KEYMAP: &str = include_str!("../../keybindings.toml");
+pub const DEFAULT_KEYS: &str = include_str!("../../keybindings.toml");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mode {
@@ -44,369 +44,305 @@ impl Mode {
     }
 }
 
-/// A key with its modifiers, as written in the file (`ctrl-c`, `G`, `pgup`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Chord {
-    code: ChordCode,
-    ctrl: bool,
-    alt: bool,
+/// A key with its modifiers, normalised so `G` and `shift-g` are the same chord.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KeyChord {
+    pub code: KeyCode,
+    pub mods: KeyModifiers,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-enum ChordCode {
-    Char(char),
-    Named(&'static str),
-    F(u8),
-}
+impl KeyChord {
+    pub fn new(code: KeyCode, mods: KeyModifiers) -> Self {
+        // The character (or BackTab) already says whether shift was held.
+        let mut mods = mods & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
+        if matches!(code, KeyCode::Char(_) | KeyCode::BackTab) {
+            mods.remove(KeyModifiers::SHIFT);
+        }
+        KeyChord { code, mods }
+    }
 
-const NAMED: &[(&str, KeyCode)] = &[
-    ("enter", KeyCode::Enter),
-    ("esc", KeyCode::Esc),
-    ("tab", KeyCode::Tab),
-    ("shift-tab", KeyCode::BackTab),
-    ("backspace", KeyCode::Backspace),
-    ("delete", KeyCode::Delete),
-    ("up", KeyCode::Up),
-    ("down", KeyCode::Down),
-    ("left", KeyCode::Left),
-    ("right", KeyCode::Right),
-    ("pgup", KeyCode::PageUp),
-    ("pgdown", KeyCode::PageDown),
-    ("home", KeyCode::Home),
-    ("end", KeyCode::End),
-    ("space", KeyCode::Char(' ')),
-];
+    pub fn from_event(ev: &KeyEvent) -> Self {
+        KeyChord::new(ev.code, ev.modifiers)
+    }
 
-impl Chord {
-    pub fn parse(text: &str) -> Result<Chord, String> {
+    pub fn parse(text: &str) -> Result<KeyChord, String> {
+        let mut mods = KeyModifiers::NONE;
         let mut rest = text;
-        let (mut ctrl, mut alt) = (false, false);
         loop {
-            if let Some(r) = rest.strip_prefix("ctrl-").filter(|r| !r.is_empty()) {
-                ctrl = true;
-                rest = r;
-            } else if let Some(r) = rest.strip_prefix("alt-").filter(|r| !r.is_empty()) {
-                alt = true;
-                rest = r;
+            let lower = rest.to_ascii_lowercase();
+            if rest.chars().count() > 1 && lower.starts_with("ctrl-") {
+                mods |= KeyModifiers::CONTROL;
+                rest = &rest[5..];
+            } else if rest.chars().count() > 1 && lower.starts_with("alt-") {
+                mods |= KeyModifiers::ALT;
+                rest = &rest[4..];
+            } else if rest.chars().count() > 1 && lower.starts_with("shift-") {
+                mods |= KeyModifiers::SHIFT;
+                rest = &rest[6..];
             } else {
                 break;
             }
         }
-        let code = if let Some((name, _)) = NAMED.iter().find(|(n, _)| *n == rest) {
-            if *name == "space" {
-                ChordCode::Char(' ')
-            } else {
-                ChordCode::Named(name)
-            }
-        } else if let Some(n) = rest.strip_prefix('f').and_then(|n| n.parse::<u8>().ok()) {
-            ChordCode::F(n)
-        } else {
-            let mut chars = rest.chars();
-            match (chars.next(), chars.next()) {
-                (Some(c), None) => ChordCode::Char(if ctrl { c.to_ascii_lowercase() } else { c }),
-                _ => {
-                    return Err(format!(
-                        "unknown key {text:?} (write e.g. \"q\", \"G\", \"ctrl-c\", \"shift-tab\", \"pgup\", \"f1\")"
-                    ))
+        let mut chars = rest.chars();
+        let code = match (chars.next(), chars.next()) {
+            (Some(c), None) => {
+                if mods.contains(KeyModifiers::SHIFT) {
+                    mods.remove(KeyModifiers::SHIFT);
+                    KeyCode::Char(c.to_ascii_uppercase())
+                } else {
+                    KeyCode::Char(c)
                 }
             }
+            _ => match rest.to_ascii_lowercase().as_str() {
+                "enter" | "return" => KeyCode::Enter,
+                "esc" | "escape" => KeyCode::Esc,
+                "tab" => KeyCode::Tab,
+                "backtab" => KeyCode::BackTab,
+                "up" => KeyCode::Up,
+                "down" => KeyCode::Down,
+                "left" => KeyCode::Left,
+                "right" => KeyCode::Right,
+                "home" => KeyCode::Home,
+                "end" => KeyCode::End,
+                "pgup" | "pageup" => KeyCode::PageUp,
+                "pgdn" | "pagedown" => KeyCode::PageDown,
+                "space" => KeyCode::Char(' '),
+                "backspace" => KeyCode::Backspace,
+                "delete" | "del" => KeyCode::Delete,
+                "insert" => KeyCode::Insert,
+                f if f.starts_with('f') && f.len() > 1 => match f[1..].parse::<u8>() {
+                    Ok(n @ 1..=12) => KeyCode::F(n),
+                    _ => return Err(format!("unknown key \"{text}\"")),
+                },
+                _ => return Err(format!("unknown key \"{text}\"")),
+            },
         };
-        Ok(Chord { code, ctrl, alt })
-    }
-
-    /// The chord a terminal key event stands for.
-    pub fn from_event(key: KeyEvent) -> Option<Chord> {
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        let alt = key.modifiers.contains(KeyModifiers::ALT);
-        let code = match key.code {
-            KeyCode::Char(c) => ChordCode::Char(if ctrl { c.to_ascii_lowercase() } else { c }),
-            KeyCode::F(n) => ChordCode::F(n),
-            other => ChordCode::Named(NAMED.iter().find(|(_, k)| *k == other)?.0),
-        };
-        Some(Chord { code, ctrl, alt })
+        if code == KeyCode::Tab && mods.contains(KeyModifiers::SHIFT) {
+            return Ok(KeyChord::new(KeyCode::BackTab, mods));
+        }
+        Ok(KeyChord::new(code, mods))
     }
 }
 
-impl fmt::Display for Chord {
+impl fmt::Display for KeyChord {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.ctrl {
+        if self.mods.contains(KeyModifiers::CONTROL) {
             f.write_str("ctrl-")?;
         }
-        if self.alt {
+        if self.mods.contains(KeyModifiers::ALT) {
             f.write_str("alt-")?;
         }
+        if self.mods.contains(KeyModifiers::SHIFT) {
+            f.write_str("shift-")?;
+        }
         match self.code {
-            ChordCode::Char(' ') => f.write_str("space"),
-            ChordCode::Char(c) => write!(f, "{c}"),
-            ChordCode::Named(n) => f.write_str(n),
-            ChordCode::F(n) => write!(f, "f{n}"),
+            KeyCode::Char(' ') => f.write_str("space"),
+            KeyCode::Char(c) => write!(f, "{c}"),
+            KeyCode::Enter => f.write_str("enter"),
+            KeyCode::Esc => f.write_str("esc"),
+            KeyCode::Tab => f.write_str("tab"),
+            KeyCode::BackTab => f.write_str("shift-tab"),
+            KeyCode::Up => f.write_str("up"),
+            KeyCode::Down => f.write_str("down"),
+            KeyCode::Left => f.write_str("left"),
+            KeyCode::Right => f.write_str("right"),
+            KeyCode::Home => f.write_str("home"),
+            KeyCode::End => f.write_str("end"),
+            KeyCode::PageUp => f.write_str("pgup"),
+            KeyCode::PageDown => f.write_str("pgdn"),
+            KeyCode::Backspace => f.write_str("backspace"),
+            KeyCode::Delete => f.write_str("delete"),
+            KeyCode::Insert => f.write_str("insert"),
+            KeyCode::F(n) => write!(f, "f{n}"),
+            other => write!(f, "{other:?}"),
         }
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq)]
+/// The effective bindings, per mode, in the order of [`Action::ALL`].
+#[derive(Debug, Clone, Default)]
 pub struct KeyMap {
-    modes: BTreeMap<Mode, BTreeMap<Chord, Action>>,
+    bindings: BTreeMap<Mode, BTreeMap<Action, Vec<KeyChord>>>,
+    lookup: HashMap<(Mode, KeyChord), Action>,
 }
 
 impl KeyMap {
-    pub fn action(&self, mode: Mode, key: KeyEvent) -> Option<Action> {
-        let chord = Chord::from_event(key)?;
-        self.modes.get(&mode)?.get(&chord).copied()
+    pub fn action(&self, mode: Mode, ev: &KeyEvent) -> Option<Action> {
+        self.lookup.get(&(mode, KeyChord::from_event(ev))).copied()
     }
 
-    /// Bindings of a mode, for the help overlay.
-    pub fn bindings(&self, mode: Mode) -> Vec<(Chord, Action)> {
-        self.modes
+    pub fn bindings(&self, mode: Mode) -> impl Iterator<Item = (Action, &[KeyChord])> {
+        self.bindings
             .get(&mode)
-            .map(|m| m.iter().map(|(c, a)| (*c, *a)).collect())
-            .unwrap_or_default()
-    }
-
-    /// The first key bound to an action in a mode ("?" for help…).
-    pub fn key_for(&self, mode: Mode, action: Action) -> Option<Chord> {
-        self.bindings(mode)
             .into_iter()
-            .find(|(_, a)| *a == action)
-            .map(|(c, _)| c)
+            .flat_map(|m| m.iter().map(|(a, k)| (*a, k.as_slice())))
     }
 
-    /// Merges a keybindings file over this map; returns the warnings.
-    pub fn merge_toml(&mut self, text: &str, origin: &str) -> Vec<String> {
-        match toml::from_str::<toml::Table>(text) {
-            Ok(table) => self.merge_table(table, origin),
-            Err(e) => vec![format!(
-                "{origin}: not valid TOML ({}); its bindings are ignored",
-                e.message()
-            )],
-        }
+    /// The first key of `action` in `mode`, for hints ("? help").
+    pub fn first_key(&self, mode: Mode, action: Action) -> Option<KeyChord> {
+        self.bindings.get(&mode)?.get(&action)?.first().copied()
     }
 
-    fn merge_table(&mut self, table: toml::Table, origin: &str) -> Vec<String> {
-        let mut warnings = Vec::new();
-        for (mode_name, entries) in table {
-            let Some(mode) = Mode::from_name(&mode_name) else {
-                warnings.push(format!(
-                    "{origin}: unknown mode [{mode_name}] (modes: normal, prompt, command, help, detail)"
-                ));
-                continue;
-            };
-            let Some(entries) = entries.as_table() else {
-                warnings.push(format!(
-                    "{origin}: [{mode_name}] must be a table of key = \"action\""
-                ));
-                continue;
-            };
-            let bindings = self.modes.entry(mode).or_default();
-            for (key, value) in entries {
-                let chord = match Chord::parse(key) {
-                    Ok(c) => c,
-                    Err(e) => {
-                        warnings.push(format!("{origin}: [{mode_name}] {e}"));
-                        continue;
-                    }
-                };
-                match value.as_str().map(|name| (name, Action::from_name(name))) {
-                    Some((_, Some(action))) => {
-                        bindings.insert(chord, action);
-                    }
-                    Some(("none", None)) => {
-                        bindings.remove(&chord);
-                    }
-                    Some((name, None)) => warnings.push(format!(
-                        "{origin}: [{mode_name}] \"{key}\": unknown action {name:?} (`crawldeck keys` lists them)"
-                    )),
-                    None => warnings.push(format!(
-                        "{origin}: [{mode_name}] \"{key}\" must name an action as a string"
-                    )),
-                }
-            }
-        }
-        warnings
-    }
-
-    /// Keys of one mode written twice for different actions in `text`
-    /// (TOML itself rejects exact duplicates; this catches aliases like
-    /// "ctrl-C" and "ctrl-c").
-    pub fn conflicts(text: &str) -> Vec<String> {
-        let Ok(table) = toml::from_str::<toml::Table>(text) else {
-            return Vec::new();
-        };
-        let mut out = Vec::new();
-        for (mode, entries) in table {
-            let Some(entries) = entries.as_table() else {
-                continue;
-            };
-            let mut seen: HashMap<Chord, (&str, &str)> = HashMap::new();
-            for (key, value) in entries {
-                let (Ok(chord), Some(action)) = (Chord::parse(key), value.as_str()) else {
-                    continue;
-                };
-                if let Some((other_key, other)) = seen.insert(chord, (key, action)) {
-                    if other != action {
-                        out.push(format!(
-                            "[{mode}] \"{key}\" and \"{other_key}\" are the same key bound to {action} and {other}"
-                        ));
+    /// Builds lookups; a key bound twice in one mode keeps its first action (in
+    /// `Action::ALL` order) and yields a warning.
+    fn index(&mut self, warnings: &mut Vec<String>) {
+        self.lookup.clear();
+        for (mode, actions) in &self.bindings {
+            for (action, keys) in actions {
+                for key in keys {
+                    match self.lookup.get(&(*mode, *key)) {
+                        Some(first) if first != action => warnings.push(format!(
+                            "key \"{key}\" in [{}] is bound to both {} and {}; {} wins",
+                            mode.name(),
+                            first.name(),
+                            action.name(),
+                            first.name()
+                        )),
+                        Some(_) => {}
+                        None => {
+                            self.lookup.insert((*mode, *key), *action);
+                        }
                     }
                 }
             }
         }
-        out
     }
 }
 
-/// Where a user's key file lives when `--keys` is not given.
-pub fn user_keys_path() -> Option<PathBuf> {
+/// Merges one keybindings file's text over `map`; each present entry replaces that
+/// action's keys in that mode. Returns warnings (with `origin` in them).
+fn merge(map: &mut KeyMap, text: &str, origin: &str) -> Vec<String> {
+    let mut warnings = Vec::new();
+    let table: toml::Table = match text.parse() {
+        Ok(t) => t,
+        Err(e) => {
+            warnings.push(format!(
+                "{origin}: not valid TOML, ignored: {}",
+                e.message()
+            ));
+            return warnings;
+        }
+    };
+    for (mode_name, value) in table {
+        let Some(mode) = Mode::from_name(&mode_name) else {
+            warnings.push(format!(
+                "{origin}: unknown mode [{mode_name}] (modes: normal, prompt, command, help, detail)"
+            ));
+            continue;
+        };
+        let Some(entries) = value.as_table() else {
+            warnings.push(format!(
+                "{origin}: [{mode_name}] must be a table of action = keys"
+            ));
+            continue;
+        };
+        for (action_name, keys_value) in entries {
+            let Some(action) = Action::from_name(action_name) else {
+                warnings.push(format!(
+                    "{origin}: [{mode_name}] unknown action \"{action_name}\" (see `crawldeck keys`)"
+                ));
+                continue;
+            };
+            let texts: Vec<&str> = match keys_value {
+                toml::Value::String(s) => vec![s.as_str()],
+                toml::Value::Array(items) => {
+                    let texts: Vec<&str> = items.iter().filter_map(|v| v.as_str()).collect();
+                    if texts.len() != items.len() {
+                        warnings.push(format!(
+                            "{origin}: [{mode_name}] {action_name}: keys must be strings"
+                        ));
+                    }
+                    texts
+                }
+                _ => {
+                    warnings.push(format!(
+                        "{origin}: [{mode_name}] {action_name}: expected a key or a list of keys"
+                    ));
+                    continue;
+                }
+            };
+            let mut keys = Vec::new();
+            for text in texts {
+                match KeyChord::parse(text) {
+                    Ok(k) if !keys.contains(&k) => keys.push(k),
+                    Ok(_) => {}
+                    Err(e) => warnings.push(format!("{origin}: [{mode_name}] {action_name}: {e}")),
+                }
+            }
+            let modes = map.bindings.entry(mode).or_default();
+            if keys.is_empty() {
+                modes.remove(&action);
+            } else {
+                modes.insert(action, keys);
+            }
+        }
+    }
+    warnings
+}
+
+/// The user's default keybindings file: `$XDG_CONFIG_HOME/crawldeck/keybindings.toml`
+/// (or `~/.config/...`).
+pub fn default_user_file() -> Option<PathBuf> {
     let base = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
     Some(base.join("crawldeck").join("keybindings.toml"))
 }
 
-/// The embedded defaults with the user's file merged over them, and every
-/// warning about that file (unknown keys or actions, conflicts, unreadable).
+/// The embedded defaults with `user_file` merged over them. A missing user file is
+/// not a warning when it was not asked for explicitly (pass `None` for the default path).
 pub fn effective_keymap(user_file: Option<&Path>) -> (KeyMap, Vec<String>) {
     let mut map = KeyMap::default();
-    let defaults = map.merge_toml(DEFAULT_KEYMAP, "built-in keybindings.toml");
-    debug_assert!(defaults.is_empty(), "{defaults:?}");
-    let explicit = user_file.is_some();
-    let Some(path) = user_file.map(Path::to_path_buf).or_else(user_keys_path) else {
-        return (map, Vec::new());
+    let mut warnings = merge(&mut map, DEFAULT_KEYS, "built-in keybindings");
+    let (path, explicit) = match user_file {
+        Some(p) => (Some(p.to_path_buf()), true),
+        None => (default_user_file(), false),
     };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
-        Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => {
-            return (map, Vec::new())
-        }
-        Err(e) => {
-            return (
-                map,
-                vec![format!(
-                    "cannot read {}: {e}; using the default keys",
+    if let Some(path) = path {
+        match std::fs::read_to_string(&path) {
+            Ok(text) => warnings.extend(merge(&mut map, &text, &path.display().to_string())),
+            Err(e) if explicit || e.kind() != std::io::ErrorKind::NotFound => {
+                warnings.push(format!(
+                    "{}: cannot read ({e}); using the default keys",
                     path.display()
-                )],
-            )
+                ))
+            }
+            Err(_) => {}
         }
-    };
-    let origin = path.display().to_string();
-    let mut warnings = KeyMap::conflicts(&text)
-        .into_iter()
-        .map(|c| format!("{origin}: {c}"))
-        .collect::<Vec<_>>();
-    warnings.extend(map.merge_toml(&text, &origin));
+    }
+    map.index(&mut warnings);
     (map, warnings)
 }
 
-/// What `crawldeck keys` prints: every mode's bindings with descriptions.
+/// Keymap from text only (tests and fixtures).
+pub fn keymap_from_str(user_text: &str) -> (KeyMap, Vec<String>) {
+    let mut map = KeyMap::default();
+    let mut warnings = merge(&mut map, DEFAULT_KEYS, "built-in keybindings");
+    warnings.extend(merge(&mut map, user_text, "user keybindings"));
+    map.index(&mut warnings);
+    (map, warnings)
+}
+
+/// What `crawldeck keys` prints: every mode, its keys and what they do.
 pub fn describe(map: &KeyMap) -> String {
     let mut out = String::new();
     for mode in Mode::ALL {
         out.push_str(&format!("[{}]\n", mode.name()));
-        for (chord, action) in map.bindings(mode) {
+        for (action, keys) in map.bindings(mode) {
+            let keys: Vec<String> = keys.iter().map(|k| k.to_string()).collect();
             out.push_str(&format!(
-                "  {:<12} {:<16} {}\n",
-                chord.to_string(),
+                "  {:<18} {:<20} {}\n",
+                keys.join(" "),
                 action.name(),
                 action.description()
             ));
         }
+        out.push('\n');
     }
     out
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn key(code: KeyCode, mods: KeyModifiers) -> KeyEvent {
-        KeyEvent::new(code, mods)
-    }
-
-    #[test]
-    fn default_file_parses_without_warnings_and_covers_every_action() {
-        let mut map = KeyMap::default();
-        assert_eq!(
-            map.merge_toml(DEFAULT_KEYMAP, "default"),
-            Vec::<String>::new()
-        );
-        assert!(KeyMap::conflicts(DEFAULT_KEYMAP).is_empty());
-        for action in Action::ALL {
-            let bound = Mode::ALL.iter().any(|m| map.key_for(*m, *action).is_some());
-            assert!(bound, "{} has no default key", action.name());
-        }
-        assert_eq!(
-            map.action(Mode::Normal, key(KeyCode::Char('q'), KeyModifiers::NONE)),
-            Some(Action::Quit)
-        );
-        assert_eq!(
-            map.action(Mode::Normal, key(KeyCode::Char('c'), KeyModifiers::CONTROL)),
-            Some(Action::ForceQuit)
-        );
-        assert_eq!(
-            map.action(Mode::Normal, key(KeyCode::BackTab, KeyModifiers::SHIFT)),
-            Some(Action::PrevPane)
-        );
-        assert_eq!(
-            map.action(Mode::Normal, key(KeyCode::Char('G'), KeyModifiers::SHIFT)),
-            Some(Action::Bottom)
-        );
-    }
-
-    #[test]
-    fn user_file_overrides_single_entries() {
-        let mut map = KeyMap::default();
-        map.merge_toml(DEFAULT_KEYMAP, "default");
-        let warnings = map.merge_toml("[normal]\n\"Q\" = \"quit\"\n\"x\" = \"none\"\n", "user");
-        assert!(warnings.is_empty(), "{warnings:?}");
-        let q = |c| map.action(Mode::Normal, key(KeyCode::Char(c), KeyModifiers::NONE));
-        assert_eq!(q('Q'), Some(Action::Quit));
-        assert_eq!(q('q'), Some(Action::Quit), "other defaults stay");
-        assert_eq!(q('x'), None, "\"none\" unbinds");
-    }
-
-    #[test]
-    fn invalid_files_give_warnings_naming_the_problem() {
-        let cases = [
-            ("[normal]\n\"q\" = \"qiut\"\n", "unknown action \"qiut\""),
-            ("[normal]\n\"ctrl-\" = \"quit\"\n", "unknown key \"ctrl-\""),
-            ("[nromal]\n\"q\" = \"quit\"\n", "unknown mode [nromal]"),
-            ("[normal]\n\"q\" = 3\n", "must name an action"),
-            ("[normal\n", "not valid TOML"),
-        ];
-        for (text, expected) in cases {
-            let mut map = KeyMap::default();
-            map.merge_toml(DEFAULT_KEYMAP, "default");
-            let warnings = map.merge_toml(text, "keys.toml");
-            assert!(
-                warnings
-                    .iter()
-                    .any(|w| w.contains(expected) && w.starts_with("keys.toml")),
-                "{text:?}: {warnings:?}"
-            );
-        }
-    }
-
-    #[test]
-    fn conflicting_bindings_in_one_mode_are_reported() {
-        let text = "[normal]\n\"ctrl-c\" = \"quit\"\n\"ctrl-C\" = \"help\"\n";
-        let conflicts = KeyMap::conflicts(text);
-        assert_eq!(conflicts.len(), 1, "{conflicts:?}");
-        assert!(conflicts[0].contains("same key"));
-    }
-
-    #[test]
-    fn effective_map_reads_a_user_file_and_reports_a_missing_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("keys.toml");
-        std::fs::write(&path, "[normal]\n\"Z\" = \"help\"\n").unwrap();
-        let (map, warnings) = effective_keymap(Some(&path));
-        assert!(warnings.is_empty());
-        assert_eq!(
-            map.action(Mode::Normal, key(KeyCode::Char('Z'), KeyModifiers::SHIFT)),
-            Some(Action::Help)
-        );
-        let (_, warnings) = effective_keymap(Some(&dir.path().join("missing.toml")));
-        assert!(warnings[0].contains("cannot read"), "{warnings:?}");
-        assert!(describe(&map).contains("help"));
-    }
-}
+#[path = "keys_tests.rs"]
+mod tests;

@@ -1,34 +1,37 @@
-//! The workstation: a live terminal UI over the running engine. It talks to
-//! the engine only through `EngineHandle` (commands out, snapshots and events in).
+//! The workstation: a live terminal UI over a running engine.
+//!
+//! `app` owns the terminal and the event loop, `update` decides (pure), `ui`
+//! draws (never mutates), `keys`/`action` map keys to what they do.
 
-mod action;
-mod app;
-mod command;
+pub mod action;
+pub mod app;
+pub mod command;
 pub mod keys;
-mod model;
-pub(crate) mod ui;
-mod update;
-
-#[cfg(test)]
-mod tests;
+pub mod model;
+mod prompt;
+mod targets;
+pub mod ui;
+pub mod update;
 
 use std::path::PathBuf;
 
 pub use app::run;
+pub use command::validate_rule;
 
 #[derive(Debug, Clone, Default)]
 pub struct TuiOptions {
     pub no_color: bool,
     pub no_mouse: bool,
     pub readonly: bool,
-    /// `--keys FILE`; otherwise `$XDG_CONFIG_HOME/crawldeck/keybindings.toml`.
+    /// `--keys`; else `$XDG_CONFIG_HOME/crawldeck/keybindings.toml`.
     pub keys_file: Option<PathBuf>,
 }
 
+/// Why the TUI returned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TuiExit {
-    /// The operator quit; a checkpoint and shutdown were requested.
+    /// The operator quit; a checkpoint was requested.
     Quit,
-    /// The engine stopped on its own and the operator closed the UI.
+    /// The crawl finished and the operator closed the UI.
     EngineFinished,
 }

@@ -1,24 +1,20 @@
-//! The workstation's state: the latest engine snapshot plus what only the UI
-//! keeps (rate history, log lines, recent fetches, selection, prompts).
+//! The TUI's state: the latest snapshot, what the operator is looking at, and
+//! what it keeps of the event stream (log, recent fetches, pages/s history).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
-use ratatui::crossterm::event::KeyEvent;
 use tui_input::Input;
 
 use super::keys::{KeyMap, Mode};
-use crate::engine::control::{Command, HostKey};
-use crate::engine::telemetry::{EngineEvent, HostView, Level, Snapshot};
-use crate::text::strip_control;
+use crate::engine::control::{CommandId, HostKey, PatternKind};
+use crate::engine::telemetry::{HostView, Level, Snapshot};
 
-/// Seconds of pages/s history kept for the sparkline.
-pub const HISTORY_SECS: usize = 600;
-pub const LOG_LINES: usize = 500;
+pub const LOG_CAPACITY: usize = 500;
+pub const HISTORY_CAPACITY: usize = 240;
 pub const RECENT_FETCHES: usize = 20;
-/// Hosts whose recent fetches are remembered.
-const RECENT_HOSTS: usize = 1000;
+pub const RECENT_HOSTS: usize = 256;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
@@ -26,14 +22,17 @@ pub enum Pane {
     Alerts,
     Rules,
     Log,
+    Queues,
 }
 
 impl Pane {
-    pub const ALL: [Pane; 4] = [Pane::Hosts, Pane::Alerts, Pane::Rules, Pane::Log];
-
-    pub fn index(self) -> usize {
-        Pane::ALL.iter().position(|p| *p == self).unwrap_or(0)
-    }
+    pub const ALL: [Pane; 5] = [
+        Pane::Hosts,
+        Pane::Alerts,
+        Pane::Rules,
+        Pane::Log,
+        Pane::Queues,
+    ];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -41,6 +40,7 @@ impl Pane {
             Pane::Alerts => "Alerts",
             Pane::Rules => "Rules",
             Pane::Log => "Log",
+            Pane::Queues => "Queues",
         }
     }
 }
@@ -48,9 +48,9 @@ impl Pane {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortColumn {
     Host,
-    Queue,
+    Queued,
     InFlight,
-    Rate,
+    ReqPerSec,
     Latency,
     Delay,
     Errors,
@@ -60,21 +60,21 @@ pub enum SortColumn {
 impl SortColumn {
     pub const ALL: [SortColumn; 8] = [
         SortColumn::Host,
-        SortColumn::Queue,
+        SortColumn::Queued,
         SortColumn::InFlight,
-        SortColumn::Rate,
+        SortColumn::ReqPerSec,
         SortColumn::Latency,
         SortColumn::Delay,
         SortColumn::Errors,
         SortColumn::Breaker,
     ];
 
-    pub fn title(self) -> &'static str {
+    pub fn label(self) -> &'static str {
         match self {
             SortColumn::Host => "host",
-            SortColumn::Queue => "queue",
-            SortColumn::InFlight => "in flight",
-            SortColumn::Rate => "req/s",
+            SortColumn::Queued => "queue",
+            SortColumn::InFlight => "in-flight",
+            SortColumn::ReqPerSec => "req/s",
             SortColumn::Latency => "latency",
             SortColumn::Delay => "delay",
             SortColumn::Errors => "errors",
@@ -83,39 +83,54 @@ impl SortColumn {
     }
 }
 
-/// What a one-line prompt is asking for.
+/// What a one-line prompt will do with its text.
 #[derive(Debug, Clone, PartialEq)]
 pub enum PromptKind {
     Filter,
-    Command,
-    Blacklist {
+    Rule {
+        kind: PatternKind,
         host: Option<HostKey>,
     },
-    EditAlert {
+    AcceptAlert {
         alert_id: u64,
+        kind: PatternKind,
         host: Option<HostKey>,
     },
-    Delay(HostKey),
-    Concurrency(HostKey),
-    Rate,
+    HostDelay(HostKey),
+    HostConcurrency(HostKey),
+    GlobalRate,
     Seed,
+    Command,
 }
 
 impl PromptKind {
     pub fn label(&self) -> String {
         match self {
-            PromptKind::Filter => "filter hosts: ".into(),
-            PromptKind::Command => ":".into(),
-            PromptKind::Blacklist { host: None } => "blacklist (regex, or glob:PATTERN): ".into(),
-            PromptKind::Blacklist { host: Some(h) } => {
-                format!("blacklist on {h} (regex, or glob:PATTERN): ")
+            PromptKind::Filter => "filter hosts".into(),
+            PromptKind::Rule {
+                kind: PatternKind::Regex,
+                host,
+            } => scoped("blacklist regex", host),
+            PromptKind::Rule {
+                kind: PatternKind::Glob,
+                host,
+            } => scoped("blacklist glob", host),
+            PromptKind::AcceptAlert { alert_id, .. } => {
+                format!("accept alert #{alert_id} with rule")
             }
-            PromptKind::EditAlert { alert_id, .. } => format!("rule for alert #{alert_id}: "),
-            PromptKind::Delay(h) => format!("delay for {h} (e.g. 500ms, 2s; empty = default): "),
-            PromptKind::Concurrency(h) => format!("requests in flight for {h} (empty = default): "),
-            PromptKind::Rate => "global pages/s cap (empty or 0 = none): ".into(),
-            PromptKind::Seed => "seed URL: ".into(),
+            PromptKind::HostDelay(h) => format!("delay for {h} (e.g. 500ms, off)"),
+            PromptKind::HostConcurrency(h) => format!("concurrency for {h} (number, off)"),
+            PromptKind::GlobalRate => "global pages/s (number, off)".into(),
+            PromptKind::Seed => "seed URL".into(),
+            PromptKind::Command => String::new(),
         }
+    }
+}
+
+fn scoped(what: &str, host: &Option<HostKey>) -> String {
+    match host {
+        Some(h) => format!("{what} for {h}"),
+        None => what.to_string(),
     }
 }
 
@@ -123,21 +138,21 @@ impl PromptKind {
 pub struct Prompt {
     pub kind: PromptKind,
     pub input: Input,
-    /// Why the last submit was refused (bad regex, bad duration…).
     pub error: Option<String>,
+    /// Completion candidates after an ambiguous Tab.
+    pub hint: Option<String>,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overlay {
     None,
-    Help { scroll: u16 },
-    Detail(HostKey),
-    Prompt(Prompt),
+    Help,
     ConfirmQuit,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogLine {
+    pub at: Duration,
     pub level: Level,
     pub text: String,
 }
@@ -151,96 +166,143 @@ pub struct FetchLine {
     pub error: Option<String>,
 }
 
-#[derive(Debug)]
-pub enum Msg {
-    Key(KeyEvent),
-    Snapshot(Arc<Snapshot>),
-    Event(EngineEvent),
-    /// One second passed (history sampling).
-    Second,
-    /// The engine stopped (its channels closed).
-    EngineClosed,
-    Terminate,
-}
-
 #[derive(Debug, Clone, PartialEq)]
-pub enum Effect {
-    Send(Command),
-    Quit,
+pub struct StatusLine {
+    pub level: Level,
+    pub text: String,
 }
 
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ViewOptions {
-    pub color: bool,
-    pub readonly: bool,
+/// Where quitting stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Quitting {
+    No,
+    /// Checkpoint and shutdown sent; waiting for the engine to finish.
+    Checkpointing,
 }
 
 pub struct Model {
-    pub snapshot: Arc<Snapshot>,
-    /// While frozen the display keeps this snapshot; the crawl continues.
-    pub frozen: Option<Arc<Snapshot>>,
-    pub history: VecDeque<u64>,
+    /// What is drawn (held still while frozen).
+    pub shown: Arc<Snapshot>,
+    /// The newest snapshot, even while frozen.
+    pub latest: Arc<Snapshot>,
+    pub frozen: bool,
+    pub pane: Pane,
+    pub overlay: Overlay,
+    pub prompt: Option<Prompt>,
+    /// Host whose detail view is open.
+    pub detail: Option<HostKey>,
+    pub detail_scroll: usize,
+    pub help_scroll: usize,
+    pub host_selected: usize,
+    pub alert_selected: usize,
+    pub rule_selected: usize,
+    /// Lines scrolled back from the newest log line.
+    pub log_scroll: usize,
+    pub sort: SortColumn,
+    pub sort_reverse: bool,
+    pub filter: String,
     pub log: VecDeque<LogLine>,
     pub recent: HashMap<HostKey, VecDeque<FetchLine>>,
-    pub pane: Pane,
-    pub selected: [usize; 4],
-    pub sort: SortColumn,
-    pub sort_desc: bool,
-    pub filter: String,
-    pub overlay: Overlay,
-    pub status: Option<(Level, String)>,
-    pub keymap: KeyMap,
-    pub options: ViewOptions,
-    /// Quit was confirmed: waiting for the engine to checkpoint and stop.
-    pub quitting: bool,
+    /// Pages per second, one sample per second of crawl time (×10 for the sparkline).
+    pub history: VecDeque<u64>,
+    history_second: Option<u64>,
+    pub status: Option<StatusLine>,
+    pub pending: HashMap<CommandId, String>,
+    pub quitting: Quitting,
     pub engine_closed: bool,
+    pub readonly: bool,
+    pub no_color: bool,
+    pub keymap: KeyMap,
+    /// Rows a page-up/down moves (set from the last drawn height).
+    pub page_rows: usize,
 }
 
 impl Model {
-    pub fn new(keymap: KeyMap, warnings: Vec<String>, options: ViewOptions) -> Model {
-        let mut model = Model {
-            snapshot: Arc::new(Snapshot::default()),
-            frozen: None,
-            history: VecDeque::new(),
+    pub fn new(keymap: KeyMap, readonly: bool, no_color: bool) -> Self {
+        let empty = Arc::new(Snapshot::default());
+        Model {
+            shown: empty.clone(),
+            latest: empty,
+            frozen: false,
+            pane: Pane::Hosts,
+            overlay: Overlay::None,
+            prompt: None,
+            detail: None,
+            detail_scroll: 0,
+            help_scroll: 0,
+            host_selected: 0,
+            alert_selected: 0,
+            rule_selected: 0,
+            log_scroll: 0,
+            sort: SortColumn::Queued,
+            sort_reverse: false,
+            filter: String::new(),
             log: VecDeque::new(),
             recent: HashMap::new(),
-            pane: Pane::Hosts,
-            selected: [0; 4],
-            sort: SortColumn::Queue,
-            sort_desc: true,
-            filter: String::new(),
-            overlay: Overlay::None,
+            history: VecDeque::new(),
+            history_second: None,
             status: None,
-            keymap,
-            options,
-            quitting: false,
+            pending: HashMap::new(),
+            quitting: Quitting::No,
             engine_closed: false,
-        };
-        for w in warnings {
-            model.push_log(Level::Warn, format!("keys: {w}"));
-            model.status = Some((Level::Warn, format!("key map: {w}")));
+            readonly,
+            no_color,
+            keymap,
+            page_rows: 10,
         }
-        model
     }
 
-    /// The snapshot on display (frozen or live).
-    pub fn shown(&self) -> &Snapshot {
-        self.frozen.as_deref().unwrap_or(&self.snapshot)
+    /// The key mode the operator is in.
+    pub fn mode(&self) -> Mode {
+        match (&self.prompt, self.overlay, &self.detail) {
+            (Some(p), _, _) if p.kind == PromptKind::Command => Mode::Command,
+            (Some(_), _, _) => Mode::Prompt,
+            (None, Overlay::Help, _) => Mode::Help,
+            (None, _, Some(_)) => Mode::Detail,
+            _ => Mode::Normal,
+        }
+    }
+
+    pub fn set_snapshot(&mut self, snap: Arc<Snapshot>) {
+        let second = snap.elapsed.as_secs();
+        if self.history_second != Some(second) {
+            self.history_second = Some(second);
+            if self.history.len() == HISTORY_CAPACITY {
+                self.history.pop_front();
+            }
+            self.history
+                .push_back((snap.pages_per_sec.max(0.0) * 10.0).round() as u64);
+        }
+        self.latest = snap.clone();
+        if !self.frozen {
+            self.shown = snap;
+        }
+        self.clamp_selection();
     }
 
     pub fn push_log(&mut self, level: Level, text: String) {
-        if self.log.len() == LOG_LINES {
+        if self.log.len() == LOG_CAPACITY {
             self.log.pop_front();
         }
         self.log.push_back(LogLine {
+            at: self.latest.elapsed,
             level,
-            text: strip_control(&text).into_owned(),
+            text,
         });
     }
 
-    pub fn record_fetch(&mut self, host: HostKey, line: FetchLine) {
+    pub fn push_fetch(&mut self, host: HostKey, line: FetchLine) {
         if !self.recent.contains_key(&host) && self.recent.len() >= RECENT_HOSTS {
-            return;
+            // Forget a host that is not on screen; bounded memory beats completeness.
+            let keep = self.detail.clone();
+            if let Some(victim) = self
+                .recent
+                .keys()
+                .find(|h| Some(*h) != keep.as_ref())
+                .cloned()
+            {
+                self.recent.remove(&victim);
+            }
         }
         let lines = self.recent.entry(host).or_default();
         if lines.len() == RECENT_FETCHES {
@@ -249,61 +311,82 @@ impl Model {
         lines.push_back(line);
     }
 
-    /// Hosts as the table shows them: filtered, then sorted.
-    pub fn host_rows(&self) -> Vec<&HostView> {
-        let filter = self.filter.to_lowercase();
-        let mut rows: Vec<&HostView> = self
-            .shown()
+    pub fn set_status(&mut self, level: Level, text: impl Into<String>) {
+        self.status = Some(StatusLine {
+            level,
+            text: text.into(),
+        });
+    }
+
+    /// Hosts after filter and sort, as drawn in the table.
+    pub fn visible_hosts(&self) -> Vec<&HostView> {
+        let filter = self.filter.to_ascii_lowercase();
+        let mut hosts: Vec<&HostView> = self
+            .shown
             .hosts
             .iter()
-            .filter(|h| filter.is_empty() || h.host.to_lowercase().contains(&filter))
+            .filter(|h| filter.is_empty() || h.host.contains(&filter))
             .collect();
-        rows.sort_by(|a, b| {
-            let order = match self.sort {
-                SortColumn::Host => a.host.cmp(&b.host),
-                SortColumn::Queue => a.queued.cmp(&b.queued),
-                SortColumn::InFlight => a.in_flight.cmp(&b.in_flight),
-                SortColumn::Rate => a.req_per_sec.total_cmp(&b.req_per_sec),
-                SortColumn::Latency => a.mean_latency.cmp(&b.mean_latency),
-                SortColumn::Delay => a.delay.cmp(&b.delay),
-                SortColumn::Errors => {
-                    (a.status.errors + a.status.s5xx).cmp(&(b.status.errors + b.status.s5xx))
-                }
-                SortColumn::Breaker => (a.breaker.phase as u8).cmp(&(b.breaker.phase as u8)),
-            };
-            let order = if self.sort_desc {
-                order.reverse()
+        let key = |h: &HostView| -> (u64, u64) {
+            match self.sort {
+                SortColumn::Host => (0, 0),
+                SortColumn::Queued => (h.queued, 0),
+                SortColumn::InFlight => (h.in_flight as u64, 0),
+                SortColumn::ReqPerSec => ((h.req_per_sec * 1000.0) as u64, 0),
+                SortColumn::Latency => (h.mean_latency.as_micros() as u64, 0),
+                SortColumn::Delay => (h.delay.as_micros() as u64, 0),
+                SortColumn::Errors => (h.status.errors + h.status.s5xx, h.status.s4xx),
+                SortColumn::Breaker => (breaker_rank(h), h.breaker.consecutive_failures as u64),
+            }
+        };
+        hosts.sort_by(|a, b| {
+            let ord = if self.sort == SortColumn::Host {
+                a.host.cmp(&b.host)
             } else {
-                order
+                // Biggest first; host name breaks ties so the order is stable.
+                key(b).cmp(&key(a)).then_with(|| a.host.cmp(&b.host))
             };
-            order.then_with(|| a.host.cmp(&b.host))
+            if self.sort_reverse {
+                ord.reverse()
+            } else {
+                ord
+            }
         });
-        rows
+        hosts
     }
 
-    pub fn selected_host(&self) -> Option<HostKey> {
-        let rows = self.host_rows();
-        rows.get(self.selected[Pane::Hosts.index()])
-            .or(rows.last())
-            .map(|h| h.host.clone())
-    }
-
-    pub fn rows_in(&self, pane: Pane) -> usize {
-        match pane {
-            Pane::Hosts => self.host_rows().len(),
-            Pane::Alerts => self.shown().alerts.len(),
-            Pane::Rules => self.shown().rules.len(),
-            Pane::Log => self.log.len(),
+    pub fn selected_host(&self) -> Option<&HostView> {
+        if let Some(detail) = &self.detail {
+            return self.shown.hosts.iter().find(|h| &h.host == detail);
         }
+        self.visible_hosts().get(self.host_selected).copied()
     }
 
-    pub fn mode(&self) -> Mode {
-        match &self.overlay {
-            Overlay::None | Overlay::ConfirmQuit => Mode::Normal,
-            Overlay::Help { .. } => Mode::Help,
-            Overlay::Detail(_) => Mode::Detail,
-            Overlay::Prompt(p) if p.kind == PromptKind::Command => Mode::Command,
-            Overlay::Prompt(_) => Mode::Prompt,
-        }
+    /// The host the operator means: the detail view's, or the selected row's.
+    pub fn target_host(&self) -> Option<HostKey> {
+        self.detail
+            .clone()
+            .or_else(|| self.selected_host().map(|h| h.host.clone()))
+    }
+
+    pub fn clamp_selection(&mut self) {
+        let hosts = self.visible_hosts().len();
+        self.host_selected = self.host_selected.min(hosts.saturating_sub(1));
+        self.alert_selected = self
+            .alert_selected
+            .min(self.shown.alerts.len().saturating_sub(1));
+        self.rule_selected = self
+            .rule_selected
+            .min(self.shown.rules.len().saturating_sub(1));
+        self.log_scroll = self.log_scroll.min(self.log.len().saturating_sub(1));
+    }
+}
+
+fn breaker_rank(h: &HostView) -> u64 {
+    use crate::engine::telemetry::BreakerPhase;
+    match h.breaker.phase {
+        BreakerPhase::Open => 2,
+        BreakerPhase::HalfOpen => 1,
+        BreakerPhase::Closed => 0,
     }
 }

@@ -1,60 +1,96 @@
-//! `update(&mut Model, Msg) -> Vec<Effect>`: every key and engine message
-//! turned into state changes and commands. Pure: no I/O, no clock.
+//! `update(model, msg) -> effects`: every decision of the TUI, pure and testable.
 
+use std::sync::Arc;
 use std::time::Duration;
 
-use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use tui_input::{Input, InputRequest};
+use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 
 use super::action::Action;
-use super::command;
-use super::model::{Effect, FetchLine, Model, Msg, Overlay, Pane, Prompt, PromptKind, SortColumn};
-use crate::engine::control::{Command, PatternKind, RuleSpec, Target};
-use crate::engine::telemetry::{AlertStatus, CrawlState, EngineEvent, Level};
+use super::keys::Mode;
+use super::model::{FetchLine, Model, Overlay, Pane, PromptKind, Quitting, SortColumn};
+use super::prompt::{complete, edit_prompt, open_prompt, submit};
+use super::targets::{alert_action, host_action};
+use super::TuiExit;
+use crate::engine::control::{Command, CommandId, PatternKind, Target};
+use crate::engine::telemetry::{CrawlState, EngineEvent, Level, Snapshot};
 
-/// Steps of `+`/`-` on a host's delay.
-const DELAY_STEPS_MS: &[u64] = &[0, 100, 250, 500, 1000, 2000, 5000, 10_000, 30_000, 60_000];
+/// Step of `+`/`-` on a host's delay.
+pub const DELAY_STEP: Duration = Duration::from_millis(250);
+
+#[derive(Debug, Clone)]
+pub enum Msg {
+    Key(KeyEvent),
+    ScrollUp,
+    ScrollDown,
+    Snapshot(Arc<Snapshot>),
+    Event(EngineEvent),
+    /// The events channel closed: the engine has stopped.
+    EngineClosed,
+    /// A command left for the engine under this id.
+    Sent {
+        id: CommandId,
+        what: String,
+    },
+    /// SIGTERM or similar: checkpoint and exit as for Ctrl-C.
+    Terminate,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Effect {
+    Send(Command),
+    Quit(TuiExit),
+}
 
 pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
     match msg {
-        Msg::Snapshot(snapshot) => {
-            model.snapshot = snapshot;
-            clamp_selection(model);
-            Vec::new()
+        Msg::Key(key) if key.kind == KeyEventKind::Release => Vec::new(),
+        Msg::Key(key) => on_key(model, key),
+        Msg::ScrollUp => on_action(model, Action::Up),
+        Msg::ScrollDown => on_action(model, Action::Down),
+        Msg::Snapshot(snap) => {
+            let done = snap.state == CrawlState::Done;
+            model.set_snapshot(snap);
+            finish_if_done(model, done)
         }
-        Msg::Second => {
-            if model.history.len() == super::model::HISTORY_SECS {
-                model.history.pop_front();
-            }
-            model
-                .history
-                .push_back(model.snapshot.pages_per_sec.round() as u64);
-            Vec::new()
-        }
-        Msg::Event(event) => engine_event(model, event),
+        Msg::Event(ev) => on_event(model, ev),
         Msg::EngineClosed => {
-            model.engine_closed = true;
-            if model.quitting {
-                vec![Effect::Quit]
-            } else {
-                model.push_log(Level::Info, "the engine stopped; press q to leave".into());
-                Vec::new()
+            if !model.engine_closed {
+                model.engine_closed = true;
+                model.push_log(Level::Info, "engine stopped".into());
             }
+            finish_if_done(model, true)
+        }
+        Msg::Sent { id, what } => {
+            if model.pending.len() >= 1024 {
+                model.pending.clear();
+            }
+            model.pending.insert(id, what);
+            Vec::new()
         }
         Msg::Terminate => begin_quit(model),
-        Msg::Key(key) => key_event(model, key),
     }
 }
 
-fn engine_event(model: &mut Model, event: EngineEvent) -> Vec<Effect> {
-    match event {
+fn finish_if_done(model: &mut Model, done: bool) -> Vec<Effect> {
+    if done && model.quitting == Quitting::Checkpointing {
+        return vec![Effect::Quit(TuiExit::Quit)];
+    }
+    Vec::new()
+}
+
+fn on_event(model: &mut Model, ev: EngineEvent) -> Vec<Effect> {
+    match ev {
         EngineEvent::CommandDone(result) => {
+            let what = model
+                .pending
+                .remove(&result.id)
+                .unwrap_or_else(|| format!("command {}", result.id.0));
             let (level, text) = match result.outcome {
-                Ok(m) => (Level::Info, m),
-                Err(m) => (Level::Error, format!("refused: {m}")),
+                Ok(summary) => (Level::Info, format!("{what}: {summary}")),
+                Err(why) => (Level::Error, format!("{what} failed: {why}")),
             };
             model.push_log(level, text.clone());
-            model.status = Some((level, text));
+            model.set_status(level, text);
         }
         EngineEvent::Fetched {
             host,
@@ -63,29 +99,26 @@ fn engine_event(model: &mut Model, event: EngineEvent) -> Vec<Effect> {
             latency,
             bytes,
             error,
-        } => model.record_fetch(
-            host,
-            FetchLine {
-                url,
-                status,
-                latency,
-                bytes,
-                error,
-            },
-        ),
+        } => {
+            model.push_fetch(
+                host,
+                FetchLine {
+                    url,
+                    status,
+                    latency,
+                    bytes,
+                    error,
+                },
+            );
+        }
         EngineEvent::BreakerChanged {
             host,
             from,
             to,
             reason,
         } => {
-            let level = if to == crate::engine::telemetry::BreakerPhase::Open {
-                Level::Warn
-            } else {
-                Level::Info
-            };
             model.push_log(
-                level,
+                Level::Warn,
                 format!(
                     "breaker {host}: {} -> {} ({reason})",
                     from.label(),
@@ -93,190 +126,192 @@ fn engine_event(model: &mut Model, event: EngineEvent) -> Vec<Effect> {
                 ),
             );
         }
-        EngineEvent::Alert(alert) => {
-            let text = format!(
-                "trap alert #{} on {}: {} — a accept, e edit, d dismiss",
-                alert.id,
-                alert.host,
-                alert.kind.label()
-            );
-            // The engine logs the alert itself; here it only takes the status line.
-            model.status = Some((Level::Warn, text));
-        }
+        // The engine logs each alert itself (EngineEvent::Log); the alerts pane shows it.
+        EngineEvent::Alert(_) => {}
         EngineEvent::AlertChanged { alert_id, status } => {
             model.push_log(Level::Info, format!("alert #{alert_id} {}", status.label()));
         }
         EngineEvent::Log { level, message } => model.push_log(level, message),
         EngineEvent::StateChanged(state) => {
-            model.push_log(Level::Info, format!("crawl {}", state.label()));
-            if state == CrawlState::Done && model.quitting {
-                return vec![Effect::Quit];
-            }
+            model.push_log(Level::Info, format!("crawl {}", state.label()))
         }
     }
     Vec::new()
 }
 
-fn key_event(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
-    if let Overlay::ConfirmQuit = model.overlay {
+fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
+    if model.overlay == Overlay::ConfirmQuit {
         model.overlay = Overlay::None;
-        return match key.code {
-            KeyCode::Char('y') | KeyCode::Char('Y') | KeyCode::Enter => begin_quit(model),
-            _ => {
-                model.status = Some((Level::Info, "quit cancelled".into()));
-                Vec::new()
-            }
-        };
+        let yes = matches!(key.code, KeyCode::Char('y' | 'Y' | 'q') | KeyCode::Enter)
+            || model.keymap.action(Mode::Normal, &key) == Some(Action::ForceQuit);
+        if yes {
+            return begin_quit(model);
+        }
+        model.set_status(Level::Info, "quit cancelled");
+        return Vec::new();
     }
     let mode = model.mode();
-    let action = model.keymap.action(mode, key);
-    if let Overlay::Prompt(prompt) = &mut model.overlay {
-        return match action {
-            Some(Action::Submit) => submit_prompt(model),
+    let action = model.keymap.action(mode, &key);
+    match mode {
+        Mode::Prompt | Mode::Command => match action {
+            Some(Action::Submit) => submit(model),
             Some(Action::Cancel) => {
-                model.overlay = Overlay::None;
+                if let Some(p) = model.prompt.take() {
+                    if p.kind == PromptKind::Filter {
+                        model.filter.clear();
+                    }
+                }
                 Vec::new()
             }
             Some(Action::Complete) => {
                 complete(model);
                 Vec::new()
             }
+            Some(Action::ForceQuit) => begin_quit(model),
             _ => {
-                if let Some(request) = input_request(key) {
-                    prompt.input.handle(request);
-                    prompt.error = None;
-                    if prompt.kind == PromptKind::Filter {
-                        model.filter = prompt.input.value().to_string();
-                    }
-                }
+                edit_prompt(model, &key);
                 Vec::new()
             }
-        };
+        },
+        _ => match action {
+            Some(action) => on_action(model, action),
+            None => Vec::new(),
+        },
     }
-    match action {
-        Some(action) => perform(model, action),
-        None => Vec::new(),
+}
+
+/// One short phrase per command, for the status line and the log.
+pub fn command_label(cmd: &Command) -> String {
+    let target = |t: &Target| match t {
+        Target::Global => "crawl".to_string(),
+        Target::Host(h) => h.clone(),
+    };
+    match cmd {
+        Command::Pause(t) => format!("pause {}", target(t)),
+        Command::Resume(t) => format!("resume {}", target(t)),
+        Command::AddRule(r) => format!("add rule {}", r.pattern),
+        Command::RemoveRule { rule_id } => format!("remove rule #{rule_id}"),
+        Command::SetHostDelay {
+            host,
+            delay: Some(d),
+        } => format!("delay {host} {}", humantime::format_duration(*d)),
+        Command::SetHostDelay { host, delay: None } => format!("delay {host} default"),
+        Command::SetHostConcurrency { host, max: Some(n) } => format!("concurrency {host} {n}"),
+        Command::SetHostConcurrency { host, max: None } => format!("concurrency {host} default"),
+        Command::SetGlobalDelay(d) => format!("global delay {}", humantime::format_duration(*d)),
+        Command::SetGlobalConcurrency(n) => format!("global concurrency {n}"),
+        Command::SetGlobalRate(Some(r)) => format!("rate {r} pages/s"),
+        Command::SetGlobalRate(None) => "rate unlimited".into(),
+        Command::AddSeed(u) => format!("seed {u}"),
+        Command::ResetBreaker(h) => format!("reset breaker {h}"),
+        Command::ForceOpenBreaker(h) => format!("open breaker {h}"),
+        Command::AcceptAlert { alert_id, .. } => format!("accept alert #{alert_id}"),
+        Command::DismissAlert { alert_id } => format!("dismiss alert #{alert_id}"),
+        Command::Checkpoint => "checkpoint".into(),
+        Command::Shutdown => "shutdown".into(),
     }
 }
 
-fn input_request(key: KeyEvent) -> Option<InputRequest> {
-    let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-    Some(match key.code {
-        KeyCode::Char('u') if ctrl => InputRequest::DeleteLine,
-        KeyCode::Char('w') if ctrl => InputRequest::DeletePrevWord,
-        KeyCode::Char('a') if ctrl => InputRequest::GoToStart,
-        KeyCode::Char('e') if ctrl => InputRequest::GoToEnd,
-        KeyCode::Char(c) if !ctrl => InputRequest::InsertChar(c),
-        KeyCode::Backspace => InputRequest::DeletePrevChar,
-        KeyCode::Delete => InputRequest::DeleteNextChar,
-        KeyCode::Left => InputRequest::GoToPrevChar,
-        KeyCode::Right => InputRequest::GoToNextChar,
-        KeyCode::Home => InputRequest::GoToStart,
-        KeyCode::End => InputRequest::GoToEnd,
-        _ => return None,
-    })
-}
-
-fn open_prompt(model: &mut Model, kind: PromptKind, value: &str) {
-    model.overlay = Overlay::Prompt(Prompt {
-        kind,
-        input: Input::new(value.to_string()),
-        error: None,
-    });
-}
-
-fn refuse_readonly(model: &mut Model) -> bool {
-    if model.options.readonly {
-        model.status = Some((
-            Level::Warn,
-            "read-only session (--readonly): commands that change the crawl are off".into(),
-        ));
-    }
-    model.options.readonly
-}
-
-fn send(model: &mut Model, command: Command) -> Vec<Effect> {
-    if command.is_mutating() && refuse_readonly(model) {
+/// Sends a command unless the TUI is read-only and the command would change the crawl.
+pub(super) fn send(model: &mut Model, cmd: Command) -> Vec<Effect> {
+    let what = command_label(&cmd);
+    if model.readonly && cmd.is_mutating() {
+        model.set_status(Level::Warn, format!("read-only: {what} not sent"));
         return Vec::new();
     }
-    vec![Effect::Send(command)]
+    model.set_status(Level::Info, format!("{what}…"));
+    vec![Effect::Send(cmd)]
 }
 
-fn begin_quit(model: &mut Model) -> Vec<Effect> {
-    model.quitting = true;
-    model.status = Some((Level::Info, "checkpointing and stopping…".into()));
-    if model.engine_closed || model.snapshot.state == CrawlState::Done {
-        return vec![Effect::Quit];
+pub(super) fn begin_quit(model: &mut Model) -> Vec<Effect> {
+    if model.quitting == Quitting::Checkpointing || model.engine_closed {
+        // Second request, or nothing left to checkpoint: leave now.
+        return vec![Effect::Quit(TuiExit::Quit)];
     }
+    model.quitting = Quitting::Checkpointing;
+    model.overlay = Overlay::None;
+    model.prompt = None;
+    model.set_status(Level::Info, "checkpointing…");
+    // Quitting is allowed read-only too: it ends this process, not someone else's crawl.
     vec![
         Effect::Send(Command::Checkpoint),
         Effect::Send(Command::Shutdown),
     ]
 }
 
-fn selected_alert(model: &Model) -> Option<(u64, AlertStatus, RuleSpec)> {
-    let alerts = &model.shown().alerts;
-    alerts
-        .get(model.selected[Pane::Alerts.index()])
-        .map(|a| (a.id, a.status, a.suggested_rule.clone()))
+fn move_selection(index: &mut usize, len: usize, delta: isize) {
+    let max = len.saturating_sub(1) as isize;
+    *index = (*index as isize + delta).clamp(0, max) as usize;
 }
 
-/// The host the operator means: the detail view's, else the table selection.
-fn target_host(model: &Model) -> Option<String> {
-    match &model.overlay {
-        Overlay::Detail(host) => Some(host.clone()),
-        _ => model.selected_host(),
+pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
+    let page = model.page_rows.max(1) as isize;
+    let delta = match action {
+        Action::Up => Some(-1),
+        Action::Down => Some(1),
+        Action::PageUp => Some(-page),
+        Action::PageDown => Some(page),
+        Action::Top => Some(isize::MIN / 2),
+        Action::Bottom => Some(isize::MAX / 2),
+        _ => None,
+    };
+    if let Some(delta) = delta {
+        scroll(model, delta);
+        return Vec::new();
     }
-}
-
-fn perform(model: &mut Model, action: Action) -> Vec<Effect> {
-    let pane = model.pane;
-    let rows = model.rows_in(pane);
-    let sel = &mut model.selected[pane.index()];
     match action {
         Action::Quit => {
-            if model.engine_closed || model.snapshot.state == CrawlState::Done {
-                return begin_quit(model);
+            if model.overlay == Overlay::Help {
+                model.overlay = Overlay::None;
+            } else if model.engine_closed || model.latest.state == CrawlState::Done {
+                return vec![Effect::Quit(TuiExit::EngineFinished)];
+            } else if model.quitting == Quitting::No {
+                model.overlay = Overlay::ConfirmQuit;
             }
-            model.overlay = Overlay::ConfirmQuit;
         }
         Action::ForceQuit => return begin_quit(model),
-        Action::Help => model.overlay = Overlay::Help { scroll: 0 },
-        Action::Close => model.overlay = Overlay::None,
-        Action::Filter => {
-            let current = model.filter.clone();
-            open_prompt(model, PromptKind::Filter, &current);
+        Action::Help => {
+            model.overlay = if model.overlay == Overlay::Help {
+                Overlay::None
+            } else {
+                Overlay::Help
+            };
+            model.help_scroll = 0;
         }
-        Action::CommandLine => open_prompt(model, PromptKind::Command, ""),
-        Action::NextPane => model.pane = Pane::ALL[(pane.index() + 1) % Pane::ALL.len()],
-        Action::PrevPane => {
-            model.pane = Pane::ALL[(pane.index() + Pane::ALL.len() - 1) % Pane::ALL.len()]
+        Action::Back => {
+            if model.overlay == Overlay::Help {
+                model.overlay = Overlay::None;
+            } else if model.detail.is_some() {
+                model.detail = None;
+            } else if !model.filter.is_empty() {
+                model.filter.clear();
+            } else {
+                model.status = None;
+            }
+        }
+        Action::Filter => open_prompt(model, PromptKind::Filter, model.filter.clone()),
+        Action::CommandLine => open_prompt(model, PromptKind::Command, String::new()),
+        Action::NextPane | Action::PrevPane => {
+            let i = Pane::ALL.iter().position(|p| *p == model.pane).unwrap_or(0);
+            let n = Pane::ALL.len();
+            let next = if action == Action::NextPane {
+                (i + 1) % n
+            } else {
+                (i + n - 1) % n
+            };
+            model.pane = Pane::ALL[next];
         }
         Action::PaneHosts => model.pane = Pane::Hosts,
         Action::PaneAlerts => model.pane = Pane::Alerts,
         Action::PaneRules => model.pane = Pane::Rules,
         Action::PaneLog => model.pane = Pane::Log,
-        Action::Down => {
-            if let Overlay::Help { scroll } = &mut model.overlay {
-                *scroll = scroll.saturating_add(1);
-            } else {
-                *sel = (*sel + 1).min(rows.saturating_sub(1));
-            }
-        }
-        Action::Up => {
-            if let Overlay::Help { scroll } = &mut model.overlay {
-                *scroll = scroll.saturating_sub(1);
-            } else {
-                *sel = sel.saturating_sub(1);
-            }
-        }
-        Action::Top => *sel = 0,
-        Action::Bottom => *sel = rows.saturating_sub(1),
-        Action::PageDown => *sel = (*sel + 10).min(rows.saturating_sub(1)),
-        Action::PageUp => *sel = sel.saturating_sub(10),
+        Action::PaneQueues => model.pane = Pane::Queues,
         Action::Open => {
-            if let Some(host) = model.selected_host().filter(|_| pane == Pane::Hosts) {
-                model.overlay = Overlay::Detail(host);
+            if model.pane == Pane::Hosts {
+                if let Some(h) = model.selected_host() {
+                    model.detail = Some(h.host.clone());
+                    model.detail_scroll = 0;
+                }
             }
         }
         Action::SortNext => {
@@ -285,279 +320,105 @@ fn perform(model: &mut Model, action: Action) -> Vec<Effect> {
                 .position(|c| *c == model.sort)
                 .unwrap_or(0);
             model.sort = SortColumn::ALL[(i + 1) % SortColumn::ALL.len()];
-            model.status = Some((Level::Info, format!("sorted by {}", model.sort.title())));
+            model.set_status(
+                Level::Info,
+                format!("hosts sorted by {}", model.sort.label()),
+            );
         }
-        Action::SortReverse => model.sort_desc = !model.sort_desc,
+        Action::SortReverse => model.sort_reverse = !model.sort_reverse,
         Action::Freeze => {
-            model.frozen = match model.frozen.take() {
-                Some(_) => None,
-                None => Some(model.snapshot.clone()),
-            };
+            model.frozen = !model.frozen;
+            if !model.frozen {
+                model.shown = model.latest.clone();
+                model.clamp_selection();
+            }
         }
-        Action::PauseCrawl => {
-            let command = if model.snapshot.state == CrawlState::Paused {
+        Action::TogglePause => {
+            let cmd = if model.latest.state == CrawlState::Paused {
                 Command::Resume(Target::Global)
             } else {
                 Command::Pause(Target::Global)
             };
-            return send(model, command);
+            return send(model, cmd);
         }
-        Action::PauseHost => {
-            let Some(host) = target_host(model) else {
-                return Vec::new();
-            };
-            let paused = model
-                .snapshot
-                .hosts
-                .iter()
-                .any(|h| h.host == host && h.paused);
-            let command = if paused {
-                Command::Resume(Target::Host(host))
-            } else {
-                Command::Pause(Target::Host(host))
-            };
-            return send(model, command);
+        Action::AddRegexRule => open_prompt(
+            model,
+            PromptKind::Rule {
+                kind: PatternKind::Regex,
+                host: None,
+            },
+            String::new(),
+        ),
+        Action::AddGlobRule => open_prompt(
+            model,
+            PromptKind::Rule {
+                kind: PatternKind::Glob,
+                host: None,
+            },
+            String::new(),
+        ),
+        Action::AddSeed => open_prompt(model, PromptKind::Seed, "http://".into()),
+        Action::SetRate => {
+            let text = model
+                .latest
+                .global_rate
+                .map_or("off".into(), |r| r.to_string());
+            open_prompt(model, PromptKind::GlobalRate, text);
         }
-        Action::Blacklist | Action::BlacklistHost => {
-            if refuse_readonly(model) {
-                return Vec::new();
+        Action::RateUp => {
+            let rate = model.latest.global_rate.map_or(1.0, |r| r.floor() + 1.0);
+            return send(model, Command::SetGlobalRate(Some(rate)));
+        }
+        Action::RateDown => match model.latest.global_rate {
+            Some(r) if r > 1.0 => {
+                return send(
+                    model,
+                    Command::SetGlobalRate(Some((r.ceil() - 1.0).max(1.0))),
+                )
             }
-            let host = (action == Action::BlacklistHost)
-                .then(|| target_host(model))
-                .flatten();
-            let prefill = host
-                .as_ref()
-                .map(|h| format!("^https?://{}/", regex::escape(h)))
-                .unwrap_or_default();
-            model.overlay = Overlay::None;
-            open_prompt(model, PromptKind::Blacklist { host }, &prefill);
-        }
+            Some(_) => model.set_status(
+                Level::Info,
+                "rate is at 1 page/s; :rate off removes the cap",
+            ),
+            None => model.set_status(Level::Info, "no rate cap yet; rate-up sets one"),
+        },
         Action::RemoveRule => {
-            let rule = model.shown().rules.get(model.selected[Pane::Rules.index()]);
-            if let Some(rule_id) = rule.filter(|_| pane == Pane::Rules).map(|r| r.id) {
+            if model.pane != Pane::Rules {
+                model.set_status(Level::Info, "select a rule in the Rules pane first");
+            } else if let Some(rule) = model.shown.rules.get(model.rule_selected) {
+                let rule_id = rule.id;
                 return send(model, Command::RemoveRule { rule_id });
             }
-            model.status = Some((
-                Level::Info,
-                "select a rule in the rules pane (3) first".into(),
-            ));
         }
-        Action::Slower | Action::Faster => {
-            let Some(host) = target_host(model) else {
-                return Vec::new();
-            };
-            let current = model
-                .snapshot
-                .hosts
-                .iter()
-                .find(|h| h.host == host)
-                .map(|h| h.delay)
-                .unwrap_or_default();
-            let delay = step_delay(current, action == Action::Slower);
-            return send(
-                model,
-                Command::SetHostDelay {
-                    host,
-                    delay: Some(delay),
-                },
-            );
+        Action::AcceptAlert | Action::EditAlert | Action::DismissAlert => {
+            return alert_action(model, action)
         }
-        Action::SetDelay | Action::SetConcurrency => {
-            if refuse_readonly(model) {
-                return Vec::new();
-            }
-            if let Some(host) = target_host(model) {
-                let kind = if action == Action::SetDelay {
-                    PromptKind::Delay(host)
-                } else {
-                    PromptKind::Concurrency(host)
-                };
-                open_prompt(model, kind, "");
-            }
-        }
-        Action::SetRate => {
-            if !refuse_readonly(model) {
-                open_prompt(model, PromptKind::Rate, "");
-            }
-        }
-        Action::AddSeed => {
-            if !refuse_readonly(model) {
-                open_prompt(model, PromptKind::Seed, "https://");
-            }
-        }
-        Action::ResetBreaker => {
-            if let Some(host) = target_host(model) {
-                return send(model, Command::ResetBreaker(host));
-            }
-        }
-        Action::AcceptAlert | Action::DismissAlert | Action::EditAlert => {
-            let Some((alert_id, status, rule)) =
-                selected_alert(model).filter(|_| pane == Pane::Alerts)
-            else {
-                model.status = Some((
-                    Level::Info,
-                    "select an alert in the alerts pane (2) first".into(),
-                ));
-                return Vec::new();
-            };
-            if status != AlertStatus::Open && status != AlertStatus::Noted {
-                model.status = Some((
-                    Level::Info,
-                    format!("alert #{alert_id} is already {}", status.label()),
-                ));
-                return Vec::new();
-            }
-            return match action {
-                Action::AcceptAlert => send(
-                    model,
-                    Command::AcceptAlert {
-                        alert_id,
-                        rule: None,
-                    },
-                ),
-                Action::DismissAlert => send(model, Command::DismissAlert { alert_id }),
-                _ => {
-                    if refuse_readonly(model) {
-                        return Vec::new();
-                    }
-                    let text = rule_text(&rule);
-                    open_prompt(
-                        model,
-                        PromptKind::EditAlert {
-                            alert_id,
-                            host: rule.host,
-                        },
-                        &text,
-                    );
-                    Vec::new()
-                }
-            };
-        }
-        Action::Submit | Action::Cancel | Action::Complete => {}
+        _ => return host_action(model, action),
     }
     Vec::new()
 }
 
-fn rule_text(rule: &RuleSpec) -> String {
-    match rule.kind {
-        PatternKind::Regex => rule.pattern.clone(),
-        PatternKind::Glob => format!("glob:{}", rule.pattern),
-    }
-}
-
-/// `glob:PATTERN` or a regex, checked with the engine's own compiler.
-pub fn parse_rule(text: &str, host: Option<String>) -> Result<RuleSpec, String> {
-    let text = text.trim();
-    if text.is_empty() {
-        return Err("type a pattern (a regex, or glob:PATTERN)".into());
-    }
-    let spec = match text.strip_prefix("glob:") {
-        Some(glob) => RuleSpec {
-            kind: PatternKind::Glob,
-            pattern: glob.trim().to_string(),
-            host,
-        },
-        None => RuleSpec {
-            kind: PatternKind::Regex,
-            pattern: text.to_string(),
-            host,
-        },
-    };
-    crate::engine::rules::RuleSet::compile(&spec).map(|_| spec)
-}
-
-fn step_delay(current: Duration, slower: bool) -> Duration {
-    let ms = current.as_millis() as u64;
-    let next = if slower {
-        DELAY_STEPS_MS
-            .iter()
-            .copied()
-            .find(|s| *s > ms)
-            .unwrap_or(ms)
+fn scroll(model: &mut Model, delta: isize) {
+    if model.overlay == Overlay::Help {
+        move_selection(&mut model.help_scroll, 200, delta);
+    } else if model.detail.is_some() {
+        move_selection(&mut model.detail_scroll, 200, delta);
     } else {
-        DELAY_STEPS_MS
-            .iter()
-            .rev()
-            .copied()
-            .find(|s| *s < ms)
-            .unwrap_or(0)
-    };
-    Duration::from_millis(next)
-}
-
-fn submit_prompt(model: &mut Model) -> Vec<Effect> {
-    let Overlay::Prompt(prompt) = &model.overlay else {
-        return Vec::new();
-    };
-    let text = prompt.input.value().trim().to_string();
-    let result: Result<Option<Command>, String> = match &prompt.kind {
-        PromptKind::Filter => {
-            model.filter = text;
-            Ok(None)
-        }
-        PromptKind::Command => command::parse(&text, model).map(Some),
-        PromptKind::Blacklist { host } => {
-            parse_rule(&text, host.clone()).map(|r| Some(Command::AddRule(r)))
-        }
-        PromptKind::EditAlert { alert_id, host } => parse_rule(&text, host.clone()).map(|r| {
-            Some(Command::AcceptAlert {
-                alert_id: *alert_id,
-                rule: Some(r),
-            })
-        }),
-        PromptKind::Delay(host) => command::parse_delay(&text).map(|delay| {
-            Some(Command::SetHostDelay {
-                host: host.clone(),
-                delay,
-            })
-        }),
-        PromptKind::Concurrency(host) => command::parse_count(&text).map(|max| {
-            Some(Command::SetHostConcurrency {
-                host: host.clone(),
-                max,
-            })
-        }),
-        PromptKind::Rate => command::parse_rate(&text).map(|r| Some(Command::SetGlobalRate(r))),
-        PromptKind::Seed => Ok(Some(Command::AddSeed(text))),
-    };
-    match result {
-        Ok(command) => {
-            model.overlay = Overlay::None;
-            match command {
-                Some(Command::Shutdown) => begin_quit(model),
-                Some(command) => send(model, command),
-                None => Vec::new(),
+        match model.pane {
+            Pane::Hosts => {
+                let len = model.visible_hosts().len();
+                move_selection(&mut model.host_selected, len, delta);
             }
-        }
-        Err(error) => {
-            if let Overlay::Prompt(prompt) = &mut model.overlay {
-                prompt.error = Some(error);
+            Pane::Alerts => {
+                move_selection(&mut model.alert_selected, model.shown.alerts.len(), delta)
             }
-            Vec::new()
+            Pane::Rules => move_selection(&mut model.rule_selected, model.shown.rules.len(), delta),
+            // The log scrolls back from its newest line.
+            Pane::Log => move_selection(&mut model.log_scroll, model.log.len(), -delta),
+            Pane::Queues => {}
         }
     }
 }
-
-fn complete(model: &mut Model) {
-    let hosts: Vec<String> = model
-        .snapshot
-        .hosts
-        .iter()
-        .map(|h| h.host.clone())
-        .collect();
-    if let Overlay::Prompt(prompt) = &mut model.overlay {
-        if prompt.kind == PromptKind::Command {
-            if let Some(line) = command::complete(prompt.input.value(), &hosts) {
-                prompt.input = Input::new(line);
-            }
-        }
-    }
-}
-
-fn clamp_selection(model: &mut Model) {
-    for pane in Pane::ALL {
-        let rows = model.rows_in(pane);
-        let sel = &mut model.selected[pane.index()];
-        *sel = (*sel).min(rows.saturating_sub(1));
-    }
-}
+#[cfg(test)]
+#[path = "update_tests.rs"]
+mod tests;

@@ -1,213 +1,217 @@
-//! Rendering: `render(&Model, Rect, &mut Buffer)` draws the whole screen from
-//! the model and never changes it. One file per pane.
+//! Drawing. Every function takes the model by shared reference: rendering never
+//! mutates. Network strings pass through `strip_control` before they reach a cell.
 
+mod detail;
+mod format;
 mod header;
 mod hosts;
+mod lists;
 mod overlay;
+mod queues;
+mod theme;
 
-#[cfg(test)]
-pub use overlay::help_lines as overlay_help_lines;
-mod panes;
+pub use format::*;
+pub use theme::Theme;
 
 use ratatui::buffer::Buffer;
-use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Color, Modifier, Style};
+use ratatui::layout::{Constraint, Layout, Position, Rect};
+use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+use ratatui::widgets::{Paragraph, Widget};
 
-use super::model::{Model, Overlay, Pane};
-use crate::engine::telemetry::{BreakerPhase, Level};
+use super::keys::Mode;
+use super::model::{Model, Overlay, Pane, Quitting};
+use crate::engine::telemetry::{CrawlState, Level};
 
-/// Below this the layout cannot show what matters; a notice says so.
+/// Below this the UI shows only a notice.
 pub const MIN_WIDTH: u16 = 60;
 pub const MIN_HEIGHT: u16 = 16;
-/// From this size on, all panes are shown at once; below, panes become tabs.
-const WIDE: (u16, u16) = (110, 34);
 
-/// Colours only when they are on; states are always written as words too.
-#[derive(Clone, Copy)]
-pub struct Theme {
-    color: bool,
-}
-
-impl Theme {
-    pub fn new(color: bool) -> Self {
-        Theme { color }
-    }
-
-    pub fn fg(self, color: Color) -> Style {
-        if self.color {
-            Style::default().fg(color)
-        } else {
-            Style::default()
-        }
-    }
-
-    pub fn bold(self) -> Style {
-        Style::default().add_modifier(Modifier::BOLD)
-    }
-
-    pub fn selected(self) -> Style {
-        if self.color {
-            Style::default()
-                .bg(Color::DarkGray)
-                .add_modifier(Modifier::BOLD)
-        } else {
-            Style::default().add_modifier(Modifier::REVERSED)
-        }
-    }
-
-    pub fn level(self, level: Level) -> Style {
-        match level {
-            Level::Info => Style::default(),
-            Level::Warn => self.fg(Color::Yellow),
-            Level::Error => self.fg(Color::Red),
-        }
-    }
-
-    pub fn breaker(self, phase: BreakerPhase) -> Style {
-        match phase {
-            BreakerPhase::Closed => self.fg(Color::Green),
-            BreakerPhase::HalfOpen => self.fg(Color::Yellow),
-            BreakerPhase::Open => self.fg(Color::Red).add_modifier(Modifier::BOLD),
-        }
-    }
-
-    pub fn block(self, title: &str, focused: bool) -> Block<'static> {
-        let style = if focused {
-            self.fg(Color::Cyan).add_modifier(Modifier::BOLD)
-        } else {
-            Style::default()
-        };
-        let title = if focused {
-            format!(" {title} ◆ ")
-        } else {
-            format!(" {title} ")
-        };
-        Block::default()
-            .borders(Borders::ALL)
-            .border_style(style)
-            .title(title)
-    }
+/// Wide layout: queues beside the main pane and the log below it.
+fn is_wide(area: Rect) -> bool {
+    area.width >= 110 && area.height >= 30
 }
 
 pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
-    let theme = Theme::new(model.options.color);
+    let theme = Theme::new(model.no_color);
     if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
         let text = vec![
             Line::from("terminal too small"),
             Line::from(format!(
-                "{}×{} here; crawldeck needs at least {MIN_WIDTH}×{MIN_HEIGHT}",
+                "{}×{}, need at least {MIN_WIDTH}×{MIN_HEIGHT}",
                 area.width, area.height
             )),
-            Line::from("the crawl goes on — enlarge the window or press q"),
+            Line::from(match (model.quitting, model.overlay) {
+                (Quitting::Checkpointing, _) => "checkpointing…",
+                (_, Overlay::ConfirmQuit) => "checkpoint and quit? (y / n)",
+                _ => "q quits",
+            }),
         ];
-        Paragraph::new(text).render(area, buf);
+        Paragraph::new(text)
+            .wrap(ratatui::widgets::Wrap { trim: true })
+            .render(area, buf);
         return;
     }
-    let [head, body, status] = Layout::vertical([
+    let [head, tabs, body, status] = Layout::vertical([
         Constraint::Length(3),
-        Constraint::Min(8),
         Constraint::Length(1),
-    ])
-    .areas(area);
-    header::render(model, theme, head, buf);
-    if area.width >= WIDE.0 && area.height >= WIDE.1 {
-        wide(model, theme, body, buf);
-    } else {
-        narrow(model, theme, body, buf);
-    }
-    status_line(model, theme, status, buf);
-    overlay::render(model, theme, body, buf);
-}
-
-/// Everything at once: the hosts table across the top; alerts and rules,
-/// queues and the log below.
-fn wide(model: &Model, theme: Theme, area: Rect, buf: &mut Buffer) {
-    let [top, bottom] =
-        Layout::vertical([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(area);
-    hosts::render_table(model, theme, top, buf);
-    let [left, queues_area, log_area] = Layout::horizontal([
-        Constraint::Percentage(55),
-        Constraint::Length(26),
         Constraint::Fill(1),
-    ])
-    .areas(bottom);
-    let [alerts_area, rules_area] =
-        Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(left);
-    panes::render_alerts(model, theme, alerts_area, buf);
-    panes::render_rules(model, theme, rules_area, buf);
-    header::render_queues(model, theme, queues_area, buf);
-    panes::render_log(model, theme, log_area, buf);
-}
-
-/// Small terminals: a tab bar, the queues on one line, one pane at a time.
-fn narrow(model: &Model, theme: Theme, area: Rect, buf: &mut Buffer) {
-    let [tabs, queues, pane] = Layout::vertical([
         Constraint::Length(1),
-        Constraint::Length(1),
-        Constraint::Min(4),
     ])
     .areas(area);
-    let mut spans = Vec::new();
-    for (i, p) in Pane::ALL.iter().enumerate() {
-        let count = match p {
-            Pane::Alerts => format!(" ({})", model.shown().alerts.len()),
-            Pane::Rules => format!(" ({})", model.shown().rules.len()),
-            _ => String::new(),
-        };
-        let label = format!(" {} {}{count} ", i + 1, p.title());
-        let style = if *p == model.pane {
-            theme.selected()
+    header::render(model, &theme, head, buf);
+    render_tabs(model, &theme, tabs, buf);
+    if let Some(host) = &model.detail {
+        detail::render(model, &theme, host, body, buf);
+    } else if is_wide(area) {
+        let [top, bottom] =
+            Layout::vertical([Constraint::Fill(1), Constraint::Length(9)]).areas(body);
+        let [left, main] =
+            Layout::horizontal([Constraint::Length(30), Constraint::Fill(1)]).areas(top);
+        queues::render(model, &theme, left, buf);
+        let main_pane = if model.pane == Pane::Queues {
+            Pane::Hosts
         } else {
-            Style::default()
+            model.pane
+        };
+        render_pane(model, &theme, main_pane, main, buf);
+        let lower = if model.pane == Pane::Log {
+            Pane::Alerts
+        } else {
+            Pane::Log
+        };
+        render_pane(model, &theme, lower, bottom, buf);
+    } else {
+        render_pane(model, &theme, model.pane, body, buf);
+    }
+    render_status(model, &theme, status, buf);
+    match model.overlay {
+        Overlay::Help => overlay::help(model, &theme, body, buf),
+        Overlay::ConfirmQuit => overlay::confirm_quit(&theme, body, buf),
+        Overlay::None => {}
+    }
+}
+
+fn render_pane(model: &Model, theme: &Theme, pane: Pane, area: Rect, buf: &mut Buffer) {
+    match pane {
+        Pane::Hosts => hosts::render(model, theme, area, buf),
+        Pane::Alerts => lists::alerts(model, theme, area, buf),
+        Pane::Rules => lists::rules(model, theme, area, buf),
+        Pane::Log => lists::log(model, theme, area, buf),
+        Pane::Queues => queues::render(model, theme, area, buf),
+    }
+}
+
+fn render_tabs(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let mut spans = Vec::new();
+    for (i, pane) in Pane::ALL.iter().enumerate() {
+        let mut label = format!(" {} {}", i + 1, pane.title());
+        let open = model
+            .shown
+            .alerts
+            .iter()
+            .filter(|a| a.status == crate::engine::telemetry::AlertStatus::Open)
+            .count();
+        if *pane == Pane::Alerts && open > 0 {
+            label.push_str(&format!(" ({open})"));
+        }
+        label.push(' ');
+        let style = if *pane == model.pane && model.detail.is_none() {
+            Style::new().add_modifier(Modifier::REVERSED | Modifier::BOLD)
+        } else {
+            Style::new()
         };
         spans.push(Span::styled(label, style));
     }
-    Paragraph::new(Line::from(spans)).render(tabs, buf);
-    header::render_queues_line(model, theme, queues, buf);
-    match model.pane {
-        Pane::Hosts => hosts::render_table(model, theme, pane, buf),
-        Pane::Alerts => panes::render_alerts(model, theme, pane, buf),
-        Pane::Rules => panes::render_rules(model, theme, pane, buf),
-        Pane::Log => panes::render_log(model, theme, pane, buf),
+    if let Some(host) = &model.detail {
+        spans.push(Span::raw(format!("  > {}", strip(host))));
     }
+    if model.frozen {
+        spans.push(Span::styled(
+            "  FROZEN",
+            theme.warn().add_modifier(Modifier::BOLD),
+        ));
+    }
+    if model.readonly {
+        spans.push(Span::raw("  READ-ONLY"));
+    }
+    Line::from(spans).render(area, buf);
 }
 
-fn status_line(model: &Model, theme: Theme, area: Rect, buf: &mut Buffer) {
-    let line = match (&model.overlay, &model.status) {
-        (Overlay::ConfirmQuit, _) => Line::styled(
-            "Quit? The crawl is checkpointed and can be resumed with --data. y = quit, any other key = stay",
-            theme.fg(Color::Yellow).add_modifier(Modifier::BOLD),
-        ),
-        (_, Some((level, text))) => Line::styled(crate::text::strip_control(text).into_owned(), theme.level(*level)),
-        _ => Line::from(hints(model)),
-    };
-    Paragraph::new(line).render(area, buf);
-}
-
-fn hints(model: &Model) -> String {
-    use super::action::Action;
-    use super::keys::Mode;
-    let key = |a: Action| {
-        model
-            .keymap
-            .key_for(Mode::Normal, a)
-            .map(|c| c.to_string())
-            .unwrap_or_else(|| "-".into())
-    };
-    format!(
-        "{} help  {} quit  {} pause  {} blacklist  {} command  {} filter  Tab pane{}",
-        key(Action::Help),
-        key(Action::Quit),
-        key(Action::PauseCrawl),
-        key(Action::Blacklist),
-        key(Action::CommandLine),
-        key(Action::Filter),
-        if model.frozen.is_some() {
-            "  [FROZEN]"
+fn render_status(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let line = if let Some(prompt) = &model.prompt {
+        let label = prompt.kind.label();
+        let lead = if label.is_empty() {
+            ":".to_string()
         } else {
-            ""
+            format!("{label}: ")
+        };
+        let mut spans = vec![
+            Span::styled(lead, Style::new().add_modifier(Modifier::BOLD)),
+            Span::raw(prompt.input.value().to_string()),
+        ];
+        if let Some(err) = &prompt.error {
+            spans.push(Span::styled(
+                format!("  error: {}", strip(err)),
+                theme.level(Level::Error),
+            ));
         }
-    )
+        if let Some(hint) = &prompt.hint {
+            spans.push(Span::styled(format!("  [{}]", strip(hint)), theme.dim()));
+        }
+        Line::from(spans)
+    } else if let Some(status) = &model.status {
+        Line::from(vec![
+            Span::styled(
+                format!("{} ", level_word(status.level)),
+                theme.level(status.level),
+            ),
+            Span::raw(strip(&status.text).into_owned()),
+        ])
+    } else if model.engine_closed || model.shown.state == CrawlState::Done {
+        Line::from("crawl finished: q exits (the log and panes stay readable until then)")
+    } else {
+        let key = |a| {
+            model
+                .keymap
+                .first_key(Mode::Normal, a)
+                .map(|k| k.to_string())
+                .unwrap_or_default()
+        };
+        use super::action::Action;
+        Line::from(format!(
+            "{} help  {} command  {} filter  {} pause  {} rule  {} quit",
+            key(Action::Help),
+            key(Action::CommandLine),
+            key(Action::Filter),
+            key(Action::TogglePause),
+            key(Action::AddRegexRule),
+            key(Action::Quit)
+        ))
+    };
+    line.render(area, buf);
+}
+
+/// Where the terminal cursor goes: at the insertion point of an open prompt.
+pub fn cursor(model: &Model, area: Rect) -> Option<Position> {
+    let prompt = model.prompt.as_ref()?;
+    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+        return None;
+    }
+    let label = prompt.kind.label();
+    let lead = if label.is_empty() {
+        1
+    } else {
+        label.chars().count() + 2
+    };
+    let x = (lead + prompt.input.visual_cursor()).min(area.width.saturating_sub(1) as usize) as u16;
+    Some(Position::new(area.x + x, area.y + area.height - 1))
+}
+
+pub fn level_word(level: Level) -> &'static str {
+    match level {
+        Level::Info => "INFO",
+        Level::Warn => "WARN",
+        Level::Error => "ERROR",
+    }
 }

@@ -1,0 +1,125 @@
+//! Actions on the selected alert or host.
+
+use super::action::Action;
+use super::model::{Model, Pane, PromptKind};
+use super::prompt::open_prompt;
+use super::update::{send, Effect, DELAY_STEP};
+use crate::engine::control::{Command, PatternKind, Target};
+use crate::engine::telemetry::{AlertStatus, Level};
+
+pub(super) fn alert_action(model: &mut Model, action: Action) -> Vec<Effect> {
+    if model.pane != Pane::Alerts {
+        model.set_status(Level::Info, "select an alert in the Alerts pane first");
+        return Vec::new();
+    }
+    let Some(alert) = model.shown.alerts.get(model.alert_selected).cloned() else {
+        model.set_status(Level::Info, "no alerts");
+        return Vec::new();
+    };
+    if alert.status != AlertStatus::Open && alert.status != AlertStatus::Noted {
+        model.set_status(
+            Level::Info,
+            format!("alert #{} is {} already", alert.id, alert.status.label()),
+        );
+        return Vec::new();
+    }
+    match action {
+        Action::AcceptAlert => send(
+            model,
+            Command::AcceptAlert {
+                alert_id: alert.id,
+                rule: None,
+            },
+        ),
+        Action::DismissAlert => send(model, Command::DismissAlert { alert_id: alert.id }),
+        _ => {
+            let rule = alert.suggested_rule;
+            let kind = PromptKind::AcceptAlert {
+                alert_id: alert.id,
+                kind: rule.kind,
+                host: rule.host,
+            };
+            open_prompt(model, kind, rule.pattern);
+            Vec::new()
+        }
+    }
+}
+
+pub(super) fn host_action(model: &mut Model, action: Action) -> Vec<Effect> {
+    let Some(view) = model.selected_host().cloned() else {
+        model.set_status(Level::Info, "no host selected");
+        return Vec::new();
+    };
+    let host = view.host.clone();
+    let delay = view.delay_override.unwrap_or(view.delay);
+    let concurrency = view
+        .concurrency_override
+        .unwrap_or(view.max_in_flight as usize)
+        .max(1);
+    match action {
+        Action::ToggleHostPause => {
+            let target = Target::Host(host);
+            send(
+                model,
+                if view.paused {
+                    Command::Resume(target)
+                } else {
+                    Command::Pause(target)
+                },
+            )
+        }
+        Action::RuleFromHost => {
+            let pattern = format!("^https?://{}/", regex::escape(&host));
+            let kind = PromptKind::Rule {
+                kind: PatternKind::Regex,
+                host: Some(host),
+            };
+            open_prompt(model, kind, pattern);
+            Vec::new()
+        }
+        Action::DelayUp => send(
+            model,
+            Command::SetHostDelay {
+                host,
+                delay: Some(delay + DELAY_STEP),
+            },
+        ),
+        Action::DelayDown => send(
+            model,
+            Command::SetHostDelay {
+                host,
+                delay: Some(delay.saturating_sub(DELAY_STEP)),
+            },
+        ),
+        Action::SetDelay => {
+            let text = humantime::format_duration(delay).to_string();
+            open_prompt(model, PromptKind::HostDelay(host), text);
+            Vec::new()
+        }
+        Action::ConcurrencyUp => send(
+            model,
+            Command::SetHostConcurrency {
+                host,
+                max: Some(concurrency + 1),
+            },
+        ),
+        Action::ConcurrencyDown => send(
+            model,
+            Command::SetHostConcurrency {
+                host,
+                max: Some(concurrency.saturating_sub(1).max(1)),
+            },
+        ),
+        Action::SetConcurrency => {
+            open_prompt(
+                model,
+                PromptKind::HostConcurrency(host),
+                concurrency.to_string(),
+            );
+            Vec::new()
+        }
+        Action::ResetBreaker => send(model, Command::ResetBreaker(host)),
+        Action::OpenBreaker => send(model, Command::ForceOpenBreaker(host)),
+        _ => Vec::new(),
+    }
+}

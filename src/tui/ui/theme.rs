@@ -1,0 +1,65 @@
+//! Colours, or none with --no-color. Meaning never depends on colour alone:
+//! every coloured state is also written as a word.
+
+use ratatui::style::{Color, Modifier, Style};
+
+use crate::engine::telemetry::{BreakerPhase, CrawlState, Level};
+
+pub struct Theme {
+    color: bool,
+}
+
+impl Theme {
+    pub fn new(no_color: bool) -> Self {
+        Theme { color: !no_color }
+    }
+
+    fn fg(&self, c: Color) -> Style {
+        if self.color {
+            Style::new().fg(c)
+        } else {
+            Style::new()
+        }
+    }
+
+    pub fn breaker(&self, phase: BreakerPhase) -> Style {
+        match phase {
+            BreakerPhase::Closed => self.fg(Color::Green),
+            BreakerPhase::HalfOpen => self.fg(Color::Yellow),
+            BreakerPhase::Open => self.fg(Color::Red).add_modifier(Modifier::BOLD),
+        }
+    }
+
+    pub fn state(&self, state: CrawlState) -> Style {
+        let style = match state {
+            CrawlState::Running => self.fg(Color::Green),
+            CrawlState::Paused | CrawlState::Draining => self.fg(Color::Yellow),
+            CrawlState::Starting | CrawlState::Done => self.fg(Color::Cyan),
+        };
+        style.add_modifier(Modifier::BOLD)
+    }
+
+    pub fn level(&self, level: Level) -> Style {
+        match level {
+            Level::Info => Style::new(),
+            Level::Warn => self.fg(Color::Yellow),
+            Level::Error => self.fg(Color::Red),
+        }
+    }
+
+    pub fn warn(&self) -> Style {
+        self.fg(Color::Yellow)
+    }
+
+    pub fn accent(&self) -> Style {
+        self.fg(Color::Cyan)
+    }
+
+    pub fn dim(&self) -> Style {
+        if self.color {
+            Style::new().add_modifier(Modifier::DIM)
+        } else {
+            Style::new()
+        }
+    }
+}

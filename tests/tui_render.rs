@@ -1,0 +1,294 @@
+//! Full-screen and widget rendering of the TUI from a fixture snapshot.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crawldeck::engine::control::{CommandId, CommandResult, PatternKind, RuleSpec};
+use crawldeck::engine::telemetry::*;
+use crawldeck::tui::keys::keymap_from_str;
+use crawldeck::tui::model::{Model, Pane};
+use crawldeck::tui::ui;
+use crawldeck::tui::update::{update, Msg};
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::crossterm::event::{KeyCode, KeyEvent};
+use ratatui::layout::Rect;
+use ratatui::style::Color;
+use ratatui::Terminal;
+
+fn host(name: &str, queued: u64, phase: BreakerPhase) -> HostView {
+    HostView {
+        host: name.into(),
+        queued,
+        in_flight: 1,
+        max_in_flight: 2,
+        fetched: queued * 3,
+        req_per_sec: 0.8,
+        mean_latency: Duration::from_millis(120),
+        delay: Duration::from_secs(1),
+        delay_source: DelaySource::CrawlDelay,
+        status: StatusMix {
+            s2xx: 50,
+            s3xx: 4,
+            s4xx: 2,
+            s5xx: 1,
+            errors: 0,
+        },
+        robots: RobotsState::Ok,
+        breaker: BreakerView {
+            phase,
+            next_probe_in: (phase == BreakerPhase::Open).then_some(Duration::from_secs(12)),
+            ..Default::default()
+        },
+        activity: HostActivity::Ready,
+        queue_head: vec![format!("http://{name}/next")],
+        robots_summary: Some("3 rules, crawl-delay 1s".into()),
+        ..Default::default()
+    }
+}
+
+fn fixture() -> Snapshot {
+    Snapshot {
+        state: CrawlState::Running,
+        elapsed: Duration::from_secs(754),
+        counters: Counters {
+            pages_fetched: 1234,
+            bytes: 5_500_000,
+            errors: 7,
+            duplicates: 12,
+            blocked_by_rules: 40,
+            ..Default::default()
+        },
+        pages_per_sec: 3.2,
+        frontier_size: 4567,
+        in_flight: 3,
+        front_queues: [120, 800, 2400, 900, 347],
+        hosts_ready: 2,
+        hosts_waiting: 1,
+        hosts_breaker_open: 1,
+        hosts_total: 4,
+        hosts: vec![
+            host("shop.localhost:8080", 2400, BreakerPhase::Closed),
+            host("blog.localhost:8080", 900, BreakerPhase::HalfOpen),
+            host("flaky.localhost:8080", 300, BreakerPhase::Open),
+            host("evil\u{1b}[31m.localhost:8080", 10, BreakerPhase::Closed),
+        ],
+        rules: vec![RuleView {
+            id: 1,
+            spec: RuleSpec {
+                kind: PatternKind::Glob,
+                pattern: "*?sessionid=*".into(),
+                host: None,
+            },
+            hits: 42,
+            origin: "operator".into(),
+        }],
+        alerts: vec![TrapAlert {
+            id: 3,
+            host: "shop.localhost:8080".into(),
+            kind: TrapKind::Counter,
+            evidence_count: 120,
+            samples: vec!["http://shop.localhost:8080/calendar/2031/01".into()],
+            suggested_rule: RuleSpec {
+                kind: PatternKind::Regex,
+                pattern: "^https?://shop\\.localhost:8080/calendar/".into(),
+                host: Some("shop.localhost:8080".into()),
+            },
+            matching_queued: 80,
+            status: AlertStatus::Open,
+        }],
+        data_dir: "./crawl-data".into(),
+        global_delay: Duration::from_secs(1),
+        global_concurrency: 8,
+        ..Default::default()
+    }
+}
+
+fn model(no_color: bool) -> Model {
+    let (keymap, _) = keymap_from_str("");
+    let mut m = Model::new(keymap, false, no_color);
+    for second in 0..60u64 {
+        let s = Snapshot {
+            elapsed: Duration::from_secs(second),
+            pages_per_sec: (second % 7) as f64,
+            ..Default::default()
+        };
+        update(&mut m, Msg::Snapshot(Arc::new(s)));
+    }
+    update(&mut m, Msg::Snapshot(Arc::new(fixture())));
+    let log = |level, message: &str| {
+        Msg::Event(EngineEvent::Log {
+            level,
+            message: message.into(),
+        })
+    };
+    update(
+        &mut m,
+        log(Level::Info, "robots.txt of shop.localhost:8080: 3 rules"),
+    );
+    update(&mut m, log(Level::Warn, "title \u{1b}]0;pwned\u{7}here"));
+    update(
+        &mut m,
+        Msg::Event(EngineEvent::BreakerChanged {
+            host: "flaky.localhost:8080".into(),
+            from: BreakerPhase::Closed,
+            to: BreakerPhase::Open,
+            reason: "5 consecutive failures".into(),
+        }),
+    );
+    for (status, error) in [(Some(200), None), (None, Some("connect: refused"))] {
+        let fetched = EngineEvent::Fetched {
+            host: "shop.localhost:8080".into(),
+            url: "http://shop.localhost:8080/p/\u{1b}[2Jx".into(),
+            status,
+            latency: Duration::from_millis(85),
+            bytes: 2048,
+            error: error.map(String::from),
+        };
+        update(&mut m, Msg::Event(fetched));
+    }
+    update(
+        &mut m,
+        Msg::Sent {
+            id: CommandId(1),
+            what: "pause crawl".into(),
+        },
+    );
+    let done = CommandResult {
+        id: CommandId(1),
+        outcome: Ok("paused".into()),
+    };
+    update(&mut m, Msg::Event(EngineEvent::CommandDone(done)));
+    m
+}
+
+fn draw(m: &Model, width: u16, height: u16) -> Terminal<TestBackend> {
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal
+        .draw(|f| ui::render(m, f.area(), f.buffer_mut()))
+        .unwrap();
+    terminal
+}
+
+fn text(buf: &Buffer) -> String {
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        for x in 0..buf.area.width {
+            out.push_str(buf[(x, y)].symbol());
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn full_screen_120x40() {
+    let m = model(true);
+    insta::assert_snapshot!(draw(&m, 120, 40).backend());
+}
+
+#[test]
+fn full_screen_80x24() {
+    let m = model(true);
+    let t = draw(&m, 80, 24);
+    let screen = text(t.backend().buffer());
+    for must in [
+        "RUNNING",
+        "pages 1,234",
+        "frontier 4,567",
+        "Hosts",
+        "OPEN 12s",
+        "HALF",
+        "Alerts (1)",
+    ] {
+        assert!(screen.contains(must), "{must} missing at 80x24:\n{screen}");
+    }
+    insta::assert_snapshot!(t.backend());
+}
+
+#[test]
+fn other_panes_at_80x24() {
+    let mut m = model(true);
+    for pane in [Pane::Alerts, Pane::Rules, Pane::Log, Pane::Queues] {
+        m.pane = pane;
+        insta::assert_snapshot!(
+            format!("pane_{}", pane.title().to_lowercase()),
+            draw(&m, 80, 24).backend()
+        );
+    }
+}
+
+#[test]
+fn host_detail_and_help_overlay() {
+    let mut m = model(true);
+    update(&mut m, Msg::Key(KeyEvent::from(KeyCode::Enter)));
+    insta::assert_snapshot!("detail", draw(&m, 100, 30).backend());
+    update(&mut m, Msg::Key(KeyEvent::from(KeyCode::Char('?'))));
+    let screen = text(draw(&m, 100, 30).backend().buffer());
+    assert!(screen.contains("Help"), "{screen}");
+    assert!(screen.contains("close its breaker now"), "{screen}");
+}
+
+#[test]
+fn too_small_terminal_shows_a_notice() {
+    let m = model(true);
+    insta::assert_snapshot!(draw(&m, 40, 10).backend());
+}
+
+#[test]
+fn control_characters_never_reach_the_screen() {
+    let mut m = model(false);
+    for (w, h) in [(120, 40), (80, 24)] {
+        for pane in [Pane::Hosts, Pane::Log] {
+            m.pane = pane;
+            m.detail = None;
+            let buf = draw(&m, w, h).backend().buffer().clone();
+            for cell in buf.content() {
+                assert!(
+                    !cell.symbol().chars().any(char::is_control),
+                    "control char in {:?}",
+                    cell.symbol()
+                );
+            }
+            let screen = text(&buf);
+            m.detail = Some("shop.localhost:8080".into());
+            let detail = text(draw(&m, w, h).backend().buffer());
+            assert!(detail.contains("/p/[2Jx"), "{detail}");
+            m.detail = None;
+            if pane == Pane::Hosts {
+                assert!(screen.contains("evil[31m.localhost"), "{screen}");
+            } else {
+                assert!(screen.contains("title ]0;pwnedhere"), "{screen}");
+            }
+        }
+    }
+}
+
+fn find(buf: &Buffer, needle: &str) -> (u16, u16) {
+    let screen = text(buf);
+    for (y, line) in screen.lines().enumerate() {
+        if let Some(byte) = line.find(needle) {
+            let x = line[..byte].chars().count();
+            return (x as u16, y as u16);
+        }
+    }
+    panic!("{needle} not on screen:\n{screen}");
+}
+
+#[test]
+fn breaker_open_is_red_with_color_and_a_word_without() {
+    let area = Rect::new(0, 0, 120, 40);
+    let mut buf = Buffer::empty(area);
+    ui::render(&model(false), area, &mut buf);
+    let (x, y) = find(&buf, "OPEN 12s");
+    assert_eq!(buf[(x, y)].fg, Color::Red);
+
+    let mut buf = Buffer::empty(area);
+    ui::render(&model(true), area, &mut buf);
+    let (x, y) = find(&buf, "OPEN 12s");
+    assert_eq!(buf[(x, y)].fg, Color::Reset);
+    assert!(buf
+        .content()
+        .iter()
+        .all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
+}
