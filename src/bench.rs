@@ -17,6 +17,8 @@ pub struct BenchOptions {
     /// Keep the crawl's data directory here instead of a temporary one.
     pub data: Option<PathBuf>,
     pub warc: bool,
+    /// Drive the TUI (80x24, in memory) during the crawl.
+    pub tui: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -104,7 +106,11 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
     let cpu_before = process_cpu();
     let started = Instant::now();
     let running = crate::engine::start(cfg, &dir, std::future::pending()).await?;
-    let snapshot: Snapshot = running.done.await??;
+    let snapshot: Snapshot = if opts.tui {
+        with_tui(running).await?
+    } else {
+        running.done.await??
+    };
     let wall = started.elapsed();
     let cpu = match (cpu_before, process_cpu()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
@@ -120,6 +126,29 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
         extraction_pages_per_sec,
         errors: snapshot.counters.errors,
     })
+}
+
+/// The crawl with the TUI's event loop drawing every frame into an 80x24
+/// in-memory terminal, so the difference to a plain run is the UI's cost.
+async fn with_tui(running: crate::engine::RunningEngine) -> anyhow::Result<Snapshot> {
+    use ratatui::backend::TestBackend;
+    use ratatui::Terminal;
+
+    let (keymap, _) = crate::tui::keys::effective_keymap(None);
+    let model = crate::tui::model::Model::new(keymap, true, false);
+    let (_input_tx, input_rx) = tokio::sync::mpsc::channel(1);
+    let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let ui = tokio::spawn(async move {
+        let mut terminal = Terminal::new(TestBackend::new(80, 24))?;
+        crate::tui::app::drive(&mut terminal, running.handle, model, input_rx, async {
+            let _ = done_rx.await;
+        })
+        .await
+    });
+    let snapshot = running.done.await??;
+    let _ = done_tx.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(5), ui).await;
+    Ok(snapshot)
 }
 
 /// User + system CPU time of this process (Linux `/proc/self/stat`).

@@ -82,6 +82,10 @@ pub struct BenchArgs {
     /// Where the bench crawl is stored (a temporary directory unless given).
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
+    /// Run the terminal UI during the crawl, drawing into an 80x24 screen in
+    /// memory, to measure what the UI costs.
+    #[arg(long)]
+    pub tui: bool,
 }
 
 #[derive(Debug, Args)]
@@ -178,7 +182,7 @@ pub enum Mode {
     Tui,
     Headless,
     Demo { headless: bool },
-    Bench { pages: u64, hosts: u32 },
+    Bench { pages: u64, hosts: u32, tui: bool },
     Keys { file: Option<PathBuf> },
 }
 
@@ -277,6 +281,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 mode: Mode::Bench {
                     pages: b.pages,
                     hosts: b.hosts,
+                    tui: b.tui,
                 },
                 config: CrawlConfig::default(),
                 data_dir: b.data,

@@ -92,7 +92,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             Mode::Headless => run_headless(&run, &data_dir).await,
             Mode::Tui => run_tui(&run, &data_dir).await,
             Mode::Demo { headless } => run_demo(&run, &data_dir, headless).await,
-            Mode::Bench { pages, hosts } => run_bench(&data_dir, pages, hosts).await,
+            Mode::Bench { pages, hosts, tui } => run_bench(&data_dir, pages, hosts, tui).await,
             Mode::Keys { .. } => unreachable!("handled before the runtime starts"),
         }
     });
@@ -233,13 +233,21 @@ fn demo_pace(config: &mut CrawlConfig) {
 }
 
 /// `crawldeck bench`: a synthetic site crawled in-process, measured.
-async fn run_bench(data_dir: &Path, pages: u64, hosts: u32) -> anyhow::Result<()> {
-    eprintln!("crawldeck bench: {pages} pages on {hosts} hosts (127.0.0.1), no politeness delay");
+async fn run_bench(data_dir: &Path, pages: u64, hosts: u32, tui: bool) -> anyhow::Result<()> {
+    let ui = if tui {
+        ", TUI drawing at 80x24 in memory"
+    } else {
+        ""
+    };
+    eprintln!(
+        "crawldeck bench: {pages} pages on {hosts} hosts (127.0.0.1), no politeness delay{ui}"
+    );
     let report = bench::run(BenchOptions {
         pages: pages as usize,
         hosts: hosts as usize,
         data: Some(data_dir.to_path_buf()),
         warc: true,
+        tui,
     })
     .await?;
     print!("{}", report.render());
