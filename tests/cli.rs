@@ -305,7 +305,10 @@ fn subcommand_names_are_not_taken_for_seeds() {
         run.mode,
         Mode::Bench {
             pages: 100,
-            hosts: 4
+            hosts: 4,
+            tui: false
         }
     );
+    let run = resolve(&["bench", "--tui"]).unwrap();
+    assert!(matches!(run.mode, Mode::Bench { tui: true, .. }));
 }
