@@ -87,21 +87,87 @@ impl ContentDigest {
 
 /// 64-bit simhash: every token occurrence votes on every bit.
 pub fn simhash<'a>(tokens: impl Iterator<Item = &'a str>) -> u64 {
-    // Each occurrence votes, so repeated words weigh by their count. The vote
-    // is branch-free so the 64 counters update as one vectorizable loop (this
-    // runs on every page's text).
-    let mut weights = [0i32; 64];
+    let mut votes = Votes::default();
     for token in tokens.filter(|t| !t.is_empty()) {
-        let hash = xxh3_64(token.as_bytes());
-        for (bit, weight) in weights.iter_mut().enumerate() {
-            *weight += (((hash >> bit) & 1) as i32) * 2 - 1;
+        votes.add(xxh3_64(token.as_bytes()));
+    }
+    votes.hash()
+}
+
+/// Simhash of a text's words (letters and digits, case-folded for ASCII), in
+/// one pass over the bytes with no allocation: it runs over every page's text.
+/// Bytes of multi-byte characters count as word characters.
+pub fn simhash_text(text: &str) -> u64 {
+    let mut votes = Votes::default();
+    let mut word: u64 = 0;
+    let mut in_word = false;
+    for &byte in text.as_bytes() {
+        let folded = byte.to_ascii_lowercase();
+        if byte >= 0x80 || folded.is_ascii_alphanumeric() {
+            word = (word.rotate_left(5) ^ u64::from(folded)).wrapping_mul(0x517c_c1b7_2722_0a95);
+            in_word = true;
+        } else if in_word {
+            votes.add(mix(word));
+            word = 0;
+            in_word = false;
         }
     }
-    weights
-        .iter()
-        .enumerate()
-        .filter(|(_, w)| **w > 0)
-        .fold(0u64, |acc, (bit, _)| acc | (1 << bit))
+    if in_word {
+        votes.add(mix(word));
+    }
+    votes.hash()
+}
+
+/// Spreads a word hash over all 64 bits (MurmurHash3's finalizer).
+fn mix(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// Per-bit votes of token hashes. Each bit's weight is (ones - zeros); the ones
+/// are counted in a bit-sliced counter (plane i holds bit i of all 64 counts),
+/// so adding a hash is a short ripple of word operations, not 64 adds.
+#[derive(Default)]
+struct Votes {
+    planes: [u64; 16],
+    total: u32,
+}
+
+impl Votes {
+    fn add(&mut self, hash: u64) {
+        if self.total == u32::from(u16::MAX) {
+            return;
+        }
+        self.total += 1;
+        let mut carry = hash;
+        for plane in self.planes.iter_mut() {
+            let next = *plane & carry;
+            *plane ^= carry;
+            carry = next;
+            if carry == 0 {
+                break;
+            }
+        }
+    }
+
+    fn hash(&self) -> u64 {
+        (0..64).fold(0u64, |hash, bit| {
+            let ones: u32 = self
+                .planes
+                .iter()
+                .enumerate()
+                .map(|(i, plane)| (((plane >> bit) & 1) as u32) << i)
+                .sum();
+            if 2 * ones > self.total {
+                hash | (1 << bit)
+            } else {
+                hash
+            }
+        })
+    }
 }
 
 pub fn hamming(a: u64, b: u64) -> u32 {
@@ -274,6 +340,23 @@ impl RecentSeen {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod text_tests {
+    use super::{hamming, simhash_text};
+
+    #[test]
+    fn text_simhash_folds_case_and_tells_near_from_far() {
+        let base = "The quick brown fox jumps over the lazy dog. ".repeat(20)
+            + "Prices, opening hours and the address of the shop on Main Street.";
+        let near = base.replace("Main Street", "Main Road");
+        let far = "Completely different words about robots, crawlers and frontiers. ".repeat(20);
+        assert_eq!(simhash_text(&base), simhash_text(&base.to_uppercase()));
+        assert!(hamming(simhash_text(&base), simhash_text(&near)) <= 3);
+        assert!(hamming(simhash_text(&base), simhash_text(&far)) > 10);
+        assert_eq!(simhash_text(""), 0);
     }
 }
 

@@ -252,17 +252,13 @@ impl State<'_> {
         let title = (!self.title_raw.is_empty())
             .then(|| collapse_title(&entities::decode(&self.title_raw, false)))
             .filter(|t| !t.is_empty());
-        let lowered = self.text.to_lowercase();
-        let tokens = lowered
-            .split(|c: char| !c.is_alphanumeric())
-            .filter(|t| !t.is_empty());
         Extracted {
             links: self.links,
             links_dropped: self.dropped,
             title,
             canonical: self.canonical,
             directives: self.directives,
-            simhash: dedup::simhash(tokens),
+            simhash: dedup::simhash_text(&self.text),
         }
     }
 }
