@@ -180,18 +180,26 @@ fn progress_of(s: &Snapshot, elapsed: Duration) -> Progress {
     }
 }
 
-fn progress_line(p: &Progress) -> String {
+/// The figures both progress forms share.
+fn figures(p: &Progress) -> String {
     format!(
-        "[{:>5}] {:<8} pages {} ({:.1}/s) | frontier {} | in flight {} | hosts {} | errors {} | {}",
-        clock(p.elapsed_secs),
-        p.state,
-        p.pages,
-        p.pages_per_sec,
+        "frontier {} | in flight {} | hosts {} | errors {} | {}",
         p.frontier,
         p.in_flight,
         p.hosts,
         p.errors,
-        human_bytes(p.bytes),
+        human_bytes(p.bytes)
+    )
+}
+
+fn progress_line(p: &Progress) -> String {
+    format!(
+        "[{:>5}] {:<8} pages {} ({:.1}/s) | {}",
+        clock(p.elapsed_secs),
+        p.state,
+        p.pages,
+        p.pages_per_sec,
+        figures(p)
     )
 }
 
@@ -210,13 +218,9 @@ fn live_line(p: &Progress, max_pages: u64, tick: usize) -> String {
         None => format!("{} {} pages", SPINNER[tick % SPINNER.len()], p.pages),
     };
     format!(
-        "{gauge} {:.1}/s | frontier {} | in flight {} | hosts {} | errors {} | {} | {}",
+        "{gauge} {:.1}/s | {} | {}",
         p.pages_per_sec,
-        p.frontier,
-        p.in_flight,
-        p.hosts,
-        p.errors,
-        human_bytes(p.bytes),
+        figures(p),
         clock(p.elapsed_secs)
     )
 }

@@ -222,24 +222,8 @@ mod tests {
 
     #[test]
     fn odd_paths_get_an_answer_from_every_site() {
-        let kinds = [
-            SiteKind::Shop,
-            SiteKind::Blog,
-            SiteKind::Slow,
-            SiteKind::RobotsFlaky,
-            SiteKind::Flaky,
-            SiteKind::Calendar,
-            SiteKind::Deep,
-            SiteKind::Session,
-            SiteKind::Dupes,
-            SiteKind::Params,
-            SiteKind::DeepFinite,
-            SiteKind::Soft404,
-            SiteKind::RobotsStatus(0),
-            SiteKind::RedirectLoop,
-            SiteKind::Hostile,
-            SiteKind::Bench(0),
-        ];
+        let mut kinds = SiteKind::catalogue();
+        kinds.extend([SiteKind::RobotsStatus(0), SiteKind::Bench(0)]);
         let paths = [
             "",
             "/",
