@@ -80,6 +80,10 @@ struct Progress {
     errors: u64,
     bytes: u64,
     quarantined: u64,
+    /// Hosts held back and why, so a crawl that is waiting says on what.
+    hosts_breaker_open: u32,
+    hosts_robots_pending: u32,
+    hosts_paused: u32,
 }
 
 /// Runs until the engine task ends; returns its final snapshot.
@@ -177,13 +181,31 @@ fn progress_of(s: &Snapshot, elapsed: Duration) -> Progress {
         errors: s.counters.errors,
         bytes: s.counters.bytes,
         quarantined: s.quarantined,
+        hosts_breaker_open: s.hosts_breaker_open,
+        hosts_robots_pending: s.hosts_robots_pending,
+        hosts_paused: s.hosts_paused,
     }
 }
 
 /// The figures both progress forms share.
 fn figures(p: &Progress) -> String {
+    let mut held = Vec::new();
+    for (count, what) in [
+        (p.hosts_breaker_open, "breaker open"),
+        (p.hosts_robots_pending, "robots pending"),
+        (p.hosts_paused, "paused"),
+    ] {
+        if count > 0 {
+            held.push(format!("{count} {what}"));
+        }
+    }
+    let held = if held.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", held.join(", "))
+    };
     format!(
-        "frontier {} | in flight {} | hosts {} | errors {} | {}",
+        "frontier {} | in flight {} | hosts {}{held} | errors {} | {}",
         p.frontier,
         p.in_flight,
         p.hosts,

@@ -224,8 +224,8 @@ fn demo_pace(config: &mut CrawlConfig) {
         config.max_depth = 100;
     }
     if config.breaker == defaults.breaker {
-        config.breaker.cooldown = Duration::from_secs(3);
-        config.breaker.max_cooldown = Duration::from_secs(20);
+        config.breaker.cooldown = Duration::from_secs(1);
+        config.breaker.max_cooldown = Duration::from_secs(5);
     }
     if config.robots.give_up_after == defaults.robots.give_up_after {
         config.robots.give_up_after = Duration::from_secs(120);

@@ -63,6 +63,18 @@ async fn polite_crawl_of_shop_and_blog() {
             .starts_with("crawldeck/")));
     }
 
+    // The blog's robots.txt asks for a Crawl-delay (1 s x the demo's latency
+    // scale of 0.1): its requests are at least that far apart.
+    let blog_requests: Vec<_> = log.iter().filter(|r| r.site == SiteKind::Blog).collect();
+    for pair in blog_requests.windows(2).skip(1) {
+        let finished = pair[0].finished.expect("request finished");
+        let gap = pair[1].started.saturating_duration_since(finished);
+        assert!(
+            gap >= Duration::from_millis(95),
+            "Crawl-delay ignored: {gap:?}"
+        );
+    }
+
     let blog: Vec<&str> = log
         .iter()
         .filter(|r| r.site == SiteKind::Blog)
