@@ -130,6 +130,21 @@ pub fn handle(s: &mut Scheduler, command: Command) -> Result<String, String> {
             }
         },
         Command::AddSeed(text) => s.add_seed(&text),
+        Command::SetHostBreaker { host, thresholds } => {
+            if thresholds.is_some_and(|t| t.consecutive_failures == 0) {
+                return Err("a breaker needs at least 1 failure to open".into());
+            }
+            s.host_mut(&host).breaker_thresholds = thresholds;
+            s.save_host(&host);
+            Ok(match thresholds {
+                Some(t) => format!(
+                    "{host}: breaker opens after {} consecutive failures, first cooldown {}",
+                    t.consecutive_failures,
+                    humantime::format_duration(t.cooldown)
+                ),
+                None => format!("{host}: breaker thresholds from crawl.toml again"),
+            })
+        }
         Command::ResetBreaker(host) => {
             let transition = s.host_mut(&host).breaker.reset();
             if let Some(t) = transition {
@@ -138,8 +153,10 @@ pub fn handle(s: &mut Scheduler, command: Command) -> Result<String, String> {
             Ok(format!("{host}: breaker closed"))
         }
         Command::ForceOpenBreaker(host) => {
-            let cfg = s.cfg.breaker.clone();
-            let transition = s.host_mut(&host).breaker.force_open(now, &cfg);
+            let base = s.cfg.breaker.clone();
+            let state = s.host_mut(&host);
+            let cfg = state.breaker_config(&base);
+            let transition = state.breaker.force_open(now, &cfg);
             if let Some(t) = transition {
                 s.breaker_transition(&host, t, now);
             }

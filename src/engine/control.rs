@@ -38,6 +38,15 @@ pub enum Target {
     Host(HostKey),
 }
 
+/// A host's own circuit-breaker thresholds (over `[breaker]` in crawl.toml).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct BreakerThresholds {
+    /// Open after this many consecutive failures.
+    pub consecutive_failures: u32,
+    /// First cooldown before the probe (doubles on each re-open).
+    pub cooldown: Duration,
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Command {
     Pause(Target),
@@ -62,6 +71,11 @@ pub enum Command {
     /// Pages per second across the crawl; `None` removes the cap.
     SetGlobalRate(Option<f64>),
     AddSeed(String),
+    /// Per-host breaker thresholds; `None` returns the host to crawl.toml's.
+    SetHostBreaker {
+        host: HostKey,
+        thresholds: Option<BreakerThresholds>,
+    },
     /// Close the host's breaker now.
     ResetBreaker(HostKey),
     /// Open the host's breaker now (no requests until reset or cooldown).

@@ -33,7 +33,8 @@ impl Scheduler {
         let Some(host) = self.hosts.get_mut(host_key) else {
             return;
         };
-        let transition = host.breaker.record(outcome, now, &self.cfg.breaker);
+        let cfg = host.breaker_config(&self.cfg.breaker);
+        let transition = host.breaker.record(outcome, now, &cfg);
         if let Some(t) = transition {
             self.breaker_transition(host_key, t, now);
         }
@@ -79,7 +80,10 @@ impl Scheduler {
         let Some(host) = self.hosts.get_mut(host_key) else {
             return;
         };
-        if host.breaker.gave_up(now, &self.cfg.breaker) {
+        if host
+            .breaker
+            .gave_up(now, &host.breaker_config(&self.cfg.breaker))
+        {
             let reason = format!(
                 "host kept failing for {} (breaker)",
                 humantime::format_duration(self.cfg.breaker.give_up_after)

@@ -6,12 +6,13 @@ use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
 use super::breaker::Breaker;
-use super::control::HostKey;
+use super::control::{BreakerThresholds, HostKey};
 use super::politeness::HostPoliteness;
 use super::robots::{RobotsBackoff, RobotsRules};
 use super::stats::{EventRate, RecentLatency};
 use super::store::PageOutcome;
 use super::telemetry::{DelaySource, HostActivity, HostView, RobotsState, StatusMix};
+use crate::config::BreakerConfig;
 
 /// The host's robots.txt as far as the scheduler is concerned.
 pub enum RobotsSlot {
@@ -98,6 +99,8 @@ pub struct HostRecord {
     pub delay_override: Option<Duration>,
     pub concurrency_override: Option<usize>,
     pub breaker: Option<super::breaker::PersistedBreaker>,
+    #[serde(default)]
+    pub breaker_thresholds: Option<BreakerThresholds>,
 }
 
 pub struct HostState {
@@ -106,6 +109,8 @@ pub struct HostState {
     pub origin: Option<url::Url>,
     pub politeness: HostPoliteness,
     pub breaker: Breaker,
+    /// Operator's per-host thresholds over crawl.toml's `[breaker]`.
+    pub breaker_thresholds: Option<BreakerThresholds>,
     pub robots: RobotsSlot,
     pub status: StatusMix,
     pub fetched: u64,
@@ -127,6 +132,7 @@ impl HostState {
             origin: None,
             politeness: HostPoliteness::default(),
             breaker: Breaker::new(),
+            breaker_thresholds: None,
             robots: RobotsSlot::Unknown { fetching: false },
             status: StatusMix::default(),
             fetched: 0,
@@ -138,6 +144,18 @@ impl HostState {
             breaker_held: false,
             finished: false,
         }
+    }
+
+    /// The breaker settings for this host: crawl.toml's, with the operator's
+    /// thresholds over them.
+    pub fn breaker_config(&self, base: &BreakerConfig) -> BreakerConfig {
+        let mut cfg = base.clone();
+        if let Some(t) = self.breaker_thresholds {
+            cfg.consecutive_failures = t.consecutive_failures;
+            cfg.cooldown = t.cooldown;
+            cfg.max_cooldown = cfg.max_cooldown.max(t.cooldown);
+        }
+        cfg
     }
 
     /// For a host that takes no more work: what its URLs are recorded as.
@@ -162,6 +180,7 @@ impl HostState {
             delay_override: self.politeness.override_delay(),
             concurrency_override: self.politeness.override_concurrency(),
             breaker: Some(self.breaker.to_persisted(now)),
+            breaker_thresholds: self.breaker_thresholds,
         }
     }
 
@@ -171,6 +190,7 @@ impl HostState {
         host.politeness.set_override_delay(record.delay_override);
         host.politeness
             .set_override_concurrency(record.concurrency_override);
+        host.breaker_thresholds = record.breaker_thresholds;
         if let Some(b) = record.breaker {
             host.breaker = Breaker::from_persisted(b, now);
         }
@@ -208,5 +228,37 @@ impl HostState {
             delay_override: self.politeness.override_delay(),
             concurrency_override: self.politeness.override_concurrency(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn operator_thresholds_override_the_crawl_settings_for_one_host() {
+        let base = BreakerConfig::default();
+        let mut host = HostState::new("flaky.test".into());
+        assert_eq!(host.breaker_config(&base), base);
+        host.breaker_thresholds = Some(BreakerThresholds {
+            consecutive_failures: 2,
+            cooldown: Duration::from_secs(900),
+        });
+        let cfg = host.breaker_config(&base);
+        assert_eq!(cfg.consecutive_failures, 2);
+        assert_eq!(cfg.cooldown, Duration::from_secs(900));
+        assert!(
+            cfg.max_cooldown >= cfg.cooldown,
+            "the cap never undercuts the cooldown"
+        );
+        assert_eq!(cfg.failure_ratio, base.failure_ratio);
+        let restored = HostState::restore(
+            "flaky.test".into(),
+            host.record(Instant::now()),
+            Instant::now(),
+        );
+        assert_eq!(restored.breaker_thresholds, host.breaker_thresholds);
     }
 }

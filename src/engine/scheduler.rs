@@ -354,8 +354,9 @@ impl Scheduler {
                 self.record_unfetchable(lease, "stored URL no longer parses");
                 continue;
             };
-            let breaker_cfg = self.cfg.breaker.clone();
+            let base_breaker = self.cfg.breaker.clone();
             let host = self.host_mut(&host_key);
+            let breaker_cfg = host.breaker_config(&base_breaker);
             if !host.robots.is_settled(now) {
                 // Expired (or never fetched): settle robots.txt again before any page.
                 self.frontier.release(lease);

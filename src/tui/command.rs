@@ -26,6 +26,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("seed", "URL"),
     ("reset", "HOST"),
     ("open", "HOST"),
+    ("breaker", "HOST FAILURES [COOLDOWN]|off"),
     ("accept", "ID"),
     ("dismiss", "ID"),
     ("unrule", "ID"),
@@ -43,6 +44,7 @@ const HOST_COMMANDS: &[&str] = &[
     "resume",
     "reset",
     "open",
+    "breaker",
 ];
 
 /// Checks a rule before it is sent. One place, so it can follow the engine's compiler.
@@ -187,6 +189,33 @@ pub fn parse(line: &str) -> Result<CommandLine, String> {
             }
             _ => return Err(usage("seed")),
         },
+        "breaker" => {
+            let thresholds = match args {
+                [_, "off"] => None,
+                [_, failures] | [_, failures, _] => {
+                    let consecutive_failures = failures
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|n| (1..=1000).contains(n))
+                        .ok_or_else(|| {
+                            format!("breaker: \"{failures}\" is not a failure count from 1 to 1000")
+                        })?;
+                    let cooldown = match args.get(2) {
+                        Some(text) => parse_delay(text)?,
+                        None => Duration::from_secs(30),
+                    };
+                    Some(crate::engine::control::BreakerThresholds {
+                        consecutive_failures,
+                        cooldown,
+                    })
+                }
+                _ => return Err(usage("breaker")),
+            };
+            Command::SetHostBreaker {
+                host: args[0].to_ascii_lowercase(),
+                thresholds,
+            }
+        }
         "reset" | "open" => match args {
             [host] => {
                 let host = host.to_ascii_lowercase();

@@ -146,3 +146,29 @@ fn tab_completes_commands_and_hosts() {
     // No completion for arguments that are not hosts.
     assert_eq!(complete("rate 5", &hosts), ("rate 5".to_string(), vec![]));
 }
+
+#[test]
+fn breaker_thresholds_per_host() {
+    use crate::engine::control::BreakerThresholds;
+    assert_eq!(
+        parse("breaker shop.test 3 10s").unwrap(),
+        CommandLine::Engine(Command::SetHostBreaker {
+            host: "shop.test".into(),
+            thresholds: Some(BreakerThresholds {
+                consecutive_failures: 3,
+                cooldown: Duration::from_secs(10),
+            }),
+        })
+    );
+    assert_eq!(
+        parse("breaker shop.test off").unwrap(),
+        CommandLine::Engine(Command::SetHostBreaker {
+            host: "shop.test".into(),
+            thresholds: None,
+        })
+    );
+    assert!(parse("breaker shop.test 0")
+        .unwrap_err()
+        .contains("failure count"));
+    assert!(parse("breaker").unwrap_err().starts_with("usage: :breaker"));
+}

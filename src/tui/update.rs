@@ -203,6 +203,18 @@ pub fn command_label(cmd: &Command) -> String {
         Command::SetGlobalRate(Some(r)) => format!("rate {r} pages/s"),
         Command::SetGlobalRate(None) => "rate unlimited".into(),
         Command::AddSeed(u) => format!("seed {u}"),
+        Command::SetHostBreaker {
+            host,
+            thresholds: Some(t),
+        } => format!(
+            "breaker {host}: {} failures, cooldown {}",
+            t.consecutive_failures,
+            humantime::format_duration(t.cooldown)
+        ),
+        Command::SetHostBreaker {
+            host,
+            thresholds: None,
+        } => format!("breaker {host} default"),
         Command::ResetBreaker(h) => format!("reset breaker {h}"),
         Command::ForceOpenBreaker(h) => format!("open breaker {h}"),
         Command::AcceptAlert { alert_id, .. } => format!("accept alert #{alert_id}"),
