@@ -30,6 +30,7 @@ async fn traps_are_quarantined_and_normal_sites_stay_quiet() {
         SiteKind::Session,
         SiteKind::Dupes,
         SiteKind::Soft404,
+        SiteKind::Facets,
         SiteKind::Shop,
         SiteKind::Params,
         SiteKind::DeepFinite,
@@ -71,6 +72,11 @@ async fn traps_are_quarantined_and_normal_sites_stay_quiet() {
             SiteKind::Soft404,
             vec![TrapKind::HostBudget, TrapKind::NearDuplicates],
             |r| path(r).starts_with("/x/"),
+        ),
+        (
+            SiteKind::Facets,
+            vec![TrapKind::QueryExplosion, TrapKind::NearDuplicates],
+            |r| path(r) == "/search",
         ),
     ] {
         let alerts = alerts_for(site);

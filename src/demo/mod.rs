@@ -75,6 +75,9 @@ pub enum SiteKind {
     DeepFinite,
     /// 200 for every path, each page with fresh random links (the soft-404 trap).
     Soft404,
+    /// A faceted search whose result pages link ever more filter and sort
+    /// combinations of `/search` (a query-parameter explosion), plus 20 products.
+    Facets,
     /// Test site: robots.txt answers this status (401, 403, 404, 410, 500, 503…); 5 pages.
     RobotsStatus(u16),
     /// Test site: `/a` → `/b` → `/a`, and `/hop/0` → … → `/hop/15` (15 hops).
@@ -101,6 +104,7 @@ impl SiteKind {
             SiteKind::Params => "params",
             SiteKind::DeepFinite => "deep-finite",
             SiteKind::Soft404 => "soft404",
+            SiteKind::Facets => "facets",
             SiteKind::RobotsStatus(401) => "robots-401",
             SiteKind::RobotsStatus(403) => "robots-403",
             SiteKind::RobotsStatus(404) => "robots-404",
@@ -175,6 +179,7 @@ impl DemoOptions {
                 SiteKind::Params,
                 SiteKind::DeepFinite,
                 SiteKind::Soft404,
+                SiteKind::Facets,
             ],
             latency_scale: 1.0,
         }

@@ -158,6 +158,7 @@ pub(crate) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
         SiteKind::Deep => traps::deep(ctx, req),
         SiteKind::Session => traps::session(ctx, req),
         SiteKind::Soft404 => traps::soft404(ctx, req),
+        SiteKind::Facets => traps::facets(ctx, req),
         SiteKind::RobotsFlaky => faults::robots_flaky(ctx, req),
         SiteKind::Flaky => faults::flaky(ctx, req),
         SiteKind::RobotsStatus(code) => faults::robots_status(ctx, req, code),

@@ -145,3 +145,64 @@ pub(super) fn soft404(_ctx: &SiteCtx, req: &Req) -> Reply {
     }
     Reply::html(page.finish())
 }
+
+const FACETS: [(&str, &[&str]); 4] = [
+    ("color", &["red", "blue", "green", "black", "white"]),
+    ("size", &["s", "m", "l", "xl"]),
+    ("sort", &["price", "name", "new", "rating"]),
+    ("brand", &["acme", "globex", "initech", "umbrella", "hooli"]),
+];
+
+/// `Facets`: `/search` pages link every one-step change of their filters and
+/// an ever-growing `page=`, so the distinct query strings of one path never
+/// end (a parameter explosion); 20 real products sit behind them.
+pub(super) fn facets(_ctx: &SiteCtx, req: &Req) -> Reply {
+    let path = req.path;
+    if path == "/robots.txt" {
+        return allow_all_robots();
+    }
+    if path == "/" {
+        return index_with_normal_pages("Catalogue", "/product/", &[("/search?q=all", "search")]);
+    }
+    if let Some(reply) = normal_page(path, "/product/") {
+        return reply;
+    }
+    if path != "/search" {
+        return Reply::not_found();
+    }
+    let current: Vec<(&str, String)> = FACETS
+        .iter()
+        .filter_map(|(name, _)| req.query_param(name).map(|v| (*name, v.to_string())))
+        .collect();
+    let page: u64 = req
+        .query_param("page")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(1);
+    let query = |changed: &str, value: &str, page: u64| {
+        let mut parts = vec!["q=all".to_string()];
+        for (name, _) in FACETS {
+            if name == changed {
+                parts.push(format!("{name}={value}"));
+            } else if let Some((_, v)) = current.iter().find(|(n, _)| *n == name) {
+                parts.push(format!("{name}={v}"));
+            }
+        }
+        parts.push(format!("page={page}"));
+        format!("/search?{}", parts.join("&amp;"))
+    };
+    let mut html = Html::new(&format!("Search results, page {page}"));
+    html.p("Results for every product, filtered and sorted as you like.");
+    for (name, values) in FACETS {
+        for value in values {
+            html.link(&query(name, value, 1), &format!("{name}: {value}"));
+        }
+    }
+    html.link(&query("", "", page + 1), "next page");
+    for n in 1..=3 {
+        html.link(
+            &format!("/product/{}.html", (page as u32 + n) % NORMAL_PAGES + 1),
+            "product",
+        );
+    }
+    Reply::html(html.finish())
+}
