@@ -83,11 +83,8 @@ pub(crate) fn page_key(url: &str) -> Vec<u8> {
     key
 }
 
-/// The URL fingerprint used for seen marks: xxh3-64 of the normalized URL
-/// string, the same function as `dedup::url_fingerprint`.
-pub fn url_fingerprint(url: &str) -> u64 {
-    xxhash_rust::xxh3::xxh3_64(url.as_bytes())
-}
+/// Seen marks are keyed by the one URL fingerprint the engine uses.
+pub use crate::engine::dedup::url_fingerprint;
 
 #[cfg(test)]
 mod tests {
