@@ -12,6 +12,9 @@ use tokio::time::Instant;
 use super::commands::{RuleRecord, Settings};
 use super::dedup::{url_fingerprint, BloomFilter, RecentSeen};
 use super::extract::ExtractOptions;
+
+/// Page processing threads at most; beyond this the scheduler is the limit.
+const MAX_CPU_THREADS: usize = 8;
 use super::fetch::Fetcher;
 use super::frontier::{Frontier, FrontierEntry, Hold};
 use super::politeness::RateLimiter;
@@ -178,6 +181,7 @@ pub fn build(
         alert_rules,
         extract,
         warc,
+        cpu: super::cpu_pool::CpuPool::new(MAX_CPU_THREADS),
         ends,
         work_tx,
         work_rx,

@@ -1,5 +1,5 @@
 //! Link, title and meta-robots extraction: the CPU hot path, run by the
-//! scheduler in `spawn_blocking`. Streaming (lol_html), bounded, never panics.
+//! scheduler on the CPU pool. Streaming (lol_html), bounded, never panics.
 
 mod bench;
 mod entities;

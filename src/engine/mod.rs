@@ -4,6 +4,7 @@
 mod boot;
 pub mod breaker;
 mod commands;
+pub mod cpu_pool;
 pub mod control;
 pub mod dedup;
 pub mod extract;

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::control::{Command, CommandId, CommandResult, HostKey};
+use super::cpu_pool::CpuPool;
 use super::dedup::{BloomFilter, RecentSeen};
 use super::extract::ExtractOptions;
 use super::fetch::Fetcher;
@@ -61,6 +62,7 @@ pub struct Scheduler {
     pub alert_rules: HashMap<u64, CompiledRule>,
     pub extract: Arc<ExtractOptions>,
     pub warc: Option<Arc<Mutex<WarcWriter>>>,
+    pub cpu: CpuPool,
     pub ends: EngineEnds,
     pub work_tx: mpsc::UnboundedSender<Work>,
     pub work_rx: mpsc::UnboundedReceiver<Work>,
@@ -400,6 +402,7 @@ impl Scheduler {
                 max_body: self.cfg.fetch.max_body,
                 extract: self.extract.clone(),
                 warc: self.warc.clone(),
+                cpu: self.cpu.clone(),
                 done: self.work_tx.clone(),
             };
             tokio::spawn(tasks::run_page(job));

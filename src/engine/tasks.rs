@@ -1,6 +1,6 @@
 //! The work the scheduler hands out: one page fetch or one robots.txt fetch.
 //! Network waits run on the async runtime; parsing, hashing and WARC writing
-//! run in `spawn_blocking`. Results go back to the scheduler on a channel.
+//! run on the engine's CPU pool. Results go back to the scheduler on a channel.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -9,6 +9,7 @@ use tokio::sync::mpsc;
 use url::Url;
 
 use super::control::HostKey;
+use super::cpu_pool::CpuPool;
 use super::dedup::ContentDigest;
 use super::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
 use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
@@ -54,6 +55,7 @@ pub struct PageJob {
     pub max_body: u64,
     pub extract: Arc<ExtractOptions>,
     pub warc: Option<Arc<Mutex<WarcWriter>>>,
+    pub cpu: CpuPool,
     pub done: mpsc::UnboundedSender<Work>,
 }
 
@@ -76,16 +78,16 @@ pub async fn run_page(job: PageJob) {
         max_body,
         extract,
         warc,
+        cpu,
         done,
     } = job;
     let result = match fetcher.fetch(&url, validators.as_ref(), max_body).await {
         Ok(response) => {
-            let digested = tokio::task::spawn_blocking(move || process(response, &extract, warc));
-            match digested.await {
+            match cpu.run(move || process(response, &extract, warc)).await {
                 Ok(fetched) => Ok(Box::new(fetched)),
-                Err(join) => Err(FetchError {
+                Err(_) => Err(FetchError {
                     kind: FetchErrorKind::Other,
-                    message: format!("page processing failed: {join}"),
+                    message: "page processing failed (internal error; see crawldeck.log)".into(),
                     elapsed: Duration::ZERO,
                 }),
             }
