@@ -22,8 +22,8 @@ use crawldeck::headless::{self, HeadlessOptions};
 use crawldeck::tui;
 use tracing_subscriber::EnvFilter;
 
-// The crawl allocates per page and per link across many threads; mimalloc
-// costs about half of what the system allocator does there (`crawldeck bench`).
+// The crawl allocates per page and per link on several threads; with mimalloc
+// `crawldeck bench` crawls about 5 % more pages per second than with glibc's.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

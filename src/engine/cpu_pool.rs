@@ -71,7 +71,7 @@ mod tests {
         let results =
             futures_util::future::join_all((0..50u64).map(|i| pool.run(move || i * i))).await;
         let sum: u64 = results.into_iter().map(|r| r.expect("no panic")).sum();
-        assert_eq!(sum, (0..50u64).map(|i| i * i).sum());
+        assert_eq!(sum, (0..50u64).map(|i| i * i).sum::<u64>());
         let panicked = pool.run(|| -> u8 { panic!("bad page") }).await;
         assert!(panicked.is_err());
         // The pool survives a panicking job.

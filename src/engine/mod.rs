@@ -4,8 +4,8 @@
 mod boot;
 pub mod breaker;
 mod commands;
-pub mod cpu_pool;
 pub mod control;
+pub mod cpu_pool;
 pub mod dedup;
 pub mod extract;
 pub mod fetch;

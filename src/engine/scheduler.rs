@@ -217,7 +217,7 @@ impl Scheduler {
                 }
                 self.draining = true;
             }
-            let wake = self.next_wakeup();
+            let wake = self.next_wakeup(now);
             tokio::select! {
                 biased;
                 _ = &mut shutdown, if !shutdown_seen => {
@@ -297,8 +297,14 @@ impl Scheduler {
         Some("frontier empty".into())
     }
 
-    fn next_wakeup(&self) -> Option<Instant> {
-        let frontier = if self.paused || self.draining {
+    /// When the loop must wake up by itself. A ready host is no reason while
+    /// dispatch cannot start anything: that would spin until a fetch ends.
+    fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+        let saturated = self.in_flight + self.robots_in_flight >= self.global_concurrency
+            || (self.cfg.max_pages > 0
+                && self.counters.pages_fetched + self.in_flight as u64 >= self.cfg.max_pages);
+        let rate_limited = self.rate_wake.is_some_and(|at| at > now);
+        let frontier = if self.paused || self.draining || saturated || rate_limited {
             None
         } else {
             self.frontier.next_wakeup()
@@ -487,5 +493,46 @@ async fn sleep_until_opt(at: Option<Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::{EngineHandle, EngineOptions};
+
+    #[tokio::test]
+    async fn a_saturated_scheduler_waits_for_a_fetch_instead_of_spinning() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let cfg = CrawlConfig {
+            seeds: vec!["http://127.0.0.1:9/".into()],
+            concurrency: 4,
+            ..CrawlConfig::default()
+        };
+        let (_handle, ends) = EngineHandle::channel();
+        let mut scheduler =
+            super::super::boot::build(cfg, dir.path(), ends, EngineOptions::default())
+                .expect("scheduler builds");
+        let now = Instant::now();
+        scheduler.adopt_new_hosts(now);
+        scheduler
+            .frontier
+            .set_hold("127.0.0.1:9", Hold::Robots, false);
+        let ready = scheduler.next_wakeup(now);
+        assert!(
+            ready.is_some_and(|at| at <= Instant::now()),
+            "a ready host wakes the loop now"
+        );
+
+        scheduler.in_flight = scheduler.global_concurrency;
+        assert_eq!(scheduler.next_wakeup(now), None, "nothing can start: sleep");
+
+        scheduler.in_flight = 0;
+        scheduler.rate_wake = Some(now + Duration::from_millis(40));
+        assert_eq!(
+            scheduler.next_wakeup(now),
+            Some(now + Duration::from_millis(40)),
+            "rate-limited: wake when the rate allows"
+        );
     }
 }

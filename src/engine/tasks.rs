@@ -82,16 +82,14 @@ pub async fn run_page(job: PageJob) {
         done,
     } = job;
     let result = match fetcher.fetch(&url, validators.as_ref(), max_body).await {
-        Ok(response) => {
-            match cpu.run(move || process(response, &extract, warc)).await {
-                Ok(fetched) => Ok(Box::new(fetched)),
-                Err(_) => Err(FetchError {
-                    kind: FetchErrorKind::Other,
-                    message: "page processing failed (internal error; see crawldeck.log)".into(),
-                    elapsed: Duration::ZERO,
-                }),
-            }
-        }
+        Ok(response) => match cpu.run(move || process(response, &extract, warc)).await {
+            Ok(fetched) => Ok(Box::new(fetched)),
+            Err(_) => Err(FetchError {
+                kind: FetchErrorKind::Other,
+                message: "page processing failed (internal error; see crawldeck.log)".into(),
+                elapsed: Duration::ZERO,
+            }),
+        },
         Err(e) => Err(e),
     };
     let _ = done.send(Work::Page { lease, result });
