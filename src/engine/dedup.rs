@@ -99,24 +99,50 @@ pub fn simhash<'a>(tokens: impl Iterator<Item = &'a str>) -> u64 {
 /// Bytes of multi-byte characters count as word characters.
 pub fn simhash_text(text: &str) -> u64 {
     let mut votes = Votes::default();
-    let mut word: u64 = 0;
-    let mut in_word = false;
+    // A word's bytes are packed eight to a u64; longer words fold each full
+    // u64 into `folded`. Word bytes are never zero, so packing is injective.
+    let mut packed: u64 = 0;
+    let mut folded: u64 = 0;
+    let mut len: u32 = 0;
     for &byte in text.as_bytes() {
-        let folded = byte.to_ascii_lowercase();
-        if byte >= 0x80 || folded.is_ascii_alphanumeric() {
-            word = (word.rotate_left(5) ^ u64::from(folded)).wrapping_mul(0x517c_c1b7_2722_0a95);
-            in_word = true;
-        } else if in_word {
-            votes.add(mix(word));
-            word = 0;
-            in_word = false;
+        let class = WORD_BYTES[usize::from(byte)];
+        if class != 0 {
+            packed = (packed << 8) | u64::from(class);
+            len += 1;
+            if len % 8 == 0 {
+                folded = (folded ^ packed)
+                    .wrapping_mul(0x517c_c1b7_2722_0a95)
+                    .rotate_left(29);
+                packed = 0;
+            }
+        } else if len > 0 {
+            votes.add(mix(folded ^ packed));
+            (packed, folded, len) = (0, 0, 0);
         }
     }
-    if in_word {
-        votes.add(mix(word));
+    if len > 0 {
+        votes.add(mix(folded ^ packed));
     }
     votes.hash()
 }
+
+/// Each byte's value inside a word (ASCII folded to lower case), 0 outside one.
+static WORD_BYTES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        table[b] = if byte >= 0x80 || byte.is_ascii_digit() || byte.is_ascii_lowercase() {
+            byte
+        } else if byte.is_ascii_uppercase() {
+            byte.to_ascii_lowercase()
+        } else {
+            0
+        };
+        b += 1;
+    }
+    table
+};
 
 /// Spreads a word hash over all 64 bits (MurmurHash3's finalizer).
 fn mix(mut h: u64) -> u64 {
@@ -357,6 +383,20 @@ mod text_tests {
         assert!(hamming(simhash_text(&base), simhash_text(&near)) <= 3);
         assert!(hamming(simhash_text(&base), simhash_text(&far)) > 10);
         assert_eq!(simhash_text(""), 0);
+    }
+
+    #[test]
+    fn text_simhash_splits_words_on_punctuation_and_keeps_long_words_apart() {
+        assert_eq!(
+            simhash_text("Hello, world! 42"),
+            simhash_text("hello world\n42")
+        );
+        // One word beyond eight bytes, differing only at its end.
+        let long = "internationalization ".repeat(30);
+        let other = "internationalizatiom ".repeat(30);
+        assert!(hamming(simhash_text(&long), simhash_text(&other)) > 10);
+        // Non-ASCII bytes are word bytes: "café" is one word, not "caf".
+        assert_ne!(simhash_text("café"), simhash_text("caf"));
     }
 }
 
