@@ -15,7 +15,7 @@ use super::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
 use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
 use super::frontier::Lease;
 use super::robots::{self, RobotsVerdict};
-use super::store::warc::{WarcExchange, WarcWriter};
+use super::store::warc::{EncodedExchange, WarcExchange, WarcWriter};
 use crate::config::RobotsConfig;
 
 pub enum Work {
@@ -133,8 +133,11 @@ fn process(
             body: &response.body,
             payload_digest: &label,
         };
-        let mut writer = warc.lock().unwrap_or_else(|p| p.into_inner());
-        if let Err(e) = writer.write_exchange(&exchange) {
+        let written = EncodedExchange::new(&exchange).and_then(|encoded| {
+            let mut writer = warc.lock().unwrap_or_else(|p| p.into_inner());
+            writer.append(&encoded)
+        });
+        if let Err(e) = written {
             warc_error = Some(format!("WARC write failed: {e}"));
         }
     }

@@ -79,43 +79,18 @@ impl WarcWriter {
     /// Writes a `request` and a `response` record; the request names the
     /// response in `WARC-Concurrent-To`. Both land in the same file.
     pub fn write_exchange(&mut self, ex: &WarcExchange) -> io::Result<()> {
+        let encoded = EncodedExchange::new(ex)?;
+        self.append(&encoded)
+    }
+
+    /// Appends an exchange compressed beforehand, rotating to a new file
+    /// first if the current one is full.
+    pub fn append(&mut self, exchange: &EncodedExchange) -> io::Result<()> {
         if self.current_bytes >= self.max_file_bytes && self.exchanges_in_file > 0 {
             self.rotate()?;
         }
         self.exchanges_in_file += 1;
-        let request_id = record_id();
-        let response_id = record_id();
-        let date = warc_date(ex.date);
-        let url = header_value(ex.url);
-        let ip = ex.ip.map(|ip| ip.to_string());
-
-        let request_block = [ex.request_head, head_terminator(ex.request_head)];
-        let mut headers = vec![
-            ("WARC-Type", "request".to_string()),
-            ("WARC-Record-ID", request_id),
-            ("WARC-Date", date.clone()),
-            ("WARC-Target-URI", url.clone()),
-        ];
-        if let Some(ip) = &ip {
-            headers.push(("WARC-IP-Address", ip.clone()));
-        }
-        headers.push(("WARC-Concurrent-To", response_id.clone()));
-        headers.push(("Content-Type", "application/http;msgtype=request".into()));
-        self.write_record(headers, &request_block)?;
-
-        let response_block = [ex.response_head, head_terminator(ex.response_head), ex.body];
-        let mut headers = vec![
-            ("WARC-Type", "response".to_string()),
-            ("WARC-Record-ID", response_id),
-            ("WARC-Date", date),
-            ("WARC-Target-URI", url),
-        ];
-        if let Some(ip) = ip {
-            headers.push(("WARC-IP-Address", ip));
-        }
-        headers.push(("WARC-Payload-Digest", header_value(ex.payload_digest)));
-        headers.push(("Content-Type", "application/http;msgtype=response".into()));
-        self.write_record(headers, &response_block)
+        self.append_members(&exchange.members)
     }
 
     /// Pushes buffered records to the file and the file to disk.
@@ -157,50 +132,95 @@ impl WarcWriter {
             ("WARC-Filename", filename),
             ("Content-Type", "application/warc-fields".into()),
         ];
-        self.write_record(headers, &[fields.as_bytes()])
+        let member = encode_record(headers, &[fields.as_bytes()])?;
+        self.append_members(&member)
     }
 
-    /// One record as one gzip member; adds Block-Digest and Content-Length.
-    fn write_record(
-        &mut self,
-        mut headers: Vec<(&str, String)>,
-        block: &[&[u8]],
-    ) -> io::Result<()> {
-        let length: usize = block.iter().map(|part| part.len()).sum();
-        let mut digest = Sha1::new();
-        for part in block {
-            digest.update(part);
-        }
-        let block_digest: [u8; 20] = digest.finalize().into();
-        headers.push((
-            "WARC-Block-Digest",
-            format!("sha1:{}", data_encoding::BASE32.encode(&block_digest)),
-        ));
-        headers.push(("Content-Length", length.to_string()));
-
-        let mut head = String::from("WARC/1.1\r\n");
-        for (name, value) in &headers {
-            head.push_str(name);
-            head.push_str(": ");
-            head.push_str(value);
-            head.push_str("\r\n");
-        }
-        head.push_str("\r\n");
-
-        let mut gz = GzEncoder::new(Vec::with_capacity(length / 2 + 512), Compression::fast());
-        gz.write_all(head.as_bytes())?;
-        for part in block {
-            gz.write_all(part)?;
-        }
-        gz.write_all(b"\r\n\r\n")?;
-        let member = gz.finish()?;
+    fn append_members(&mut self, members: &[u8]) -> io::Result<()> {
         let path = self.current_path.clone();
         self.current
-            .write_all(&member)
+            .write_all(members)
             .map_err(|e| with_path(e, &path, "cannot write to the WARC file"))?;
-        self.current_bytes += member.len() as u64;
+        self.current_bytes += members.len() as u64;
         Ok(())
     }
+}
+
+/// An exchange's two records, each a gzip member. Compressing is the costly
+/// part of archiving, so page threads do it before they take the shared writer.
+pub struct EncodedExchange {
+    members: Vec<u8>,
+}
+
+impl EncodedExchange {
+    pub fn new(ex: &WarcExchange) -> io::Result<Self> {
+        let request_id = record_id();
+        let response_id = record_id();
+        let date = warc_date(ex.date);
+        let url = header_value(ex.url);
+        let ip = ex.ip.map(|ip| ip.to_string());
+
+        let request_block = [ex.request_head, head_terminator(ex.request_head)];
+        let mut headers = vec![
+            ("WARC-Type", "request".to_string()),
+            ("WARC-Record-ID", request_id),
+            ("WARC-Date", date.clone()),
+            ("WARC-Target-URI", url.clone()),
+        ];
+        if let Some(ip) = &ip {
+            headers.push(("WARC-IP-Address", ip.clone()));
+        }
+        headers.push(("WARC-Concurrent-To", response_id.clone()));
+        headers.push(("Content-Type", "application/http;msgtype=request".into()));
+        let mut members = encode_record(headers, &request_block)?;
+
+        let response_block = [ex.response_head, head_terminator(ex.response_head), ex.body];
+        let mut headers = vec![
+            ("WARC-Type", "response".to_string()),
+            ("WARC-Record-ID", response_id),
+            ("WARC-Date", date),
+            ("WARC-Target-URI", url),
+        ];
+        if let Some(ip) = ip {
+            headers.push(("WARC-IP-Address", ip));
+        }
+        headers.push(("WARC-Payload-Digest", header_value(ex.payload_digest)));
+        headers.push(("Content-Type", "application/http;msgtype=response".into()));
+        members.extend_from_slice(&encode_record(headers, &response_block)?);
+        Ok(EncodedExchange { members })
+    }
+}
+
+/// One record as one gzip member; adds Block-Digest and Content-Length.
+fn encode_record(mut headers: Vec<(&str, String)>, block: &[&[u8]]) -> io::Result<Vec<u8>> {
+    let length: usize = block.iter().map(|part| part.len()).sum();
+    let mut digest = Sha1::new();
+    for part in block {
+        digest.update(part);
+    }
+    let block_digest: [u8; 20] = digest.finalize().into();
+    headers.push((
+        "WARC-Block-Digest",
+        format!("sha1:{}", data_encoding::BASE32.encode(&block_digest)),
+    ));
+    headers.push(("Content-Length", length.to_string()));
+
+    let mut head = String::from("WARC/1.1\r\n");
+    for (name, value) in &headers {
+        head.push_str(name);
+        head.push_str(": ");
+        head.push_str(value);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+
+    let mut gz = GzEncoder::new(Vec::with_capacity(length / 2 + 512), Compression::fast());
+    gz.write_all(head.as_bytes())?;
+    for part in block {
+        gz.write_all(part)?;
+    }
+    gz.write_all(b"\r\n\r\n")?;
+    gz.finish()
 }
 
 fn create_file(dir: &Path, number: u32) -> io::Result<(BufWriter<File>, PathBuf)> {
