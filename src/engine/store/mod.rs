@@ -3,6 +3,7 @@
 //! (rules, alerts, hosts, meta) in their own trees. Only this module talks to sled.
 
 mod batch;
+mod gzip;
 pub mod keys;
 mod records;
 pub mod warc;

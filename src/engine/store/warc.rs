@@ -7,8 +7,6 @@ use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use flate2::write::GzEncoder;
-use flate2::Compression;
 use sha1::{Digest, Sha1};
 
 const FILE_PREFIX: &str = "crawldeck-";
@@ -214,13 +212,13 @@ fn encode_record(mut headers: Vec<(&str, String)>, block: &[&[u8]]) -> io::Resul
     }
     head.push_str("\r\n");
 
-    let mut gz = GzEncoder::new(Vec::with_capacity(length / 2 + 512), Compression::fast());
-    gz.write_all(head.as_bytes())?;
-    for part in block {
-        gz.write_all(part)?;
-    }
-    gz.write_all(b"\r\n\r\n")?;
-    gz.finish()
+    let mut parts = Vec::with_capacity(block.len() + 2);
+    parts.push(head.as_bytes());
+    parts.extend_from_slice(block);
+    parts.push(b"\r\n\r\n");
+    let mut member = Vec::with_capacity(length / 2 + 512);
+    super::gzip::append_member(&parts, &mut member)?;
+    Ok(member)
 }
 
 fn create_file(dir: &Path, number: u32) -> io::Result<(BufWriter<File>, PathBuf)> {
