@@ -4,6 +4,7 @@
 //! global concurrency), and that many threads thrash two cores and give every
 //! thread its own allocator cache. One thread per core keeps the work hot.
 
+use std::panic::AssertUnwindSafe;
 use std::sync::{mpsc, Arc, Mutex};
 
 type Job = Box<dyn FnOnce() + Send>;
@@ -13,10 +14,6 @@ type Job = Box<dyn FnOnce() + Send>;
 pub struct CpuPool {
     jobs: mpsc::Sender<Job>,
 }
-
-/// The job's thread panicked; the panic was contained there.
-#[derive(Debug)]
-pub struct JobPanicked;
 
 impl CpuPool {
     /// One thread per available core (at least one, at most `max_threads`).
@@ -33,7 +30,8 @@ impl CpuPool {
                     // The lock is held only while waiting for the next job.
                     let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
                     match next {
-                        Ok(job) => job(),
+                        // A panicking job must not take the thread with it.
+                        Ok(job) => drop(std::panic::catch_unwind(AssertUnwindSafe(job))),
                         Err(_) => return,
                     }
                 })
@@ -42,22 +40,13 @@ impl CpuPool {
         CpuPool { jobs }
     }
 
-    /// Runs `work` on a pool thread and waits for its result without blocking
-    /// the async runtime. A panic in `work` is reported, not propagated.
-    pub async fn run<T, F>(&self, work: F) -> Result<T, JobPanicked>
-    where
-        F: FnOnce() -> T + Send + 'static,
-        T: Send + 'static,
-    {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move || {
-            let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
-            let _ = reply.send(outcome.map_err(|_| JobPanicked));
-        });
-        if self.jobs.send(job).is_err() {
-            return Err(JobPanicked);
+    /// Runs `job` on a pool thread. The job reports its own result (the
+    /// page tasks send theirs straight to the scheduler).
+    pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
+        if let Err(mpsc::SendError(job)) = self.jobs.send(Box::new(job)) {
+            // Only if every pool thread is gone; the work must still happen.
+            job();
         }
-        answer.await.unwrap_or(Err(JobPanicked))
     }
 }
 
@@ -65,16 +54,17 @@ impl CpuPool {
 mod tests {
     use super::*;
 
-    #[tokio::test]
-    async fn runs_jobs_and_contains_panics() {
+    #[test]
+    fn runs_every_job_and_survives_a_panicking_one() {
         let pool = CpuPool::new(2);
-        let results =
-            futures_util::future::join_all((0..50u64).map(|i| pool.run(move || i * i))).await;
-        let sum: u64 = results.into_iter().map(|r| r.expect("no panic")).sum();
+        let (tx, rx) = mpsc::channel();
+        pool.spawn(|| panic!("bad page"));
+        for i in 0..50u64 {
+            let tx = tx.clone();
+            pool.spawn(move || tx.send(i * i).expect("receiver alive"));
+        }
+        drop(tx);
+        let sum: u64 = rx.iter().sum();
         assert_eq!(sum, (0..50u64).map(|i| i * i).sum::<u64>());
-        let panicked = pool.run(|| -> u8 { panic!("bad page") }).await;
-        assert!(panicked.is_err());
-        // The pool survives a panicking job.
-        assert_eq!(pool.run(|| 7).await.expect("pool still works"), 7);
     }
 }

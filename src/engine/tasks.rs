@@ -81,18 +81,26 @@ pub async fn run_page(job: PageJob) {
         cpu,
         done,
     } = job;
-    let result = match fetcher.fetch(&url, validators.as_ref(), max_body).await {
-        Ok(response) => match cpu.run(move || process(response, &extract, warc)).await {
-            Ok(fetched) => Ok(Box::new(fetched)),
-            Err(_) => Err(FetchError {
+    match fetcher.fetch(&url, validators.as_ref(), max_body).await {
+        // The pool thread reports to the scheduler itself: one wake-up less per page.
+        Ok(response) => cpu.spawn(move || {
+            let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                process(response, &extract, warc)
+            }));
+            let result = processed.map(Box::new).map_err(|_| FetchError {
                 kind: FetchErrorKind::Other,
                 message: "page processing failed (internal error; see crawldeck.log)".into(),
                 elapsed: Duration::ZERO,
-            }),
-        },
-        Err(e) => Err(e),
-    };
-    let _ = done.send(Work::Page { lease, result });
+            });
+            let _ = done.send(Work::Page { lease, result });
+        }),
+        Err(e) => {
+            let _ = done.send(Work::Page {
+                lease,
+                result: Err(e),
+            });
+        }
+    }
 }
 
 /// CPU and disk work on a response: directives, links, digest, WARC.

@@ -86,11 +86,7 @@ impl Store {
     /// Opens (or creates) the database in `dir/db`.
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
         let path = dir.join("db");
-        let db = sled::Config::new()
-            .path(&path)
-            .cache_capacity(cache_bytes)
-            .open()
-            .map_err(|source| open_error(&path, source))?;
+        let db = open_db(&path, cache_bytes)?;
         let open_tree = |name: &str| {
             db.open_tree(name)
                 .map_err(|source| open_error(&path, source))
@@ -322,6 +318,28 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
         }
     }
     None
+}
+
+/// sled releases its file lock only when its background threads let go of
+/// the database, a moment after the last handle is dropped; a store closed
+/// just before (a restart in the same process) is waited for briefly.
+fn open_db(path: &Path, cache_bytes: u64) -> Result<sled::Db, StoreError> {
+    const LOCK_RETRIES: u32 = 20;
+    let mut attempt = 0;
+    loop {
+        let opened = sled::Config::new()
+            .path(path)
+            .cache_capacity(cache_bytes)
+            .open()
+            .map_err(|source| open_error(path, source));
+        match opened {
+            Err(StoreError::Locked { .. }) if attempt < LOCK_RETRIES => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            other => return other,
+        }
+    }
 }
 
 fn open_error(path: &Path, source: sled::Error) -> StoreError {
