@@ -65,9 +65,6 @@ async fn traps_are_quarantined_and_normal_sites_stay_quiet() {
             vec![TrapKind::RepeatedSegments, TrapKind::DepthGrowth],
             |r| path(r).starts_with("/docs/"),
         ),
-        (SiteKind::Session, vec![TrapKind::SessionId], |r| {
-            r.path_and_query.contains("sid=")
-        }),
         (
             SiteKind::Soft404,
             vec![TrapKind::HostBudget, TrapKind::NearDuplicates],
@@ -108,6 +105,24 @@ async fn traps_are_quarantined_and_normal_sites_stay_quiet() {
             .collect();
         assert_eq!(fetched.len(), 20, "{site:?} normal pages: {fetched:?}");
     }
+
+    // Session ids are stripped during normalization: no trap, no alert, and
+    // each of the 20 items behind them is fetched once under its plain URL.
+    let session_log = log.for_site(SiteKind::Session);
+    assert!(
+        session_log
+            .iter()
+            .all(|r| !r.path_and_query.contains("sid=")),
+        "a session id reached the server"
+    );
+    let items: Vec<&str> = session_log
+        .iter()
+        .map(path)
+        .filter(|p| p.starts_with("/item/"))
+        .collect();
+    let distinct: HashSet<&str> = items.iter().copied().collect();
+    assert_eq!((items.len(), distinct.len()), (20, 20), "{items:?}");
+    assert!(alerts_for(SiteKind::Session).is_empty());
 
     // Duplicate content: an alert or no links followed from duplicates.
     assert!(

@@ -62,7 +62,8 @@ pub enum SiteKind {
     /// Pages under `/docs/` link `a/` and `b/` relatively, so `/docs/a/b/a/…`
     /// never ends (a path-depth trap), plus 20 normal pages.
     Deep,
-    /// Every link carries a fresh `?sid=<32 hex>` (a session-id trap) over 20 real pages.
+    /// Every link carries a fresh `?sid=<32 hex>` over 20 real pages: a session-id
+    /// trap for crawlers that do not strip well-known session parameters.
     Session,
     /// 30 byte-identical and 30 near-identical (one word differs) pages plus 20
     /// distinct ones: content digests and simhash.

@@ -19,6 +19,7 @@ mod results;
 pub mod robots;
 pub mod rules;
 mod scheduler;
+pub mod session_ids;
 mod snapshot;
 mod stats;
 pub mod store;

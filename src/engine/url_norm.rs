@@ -11,9 +11,11 @@ use crate::engine::control::HostKey;
 
 /// Normalizes in place. The `url` crate already lowercases scheme and host,
 /// drops default ports, resolves dot segments and turns an empty http(s) path
-/// into `/`; this adds the percent-encoding rules and drops the fragment.
+/// into `/`; this adds the percent-encoding rules, drops the fragment and
+/// strips well-known session ids.
 pub fn normalize(url: &mut Url) {
     url.set_fragment(None);
+    super::session_ids::strip_session_ids(url);
     if let Some(path) = normalize_percent(url.path()) {
         url.set_path(&path);
     }

@@ -7,6 +7,7 @@ use url::Url;
 
 use super::{anchored_rule, hash_str, push_sample, regex_rule, Detection, GenMap};
 use crate::config::TrapConfig;
+use crate::engine::session_ids::random_looking;
 use crate::engine::telemetry::TrapKind;
 
 /// Paths with a query string remembered per host (per generation).
@@ -24,8 +25,6 @@ pub const SESSION_PAGES_NAMED: u32 = 2;
 pub const SESSION_PAGES_UNNAMED: u32 = 5;
 /// Pages remembered per tracked parameter.
 const SESSION_PAGES: usize = 256;
-const MIN_SESSION_LEN: usize = 16;
-const MAX_SESSION_LEN: usize = 256;
 
 struct Variants {
     seen: HashSet<u64>,
@@ -187,29 +186,4 @@ fn without_param(url: &Url, is_path: bool, name: &str) -> String {
 fn session_like_name(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     name == "sid" || name == "s" || name.contains("sess")
-}
-
-/// Long, from a hex or base64 alphabet, mixing character classes like a
-/// random token does (words and dates do not).
-pub fn random_looking(value: &str) -> bool {
-    let len = value.len();
-    if !(MIN_SESSION_LEN..=MAX_SESSION_LEN).contains(&len) {
-        return false;
-    }
-    let b64 = |c: char| c.is_ascii_alphanumeric() || matches!(c, '+' | '/' | '=' | '_' | '-' | '%');
-    if !value.chars().all(b64) {
-        return false;
-    }
-    let digits = value.chars().filter(char::is_ascii_digit).count();
-    let lower = value.chars().filter(char::is_ascii_lowercase).count();
-    let upper = value.chars().filter(char::is_ascii_uppercase).count();
-    let hex = value.chars().all(|c| c.is_ascii_hexdigit());
-    let classes = [digits, lower, upper].iter().filter(|n| **n > 0).count();
-    // Random hex has digits and letters; random base64 has at least two classes
-    // and digits are not rare in it.
-    if hex {
-        digits > 0 && digits < len
-    } else {
-        classes >= 2 && digits * 16 >= len && value.contains(|c: char| c.is_ascii_alphabetic())
-    }
 }
