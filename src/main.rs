@@ -149,6 +149,7 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
     }
     let options = engine::EngineOptions {
         wait_for_operator: true,
+        recrawl: false,
     };
     // The UI handles Ctrl-C (a key in raw mode) and SIGTERM itself.
     let running = engine::start_with(

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use super::commands::{RuleRecord, Settings};
 use super::dedup::{url_fingerprint, BloomFilter, RecentSeen};
 use super::extract::ExtractOptions;
+use super::recrawl;
 
 /// Page processing threads at most; beyond this the scheduler is the limit.
 const MAX_CPU_THREADS: usize = 8;
@@ -122,14 +123,27 @@ pub fn build(
         }
         None => (false, config.politeness.min_delay, config.concurrency),
     };
-    let counters: Counters = store
+    let mut counters: Counters = store
         .get(Tree::Meta, b"counters")
         .map_err(store_err)?
         .unwrap_or_default();
-    let elapsed_ms: u64 = store
+    let mut elapsed_ms: u64 = store
         .get(Tree::Meta, b"elapsed_ms")
         .map_err(store_err)?
         .unwrap_or(0);
+    let recrawl_pass = if options.recrawl {
+        let (pass, queued) = recrawl::start_pass(&store, &mut frontier)?;
+        tracing::info!("recrawl pass {pass}: {queued} pages queued with their validators");
+        // Counters, limits and elapsed time are the new pass's own.
+        counters = Counters::default();
+        elapsed_ms = 0;
+        pass
+    } else {
+        store
+            .get(Tree::Meta, recrawl::PASS_KEY)
+            .map_err(store_err)?
+            .unwrap_or(0)
+    };
 
     let warc = if config.storage.warc {
         let writer = WarcWriter::open(data_dir, config.storage.warc_max_bytes).map_err(|e| {
@@ -208,6 +222,7 @@ pub fn build(
         dropped_events: 0,
         finish_reason: None,
         wait_for_operator: options.wait_for_operator,
+        recrawl_pass,
         cfg: config,
     };
     Ok(scheduler)

@@ -15,6 +15,7 @@ mod host;
 mod links;
 pub mod politeness;
 pub mod prioritize;
+mod recrawl;
 mod results;
 pub mod robots;
 pub mod rules;
@@ -121,6 +122,9 @@ pub struct EngineOptions {
     /// Keep running when only quarantined URLs remain (an operator can still
     /// decide on them); headless runs end instead.
     pub wait_for_operator: bool,
+    /// Start a recrawl pass: fetch every page with content again,
+    /// conditionally (see `recrawl.rs`).
+    pub recrawl: bool,
 }
 
 /// Starts crawling `config` in `data_dir` (created if missing; resumed if it

@@ -190,6 +190,7 @@ impl Scheduler {
         if status == 304 {
             self.counters.not_modified += 1;
             record.outcome = PageOutcome::NotModified;
+            self.keep_unchanged_page(&mut record);
         } else if (300..400).contains(&status) {
             match page.location {
                 Some(location) => {
@@ -244,7 +245,9 @@ impl Scheduler {
             Some(parent) => self.admit_links(&parent, &lease.entry, links, is_redirect),
             None => Vec::new(),
         };
-        record.outlinks = outlinks.len() as u32;
+        if status != 304 {
+            record.outlinks = outlinks.len() as u32;
+        }
         let new_links = outlinks.len();
         self.commit(&lease, &record, outlinks);
         if let (Some(extracted), Ok(url)) = (&page.extracted, Url::parse(&lease.entry.url)) {

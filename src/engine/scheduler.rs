@@ -96,6 +96,9 @@ pub struct Scheduler {
     /// With a TUI an operator can still decide on quarantined URLs, so the
     /// crawl waits instead of ending.
     pub wait_for_operator: bool,
+    /// The recrawl pass under way (0: the first crawl); from pass 1 on,
+    /// fetches carry the validators of the page's last fetch.
+    pub recrawl_pass: u32,
 }
 
 impl Scheduler {
@@ -400,11 +403,12 @@ impl Scheduler {
             host.in_flight += 1;
             host.requests.record(now);
             self.in_flight += 1;
+            let validators = self.validators_for(&lease.entry.url);
             let job = PageJob {
                 fetcher: self.fetcher.clone(),
                 lease,
                 url,
-                validators: None,
+                validators,
                 max_body: self.cfg.fetch.max_body,
                 extract: self.extract.clone(),
                 warc: self.warc.clone(),

@@ -1,0 +1,115 @@
+//! Recrawl passes: every page a finished crawl holds is fetched again with
+//! the validators of its last fetch (If-None-Match, If-Modified-Since), so an
+//! unchanged page costs a 304 and no body.
+
+use url::Url;
+
+use super::fetch::Validators;
+use super::frontier::{Frontier, FrontierEntry};
+use super::prioritize::priority;
+use super::scheduler::Scheduler;
+use super::store::{PageOutcome, PageRecord, Store, StoreError, Tree};
+use super::EngineError;
+
+/// Meta key: the number of the current recrawl pass (0 or absent: none yet).
+pub const PASS_KEY: &[u8] = b"recrawl_pass";
+/// Frontier entries pushed per batch while a pass is queued.
+const PUSH_CHUNK: usize = 4096;
+
+/// Pages worth fetching again: the ones that had content.
+fn had_content(outcome: &PageOutcome) -> bool {
+    match outcome {
+        PageOutcome::Fetched { status } => (200..300).contains(status),
+        PageOutcome::NotModified | PageOutcome::Duplicate { .. } => true,
+        _ => false,
+    }
+}
+
+/// Queues every page with content for a new pass; returns the pass number
+/// and how many URLs were queued. A crawl with URLs still queued must end
+/// first: queueing its pages again would fetch some of them twice.
+pub fn start_pass(store: &Store, frontier: &mut Frontier) -> Result<(u32, usize), EngineError> {
+    let store_err = |e: StoreError| EngineError::Store(e.to_string());
+    if store.pages_count() == 0 {
+        return Err(EngineError::Config(
+            "--recrawl needs a crawl to fetch again, and this data directory holds no pages yet \
+             (start it without --recrawl)"
+                .into(),
+        ));
+    }
+    if !frontier.is_empty() {
+        return Err(EngineError::Config(format!(
+            "--recrawl: this crawl still has {} URLs queued; run it to the end without \
+             --recrawl first",
+            frontier.len()
+        )));
+    }
+    let mut chunk = Vec::new();
+    let mut queued = 0;
+    let mut failed = None;
+    store
+        .for_each_page(|page| {
+            if failed.is_some() || !had_content(&page.outcome) {
+                return;
+            }
+            let Ok(url) = Url::parse(&page.url) else {
+                return;
+            };
+            chunk.push(FrontierEntry {
+                priority: priority(&url, page.depth),
+                url: page.url,
+                host: page.host,
+                depth: page.depth,
+                redirects: 0,
+            });
+            if chunk.len() == PUSH_CHUNK {
+                match frontier.push(std::mem::take(&mut chunk)) {
+                    Ok(n) => queued += n,
+                    Err(e) => failed = Some(e),
+                }
+            }
+        })
+        .map_err(store_err)?;
+    if let Some(e) = failed {
+        return Err(store_err(e));
+    }
+    queued += frontier.push(chunk).map_err(store_err)?;
+    let pass = store
+        .get::<u32>(Tree::Meta, PASS_KEY)
+        .map_err(store_err)?
+        .unwrap_or(0)
+        + 1;
+    store.put(Tree::Meta, PASS_KEY, &pass).map_err(store_err)?;
+    Ok((pass, queued))
+}
+
+impl Scheduler {
+    /// The validators of a URL's last fetch, during a recrawl.
+    pub(super) fn validators_for(&self, url: &str) -> Option<Validators> {
+        if self.recrawl_pass == 0 {
+            return None;
+        }
+        let page = self.store.page(url).ok().flatten()?;
+        (page.etag.is_some() || page.last_modified.is_some()).then_some(Validators {
+            etag: page.etag,
+            last_modified: page.last_modified,
+        })
+    }
+
+    /// A 304 has no body: the page is still what its last fetch stored.
+    pub(super) fn keep_unchanged_page(&self, record: &mut PageRecord) {
+        let Ok(Some(previous)) = self.store.page(&record.url) else {
+            return;
+        };
+        if matches!(previous.outcome, PageOutcome::Duplicate { .. }) {
+            // Still the same body, so still a duplicate of the same page.
+            record.outcome = previous.outcome;
+        }
+        record.title = previous.title;
+        record.content_digest = previous.content_digest;
+        record.bytes = previous.bytes;
+        record.outlinks = previous.outlinks;
+        record.etag = record.etag.take().or(previous.etag);
+        record.last_modified = record.last_modified.take().or(previous.last_modified);
+    }
+}
