@@ -11,6 +11,7 @@ use sha1::{Digest, Sha1};
 
 const FILE_PREFIX: &str = "crawldeck-";
 const FILE_SUFFIX: &str = ".warc.gz";
+const REVISIT_NOT_MODIFIED: &str = "http://netpreserve.org/warc/1.1/revisit/server-not-modified";
 
 /// One HTTP exchange as it goes into the archive.
 #[derive(Debug, Clone, Copy)]
@@ -173,8 +174,12 @@ impl EncodedExchange {
         let mut members = encode_record(headers, &request_block)?;
 
         let response_block = [ex.response_head, head_terminator(ex.response_head), ex.body];
+        // A 304 to a conditional request (a recrawl) is a revisit: the
+        // content is in the record of an earlier fetch.
+        let revisit = status_code(ex.response_head) == Some(304);
+        let kind = if revisit { "revisit" } else { "response" };
         let mut headers = vec![
-            ("WARC-Type", "response".to_string()),
+            ("WARC-Type", kind.to_string()),
             ("WARC-Record-ID", response_id),
             ("WARC-Date", date),
             ("WARC-Target-URI", url),
@@ -182,7 +187,11 @@ impl EncodedExchange {
         if let Some(ip) = ip {
             headers.push(("WARC-IP-Address", ip));
         }
-        headers.push(("WARC-Payload-Digest", header_value(ex.payload_digest)));
+        if revisit {
+            headers.push(("WARC-Profile", REVISIT_NOT_MODIFIED.to_string()));
+        } else {
+            headers.push(("WARC-Payload-Digest", header_value(ex.payload_digest)));
+        }
         headers.push(("Content-Type", "application/http;msgtype=response".into()));
         members.extend_from_slice(&encode_record(headers, &response_block)?);
         Ok(EncodedExchange { members })
@@ -257,6 +266,13 @@ fn record_id() -> String {
 /// A header value cannot carry line breaks or other control characters.
 fn header_value(value: &str) -> String {
     value.chars().filter(|c| !c.is_control()).collect()
+}
+
+/// The status code of an HTTP response head (`HTTP/1.1 304 Not Modified`).
+fn status_code(head: &[u8]) -> Option<u16> {
+    let line = head.split(|&b| b == b'\n').next()?;
+    let code = line.split(|&b| b == b' ').nth(1)?;
+    std::str::from_utf8(code).ok()?.trim().parse().ok()
 }
 
 /// What must follow a header block so that it ends with an empty line.

@@ -236,3 +236,24 @@ fn file_numbers_parse_only_our_names() {
     assert_eq!(file_number("crawldeck-+1.warc.gz"), None);
     assert_eq!(file_number("other-00001.warc.gz"), None);
 }
+
+#[test]
+fn a_304_is_archived_as_a_server_not_modified_revisit() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = WarcWriter::open(dir.path(), 1 << 30).unwrap();
+    let mut ex = exchange("http://shop.localhost:40123/a", b"", "sha1:unused", None);
+    ex.response_head = b"HTTP/1.1 304 Not Modified\r\nETag: \"a1\"\r\n\r\n";
+    writer.write_exchange(&ex).unwrap();
+    writer.flush().unwrap();
+    let records = read_records(&dir.path().join("warc/crawldeck-00000.warc.gz"));
+    let revisit = &records[2];
+    assert_eq!(revisit.headers["WARC-Type"], "revisit");
+    assert_eq!(
+        revisit.headers["WARC-Profile"],
+        "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+    );
+    assert!(!revisit.headers.contains_key("WARC-Payload-Digest"));
+    assert!(revisit.block.starts_with(b"HTTP/1.1 304"));
+    assert_eq!(status_code(b"HTTP/1.1 200 OK\r\n"), Some(200));
+    assert_eq!(status_code(b"garbage"), None);
+}
