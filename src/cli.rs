@@ -156,6 +156,10 @@ pub struct RunArgs {
     /// Global cap on pages per second (0 = no cap).
     #[arg(long, value_name = "PAGES_PER_SEC")]
     pub max_rate: Option<f64>,
+    /// Fetch every page of the crawl in --data again, each with the ETag and
+    /// Last-Modified of its last fetch (unchanged pages answer 304).
+    #[arg(long)]
+    pub recrawl: bool,
     /// Headless: JSON lines on stdout instead of progress on stderr.
     #[arg(long)]
     pub json: bool,
@@ -206,6 +210,8 @@ pub struct ResolvedRun {
     pub data_dir: Option<PathBuf>,
     /// The data directory already holds a crawl.
     pub resuming: bool,
+    /// Start a recrawl pass over that crawl.
+    pub recrawl: bool,
     pub ui: UiOptions,
     /// `--log-level`, checked to be a valid filter.
     pub log_filter: Option<String>,
@@ -286,6 +292,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 config: CrawlConfig::default(),
                 data_dir: b.data,
                 resuming: false,
+                recrawl: false,
                 ui: UiOptions::default(),
                 log_filter: None,
             })
@@ -295,6 +302,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
             config: CrawlConfig::default(),
             data_dir: None,
             resuming: false,
+            recrawl: false,
             ui: UiOptions::default(),
             log_filter: None,
         }),
@@ -309,6 +317,15 @@ fn resolve_run(run: RunArgs, mode: Mode) -> Result<ResolvedRun, UsageError> {
         (None, false) => Some(PathBuf::from(DEFAULT_DATA_DIR)),
     };
     let resuming = data_dir.as_deref().is_some_and(holds_crawl);
+    if run.recrawl && !resuming {
+        return Err(UsageError(match &data_dir {
+            Some(dir) => format!(
+                "--recrawl fetches an existing crawl again, and {} holds none; give --data DIR of a finished crawl",
+                dir.display()
+            ),
+            None => "--recrawl needs --data DIR of a finished crawl".into(),
+        }));
+    }
 
     let stored = data_dir.as_ref().map(|d| d.join(CONFIG_FILE));
     let mut config = match (&run.config, &stored) {
@@ -360,6 +377,7 @@ fn resolve_run(run: RunArgs, mode: Mode) -> Result<ResolvedRun, UsageError> {
         config,
         data_dir,
         resuming,
+        recrawl: run.recrawl,
         ui: UiOptions {
             json: run.json,
             color,

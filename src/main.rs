@@ -113,13 +113,21 @@ async fn start_engine(
     data_dir: &Path,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> anyhow::Result<RunningEngine> {
-    let engine = engine::start(run.config.clone(), data_dir, shutdown).await?;
+    let options = engine::EngineOptions {
+        recrawl: run.recrawl,
+        ..engine::EngineOptions::default()
+    };
+    let engine = engine::start_with(run.config.clone(), data_dir, shutdown, options).await?;
     run.config.save(&data_dir.join(CONFIG_FILE))?;
     Ok(engine)
 }
 
 async fn run_headless(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
-    let verb = if run.resuming { "resuming" } else { "starting" };
+    let verb = match (run.recrawl, run.resuming) {
+        (true, _) => "recrawling",
+        (false, true) => "resuming",
+        (false, false) => "starting",
+    };
     let json = run.ui.json;
     if !json {
         eprintln!(
@@ -149,7 +157,7 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
     }
     let options = engine::EngineOptions {
         wait_for_operator: true,
-        recrawl: false,
+        recrawl: run.recrawl,
     };
     // The UI handles Ctrl-C (a key in raw mode) and SIGTERM itself.
     let running = engine::start_with(

@@ -312,3 +312,26 @@ fn subcommand_names_are_not_taken_for_seeds() {
     let run = resolve(&["bench", "--tui"]).unwrap();
     assert!(matches!(run.mode, Mode::Bench { tui: true, .. }));
 }
+
+#[test]
+fn recrawl_needs_an_existing_crawl() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("empty")).unwrap();
+    let out = crawldeck(
+        dir.path(),
+        &["crawl", "--headless", "--recrawl", "--data", "empty"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("--recrawl fetches an existing crawl again, and empty holds none"),
+        "{err}"
+    );
+    let err = resolve(&["demo", "--headless", "--recrawl"]).unwrap_err();
+    assert!(err.0.contains("--recrawl needs --data DIR"), "{err}");
+
+    std::fs::create_dir_all(dir.path().join("old").join(cli::DB_DIR)).unwrap();
+    let old = dir.path().join("old");
+    let run = resolve(&["crawl", "--recrawl", "--data", old.to_str().unwrap()]).unwrap();
+    assert!(run.recrawl && run.resuming);
+}
