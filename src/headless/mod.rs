@@ -1,0 +1,216 @@
+//! Headless front end: a progress line a second on stderr (a live bar when
+//! stderr is a terminal) or JSON lines on stdout, then a summary of the crawl.
+//! It drives the engine through the same [`EngineHandle`] as the TUI.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Context;
+use serde::Serialize;
+
+mod summary;
+
+use summary::{alert_summary, alert_text, clock, human_bytes, summarize, ErrorTally};
+pub use summary::{summary_text, AlertSummary, Summary};
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+
+use crate::engine::telemetry::{EngineEvent, Snapshot};
+use crate::engine::{EngineError, EngineHandle};
+
+const SPINNER: [char; 4] = ['|', '/', '-', '\\'];
+
+#[derive(Debug, Clone, Default)]
+pub struct HeadlessOptions {
+    /// JSON lines on stdout instead of text on stderr.
+    pub json: bool,
+    /// stderr is a terminal: redraw one line instead of scrolling.
+    pub live: bool,
+    /// For the progress bar (0 = no limit: a spinner).
+    pub max_pages: u64,
+    pub data_dir: PathBuf,
+}
+
+/// The per-second JSON line.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+struct Progress {
+    elapsed_secs: u64,
+    state: &'static str,
+    pages: u64,
+    pages_per_sec: f64,
+    frontier: u64,
+    in_flight: u32,
+    hosts: u32,
+    errors: u64,
+    bytes: u64,
+    quarantined: u64,
+    /// Hosts held back and why, so a crawl that is waiting says on what.
+    hosts_breaker_open: u32,
+    hosts_robots_pending: u32,
+    hosts_paused: u32,
+}
+
+/// Runs until the engine task ends; returns its final snapshot.
+pub async fn run(
+    handle: EngineHandle,
+    done: JoinHandle<Result<Snapshot, EngineError>>,
+    opts: HeadlessOptions,
+) -> anyhow::Result<Snapshot> {
+    run_with(
+        handle,
+        done,
+        opts,
+        &mut std::io::stdout(),
+        &mut std::io::stderr(),
+    )
+    .await
+}
+
+/// [`run`] with the output streams given (tests pass buffers).
+pub async fn run_with(
+    mut handle: EngineHandle,
+    mut done: JoinHandle<Result<Snapshot, EngineError>>,
+    opts: HeadlessOptions,
+    out: &mut (dyn Write + Send),
+    err: &mut (dyn Write + Send),
+) -> anyhow::Result<Snapshot> {
+    let started = Instant::now();
+    let mut ticker =
+        tokio::time::interval_at(started + Duration::from_secs(1), Duration::from_secs(1));
+    ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut tally = ErrorTally::default();
+    let mut events_open = true;
+    let mut ticks: usize = 0;
+
+    let finished = loop {
+        tokio::select! {
+            result = &mut done => break result,
+            _ = ticker.tick() => {
+                let snapshot = handle.snapshots.borrow().clone();
+                let progress = progress_of(&snapshot, started.elapsed());
+                if opts.json {
+                    writeln!(out, "{}", serde_json::to_string(&progress)?)?;
+                    out.flush()?;
+                } else if opts.live {
+                    write!(err, "\r\x1b[2K{}", live_line(&progress, opts.max_pages, ticks))?;
+                    err.flush()?;
+                } else {
+                    writeln!(err, "{}", progress_line(&progress))?;
+                }
+                ticks += 1;
+            }
+            event = handle.events.recv(), if events_open => match event {
+                Some(event) => {
+                    tally.record(&event);
+                    if let (EngineEvent::Alert(alert), false) = (&event, opts.json) {
+                        // Clear the live bar first; the next tick redraws it.
+                        let clear = if opts.live { "\r\x1b[2K" } else { "" };
+                        writeln!(err, "{clear}trap alert {}", alert_text(&alert_summary(alert)))?;
+                    }
+                }
+                None => events_open = false,
+            },
+        }
+    };
+    while let Ok(event) = handle.events.try_recv() {
+        tally.record(&event);
+    }
+    if opts.live && !opts.json && ticks > 0 {
+        writeln!(err)?;
+    }
+
+    let snapshot = finished
+        .context("the crawl engine stopped unexpectedly (see crawldeck.log)")?
+        .context("the crawl engine failed")?;
+    let summary = summarize(&snapshot, &tally, started.elapsed(), &opts);
+    if opts.json {
+        writeln!(out, "{}", serde_json::json!({ "summary": summary }))?;
+        out.flush()?;
+    } else {
+        write!(err, "{}", summary_text(&summary))?;
+        err.flush()?;
+    }
+    Ok(snapshot)
+}
+
+fn progress_of(s: &Snapshot, elapsed: Duration) -> Progress {
+    Progress {
+        elapsed_secs: elapsed.as_secs(),
+        state: s.state.label(),
+        pages: s.counters.pages_fetched,
+        pages_per_sec: (s.pages_per_sec * 10.0).round() / 10.0,
+        frontier: s.frontier_size,
+        in_flight: s.in_flight,
+        hosts: s.hosts_total,
+        errors: s.counters.errors,
+        bytes: s.counters.bytes,
+        quarantined: s.quarantined,
+        hosts_breaker_open: s.hosts_breaker_open,
+        hosts_robots_pending: s.hosts_robots_pending,
+        hosts_paused: s.hosts_paused,
+    }
+}
+
+/// The figures both progress forms share.
+fn figures(p: &Progress) -> String {
+    let mut held = Vec::new();
+    for (count, what) in [
+        (p.hosts_breaker_open, "breaker open"),
+        (p.hosts_robots_pending, "robots pending"),
+        (p.hosts_paused, "paused"),
+    ] {
+        if count > 0 {
+            held.push(format!("{count} {what}"));
+        }
+    }
+    let held = if held.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", held.join(", "))
+    };
+    format!(
+        "frontier {} | in flight {} | hosts {}{held} | errors {} | {}",
+        p.frontier,
+        p.in_flight,
+        p.hosts,
+        p.errors,
+        human_bytes(p.bytes)
+    )
+}
+
+fn progress_line(p: &Progress) -> String {
+    format!(
+        "[{:>5}] {:<8} pages {} ({:.1}/s) | {}",
+        clock(p.elapsed_secs),
+        p.state,
+        p.pages,
+        p.pages_per_sec,
+        figures(p)
+    )
+}
+
+fn live_line(p: &Progress, max_pages: u64, tick: usize) -> String {
+    const WIDTH: u128 = 20;
+    // u128: pages × WIDTH cannot overflow; max_pages == 0 (no limit) gives a spinner.
+    let filled = (u128::from(p.pages.min(max_pages)) * WIDTH).checked_div(u128::from(max_pages));
+    let gauge = match filled {
+        Some(filled) => format!(
+            "[{}{}] {}/{}",
+            "#".repeat(filled as usize),
+            ".".repeat((WIDTH - filled) as usize),
+            p.pages,
+            max_pages
+        ),
+        None => format!("{} {} pages", SPINNER[tick % SPINNER.len()], p.pages),
+    };
+    format!(
+        "{gauge} {:.1}/s | {} | {}",
+        p.pages_per_sec,
+        figures(p),
+        clock(p.elapsed_secs)
+    )
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,257 @@
+//! The end-of-crawl summary: counts, errors by kind and the open trap
+//! alerts, as text for stderr or as the `{"summary": …}` JSON line.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::HeadlessOptions;
+use crate::engine::telemetry::{AlertStatus, EngineEvent, Snapshot, StatusMix, TrapAlert};
+use crate::text::strip_control;
+
+/// Distinct error kinds kept for the summary; further kinds count as "other".
+const MAX_ERROR_KINDS: usize = 24;
+
+/// The final report, printed as text or as `{"summary": …}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    pub pages: u64,
+    pub bytes: u64,
+    pub duplicates: u64,
+    pub errors: u64,
+    /// Fetch errors by kind, from the engine's fetch events.
+    pub errors_by_kind: BTreeMap<String, u64>,
+    /// Responses by status class, over the hosts in the final snapshot.
+    pub responses: StatusMix,
+    pub robots_denied: u64,
+    pub blocked: u64,
+    pub redirects: u64,
+    pub not_modified: u64,
+    pub frontier_left: u64,
+    pub quarantined: u64,
+    pub elapsed_secs: f64,
+    pub data_dir: String,
+    pub finish_reason: String,
+    pub open_alerts: Vec<AlertSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AlertSummary {
+    pub id: u64,
+    pub host: String,
+    pub kind: String,
+    pub evidence: u64,
+    pub parked: u64,
+    /// The suggested rule as the TUI's rule editor takes it: `kind:pattern`.
+    pub suggested_rule: String,
+    pub rule_host: Option<String>,
+    pub samples: Vec<String>,
+}
+
+/// Counts fetch errors by their leading word ("timeout: …" → "timeout").
+#[derive(Debug, Default)]
+pub(super) struct ErrorTally {
+    kinds: BTreeMap<String, u64>,
+}
+
+impl ErrorTally {
+    pub(super) fn record(&mut self, event: &EngineEvent) {
+        let EngineEvent::Fetched {
+            error: Some(error), ..
+        } = event
+        else {
+            return;
+        };
+        let kind = error_kind(error);
+        let key = if self.kinds.contains_key(&kind) || self.kinds.len() < MAX_ERROR_KINDS {
+            kind
+        } else {
+            "other".to_string()
+        };
+        *self.kinds.entry(key).or_default() += 1;
+    }
+}
+
+pub(super) fn error_kind(error: &str) -> String {
+    let head = error.split([':', '(']).next().unwrap_or("").trim();
+    let plausible = !head.is_empty()
+        && head.len() <= 32
+        && head
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || " -_".contains(c));
+    if plausible {
+        head.to_ascii_lowercase()
+    } else {
+        "other".to_string()
+    }
+}
+
+pub(super) fn summarize(
+    s: &Snapshot,
+    tally: &ErrorTally,
+    elapsed: Duration,
+    opts: &HeadlessOptions,
+) -> Summary {
+    let responses = s.hosts.iter().fold(StatusMix::default(), |mut sum, host| {
+        sum.s2xx += host.status.s2xx;
+        sum.s3xx += host.status.s3xx;
+        sum.s4xx += host.status.s4xx;
+        sum.s5xx += host.status.s5xx;
+        sum.errors += host.status.errors;
+        sum
+    });
+    let data_dir = if s.data_dir.is_empty() {
+        opts.data_dir.display().to_string()
+    } else {
+        s.data_dir.clone()
+    };
+    Summary {
+        pages: s.counters.pages_fetched,
+        bytes: s.counters.bytes,
+        duplicates: s.counters.duplicates,
+        errors: s.counters.errors,
+        errors_by_kind: tally.kinds.clone(),
+        responses,
+        robots_denied: s.counters.robots_denied,
+        blocked: s.counters.blocked_by_rules,
+        redirects: s.counters.redirects,
+        not_modified: s.counters.not_modified,
+        frontier_left: s.frontier_size,
+        quarantined: s.quarantined,
+        elapsed_secs: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
+        data_dir,
+        finish_reason: s
+            .finish_reason
+            .as_deref()
+            .map(|r| strip_control(r).into_owned())
+            .unwrap_or_else(|| "the engine stopped without giving a reason".into()),
+        open_alerts: s
+            .alerts
+            .iter()
+            .filter(|a| a.status == AlertStatus::Open)
+            .map(alert_summary)
+            .collect(),
+    }
+}
+
+pub(super) fn alert_summary(a: &TrapAlert) -> AlertSummary {
+    let kind = match a.suggested_rule.kind {
+        crate::engine::control::PatternKind::Regex => "regex",
+        crate::engine::control::PatternKind::Glob => "glob",
+    };
+    AlertSummary {
+        id: a.id,
+        host: strip_control(&a.host).into_owned(),
+        kind: a.kind.label().to_string(),
+        evidence: a.evidence_count,
+        parked: a.matching_queued,
+        suggested_rule: format!("{kind}:{}", strip_control(&a.suggested_rule.pattern)),
+        rule_host: a
+            .suggested_rule
+            .host
+            .as_deref()
+            .map(|h| strip_control(h).into_owned()),
+        samples: a
+            .samples
+            .iter()
+            .take(3)
+            .map(|u| strip_control(u).into_owned())
+            .collect(),
+    }
+}
+
+/// The human-readable summary, one fact a line.
+pub fn summary_text(s: &Summary) -> String {
+    let mut text = format!("crawl ended: {}\n", s.finish_reason);
+    let mut line = |label: &str, value: String| text.push_str(&format!("  {label:<18}{value}\n"));
+    line(
+        "pages fetched",
+        format!(
+            "{} ({} in {})",
+            s.pages,
+            human_bytes(s.bytes),
+            clock(s.elapsed_secs as u64)
+        ),
+    );
+    line("duplicates", s.duplicates.to_string());
+    if s.not_modified > 0 {
+        // A recrawl pass: unchanged pages answered 304.
+        line("not modified", s.not_modified.to_string());
+    }
+    let kinds: Vec<String> = s
+        .errors_by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    line(
+        "errors",
+        if kinds.is_empty() {
+            s.errors.to_string()
+        } else {
+            format!("{} ({})", s.errors, kinds.join(", "))
+        },
+    );
+    let r = &s.responses;
+    line(
+        "responses",
+        format!(
+            "2xx {} | 3xx {} | 4xx {} | 5xx {} | no response {}",
+            r.s2xx, r.s3xx, r.s4xx, r.s5xx, r.errors
+        ),
+    );
+    line("robots denied", s.robots_denied.to_string());
+    line("blocked by rules", s.blocked.to_string());
+    line("left in frontier", s.frontier_left.to_string());
+    line("quarantined", s.quarantined.to_string());
+    line("data", s.data_dir.clone());
+    if !s.open_alerts.is_empty() {
+        text.push_str(&format!(
+            "open trap alerts: {} (their URLs are parked; decide with `crawldeck --data {}`)\n",
+            s.open_alerts.len(),
+            s.data_dir
+        ));
+        for a in &s.open_alerts {
+            text.push_str(&format!("  {}\n", alert_text(a)));
+            for sample in &a.samples {
+                text.push_str(&format!("      e.g. {sample}\n"));
+            }
+        }
+    }
+    text
+}
+
+pub(super) fn alert_text(a: &AlertSummary) -> String {
+    let scope = a
+        .rule_host
+        .as_deref()
+        .map(|h| format!(" on {h}"))
+        .unwrap_or_default();
+    format!(
+        "#{} {}: {}, {} URLs seen, {} parked — suggested rule {}{}",
+        a.id, a.host, a.kind, a.evidence, a.parked, a.suggested_rule, scope
+    )
+}
+
+pub(super) fn clock(secs: u64) -> String {
+    if secs >= 3600 {
+        format!("{}h{:02}m", secs / 3600, secs % 3600 / 60)
+    } else {
+        format!("{}:{:02}", secs / 60, secs % 60)
+    }
+}
+
+pub(super) fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
