@@ -1,0 +1,238 @@
+//! Command line: the clap definitions and the value parsers they use. What
+//! they resolve to, and how layers combine, is in `resolve.rs`.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::config::{RobotsMode, Scope, TrapPolicy};
+
+mod resolve;
+
+pub use resolve::{
+    holds_crawl, parse_seeds_file, resolve, Mode, ResolvedRun, UiOptions, UsageError,
+};
+
+/// Data directory used when `--data` is not given (crawl and TUI modes).
+pub const DEFAULT_DATA_DIR: &str = "crawldeck-data";
+/// The effective configuration inside a data directory.
+pub const CONFIG_FILE: &str = "crawl.toml";
+/// The tracing log inside a data directory.
+pub const LOG_FILE: &str = "crawldeck.log";
+/// The sled database inside a data directory.
+pub const DB_DIR: &str = "db";
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "crawldeck",
+    version,
+    about = "A crawler workstation: a polite, persistent crawl engine with a live terminal UI",
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  crawldeck https://example.org/ --data ./crawl1\n  \
+crawldeck crawl --headless --seeds seeds.txt --data ./crawl1 --max-pages 500\n  \
+crawldeck crawl --headless --data ./crawl1      (resumes the crawl in ./crawl1)\n  \
+crawldeck demo"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<CliCommand>,
+    /// Without a subcommand: crawl in the terminal UI.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum CliCommand {
+    /// Crawl seeds (or resume the crawl in --data), in the terminal UI or headless.
+    Crawl(CrawlArgs),
+    /// Serve the built-in demo web on 127.0.0.1 and crawl it (a temporary directory unless --data).
+    Demo(DemoArgs),
+    /// Crawl a generated local web and report speed and memory.
+    Bench(BenchArgs),
+    /// Print the effective key map of the terminal UI.
+    Keys(KeysArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CrawlArgs {
+    /// No terminal UI: progress on stderr, a summary at the end.
+    #[arg(long)]
+    pub headless: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// No terminal UI: progress on stderr, a summary at the end.
+    #[arg(long)]
+    pub headless: bool,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Pages of the generated web.
+    #[arg(long, value_name = "N", default_value_t = 20_000)]
+    pub pages: u64,
+    /// Hosts the pages are spread over.
+    #[arg(long, value_name = "H", default_value_t = 50)]
+    pub hosts: u32,
+    /// Where the bench crawl is stored (a temporary directory unless given).
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// Run the terminal UI during the crawl, drawing into an 80x24 screen in
+    /// memory, to measure what the UI costs.
+    #[arg(long)]
+    pub tui: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct KeysArgs {
+    /// A keybindings.toml whose entries override the defaults.
+    #[arg(long, value_name = "FILE")]
+    pub keys: Option<PathBuf>,
+}
+
+/// Crawl settings and front-end options shared by the TUI, `crawl` and `demo`.
+/// Every crawl setting is optional so that only given flags override crawl.toml.
+#[derive(Debug, Args, Default, Clone)]
+pub struct RunArgs {
+    /// Seed URLs (absolute http/https).
+    #[arg(value_name = "URL")]
+    pub urls: Vec<String>,
+    /// A file of seed URLs: one per line, `#` comments and blank lines ignored.
+    #[arg(long, value_name = "FILE")]
+    pub seeds: Option<PathBuf>,
+    /// The crawl's data directory; an existing crawl there is resumed.
+    #[arg(long, value_name = "DIR")]
+    pub data: Option<PathBuf>,
+    /// A crawl.toml to start from (default: <DIR>/crawl.toml when resuming).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Stop after this many pages (0 = no limit).
+    #[arg(long, value_name = "N")]
+    pub max_pages: Option<u64>,
+    /// Follow links at most this many hops from a seed.
+    #[arg(long, value_name = "N")]
+    pub max_depth: Option<u32>,
+    /// Which links are followed.
+    #[arg(long, value_enum)]
+    pub scope: Option<Scope>,
+    /// A further domain (with subdomains) in scope; repeatable.
+    #[arg(long = "allow-domain", value_name = "DOMAIN")]
+    pub allow_domains: Vec<String>,
+    /// User-Agent header (keep the product token and a contact URL in it).
+    #[arg(long, value_name = "STRING")]
+    pub user_agent: Option<String>,
+    /// From header: an email address where site owners can reach you.
+    #[arg(long, value_name = "EMAIL")]
+    pub from: Option<String>,
+    /// Requests in flight across all hosts.
+    #[arg(long, value_name = "N")]
+    pub concurrency: Option<usize>,
+    /// Requests in flight per host.
+    #[arg(long, value_name = "N")]
+    pub per_host: Option<usize>,
+    /// Minimum wait between two requests to one host (e.g. 500ms, 2s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub delay: Option<Duration>,
+    /// Adaptive wait: this multiple of the host's last response time.
+    #[arg(long, value_name = "FACTOR")]
+    pub delay_factor: Option<f64>,
+    /// Whole-request timeout (e.g. 30s).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub timeout: Option<Duration>,
+    /// Body cap: bytes, or with a unit (512KiB, 5MB, 5MiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub max_body: Option<u64>,
+    /// How 401/403 on robots.txt is read.
+    #[arg(long, value_enum)]
+    pub robots: Option<RobotsMode>,
+    /// What a spider-trap alert does.
+    #[arg(long, value_enum)]
+    pub traps: Option<TrapPolicy>,
+    /// Global cap on pages per second (0 = no cap).
+    #[arg(long, value_name = "PAGES_PER_SEC")]
+    pub max_rate: Option<f64>,
+    /// Fetch every page of the crawl in --data again, each with the ETag and
+    /// Last-Modified of its last fetch (unchanged pages answer 304).
+    #[arg(long)]
+    pub recrawl: bool,
+    /// Headless: JSON lines on stdout instead of progress on stderr.
+    #[arg(long)]
+    pub json: bool,
+    /// No colours (also when NO_COLOR is set).
+    #[arg(long)]
+    pub no_color: bool,
+    /// TUI: do not capture the mouse.
+    #[arg(long)]
+    pub no_mouse: bool,
+    /// TUI: watch only; operator actions are disabled.
+    #[arg(long)]
+    pub readonly: bool,
+    /// TUI: a keybindings.toml whose entries override the defaults.
+    #[arg(long, value_name = "FILE")]
+    pub keys: Option<PathBuf>,
+    /// Log filter in RUST_LOG syntax (default: RUST_LOG, else "info"); the log goes to <DIR>/crawldeck.log.
+    #[arg(long, value_name = "FILTER")]
+    pub log_level: Option<String>,
+}
+
+/// `--delay`/`--timeout` values: humantime ("500ms", "2s", "1m 30s").
+pub fn parse_duration_arg(text: &str) -> Result<Duration, String> {
+    humantime::parse_duration(text.trim())
+        .map_err(|e| format!("{text:?} is not a duration ({e}); write e.g. 500ms, 2s or 1m"))
+}
+
+/// Sizes: plain bytes or a number with a unit: B, KB/MB/GB (1000s), KiB/MiB/GiB (1024s).
+pub fn parse_size(text: &str) -> Result<u64, String> {
+    let fail =
+        || format!("{text:?} is not a size; write bytes (5242880) or e.g. 512KiB, 5MB, 5MiB");
+    let trimmed = text.trim();
+    let split = trimmed
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(trimmed.len());
+    let (number, unit) = trimmed.split_at(split);
+    let number: f64 = number.parse().map_err(|_| fail())?;
+    let factor: u64 = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" => 1_000,
+        "kib" => 1 << 10,
+        "m" | "mb" => 1_000_000,
+        "mib" => 1 << 20,
+        "g" | "gb" => 1_000_000_000,
+        "gib" => 1 << 30,
+        _ => return Err(fail()),
+    };
+    let bytes = number * factor as f64;
+    if !bytes.is_finite() || bytes < 0.0 || bytes > u64::MAX as f64 || bytes.fract() != 0.0 {
+        return Err(fail());
+    }
+    Ok(bytes as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_accept_units() {
+        assert_eq!(parse_size("5242880"), Ok(5_242_880));
+        assert_eq!(parse_size("512KiB"), Ok(512 * 1024));
+        assert_eq!(parse_size("5MB"), Ok(5_000_000));
+        assert_eq!(parse_size("5 MiB"), Ok(5 << 20));
+        assert_eq!(parse_size("1.5kb"), Ok(1500));
+        for bad in ["", "MB", "5XB", "-1", "0.5"] {
+            assert!(parse_size(bad).unwrap_err().contains("512KiB"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn durations_explain_the_format() {
+        assert_eq!(parse_duration_arg("1m 30s"), Ok(Duration::from_secs(90)));
+        assert!(parse_duration_arg("soon").unwrap_err().contains("500ms"));
+    }
+}
