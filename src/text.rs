@@ -1,6 +1,23 @@
-//! Text that came from the network, made safe for a terminal.
+//! Text shown to people: network strings made safe for a terminal, and sizes
+//! in words. Shared by the TUI and the headless output.
 
 use std::borrow::Cow;
+
+/// A byte count in binary units: `512 B`, `1.5 KiB`, `3.2 MiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{value:.1} {}", UNITS[unit])
+    }
+}
 
 /// Removes control characters (ESC, CR, BEL, C1 controls…) so a page title or a
 /// header cannot move the cursor or change the terminal's state. Tabs and

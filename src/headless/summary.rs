@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::HeadlessOptions;
 use crate::engine::telemetry::{AlertStatus, EngineEvent, Snapshot, StatusMix, TrapAlert};
+pub(super) use crate::text::human_bytes;
 use crate::text::strip_control;
 
 /// Distinct error kinds kept for the summary; further kinds count as "other".
@@ -238,20 +239,5 @@ pub(super) fn clock(secs: u64) -> String {
         format!("{}h{:02}m", secs / 3600, secs % 3600 / 60)
     } else {
         format!("{}:{:02}", secs / 60, secs % 60)
-    }
-}
-
-pub(super) fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut value = bytes as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
     }
 }

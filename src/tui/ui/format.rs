@@ -13,20 +13,7 @@ pub fn clock(d: Duration) -> String {
     format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
 }
 
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
-    let mut value = n as f64;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    if unit == 0 {
-        format!("{n} B")
-    } else {
-        format!("{value:.1} {}", UNITS[unit])
-    }
-}
+pub use crate::text::human_bytes as bytes;
 
 /// Short duration: `250ms`, `1.5s`, `2m10s`.
 pub fn short(d: Duration) -> String {
@@ -65,7 +52,7 @@ mod tests {
     fn formats() {
         assert_eq!(clock(Duration::from_secs(3723)), "01:02:03");
         assert_eq!(bytes(512), "512 B");
-        assert_eq!(bytes(3 * 1024 * 1024 / 2), "1.5 MB");
+        assert_eq!(bytes(3 * 1024 * 1024 / 2), "1.5 MiB");
         assert_eq!(short(Duration::from_millis(250)), "250ms");
         assert_eq!(short(Duration::from_millis(1500)), "1.5s");
         assert_eq!(short(Duration::from_secs(2)), "2s");
