@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 
-use crate::config::{CrawlConfig, TrapPolicy};
 use crate::demo::DemoWeb;
+use crate::engine::config::{CrawlConfig, TrapPolicy};
 use crate::engine::telemetry::Snapshot;
 
 #[derive(Debug, Clone)]

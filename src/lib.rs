@@ -3,7 +3,6 @@
 
 pub mod bench;
 pub mod cli;
-pub mod config;
 pub mod demo;
 pub mod engine;
 pub mod headless;

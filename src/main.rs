@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use crawldeck::bench::{self, BenchOptions};
 use crawldeck::cli::{self, Cli, Mode, ResolvedRun, CONFIG_FILE, LOG_FILE};
-use crawldeck::config::CrawlConfig;
 use crawldeck::demo::{DemoOptions, DemoWeb};
+use crawldeck::engine::config::CrawlConfig;
 use crawldeck::engine::{self, EngineError, RunningEngine};
 use crawldeck::headless::{self, HeadlessOptions};
 use crawldeck::tui;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use crawldeck::cli::{self, Cli, Mode, ResolvedRun, UsageError};
-use crawldeck::config::{CrawlConfig, Scope, TrapPolicy};
+use crawldeck::engine::config::{CrawlConfig, Scope, TrapPolicy};
 
 fn crawldeck(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_crawldeck"))

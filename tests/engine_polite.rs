@@ -110,7 +110,7 @@ async fn robots_status_codes() {
     let demo = start_demo(sites).await;
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = test_config(&demo);
-    cfg.robots.mode = crawldeck::config::RobotsMode::Strict;
+    cfg.robots.mode = crawldeck::engine::config::RobotsMode::Strict;
     crawl(cfg, dir.path()).await;
     let log = demo.log();
     let pages_of = |s| {
@@ -146,7 +146,7 @@ async fn robots_rfc9309_mode_allows_on_401() {
     let demo = start_demo(vec![SiteKind::RobotsStatus(401)]).await;
     let dir = tempfile::tempdir().unwrap();
     let mut cfg = test_config(&demo);
-    cfg.robots.mode = crawldeck::config::RobotsMode::Rfc9309;
+    cfg.robots.mode = crawldeck::engine::config::RobotsMode::Rfc9309;
     crawl(cfg, dir.path()).await;
     let pages = demo
         .log()

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use common::{pages, start_demo, test_config, CRAWL_LIMIT};
-use crawldeck::config::CrawlConfig;
 use crawldeck::demo::SiteKind;
+use crawldeck::engine::config::CrawlConfig;
 use crawldeck::engine::store::PageOutcome;
 use crawldeck::engine::telemetry::Snapshot;
 use crawldeck::engine::{EngineError, EngineOptions};

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{RobotsMode, Scope, TrapPolicy};
+use crate::engine::config::{RobotsMode, Scope, TrapPolicy};
 
 mod resolve;
 

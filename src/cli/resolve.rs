@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Cli, CliCommand, RunArgs, CONFIG_FILE, DB_DIR, DEFAULT_DATA_DIR};
-use crate::config::{parse_seed, ConfigError, CrawlConfig};
+use crate::engine::config::{parse_seed, ConfigError, CrawlConfig};
 
 const NO_SEEDS: &str = "no seeds: give a URL, --seeds FILE, or --data of an existing crawl";
 

@@ -28,7 +28,7 @@ use super::telemetry::{AlertStatus, Counters, CrawlState, TrapAlert};
 use super::traps::TrapDetector;
 use super::url_norm::{self, UrlFilter};
 use super::{EngineEnds, EngineError, EngineOptions};
-use crate::config::{parse_seed, CrawlConfig};
+use crate::engine::config::{parse_seed, CrawlConfig};
 
 /// Bloom filter sizing: room for this many URLs beyond those already seen.
 const BLOOM_HEADROOM: usize = 1_000_000;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use crate::config::BreakerConfig;
+use crate::engine::config::BreakerConfig;
 
 use super::telemetry::{BreakerPhase, BreakerView};
 

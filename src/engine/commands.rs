@@ -13,7 +13,7 @@ use super::store::{PageOutcome, Tree};
 use super::telemetry::{AlertStatus, CrawlState, EngineEvent, Level, TrapAlert};
 use super::traps::Detection;
 use super::url_norm;
-use crate::config::{parse_seed, TrapPolicy};
+use crate::engine::config::{parse_seed, TrapPolicy};
 
 /// A rule as stored in the `rules` tree.
 #[derive(Debug, Clone, Serialize, Deserialize)]

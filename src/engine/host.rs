@@ -12,7 +12,7 @@ use super::robots::{RobotsBackoff, RobotsRules};
 use super::stats::{EventRate, RecentLatency};
 use super::store::PageOutcome;
 use super::telemetry::{DelaySource, HostActivity, HostView, RobotsState, StatusMix};
-use crate::config::BreakerConfig;
+use crate::engine::config::BreakerConfig;
 
 /// The host's robots.txt as far as the scheduler is concerned.
 pub enum RobotsSlot {

@@ -4,6 +4,7 @@
 mod boot;
 pub mod breaker;
 mod commands;
+pub mod config;
 pub mod control;
 pub mod cpu_pool;
 pub mod dedup;
@@ -131,7 +132,7 @@ pub struct EngineOptions {
 /// holds a crawl). The engine checkpoints and stops when `shutdown` completes,
 /// on `Command::Shutdown`, or when the crawl is finished.
 pub async fn start(
-    config: crate::config::CrawlConfig,
+    config: crate::engine::config::CrawlConfig,
     data_dir: &std::path::Path,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> Result<RunningEngine, EngineError> {
@@ -139,7 +140,7 @@ pub async fn start(
 }
 
 pub async fn start_with(
-    config: crate::config::CrawlConfig,
+    config: crate::engine::config::CrawlConfig,
     data_dir: &std::path::Path,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     options: EngineOptions,

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::telemetry::DelaySource;
-use crate::config::PolitenessConfig;
+use crate::engine::config::PolitenessConfig;
 
 /// Retry-After values are honoured only on these statuses (on a 3xx the header
 /// means something else).

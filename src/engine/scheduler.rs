@@ -28,7 +28,7 @@ use super::telemetry::{Counters, CrawlState, EngineEvent, Level, Snapshot, TrapA
 use super::traps::TrapDetector;
 use super::url_norm::UrlFilter;
 use super::{EngineEnds, EngineError};
-use crate::config::CrawlConfig;
+use crate::engine::config::CrawlConfig;
 
 /// How often the snapshot is published.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);

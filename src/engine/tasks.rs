@@ -16,7 +16,7 @@ use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
 use super::frontier::Lease;
 use super::robots::{self, RobotsVerdict};
 use super::store::warc::{EncodedExchange, WarcExchange, WarcWriter};
-use crate::config::RobotsConfig;
+use crate::engine::config::RobotsConfig;
 
 pub enum Work {
     Page {

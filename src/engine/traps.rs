@@ -18,7 +18,7 @@ use std::hash::Hash;
 
 use url::Url;
 
-use crate::config::TrapConfig;
+use crate::engine::config::TrapConfig;
 
 use super::control::{HostKey, PatternKind, RuleSpec};
 use super::rules::RuleSet;

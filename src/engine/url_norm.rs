@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use url::Url;
 
-use crate::config::{Scope, ScopeConfig};
+use crate::engine::config::{Scope, ScopeConfig};
 use crate::engine::control::HostKey;
 
 /// Normalizes in place. The `url` crate already lowercases scheme and host,

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use crawldeck::config::CrawlConfig;
 use crawldeck::demo::{DemoOptions, DemoWeb, SiteKind};
+use crawldeck::engine::config::CrawlConfig;
 use crawldeck::engine::store::{PageRecord, Store};
 use crawldeck::engine::telemetry::Snapshot;
 

@@ -25,7 +25,7 @@ pub use error::{FetchError, FetchErrorKind, FetchSetupError};
 
 use error::{classify, cut, error_chain};
 
-use crate::config::CrawlConfig;
+use crate::engine::config::CrawlConfig;
 
 /// URLs longer than this are refused before any request is made.
 pub const MAX_URL_LEN: usize = 8 * 1024;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use crate::config::RobotsConfig;
+use crate::engine::config::RobotsConfig;
 
 /// First retry with the default `give_up_after` (10 min).
 pub const RETRY_BASE: Duration = Duration::from_secs(30);

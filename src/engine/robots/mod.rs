@@ -20,7 +20,7 @@ pub use backoff::{RobotsBackoff, RETRY_BASE, RETRY_MAX};
 pub use rules::{normalize_escapes, RobotsRules};
 
 use super::fetch::{FetchErrorKind, Fetcher, Overflow};
-use crate::config::{RobotsConfig, RobotsMode};
+use crate::engine::config::{RobotsConfig, RobotsMode};
 
 /// Redirect hops followed for robots.txt (RFC 9309 §2.3.1.2).
 pub const MAX_REDIRECTS: usize = 5;

@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 use url::Url;
 
 use super::{anchored_rule, push_sample, segments, Detection, GenMap, MAX_SAMPLES};
-use crate::config::TrapConfig;
+use crate::engine::config::TrapConfig;
 use crate::engine::telemetry::TrapKind;
 
 /// Path prefixes tracked per host (per generation).

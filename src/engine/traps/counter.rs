@@ -4,7 +4,7 @@
 use url::Url;
 
 use super::{anchored_rule, hash_str, Detection, GenMap};
-use crate::config::TrapConfig;
+use crate::engine::config::TrapConfig;
 use crate::engine::telemetry::TrapKind;
 
 /// Digit runs longer than this are identifiers, not counters.

@@ -4,7 +4,7 @@
 use url::Url;
 
 use super::{anchored_rule, hash_str, segments, Detection, GenMap};
-use crate::config::TrapConfig;
+use crate::engine::config::TrapConfig;
 use crate::engine::telemetry::TrapKind;
 
 /// Longest repeated unit looked for, in segments.

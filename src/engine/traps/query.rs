@@ -6,7 +6,7 @@ use std::collections::{HashSet, VecDeque};
 use url::Url;
 
 use super::{anchored_rule, hash_str, push_sample, regex_rule, Detection, GenMap};
-use crate::config::TrapConfig;
+use crate::engine::config::TrapConfig;
 use crate::engine::session_ids::random_looking;
 use crate::engine::telemetry::TrapKind;
 

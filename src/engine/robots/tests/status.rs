@@ -7,7 +7,7 @@ use axum::routing::get;
 use axum::Router;
 
 use super::super::*;
-use crate::config::CrawlConfig;
+use crate::engine::config::CrawlConfig;
 use crate::engine::fetch::test_server::TestServer;
 /// One server, one behaviour per `<case>.localhost` name.
 async fn robots_server() -> TestServer {

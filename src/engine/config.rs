@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 /// The commented default configuration shipped with the binary.
-pub const DEFAULT_CONFIG_TOML: &str = include_str!("../assets/crawl.toml");
+pub const DEFAULT_CONFIG_TOML: &str = include_str!("../../assets/crawl.toml");
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
