@@ -1,28 +1,22 @@
 //! The crawl engine. It never imports terminal crates: the TUI and the headless
 //! printer both drive it through [`EngineHandle`].
 
-mod boot;
 pub mod breaker;
-mod commands;
 pub mod config;
 pub mod control;
+mod coordinator;
 pub mod cpu_pool;
 pub mod dedup;
 pub mod extract;
 pub mod fetch;
 pub mod frontier;
-mod health;
 mod host;
-mod links;
 pub mod politeness;
 pub mod prioritize;
 mod recrawl;
-mod results;
 pub mod robots;
 pub mod rules;
-mod scheduler;
 pub mod session_ids;
-mod snapshot;
 mod stats;
 pub mod store;
 mod tasks;
@@ -149,7 +143,7 @@ pub async fn start_with(
     let data_dir = data_dir.to_path_buf();
     // Opening sled and rebuilding the seen filter is blocking work.
     let scheduler =
-        tokio::task::spawn_blocking(move || boot::build(config, &data_dir, ends, options))
+        tokio::task::spawn_blocking(move || coordinator::build(config, &data_dir, ends, options))
             .await
             .map_err(|e| EngineError::Store(format!("engine start-up failed: {e}")))??;
     let runtime = tokio::runtime::Handle::current();

@@ -4,10 +4,10 @@
 
 use url::Url;
 
+use super::coordinator::Coordinator;
 use super::fetch::Validators;
 use super::frontier::{Frontier, FrontierEntry};
 use super::prioritize::priority;
-use super::scheduler::Scheduler;
 use super::store::{PageOutcome, PageRecord, Store, StoreError, Tree};
 use super::EngineError;
 
@@ -83,7 +83,7 @@ pub fn start_pass(store: &Store, frontier: &mut Frontier) -> Result<(u32, usize)
     Ok((pass, queued))
 }
 
-impl Scheduler {
+impl Coordinator {
     /// The validators of a URL's last fetch, during a recrawl.
     pub(super) fn validators_for(&self, url: &str) -> Option<Validators> {
         if self.recrawl_pass == 0 {

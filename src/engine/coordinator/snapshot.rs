@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use tokio::time::Instant;
 
-use super::scheduler::{Scheduler, SNAPSHOT_HOSTS};
-use super::telemetry::{HostActivity, Snapshot};
+use super::{Coordinator, SNAPSHOT_HOSTS};
+use crate::engine::telemetry::{HostActivity, Snapshot};
 
-impl Scheduler {
+impl Coordinator {
     /// Builds and publishes the snapshot.
     pub fn publish(&mut self) -> Snapshot {
         let now = Instant::now();

@@ -4,16 +4,16 @@
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::control::{Command, PatternKind, RuleSpec, Target};
-use super::frontier::Hold;
 use super::results::record_for;
-use super::rules::RuleSet;
-use super::scheduler::Scheduler;
-use super::store::{PageOutcome, Tree};
-use super::telemetry::{AlertStatus, CrawlState, EngineEvent, Level, TrapAlert};
-use super::traps::Detection;
-use super::url_norm;
+use super::Coordinator;
 use crate::engine::config::{parse_seed, TrapPolicy};
+use crate::engine::control::{Command, PatternKind, RuleSpec, Target};
+use crate::engine::frontier::Hold;
+use crate::engine::rules::RuleSet;
+use crate::engine::store::{PageOutcome, Tree};
+use crate::engine::telemetry::{AlertStatus, CrawlState, EngineEvent, Level, TrapAlert};
+use crate::engine::traps::Detection;
+use crate::engine::url_norm;
 
 /// A rule as stored in the `rules` tree.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,7 +47,7 @@ fn describe(spec: &RuleSpec) -> String {
     }
 }
 
-pub fn handle(s: &mut Scheduler, command: Command) -> Result<String, String> {
+pub fn handle(s: &mut Coordinator, command: Command) -> Result<String, String> {
     let now = Instant::now();
     let result = match command {
         Command::Pause(Target::Global) => {
@@ -178,7 +178,7 @@ pub fn handle(s: &mut Scheduler, command: Command) -> Result<String, String> {
 }
 
 /// Hit counters change with every blocked link; they are stored at checkpoints.
-pub fn save_rule_hits(s: &Scheduler) {
+pub fn save_rule_hits(s: &Coordinator) {
     for view in s.rules.views() {
         let record = RuleRecord {
             id: view.id,
@@ -192,7 +192,7 @@ pub fn save_rule_hits(s: &Scheduler) {
     }
 }
 
-pub fn save_settings(s: &mut Scheduler) {
+pub fn save_settings(s: &mut Coordinator) {
     let settings = Settings {
         paused: s.paused,
         global_delay: s.global_delay,
@@ -206,7 +206,7 @@ pub fn save_settings(s: &mut Scheduler) {
     }
 }
 
-impl Scheduler {
+impl Coordinator {
     /// Adds a rule, stores it and blocks the queued URLs it matches.
     pub fn add_rule(&mut self, spec: RuleSpec, origin: String) -> Result<(u64, u64), String> {
         RuleSet::compile(&spec)?;
@@ -372,13 +372,13 @@ impl Scheduler {
         let mut url = parse_seed(text)?;
         url_norm::normalize(&mut url);
         self.filter.add_seed(&url);
-        let fp = super::dedup::url_fingerprint(url.as_str());
+        let fp = crate::engine::dedup::url_fingerprint(url.as_str());
         if self.is_seen(fp) {
             return Err(format!("{url} was already seen in this crawl"));
         }
         let host = url_norm::host_key(&url);
         self.mark_seen(fp);
-        let entry = super::frontier::FrontierEntry {
+        let entry = crate::engine::frontier::FrontierEntry {
             priority: 0,
             url: url.to_string(),
             host,

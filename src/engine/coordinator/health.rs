@@ -5,16 +5,16 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::breaker::{Outcome, Transition};
-use super::frontier::Hold;
-use super::host::RobotsSlot;
 use super::results::record_for;
-use super::robots::RobotsVerdict;
-use super::scheduler::{Scheduler, Timer};
-use super::store::PageOutcome;
-use super::telemetry::{BreakerPhase, EngineEvent, Level};
+use super::{Coordinator, Timer};
+use crate::engine::breaker::{Outcome, Transition};
+use crate::engine::frontier::Hold;
+use crate::engine::host::RobotsSlot;
+use crate::engine::robots::RobotsVerdict;
+use crate::engine::store::PageOutcome;
+use crate::engine::telemetry::{BreakerPhase, EngineEvent, Level};
 
-impl Scheduler {
+impl Coordinator {
     /// Sets when the host may be asked again, from its politeness state.
     pub(super) fn schedule_next(&mut self, host_key: &str, now: Instant) {
         let Some(host) = self.hosts.get_mut(host_key) else {
@@ -181,7 +181,7 @@ impl Scheduler {
                 release = false;
                 let mut backoff = match std::mem::replace(&mut host.robots, RobotsSlot::GaveUp) {
                     RobotsSlot::Postponed { backoff, .. } => backoff,
-                    _ => super::robots::RobotsBackoff::new(&self.cfg.robots),
+                    _ => crate::engine::robots::RobotsBackoff::new(&self.cfg.robots),
                 };
                 let retry_at = backoff.record_failure(now, retry_after);
                 if backoff.gave_up(now) {

@@ -6,14 +6,14 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 use url::Url;
 
-use super::breaker::Outcome;
-use super::dedup::url_fingerprint;
-use super::fetch::FetchError;
-use super::frontier::{FrontierEntry, Lease};
-use super::scheduler::{Scheduler, MAX_ATTEMPTS};
-use super::store::{PageOutcome, PageRecord};
-use super::tasks::{Fetched, Work};
-use super::telemetry::{BreakerPhase, EngineEvent, Level};
+use super::{Coordinator, MAX_ATTEMPTS};
+use crate::engine::breaker::Outcome;
+use crate::engine::dedup::url_fingerprint;
+use crate::engine::fetch::FetchError;
+use crate::engine::frontier::{FrontierEntry, Lease};
+use crate::engine::store::{PageOutcome, PageRecord};
+use crate::engine::tasks::{Fetched, Work};
+use crate::engine::telemetry::{BreakerPhase, EngineEvent, Level};
 
 pub fn unix_ms() -> u64 {
     SystemTime::now()
@@ -26,7 +26,7 @@ pub fn record_for(entry: &FrontierEntry, outcome: PageOutcome) -> PageRecord {
     PageRecord::without_fetch(&entry.url, &entry.host, entry.depth, unix_ms(), outcome)
 }
 
-impl Scheduler {
+impl Coordinator {
     pub fn handle_work(&mut self, work: Work) {
         let now = Instant::now();
         match work {

@@ -10,25 +10,25 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use super::commands::{RuleRecord, Settings};
-use super::dedup::{url_fingerprint, BloomFilter, RecentSeen};
-use super::extract::ExtractOptions;
-use super::recrawl;
+use crate::engine::dedup::{url_fingerprint, BloomFilter, RecentSeen};
+use crate::engine::extract::ExtractOptions;
+use crate::engine::recrawl;
 
 /// Page processing threads at most; beyond this the scheduler is the limit.
 const MAX_CPU_THREADS: usize = 8;
-use super::fetch::Fetcher;
-use super::frontier::{Frontier, FrontierEntry, Hold};
-use super::politeness::RateLimiter;
-use super::rules::RuleSet;
-use super::scheduler::Scheduler;
-use super::stats::CounterRate;
-use super::store::warc::WarcWriter;
-use super::store::{Store, Tree};
-use super::telemetry::{AlertStatus, Counters, CrawlState, TrapAlert};
-use super::traps::TrapDetector;
-use super::url_norm::{self, UrlFilter};
-use super::{EngineEnds, EngineError, EngineOptions};
+use super::Coordinator;
 use crate::engine::config::{parse_seed, CrawlConfig};
+use crate::engine::fetch::Fetcher;
+use crate::engine::frontier::{Frontier, FrontierEntry, Hold};
+use crate::engine::politeness::RateLimiter;
+use crate::engine::rules::RuleSet;
+use crate::engine::stats::CounterRate;
+use crate::engine::store::warc::WarcWriter;
+use crate::engine::store::{Store, Tree};
+use crate::engine::telemetry::{AlertStatus, Counters, CrawlState, TrapAlert};
+use crate::engine::traps::TrapDetector;
+use crate::engine::url_norm::{self, UrlFilter};
+use crate::engine::{EngineEnds, EngineError, EngineOptions};
 
 /// Bloom filter sizing: room for this many URLs beyond those already seen.
 const BLOOM_HEADROOM: usize = 1_000_000;
@@ -38,7 +38,7 @@ pub fn build(
     data_dir: &Path,
     ends: EngineEnds,
     options: EngineOptions,
-) -> Result<Scheduler, EngineError> {
+) -> Result<Coordinator, EngineError> {
     config
         .validate()
         .map_err(|e| EngineError::Config(e.to_string()))?;
@@ -46,7 +46,7 @@ pub fn build(
         path: data_dir.display().to_string(),
         message: format!("cannot create it: {e}"),
     })?;
-    let store_err = |e: super::store::StoreError| EngineError::Store(e.to_string());
+    let store_err = |e: crate::engine::store::StoreError| EngineError::Store(e.to_string());
     let store = Store::open(data_dir, config.storage.cache_bytes).map_err(store_err)?;
     let mut frontier = Frontier::open(&store).map_err(store_err)?;
     // Robots first: every host the frontier creates waits for its robots.txt.
@@ -180,7 +180,7 @@ pub fn build(
         max_url_len: config.scope.max_url_len,
     });
     let (work_tx, work_rx) = mpsc::unbounded_channel();
-    let scheduler = Scheduler {
+    let scheduler = Coordinator {
         traps,
         data_dir: data_dir.display().to_string(),
         store,
@@ -189,13 +189,13 @@ pub fn build(
         filter,
         rules,
         bloom,
-        recent_seen: RecentSeen::new(super::scheduler::RECENT_SEEN),
+        recent_seen: RecentSeen::new(super::RECENT_SEEN),
         hosts: HashMap::new(),
         alerts,
         alert_rules,
         extract,
         warc,
-        cpu: super::cpu_pool::CpuPool::new(MAX_CPU_THREADS),
+        cpu: crate::engine::cpu_pool::CpuPool::new(MAX_CPU_THREADS),
         ends,
         work_tx,
         work_rx,

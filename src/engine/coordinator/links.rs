@@ -5,19 +5,19 @@ use std::collections::HashSet;
 
 use url::Url;
 
-use super::dedup::url_fingerprint;
-use super::frontier::FrontierEntry;
-use super::prioritize::priority;
 use super::results::record_for;
-use super::scheduler::Scheduler;
-use super::store::Tree;
-use super::url_norm;
+use super::Coordinator;
+use crate::engine::dedup::url_fingerprint;
+use crate::engine::frontier::FrontierEntry;
+use crate::engine::prioritize::priority;
+use crate::engine::store::Tree;
+use crate::engine::url_norm;
 
-impl Scheduler {
+impl Coordinator {
     /// Exact-duplicate check; remembers the first URL seen with each digest.
     pub(super) fn first_with_digest(
         &mut self,
-        digest: &super::dedup::ContentDigest,
+        digest: &crate::engine::dedup::ContentDigest,
         url: &str,
     ) -> Option<String> {
         let mut key = b"digest/".to_vec();

@@ -2,6 +2,15 @@
 //! out fetches when a host is ready, and takes results back. It runs on its own
 //! thread so sled calls never stall the runtime's workers.
 
+mod boot;
+mod commands;
+mod health;
+mod links;
+mod results;
+mod snapshot;
+
+pub(super) use boot::build;
+
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -11,24 +20,24 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 use url::Url;
 
-use super::control::{Command, CommandId, CommandResult, HostKey};
-use super::cpu_pool::CpuPool;
-use super::dedup::{BloomFilter, RecentSeen};
-use super::extract::ExtractOptions;
-use super::fetch::Fetcher;
-use super::frontier::{Frontier, Hold};
-use super::host::{HostRecord, HostState, RobotsSlot};
-use super::politeness::RateLimiter;
-use super::rules::{CompiledRule, RuleSet};
-use super::stats::CounterRate;
-use super::store::warc::WarcWriter;
-use super::store::{Store, Tree};
-use super::tasks::{self, PageJob, Work};
-use super::telemetry::{Counters, CrawlState, EngineEvent, Level, Snapshot, TrapAlert};
-use super::traps::TrapDetector;
-use super::url_norm::UrlFilter;
-use super::{EngineEnds, EngineError};
 use crate::engine::config::CrawlConfig;
+use crate::engine::control::{Command, CommandId, CommandResult, HostKey};
+use crate::engine::cpu_pool::CpuPool;
+use crate::engine::dedup::{BloomFilter, RecentSeen};
+use crate::engine::extract::ExtractOptions;
+use crate::engine::fetch::Fetcher;
+use crate::engine::frontier::{Frontier, Hold};
+use crate::engine::host::{HostRecord, HostState, RobotsSlot};
+use crate::engine::politeness::RateLimiter;
+use crate::engine::rules::{CompiledRule, RuleSet};
+use crate::engine::stats::CounterRate;
+use crate::engine::store::warc::WarcWriter;
+use crate::engine::store::{Store, Tree};
+use crate::engine::tasks::{self, PageJob, Work};
+use crate::engine::telemetry::{Counters, CrawlState, EngineEvent, Level, Snapshot, TrapAlert};
+use crate::engine::traps::TrapDetector;
+use crate::engine::url_norm::UrlFilter;
+use crate::engine::{EngineEnds, EngineError};
 
 /// How often the snapshot is published.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
@@ -45,7 +54,7 @@ pub enum Timer {
     RobotsRetry,
 }
 
-pub struct Scheduler {
+pub struct Coordinator {
     pub cfg: CrawlConfig,
     pub data_dir: String,
     pub store: Store,
@@ -101,7 +110,7 @@ pub struct Scheduler {
     pub recrawl_pass: u32,
 }
 
-impl Scheduler {
+impl Coordinator {
     pub fn emit(&mut self, event: EngineEvent) {
         if self.ends.events.try_send(event).is_err() {
             self.dropped_events += 1;
@@ -287,7 +296,7 @@ impl Scheduler {
         let open_alerts = self
             .alerts
             .values()
-            .filter(|a| a.status == super::telemetry::AlertStatus::Open)
+            .filter(|a| a.status == crate::engine::telemetry::AlertStatus::Open)
             .count();
         if open_alerts > 0 {
             if self.wait_for_operator {
@@ -391,7 +400,7 @@ impl Scheduler {
                 let to = host.breaker.phase();
                 self.breaker_transition(
                     &host_key,
-                    super::breaker::Transition {
+                    crate::engine::breaker::Transition {
                         from: phase,
                         to,
                         reason: "cooldown over: one probe request".into(),
@@ -473,7 +482,7 @@ impl Scheduler {
                 tracing::error!("flushing WARC: {e}");
             }
         }
-        super::commands::save_rule_hits(self);
+        self::commands::save_rule_hits(self);
         let elapsed = self.elapsed();
         let _ = self
             .store
@@ -489,7 +498,7 @@ impl Scheduler {
     }
 
     fn handle_command(&mut self, command: Command) -> Result<String, String> {
-        super::commands::handle(self, command)
+        self::commands::handle(self, command)
     }
 }
 
@@ -514,9 +523,8 @@ mod tests {
             ..CrawlConfig::default()
         };
         let (_handle, ends) = EngineHandle::channel();
-        let mut scheduler =
-            super::super::boot::build(cfg, dir.path(), ends, EngineOptions::default())
-                .expect("scheduler builds");
+        let mut scheduler = super::boot::build(cfg, dir.path(), ends, EngineOptions::default())
+            .expect("scheduler builds");
         let now = Instant::now();
         scheduler.adopt_new_hosts(now);
         scheduler
