@@ -1,6 +1,7 @@
 //! The crawl engine. It never imports terminal crates: the TUI and the headless
 //! printer both drive it through [`EngineHandle`].
 
+mod alerts;
 pub mod breaker;
 pub mod config;
 pub mod control;
@@ -10,17 +11,20 @@ pub mod dedup;
 pub mod extract;
 pub mod fetch;
 pub mod frontier;
-mod host;
+mod hosts;
+mod outbox;
 pub mod politeness;
 pub mod prioritize;
 mod recrawl;
 pub mod robots;
 pub mod rules;
 pub mod session_ids;
+mod slots;
 mod stats;
 pub mod store;
 mod tasks;
 pub mod telemetry;
+mod timers;
 pub mod traps;
 pub mod url_norm;
 

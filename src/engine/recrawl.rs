@@ -4,7 +4,6 @@
 
 use url::Url;
 
-use super::coordinator::Coordinator;
 use super::fetch::Validators;
 use super::frontier::{Frontier, FrontierEntry};
 use super::prioritize::priority;
@@ -83,33 +82,33 @@ pub fn start_pass(store: &Store, frontier: &mut Frontier) -> Result<(u32, usize)
     Ok((pass, queued))
 }
 
-impl Coordinator {
-    /// The validators of a URL's last fetch, during a recrawl.
-    pub(super) fn validators_for(&self, url: &str) -> Option<Validators> {
-        if self.recrawl_pass == 0 {
-            return None;
-        }
-        let page = self.store.page(url).ok().flatten()?;
-        (page.etag.is_some() || page.last_modified.is_some()).then_some(Validators {
-            etag: page.etag,
-            last_modified: page.last_modified,
-        })
-    }
+/// The recrawl pass the crawl in `store` is in (0: its first crawl).
+pub fn current_pass(store: &Store) -> Result<u32, StoreError> {
+    Ok(store.get(Tree::Meta, PASS_KEY)?.unwrap_or(0))
+}
 
-    /// A 304 has no body: the page is still what its last fetch stored.
-    pub(super) fn keep_unchanged_page(&self, record: &mut PageRecord) {
-        let Ok(Some(previous)) = self.store.page(&record.url) else {
-            return;
-        };
-        if matches!(previous.outcome, PageOutcome::Duplicate { .. }) {
-            // Still the same body, so still a duplicate of the same page.
-            record.outcome = previous.outcome;
-        }
-        record.title = previous.title;
-        record.content_digest = previous.content_digest;
-        record.bytes = previous.bytes;
-        record.outlinks = previous.outlinks;
-        record.etag = record.etag.take().or(previous.etag);
-        record.last_modified = record.last_modified.take().or(previous.last_modified);
+/// The validators of a URL's last fetch, for a conditional request.
+pub fn validators_for(store: &Store, url: &str) -> Option<Validators> {
+    let page = store.page(url).ok().flatten()?;
+    (page.etag.is_some() || page.last_modified.is_some()).then_some(Validators {
+        etag: page.etag,
+        last_modified: page.last_modified,
+    })
+}
+
+/// A 304 has no body: the page is still what its last fetch stored.
+pub fn keep_unchanged_page(store: &Store, record: &mut PageRecord) {
+    let Ok(Some(previous)) = store.page(&record.url) else {
+        return;
+    };
+    if matches!(previous.outcome, PageOutcome::Duplicate { .. }) {
+        // Still the same body, so still a duplicate of the same page.
+        record.outcome = previous.outcome;
     }
+    record.title = previous.title;
+    record.content_digest = previous.content_digest;
+    record.bytes = previous.bytes;
+    record.outlinks = previous.outlinks;
+    record.etag = record.etag.take().or(previous.etag);
+    record.last_modified = record.last_modified.take().or(previous.last_modified);
 }

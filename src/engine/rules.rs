@@ -280,5 +280,9 @@ fn regex_error(kind: &str, shown: &str, e: &regex::Error) -> String {
     )
 }
 
+mod operator;
+
+pub(crate) use operator::{describe, OperatorRules};
+
 #[cfg(test)]
 mod tests;

@@ -1,9 +1,19 @@
-//! Sliding-window rates for the snapshot: pages/s globally, req/s per host.
+//! The crawl's counters and elapsed time, and sliding-window rates for the
+//! snapshot: pages/s globally, req/s per host.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
 use tokio::time::Instant;
+
+use super::store::{Store, StoreError, Tree};
+use super::telemetry::Counters;
+
+/// Window of the crawl-wide pages/s and bytes/s.
+const RATE_WINDOW: Duration = Duration::from_secs(5);
+/// Meta keys of the stored counters and elapsed time.
+const COUNTERS_KEY: &[u8] = b"counters";
+const ELAPSED_KEY: &[u8] = b"elapsed_ms";
 
 /// Events in the last `window`, as a rate. Bounded: at most `cap` timestamps kept.
 #[derive(Debug, Clone)]
@@ -92,6 +102,71 @@ impl RecentLatency {
             return Duration::ZERO;
         }
         self.values.iter().sum::<Duration>() / self.values.len() as u32
+    }
+}
+
+/// The crawl's counters and clock: what it has done, for how long, and how
+/// fast lately. Stored at checkpoints so a resumed crawl continues them.
+pub(crate) struct CrawlStats {
+    counters: Counters,
+    pages_rate: CounterRate,
+    bytes_rate: CounterRate,
+    started: Instant,
+    /// Elapsed time of earlier runs of this crawl.
+    elapsed_before: Duration,
+}
+
+impl CrawlStats {
+    /// The stored counters and elapsed time, or zero for a fresh start (a new
+    /// crawl, or a recrawl pass, which has counters of its own).
+    pub(crate) fn load(store: &Store, fresh: bool) -> Result<Self, StoreError> {
+        let (counters, elapsed_ms) = if fresh {
+            (Counters::default(), 0)
+        } else {
+            (
+                store.get(Tree::Meta, COUNTERS_KEY)?.unwrap_or_default(),
+                store.get(Tree::Meta, ELAPSED_KEY)?.unwrap_or(0u64),
+            )
+        };
+        Ok(CrawlStats {
+            counters,
+            pages_rate: CounterRate::new(RATE_WINDOW),
+            bytes_rate: CounterRate::new(RATE_WINDOW),
+            started: Instant::now(),
+            elapsed_before: Duration::from_millis(elapsed_ms),
+        })
+    }
+
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The counters, to count something that happened.
+    pub(crate) fn count(&mut self) -> &mut Counters {
+        &mut self.counters
+    }
+
+    /// Crawling time over all runs of this crawl.
+    pub(crate) fn elapsed(&self) -> Duration {
+        self.elapsed_before + self.started.elapsed()
+    }
+
+    /// Pages/s and bytes/s over the last few seconds.
+    pub(crate) fn sample_rates(&mut self, now: Instant) -> (f64, f64) {
+        (
+            self.pages_rate.sample(now, self.counters.pages_fetched),
+            self.bytes_rate.sample(now, self.counters.bytes),
+        )
+    }
+
+    /// Stores the counters and elapsed time (flushed by the caller).
+    pub(crate) fn save(&self, store: &Store) -> Result<(), StoreError> {
+        store.put(
+            Tree::Meta,
+            ELAPSED_KEY,
+            &(self.elapsed().as_millis() as u64),
+        )?;
+        store.put(Tree::Meta, COUNTERS_KEY, &self.counters)
     }
 }
 

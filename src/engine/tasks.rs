@@ -182,3 +182,78 @@ pub async fn run_robots(
         elapsed: started.elapsed(),
     });
 }
+
+/// Starts fetch tasks; owns what they share (the HTTP client, extraction
+/// options, the WARC writer, the CPU pool) and the channel their results
+/// come back on.
+pub(crate) struct Workers {
+    fetcher: Fetcher,
+    extract: Arc<ExtractOptions>,
+    warc: Option<Arc<Mutex<WarcWriter>>>,
+    cpu: CpuPool,
+    max_body: u64,
+    robots: RobotsConfig,
+    product_token: String,
+    done: mpsc::UnboundedSender<Work>,
+}
+
+impl Workers {
+    /// Workers whose results arrive on the returned receiver.
+    pub(crate) fn new(
+        fetcher: Fetcher,
+        extract: ExtractOptions,
+        warc: Option<WarcWriter>,
+        cpu: CpuPool,
+        max_body: u64,
+        robots: RobotsConfig,
+    ) -> (Self, mpsc::UnboundedReceiver<Work>) {
+        let (done, results) = mpsc::unbounded_channel();
+        let product_token = extract.product_token.clone();
+        let workers = Workers {
+            fetcher,
+            extract: Arc::new(extract),
+            warc: warc.map(|w| Arc::new(Mutex::new(w))),
+            cpu,
+            max_body,
+            robots,
+            product_token,
+            done,
+        };
+        (workers, results)
+    }
+
+    /// Fetches and processes one page; the result arrives as `Work::Page`.
+    pub(crate) fn spawn_page(&self, lease: Lease, url: Url, validators: Option<Validators>) {
+        tokio::spawn(run_page(PageJob {
+            fetcher: self.fetcher.clone(),
+            lease,
+            url,
+            validators,
+            max_body: self.max_body,
+            extract: self.extract.clone(),
+            warc: self.warc.clone(),
+            cpu: self.cpu.clone(),
+            done: self.done.clone(),
+        }));
+    }
+
+    /// Fetches a host's robots.txt; the verdict arrives as `Work::Robots`.
+    pub(crate) fn spawn_robots(&self, host: HostKey, origin: Url) {
+        tokio::spawn(run_robots(
+            self.fetcher.clone(),
+            host,
+            origin,
+            self.robots.clone(),
+            self.product_token.clone(),
+            self.done.clone(),
+        ));
+    }
+
+    /// Writes buffered WARC output to disk.
+    pub(crate) fn flush_warc(&self) -> std::io::Result<()> {
+        match &self.warc {
+            Some(warc) => warc.lock().unwrap_or_else(|p| p.into_inner()).flush(),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,39 +1,48 @@
-//! Building a scheduler: open the data directory, restore what a previous run
-//! stored (seen set, rules, alerts, operator settings) and queue the seeds.
+//! Building the coordinator: open the data directory, let each part restore
+//! what a previous run stored, and queue the seeds.
 
-use std::collections::{BTreeMap, BinaryHeap, HashMap};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
+use url::Url;
 
-use super::commands::{RuleRecord, Settings};
+use super::commands::{Settings, SETTINGS_KEY};
+use super::{Coordinator, RunState, RECENT_SEEN};
+use crate::engine::alerts::Alerts;
+use crate::engine::config::{parse_seed, CrawlConfig};
+use crate::engine::cpu_pool::CpuPool;
 use crate::engine::dedup::{url_fingerprint, BloomFilter, RecentSeen};
 use crate::engine::extract::ExtractOptions;
-use crate::engine::recrawl;
-
-/// Page processing threads at most; beyond this the scheduler is the limit.
-const MAX_CPU_THREADS: usize = 8;
-use super::Coordinator;
-use crate::engine::config::{parse_seed, CrawlConfig};
 use crate::engine::fetch::Fetcher;
 use crate::engine::frontier::{Frontier, FrontierEntry, Hold};
-use crate::engine::politeness::RateLimiter;
-use crate::engine::rules::RuleSet;
-use crate::engine::stats::CounterRate;
+use crate::engine::hosts::HostTable;
+use crate::engine::outbox::Outbox;
+use crate::engine::recrawl;
+use crate::engine::rules::OperatorRules;
+use crate::engine::slots::FetchSlots;
+use crate::engine::stats::CrawlStats;
 use crate::engine::store::warc::WarcWriter;
-use crate::engine::store::{Store, Tree};
-use crate::engine::telemetry::{AlertStatus, Counters, CrawlState, TrapAlert};
+use crate::engine::store::{Store, StoreError, Tree};
+use crate::engine::tasks::{Work, Workers};
+use crate::engine::telemetry::CrawlState;
+use crate::engine::timers::Timers;
 use crate::engine::traps::TrapDetector;
 use crate::engine::url_norm::{self, UrlFilter};
 use crate::engine::{EngineEnds, EngineError, EngineOptions};
 
+/// Page processing threads at most; beyond this the coordinator is the limit.
+const MAX_CPU_THREADS: usize = 8;
 /// Bloom filter sizing: room for this many URLs beyond those already seen.
 const BLOOM_HEADROOM: usize = 1_000_000;
+/// Meta key of the seeds of every run of the crawl.
+const SEEDS_KEY: &[u8] = b"seeds";
 
-pub fn build(
+fn store_err(e: StoreError) -> EngineError {
+    EngineError::Store(e.to_string())
+}
+
+pub(in crate::engine) fn build(
     config: CrawlConfig,
     data_dir: &Path,
     ends: EngineEnds,
@@ -46,7 +55,6 @@ pub fn build(
         path: data_dir.display().to_string(),
         message: format!("cannot create it: {e}"),
     })?;
-    let store_err = |e: crate::engine::store::StoreError| EngineError::Store(e.to_string());
     let store = Store::open(data_dir, config.storage.cache_bytes).map_err(store_err)?;
     let mut frontier = Frontier::open(&store).map_err(store_err)?;
     // Robots first: every host the frontier creates waits for its robots.txt.
@@ -54,20 +62,100 @@ pub fn build(
     frontier.set_default_max_in_flight(config.politeness.per_host);
     let fetcher = Fetcher::new(&config).map_err(|e| EngineError::Config(e.to_string()))?;
 
-    // Seeds of earlier runs keep the scope of a resumed crawl.
-    let mut seed_texts: Vec<String> = store
-        .get(Tree::Meta, b"seeds")
+    let seeds = all_seeds(&store, &config)?;
+    let filter = UrlFilter::new(&config.scope, &seeds);
+    let (mut bloom, recent_seen) = seen_set(&store)?;
+
+    let mut rules = OperatorRules::load(&store).map_err(store_err)?;
+    let mut traps = TrapDetector::new(&config.traps);
+    let mut alerts = Alerts::load(&store).map_err(store_err)?;
+    for (host, kind, rule) in alerts.raised() {
+        // A decided or open pattern is not raised again after a restart.
+        traps.mark_raised(&host, kind, &rule);
+    }
+    let settings: Option<Settings> = store.get(Tree::Meta, SETTINGS_KEY).map_err(store_err)?;
+    let mut slots = FetchSlots::new(
+        config.concurrency,
+        (config.max_rate > 0.0).then_some(config.max_rate),
+    );
+    let mut paused = false;
+    let mut default_delay = config.politeness.min_delay;
+    if let Some(s) = &settings {
+        slots.set_rate(s.global_rate, Instant::now());
+        slots.set_concurrency(s.global_concurrency);
+        rules.reserve_ids_below(s.next_rule_id);
+        alerts.reserve_ids_below(s.next_alert_id);
+        paused = s.paused;
+        default_delay = s.global_delay;
+    }
+    let recrawl_pass = if options.recrawl {
+        let (pass, queued) = recrawl::start_pass(&store, &mut frontier)?;
+        tracing::info!("recrawl pass {pass}: {queued} pages queued with their validators");
+        pass
+    } else {
+        recrawl::current_pass(&store).map_err(store_err)?
+    };
+    // A recrawl pass has counters, limits and elapsed time of its own.
+    let stats = CrawlStats::load(&store, options.recrawl).map_err(store_err)?;
+    queue_new_seeds(&store, &mut frontier, &mut bloom, &seeds)?;
+
+    let (workers, results) = workers(&config, data_dir, fetcher)?;
+    let hosts = HostTable::new(
+        store.clone(),
+        config.politeness.clone(),
+        config.breaker.clone(),
+        config.robots.clone(),
+        default_delay,
+    );
+    Ok(Coordinator {
+        data_dir: data_dir.display().to_string(),
+        store,
+        frontier,
+        bloom,
+        recent_seen,
+        filter,
+        rules,
+        traps,
+        alerts,
+        hosts,
+        workers,
+        results,
+        commands: ends.commands,
+        outbox: Outbox::new(ends.events, ends.snapshots),
+        robots_wanted: Vec::new(),
+        timers: Timers::default(),
+        retries: Default::default(),
+        stats,
+        slots,
+        run: RunState {
+            state: CrawlState::Starting,
+            paused,
+            draining: false,
+            finish_reason: None,
+            wait_for_operator: options.wait_for_operator,
+            recrawl_pass,
+        },
+        unsynced: false,
+        cfg: config,
+    })
+}
+
+/// The seeds of this run and of earlier ones (which keep a resumed crawl's
+/// scope), normalized; stored for the next run.
+fn all_seeds(store: &Store, config: &CrawlConfig) -> Result<Vec<Url>, EngineError> {
+    let mut texts: Vec<String> = store
+        .get(Tree::Meta, SEEDS_KEY)
         .map_err(store_err)?
         .unwrap_or_default();
     for s in &config.seeds {
-        if !seed_texts.contains(s) {
-            seed_texts.push(s.clone());
+        if !texts.contains(s) {
+            texts.push(s.clone());
         }
     }
     store
-        .put(Tree::Meta, b"seeds", &seed_texts)
+        .put(Tree::Meta, SEEDS_KEY, &texts)
         .map_err(store_err)?;
-    let seeds: Vec<url::Url> = seed_texts
+    texts
         .iter()
         .map(|s| {
             parse_seed(s).map(|mut u| {
@@ -76,9 +164,11 @@ pub fn build(
             })
         })
         .collect::<Result<_, _>>()
-        .map_err(EngineError::Config)?;
-    let filter = UrlFilter::new(&config.scope, &seeds);
+        .map_err(EngineError::Config)
+}
 
+/// The seen set's in-memory filters, rebuilt from the stored seen marks.
+fn seen_set(store: &Store) -> Result<(BloomFilter, RecentSeen), EngineError> {
     let mut seen_count = 0usize;
     store
         .for_each_seen(|_| seen_count += 1)
@@ -87,78 +177,18 @@ pub fn build(
     store
         .for_each_seen(|fp| bloom.insert(fp))
         .map_err(store_err)?;
+    Ok((bloom, RecentSeen::new(RECENT_SEEN)))
+}
 
-    let mut rules = RuleSet::default();
-    let mut next_rule_id = 1;
-    for (_, record) in store.scan::<RuleRecord>(Tree::Rules).map_err(store_err)? {
-        next_rule_id = next_rule_id.max(record.id + 1);
-        if let Err(e) = rules.add_with_hits(record.id, record.spec, record.origin, record.hits) {
-            tracing::warn!("stored rule #{} no longer compiles: {e}", record.id);
-        }
-    }
-    let mut traps = TrapDetector::new(&config.traps);
-    let mut alerts = BTreeMap::new();
-    let mut alert_rules = HashMap::new();
-    let mut next_alert_id = 1;
-    for (_, alert) in store.scan::<TrapAlert>(Tree::Alerts).map_err(store_err)? {
-        next_alert_id = next_alert_id.max(alert.id + 1);
-        // A decided or open pattern is not raised again after a restart.
-        traps.mark_raised(&alert.host, alert.kind, &alert.suggested_rule);
-        if alert.status == AlertStatus::Open {
-            if let Ok(rule) = RuleSet::compile(&alert.suggested_rule) {
-                alert_rules.insert(alert.id, rule);
-            }
-        }
-        alerts.insert(alert.id, alert);
-    }
-    let settings: Option<Settings> = store.get(Tree::Meta, b"settings").map_err(store_err)?;
-    let now = Instant::now();
-    let mut rate = RateLimiter::new((config.max_rate > 0.0).then_some(config.max_rate));
-    let (paused, global_delay, global_concurrency) = match &settings {
-        Some(s) => {
-            rate.set_rate(s.global_rate, now);
-            next_rule_id = next_rule_id.max(s.next_rule_id);
-            next_alert_id = next_alert_id.max(s.next_alert_id);
-            (s.paused, s.global_delay, s.global_concurrency)
-        }
-        None => (false, config.politeness.min_delay, config.concurrency),
-    };
-    let mut counters: Counters = store
-        .get(Tree::Meta, b"counters")
-        .map_err(store_err)?
-        .unwrap_or_default();
-    let mut elapsed_ms: u64 = store
-        .get(Tree::Meta, b"elapsed_ms")
-        .map_err(store_err)?
-        .unwrap_or(0);
-    let recrawl_pass = if options.recrawl {
-        let (pass, queued) = recrawl::start_pass(&store, &mut frontier)?;
-        tracing::info!("recrawl pass {pass}: {queued} pages queued with their validators");
-        // Counters, limits and elapsed time are the new pass's own.
-        counters = Counters::default();
-        elapsed_ms = 0;
-        pass
-    } else {
-        store
-            .get(Tree::Meta, recrawl::PASS_KEY)
-            .map_err(store_err)?
-            .unwrap_or(0)
-    };
-
-    let warc = if config.storage.warc {
-        let writer = WarcWriter::open(data_dir, config.storage.warc_max_bytes).map_err(|e| {
-            EngineError::DataDir {
-                path: data_dir.join("warc").display().to_string(),
-                message: format!("cannot open WARC output: {e}"),
-            }
-        })?;
-        Some(Arc::new(Mutex::new(writer)))
-    } else {
-        None
-    };
-
+/// Queues the seeds the crawl has not seen yet.
+fn queue_new_seeds(
+    store: &Store,
+    frontier: &mut Frontier,
+    bloom: &mut BloomFilter,
+    seeds: &[Url],
+) -> Result<(), EngineError> {
     let mut new_seeds = Vec::new();
-    for seed in &seeds {
+    for seed in seeds {
         let fp = url_fingerprint(seed.as_str());
         if bloom.might_contain(fp) && store.seen_contains(fp).map_err(store_err)? {
             continue;
@@ -173,57 +203,37 @@ pub fn build(
         });
     }
     frontier.push(new_seeds).map_err(store_err)?;
+    Ok(())
+}
 
-    let extract = Arc::new(ExtractOptions {
+/// The fetch workers and the channel their results arrive on.
+fn workers(
+    config: &CrawlConfig,
+    data_dir: &Path,
+    fetcher: Fetcher,
+) -> Result<(Workers, mpsc::UnboundedReceiver<Work>), EngineError> {
+    let warc = if config.storage.warc {
+        let writer = WarcWriter::open(data_dir, config.storage.warc_max_bytes).map_err(|e| {
+            EngineError::DataDir {
+                path: data_dir.join("warc").display().to_string(),
+                message: format!("cannot open WARC output: {e}"),
+            }
+        })?;
+        Some(writer)
+    } else {
+        None
+    };
+    let extract = ExtractOptions {
         product_token: config.identity.product_token.clone(),
         max_links: config.scope.max_links_per_page,
         max_url_len: config.scope.max_url_len,
-    });
-    let (work_tx, work_rx) = mpsc::unbounded_channel();
-    let scheduler = Coordinator {
-        traps,
-        data_dir: data_dir.display().to_string(),
-        store,
-        frontier,
+    };
+    Ok(Workers::new(
         fetcher,
-        filter,
-        rules,
-        bloom,
-        recent_seen: RecentSeen::new(super::RECENT_SEEN),
-        hosts: HashMap::new(),
-        alerts,
-        alert_rules,
         extract,
         warc,
-        cpu: crate::engine::cpu_pool::CpuPool::new(MAX_CPU_THREADS),
-        ends,
-        work_tx,
-        work_rx,
-        robots_wanted: Vec::new(),
-        timers: BinaryHeap::new(),
-        attempts: HashMap::new(),
-        counters,
-        unsynced: false,
-        in_flight: 0,
-        robots_in_flight: 0,
-        state: CrawlState::Starting,
-        paused,
-        draining: false,
-        global_delay,
-        global_concurrency,
-        rate,
-        rate_wake: None,
-        next_rule_id,
-        next_alert_id,
-        started: now,
-        elapsed_before: Duration::from_millis(elapsed_ms),
-        pages_rate: CounterRate::new(Duration::from_secs(5)),
-        bytes_rate: CounterRate::new(Duration::from_secs(5)),
-        dropped_events: 0,
-        finish_reason: None,
-        wait_for_operator: options.wait_for_operator,
-        recrawl_pass,
-        cfg: config,
-    };
-    Ok(scheduler)
+        CpuPool::new(MAX_CPU_THREADS),
+        config.fetch.max_body,
+        config.robots.clone(),
+    ))
 }

@@ -1,237 +1,178 @@
-//! Host health: politeness scheduling after each answer, circuit-breaker
-//! transitions and holds, robots.txt verdicts, and giving a host up.
+//! Host health as the crawl loop applies it: politeness scheduling after each
+//! answer, circuit-breaker transitions and holds, robots.txt verdicts, and
+//! giving a host up. The host table decides; this moves the consequences
+//! into the frontier, the timers and the log.
 
 use std::time::Duration;
 
 use tokio::time::Instant;
 
 use super::results::record_for;
-use super::{Coordinator, Timer};
+use super::Coordinator;
 use crate::engine::breaker::{Outcome, Transition};
 use crate::engine::frontier::Hold;
-use crate::engine::host::RobotsSlot;
+use crate::engine::hosts::{BreakerHold, RobotsSettled};
 use crate::engine::robots::RobotsVerdict;
 use crate::engine::store::PageOutcome;
 use crate::engine::telemetry::{BreakerPhase, EngineEvent, Level};
+use crate::engine::timers::Timer;
 
 impl Coordinator {
     /// Sets when the host may be asked again, from its politeness state.
-    pub(super) fn schedule_next(&mut self, host_key: &str, now: Instant) {
-        let Some(host) = self.hosts.get_mut(host_key) else {
-            return;
-        };
-        let (delay, source) = host.politeness.next_delay(
-            &self.cfg.politeness,
-            self.global_delay,
-            host.robots.crawl_delay(),
-        );
-        host.delay = (delay, source);
-        self.frontier.set_not_before(host_key, now + delay);
-    }
-
-    pub(super) fn breaker_outcome(&mut self, host_key: &str, outcome: Outcome, now: Instant) {
-        let Some(host) = self.hosts.get_mut(host_key) else {
-            return;
-        };
-        let cfg = host.breaker_config(&self.cfg.breaker);
-        let transition = host.breaker.record(outcome, now, &cfg);
-        if let Some(t) = transition {
-            self.breaker_transition(host_key, t, now);
+    pub(super) fn schedule_next(&mut self, host: &str, now: Instant) {
+        if let Some(delay) = self.hosts.next_delay(host) {
+            self.frontier.set_not_before(host, now + delay);
         }
     }
 
-    pub fn breaker_transition(&mut self, host_key: &str, t: Transition, now: Instant) {
-        let level = if t.to == BreakerPhase::Open {
-            Level::Warn
-        } else {
-            Level::Info
-        };
+    pub(super) fn breaker_outcome(&mut self, host: &str, outcome: Outcome, now: Instant) {
+        if let Some(t) = self.hosts.breaker_record(host, outcome, now) {
+            self.breaker_transition(host, t, now);
+        }
+    }
+
+    pub(super) fn breaker_transition(&mut self, host: &str, t: Transition, now: Instant) {
         let message = format!(
-            "breaker {host_key}: {} -> {} ({})",
+            "breaker {host}: {} -> {} ({})",
             t.from.label(),
             t.to.label(),
             t.reason
         );
-        match level {
-            Level::Warn => tracing::warn!("{message}"),
-            _ => tracing::info!("{message}"),
+        if t.to == BreakerPhase::Open {
+            tracing::warn!("{message}");
+        } else {
+            tracing::info!("{message}");
         }
-        self.emit(EngineEvent::BreakerChanged {
-            host: host_key.to_string(),
+        self.outbox.emit(EngineEvent::BreakerChanged {
+            host: host.to_string(),
             from: t.from,
             to: t.to,
             reason: t.reason.clone(),
         });
         match t.to {
-            BreakerPhase::Open => self.hold_for_breaker(host_key, now),
+            BreakerPhase::Open => self.hold_for_breaker(host, now),
             BreakerPhase::Closed => {
-                if let Some(host) = self.hosts.get_mut(host_key) {
-                    host.breaker_held = false;
-                }
-                self.frontier.set_hold(host_key, Hold::Breaker, false);
+                self.hosts.breaker_released(host);
+                self.frontier.set_hold(host, Hold::Breaker, false);
             }
             BreakerPhase::HalfOpen => {}
         }
-        self.save_host(host_key);
+        if let Err(e) = self.hosts.breaker_changed(host) {
+            self.outbox.log(
+                Level::Error,
+                format!("saving the breaker state of {host}: {e}"),
+            );
+        }
     }
 
     /// Keeps the host's queue intact but hands out nothing until the next probe.
-    pub fn hold_for_breaker(&mut self, host_key: &str, now: Instant) {
-        let Some(host) = self.hosts.get_mut(host_key) else {
-            return;
-        };
-        if host
-            .breaker
-            .gave_up(now, &host.breaker_config(&self.cfg.breaker))
-        {
-            let reason = format!(
-                "host kept failing for {} (breaker)",
-                humantime::format_duration(self.cfg.breaker.give_up_after)
-            );
-            self.give_up_host(host_key, &reason);
-            return;
-        }
-        let probe_at = host.breaker.next_probe_at();
-        if !host.breaker_held {
-            host.breaker_held = true;
-            self.frontier.set_hold(host_key, Hold::Breaker, true);
-        }
-        if let Some(at) = probe_at {
-            self.schedule(at.max(now), Timer::BreakerProbe, host_key);
+    pub(super) fn hold_for_breaker(&mut self, host: &str, now: Instant) {
+        match self.hosts.breaker_hold(host, now) {
+            None => {}
+            Some(BreakerHold::GiveUp) => {
+                let reason = format!(
+                    "host kept failing for {} (breaker)",
+                    humantime::format_duration(self.cfg.breaker.give_up_after)
+                );
+                self.give_up_host(host, &reason);
+            }
+            Some(BreakerHold::Hold { newly, probe_at }) => {
+                if newly {
+                    self.frontier.set_hold(host, Hold::Breaker, true);
+                }
+                if let Some(at) = probe_at {
+                    self.timers.schedule(at.max(now), Timer::BreakerProbe, host);
+                }
+            }
         }
     }
 
     /// The cooldown is over: let the frontier hand out one URL as the probe.
-    pub fn breaker_probe_due(&mut self, host_key: &str, now: Instant) {
-        let Some(host) = self.hosts.get_mut(host_key) else {
-            return;
-        };
-        if host.breaker.phase() == BreakerPhase::Closed {
-            host.breaker_held = false;
-            self.frontier.set_hold(host_key, Hold::Breaker, false);
-            return;
-        }
-        match host.breaker.next_probe_at() {
-            Some(at) if at > now => self.schedule(at, Timer::BreakerProbe, host_key),
-            _ => {
-                host.breaker_held = false;
-                self.frontier.set_hold(host_key, Hold::Breaker, false);
-            }
+    pub(super) fn breaker_probe_due(&mut self, host: &str, now: Instant) {
+        match self.hosts.probe_due(host, now) {
+            None => {}
+            Some(Err(at)) => self.timers.schedule(at, Timer::BreakerProbe, host),
+            Some(Ok(())) => self.frontier.set_hold(host, Hold::Breaker, false),
         }
     }
 
     /// Records every queued URL of a host as not crawled and stops scheduling it.
-    pub fn give_up_host(&mut self, host_key: &str, reason: &str) {
-        if let Some(host) = self.hosts.get_mut(host_key) {
-            host.finished = true;
-        }
-        self.frontier.set_hold(host_key, Hold::Finished, true);
+    pub(super) fn give_up_host(&mut self, host: &str, reason: &str) {
         let outcome = PageOutcome::NotCrawled {
             reason: reason.to_string(),
         };
-        let dropped = self
-            .frontier
-            .drop_host(host_key, &|e| record_for(e, outcome.clone()))
-            .unwrap_or_else(|e| {
-                tracing::error!("recording given-up URLs of {host_key}: {e}");
-                0
-            });
-        self.log(
+        let dropped = self.finish_host(host, outcome);
+        self.outbox.log(
             Level::Warn,
-            format!(
-                "gave up {host_key}: {reason}; {dropped} queued URL(s) recorded as not crawled"
-            ),
+            format!("gave up {host}: {reason}; {dropped} queued URL(s) recorded as not crawled"),
         );
+    }
+
+    /// The host takes no more work: its queued URLs are recorded as
+    /// `outcome`; returns how many.
+    fn finish_host(&mut self, host: &str, outcome: PageOutcome) -> u64 {
+        if let Err(e) = self.hosts.give_up(host) {
+            self.storage_failed(&format!("giving up {host}"), e);
+        }
+        self.frontier.set_hold(host, Hold::Finished, true);
+        match self
+            .frontier
+            .drop_host(host, &|e| record_for(e, outcome.clone()))
+        {
+            Ok(n) => n,
+            Err(e) => {
+                self.storage_failed(&format!("recording the queued URLs of {host}"), e);
+                0
+            }
+        }
     }
 
     pub(super) fn robots_settled(
         &mut self,
-        host_key: &str,
+        host: &str,
         verdict: RobotsVerdict,
         ttl: Duration,
         elapsed: Duration,
         now: Instant,
     ) {
-        let Some(host) = self.hosts.get_mut(host_key) else {
+        let Some(settled) = self.hosts.settle_robots(host, verdict, ttl, elapsed, now) else {
             return;
         };
-        host.politeness.record_response(elapsed, None, None, now);
-        let expires = now + ttl;
-        let mut release = true;
-        let mut message = None;
-        host.robots = match verdict {
-            RobotsVerdict::Parsed(rules) => {
-                if !rules.sitemaps().is_empty() {
-                    message = Some(format!(
-                        "{host_key}: robots.txt lists sitemap(s) {}",
-                        rules.sitemaps().join(", ")
-                    ));
+        match settled {
+            RobotsSettled::Open { sitemaps } => {
+                if !sitemaps.is_empty() {
+                    self.outbox.log(
+                        Level::Info,
+                        format!(
+                            "{host}: robots.txt lists sitemap(s) {}",
+                            sitemaps.join(", ")
+                        ),
+                    );
                 }
-                RobotsSlot::Rules {
-                    rules: Box::new(rules),
-                    expires,
-                }
+                self.frontier.set_hold(host, Hold::Robots, false);
             }
-            RobotsVerdict::AllowAll => RobotsSlot::AllowAll { expires },
-            RobotsVerdict::DisallowAll => {
-                release = false;
-                RobotsSlot::DisallowAll
-            }
-            RobotsVerdict::Unavailable { retry_after } => {
-                release = false;
-                let mut backoff = match std::mem::replace(&mut host.robots, RobotsSlot::GaveUp) {
-                    RobotsSlot::Postponed { backoff, .. } => backoff,
-                    _ => crate::engine::robots::RobotsBackoff::new(&self.cfg.robots),
-                };
-                let retry_at = backoff.record_failure(now, retry_after);
-                if backoff.gave_up(now) {
-                    RobotsSlot::GaveUp
-                } else {
-                    RobotsSlot::Postponed {
-                        backoff,
-                        retry_at,
-                        fetching: false,
-                    }
-                }
-            }
-        };
-        if let Some(m) = message {
-            self.log(Level::Info, m);
-        }
-        let state = self.hosts[host_key].robots.state();
-        match &self.hosts[host_key].robots {
-            RobotsSlot::DisallowAll => {
-                if let Some(h) = self.hosts.get_mut(host_key) {
-                    h.finished = true;
-                }
-                self.counters.robots_denied += self.frontier.host_queued(host_key);
-                let dropped = self
-                    .frontier
-                    .drop_host(host_key, &|e| record_for(e, PageOutcome::RobotsDenied))
-                    .unwrap_or(0);
-                self.frontier.set_hold(host_key, Hold::Finished, true);
-                self.log(
+            RobotsSettled::DisallowAll => {
+                let dropped = self.finish_host(host, PageOutcome::RobotsDenied);
+                self.stats.count().robots_denied += dropped;
+                self.outbox.log(
                     Level::Warn,
-                    format!("{host_key}: robots.txt forbids the whole site; {dropped} URL(s) not crawled"),
+                    format!(
+                        "{host}: robots.txt forbids the whole site; {dropped} URL(s) not crawled"
+                    ),
                 );
             }
-            RobotsSlot::GaveUp => {
-                let reason = "robots.txt never became available".to_string();
-                self.give_up_host(host_key, &reason);
-            }
-            RobotsSlot::Postponed { retry_at, .. } => {
-                let at = *retry_at;
-                self.schedule(at, Timer::RobotsRetry, host_key);
-                self.log(
+            RobotsSettled::GaveUp => self.give_up_host(host, "robots.txt never became available"),
+            RobotsSettled::Postponed { retry_at, state } => {
+                self.timers.schedule(retry_at, Timer::RobotsRetry, host);
+                self.outbox.log(
                     Level::Warn,
-                    format!("{host_key}: robots.txt unavailable ({}); host postponed, retried with backoff", state.label()),
+                    format!(
+                        "{host}: robots.txt unavailable ({}); host postponed, retried with backoff",
+                        state.label()
+                    ),
                 );
             }
-            _ => {}
         }
-        if release {
-            self.frontier.set_hold(host_key, Hold::Robots, false);
-        }
-        self.schedule_next(host_key, now);
+        self.schedule_next(host, now);
     }
 }

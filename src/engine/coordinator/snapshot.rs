@@ -1,40 +1,48 @@
-//! The snapshot: the engine's whole state as front ends show it, built from
-//! the scheduler's state a few times a second.
-
-use std::sync::Arc;
+//! The snapshot: the engine's whole state as front ends show it, assembled
+//! from the parts a few times a second.
 
 use tokio::time::Instant;
 
-use super::{Coordinator, SNAPSHOT_HOSTS};
+use super::Coordinator;
+use crate::engine::hosts::HostQueueFacts;
 use crate::engine::telemetry::{HostActivity, Snapshot};
+
+/// Hosts listed in one snapshot (busiest first).
+const SNAPSHOT_HOSTS: usize = 500;
 
 impl Coordinator {
     /// Builds and publishes the snapshot.
-    pub fn publish(&mut self) -> Snapshot {
+    pub(super) fn publish(&mut self) -> Snapshot {
         let now = Instant::now();
+        let (pages_per_sec, bytes_per_sec) = self.stats.sample_rates(now);
         let mut snap = Snapshot {
-            state: self.state,
-            elapsed: self.elapsed(),
-            counters: self.counters.clone(),
-            pages_per_sec: self.pages_rate.sample(now, self.counters.pages_fetched),
-            bytes_per_sec: self.bytes_rate.sample(now, self.counters.bytes),
+            state: self.run.state,
+            elapsed: self.stats.elapsed(),
+            counters: self.stats.counters().clone(),
+            pages_per_sec,
+            bytes_per_sec,
             frontier_size: self.frontier.len(),
-            in_flight: (self.in_flight + self.robots_in_flight) as u32,
+            in_flight: self.slots.total() as u32,
             front_queues: self.frontier.front_queue_depths(),
             rules: self.rules.views(),
-            alerts: self.alerts.values().cloned().collect(),
-            dropped_events: self.dropped_events,
+            alerts: self.alerts.views(),
+            dropped_events: self.outbox.dropped(),
             data_dir: self.data_dir.clone(),
-            global_delay: self.global_delay,
-            global_concurrency: self.global_concurrency,
-            global_rate: self.rate.rate(),
-            finish_reason: self.finish_reason.clone(),
+            global_delay: self.hosts.default_delay(),
+            global_concurrency: self.slots.concurrency(),
+            global_rate: self.slots.rate(),
+            finish_reason: self.run.finish_reason.clone(),
             ..Snapshot::default()
         };
-        let mut views = Vec::with_capacity(self.hosts.len());
-        for (key, host) in self.hosts.iter_mut() {
-            let activity = self.frontier.host_activity(key, now);
-            match activity {
+        let frontier = &self.frontier;
+        let mut views = self.hosts.views(now, &mut |host| HostQueueFacts {
+            queued: frontier.host_queued(host),
+            parked: frontier.host_parked(host),
+            activity: frontier.host_activity(host, now),
+            head: frontier.host_head(host, 5),
+        });
+        for view in &views {
+            match view.activity {
                 HostActivity::Ready => snap.hosts_ready += 1,
                 HostActivity::Waiting | HostActivity::Busy => snap.hosts_waiting += 1,
                 HostActivity::PausedByOperator => snap.hosts_paused += 1,
@@ -42,16 +50,6 @@ impl Coordinator {
                 HostActivity::RobotsPending => snap.hosts_robots_pending += 1,
                 HostActivity::Idle | HostActivity::Finished => {}
             }
-            let quarantined = self.frontier.host_parked(key);
-            let max = host.politeness.max_in_flight(&self.cfg.politeness);
-            views.push(host.view(
-                now,
-                self.frontier.host_queued(key),
-                max,
-                activity,
-                quarantined,
-                self.frontier.host_head(key, 5),
-            ));
         }
         snap.hosts_total = views.len() as u32;
         snap.quarantined = views.iter().map(|v| v.quarantined).sum();
@@ -62,7 +60,7 @@ impl Coordinator {
         });
         views.truncate(SNAPSHOT_HOSTS);
         snap.hosts = views;
-        let _ = self.ends.snapshots.send(Arc::new(snap.clone()));
+        self.outbox.publish(snap.clone());
         snap
     }
 }

@@ -175,6 +175,25 @@ impl Store {
     }
 
     /// The record of a URL that left the frontier.
+    /// Exact-duplicate check: remembers the first URL stored with a content
+    /// digest and returns it when `url` is another one.
+    pub fn first_url_with_digest(
+        &self,
+        digest: &[u8],
+        url: &str,
+    ) -> Result<Option<String>, StoreError> {
+        let mut key = b"digest/".to_vec();
+        key.extend_from_slice(digest);
+        match self.get::<String>(Tree::Meta, &key)? {
+            Some(first) if first != url => Ok(Some(first)),
+            Some(_) => Ok(None),
+            None => {
+                self.put(Tree::Meta, &key, &url.to_string())?;
+                Ok(None)
+            }
+        }
+    }
+
     pub fn page(&self, url: &str) -> Result<Option<PageRecord>, StoreError> {
         match self
             .inner

@@ -5,17 +5,17 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
-use super::breaker::Breaker;
-use super::control::{BreakerThresholds, HostKey};
-use super::politeness::HostPoliteness;
-use super::robots::{RobotsBackoff, RobotsRules};
-use super::stats::{EventRate, RecentLatency};
-use super::store::PageOutcome;
-use super::telemetry::{DelaySource, HostActivity, HostView, RobotsState, StatusMix};
+use crate::engine::breaker::Breaker;
 use crate::engine::config::BreakerConfig;
+use crate::engine::control::{BreakerThresholds, HostKey};
+use crate::engine::politeness::HostPoliteness;
+use crate::engine::robots::{RobotsBackoff, RobotsRules};
+use crate::engine::stats::{EventRate, RecentLatency};
+use crate::engine::store::PageOutcome;
+use crate::engine::telemetry::{DelaySource, HostActivity, HostView, RobotsState, StatusMix};
 
 /// The host's robots.txt as far as the scheduler is concerned.
-pub enum RobotsSlot {
+pub(crate) enum RobotsSlot {
     /// Not fetched yet; `fetching` while a request is out.
     Unknown {
         fetching: bool,
@@ -30,7 +30,6 @@ pub enum RobotsSlot {
     DisallowAll,
     Postponed {
         backoff: RobotsBackoff,
-        retry_at: Instant,
         fetching: bool,
     },
     GaveUp,
@@ -56,6 +55,14 @@ impl RobotsSlot {
             RobotsSlot::Rules { expires, .. } | RobotsSlot::AllowAll { expires } => now < *expires,
             _ => false,
         }
+    }
+
+    /// A robots.txt request for the host is out.
+    pub fn is_fetching(&self) -> bool {
+        matches!(
+            self,
+            RobotsSlot::Unknown { fetching: true } | RobotsSlot::Postponed { fetching: true, .. }
+        )
     }
 
     pub fn crawl_delay(&self) -> Option<Duration> {
@@ -94,35 +101,40 @@ impl RobotsSlot {
 
 /// What of a host is stored in the `hosts` tree and restored on resume.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct HostRecord {
+pub(crate) struct HostRecord {
     pub paused: bool,
     pub delay_override: Option<Duration>,
     pub concurrency_override: Option<usize>,
-    pub breaker: Option<super::breaker::PersistedBreaker>,
+    pub breaker: Option<crate::engine::breaker::PersistedBreaker>,
     #[serde(default)]
     pub breaker_thresholds: Option<BreakerThresholds>,
+    /// Set once the host is given up: what its URLs are recorded as.
+    #[serde(default)]
+    pub given_up: Option<PageOutcome>,
 }
 
-pub struct HostState {
-    pub key: HostKey,
+pub(crate) struct HostState {
+    pub(super) key: HostKey,
     /// `scheme://host[:port]/`, where its robots.txt lives.
-    pub origin: Option<url::Url>,
-    pub politeness: HostPoliteness,
-    pub breaker: Breaker,
+    pub(super) origin: Option<url::Url>,
+    pub(super) politeness: HostPoliteness,
+    pub(super) breaker: Breaker,
     /// Operator's per-host thresholds over crawl.toml's `[breaker]`.
-    pub breaker_thresholds: Option<BreakerThresholds>,
-    pub robots: RobotsSlot,
-    pub status: StatusMix,
-    pub fetched: u64,
-    pub in_flight: u32,
-    pub requests: EventRate,
-    pub latency: RecentLatency,
-    pub delay: (Duration, DelaySource),
-    pub paused: bool,
+    pub(super) breaker_thresholds: Option<BreakerThresholds>,
+    pub(super) robots: RobotsSlot,
+    pub(super) status: StatusMix,
+    pub(super) fetched: u64,
+    pub(super) in_flight: u32,
+    pub(super) requests: EventRate,
+    pub(super) latency: RecentLatency,
+    pub(super) delay: (Duration, DelaySource),
+    pub(super) paused: bool,
     /// Whether the breaker's OPEN hold is set in the frontier.
-    pub breaker_held: bool,
+    pub(super) breaker_held: bool,
     /// Host given up: robots forbids it, never available, or breaker kept failing.
-    pub finished: bool,
+    pub(super) finished: bool,
+    /// What a given-up host's URLs are recorded as, when restored from the store.
+    pub(super) given_up: Option<PageOutcome>,
 }
 
 impl HostState {
@@ -143,6 +155,7 @@ impl HostState {
             paused: false,
             breaker_held: false,
             finished: false,
+            given_up: None,
         }
     }
 
@@ -163,6 +176,9 @@ impl HostState {
         if !self.finished {
             return None;
         }
+        if let Some(outcome) = &self.given_up {
+            return Some(outcome.clone());
+        }
         Some(match self.robots {
             RobotsSlot::DisallowAll => PageOutcome::RobotsDenied,
             RobotsSlot::GaveUp => PageOutcome::NotCrawled {
@@ -181,6 +197,7 @@ impl HostState {
             concurrency_override: self.politeness.override_concurrency(),
             breaker: Some(self.breaker.to_persisted(now)),
             breaker_thresholds: self.breaker_thresholds,
+            given_up: self.finished_reason(),
         }
     }
 
@@ -191,6 +208,8 @@ impl HostState {
         host.politeness
             .set_override_concurrency(record.concurrency_override);
         host.breaker_thresholds = record.breaker_thresholds;
+        host.given_up = record.given_up;
+        host.finished = host.given_up.is_some();
         if let Some(b) = record.breaker {
             host.breaker = Breaker::from_persisted(b, now);
         }

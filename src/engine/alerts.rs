@@ -1,0 +1,199 @@
+//! Trap alerts and their quarantine: each open alert's suggested rule parks
+//! the URLs it matches until the operator accepts or dismisses it. Alerts
+//! and their decisions are stored so they survive a restart.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::control::{HostKey, RuleSpec};
+use super::rules::{CompiledRule, RuleSet};
+use super::store::{Store, StoreError, Tree};
+use super::telemetry::{AlertStatus, TrapAlert, TrapKind};
+use super::traps::Detection;
+
+/// The crawl's trap alerts; the one owner of the `alerts` tree.
+pub(crate) struct Alerts {
+    alerts: BTreeMap<u64, TrapAlert>,
+    /// Compiled suggested rules of open alerts: newly found URLs they match are parked.
+    quarantine: HashMap<u64, CompiledRule>,
+    next_id: u64,
+    store: Store,
+}
+
+impl Alerts {
+    /// The stored alerts; open ones quarantine again.
+    pub(crate) fn load(store: &Store) -> Result<Self, StoreError> {
+        let mut alerts = BTreeMap::new();
+        let mut quarantine = HashMap::new();
+        let mut next_id = 1;
+        for (_, alert) in store.scan::<TrapAlert>(Tree::Alerts)? {
+            next_id = next_id.max(alert.id + 1);
+            if alert.status == AlertStatus::Open {
+                if let Ok(rule) = RuleSet::compile(&alert.suggested_rule) {
+                    quarantine.insert(alert.id, rule);
+                }
+            }
+            alerts.insert(alert.id, alert);
+        }
+        Ok(Alerts {
+            alerts,
+            quarantine,
+            next_id,
+            store: store.clone(),
+        })
+    }
+
+    /// Every alert's host, kind and rule (so a restart does not raise them again).
+    pub(crate) fn raised(&self) -> Vec<(HostKey, TrapKind, RuleSpec)> {
+        self.alerts
+            .values()
+            .map(|a| (a.host.clone(), a.kind, a.suggested_rule.clone()))
+            .collect()
+    }
+
+    /// The number the next alert gets.
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_id
+    }
+
+    /// Never reuses numbers below `next_id`.
+    pub(crate) fn reserve_ids_below(&mut self, next_id: u64) {
+        self.next_id = self.next_id.max(next_id);
+    }
+
+    /// A new open alert for a detection, numbered, with its compiled rule;
+    /// not stored until `insert`. Err if the suggested rule does not compile.
+    pub(crate) fn draft(&mut self, d: Detection) -> Result<(TrapAlert, CompiledRule), String> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let compiled = RuleSet::compile(&d.rule)?;
+        let alert = TrapAlert {
+            id,
+            host: d.host,
+            kind: d.kind,
+            evidence_count: d.evidence_count,
+            samples: d.samples,
+            suggested_rule: d.rule,
+            matching_queued: 0,
+            status: AlertStatus::Open,
+        };
+        Ok((alert, compiled))
+    }
+
+    /// Stores and keeps an alert; with `quarantine`, newly found URLs its
+    /// rule matches are parked from now on.
+    pub(crate) fn insert(
+        &mut self,
+        alert: TrapAlert,
+        quarantine: Option<CompiledRule>,
+    ) -> Result<(), StoreError> {
+        self.store
+            .put(Tree::Alerts, &alert.id.to_be_bytes(), &alert)?;
+        if let Some(rule) = quarantine {
+            self.quarantine.insert(alert.id, rule);
+        }
+        self.alerts.insert(alert.id, alert);
+        Ok(())
+    }
+
+    /// An alert by number.
+    pub(crate) fn get(&self, id: u64) -> Option<&TrapAlert> {
+        self.alerts.get(&id)
+    }
+
+    /// Records the operator's decision; the alert stops quarantining.
+    pub(crate) fn set_status(&mut self, id: u64, status: AlertStatus) -> Result<(), StoreError> {
+        self.quarantine.remove(&id);
+        let Some(alert) = self.alerts.get_mut(&id) else {
+            return Ok(());
+        };
+        alert.status = status;
+        self.store.put(Tree::Alerts, &id.to_be_bytes(), &*alert)
+    }
+
+    /// The open alert whose rule covers this URL of `host`, if any.
+    pub(crate) fn quarantining(&self, url: &str, host: &str) -> Option<u64> {
+        self.quarantine
+            .iter()
+            .find(|(id, rule)| {
+                self.alerts.get(id).is_some_and(|a| a.host == host) && rule.is_match(url, host)
+            })
+            .map(|(id, _)| *id)
+    }
+
+    /// Alerts quarantining URLs now (changes when one is raised or decided).
+    pub(crate) fn quarantining_count(&self) -> usize {
+        self.quarantine.len()
+    }
+
+    /// Alerts waiting for the operator.
+    pub(crate) fn open_count(&self) -> usize {
+        self.alerts
+            .values()
+            .filter(|a| a.status == AlertStatus::Open)
+            .count()
+    }
+
+    /// Every alert, oldest first, as front ends show them.
+    pub(crate) fn views(&self) -> Vec<TrapAlert> {
+        self.alerts.values().cloned().collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::control::PatternKind;
+
+    fn detection(host: &str, pattern: &str) -> Detection {
+        Detection {
+            host: host.into(),
+            kind: TrapKind::Counter,
+            evidence_count: 12,
+            samples: vec![format!("http://{host}/cal/2024/01")],
+            rule: RuleSpec {
+                kind: PatternKind::Regex,
+                pattern: pattern.into(),
+                host: Some(host.into()),
+            },
+        }
+    }
+
+    #[test]
+    fn open_alerts_quarantine_their_host_until_decided_and_after_a_reopen() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path(), 1 << 20).expect("store");
+        let mut alerts = Alerts::load(&store).expect("load");
+        let (alert, rule) = alerts.draft(detection("cal.test", "/cal/")).expect("draft");
+        let id = alert.id;
+        alerts.insert(alert, Some(rule)).expect("insert");
+        assert_eq!(
+            alerts.quarantining("http://cal.test/cal/1999", "cal.test"),
+            Some(id)
+        );
+        assert_eq!(
+            alerts.quarantining("http://other.test/cal/1999", "other.test"),
+            None,
+            "an alert quarantines its own host only"
+        );
+        assert!(alerts.draft(detection("x.test", "(")).is_err());
+
+        let reopened = Alerts::load(&store).expect("reload");
+        assert_eq!(reopened.open_count(), 1);
+        assert_eq!(
+            reopened.quarantining("http://cal.test/cal/1", "cal.test"),
+            Some(id)
+        );
+        assert!(reopened.next_id() > id, "numbers are not reused");
+
+        alerts
+            .set_status(id, AlertStatus::Dismissed)
+            .expect("decided");
+        assert_eq!(
+            alerts.quarantining("http://cal.test/cal/1", "cal.test"),
+            None
+        );
+        let reopened = Alerts::load(&store).expect("reload");
+        assert_eq!(reopened.open_count(), 0);
+        assert_eq!(reopened.quarantining_count(), 0);
+    }
+}

@@ -1,0 +1,100 @@
+//! Handing out work: new hosts get their holds, robots.txt goes first, then
+//! every fetch that politeness, robots.txt, breakers and limits allow.
+
+use tokio::time::Instant;
+use url::Url;
+
+use super::Coordinator;
+use crate::engine::frontier::Hold;
+use crate::engine::hosts::FetchGate;
+
+impl Coordinator {
+    /// Hosts the frontier (re)created start held for robots.txt; apply what
+    /// the host table knows of them: settled robots, pauses, overrides, open
+    /// breakers.
+    pub(super) fn adopt_new_hosts(&mut self, now: Instant) {
+        let default_max = self.cfg.politeness.per_host;
+        for key in self.frontier.take_new_hosts() {
+            let head = self.frontier.host_head(&key, 1);
+            let holds = self
+                .hosts
+                .adopt(&key, head.first().map(String::as_str), now);
+            // Explicit both ways: hosts restored by `Frontier::open` predate the initial holds.
+            self.frontier
+                .set_hold(&key, Hold::Robots, !holds.robots_settled);
+            if !holds.robots_settled {
+                self.robots_wanted.push(key.clone());
+            }
+            if holds.paused {
+                self.frontier.set_hold(&key, Hold::Paused, true);
+            }
+            if holds.breaker_open {
+                self.frontier.set_hold(&key, Hold::Breaker, true);
+            }
+            if holds.max_in_flight != default_max {
+                self.frontier.set_max_in_flight(&key, holds.max_in_flight);
+            }
+            if holds.finished {
+                self.frontier.set_hold(&key, Hold::Finished, true);
+            }
+        }
+    }
+
+    /// Starts every fetch that politeness, robots, breakers and limits allow.
+    pub(super) fn dispatch(&mut self, now: Instant) {
+        self.adopt_new_hosts(now);
+        if self.run.paused || self.run.draining {
+            return;
+        }
+        while self.slots.has_room() {
+            let Some(host) = self.robots_wanted.pop() else {
+                break;
+            };
+            self.start_robots(&host);
+        }
+        while self.slots.has_room() && !self.page_budget_spent() && !self.slots.rate_limited(now) {
+            let Some(lease) = self.frontier.next_ready(now) else {
+                return;
+            };
+            if !self.slots.take_rate_token(now) {
+                self.frontier.release(lease);
+                return;
+            }
+            let host = lease.entry.host.clone();
+            let Ok(url) = Url::parse(&lease.entry.url) else {
+                self.record_unfetchable(lease, "stored URL no longer parses");
+                continue;
+            };
+            match self.hosts.check_fetch(&host, &url, now) {
+                FetchGate::RobotsUnsettled => {
+                    // Expired (or never fetched): settle robots.txt again before any page.
+                    self.frontier.release(lease);
+                    self.frontier.set_hold(&host, Hold::Robots, true);
+                    self.start_robots(&host);
+                }
+                FetchGate::RobotsDenied => self.record_robots_denied(lease),
+                FetchGate::BreakerHeld => {
+                    self.frontier.release(lease);
+                    self.hold_for_breaker(&host, now);
+                }
+                FetchGate::Go { probe } => {
+                    if let Some(transition) = probe {
+                        self.breaker_transition(&host, transition, now);
+                    }
+                    self.hosts.fetch_started(&host, now);
+                    self.slots.start_page();
+                    let validators = self.validators_for(&lease.entry.url);
+                    self.workers.spawn_page(lease, url, validators);
+                }
+            }
+        }
+    }
+
+    /// Sends the robots.txt request for a host unless one is already out.
+    pub(super) fn start_robots(&mut self, host: &str) {
+        if let Some(origin) = self.hosts.begin_robots(host) {
+            self.slots.start_robots();
+            self.workers.spawn_robots(host.to_string(), origin);
+        }
+    }
+}

@@ -1,0 +1,515 @@
+//! The host table: everything the crawl knows about each host — politeness,
+//! the operator's overrides, robots.txt, the circuit breaker — and what of it
+//! survives a restart. Bounded: past `RESIDENT_HOSTS`, idle hosts leave
+//! memory and come back from the store when they are seen again.
+
+mod state;
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use tokio::time::Instant;
+use url::Url;
+
+use super::breaker::{Outcome, Transition};
+use super::config::{BreakerConfig, PolitenessConfig, RobotsConfig};
+use super::control::{BreakerThresholds, HostKey};
+use super::robots::{RobotsBackoff, RobotsVerdict};
+use super::store::{PageOutcome, Store, StoreError, Tree};
+use super::telemetry::{BreakerPhase, HostActivity, HostView, RobotsState};
+use state::{HostRecord, HostState, RobotsSlot};
+
+/// Hosts kept in memory before idle ones are evicted (their settings are in
+/// the store; their live figures start over when they come back).
+pub(crate) const RESIDENT_HOSTS: usize = 20_000;
+
+/// How a newly tracked host must be held in the frontier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct HostHolds {
+    /// robots.txt is settled and fresh: pages may be handed out.
+    pub robots_settled: bool,
+    pub paused: bool,
+    pub breaker_open: bool,
+    pub finished: bool,
+    /// Requests in flight at most.
+    pub max_in_flight: usize,
+}
+
+/// Whether a leased URL may be fetched now.
+#[derive(Debug)]
+pub(crate) enum FetchGate {
+    /// robots.txt expired or was never fetched: settle it first.
+    RobotsUnsettled,
+    /// robots.txt disallows the URL.
+    RobotsDenied,
+    /// The breaker is open: keep the URL, hold the host.
+    BreakerHeld,
+    /// Fetch it; `probe` is set when this request is the breaker's probe.
+    Go { probe: Option<Transition> },
+}
+
+/// What a host's breaker does once it opened.
+pub(crate) enum BreakerHold {
+    /// The host kept failing past `give_up_after`.
+    GiveUp,
+    /// Hold the host; `newly` if it was not held yet; probe at `probe_at`.
+    Hold {
+        newly: bool,
+        probe_at: Option<Instant>,
+    },
+}
+
+/// What a robots.txt answer means for the host's queue.
+pub(crate) enum RobotsSettled {
+    /// Pages may be fetched; `sitemaps` lists the file's Sitemap lines.
+    Open { sitemaps: Vec<String> },
+    /// 401/403 (strict mode): the whole site is off limits.
+    DisallowAll,
+    /// Unavailable for too long.
+    GaveUp,
+    /// Unavailable: ask again at `retry_at`.
+    Postponed {
+        retry_at: Instant,
+        state: RobotsState,
+    },
+}
+
+/// The frontier's side of a host, for its view.
+pub(crate) struct HostQueueFacts {
+    pub queued: u64,
+    pub parked: u64,
+    pub activity: HostActivity,
+    /// The next URLs its queue hands out.
+    pub head: Vec<String>,
+}
+
+/// Per-host state of the crawl; the one owner of `HostState`.
+pub(crate) struct HostTable {
+    hosts: HashMap<HostKey, HostState>,
+    store: Store,
+    politeness: PolitenessConfig,
+    breaker: BreakerConfig,
+    robots: RobotsConfig,
+    /// The operator's default delay between two requests to a host.
+    default_delay: Duration,
+    resident_cap: usize,
+}
+
+impl HostTable {
+    pub(crate) fn new(
+        store: Store,
+        politeness: PolitenessConfig,
+        breaker: BreakerConfig,
+        robots: RobotsConfig,
+        default_delay: Duration,
+    ) -> Self {
+        HostTable {
+            hosts: HashMap::new(),
+            store,
+            politeness,
+            breaker,
+            robots,
+            default_delay,
+            resident_cap: RESIDENT_HOSTS,
+        }
+    }
+
+    /// The host's state, loaded from the store (or created) on first sight.
+    fn entry(&mut self, host: &str) -> &mut HostState {
+        if !self.hosts.contains_key(host) {
+            let record: Option<HostRecord> = match self.store.get(Tree::Hosts, host.as_bytes()) {
+                Ok(record) => record,
+                Err(e) => {
+                    tracing::error!("reading the stored settings of {host}: {e}");
+                    None
+                }
+            };
+            let state = match record {
+                Some(r) => HostState::restore(host.to_string(), r, Instant::now()),
+                None => HostState::new(host.to_string()),
+            };
+            self.hosts.insert(host.to_string(), state);
+        }
+        self.hosts.get_mut(host).expect("inserted above")
+    }
+
+    /// Stores what of the host survives a restart.
+    fn save(&self, host: &str) -> Result<(), StoreError> {
+        match self.hosts.get(host) {
+            Some(state) => {
+                self.store
+                    .put(Tree::Hosts, host.as_bytes(), &state.record(Instant::now()))
+            }
+            None => Ok(()),
+        }
+    }
+
+    /// Starts tracking a host the frontier (re)created; `first_url` gives its
+    /// origin (where robots.txt lives). Returns the holds it needs.
+    pub(crate) fn adopt(&mut self, host: &str, first_url: Option<&str>, now: Instant) -> HostHolds {
+        let politeness = self.politeness.clone();
+        let state = self.entry(host);
+        if state.origin.is_none() {
+            state.origin = first_url.and_then(|u| Url::parse(u).ok()).map(|mut u| {
+                u.set_path("/");
+                u.set_query(None);
+                u.set_fragment(None);
+                u
+            });
+        }
+        HostHolds {
+            robots_settled: state.robots.is_settled(now),
+            paused: state.paused,
+            breaker_open: state.breaker_held,
+            finished: state.finished,
+            max_in_flight: state.politeness.max_in_flight(&politeness),
+        }
+    }
+
+    /// Drops idle hosts from memory once there are more than the cap.
+    /// `is_idle` says whether the frontier has nothing of the host.
+    pub(crate) fn evict_idle(&mut self, is_idle: &dyn Fn(&str) -> bool) -> usize {
+        if self.hosts.len() <= self.resident_cap {
+            return 0;
+        }
+        let before = self.hosts.len();
+        let excess = before - self.resident_cap;
+        let victims: Vec<HostKey> = self
+            .hosts
+            .iter()
+            .filter(|(key, h)| h.in_flight == 0 && !h.robots.is_fetching() && is_idle(key))
+            .map(|(key, _)| key.clone())
+            .take(excess)
+            .collect();
+        for key in victims {
+            if let Err(e) = self.save(&key) {
+                tracing::error!("saving {key} before it leaves memory: {e}");
+                continue;
+            }
+            self.hosts.remove(&key);
+        }
+        before - self.hosts.len()
+    }
+
+    // ---- operator settings ----
+
+    /// Pauses or resumes one host.
+    pub(crate) fn set_paused(&mut self, host: &str, paused: bool) -> Result<(), StoreError> {
+        self.entry(host).paused = paused;
+        self.save(host)
+    }
+
+    /// The operator's delay for one host (`None`: computed again).
+    pub(crate) fn set_delay_override(
+        &mut self,
+        host: &str,
+        delay: Option<Duration>,
+    ) -> Result<(), StoreError> {
+        self.entry(host).politeness.set_override_delay(delay);
+        self.save(host)
+    }
+
+    /// The operator's in-flight limit for one host; returns the effective limit.
+    pub(crate) fn set_concurrency_override(
+        &mut self,
+        host: &str,
+        max: Option<usize>,
+    ) -> Result<usize, StoreError> {
+        let politeness = self.politeness.clone();
+        let state = self.entry(host);
+        state.politeness.set_override_concurrency(max);
+        let effective = state.politeness.max_in_flight(&politeness);
+        self.save(host)?;
+        Ok(effective)
+    }
+
+    /// The operator's breaker thresholds for one host (`None`: crawl.toml's).
+    pub(crate) fn set_breaker_thresholds(
+        &mut self,
+        host: &str,
+        thresholds: Option<BreakerThresholds>,
+    ) -> Result<(), StoreError> {
+        self.entry(host).breaker_thresholds = thresholds;
+        self.save(host)
+    }
+
+    /// Closes the host's breaker.
+    pub(crate) fn reset_breaker(&mut self, host: &str) -> Option<Transition> {
+        self.entry(host).breaker.reset()
+    }
+
+    /// Opens the host's breaker now.
+    pub(crate) fn force_open_breaker(&mut self, host: &str, now: Instant) -> Option<Transition> {
+        let base = self.breaker.clone();
+        let state = self.entry(host);
+        let cfg = state.breaker_config(&base);
+        state.breaker.force_open(now, &cfg)
+    }
+
+    /// The default per-host delay the operator set (crawl.toml's at first).
+    pub(crate) fn default_delay(&self) -> Duration {
+        self.default_delay
+    }
+
+    pub(crate) fn set_default_delay(&mut self, delay: Duration) {
+        self.default_delay = delay;
+    }
+
+    // ---- fetching ----
+
+    /// Whether `url` of `host` may be fetched now: robots.txt, then the breaker.
+    pub(crate) fn check_fetch(&mut self, host: &str, url: &Url, now: Instant) -> FetchGate {
+        let base = self.breaker.clone();
+        let state = self.entry(host);
+        if !state.robots.is_settled(now) {
+            return FetchGate::RobotsUnsettled;
+        }
+        if let RobotsSlot::Rules { rules, .. } = &state.robots {
+            if !rules.allowed(url) {
+                return FetchGate::RobotsDenied;
+            }
+        }
+        let cfg = state.breaker_config(&base);
+        let phase = state.breaker.phase();
+        if !state.breaker.allow_request(now, &cfg) {
+            return FetchGate::BreakerHeld;
+        }
+        let to = state.breaker.phase();
+        let probe = (phase != to).then(|| Transition {
+            from: phase,
+            to,
+            reason: "cooldown over: one probe request".into(),
+        });
+        FetchGate::Go { probe }
+    }
+
+    /// A page request to the host went out.
+    pub(crate) fn fetch_started(&mut self, host: &str, now: Instant) {
+        let state = self.entry(host);
+        state.in_flight += 1;
+        state.requests.record(now);
+    }
+
+    /// A page request to the host came back (answered or failed).
+    pub(crate) fn fetch_ended(&mut self, host: &str) {
+        if let Some(state) = self.hosts.get_mut(host) {
+            state.in_flight = state.in_flight.saturating_sub(1);
+        }
+    }
+
+    /// A request failed without an answer (connect, timeout, reset, ...).
+    pub(crate) fn record_failure(&mut self, host: &str, elapsed: Duration, now: Instant) {
+        if let Some(state) = self.hosts.get_mut(host) {
+            state.status.errors += 1;
+            state.latency.record(elapsed);
+            state.politeness.record_response(elapsed, None, None, now);
+        }
+    }
+
+    /// The host answered with `status`.
+    pub(crate) fn record_answer(
+        &mut self,
+        host: &str,
+        status: u16,
+        elapsed: Duration,
+        retry_after: Option<Duration>,
+        now: Instant,
+    ) {
+        if let Some(state) = self.hosts.get_mut(host) {
+            state.status.record_status(status);
+            state.fetched += 1;
+            state.latency.record(elapsed);
+            state
+                .politeness
+                .record_response(elapsed, Some(status), retry_after, now);
+        }
+    }
+
+    /// How long to wait before the host's next request (and why), remembered
+    /// for the host's view. `None` for a host not in memory.
+    pub(crate) fn next_delay(&mut self, host: &str) -> Option<Duration> {
+        let state = self.hosts.get_mut(host)?;
+        let (delay, source) = state.politeness.next_delay(
+            &self.politeness,
+            self.default_delay,
+            state.robots.crawl_delay(),
+        );
+        state.delay = (delay, source);
+        Some(delay)
+    }
+
+    // ---- circuit breaker ----
+
+    /// Feeds an answer (or failure) to the host's breaker.
+    pub(crate) fn breaker_record(
+        &mut self,
+        host: &str,
+        outcome: Outcome,
+        now: Instant,
+    ) -> Option<Transition> {
+        let state = self.hosts.get_mut(host)?;
+        let cfg = state.breaker_config(&self.breaker);
+        state.breaker.record(outcome, now, &cfg)
+    }
+
+    /// The host's breaker is not closed: failures are not its URLs' fault.
+    pub(crate) fn breaker_down(&self, host: &str) -> bool {
+        self.hosts
+            .get(host)
+            .is_some_and(|h| h.breaker.phase() != BreakerPhase::Closed)
+    }
+
+    /// The breaker opened (or stays open): hold the host until its probe, or
+    /// give it up when it kept failing too long.
+    pub(crate) fn breaker_hold(&mut self, host: &str, now: Instant) -> Option<BreakerHold> {
+        let state = self.hosts.get_mut(host)?;
+        if state
+            .breaker
+            .gave_up(now, &state.breaker_config(&self.breaker))
+        {
+            return Some(BreakerHold::GiveUp);
+        }
+        let newly = !state.breaker_held;
+        state.breaker_held = true;
+        Some(BreakerHold::Hold {
+            newly,
+            probe_at: state.breaker.next_probe_at(),
+        })
+    }
+
+    /// The breaker's hold is lifted (closed, or a probe may go out).
+    pub(crate) fn breaker_released(&mut self, host: &str) {
+        if let Some(state) = self.hosts.get_mut(host) {
+            state.breaker_held = false;
+        }
+    }
+
+    /// A probe timer fired: `Ok(())` if the host may send its probe now, or
+    /// `Err(at)` when the cooldown moved on meanwhile. `None`: host unknown.
+    pub(crate) fn probe_due(&mut self, host: &str, now: Instant) -> Option<Result<(), Instant>> {
+        let state = self.hosts.get_mut(host)?;
+        if state.breaker.phase() != BreakerPhase::Closed {
+            if let Some(at) = state.breaker.next_probe_at().filter(|at| *at > now) {
+                return Some(Err(at));
+            }
+        }
+        state.breaker_held = false;
+        Some(Ok(()))
+    }
+
+    /// Persists the host after a breaker transition.
+    pub(crate) fn breaker_changed(&self, host: &str) -> Result<(), StoreError> {
+        self.save(host)
+    }
+
+    /// The host takes no more work (remembered across restarts).
+    pub(crate) fn give_up(&mut self, host: &str) -> Result<(), StoreError> {
+        let state = self.entry(host);
+        state.finished = true;
+        state.given_up = state.finished_reason();
+        self.save(host)
+    }
+
+    /// For a given-up host: what its newly found URLs are recorded as.
+    pub(crate) fn finished_reason(&self, host: &str) -> Option<PageOutcome> {
+        self.hosts.get(host).and_then(|h| h.finished_reason())
+    }
+
+    // ---- robots.txt ----
+
+    /// Marks the host's robots.txt as being fetched and returns its origin;
+    /// `None` if a fetch is out already, the verdict is final, or the host
+    /// is unknown.
+    pub(crate) fn begin_robots(&mut self, host: &str) -> Option<Url> {
+        let state = self.hosts.get_mut(host)?;
+        match &mut state.robots {
+            RobotsSlot::Unknown { fetching } | RobotsSlot::Postponed { fetching, .. } => {
+                if *fetching {
+                    return None;
+                }
+                *fetching = true;
+            }
+            RobotsSlot::Rules { .. } | RobotsSlot::AllowAll { .. } => {
+                state.robots = RobotsSlot::Unknown { fetching: true };
+            }
+            RobotsSlot::DisallowAll | RobotsSlot::GaveUp => return None,
+        }
+        if state.origin.is_none() {
+            tracing::error!("no origin known for {host}; robots.txt cannot be fetched");
+        }
+        state.origin.clone()
+    }
+
+    /// Applies a robots.txt answer to the host.
+    pub(crate) fn settle_robots(
+        &mut self,
+        host: &str,
+        verdict: RobotsVerdict,
+        ttl: Duration,
+        elapsed: Duration,
+        now: Instant,
+    ) -> Option<RobotsSettled> {
+        let state = self.hosts.get_mut(host)?;
+        state.politeness.record_response(elapsed, None, None, now);
+        let expires = now + ttl;
+        let (slot, settled) = match verdict {
+            RobotsVerdict::Parsed(rules) => {
+                let sitemaps = rules.sitemaps().to_vec();
+                let slot = RobotsSlot::Rules {
+                    rules: Box::new(rules),
+                    expires,
+                };
+                (slot, RobotsSettled::Open { sitemaps })
+            }
+            RobotsVerdict::AllowAll => (
+                RobotsSlot::AllowAll { expires },
+                RobotsSettled::Open {
+                    sitemaps: Vec::new(),
+                },
+            ),
+            RobotsVerdict::DisallowAll => (RobotsSlot::DisallowAll, RobotsSettled::DisallowAll),
+            RobotsVerdict::Unavailable { retry_after } => {
+                let mut backoff = match std::mem::replace(&mut state.robots, RobotsSlot::GaveUp) {
+                    RobotsSlot::Postponed { backoff, .. } => backoff,
+                    _ => RobotsBackoff::new(&self.robots),
+                };
+                let retry_at = backoff.record_failure(now, retry_after);
+                if backoff.gave_up(now) {
+                    (RobotsSlot::GaveUp, RobotsSettled::GaveUp)
+                } else {
+                    let slot = RobotsSlot::Postponed {
+                        backoff,
+                        fetching: false,
+                    };
+                    let state = slot.state();
+                    (slot, RobotsSettled::Postponed { retry_at, state })
+                }
+            }
+        };
+        state.robots = slot;
+        Some(settled)
+    }
+
+    // ---- views ----
+
+    /// Views of every host in memory; `queue` answers for the frontier's side
+    /// of a host.
+    pub(crate) fn views(
+        &mut self,
+        now: Instant,
+        queue: &mut dyn FnMut(&str) -> HostQueueFacts,
+    ) -> Vec<HostView> {
+        let politeness = &self.politeness;
+        self.hosts
+            .iter_mut()
+            .map(|(key, host)| {
+                let q = queue(key);
+                let max = host.politeness.max_in_flight(politeness);
+                host.view(now, q.queued, max, q.activity, q.parked, q.head)
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,162 @@
+use std::time::Duration;
+
+use super::*;
+use crate::engine::robots::RobotsRules;
+use crate::engine::telemetry::HostActivity;
+
+fn table(dir: &std::path::Path) -> HostTable {
+    let store = Store::open(dir, 1 << 20).expect("store");
+    HostTable::new(
+        store,
+        PolitenessConfig::default(),
+        BreakerConfig::default(),
+        RobotsConfig::default(),
+        Duration::from_millis(250),
+    )
+}
+
+fn url(s: &str) -> Url {
+    Url::parse(s).expect("url")
+}
+
+#[tokio::test(start_paused = true)]
+async fn robots_txt_is_settled_before_any_page_and_its_rules_apply() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut hosts = table(dir.path());
+    let now = Instant::now();
+    let holds = hosts.adopt("h.test", Some("http://h.test/a/b?c"), now);
+    assert!(!holds.robots_settled, "a new host waits for robots.txt");
+    assert!(matches!(
+        hosts.check_fetch("h.test", &url("http://h.test/a"), now),
+        FetchGate::RobotsUnsettled
+    ));
+    let origin = hosts
+        .begin_robots("h.test")
+        .expect("robots.txt fetched from the origin");
+    assert_eq!(origin.as_str(), "http://h.test/");
+    assert_eq!(
+        hosts.begin_robots("h.test"),
+        None,
+        "one robots.txt request at a time"
+    );
+
+    let rules = RobotsRules::parse(
+        b"User-agent: *\nDisallow: /private\n",
+        "crawldeck",
+        Duration::from_secs(60),
+    );
+    let settled = hosts.settle_robots(
+        "h.test",
+        RobotsVerdict::Parsed(rules),
+        Duration::from_secs(3600),
+        Duration::from_millis(5),
+        now,
+    );
+    assert!(matches!(settled, Some(RobotsSettled::Open { .. })));
+    assert!(matches!(
+        hosts.check_fetch("h.test", &url("http://h.test/private/x"), now),
+        FetchGate::RobotsDenied
+    ));
+    assert!(matches!(
+        hosts.check_fetch("h.test", &url("http://h.test/public"), now),
+        FetchGate::Go { probe: None }
+    ));
+    let later = now + Duration::from_secs(3601);
+    assert!(
+        matches!(
+            hosts.check_fetch("h.test", &url("http://h.test/public"), later),
+            FetchGate::RobotsUnsettled
+        ),
+        "expired rules are fetched again"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_open_breaker_holds_the_host_and_lets_one_probe_through() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut hosts = table(dir.path());
+    let now = Instant::now();
+    hosts.adopt("f.test", Some("http://f.test/"), now);
+    hosts.settle_robots(
+        "f.test",
+        RobotsVerdict::AllowAll,
+        Duration::from_secs(3600),
+        Duration::ZERO,
+        now,
+    );
+    let opened = hosts
+        .force_open_breaker("f.test", now)
+        .expect("closed -> open");
+    assert_eq!(opened.to, BreakerPhase::Open);
+    assert!(hosts.breaker_down("f.test"));
+    let Some(BreakerHold::Hold {
+        newly: true,
+        probe_at: Some(probe_at),
+    }) = hosts.breaker_hold("f.test", now)
+    else {
+        panic!("an open breaker holds the host until a probe time");
+    };
+    assert!(matches!(
+        hosts.check_fetch("f.test", &url("http://f.test/x"), now),
+        FetchGate::BreakerHeld
+    ));
+    assert_eq!(hosts.probe_due("f.test", now), Some(Err(probe_at)));
+    assert_eq!(hosts.probe_due("f.test", probe_at), Some(Ok(())));
+    let FetchGate::Go { probe: Some(t) } =
+        hosts.check_fetch("f.test", &url("http://f.test/x"), probe_at)
+    else {
+        panic!("after the cooldown one request goes out as the probe");
+    };
+    assert_eq!(t.to, BreakerPhase::HalfOpen);
+}
+
+#[tokio::test(start_paused = true)]
+async fn idle_hosts_leave_memory_past_the_cap_and_come_back_with_their_settings() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut hosts = table(dir.path());
+    hosts.resident_cap = 2;
+    let now = Instant::now();
+    for host in ["a.test", "b.test", "c.test", "d.test"] {
+        hosts.adopt(host, Some(&format!("http://{host}/")), now);
+    }
+    hosts
+        .set_delay_override("a.test", Some(Duration::from_secs(7)))
+        .expect("stored");
+    hosts.set_paused("b.test", true).expect("stored");
+    hosts.give_up("c.test").expect("stored");
+    hosts.fetch_started("d.test", now);
+    assert_eq!(hosts.evict_idle(&|_| true), 2, "down to the cap");
+    assert_eq!(hosts.hosts.len(), 2);
+    assert!(
+        hosts.hosts.contains_key("d.test"),
+        "a host with a request in flight stays"
+    );
+    assert_eq!(hosts.evict_idle(&|_| false), 0, "busy hosts stay");
+
+    hosts.fetch_ended("d.test");
+    hosts.evict_idle(&|_| true);
+    for host in ["a.test", "b.test", "c.test"] {
+        hosts.adopt(host, None, now);
+    }
+    let view = |hosts: &mut HostTable, name: &str| {
+        hosts
+            .views(now, &mut |_| HostQueueFacts {
+                queued: 0,
+                parked: 0,
+                activity: HostActivity::Idle,
+                head: Vec::new(),
+            })
+            .into_iter()
+            .find(|v| v.host == name)
+            .expect("host in memory")
+    };
+    assert_eq!(
+        view(&mut hosts, "a.test").delay_override,
+        Some(Duration::from_secs(7))
+    );
+    assert!(view(&mut hosts, "b.test").paused);
+    assert!(
+        hosts.finished_reason("c.test").is_some(),
+        "a given-up host stays given up"
+    );
+}
