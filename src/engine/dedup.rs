@@ -60,11 +60,13 @@ impl BloomFilter {
             .all(|bit| self.bits[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
     }
 
+    #[cfg(test)]
     pub fn memory_bytes(&self) -> usize {
         self.bits.len() * std::mem::size_of::<u64>()
     }
 
     /// Number of hash functions in use.
+    #[cfg(test)]
     pub fn hash_count(&self) -> u32 {
         self.hashes
     }
@@ -86,6 +88,7 @@ impl ContentDigest {
 }
 
 /// 64-bit simhash: every token occurrence votes on every bit.
+#[cfg(test)]
 pub fn simhash<'a>(tokens: impl Iterator<Item = &'a str>) -> u64 {
     let mut votes = Votes::default();
     for token in tokens.filter(|t| !t.is_empty()) {
@@ -196,6 +199,7 @@ impl Votes {
     }
 }
 
+#[cfg(test)]
 pub fn hamming(a: u64, b: u64) -> u32 {
     (a ^ b).count_ones()
 }
@@ -360,12 +364,9 @@ impl RecentSeen {
         self.current.insert(fp);
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.current.len() + self.previous.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 }
 

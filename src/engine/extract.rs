@@ -17,7 +17,7 @@ use url::Url;
 
 use crate::engine::{dedup, url_norm};
 
-pub use bench::{measure_extraction, ExtractionMeasurement};
+pub use bench::measure_extraction;
 
 #[derive(Debug, Clone)]
 pub struct ExtractOptions {

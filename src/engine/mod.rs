@@ -2,30 +2,30 @@
 //! printer both drive it through [`EngineHandle`].
 
 mod alerts;
-pub mod breaker;
+pub(crate) mod breaker;
 pub mod config;
 pub mod control;
 mod coordinator;
-pub mod cpu_pool;
-pub mod dedup;
-pub mod extract;
-pub mod fetch;
+pub(crate) mod cpu_pool;
+pub(crate) mod dedup;
+pub(crate) mod extract;
+pub(crate) mod fetch;
 pub mod frontier;
 mod hosts;
 mod outbox;
-pub mod politeness;
-pub mod prioritize;
+pub(crate) mod politeness;
+pub(crate) mod prioritize;
 mod recrawl;
-pub mod robots;
-pub mod rules;
-pub mod session_ids;
+pub(crate) mod robots;
+pub(crate) mod rules;
+pub(crate) mod session_ids;
 mod slots;
 mod stats;
 pub mod store;
 mod tasks;
 pub mod telemetry;
 mod timers;
-pub mod traps;
+pub(crate) mod traps;
 pub mod url_norm;
 
 use std::sync::atomic::{AtomicU64, Ordering};

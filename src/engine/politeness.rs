@@ -27,6 +27,7 @@ pub struct HostPoliteness {
 }
 
 impl HostPoliteness {
+    #[cfg(test)]
     pub fn new() -> Self {
         Self::default()
     }
@@ -75,6 +76,7 @@ impl HostPoliteness {
 
     /// When the next request may start, or `None` before the first response
     /// (the first request of a host waits only for robots.txt).
+    #[cfg(test)]
     pub fn next_allowed_at(
         &self,
         cfg: &PolitenessConfig,
@@ -102,6 +104,7 @@ impl HostPoliteness {
         };
     }
 
+    #[cfg(test)]
     pub fn last_response_at(&self) -> Option<Instant> {
         self.last_response_at
     }

@@ -106,6 +106,8 @@ pub fn keep_unchanged_page(store: &Store, record: &mut PageRecord) {
         record.outcome = previous.outcome;
     }
     record.title = previous.title;
+    record.canonical = previous.canonical;
+    record.links_dropped = previous.links_dropped;
     record.content_digest = previous.content_digest;
     record.bytes = previous.bytes;
     record.outlinks = previous.outlinks;

@@ -24,6 +24,7 @@ pub struct CompiledRule {
 }
 
 impl CompiledRule {
+    #[cfg(test)]
     pub fn spec(&self) -> &RuleSpec {
         &self.spec
     }
@@ -62,6 +63,7 @@ pub struct RuleSet {
 }
 
 impl RuleSet {
+    #[cfg(test)]
     pub fn new() -> Self {
         RuleSet::default()
     }
@@ -209,6 +211,7 @@ impl RuleSet {
         Some(entry.id)
     }
 
+    #[cfg(test)]
     pub fn get(&self, id: u64) -> Option<&CompiledRule> {
         self.entries.iter().find(|e| e.id == id).map(|e| &e.rule)
     }
@@ -220,12 +223,9 @@ impl RuleSet {
         }
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
     }
 
     pub fn views(&self) -> Vec<RuleView> {

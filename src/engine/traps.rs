@@ -123,6 +123,7 @@ impl TrapDetector {
         }
     }
 
+    #[cfg(test)]
     pub fn hosts_tracked(&self) -> usize {
         self.hosts.len()
     }

@@ -237,6 +237,8 @@ impl Coordinator {
             }
         } else if let Some(extracted) = &page.extracted {
             record.title = extracted.title.clone();
+            record.canonical = extracted.canonical.as_ref().map(|u| u.to_string());
+            record.links_dropped = u32::try_from(extracted.links_dropped).unwrap_or(u32::MAX);
             let duplicate_of = page
                 .digest
                 .as_ref()

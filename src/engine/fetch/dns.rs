@@ -63,6 +63,7 @@ impl CachingResolver {
     }
 
     /// Questions that went to the underlying resolver.
+    #[cfg(test)]
     pub(crate) fn lookups(&self) -> u64 {
         self.lookups.load(Ordering::Relaxed)
     }

@@ -20,7 +20,6 @@ use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 use url::{Position, Url};
 
-pub use dns::is_localhost;
 pub use error::{FetchError, FetchErrorKind, FetchSetupError};
 
 use error::{classify, cut, error_chain};
@@ -75,6 +74,8 @@ pub(crate) enum Overflow {
 #[derive(Clone)]
 pub struct Fetcher {
     client: reqwest::Client,
+    /// Kept for the tests that count DNS questions.
+    #[cfg(test)]
     resolver: dns::CachingResolver,
     /// Identification headers, in the order they are sent.
     identity: Arc<Vec<(HeaderName, HeaderValue)>>,
@@ -137,6 +138,7 @@ impl Fetcher {
             .map_err(|e| FetchSetupError::Client(error_chain(&e)))?;
         Ok(Fetcher {
             client,
+            #[cfg(test)]
             resolver,
             identity: Arc::new(identity),
             connect_timeout: fetch.connect_timeout,
@@ -158,6 +160,7 @@ impl Fetcher {
     }
 
     /// Questions the DNS cache passed on to the system resolver.
+    #[cfg(test)]
     pub fn dns_lookups(&self) -> u64 {
         self.resolver.lookups()
     }

@@ -61,6 +61,7 @@ impl RobotsBackoff {
         self.attempts
     }
 
+    #[cfg(test)]
     pub fn first_failure(&self) -> Option<Instant> {
         self.first_failure
     }
@@ -72,6 +73,7 @@ impl RobotsBackoff {
     }
 
     /// robots.txt came back: start over on the next outage.
+    #[cfg(test)]
     pub fn reset(&mut self) {
         self.first_failure = None;
         self.attempts = 0;

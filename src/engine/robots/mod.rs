@@ -16,8 +16,10 @@ use std::time::Duration;
 
 use url::Url;
 
-pub use backoff::{RobotsBackoff, RETRY_BASE, RETRY_MAX};
-pub use rules::{normalize_escapes, RobotsRules};
+pub use backoff::RobotsBackoff;
+#[cfg(test)]
+use rules::normalize_escapes;
+pub use rules::RobotsRules;
 
 use super::fetch::{FetchErrorKind, Fetcher, Overflow};
 use crate::engine::config::{RobotsConfig, RobotsMode};
@@ -44,6 +46,7 @@ pub enum RobotsVerdict {
 }
 
 impl RobotsVerdict {
+    #[cfg(test)]
     pub fn allowed(&self, url: &Url) -> bool {
         match self {
             RobotsVerdict::Parsed(rules) => rules.allowed(url),
@@ -52,6 +55,7 @@ impl RobotsVerdict {
         }
     }
 
+    #[cfg(test)]
     pub fn crawl_delay(&self) -> Option<Duration> {
         match self {
             RobotsVerdict::Parsed(rules) => rules.crawl_delay(),

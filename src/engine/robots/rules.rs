@@ -79,6 +79,7 @@ impl RobotsRules {
         &self.sitemaps
     }
 
+    #[cfg(test)]
     pub fn dropped_lines(&self) -> usize {
         self.dropped_lines
     }

@@ -16,6 +16,16 @@ pub struct PageRecord {
     pub last_modified: Option<String>,
     pub bytes: u64,
     pub outlinks: u32,
+    /// The page's `<link rel=canonical>`, resolved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub canonical: Option<String>,
+    /// Links past the per-page cap (`scope.max_links_per_page`), not followed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub links_dropped: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,6 +77,8 @@ impl PageRecord {
             last_modified: None,
             bytes: 0,
             outlinks: 0,
+            canonical: None,
+            links_dropped: 0,
         }
     }
 }
