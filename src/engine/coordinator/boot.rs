@@ -73,21 +73,7 @@ pub(in crate::engine) fn build(
         // A decided or open pattern is not raised again after a restart.
         traps.mark_raised(&host, kind, &rule);
     }
-    let settings: Option<Settings> = store.get(Tree::Meta, SETTINGS_KEY).map_err(store_err)?;
-    let mut slots = FetchSlots::new(
-        config.concurrency,
-        (config.max_rate > 0.0).then_some(config.max_rate),
-    );
-    let mut paused = false;
-    let mut default_delay = config.politeness.min_delay;
-    if let Some(s) = &settings {
-        slots.set_rate(s.global_rate, Instant::now());
-        slots.set_concurrency(s.global_concurrency);
-        rules.reserve_ids_below(s.next_rule_id);
-        alerts.reserve_ids_below(s.next_alert_id);
-        paused = s.paused;
-        default_delay = s.global_delay;
-    }
+    let operator = restore_settings(&store, &config, &mut rules, &mut alerts)?;
     let recrawl_pass = if options.recrawl {
         let (pass, queued) = recrawl::start_pass(&store, &mut frontier)?;
         tracing::info!("recrawl pass {pass}: {queued} pages queued with their validators");
@@ -105,7 +91,7 @@ pub(in crate::engine) fn build(
         config.politeness.clone(),
         config.breaker.clone(),
         config.robots.clone(),
-        default_delay,
+        operator.default_delay,
     );
     Ok(Coordinator {
         data_dir: data_dir.display().to_string(),
@@ -126,10 +112,10 @@ pub(in crate::engine) fn build(
         timers: Timers::default(),
         retries: Default::default(),
         stats,
-        slots,
+        slots: operator.slots,
         run: RunState {
             state: CrawlState::Starting,
-            paused,
+            paused: operator.paused,
             draining: false,
             finish_reason: None,
             wait_for_operator: options.wait_for_operator,
@@ -138,6 +124,39 @@ pub(in crate::engine) fn build(
         unsynced: false,
         cfg: config,
     })
+}
+
+/// What the operator changed at runtime in earlier runs, over crawl.toml.
+struct OperatorSettings {
+    slots: FetchSlots,
+    paused: bool,
+    default_delay: std::time::Duration,
+}
+
+/// The crawl-wide settings the operator left (pause, delay, concurrency,
+/// rate), or crawl.toml's; rule and alert numbers are never reused.
+fn restore_settings(
+    store: &Store,
+    config: &CrawlConfig,
+    rules: &mut OperatorRules,
+    alerts: &mut Alerts,
+) -> Result<OperatorSettings, EngineError> {
+    let settings: Option<Settings> = store.get(Tree::Meta, SETTINGS_KEY).map_err(store_err)?;
+    let rate = (config.max_rate > 0.0).then_some(config.max_rate);
+    let mut restored = OperatorSettings {
+        slots: FetchSlots::new(config.concurrency, rate),
+        paused: false,
+        default_delay: config.politeness.min_delay,
+    };
+    if let Some(s) = settings {
+        restored.slots.set_rate(s.global_rate, Instant::now());
+        restored.slots.set_concurrency(s.global_concurrency);
+        restored.paused = s.paused;
+        restored.default_delay = s.global_delay;
+        rules.reserve_ids_below(s.next_rule_id);
+        alerts.reserve_ids_below(s.next_alert_id);
+    }
+    Ok(restored)
 }
 
 /// The seeds of this run and of earlier ones (which keep a resumed crawl's

@@ -4,9 +4,9 @@
 
 mod batch;
 mod gzip;
-pub mod keys;
+pub(crate) mod keys;
 mod records;
-pub mod warc;
+pub(crate) mod warc;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -115,7 +115,7 @@ impl Store {
     }
 
     /// Whether the URL with this fingerprint was ever admitted to the frontier.
-    pub fn seen_contains(&self, fp: u64) -> Result<bool, StoreError> {
+    pub(crate) fn seen_contains(&self, fp: u64) -> Result<bool, StoreError> {
         self.inner
             .crawl
             .contains_key(keys::seen_key(fp))
@@ -123,7 +123,7 @@ impl Store {
     }
 
     /// Calls `f` with every seen fingerprint (to fill a Bloom filter on resume).
-    pub fn for_each_seen(&self, mut f: impl FnMut(u64)) -> Result<(), StoreError> {
+    pub(crate) fn for_each_seen(&self, mut f: impl FnMut(u64)) -> Result<(), StoreError> {
         for item in self.inner.crawl.scan_prefix([keys::SEEN]) {
             let (key, _) = item.map_err(StoreError::sled("seen scan"))?;
             let bytes: [u8; 8] = key
@@ -135,7 +135,12 @@ impl Store {
         Ok(())
     }
 
-    pub fn put<T: Serialize>(&self, tree: Tree, key: &[u8], value: &T) -> Result<(), StoreError> {
+    pub(crate) fn put<T: Serialize>(
+        &self,
+        tree: Tree,
+        key: &[u8],
+        value: &T,
+    ) -> Result<(), StoreError> {
         let bytes = serde_json::to_vec(value).map_err(|source| StoreError::Encode {
             what: tree_name(tree),
             source,
@@ -146,7 +151,7 @@ impl Store {
         Ok(())
     }
 
-    pub fn get<T: DeserializeOwned>(
+    pub(crate) fn get<T: DeserializeOwned>(
         &self,
         tree: Tree,
         key: &[u8],
@@ -157,7 +162,7 @@ impl Store {
         }
     }
 
-    pub fn remove(&self, tree: Tree, key: &[u8]) -> Result<(), StoreError> {
+    pub(crate) fn remove(&self, tree: Tree, key: &[u8]) -> Result<(), StoreError> {
         self.tree(tree)
             .remove(key)
             .map_err(StoreError::sled("remove"))?;
@@ -177,7 +182,7 @@ impl Store {
     /// The record of a URL that left the frontier.
     /// Exact-duplicate check: remembers the first URL stored with a content
     /// digest and returns it when `url` is another one.
-    pub fn first_url_with_digest(
+    pub(crate) fn first_url_with_digest(
         &self,
         digest: &[u8],
         url: &str,
@@ -221,7 +226,7 @@ impl Store {
     }
 
     /// Records pages outside a frontier operation (e.g. URLs refused at discovery).
-    pub fn record_pages(&self, records: &[PageRecord]) -> Result<(), StoreError> {
+    pub(crate) fn record_pages(&self, records: &[PageRecord]) -> Result<(), StoreError> {
         let mut batch = CrawlBatch::default();
         for record in records {
             batch.record_page(record)?;
@@ -230,7 +235,7 @@ impl Store {
     }
 
     /// Makes everything written so far durable.
-    pub fn flush(&self) -> Result<(), StoreError> {
+    pub(crate) fn flush(&self) -> Result<(), StoreError> {
         self.inner.db.flush().map_err(StoreError::sled("flush"))?;
         Ok(())
     }

@@ -71,12 +71,14 @@ impl WarcWriter {
     }
 
     /// The file records are currently written to.
+    #[cfg(test)]
     pub fn current_path(&self) -> &Path {
         &self.current_path
     }
 
     /// Writes a `request` and a `response` record; the request names the
     /// response in `WARC-Concurrent-To`. Both land in the same file.
+    #[cfg(test)]
     pub fn write_exchange(&mut self, ex: &WarcExchange) -> io::Result<()> {
         let encoded = EncodedExchange::new(ex)?;
         self.append(&encoded)
