@@ -1,4 +1,5 @@
-//! Per-host delay policy and the global page-rate cap (DESIGN §3 invariant 1).
+//! Per-host delay policy and the global page-rate cap (invariant
+//! "politeness" in docs/ARCHITECTURE.md).
 //!
 //! Pure: every function takes `now` from the caller, nothing reads the clock.
 

@@ -1,5 +1,5 @@
-//! HTTP fetching with every network input bounded (DESIGN §3 invariant 4):
-//! connect, read-idle and total timeouts, a body cap on the decompressed
+//! HTTP fetching with every network input bounded (invariant "everything
+//! from the network is bounded" in docs/ARCHITECTURE.md): connect, read-idle and total timeouts, a body cap on the decompressed
 //! stream, a URL length cap and a header count cap. Redirects are returned,
 //! not followed: the engine queues them like links.
 

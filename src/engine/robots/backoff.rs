@@ -1,6 +1,7 @@
 //! Retry schedule for a robots.txt that is unavailable (5xx, timeouts): the host
 //! is postponed, retried with doubling waits, and given up after a bounded time
-//! so the crawl always ends (DESIGN §3 invariant 7).
+//! so the crawl always ends (invariant "a crawl always ends" in
+//! docs/ARCHITECTURE.md).
 
 use std::time::Duration;
 

@@ -1,4 +1,5 @@
-//! robots.txt: fetching, status semantics and expiry (DESIGN §3 invariant 2).
+//! robots.txt: fetching, status semantics and expiry (invariant "robots.txt
+//! first" in docs/ARCHITECTURE.md).
 //! Rule matching is RFC 9309 (longest match) by texting_robots.
 //!
 //! Status handling, from the HTTP guide's robots chapter: 2xx → parse;
