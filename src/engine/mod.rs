@@ -58,6 +58,7 @@ impl EngineControl {
 
 /// What a front end holds of a running engine.
 pub struct EngineHandle {
+    /// Sends operator commands.
     pub control: EngineControl,
     /// Latest snapshot, published a few times a second.
     pub snapshots: watch::Receiver<Arc<Snapshot>>,
@@ -67,8 +68,11 @@ pub struct EngineHandle {
 
 /// The engine's side of the channels behind an [`EngineHandle`].
 pub struct EngineEnds {
+    /// Operator commands, each with the id its answer will carry.
     pub commands: mpsc::UnboundedReceiver<(CommandId, Command)>,
+    /// Where the latest snapshot is published.
     pub snapshots: watch::Sender<Arc<Snapshot>>,
+    /// Where discrete events go (bounded; a lagging receiver loses events).
     pub events: mpsc::Sender<EngineEvent>,
 }
 
@@ -100,10 +104,19 @@ impl EngineHandle {
 /// Errors that stop the engine from starting or running.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
+    /// A setting is invalid or the data directory cannot serve this request
+    /// (for example `--recrawl` on an empty crawl); the message says the fix.
     #[error("invalid configuration: {0}")]
     Config(String),
+    /// The data directory (or its WARC folder) cannot be created or opened.
     #[error("data directory {path}: {message}")]
-    DataDir { path: String, message: String },
+    DataDir {
+        /// The directory in question.
+        path: String,
+        /// What went wrong with it.
+        message: String,
+    },
+    /// The store failed while starting.
     #[error("storage: {0}")]
     Store(String),
 }
@@ -111,7 +124,9 @@ pub enum EngineError {
 /// A started engine: the handle for front ends and the task that ends with the
 /// final snapshot (the crawl summary).
 pub struct RunningEngine {
+    /// Commands in, snapshots and events out.
     pub handle: EngineHandle,
+    /// Ends with the final snapshot once the crawl is over and checkpointed.
     pub done: tokio::task::JoinHandle<Result<Snapshot, EngineError>>,
 }
 
@@ -137,6 +152,7 @@ pub async fn start(
     start_with(config, data_dir, shutdown, EngineOptions::default()).await
 }
 
+/// As [`start`], with front-end options (waiting for the operator, a recrawl pass).
 pub async fn start_with(
     config: crate::engine::config::CrawlConfig,
     data_dir: &std::path::Path,
@@ -146,11 +162,11 @@ pub async fn start_with(
     let (handle, ends) = EngineHandle::channel();
     let data_dir = data_dir.to_path_buf();
     // Opening sled and rebuilding the seen filter is blocking work.
-    let scheduler =
+    let coordinator =
         tokio::task::spawn_blocking(move || coordinator::build(config, &data_dir, ends, options))
             .await
             .map_err(|e| EngineError::Store(format!("engine start-up failed: {e}")))??;
     let runtime = tokio::runtime::Handle::current();
-    let done = tokio::task::spawn_blocking(move || runtime.block_on(scheduler.run(shutdown)));
+    let done = tokio::task::spawn_blocking(move || runtime.block_on(coordinator.run(shutdown)));
     Ok(RunningEngine { handle, done })
 }
