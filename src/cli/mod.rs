@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::engine::config::{RobotsMode, Scope, TrapPolicy};
 
@@ -120,7 +120,7 @@ pub struct RunArgs {
     pub max_depth: Option<u32>,
     /// Which links are followed.
     #[arg(long, value_enum)]
-    pub scope: Option<Scope>,
+    pub scope: Option<ScopeArg>,
     /// A further domain (with subdomains) in scope; repeatable.
     #[arg(long = "allow-domain", value_name = "DOMAIN")]
     pub allow_domains: Vec<String>,
@@ -150,10 +150,10 @@ pub struct RunArgs {
     pub max_body: Option<u64>,
     /// How 401/403 on robots.txt is read.
     #[arg(long, value_enum)]
-    pub robots: Option<RobotsMode>,
+    pub robots: Option<RobotsArg>,
     /// What a spider-trap alert does.
     #[arg(long, value_enum)]
-    pub traps: Option<TrapPolicy>,
+    pub traps: Option<TrapsArg>,
     /// Global cap on pages per second (0 = no cap).
     #[arg(long, value_name = "PAGES_PER_SEC")]
     pub max_rate: Option<f64>,
@@ -179,6 +179,70 @@ pub struct RunArgs {
     /// Log filter in RUST_LOG syntax (default: RUST_LOG, else "info"); the log goes to <DIR>/crawldeck.log.
     #[arg(long, value_name = "FILTER")]
     pub log_level: Option<String>,
+}
+
+// The engine's settings know nothing of clap, so the flags that pick one of
+// them have their own value enums. The variant docs are the `--help` text;
+// the value names must match the names crawl.toml uses (tested below).
+
+/// `--scope` values; see [`Scope`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ScopeArg {
+    /// Only the hosts of the seeds.
+    Host,
+    /// The registrable domains of the seeds (and their subdomains).
+    Domain,
+    /// Follow links anywhere.
+    Any,
+}
+
+impl From<ScopeArg> for Scope {
+    fn from(arg: ScopeArg) -> Self {
+        match arg {
+            ScopeArg::Host => Scope::Host,
+            ScopeArg::Domain => Scope::Domain,
+            ScopeArg::Any => Scope::Any,
+        }
+    }
+}
+
+/// `--robots` values; see [`RobotsMode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum RobotsArg {
+    /// 401/403 on robots.txt: the whole site is off limits (HTTP guide's reading).
+    Strict,
+    /// RFC 9309: every 4xx on robots.txt means no restrictions.
+    Rfc9309,
+}
+
+impl From<RobotsArg> for RobotsMode {
+    fn from(arg: RobotsArg) -> Self {
+        match arg {
+            RobotsArg::Strict => RobotsMode::Strict,
+            RobotsArg::Rfc9309 => RobotsMode::Rfc9309,
+        }
+    }
+}
+
+/// `--traps` values; see [`TrapPolicy`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TrapsArg {
+    /// Park matching URLs until the operator accepts or dismisses the alert.
+    Quarantine,
+    /// Accept every alert at once (its suggested rule is added).
+    Auto,
+    /// Raise alerts, crawl on.
+    AlertOnly,
+}
+
+impl From<TrapsArg> for TrapPolicy {
+    fn from(arg: TrapsArg) -> Self {
+        match arg {
+            TrapsArg::Quarantine => TrapPolicy::Quarantine,
+            TrapsArg::Auto => TrapPolicy::Auto,
+            TrapsArg::AlertOnly => TrapPolicy::AlertOnly,
+        }
+    }
 }
 
 /// `--delay`/`--timeout` values: humantime ("500ms", "2s", "1m 30s").
@@ -228,6 +292,27 @@ mod tests {
         for bad in ["", "MB", "5XB", "-1", "0.5"] {
             assert!(parse_size(bad).unwrap_err().contains("512KiB"), "{bad}");
         }
+    }
+
+    /// The name a flag value has on the command line is the name of the
+    /// setting it maps to in crawl.toml.
+    fn assert_names_match<A, E>()
+    where
+        A: ValueEnum + Copy + Into<E>,
+        E: serde::Serialize,
+    {
+        for arg in A::value_variants() {
+            let flag_name = arg.to_possible_value().unwrap().get_name().to_string();
+            let toml_name = serde_json::to_value((*arg).into()).unwrap();
+            assert_eq!(toml_name.as_str(), Some(flag_name.as_str()));
+        }
+    }
+
+    #[test]
+    fn flag_values_are_named_as_in_crawl_toml() {
+        assert_names_match::<ScopeArg, Scope>();
+        assert_names_match::<RobotsArg, RobotsMode>();
+        assert_names_match::<TrapsArg, TrapPolicy>();
     }
 
     #[test]

@@ -259,7 +259,7 @@ fn apply_flags(config: &mut CrawlConfig, run: &RunArgs) {
     }
     set(&mut config.max_pages, &run.max_pages);
     set(&mut config.max_depth, &run.max_depth);
-    set(&mut config.scope.mode, &run.scope);
+    set(&mut config.scope.mode, &run.scope.map(Into::into));
     for domain in &run.allow_domains {
         let domain = domain.trim().trim_start_matches('.').to_ascii_lowercase();
         if !config.scope.allow_domains.contains(&domain) {
@@ -280,8 +280,8 @@ fn apply_flags(config: &mut CrawlConfig, run: &RunArgs) {
     set(&mut config.politeness.delay_factor, &run.delay_factor);
     set(&mut config.fetch.total_timeout, &run.timeout);
     set(&mut config.fetch.max_body, &run.max_body);
-    set(&mut config.robots.mode, &run.robots);
-    set(&mut config.traps.policy, &run.traps);
+    set(&mut config.robots.mode, &run.robots.map(Into::into));
+    set(&mut config.traps.policy, &run.traps.map(Into::into));
     set(&mut config.max_rate, &run.max_rate);
 }
 

@@ -113,36 +113,29 @@ pub fn host_key(url: &Url) -> HostKey {
     }
 }
 
-/// Second-level labels under which registrations happen (naive public-suffix list).
-const TWO_LEVEL_SUFFIXES: [&str; 24] = [
-    "co.uk", "org.uk", "ac.uk", "gov.uk", "me.uk", "ltd.uk", "plc.uk", "com.au", "net.au",
-    "org.au", "edu.au", "co.nz", "org.nz", "co.jp", "ne.jp", "or.jp", "ac.jp", "co.kr", "or.kr",
-    "com.br", "com.cn", "com.tw", "co.in", "co.za",
-];
-
-/// The naive registrable domain: the last two labels, three under a known
-/// two-level public suffix; IP addresses unchanged.
+/// The registrable domain ("eTLD+1") of `host` by the Public Suffix List, its
+/// ICANN and private sections both, as browsers draw the cookie boundary:
+/// `a.b.co.uk` → `b.co.uk`, `x.github.io` → `x.github.io`. A TLD the list
+/// does not know (`localhost`, `test`) is one label, so `a.shop.localhost` →
+/// `shop.localhost`. A host that is itself a public suffix or a single label
+/// comes back whole; a trailing dot is dropped; IP addresses are unchanged.
 pub fn registrable_domain(host: &str) -> &str {
     let trimmed = host.trim_end_matches('.');
     if trimmed.starts_with('[') || trimmed.parse::<IpAddr>().is_ok() {
         return host;
     }
-    let labels_wanted = if TWO_LEVEL_SUFFIXES
-        .iter()
-        .any(|suffix| ends_with_label(trimmed, suffix))
-    {
-        3
+    // The list is lowercase. Hosts from `Url` already are, so a lowered copy
+    // is made only when needed; ASCII lowering keeps byte lengths, so the
+    // answer's length cuts the original.
+    let domain_len = if trimmed.bytes().any(|b| b.is_ascii_uppercase()) {
+        psl::domain(trimmed.to_ascii_lowercase().as_bytes()).map(|d| d.as_bytes().len())
     } else {
-        2
+        psl::domain(trimmed.as_bytes()).map(|d| d.as_bytes().len())
     };
-    let mut start = trimmed.len();
-    for _ in 0..labels_wanted {
-        match trimmed[..start].rfind('.') {
-            Some(dot) => start = dot,
-            None => return trimmed,
-        }
+    match domain_len {
+        Some(len) => &trimmed[trimmed.len() - len..],
+        None => trimmed,
     }
-    &trimmed[start + 1..]
 }
 
 /// `host` is `domain` or one of its subdomains (ASCII case-insensitive).
@@ -366,7 +359,7 @@ mod tests {
     }
 
     #[test]
-    fn registrable_domain_is_naive_but_knows_two_level_suffixes() {
+    fn registrable_domain_of_common_hosts() {
         assert_eq!(registrable_domain("a.b.example.com"), "example.com");
         assert_eq!(registrable_domain("example.com"), "example.com");
         assert_eq!(registrable_domain("www.bbc.co.uk"), "bbc.co.uk");
@@ -376,6 +369,49 @@ mod tests {
         assert_eq!(registrable_domain("127.0.0.1"), "127.0.0.1");
         assert_eq!(registrable_domain("[::1]"), "[::1]");
         assert_eq!(registrable_domain("www.example.com."), "example.com");
+    }
+
+    #[test]
+    fn registrable_domain_follows_the_public_suffix_list() {
+        // ICANN section, including suffixes the old hand-written list missed.
+        assert_eq!(registrable_domain("a.b.co.uk"), "b.co.uk");
+        assert_eq!(
+            registrable_domain("www.city.kawasaki.jp"),
+            "city.kawasaki.jp"
+        );
+        assert_eq!(registrable_domain("a.b.example.com.mx"), "example.com.mx");
+        assert_eq!(registrable_domain("shop.example.co.id"), "example.co.id");
+        // Private section: each user's site is its own registrable domain.
+        assert_eq!(registrable_domain("x.github.io"), "x.github.io");
+        assert_eq!(registrable_domain("a.x.github.io"), "x.github.io");
+        assert_eq!(registrable_domain("github.io"), "github.io");
+        assert_eq!(
+            registrable_domain("bucket.s3.amazonaws.com"),
+            "bucket.s3.amazonaws.com"
+        );
+        assert_eq!(
+            registrable_domain("www.bucket.s3.amazonaws.com"),
+            "bucket.s3.amazonaws.com"
+        );
+        assert_eq!(registrable_domain("aws.amazonaws.com"), "amazonaws.com");
+        // Hosts given in upper case keep their case, not their suffix's fate.
+        assert_eq!(registrable_domain("WWW.BBC.CO.UK"), "BBC.CO.UK");
+        assert_eq!(registrable_domain("X.GitHub.IO."), "X.GitHub.IO");
+    }
+
+    #[test]
+    fn registrable_domain_of_local_hosts_and_addresses_is_unchanged() {
+        // localhost is no public suffix; an unknown TLD counts as one label.
+        assert_eq!(registrable_domain("localhost"), "localhost");
+        assert_eq!(registrable_domain("localhost."), "localhost");
+        assert_eq!(registrable_domain("shop.localhost"), "shop.localhost");
+        assert_eq!(registrable_domain("a.shop.localhost"), "shop.localhost");
+        assert_eq!(registrable_domain("intranet"), "intranet");
+        assert_eq!(registrable_domain("a.b.example.test"), "example.test");
+        assert_eq!(registrable_domain("127.0.0.1"), "127.0.0.1");
+        assert_eq!(registrable_domain("10.1.2.3"), "10.1.2.3");
+        assert_eq!(registrable_domain("[::1]"), "[::1]");
+        assert_eq!(registrable_domain("[2001:db8::1]"), "[2001:db8::1]");
     }
 
     fn filter(mode: Scope, seeds: &[&str]) -> UrlFilter {
@@ -427,6 +463,36 @@ mod tests {
         assert_eq!(check(&f, "http://other.org/"), Err(Rejection::OutOfScope));
         f.add_seed(&Url::parse("http://other.org/").unwrap());
         assert_eq!(check(&f, "http://a.other.org/"), Ok(()));
+    }
+
+    #[test]
+    fn domain_scope_stops_at_public_suffixes() {
+        let f = filter(
+            Scope::Domain,
+            &[
+                "https://alice.github.io/",
+                "http://shop.localhost:40123/",
+                "http://127.0.0.1:8080/",
+            ],
+        );
+        assert_eq!(check(&f, "https://docs.alice.github.io/x"), Ok(()));
+        assert_eq!(
+            check(&f, "https://bob.github.io/"),
+            Err(Rejection::OutOfScope)
+        );
+        assert_eq!(check(&f, "https://github.io/"), Err(Rejection::OutOfScope));
+        // The demo's `<site>.localhost:<port>` sites: subdomains and any port
+        // are in, sibling sites are not.
+        assert_eq!(check(&f, "http://www.shop.localhost:40124/"), Ok(()));
+        assert_eq!(
+            check(&f, "http://blog.localhost:40123/"),
+            Err(Rejection::OutOfScope)
+        );
+        assert_eq!(check(&f, "http://127.0.0.1:9090/a"), Ok(()));
+        assert_eq!(
+            check(&f, "http://127.0.0.2:8080/"),
+            Err(Rejection::OutOfScope)
+        );
     }
 
     #[test]
