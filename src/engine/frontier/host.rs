@@ -12,7 +12,7 @@ use crate::engine::store::{keys, Store, StoreError};
 use crate::engine::telemetry::PRIORITY_LEVELS;
 
 /// Entries a host keeps in memory; the rest stay in the store.
-pub const BUFFER_CAP: usize = 64;
+pub(super) const BUFFER_CAP: usize = 64;
 
 pub(super) struct HostQueue {
     pub name: HostKey,
@@ -53,6 +53,7 @@ impl HostQueue {
         self.leased.len()
     }
 
+    #[cfg(test)]
     pub fn buffered(&self) -> usize {
         self.buffer.len()
     }

@@ -13,14 +13,12 @@ mod host;
 mod ops;
 mod resume;
 mod schedule;
-pub mod throughput;
 
 use std::collections::HashMap;
 
 use tokio::time::Instant;
 
 pub use entry::{FrontierEntry, Hold, Lease};
-pub use host::BUFFER_CAP;
 pub use schedule::LEVEL_WEIGHTS;
 
 use crate::engine::control::HostKey;
@@ -100,37 +98,9 @@ impl Frontier {
         self.host(host).map_or(0, |h| h.queued)
     }
 
-    pub fn host_in_flight(&self, host: &str) -> usize {
-        self.host(host).map_or(0, |h| h.in_flight())
-    }
-
     /// The next `n` URLs the host's queue will hand out (from its buffer).
     pub fn host_head(&self, host: &str, n: usize) -> Vec<String> {
         self.host(host).map_or_else(Vec::new, |h| h.head_urls(n))
-    }
-
-    /// Hosts with queued URLs.
-    pub fn hosts(&self) -> impl Iterator<Item = &HostKey> {
-        self.hosts
-            .iter()
-            .flatten()
-            .filter(|h| h.queued > 0)
-            .map(|h| &h.name)
-    }
-
-    /// Hosts that may be fetched now (as of the last `next_ready`).
-    pub fn hosts_ready(&self) -> usize {
-        self.schedule.ready_hosts()
-    }
-
-    /// Entries held in memory across all host buffers (bounded by hosts × BUFFER_CAP).
-    pub fn buffered_entries(&self) -> usize {
-        self.hosts.iter().flatten().map(|h| h.buffered()).sum()
-    }
-
-    /// Hosts with state in memory (work queued or in flight, or scheduler settings).
-    pub fn tracked_hosts(&self) -> usize {
-        self.ids.len()
     }
 
     /// Hosts the frontier has created state for since the last call (new, or
@@ -155,11 +125,6 @@ impl Frontier {
                 self.reschedule(id);
             }
         }
-    }
-
-    /// Reseeds the weighted level choice (tests, reproducible benches).
-    pub fn set_seed(&mut self, seed: u64) {
-        self.schedule.reseed(seed);
     }
 
     /// The host is not fetched before `at` (politeness).
@@ -259,14 +224,6 @@ impl Frontier {
         } else {
             HostActivity::Ready
         }
-    }
-
-    pub fn parked_count(&self, alert_id: u64) -> u64 {
-        self.parked.get(&alert_id).copied().unwrap_or(0)
-    }
-
-    pub fn parked_total(&self) -> u64 {
-        self.parked.values().sum()
     }
 
     pub fn host_parked(&self, host: &str) -> u64 {

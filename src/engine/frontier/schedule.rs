@@ -41,10 +41,6 @@ impl Schedule {
         }
     }
 
-    pub fn reseed(&mut self, seed: u64) {
-        self.rng = fastrand::Rng::with_seed(seed);
-    }
-
     fn next_tick(&mut self) -> u64 {
         self.tick += 1;
         self.tick
@@ -125,9 +121,5 @@ impl Schedule {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         }
-    }
-
-    pub fn ready_hosts(&self) -> usize {
-        self.ready.iter().map(|s| s.len()).sum()
     }
 }

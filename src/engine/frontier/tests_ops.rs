@@ -4,13 +4,16 @@ use std::collections::HashSet;
 
 use tokio::time::Instant;
 
-use super::tests::{drain, entry, open_temp, record};
+use super::host::BUFFER_CAP;
+use super::tests::{
+    buffered_entries, drain, entry, host_in_flight, open_temp, queued_hosts, record,
+};
 use super::*;
 use crate::engine::store::{PageOutcome, PageRecord};
 
 /// Counters must equal what a fresh scan of the store finds (leases count as
 /// queued there, as after a crash).
-fn assert_counts_match_store(f: &Frontier, store: &Store, alerts: &[u64]) {
+fn assert_counts_match_store(f: &Frontier, store: &Store) {
     let fresh = Frontier::open(store).unwrap();
     assert_eq!(fresh.len(), f.len() + f.in_flight(), "len");
     let mut depths = f.front_queue_depths();
@@ -20,21 +23,15 @@ fn assert_counts_match_store(f: &Frontier, store: &Store, alerts: &[u64]) {
     for (d, fresh_d) in depths.iter_mut().zip(fresh_depths) {
         assert!(*d <= fresh_d, "depths {depths:?} vs {fresh_depths:?}");
     }
-    for host in fresh.hosts() {
+    for host in queued_hosts(&fresh) {
         assert_eq!(
-            fresh.host_queued(host),
-            f.host_queued(host) + f.host_in_flight(host) as u64,
+            fresh.host_queued(&host),
+            f.host_queued(&host) + host_in_flight(f, &host),
             "{host}"
         );
     }
-    for &alert in alerts {
-        assert_eq!(
-            fresh.parked_count(alert),
-            f.parked_count(alert),
-            "alert {alert}"
-        );
-    }
-    assert_eq!(fresh.parked_total(), f.parked_total());
+    assert_eq!(fresh.parked, f.parked, "parked per alert");
+    assert_eq!(fresh.parked_by_host, f.parked_by_host, "parked per host");
 }
 
 fn blocked(e: &FrontierEntry) -> PageRecord {
@@ -66,7 +63,7 @@ fn counters_stay_exact_through_every_operation() {
         }
     }
     assert_eq!(f.push(urls).unwrap(), 120);
-    assert_counts_match_store(&f, &store, &[]);
+    assert_counts_match_store(&f, &store);
 
     let lease = f.next_ready(now).unwrap();
     let outlinks = vec![entry("d.example", "new", 0), entry("a.example", "new", 1)];
@@ -75,44 +72,44 @@ fn counters_stay_exact_through_every_operation() {
         2
     );
     let in_flight = f.next_ready(now).unwrap();
-    assert_counts_match_store(&f, &store, &[]);
+    assert_counts_match_store(&f, &store);
 
     let is_cal = |e: &FrontierEntry| e.url.contains("/cal/");
     let parked = f.park(1, "a.example", &is_cal).unwrap();
     assert!(parked >= 9, "{parked}");
-    assert_eq!(f.parked_count(1), parked);
+    assert_eq!(f.parked[&1], parked);
     assert_eq!(f.host_parked("a.example"), parked);
     assert_eq!(
         f.park_new(1, vec![entry("a.example", "cal/new", 0)])
             .unwrap(),
         1
     );
-    assert_counts_match_store(&f, &store, &[1]);
+    assert_counts_match_store(&f, &store);
 
     let removed = f.remove_matching(None, &is_cal, &blocked).unwrap();
     assert!(removed >= 18, "{removed}");
-    assert!(f
-        .hosts()
+    assert!(queued_hosts(&f)
+        .iter()
         .all(|h| !f.host_head(h, 64).iter().any(|u| u.contains("/cal/"))));
-    assert_counts_match_store(&f, &store, &[1]);
+    assert_counts_match_store(&f, &store);
 
     assert_eq!(f.unpark(1).unwrap(), parked + 1);
-    assert_eq!(f.parked_count(1), 0);
+    assert!(!f.parked.contains_key(&1));
     assert_eq!(f.host_parked("a.example"), 0);
-    assert_counts_match_store(&f, &store, &[1]);
+    assert_counts_match_store(&f, &store);
 
     let before = f.len();
     let dropped = f.drop_host("b.example", &blocked).unwrap();
     assert_eq!(f.host_queued("b.example"), 0);
     assert_eq!(f.len(), before - dropped);
-    assert_counts_match_store(&f, &store, &[1]);
+    assert_counts_match_store(&f, &store);
 
     f.complete(&in_flight, &record(&in_flight.entry), Vec::new())
         .unwrap();
     let rest = drain(&mut f, now);
     assert_eq!(f.len(), 0);
     assert_eq!(f.in_flight(), 0);
-    assert_eq!(f.buffered_entries(), 0);
+    assert_eq!(buffered_entries(&f), 0);
     let unique: HashSet<&String> = rest.iter().collect();
     assert_eq!(unique.len(), rest.len(), "a URL was handed out twice");
     // 120 pushed + 2 outlinks + 1 parked directly: each left with exactly one record.
@@ -148,7 +145,7 @@ fn dropping_parked_urls_records_them_and_unparked_urls_keep_their_order() {
             "http://t.example/q5"
         ]
     );
-    assert_eq!(f.parked_total(), 0);
+    assert!(f.parked.is_empty());
 }
 
 #[test]
@@ -266,17 +263,17 @@ fn memory_stays_bounded_with_200k_queued_urls_over_50_hosts() {
             })
             .collect();
         f.push(batch).unwrap();
-        assert!(f.buffered_entries() <= 50 * BUFFER_CAP);
+        assert!(buffered_entries(&f) <= 50 * BUFFER_CAP);
     }
     assert_eq!(f.len(), 200_000);
     for _ in 0..5_000 {
         let lease = f.next_ready(now).unwrap();
         f.complete(&lease, &record(&lease.entry), Vec::new())
             .unwrap();
-        assert!(f.buffered_entries() <= 50 * BUFFER_CAP);
+        assert!(buffered_entries(&f) <= 50 * BUFFER_CAP);
     }
     assert_eq!(f.len(), 195_000);
-    assert_eq!(f.hosts().count(), 50);
+    assert_eq!(queued_hosts(&f).len(), 50);
     assert_eq!(store.pages_count(), 5_000);
 }
 
@@ -299,5 +296,5 @@ fn a_host_scoped_removal_leaves_other_hosts_alone() {
     assert!(store.page("http://a.example/cal/0").unwrap().is_some());
     assert!(store.page("http://b.example/cal/0").unwrap().is_none());
     assert_eq!(store.pages_count(), 3);
-    assert_counts_match_store(&f, &store, &[]);
+    assert_counts_match_store(&f, &store);
 }
