@@ -9,8 +9,11 @@ use crate::engine::telemetry::PRIORITY_LEVELS;
 /// One queued URL.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FrontierEntry {
+    /// The normalized URL.
     pub url: String,
+    /// The back queue it waits in.
     pub host: HostKey,
+    /// Links followed from a seed to reach it.
     pub depth: u32,
     /// 0 = highest; values above the last level are queued at the last level.
     pub priority: u8,
@@ -19,19 +22,25 @@ pub struct FrontierEntry {
 }
 
 /// A URL handed out for fetching. Its queue key stays in the store until
-/// `Frontier::complete`, so a crash re-queues it.
+/// `complete`, so a crash re-queues it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Lease {
+    /// The URL to fetch.
     pub entry: FrontierEntry,
+    /// The frontier's handle of the queued row; opaque to the caller.
     pub key: Vec<u8>,
 }
 
 /// Reasons a host is not scheduled even though it has queued URLs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Hold {
+    /// The operator paused the host.
     Paused,
+    /// The host's circuit breaker is open.
     Breaker,
+    /// The host's robots.txt is not settled yet.
     Robots,
+    /// The crawl gave up on the host.
     Finished,
 }
 

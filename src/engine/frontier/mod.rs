@@ -3,11 +3,16 @@
 //! lives in the store; memory holds per-host counters and small head buffers.
 //!
 //! Protocol for the scheduler: `next_ready` hands out a [`Lease`]; exactly one
-//! of `complete` or `release` ends it. A host created by the frontier (new, or
-//! seen again after it went idle and was forgotten) starts with the holds of
-//! `set_initial_holds` and is listed by `take_new_hosts`, so robots.txt,
-//! pauses and overrides can be applied before any of its URLs is handed out.
+//! of `complete`, `release` or `requeue` ends it. A host created by the
+//! frontier (new, or seen again after it went idle and was forgotten) starts
+//! with the holds of `set_initial_holds` and is listed by `take_new_hosts`, so
+//! robots.txt, pauses and overrides can be applied before any of its URLs is
+//! handed out.
+//!
+//! [`FrontierStore`] is the interface the coordinator uses, so the frontier can
+//! live elsewhere (a shared remote store); `Frontier` is its sled-backed version.
 
+mod api;
 mod entry;
 mod host;
 mod ops;
@@ -18,6 +23,7 @@ use std::collections::HashMap;
 
 use tokio::time::Instant;
 
+pub use api::{FrontierCounts, FrontierStore, HostQueueView};
 pub use entry::{FrontierEntry, Hold, Lease};
 pub use schedule::LEVEL_WEIGHTS;
 
@@ -33,6 +39,7 @@ const DEFAULT_SEED: u64 = 0x6372_6177_6c64_6563;
 /// Rows per store scan during bulk operations.
 const SCAN_CHUNK: usize = 1024;
 
+/// The URL frontier kept in a local sled [`Store`].
 pub struct Frontier {
     store: Store,
     hosts: Vec<Option<HostQueue>>,
@@ -81,6 +88,7 @@ impl Frontier {
         self.queued
     }
 
+    /// No URL queued (URLs in flight do not count).
     pub fn is_empty(&self) -> bool {
         self.queued == 0
     }
@@ -90,10 +98,12 @@ impl Frontier {
         self.in_flight
     }
 
+    /// Queued URLs per priority level (the front queues).
     pub fn front_queue_depths(&self) -> [u64; PRIORITY_LEVELS] {
         self.levels
     }
 
+    /// URLs of `host` queued and not in flight.
     pub fn host_queued(&self, host: &str) -> u64 {
         self.host(host).map_or(0, |h| h.queued)
     }
@@ -139,6 +149,7 @@ impl Frontier {
         self.reschedule(id);
     }
 
+    /// Sets or clears one reason not to schedule the host.
     pub fn set_hold(&mut self, host: &str, hold: Hold, on: bool) {
         let id = self.host_id(host);
         let h = self.host_mut(id);
@@ -151,6 +162,7 @@ impl Frontier {
         self.maybe_forget(id);
     }
 
+    /// Requests the host may have in flight at once.
     pub fn set_max_in_flight(&mut self, host: &str, max: usize) {
         let id = self.host_id(host);
         self.host_mut(id).max_in_flight = max;
@@ -160,36 +172,15 @@ impl Frontier {
 
     /// The next URL to fetch: a priority level chosen by weight among levels
     /// with a ready host, then that level's longest-waiting host. The host's
-    /// in-flight count rises until `complete` or `release`.
+    /// in-flight count rises until the lease ends. A failure to load the
+    /// host's next URLs is logged (the host then waits for its next change).
     pub fn next_ready(&mut self, now: Instant) -> Option<Lease> {
-        self.last_now = Some(now);
-        for (id, since, tick) in self.schedule.due(now) {
-            let host = self.hosts[id as usize]
-                .as_mut()
-                .expect("scheduled host exists");
-            host.slot = match host.head_level() {
-                Some(level) => self.schedule.insert_ready(id, level, since, tick),
-                None => Slot::None,
-            };
+        let (id, lease) = self.take_next(now)?;
+        if let Err(e) = self.ensure_head(id) {
+            tracing::error!(host = %lease.entry.host, error = %e, "cannot load the host's next queued URLs");
         }
-        loop {
-            let id = self.schedule.pick()?;
-            let host = self.host_mut(id);
-            host.slot = Slot::None;
-            let Some((key, entry)) = host.take_head() else {
-                self.reschedule(id);
-                continue;
-            };
-            self.queued = self.queued.saturating_sub(1);
-            let level = &mut self.levels[level_of(entry.priority)];
-            *level = level.saturating_sub(1);
-            self.in_flight += 1;
-            if let Err(e) = self.ensure_head(id) {
-                tracing::error!(host = %entry.host, error = %e, "cannot load the host's next queued URLs");
-            }
-            self.reschedule(id);
-            return Some(Lease { entry, key });
-        }
+        self.reschedule(id);
+        Some(lease)
     }
 
     /// When a host next becomes ready (now, if one is ready already); `None`
@@ -199,6 +190,7 @@ impl Frontier {
             .next_wakeup(self.last_now.unwrap_or_else(Instant::now))
     }
 
+    /// What the host is doing as of `now`, as the front ends show it.
     pub fn host_activity(&self, host: &str, now: Instant) -> HostActivity {
         let Some(h) = self.host(host) else {
             return HostActivity::Idle;
@@ -226,11 +218,41 @@ impl Frontier {
         }
     }
 
+    /// URLs of `host` parked under any alert.
     pub fn host_parked(&self, host: &str) -> u64 {
         self.parked_by_host.get(host).copied().unwrap_or(0)
     }
 
     // ---- internals ----
+
+    /// Takes the head of the host the schedule picks and counts it in flight;
+    /// the caller loads the host's next head and reschedules it.
+    fn take_next(&mut self, now: Instant) -> Option<(HostId, Lease)> {
+        self.last_now = Some(now);
+        for (id, since, tick) in self.schedule.due(now) {
+            let host = self.hosts[id as usize]
+                .as_mut()
+                .expect("scheduled host exists");
+            host.slot = match host.head_level() {
+                Some(level) => self.schedule.insert_ready(id, level, since, tick),
+                None => Slot::None,
+            };
+        }
+        loop {
+            let id = self.schedule.pick()?;
+            let host = self.host_mut(id);
+            host.slot = Slot::None;
+            let Some((key, entry)) = host.take_head() else {
+                self.reschedule(id);
+                continue;
+            };
+            self.queued = self.queued.saturating_sub(1);
+            let level = &mut self.levels[level_of(entry.priority)];
+            *level = level.saturating_sub(1);
+            self.in_flight += 1;
+            return Some((id, Lease { entry, key }));
+        }
+    }
 
     fn host(&self, name: &str) -> Option<&HostQueue> {
         let id = *self.ids.get(name)?;

@@ -3,6 +3,8 @@
 
 use std::collections::{BTreeSet, HashSet};
 
+use tokio::time::Instant;
+
 use super::entry::{decode, encode, level_of};
 use super::schedule::HostId;
 use super::{Frontier, FrontierEntry, Lease, SCAN_CHUNK};
@@ -24,7 +26,7 @@ impl Frontier {
         let mut batch = CrawlBatch::default();
         let staged = self.stage_queued(&mut batch, entries);
         self.store.apply(batch)?;
-        Ok(self.admit_all(staged))
+        self.admit_all(staged)
     }
 
     /// Finishes a lease: removes its queue key, writes its page record and
@@ -47,19 +49,16 @@ impl Frontier {
         let queued = self.admit_all(staged);
         self.reschedule(id);
         self.maybe_forget(id);
-        Ok(queued)
+        queued
     }
 
-    /// Puts a leased URL back without completing it (shutdown, cancelled fetch).
+    /// Puts a leased URL back without completing it (shutdown, cancelled
+    /// fetch); errors are logged.
     pub fn release(&mut self, lease: Lease) {
-        let Ok(id) = self.leasing_host(&lease) else {
-            tracing::warn!(url = %lease.entry.url, "released a URL that was not in flight");
-            return;
-        };
-        self.host_mut(id).end_lease(&lease.key);
-        self.in_flight = self.in_flight.saturating_sub(1);
-        self.admit(lease.key, lease.entry);
-        self.refresh(id);
+        let url = lease.entry.url.clone();
+        if let Err(e) = self.try_release(lease) {
+            tracing::warn!(%url, error = %e, "releasing a leased URL");
+        }
     }
 
     /// Puts a leased URL at the back of its host's queue (its priority kept),
@@ -76,8 +75,7 @@ impl Frontier {
         self.host_mut(id).end_lease(&lease.key);
         self.in_flight = self.in_flight.saturating_sub(1);
         self.admit(key, lease.entry);
-        self.refresh(id);
-        Ok(())
+        self.refresh(id)
     }
 
     /// Removes queued URLs matching `pred` (of `host` only, if given) and
@@ -149,6 +147,33 @@ impl Frontier {
 
     // ---- internals ----
 
+    /// `release` with its errors: an unknown lease, or the host's head that
+    /// could not be loaded again.
+    pub(super) fn try_release(&mut self, lease: Lease) -> Result<(), StoreError> {
+        let id = self.leasing_host(&lease)?;
+        self.host_mut(id).end_lease(&lease.key);
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.admit(lease.key, lease.entry);
+        self.refresh(id)
+    }
+
+    /// `next_ready` for callers that handle storage errors: when the host's
+    /// next URLs cannot be loaded, the lease is undone and the error returned.
+    pub(super) fn try_next_ready(&mut self, now: Instant) -> Result<Option<Lease>, StoreError> {
+        let Some((id, lease)) = self.take_next(now) else {
+            return Ok(None);
+        };
+        if let Err(e) = self.ensure_head(id) {
+            self.host_mut(id).end_lease(&lease.key);
+            self.in_flight = self.in_flight.saturating_sub(1);
+            self.admit(lease.key, lease.entry);
+            self.reschedule(id);
+            return Err(e);
+        }
+        self.reschedule(id);
+        Ok(Some(lease))
+    }
+
     fn leasing_host(&self, lease: &Lease) -> Result<HostId, StoreError> {
         self.ids
             .get(&lease.entry.host)
@@ -187,17 +212,16 @@ impl Frontier {
         staged
     }
 
-    /// Counts written queue keys in memory and reschedules their hosts.
-    fn admit_all(&mut self, staged: Vec<(Vec<u8>, FrontierEntry)>) -> usize {
+    /// Counts written queue keys in memory and reschedules their hosts;
+    /// returns how many there were.
+    fn admit_all(&mut self, staged: Vec<(Vec<u8>, FrontierEntry)>) -> Result<usize, StoreError> {
         let count = staged.len();
         let mut touched = BTreeSet::new();
         for (key, entry) in staged {
             touched.insert(self.admit(key, entry));
         }
-        for id in touched {
-            self.refresh(id);
-        }
-        count
+        self.refresh_all(touched)?;
+        Ok(count)
     }
 
     fn admit(&mut self, key: Vec<u8>, entry: FrontierEntry) -> HostId {
@@ -208,13 +232,20 @@ impl Frontier {
         id
     }
 
-    /// Loads the head if needed, then reschedules or forgets the host.
-    fn refresh(&mut self, id: HostId) {
-        if let Err(e) = self.ensure_head(id) {
-            tracing::error!(error = %e, "cannot load a host's next queued URLs");
-        }
+    /// Loads the head if needed, then reschedules or forgets the host. A host
+    /// whose head cannot be loaded is left unscheduled until its next change.
+    fn refresh(&mut self, id: HostId) -> Result<(), StoreError> {
+        let loaded = self.ensure_head(id);
         self.reschedule(id);
         self.maybe_forget(id);
+        loaded
+    }
+
+    /// Refreshes every host even if one fails; returns the first error.
+    fn refresh_all(&mut self, ids: BTreeSet<HostId>) -> Result<(), StoreError> {
+        ids.into_iter()
+            .map(|id| self.refresh(id))
+            .fold(Ok(()), Result::and)
     }
 
     fn count_parked(&mut self, alert_id: u64, host: String, delta: i64) {
@@ -293,9 +324,7 @@ impl Frontier {
                 }
             }
         }
-        for id in touched {
-            self.refresh(id);
-        }
+        self.refresh_all(touched)?;
         Ok(total)
     }
 
@@ -342,7 +371,7 @@ impl Frontier {
             for host in hosts {
                 self.count_parked(alert_id, host, -1);
             }
-            self.admit_all(moved);
+            self.admit_all(moved)?;
         }
         self.parked.remove(&alert_id);
         Ok(total)

@@ -8,7 +8,8 @@ use tokio::time::Instant;
 
 use crate::engine::telemetry::PRIORITY_LEVELS;
 
-/// Relative weights of the priority levels (seed notes: 40/30/20/7/3 %).
+/// Relative weights of the priority levels (seed notes: 40/30/20/7/3 %): among
+/// the levels with a ready host, `next_ready` picks one with these odds.
 pub const LEVEL_WEIGHTS: [u32; PRIORITY_LEVELS] = [40, 30, 20, 7, 3];
 
 pub(super) type HostId = u32;

@@ -286,8 +286,12 @@ fn idle_hosts_are_forgotten_unless_the_scheduler_set_something() {
 }
 
 #[test]
-fn the_frontier_can_move_to_a_blocking_thread() {
+fn the_frontier_can_move_to_a_blocking_thread_behind_the_trait() {
     fn assert_send<T: Send + 'static>() {}
     assert_send::<Frontier>();
     assert_send::<Store>();
+    assert_send::<Box<dyn FrontierStore>>();
+    let (_dir, _store, f) = open_temp();
+    let mut boxed: Box<dyn FrontierStore> = Box::new(f);
+    assert_eq!(boxed.counts().unwrap(), FrontierCounts::default());
 }

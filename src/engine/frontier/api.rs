@@ -1,0 +1,296 @@
+//! The frontier as the coordinator uses it, written so that the frontier may
+//! live in a remote store shared by many workers: batch operations, owned
+//! values, and a `Result` from every operation that may touch storage.
+//!
+//! An `Err` means the store failed; the caller decides what to do (the engine
+//! stops cleanly). Unless a method says otherwise, a failed write may or may
+//! not have been applied, like any remote write whose reply was lost, but never
+//! half of one batch.
+
+use tokio::time::Instant;
+
+use super::{Frontier, FrontierEntry, Hold, Lease};
+use crate::engine::control::HostKey;
+use crate::engine::store::{PageRecord, StoreError};
+use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
+
+/// Whole-frontier counters, as plain values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FrontierCounts {
+    /// URLs queued and not in flight.
+    pub queued: u64,
+    /// URLs leased by `next_ready` and not yet ended.
+    pub in_flight: u64,
+    /// URLs parked under any alert.
+    pub parked: u64,
+    /// Queued URLs per priority level; sums to `queued`.
+    pub front_queues: [u64; PRIORITY_LEVELS],
+}
+
+/// One host's queue, as the snapshot shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostQueueView {
+    /// URLs of the host queued and not in flight.
+    pub queued: u64,
+    /// URLs of the host leased and not yet ended.
+    pub in_flight: u64,
+    /// URLs of the host parked under any alert.
+    pub parked: u64,
+    /// What the host is doing at the time asked about.
+    pub activity: HostActivity,
+    /// The first URLs the host will hand out next, in order: at most as many
+    /// as asked, at least one if any is queued (the sled frontier shows only
+    /// those it holds in memory).
+    pub head: Vec<String>,
+}
+
+/// The URL frontier, seen set and host schedule behind one interface, so the
+/// coordinator can run on a local store or a shared remote one.
+///
+/// Order: a host hands out its URLs by priority level (0 first), then in
+/// arrival order. Across hosts, a level is chosen by [`super::LEVEL_WEIGHTS`]
+/// among the levels with a ready host, then that level's host that has been
+/// ready longest. A host is ready when it has queued URLs, no hold, fewer
+/// leases than its maximum, and its `not_before` has passed.
+///
+/// Leases: `next_ready` hands out a [`Lease`]; exactly one of `complete`,
+/// `release` or `requeue` ends it. A lease not ended when the frontier is
+/// dropped (a crash) is queued again when it is reopened.
+pub trait FrontierStore: Send {
+    /// Queues URLs (claimed by the caller) and marks them seen, atomically.
+    /// Priorities above the last level are queued at the last level. Returns
+    /// how many were queued.
+    fn push(&mut self, entries: Vec<FrontierEntry>) -> Result<usize, StoreError>;
+
+    /// Parks URLs (claimed by the caller) under `alert_id` instead of queueing
+    /// them, and marks them seen, atomically. Returns how many were parked.
+    fn park_new(&mut self, alert_id: u64, entries: Vec<FrontierEntry>) -> Result<u64, StoreError>;
+
+    /// The next URL to fetch as of `now`, if a host is ready. On `Err` no
+    /// lease was handed out.
+    fn next_ready(&mut self, now: Instant) -> Result<Option<Lease>, StoreError>;
+
+    /// Ends a lease for good: the URL leaves the queue, `record` is stored and
+    /// `outlinks` (claimed by the caller) are queued and marked seen, all in one
+    /// atomic write. Returns how many outlinks were queued.
+    /// `StoreError::UnknownLease` if the lease already ended.
+    fn complete(
+        &mut self,
+        lease: &Lease,
+        record: &PageRecord,
+        outlinks: Vec<FrontierEntry>,
+    ) -> Result<usize, StoreError>;
+
+    /// Ends a lease by putting the URL back where it was: at its host's head.
+    /// `StoreError::UnknownLease` if the lease already ended.
+    fn release(&mut self, lease: Lease) -> Result<(), StoreError>;
+
+    /// Ends a lease by queueing the URL again at the back of its host's queue
+    /// (same priority), so a failing URL does not block the host.
+    /// `StoreError::UnknownLease` if the lease already ended.
+    fn requeue(&mut self, lease: Lease) -> Result<(), StoreError>;
+
+    /// Holds every host starts with when the frontier creates its state (e.g.
+    /// `Hold::Robots`, so robots.txt is settled before any URL is handed out).
+    fn set_initial_holds(&mut self, holds: &[Hold]);
+
+    /// Leases a host may have at once unless `set_max_in_flight` said otherwise.
+    fn set_default_max_in_flight(&mut self, max: usize) -> Result<(), StoreError>;
+
+    /// The host is not handed out before `at` (politeness).
+    fn set_not_before(&mut self, host: &str, at: Instant) -> Result<(), StoreError>;
+
+    /// Sets or clears one reason not to hand out the host; it is ready again
+    /// only when every hold is cleared.
+    fn set_hold(&mut self, host: &str, hold: Hold, on: bool) -> Result<(), StoreError>;
+
+    /// Leases the host may have at once (0: none).
+    fn set_max_in_flight(&mut self, host: &str, max: usize) -> Result<(), StoreError>;
+
+    /// Hosts the frontier created state for since the last call (new, or back
+    /// after going idle), each once; they started with the initial holds.
+    fn take_new_hosts(&mut self) -> Result<Vec<HostKey>, StoreError>;
+
+    /// When a host next becomes ready: the time of the last `next_ready` if
+    /// one is ready already, `None` if no host can become ready by time alone.
+    fn next_wakeup(&mut self) -> Result<Option<Instant>, StoreError>;
+
+    /// Removes queued URLs matching `pred` (of `host` only, if given) and
+    /// stores `record` of each; leased URLs are left alone. Returns how many
+    /// were removed. Works in chunks: on `Err`, earlier chunks stay removed.
+    fn remove_matching(
+        &mut self,
+        host: Option<&str>,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+    ) -> Result<u64, StoreError>;
+
+    /// `remove_matching` of every queued URL of `host`.
+    fn drop_host(
+        &mut self,
+        host: &str,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+    ) -> Result<u64, StoreError>;
+
+    /// Moves queued URLs of `host` matching `pred` into quarantine under
+    /// `alert_id`; leased URLs are left alone. Returns how many were parked.
+    /// Works in chunks like `remove_matching`.
+    fn park(
+        &mut self,
+        alert_id: u64,
+        host: &str,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+    ) -> Result<u64, StoreError>;
+
+    /// Queues an alert's parked URLs again, in the order they were first
+    /// queued. Returns how many. Works in chunks like `remove_matching`.
+    fn unpark(&mut self, alert_id: u64) -> Result<u64, StoreError>;
+
+    /// Removes an alert's parked URLs for good, storing `record` of each.
+    /// Returns how many. Works in chunks like `remove_matching`.
+    fn drop_parked(
+        &mut self,
+        alert_id: u64,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+    ) -> Result<u64, StoreError>;
+
+    /// Whole-frontier counters.
+    fn counts(&mut self) -> Result<FrontierCounts, StoreError>;
+
+    /// One view per host of `hosts`, in the same order, as of `now`, with at
+    /// most `head` URLs of each host's head. Unknown hosts are idle and empty.
+    fn host_views(
+        &mut self,
+        hosts: &[&str],
+        now: Instant,
+        head: usize,
+    ) -> Result<Vec<HostQueueView>, StoreError>;
+}
+
+impl FrontierStore for Frontier {
+    fn push(&mut self, entries: Vec<FrontierEntry>) -> Result<usize, StoreError> {
+        Frontier::push(self, entries)
+    }
+
+    fn park_new(&mut self, alert_id: u64, entries: Vec<FrontierEntry>) -> Result<u64, StoreError> {
+        Frontier::park_new(self, alert_id, entries)
+    }
+
+    fn next_ready(&mut self, now: Instant) -> Result<Option<Lease>, StoreError> {
+        self.try_next_ready(now)
+    }
+
+    fn complete(
+        &mut self,
+        lease: &Lease,
+        record: &PageRecord,
+        outlinks: Vec<FrontierEntry>,
+    ) -> Result<usize, StoreError> {
+        Frontier::complete(self, lease, record, outlinks)
+    }
+
+    fn release(&mut self, lease: Lease) -> Result<(), StoreError> {
+        self.try_release(lease)
+    }
+
+    fn requeue(&mut self, lease: Lease) -> Result<(), StoreError> {
+        Frontier::requeue(self, lease)
+    }
+
+    fn set_initial_holds(&mut self, holds: &[Hold]) {
+        Frontier::set_initial_holds(self, holds);
+    }
+
+    fn set_default_max_in_flight(&mut self, max: usize) -> Result<(), StoreError> {
+        Frontier::set_default_max_in_flight(self, max);
+        Ok(())
+    }
+
+    fn set_not_before(&mut self, host: &str, at: Instant) -> Result<(), StoreError> {
+        Frontier::set_not_before(self, host, at);
+        Ok(())
+    }
+
+    fn set_hold(&mut self, host: &str, hold: Hold, on: bool) -> Result<(), StoreError> {
+        Frontier::set_hold(self, host, hold, on);
+        Ok(())
+    }
+
+    fn set_max_in_flight(&mut self, host: &str, max: usize) -> Result<(), StoreError> {
+        Frontier::set_max_in_flight(self, host, max);
+        Ok(())
+    }
+
+    fn take_new_hosts(&mut self) -> Result<Vec<HostKey>, StoreError> {
+        Ok(Frontier::take_new_hosts(self))
+    }
+
+    fn next_wakeup(&mut self) -> Result<Option<Instant>, StoreError> {
+        Ok(Frontier::next_wakeup(self))
+    }
+
+    fn remove_matching(
+        &mut self,
+        host: Option<&str>,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+    ) -> Result<u64, StoreError> {
+        Frontier::remove_matching(self, host, pred, record)
+    }
+
+    fn drop_host(
+        &mut self,
+        host: &str,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+    ) -> Result<u64, StoreError> {
+        Frontier::drop_host(self, host, record)
+    }
+
+    fn park(
+        &mut self,
+        alert_id: u64,
+        host: &str,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+    ) -> Result<u64, StoreError> {
+        Frontier::park(self, alert_id, host, pred)
+    }
+
+    fn unpark(&mut self, alert_id: u64) -> Result<u64, StoreError> {
+        Frontier::unpark(self, alert_id)
+    }
+
+    fn drop_parked(
+        &mut self,
+        alert_id: u64,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+    ) -> Result<u64, StoreError> {
+        Frontier::drop_parked(self, alert_id, record)
+    }
+
+    fn counts(&mut self) -> Result<FrontierCounts, StoreError> {
+        Ok(FrontierCounts {
+            queued: self.len(),
+            in_flight: self.in_flight(),
+            parked: self.parked.values().sum(),
+            front_queues: self.front_queue_depths(),
+        })
+    }
+
+    fn host_views(
+        &mut self,
+        hosts: &[&str],
+        now: Instant,
+        head: usize,
+    ) -> Result<Vec<HostQueueView>, StoreError> {
+        Ok(hosts
+            .iter()
+            .map(|&host| HostQueueView {
+                queued: self.host_queued(host),
+                in_flight: self.host(host).map_or(0, |h| h.in_flight() as u64),
+                parked: self.host_parked(host),
+                activity: self.host_activity(host, now),
+                head: self.host_head(host, head),
+            })
+            .collect())
+    }
+}
