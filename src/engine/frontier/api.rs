@@ -57,6 +57,14 @@ pub struct HostQueueView {
 /// `release` or `requeue` ends it. A lease not ended when the frontier is
 /// dropped (a crash) is queued again when it is reopened.
 pub trait FrontierStore: Send {
+    /// For each URL, `true` if it was never seen by this frontier; those URLs
+    /// are seen from now on. A URL given twice in one call is new only the
+    /// first time. URLs queued or parked by any method count as seen; a URL
+    /// that is only claimed may be unseen again after a reopen (its persistent
+    /// mark is written by the batch that queues it). On `Err` nothing is
+    /// claimed.
+    fn claim_unseen(&mut self, urls: &[&str]) -> Result<Vec<bool>, StoreError>;
+
     /// Queues URLs (claimed by the caller) and marks them seen, atomically.
     /// Priorities above the last level are queued at the last level. Returns
     /// how many were queued.
@@ -168,6 +176,10 @@ pub trait FrontierStore: Send {
 }
 
 impl FrontierStore for Frontier {
+    fn claim_unseen(&mut self, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
+        self.seen.claim(&self.store, urls)
+    }
+
     fn push(&mut self, entries: Vec<FrontierEntry>) -> Result<usize, StoreError> {
         Frontier::push(self, entries)
     }

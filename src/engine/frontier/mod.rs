@@ -9,6 +9,7 @@
 //! robots.txt, pauses and overrides can be applied before any of its URLs is
 //! handed out.
 //!
+//! The frontier also owns the seen set (see [`FrontierStore::claim_unseen`]).
 //! [`FrontierStore`] is the interface the coordinator uses, so the frontier can
 //! live elsewhere (a shared remote store); `Frontier` is its sled-backed version.
 
@@ -18,6 +19,7 @@ mod host;
 mod ops;
 mod resume;
 mod schedule;
+mod seen;
 
 use std::collections::HashMap;
 
@@ -33,15 +35,17 @@ use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
 use entry::level_of;
 use host::HostQueue;
 use schedule::{HostId, Schedule, Slot};
+use seen::SeenSet;
 
 /// Seed of the level selection; fixed so runs are reproducible.
 const DEFAULT_SEED: u64 = 0x6372_6177_6c64_6563;
 /// Rows per store scan during bulk operations.
 const SCAN_CHUNK: usize = 1024;
 
-/// The URL frontier kept in a local sled [`Store`].
+/// The URL frontier and seen set kept in a local sled [`Store`].
 pub struct Frontier {
     store: Store,
+    seen: SeenSet,
     hosts: Vec<Option<HostQueue>>,
     free_ids: Vec<HostId>,
     ids: HashMap<HostKey, HostId>,
@@ -60,10 +64,12 @@ pub struct Frontier {
 
 impl Frontier {
     /// Opens the frontier stored in `store`. Everything still queued is queued
-    /// again, including URLs that were in flight when the last run stopped.
+    /// again, including URLs that were in flight when the last run stopped,
+    /// and the seen set's Bloom filter is filled from the stored seen marks.
     pub fn open(store: &Store) -> Result<Self, StoreError> {
         let mut frontier = Frontier {
             store: store.clone(),
+            seen: SeenSet::load(store)?,
             hosts: Vec::new(),
             free_ids: Vec::new(),
             ids: HashMap::new(),

@@ -120,6 +120,8 @@ impl Frontier {
             let seq = self.take_seq();
             batch.enqueue(&keys::parked_key(alert_id, seq), &encode(&entry));
             batch.mark_seen(&entry.url);
+            self.seen
+                .insert_persisted(keys::url_fingerprint(&entry.url));
             hosts.push(entry.host);
         }
         batch.set_seq(self.next_seq);
@@ -194,7 +196,9 @@ impl Frontier {
         seq
     }
 
-    /// Adds new queue keys and seen marks to `batch`.
+    /// Adds new queue keys and seen marks to `batch`. The Bloom filter learns
+    /// the marks at once, so its "never seen" stays certain even for URLs
+    /// pushed without a claim (seeds, a recrawl pass).
     fn stage_queued(
         &mut self,
         batch: &mut CrawlBatch,
@@ -206,6 +210,8 @@ impl Frontier {
             let key = keys::queue_key(&entry.host, entry.priority, self.take_seq());
             batch.enqueue(&key, &encode(&entry));
             batch.mark_seen(&entry.url);
+            self.seen
+                .insert_persisted(keys::url_fingerprint(&entry.url));
             staged.push((key, entry));
         }
         batch.set_seq(self.next_seq);

@@ -1,0 +1,124 @@
+//! The seen set: which URLs were ever discovered. A Bloom filter answers most
+//! "never seen" questions from memory, a two-generation set of recent positives
+//! answers most "seen" ones, and only the rest ask the persistent marks, which
+//! the batches that queue or park a URL write.
+
+use std::collections::HashSet;
+
+use crate::engine::dedup::{url_fingerprint, BloomFilter, RecentSeen};
+use crate::engine::store::{Store, StoreError};
+
+/// Room in the Bloom filter for this many URLs beyond those already seen.
+const BLOOM_HEADROOM: usize = 1_000_000;
+/// False-positive rate the Bloom filter is sized for.
+const BLOOM_FP_RATE: f64 = 0.01;
+/// Recently confirmed fingerprints kept in memory (about 16 bytes each).
+const RECENT_SEEN: usize = 1 << 20;
+
+pub(super) struct SeenSet {
+    /// Invariant: holds every fingerprint with a persistent seen mark, so its
+    /// "no" is certain.
+    bloom: BloomFilter,
+    recent: RecentSeen,
+}
+
+impl SeenSet {
+    pub fn new(bloom: BloomFilter, recent: RecentSeen) -> Self {
+        SeenSet { bloom, recent }
+    }
+
+    /// Sizes the Bloom filter for the stored marks plus headroom and fills it.
+    pub fn load(store: &Store) -> Result<Self, StoreError> {
+        let mut count = 0usize;
+        store.for_each_seen(|_| count += 1)?;
+        let mut bloom = BloomFilter::new(count + BLOOM_HEADROOM, BLOOM_FP_RATE);
+        store.for_each_seen(|fp| bloom.insert(fp))?;
+        Ok(SeenSet::new(bloom, RecentSeen::new(RECENT_SEEN)))
+    }
+
+    /// Marks a fingerprint seen in memory.
+    pub fn insert(&mut self, fp: u64) {
+        self.bloom.insert(fp);
+        self.recent.insert(fp);
+    }
+
+    /// Marks a fingerprint that is being written to the store; only the Bloom
+    /// filter must know it (its invariant), the recent set is a cache.
+    pub fn insert_persisted(&mut self, fp: u64) {
+        self.bloom.insert(fp);
+    }
+
+    /// Bloom filter first (a "no" is certain), then the recent positives; only
+    /// what is left asks the store, and a positive from there is cached.
+    pub fn contains(&mut self, store: &Store, fp: u64) -> Result<bool, StoreError> {
+        if !self.bloom.might_contain(fp) {
+            return Ok(false);
+        }
+        if self.recent.contains(fp) {
+            return Ok(true);
+        }
+        let seen = store.seen_contains(fp)?;
+        if seen {
+            self.recent.insert(fp);
+        }
+        Ok(seen)
+    }
+
+    /// For each URL, whether it was never seen; those are then marked seen.
+    /// Nothing is marked when a lookup fails, so an error loses no URL.
+    pub fn claim(&mut self, store: &Store, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
+        let mut in_call = HashSet::with_capacity(urls.len());
+        let mut answers = Vec::with_capacity(urls.len());
+        for url in urls {
+            let fp = url_fingerprint(url);
+            let new = in_call.insert(fp) && !self.contains(store, fp)?;
+            answers.push((fp, new));
+        }
+        for &(fp, new) in &answers {
+            if new {
+                self.insert(fp);
+            }
+        }
+        Ok(answers.into_iter().map(|(_, new)| new).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::store::CrawlBatch;
+
+    #[test]
+    fn a_bloom_false_positive_is_settled_by_the_store_and_positives_are_cached() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 4 << 20).unwrap();
+        let mut batch = CrawlBatch::default();
+        batch.mark_seen("http://a.example/stored");
+        store.apply(batch).unwrap();
+        // A saturated filter says "maybe" to everything: the store decides.
+        let mut bloom = BloomFilter::new(1, 0.5);
+        for fp in 0..10_000 {
+            bloom.insert(fp);
+        }
+        let mut seen = SeenSet::new(bloom, RecentSeen::new(16));
+        let urls = ["http://a.example/stored", "http://a.example/new"];
+        assert_eq!(seen.claim(&store, &urls).unwrap(), [false, true]);
+        assert!(seen
+            .recent
+            .contains(url_fingerprint("http://a.example/stored")));
+        assert_eq!(seen.claim(&store, &urls).unwrap(), [false, false]);
+    }
+
+    #[test]
+    fn open_fills_the_bloom_filter_from_the_stored_marks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 4 << 20).unwrap();
+        let mut batch = CrawlBatch::default();
+        batch.mark_seen("http://a.example/1");
+        store.apply(batch).unwrap();
+        let mut seen = SeenSet::load(&store).unwrap();
+        let fp = url_fingerprint("http://a.example/1");
+        assert!(seen.bloom.might_contain(fp));
+        assert!(!seen.recent.contains(fp), "the recent set starts empty");
+    }
+}
