@@ -14,6 +14,8 @@
 //! live elsewhere (a shared remote store); `Frontier` is its sled-backed version.
 
 mod api;
+#[cfg(test)]
+pub(crate) mod conformance;
 mod entry;
 mod host;
 mod ops;
