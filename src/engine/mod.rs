@@ -10,7 +10,7 @@ pub(crate) mod cpu_pool;
 pub(crate) mod dedup;
 pub(crate) mod extract;
 pub(crate) mod fetch;
-pub mod frontier;
+pub(crate) mod frontier;
 mod hosts;
 mod outbox;
 pub(crate) mod politeness;

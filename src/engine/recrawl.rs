@@ -5,7 +5,7 @@
 use url::Url;
 
 use super::fetch::Validators;
-use super::frontier::{Frontier, FrontierEntry};
+use super::frontier::{FrontierEntry, FrontierStore};
 use super::prioritize::priority;
 use super::store::{PageOutcome, PageRecord, Store, StoreError, Tree};
 use super::EngineError;
@@ -27,7 +27,10 @@ fn had_content(outcome: &PageOutcome) -> bool {
 /// Queues every page with content for a new pass; returns the pass number
 /// and how many URLs were queued. A crawl with URLs still queued must end
 /// first: queueing its pages again would fetch some of them twice.
-pub fn start_pass(store: &Store, frontier: &mut Frontier) -> Result<(u32, usize), EngineError> {
+pub fn start_pass(
+    store: &Store,
+    frontier: &mut dyn FrontierStore,
+) -> Result<(u32, usize), EngineError> {
     let store_err = |e: StoreError| EngineError::Store(e.to_string());
     if store.pages_count() == 0 {
         return Err(EngineError::Config(
@@ -36,11 +39,12 @@ pub fn start_pass(store: &Store, frontier: &mut Frontier) -> Result<(u32, usize)
                 .into(),
         ));
     }
-    if !frontier.is_empty() {
+    let queued = frontier.counts().map_err(store_err)?.queued;
+    if queued > 0 {
         return Err(EngineError::Config(format!(
             "--recrawl: this crawl still has {} URLs queued; run it to the end without \
              --recrawl first",
-            frontier.len()
+            queued
         )));
     }
     let mut chunk = Vec::new();

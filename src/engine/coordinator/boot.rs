@@ -8,14 +8,13 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::commands::{Settings, SETTINGS_KEY};
-use super::{Coordinator, RunState, RECENT_SEEN};
+use super::{Coordinator, RunState};
 use crate::engine::alerts::Alerts;
 use crate::engine::config::{parse_seed, CrawlConfig};
 use crate::engine::cpu_pool::CpuPool;
-use crate::engine::dedup::{url_fingerprint, BloomFilter, RecentSeen};
 use crate::engine::extract::ExtractOptions;
 use crate::engine::fetch::Fetcher;
-use crate::engine::frontier::{Frontier, FrontierEntry, Hold};
+use crate::engine::frontier::{Frontier, FrontierEntry, FrontierStore, Hold};
 use crate::engine::hosts::HostTable;
 use crate::engine::outbox::Outbox;
 use crate::engine::recrawl;
@@ -33,8 +32,6 @@ use crate::engine::{EngineEnds, EngineError, EngineOptions};
 
 /// Page processing threads at most; beyond this the coordinator is the limit.
 const MAX_CPU_THREADS: usize = 8;
-/// Bloom filter sizing: room for this many URLs beyond those already seen.
-const BLOOM_HEADROOM: usize = 1_000_000;
 /// Meta key of the seeds of every run of the crawl.
 const SEEDS_KEY: &[u8] = b"seeds";
 
@@ -56,15 +53,16 @@ pub(in crate::engine) fn build(
         message: format!("cannot create it: {e}"),
     })?;
     let store = Store::open(data_dir, config.storage.cache_bytes).map_err(store_err)?;
-    let mut frontier = Frontier::open(&store).map_err(store_err)?;
+    let mut frontier: Box<dyn FrontierStore> = Box::new(Frontier::open(&store).map_err(store_err)?);
     // Robots first: every host the frontier creates waits for its robots.txt.
     frontier.set_initial_holds(&[Hold::Robots]);
-    frontier.set_default_max_in_flight(config.politeness.per_host);
+    frontier
+        .set_default_max_in_flight(config.politeness.per_host)
+        .map_err(store_err)?;
     let fetcher = Fetcher::new(&config).map_err(|e| EngineError::Config(e.to_string()))?;
 
     let seeds = all_seeds(&store, &config)?;
     let filter = UrlFilter::new(&config.scope, &seeds);
-    let (mut bloom, recent_seen) = seen_set(&store)?;
 
     let mut rules = OperatorRules::load(&store).map_err(store_err)?;
     let mut traps = TrapDetector::new(&config.traps);
@@ -75,7 +73,7 @@ pub(in crate::engine) fn build(
     }
     let operator = restore_settings(&store, &config, &mut rules, &mut alerts)?;
     let recrawl_pass = if options.recrawl {
-        let (pass, queued) = recrawl::start_pass(&store, &mut frontier)?;
+        let (pass, queued) = recrawl::start_pass(&store, frontier.as_mut())?;
         tracing::info!("recrawl pass {pass}: {queued} pages queued with their validators");
         pass
     } else {
@@ -83,7 +81,7 @@ pub(in crate::engine) fn build(
     };
     // A recrawl pass has counters, limits and elapsed time of its own.
     let stats = CrawlStats::load(&store, options.recrawl).map_err(store_err)?;
-    queue_new_seeds(&store, &mut frontier, &mut bloom, &seeds)?;
+    queue_new_seeds(frontier.as_mut(), &seeds)?;
 
     let (workers, results) = workers(&config, data_dir, fetcher)?;
     let hosts = HostTable::new(
@@ -97,8 +95,6 @@ pub(in crate::engine) fn build(
         data_dir: data_dir.display().to_string(),
         store,
         frontier,
-        bloom,
-        recent_seen,
         filter,
         rules,
         traps,
@@ -186,41 +182,22 @@ fn all_seeds(store: &Store, config: &CrawlConfig) -> Result<Vec<Url>, EngineErro
         .map_err(EngineError::Config)
 }
 
-/// The seen set's in-memory filters, rebuilt from the stored seen marks.
-fn seen_set(store: &Store) -> Result<(BloomFilter, RecentSeen), EngineError> {
-    let mut seen_count = 0usize;
-    store
-        .for_each_seen(|_| seen_count += 1)
-        .map_err(store_err)?;
-    let mut bloom = BloomFilter::new(seen_count + BLOOM_HEADROOM, 0.01);
-    store
-        .for_each_seen(|fp| bloom.insert(fp))
-        .map_err(store_err)?;
-    Ok((bloom, RecentSeen::new(RECENT_SEEN)))
-}
-
 /// Queues the seeds the crawl has not seen yet.
-fn queue_new_seeds(
-    store: &Store,
-    frontier: &mut Frontier,
-    bloom: &mut BloomFilter,
-    seeds: &[Url],
-) -> Result<(), EngineError> {
-    let mut new_seeds = Vec::new();
-    for seed in seeds {
-        let fp = url_fingerprint(seed.as_str());
-        if bloom.might_contain(fp) && store.seen_contains(fp).map_err(store_err)? {
-            continue;
-        }
-        bloom.insert(fp);
-        new_seeds.push(FrontierEntry {
+fn queue_new_seeds(frontier: &mut dyn FrontierStore, seeds: &[Url]) -> Result<(), EngineError> {
+    let texts: Vec<&str> = seeds.iter().map(Url::as_str).collect();
+    let fresh = frontier.claim_unseen(&texts).map_err(store_err)?;
+    let new_seeds = seeds
+        .iter()
+        .zip(fresh)
+        .filter(|(_, fresh)| *fresh)
+        .map(|(seed, _)| FrontierEntry {
             url: seed.to_string(),
             host: url_norm::host_key(seed),
             depth: 0,
             priority: 0,
             redirects: 0,
-        });
-    }
+        })
+        .collect();
     frontier.push(new_seeds).map_err(store_err)?;
     Ok(())
 }

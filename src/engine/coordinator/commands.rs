@@ -7,7 +7,6 @@ use tokio::time::Instant;
 use super::Coordinator;
 use crate::engine::config::parse_seed;
 use crate::engine::control::{BreakerThresholds, Command, Target};
-use crate::engine::dedup::url_fingerprint;
 use crate::engine::frontier::{FrontierEntry, Hold};
 use crate::engine::rules::describe;
 use crate::engine::store::{StoreError, Tree};
@@ -110,7 +109,7 @@ impl Coordinator {
                 Ok("crawl resumed".to_string())
             }
             Target::Host(host) => {
-                self.frontier.set_hold(&host, Hold::Paused, paused);
+                self.hold(&host, Hold::Paused, paused);
                 self.hosts
                     .set_paused(&host, paused)
                     .map_err(|e| not_stored("pause", e))?;
@@ -138,7 +137,9 @@ impl Coordinator {
             .hosts
             .set_concurrency_override(host, max)
             .map_err(|e| not_stored("concurrency", e))?;
-        self.frontier.set_max_in_flight(host, effective);
+        self.frontier
+            .set_max_in_flight(host, effective)
+            .map_err(|e| not_stored("concurrency", e))?;
         Ok(format!("{host}: {effective} request(s) in flight at most"))
     }
 
@@ -184,11 +185,13 @@ impl Coordinator {
         let mut url = parse_seed(text)?;
         url_norm::normalize(&mut url);
         self.filter.add_seed(&url);
-        let fp = url_fingerprint(url.as_str());
-        if self.is_seen(fp) {
+        let fresh = self
+            .frontier
+            .claim_unseen(&[url.as_str()])
+            .map_err(|e| format!("could not check {url} against the seen URLs: {e}"))?;
+        if fresh.first() != Some(&true) {
             return Err(format!("{url} was already seen in this crawl"));
         }
-        self.mark_seen(fp);
         let entry = FrontierEntry {
             priority: 0,
             url: url.to_string(),

@@ -13,29 +13,39 @@ impl Coordinator {
     /// the host table knows of them: settled robots, pauses, overrides, open
     /// breakers.
     pub(super) fn adopt_new_hosts(&mut self, now: Instant) {
+        let new_hosts = match self.frontier.take_new_hosts() {
+            Ok(hosts) if hosts.is_empty() => return,
+            Ok(hosts) => hosts,
+            Err(e) => return self.storage_failed("listing new hosts", e),
+        };
+        let keys: Vec<&str> = new_hosts.iter().map(String::as_str).collect();
+        let heads = match self.frontier.host_views(&keys, now, 1) {
+            Ok(views) => views,
+            Err(e) => return self.storage_failed("reading new hosts' queues", e),
+        };
         let default_max = self.cfg.politeness.per_host;
-        for key in self.frontier.take_new_hosts() {
-            let head = self.frontier.host_head(&key, 1);
+        for (key, queue) in new_hosts.iter().zip(heads) {
             let holds = self
                 .hosts
-                .adopt(&key, head.first().map(String::as_str), now);
+                .adopt(key, queue.head.first().map(String::as_str), now);
             // Explicit both ways: hosts restored by `Frontier::open` predate the initial holds.
-            self.frontier
-                .set_hold(&key, Hold::Robots, !holds.robots_settled);
+            self.hold(key, Hold::Robots, !holds.robots_settled);
             if !holds.robots_settled {
                 self.robots_wanted.push(key.clone());
             }
             if holds.paused {
-                self.frontier.set_hold(&key, Hold::Paused, true);
+                self.hold(key, Hold::Paused, true);
             }
             if holds.breaker_open {
-                self.frontier.set_hold(&key, Hold::Breaker, true);
+                self.hold(key, Hold::Breaker, true);
             }
             if holds.max_in_flight != default_max {
-                self.frontier.set_max_in_flight(&key, holds.max_in_flight);
+                if let Err(e) = self.frontier.set_max_in_flight(key, holds.max_in_flight) {
+                    self.storage_failed(&format!("limiting {key}"), e);
+                }
             }
             if holds.finished {
-                self.frontier.set_hold(&key, Hold::Finished, true);
+                self.hold(key, Hold::Finished, true);
             }
         }
     }
@@ -53,11 +63,13 @@ impl Coordinator {
             self.start_robots(&host);
         }
         while self.slots.has_room() && !self.page_budget_spent() && !self.slots.rate_limited(now) {
-            let Some(lease) = self.frontier.next_ready(now) else {
-                return;
+            let lease = match self.frontier.next_ready(now) {
+                Ok(Some(lease)) => lease,
+                Ok(None) => return,
+                Err(e) => return self.storage_failed("taking the next URL", e),
             };
             if !self.slots.take_rate_token(now) {
-                self.frontier.release(lease);
+                self.release(lease);
                 return;
             }
             let host = lease.entry.host.clone();
@@ -68,13 +80,13 @@ impl Coordinator {
             match self.hosts.check_fetch(&host, &url, now) {
                 FetchGate::RobotsUnsettled => {
                     // Expired (or never fetched): settle robots.txt again before any page.
-                    self.frontier.release(lease);
-                    self.frontier.set_hold(&host, Hold::Robots, true);
+                    self.release(lease);
+                    self.hold(&host, Hold::Robots, true);
                     self.start_robots(&host);
                 }
                 FetchGate::RobotsDenied => self.record_robots_denied(lease),
                 FetchGate::BreakerHeld => {
-                    self.frontier.release(lease);
+                    self.release(lease);
                     self.hold_for_breaker(&host, now);
                 }
                 FetchGate::Go { probe } => {

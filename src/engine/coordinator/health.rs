@@ -21,7 +21,9 @@ impl Coordinator {
     /// Sets when the host may be asked again, from its politeness state.
     pub(super) fn schedule_next(&mut self, host: &str, now: Instant) {
         if let Some(delay) = self.hosts.next_delay(host) {
-            self.frontier.set_not_before(host, now + delay);
+            if let Err(e) = self.frontier.set_not_before(host, now + delay) {
+                self.storage_failed(&format!("scheduling {host}"), e);
+            }
         }
     }
 
@@ -53,7 +55,7 @@ impl Coordinator {
             BreakerPhase::Open => self.hold_for_breaker(host, now),
             BreakerPhase::Closed => {
                 self.hosts.breaker_released(host);
-                self.frontier.set_hold(host, Hold::Breaker, false);
+                self.hold(host, Hold::Breaker, false);
             }
             BreakerPhase::HalfOpen => {}
         }
@@ -78,7 +80,7 @@ impl Coordinator {
             }
             Some(BreakerHold::Hold { newly, probe_at }) => {
                 if newly {
-                    self.frontier.set_hold(host, Hold::Breaker, true);
+                    self.hold(host, Hold::Breaker, true);
                 }
                 if let Some(at) = probe_at {
                     self.timers.schedule(at.max(now), Timer::BreakerProbe, host);
@@ -92,7 +94,7 @@ impl Coordinator {
         match self.hosts.probe_due(host, now) {
             None => {}
             Some(Err(at)) => self.timers.schedule(at, Timer::BreakerProbe, host),
-            Some(Ok(())) => self.frontier.set_hold(host, Hold::Breaker, false),
+            Some(Ok(())) => self.hold(host, Hold::Breaker, false),
         }
     }
 
@@ -114,7 +116,7 @@ impl Coordinator {
         if let Err(e) = self.hosts.give_up(host) {
             self.storage_failed(&format!("giving up {host}"), e);
         }
-        self.frontier.set_hold(host, Hold::Finished, true);
+        self.hold(host, Hold::Finished, true);
         match self
             .frontier
             .drop_host(host, &|e| record_for(e, outcome.clone()))
@@ -149,7 +151,7 @@ impl Coordinator {
                         ),
                     );
                 }
-                self.frontier.set_hold(host, Hold::Robots, false);
+                self.hold(host, Hold::Robots, false);
             }
             RobotsSettled::DisallowAll => {
                 let dropped = self.finish_host(host, PageOutcome::RobotsDenied);

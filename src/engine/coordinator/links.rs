@@ -1,13 +1,11 @@
 //! A page's links on their way into the frontier: normalization, filters,
 //! operator rules, the seen check, trap detection and quarantine.
 
-use std::collections::HashSet;
-
 use url::Url;
 
 use super::results::record_for;
 use super::Coordinator;
-use crate::engine::dedup::{url_fingerprint, ContentDigest};
+use crate::engine::dedup::ContentDigest;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::prioritize::priority;
 use crate::engine::url_norm;
@@ -48,15 +46,13 @@ impl Coordinator {
         } else {
             0
         };
+        let candidates = self.in_scope(links, depth);
+        let fresh = self.claim_unseen(candidates);
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
         let quarantining_before = self.alerts.quarantining_count();
-        let mut batch_seen = HashSet::new();
-        for url in links {
-            // Rules are checked link by link: an alert this page raises may add one.
-            let Some(url) = self.screen(url, depth, &mut batch_seen) else {
-                continue;
-            };
+        let rules_before = self.rules.next_id();
+        for url in fresh {
             if let Some(d) = self.traps.on_discovered(parent, &url, depth) {
                 self.raise_alert(d);
             }
@@ -67,7 +63,12 @@ impl Coordinator {
                 depth,
                 redirects,
             };
-            if let Some(alert_id) = self.alerts.quarantining(&entry.url, &entry.host) {
+            if self.rules.next_id() != rules_before
+                && self.rules.matches(&entry.url, &entry.host).is_some()
+            {
+                // An alert this page raised was accepted at once (auto policy).
+                self.stats.count().blocked_by_rules += 1;
+            } else if let Some(alert_id) = self.alerts.quarantining(&entry.url, &entry.host) {
                 self.park_new(alert_id, entry);
             } else if let Some(reason) = self.hosts.finished_reason(&entry.host) {
                 // A given-up host takes no new work; its URLs are recorded at once.
@@ -78,7 +79,7 @@ impl Coordinator {
         }
         if !given_up.is_empty() {
             if let Err(e) = self.store.record_pages(&given_up) {
-                tracing::error!("recording URLs of given-up hosts: {e}");
+                self.storage_failed("recording URLs of given-up hosts", e);
             }
         }
         if self.alerts.quarantining_count() != quarantining_before {
@@ -96,25 +97,43 @@ impl Coordinator {
         admitted
     }
 
-    /// The link normalized, if it passes scope, depth and operator rules
-    /// and was never seen before (it is marked seen now).
-    fn screen(&mut self, mut url: Url, depth: u32, batch_seen: &mut HashSet<u64>) -> Option<Url> {
-        url_norm::normalize(&mut url);
-        if self.filter.check(&url).is_err() || depth > self.cfg.max_depth {
-            self.stats.count().filtered += 1;
-            return None;
+    /// The links, normalized, that pass scope, depth and operator rules.
+    fn in_scope(&mut self, links: Vec<Url>, depth: u32) -> Vec<Url> {
+        let mut kept = Vec::with_capacity(links.len());
+        for mut url in links {
+            url_norm::normalize(&mut url);
+            if self.filter.check(&url).is_err() || depth > self.cfg.max_depth {
+                self.stats.count().filtered += 1;
+                continue;
+            }
+            let host = url_norm::host_key(&url);
+            if self.rules.matches(url.as_str(), &host).is_some() {
+                self.stats.count().blocked_by_rules += 1;
+                continue;
+            }
+            kept.push(url);
         }
-        let host = url_norm::host_key(&url);
-        if self.rules.matches(url.as_str(), &host).is_some() {
-            self.stats.count().blocked_by_rules += 1;
-            return None;
+        kept
+    }
+
+    /// The links never seen before, in one batch; they are seen from now on.
+    fn claim_unseen(&mut self, links: Vec<Url>) -> Vec<Url> {
+        if links.is_empty() {
+            return links;
         }
-        let fp = url_fingerprint(url.as_str());
-        if !batch_seen.insert(fp) || self.is_seen(fp) {
-            return None;
-        }
-        self.mark_seen(fp);
-        Some(url)
+        let texts: Vec<&str> = links.iter().map(Url::as_str).collect();
+        let fresh = match self.frontier.claim_unseen(&texts) {
+            Ok(fresh) => fresh,
+            Err(e) => {
+                self.storage_failed("checking links against the seen URLs", e);
+                return Vec::new();
+            }
+        };
+        links
+            .into_iter()
+            .zip(fresh)
+            .filter_map(|(url, fresh)| fresh.then_some(url))
+            .collect()
     }
 
     /// Quarantines a newly found URL under an open alert.
@@ -122,30 +141,5 @@ impl Coordinator {
         if let Err(e) = self.frontier.park_new(alert_id, vec![entry]) {
             self.storage_failed("parking a URL", e);
         }
-    }
-
-    /// Bloom filter first (a "no" is certain), then the recently seen
-    /// fingerprints; only what is left asks the persistent set.
-    pub(super) fn is_seen(&mut self, fp: u64) -> bool {
-        if !self.bloom.might_contain(fp) {
-            return false;
-        }
-        if self.recent_seen.contains(fp) {
-            return true;
-        }
-        // On a storage error, treat the URL as seen: skipping one link beats
-        // fetching a page twice.
-        let seen = self.store.seen_contains(fp).unwrap_or(true);
-        if seen {
-            self.recent_seen.insert(fp);
-        }
-        seen
-    }
-
-    /// Marks a fingerprint seen in memory (the store marks it in the batch
-    /// that queues the URL).
-    pub(super) fn mark_seen(&mut self, fp: u64) {
-        self.bloom.insert(fp);
-        self.recent_seen.insert(fp);
     }
 }

@@ -22,8 +22,7 @@ use tokio::time::Instant;
 use super::alerts::Alerts;
 use super::config::CrawlConfig;
 use super::control::{Command, CommandId, HostKey};
-use super::dedup::{BloomFilter, RecentSeen};
-use super::frontier::Frontier;
+use super::frontier::{FrontierStore, Hold, Lease};
 use super::hosts::HostTable;
 use super::outbox::Outbox;
 use super::rules::OperatorRules;
@@ -31,7 +30,7 @@ use super::slots::FetchSlots;
 use super::stats::CrawlStats;
 use super::store::{Store, StoreError};
 use super::tasks::{Work, Workers};
-use super::telemetry::{CrawlState, Level, Snapshot};
+use super::telemetry::{CrawlState, HostActivity, Level, Snapshot};
 use super::timers::{Timer, Timers};
 use super::traps::TrapDetector;
 use super::url_norm::UrlFilter;
@@ -39,8 +38,6 @@ use super::EngineError;
 
 /// How often the snapshot is published.
 const SNAPSHOT_EVERY: Duration = Duration::from_millis(250);
-/// Recently seen URL fingerprints kept in memory (about 16 bytes each).
-const RECENT_SEEN: usize = 1 << 20;
 
 /// Where the crawl is in its life, as the loop decides it.
 struct RunState {
@@ -63,9 +60,7 @@ pub(crate) struct Coordinator {
     cfg: CrawlConfig,
     data_dir: String,
     store: Store,
-    frontier: Frontier,
-    bloom: BloomFilter,
-    recent_seen: RecentSeen,
+    frontier: Box<dyn FrontierStore>,
     filter: UrlFilter,
     rules: OperatorRules,
     traps: TrapDetector,
@@ -181,7 +176,7 @@ impl Coordinator {
     }
 
     /// Why the crawl is over, if it is (in-flight work may still be finishing).
-    fn finished(&self) -> Option<String> {
+    fn finished(&mut self) -> Option<String> {
         if self.run.draining {
             return Some(
                 self.run
@@ -195,8 +190,16 @@ impl Coordinator {
             return Some(format!("page limit reached ({})", self.cfg.max_pages));
         }
         let idle = self.slots.total() == 0;
-        if !idle || self.run.paused || !self.frontier.is_empty() || !self.timers.is_empty() {
+        if !idle || self.run.paused || !self.timers.is_empty() {
             return None;
+        }
+        match self.frontier.counts() {
+            Ok(counts) if counts.queued == 0 => {}
+            Ok(_) => return None,
+            Err(e) => {
+                self.storage_failed("counting the frontier", e);
+                return None;
+            }
         }
         let open_alerts = self.alerts.open_count();
         if open_alerts > 0 {
@@ -218,13 +221,16 @@ impl Coordinator {
 
     /// When the loop must wake up by itself. A ready host is no reason while
     /// dispatch cannot start anything: that would spin until a fetch ends.
-    fn next_wakeup(&self, now: Instant) -> Option<Instant> {
+    fn next_wakeup(&mut self, now: Instant) -> Option<Instant> {
         let saturated = !self.slots.has_room() || self.page_budget_spent();
         let frontier =
             if self.run.paused || self.run.draining || saturated || self.slots.rate_limited(now) {
                 None
             } else {
-                self.frontier.next_wakeup()
+                self.frontier.next_wakeup().unwrap_or_else(|e| {
+                    tracing::error!("asking the frontier when a host is ready: {e}");
+                    None
+                })
             };
         [frontier, self.timers.next_due(), self.slots.rate_wake()]
             .into_iter()
@@ -270,12 +276,39 @@ impl Coordinator {
 
     /// Idle hosts leave memory once the host table is over its cap.
     fn evict_idle_hosts(&mut self) {
-        let frontier = &self.frontier;
-        let now = Instant::now();
-        self.hosts.evict_idle(&|host| {
-            frontier.host_activity(host, now) == super::telemetry::HostActivity::Idle
-                && frontier.host_parked(host) == 0
-        });
+        let candidates = self.hosts.eviction_candidates();
+        if candidates.is_empty() {
+            return;
+        }
+        let keys: Vec<&str> = candidates.iter().map(String::as_str).collect();
+        let views = match self.frontier.host_views(&keys, Instant::now(), 0) {
+            Ok(views) => views,
+            Err(e) => {
+                tracing::warn!("host eviction skipped: {e}");
+                return;
+            }
+        };
+        let idle: Vec<&str> = keys
+            .iter()
+            .zip(views)
+            .filter(|(_, v)| v.activity == HostActivity::Idle && v.parked == 0)
+            .map(|(k, _)| *k)
+            .collect();
+        self.hosts.evict(&idle);
+    }
+
+    /// Sets or clears a hold on a host in the frontier.
+    fn hold(&mut self, host: &str, hold: Hold, on: bool) {
+        if let Err(e) = self.frontier.set_hold(host, hold, on) {
+            self.storage_failed(&format!("holding {host}"), e);
+        }
+    }
+
+    /// Puts a leased URL back at its host's head.
+    fn release(&mut self, lease: Lease) {
+        if let Err(e) = self.frontier.release(lease) {
+            self.storage_failed("releasing a URL", e);
+        }
     }
 
     fn handle_command(&mut self, command: Command) -> Result<String, String> {
@@ -293,7 +326,6 @@ async fn sleep_until_opt(at: Option<Instant>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::frontier::Hold;
     use crate::engine::{EngineHandle, EngineOptions};
 
     #[tokio::test]
@@ -309,9 +341,7 @@ mod tests {
             .expect("coordinator builds");
         let now = Instant::now();
         coordinator.adopt_new_hosts(now);
-        coordinator
-            .frontier
-            .set_hold("127.0.0.1:9", Hold::Robots, false);
+        coordinator.hold("127.0.0.1:9", Hold::Robots, false);
         let ready = coordinator.next_wakeup(now);
         assert!(
             ready.is_some_and(|at| at <= Instant::now()),

@@ -4,26 +4,31 @@
 use tokio::time::Instant;
 
 use super::Coordinator;
-use crate::engine::hosts::HostQueueFacts;
-use crate::engine::telemetry::{HostActivity, Snapshot};
+use crate::engine::telemetry::{HostActivity, HostView, Snapshot};
 
 /// Hosts listed in one snapshot (busiest first).
 const SNAPSHOT_HOSTS: usize = 500;
+/// URLs of each host's queue head shown.
+const HEAD_SHOWN: usize = 5;
 
 impl Coordinator {
     /// Builds and publishes the snapshot.
     pub(super) fn publish(&mut self) -> Snapshot {
         let now = Instant::now();
         let (pages_per_sec, bytes_per_sec) = self.stats.sample_rates(now);
+        let counts = self.frontier.counts().unwrap_or_else(|e| {
+            tracing::error!("counting the frontier for the snapshot: {e}");
+            Default::default()
+        });
         let mut snap = Snapshot {
             state: self.run.state,
             elapsed: self.stats.elapsed(),
             counters: self.stats.counters().clone(),
             pages_per_sec,
             bytes_per_sec,
-            frontier_size: self.frontier.len(),
+            frontier_size: counts.queued,
             in_flight: self.slots.total() as u32,
-            front_queues: self.frontier.front_queue_depths(),
+            front_queues: counts.front_queues,
             rules: self.rules.views(),
             alerts: self.alerts.views(),
             dropped_events: self.outbox.dropped(),
@@ -34,13 +39,7 @@ impl Coordinator {
             finish_reason: self.run.finish_reason.clone(),
             ..Snapshot::default()
         };
-        let frontier = &self.frontier;
-        let mut views = self.hosts.views(now, &mut |host| HostQueueFacts {
-            queued: frontier.host_queued(host),
-            parked: frontier.host_parked(host),
-            activity: frontier.host_activity(host, now),
-            head: frontier.host_head(host, 5),
-        });
+        let mut views = self.host_views(now);
         for view in &views {
             match view.activity {
                 HostActivity::Ready => snap.hosts_ready += 1,
@@ -62,5 +61,22 @@ impl Coordinator {
         snap.hosts = views;
         self.outbox.publish(snap.clone());
         snap
+    }
+
+    /// Every host in memory with its queue.
+    fn host_views(&mut self, now: Instant) -> Vec<HostView> {
+        let keys = self.hosts.keys();
+        let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
+        let queues = match self.frontier.host_views(&refs, now, HEAD_SHOWN) {
+            Ok(queues) => queues,
+            Err(e) => {
+                tracing::error!("reading host queues for the snapshot: {e}");
+                return Vec::new();
+            }
+        };
+        keys.iter()
+            .zip(queues)
+            .filter_map(|(key, queue)| self.hosts.view(key, now, queue))
+            .collect()
     }
 }

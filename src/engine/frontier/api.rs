@@ -48,7 +48,7 @@ pub struct HostQueueView {
 /// coordinator can run on a local store or a shared remote one.
 ///
 /// Order: a host hands out its URLs by priority level (0 first), then in
-/// arrival order. Across hosts, a level is chosen by [`super::LEVEL_WEIGHTS`]
+/// arrival order. Across hosts, a level is chosen by `LEVEL_WEIGHTS` (frontier/schedule.rs)
 /// among the levels with a ready host, then that level's host that has been
 /// ready longest. A host is ready when it has queued URLs, no hold, fewer
 /// leases than its maximum, and its `not_before` has passed.

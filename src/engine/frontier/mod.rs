@@ -27,9 +27,12 @@ use std::collections::HashMap;
 
 use tokio::time::Instant;
 
-pub use api::{FrontierCounts, FrontierStore, HostQueueView};
+#[cfg(test)]
+use api::FrontierCounts;
+pub use api::{FrontierStore, HostQueueView};
 pub use entry::{FrontierEntry, Hold, Lease};
-pub use schedule::LEVEL_WEIGHTS;
+#[cfg(test)]
+use schedule::LEVEL_WEIGHTS;
 
 use crate::engine::control::HostKey;
 use crate::engine::store::{Store, StoreError};
@@ -94,11 +97,6 @@ impl Frontier {
     /// URLs queued and not in flight.
     pub fn len(&self) -> u64 {
         self.queued
-    }
-
-    /// No URL queued (URLs in flight do not count).
-    pub fn is_empty(&self) -> bool {
-        self.queued == 0
     }
 
     /// URLs handed out by `next_ready` and not yet completed or released.
@@ -182,6 +180,7 @@ impl Frontier {
     /// with a ready host, then that level's longest-waiting host. The host's
     /// in-flight count rises until the lease ends. A failure to load the
     /// host's next URLs is logged (the host then waits for its next change).
+    #[cfg(test)]
     pub fn next_ready(&mut self, now: Instant) -> Option<Lease> {
         let (id, lease) = self.take_next(now)?;
         if let Err(e) = self.ensure_head(id) {

@@ -52,15 +52,6 @@ impl Frontier {
         queued
     }
 
-    /// Puts a leased URL back without completing it (shutdown, cancelled
-    /// fetch); errors are logged.
-    pub fn release(&mut self, lease: Lease) {
-        let url = lease.entry.url.clone();
-        if let Err(e) = self.try_release(lease) {
-            tracing::warn!(%url, error = %e, "releasing a leased URL");
-        }
-    }
-
     /// Puts a leased URL at the back of its host's queue (its priority kept),
     /// so a URL that failed while its host was down does not block the host's
     /// probe requests when the host comes back.

@@ -14,9 +14,10 @@ use url::Url;
 use super::breaker::{Outcome, Transition};
 use super::config::{BreakerConfig, PolitenessConfig, RobotsConfig};
 use super::control::{BreakerThresholds, HostKey};
+use super::frontier::HostQueueView;
 use super::robots::{RobotsBackoff, RobotsVerdict};
 use super::store::{PageOutcome, Store, StoreError, Tree};
-use super::telemetry::{BreakerPhase, HostActivity, HostView, RobotsState};
+use super::telemetry::{BreakerPhase, HostView, RobotsState};
 use state::{HostRecord, HostState, RobotsSlot};
 
 /// Hosts kept in memory before idle ones are evicted (their settings are in
@@ -72,15 +73,6 @@ pub(crate) enum RobotsSettled {
         retry_at: Instant,
         state: RobotsState,
     },
-}
-
-/// The frontier's side of a host, for its view.
-pub(crate) struct HostQueueFacts {
-    pub queued: u64,
-    pub parked: u64,
-    pub activity: HostActivity,
-    /// The next URLs its queue hands out.
-    pub head: Vec<String>,
 }
 
 /// Per-host state of the crawl; the one owner of `HostState`.
@@ -166,29 +158,34 @@ impl HostTable {
         }
     }
 
-    /// Drops idle hosts from memory once there are more than the cap.
-    /// `is_idle` says whether the frontier has nothing of the host.
-    pub(crate) fn evict_idle(&mut self, is_idle: &dyn Fn(&str) -> bool) -> usize {
-        if self.hosts.len() <= self.resident_cap {
-            return 0;
+    /// Hosts that may leave memory, once there are more than the cap: none
+    /// of their requests is out. The caller checks the frontier has nothing
+    /// of them either, then calls `evict`.
+    pub(crate) fn eviction_candidates(&self) -> Vec<HostKey> {
+        let excess = self.hosts.len().saturating_sub(self.resident_cap);
+        if excess == 0 {
+            return Vec::new();
         }
-        let before = self.hosts.len();
-        let excess = before - self.resident_cap;
-        let victims: Vec<HostKey> = self
-            .hosts
+        self.hosts
             .iter()
-            .filter(|(key, h)| h.in_flight == 0 && !h.robots.is_fetching() && is_idle(key))
+            .filter(|(_, h)| h.in_flight == 0 && !h.robots.is_fetching())
             .map(|(key, _)| key.clone())
             .take(excess)
-            .collect();
-        for key in victims {
-            if let Err(e) = self.save(&key) {
+            .collect()
+    }
+
+    /// Drops hosts from memory after storing what survives a restart; they
+    /// come back from the store when seen again. Returns how many left.
+    pub(crate) fn evict(&mut self, hosts: &[&str]) -> usize {
+        let mut evicted = 0;
+        for key in hosts {
+            if let Err(e) = self.save(key) {
                 tracing::error!("saving {key} before it leaves memory: {e}");
                 continue;
             }
-            self.hosts.remove(&key);
+            evicted += usize::from(self.hosts.remove(*key).is_some());
         }
-        before - self.hosts.len()
+        evicted
     }
 
     // ---- operator settings ----
@@ -492,22 +489,28 @@ impl HostTable {
 
     // ---- views ----
 
-    /// Views of every host in memory; `queue` answers for the frontier's side
-    /// of a host.
-    pub(crate) fn views(
+    /// The hosts in memory, for `views`.
+    pub(crate) fn keys(&self) -> Vec<HostKey> {
+        self.hosts.keys().cloned().collect()
+    }
+
+    /// The view of a host in memory, with the frontier's side of it.
+    pub(crate) fn view(
         &mut self,
+        host: &str,
         now: Instant,
-        queue: &mut dyn FnMut(&str) -> HostQueueFacts,
-    ) -> Vec<HostView> {
-        let politeness = &self.politeness;
-        self.hosts
-            .iter_mut()
-            .map(|(key, host)| {
-                let q = queue(key);
-                let max = host.politeness.max_in_flight(politeness);
-                host.view(now, q.queued, max, q.activity, q.parked, q.head)
-            })
-            .collect()
+        queue: HostQueueView,
+    ) -> Option<HostView> {
+        let state = self.hosts.get_mut(host)?;
+        let max = state.politeness.max_in_flight(&self.politeness);
+        Some(state.view(
+            now,
+            queue.queued,
+            max,
+            queue.activity,
+            queue.parked,
+            queue.head,
+        ))
     }
 }
 

@@ -125,30 +125,37 @@ async fn idle_hosts_leave_memory_past_the_cap_and_come_back_with_their_settings(
     hosts.set_paused("b.test", true).expect("stored");
     hosts.give_up("c.test").expect("stored");
     hosts.fetch_started("d.test", now);
-    assert_eq!(hosts.evict_idle(&|_| true), 2, "down to the cap");
-    assert_eq!(hosts.hosts.len(), 2);
+    let candidates = hosts.eviction_candidates();
+    assert_eq!(candidates.len(), 2, "down to the cap");
     assert!(
-        hosts.hosts.contains_key("d.test"),
+        !candidates.contains(&"d.test".to_string()),
         "a host with a request in flight stays"
     );
-    assert_eq!(hosts.evict_idle(&|_| false), 0, "busy hosts stay");
-
+    let keys: Vec<&str> = candidates.iter().map(String::as_str).collect();
+    assert_eq!(hosts.evict(&keys), 2);
+    assert_eq!(hosts.hosts.len(), 2);
+    assert!(
+        hosts.eviction_candidates().is_empty(),
+        "at the cap: nothing leaves"
+    );
+    hosts.resident_cap = 0;
     hosts.fetch_ended("d.test");
-    hosts.evict_idle(&|_| true);
+    let all = hosts.eviction_candidates();
+    let keys: Vec<&str> = all.iter().map(String::as_str).collect();
+    hosts.evict(&keys);
+    assert!(hosts.hosts.is_empty());
     for host in ["a.test", "b.test", "c.test"] {
         hosts.adopt(host, None, now);
     }
     let view = |hosts: &mut HostTable, name: &str| {
-        hosts
-            .views(now, &mut |_| HostQueueFacts {
-                queued: 0,
-                parked: 0,
-                activity: HostActivity::Idle,
-                head: Vec::new(),
-            })
-            .into_iter()
-            .find(|v| v.host == name)
-            .expect("host in memory")
+        let queue = HostQueueView {
+            queued: 0,
+            in_flight: 0,
+            parked: 0,
+            activity: HostActivity::Idle,
+            head: Vec::new(),
+        };
+        hosts.view(name, now, queue).expect("host in memory")
     };
     assert_eq!(
         view(&mut hosts, "a.test").delay_override,
