@@ -25,7 +25,9 @@ pub enum PatternKind {
 /// A blacklist rule as the operator writes it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct RuleSpec {
+    /// How `pattern` is written.
     pub kind: PatternKind,
+    /// The regex or glob, matched against the normalized absolute URL.
     pub pattern: String,
     /// `None`: every host; `Some(host)`: only URLs of that host.
     pub host: Option<HostKey>,
@@ -34,7 +36,9 @@ pub struct RuleSpec {
 /// Which hosts a throttle or pause applies to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Target {
+    /// The whole crawl.
     Global,
+    /// One host.
     Host(HostKey),
 }
 
@@ -47,21 +51,36 @@ pub struct BreakerThresholds {
     pub cooldown: Duration,
 }
 
+/// An operator action. `EngineControl::send` queues it; the engine answers with
+/// `EngineEvent::CommandDone`, and stores what it changed so it survives a restart.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum Command {
+    /// Starts nothing more for the crawl or one host; requests in flight finish.
     Pause(Target),
+    /// Lifts a pause of the crawl or one host (a crawl that is draining stays draining).
     Resume(Target),
+    /// Adds a blacklist rule: links found from now on are checked against it, and queued URLs it
+    /// matches are recorded as blocked at once.
     AddRule(RuleSpec),
+    /// Removes a rule: links found from now on pass it; URLs it blocked stay recorded as blocked.
     RemoveRule {
+        /// `RuleView::id` of the rule.
         rule_id: u64,
     },
     /// `None` removes the override.
     SetHostDelay {
+        /// The host whose delay is set.
         host: HostKey,
+        /// Wait between a response and the host's next request, in place of every computed
+        /// delay (Crawl-delay, adaptive, Retry-After).
         delay: Option<Duration>,
     },
+    /// The host's own limit of requests in flight.
     SetHostConcurrency {
+        /// The host whose limit is set.
         host: HostKey,
+        /// Requests in flight at most (0 is refused); `None` returns the host to
+        /// `politeness.per_host`.
         max: Option<usize>,
     },
     /// Default per-host minimum delay for every host without an override.
@@ -70,10 +89,14 @@ pub enum Command {
     SetGlobalConcurrency(usize),
     /// Pages per second across the crawl; `None` removes the cap.
     SetGlobalRate(Option<f64>),
+    /// Queues a URL as a new seed (depth 0) and widens the scope to its host (and domain);
+    /// refused if the URL was already seen.
     AddSeed(String),
     /// Per-host breaker thresholds; `None` returns the host to crawl.toml's.
     SetHostBreaker {
+        /// The host whose breaker thresholds are set.
         host: HostKey,
+        /// The host's thresholds (`consecutive_failures` 0 is refused).
         thresholds: Option<BreakerThresholds>,
     },
     /// Close the host's breaker now.
@@ -82,14 +105,20 @@ pub enum Command {
     ForceOpenBreaker(HostKey),
     /// Accept a trap alert: add its rule (or the edited one) and block its parked URLs.
     AcceptAlert {
+        /// `TrapAlert::id` of the alert.
         alert_id: u64,
+        /// The operator's edit of the suggested rule; `None` takes it as is.
         rule: Option<RuleSpec>,
     },
     /// Dismiss a trap alert: its parked URLs return to the frontier.
     DismissAlert {
+        /// `TrapAlert::id` of the alert.
         alert_id: u64,
     },
+    /// Writes what is kept in memory (counters, rule hits, WARC output) and flushes the store;
+    /// the one command `--readonly` allows.
     Checkpoint,
+    /// Stops the crawl: in-flight requests finish, then it is checkpointed and the engine ends.
     Shutdown,
 }
 
@@ -100,8 +129,10 @@ impl Command {
     }
 }
 
+/// The engine's answer to one command, in `EngineEvent::CommandDone`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CommandResult {
+    /// The id `EngineControl::send` returned for the command.
     pub id: CommandId,
     /// `Ok(summary)` says what changed, `Err(message)` why nothing did.
     pub outcome: Result<String, String>,

@@ -10,18 +10,24 @@ use super::control::{CommandResult, HostKey, RuleSpec};
 /// Number of front-queue priority levels (0 = highest priority).
 pub const PRIORITY_LEVELS: usize = 5;
 
+/// Where the crawl is in its life (`Snapshot::state`, `EngineEvent::StateChanged`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum CrawlState {
+    /// Not running yet: what front ends see before the crawl loop's first snapshot.
     #[default]
     Starting,
+    /// Handing out work as politeness, robots.txt, breakers and limits allow.
     Running,
+    /// The operator paused the whole crawl: in-flight requests finish, nothing new starts.
     Paused,
     /// Shutting down: in-flight requests finish, nothing new starts.
     Draining,
+    /// The crawl loop has ended (a checkpoint follows); `Snapshot::finish_reason` says why.
     Done,
 }
 
 impl CrawlState {
+    /// Upper-case word for the TUI header and the headless progress lines.
     pub fn label(self) -> &'static str {
         match self {
             CrawlState::Starting => "STARTING",
@@ -36,15 +42,21 @@ impl CrawlState {
 /// Why a host's current delay has the value it has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum DelaySource {
+    /// The crawl's default delay: `politeness.min_delay`, or the operator's `SetGlobalDelay`.
     #[default]
     Config,
+    /// The Crawl-delay of the host's robots.txt, longer than the default.
     CrawlDelay,
+    /// `politeness.delay_factor` × the host's last response time, longer than the others.
     Adaptive,
+    /// The Retry-After of the host's last 429/503 (added to the other terms), the larger part.
     RetryAfter,
+    /// The operator's delay for this host (`SetHostDelay`); it replaces every other term.
     Operator,
 }
 
 impl DelaySource {
+    /// Word for the host detail view.
     pub fn label(self) -> &'static str {
         match self {
             DelaySource::Config => "config",
@@ -56,6 +68,7 @@ impl DelaySource {
     }
 }
 
+/// Where a host's robots.txt stands.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum RobotsState {
     /// Not fetched yet (or being fetched).
@@ -68,12 +81,16 @@ pub enum RobotsState {
     /// 401/403 in strict mode: nothing of the host is crawled.
     DisallowAll,
     /// 5xx/timeout: host postponed, retried with backoff.
-    Postponed { attempts: u32 },
+    Postponed {
+        /// Failed fetches of robots.txt since the last success.
+        attempts: u32,
+    },
     /// Unavailable for too long: the host's URLs were recorded as not crawled.
     GaveUp,
 }
 
 impl RobotsState {
+    /// Short word for the hosts table and the host detail view.
     pub fn label(&self) -> &'static str {
         match self {
             RobotsState::Pending => "pending",
@@ -86,15 +103,20 @@ impl RobotsState {
     }
 }
 
+/// Phase of a host's circuit breaker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum BreakerPhase {
+    /// Requests flow; failures are counted.
     #[default]
     Closed,
+    /// Tripped by failures (or the operator): no requests until the cooldown ends.
     Open,
+    /// Cooldown over: one probe request is out; its outcome closes or re-opens the breaker.
     HalfOpen,
 }
 
 impl BreakerPhase {
+    /// Short upper-case word for the hosts table and log lines.
     pub fn label(self) -> &'static str {
         match self {
             BreakerPhase::Closed => "OK",
@@ -104,30 +126,40 @@ impl BreakerPhase {
     }
 }
 
+/// A host's circuit breaker as front ends show it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct BreakerView {
+    /// Whether requests flow, are held, or one probe is out.
     pub phase: BreakerPhase,
+    /// Failures in a row (transport errors, 5xx, repeated 429s) since the last success or close.
     pub consecutive_failures: u32,
     /// Failures among the last `window` requests.
     pub window_failures: u32,
     /// Time until the next probe while OPEN.
     pub next_probe_in: Option<Duration>,
+    /// Text of the host's most recent failure (at most 256 characters); `None` if it never failed.
     pub last_error: Option<String>,
+    /// Times the breaker has opened during the crawl (kept across restarts).
     pub opens: u32,
 }
 
 /// Responses of a host by class.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct StatusMix {
+    /// Answers 200–299.
     pub s2xx: u64,
+    /// Answers 300–399 (redirects and 304s).
     pub s3xx: u64,
+    /// Answers 400–499 (429s included).
     pub s4xx: u64,
+    /// Answers 500 and up, and any status outside 200–499.
     pub s5xx: u64,
     /// Transport errors: connect, timeout, reset, body too large…
     pub errors: u64,
 }
 
 impl StatusMix {
+    /// Counts one HTTP answer in its class (every answer, retried ones too).
     pub fn record_status(&mut self, status: u16) {
         match status {
             200..=299 => self.s2xx += 1,
@@ -137,6 +169,7 @@ impl StatusMix {
         }
     }
 
+    /// Every answer and transport error counted.
     pub fn total(&self) -> u64 {
         self.s2xx + self.s3xx + self.s4xx + self.s5xx + self.errors
     }
@@ -151,8 +184,11 @@ pub enum HostActivity {
     Waiting,
     /// Requests in flight up to its limit.
     Busy,
+    /// The operator paused the host.
     PausedByOperator,
+    /// Held by its open circuit breaker until the next probe.
     BreakerOpen,
+    /// Held until its robots.txt is fetched (first time, refresh, or retry after a failure).
     RobotsPending,
     /// Nothing queued.
     #[default]
@@ -162,6 +198,7 @@ pub enum HostActivity {
 }
 
 impl HostActivity {
+    /// Lower-case word for the hosts table and the host detail view.
     pub fn label(self) -> &'static str {
         match self {
             HostActivity::Ready => "ready",
@@ -176,23 +213,38 @@ impl HostActivity {
     }
 }
 
+/// One host as front ends show it (hosts table, host detail).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct HostView {
+    /// The host's key (`host` or `host:port`).
     pub host: HostKey,
+    /// URLs waiting in the host's queue (not in flight, not parked).
     pub queued: u64,
+    /// Page requests to the host now out (robots.txt fetches not counted).
     pub in_flight: u32,
+    /// Page requests the host may have out at once: the operator's override, else
+    /// `politeness.per_host`.
     pub max_in_flight: u32,
+    /// HTTP answers from the host, any status, retried ones included (transport errors not).
     pub fetched: u64,
     /// Requests per second over the last 10 s.
     pub req_per_sec: f64,
     /// Mean response time over recent fetches.
     pub mean_latency: Duration,
+    /// Wait between a response and the host's next request, as last computed (zero before its
+    /// first response).
     pub delay: Duration,
+    /// Which term set `delay`.
     pub delay_source: DelaySource,
+    /// The host's answers by status class, and its transport errors.
     pub status: StatusMix,
+    /// Where the host's robots.txt stands.
     pub robots: RobotsState,
+    /// The host's circuit breaker.
     pub breaker: BreakerView,
+    /// What the host is doing, or why it is not being fetched.
     pub activity: HostActivity,
+    /// The operator paused the host (`Command::Pause` with `Target::Host`); kept across restarts.
     pub paused: bool,
     /// URLs parked by open trap alerts on this host.
     pub quarantined: u64,
@@ -202,12 +254,18 @@ pub struct HostView {
     pub robots_summary: Option<String>,
     /// Operator overrides, if any.
     pub delay_override: Option<Duration>,
+    /// The operator's in-flight limit for the host (`SetHostConcurrency`); `None`:
+    /// `politeness.per_host`.
     pub concurrency_override: Option<usize>,
 }
 
+/// An operator rule as front ends show it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RuleView {
+    /// The rule's number: from 1, never reused in a crawl; `RemoveRule` and
+    /// `PageOutcome::Blocked` name it.
     pub id: u64,
+    /// The pattern and the hosts it applies to.
     pub spec: RuleSpec,
     /// URLs this rule refused (discovered or already queued).
     pub hits: u64,
@@ -215,18 +273,29 @@ pub struct RuleView {
     pub origin: String,
 }
 
+/// Which spider-trap detector raised an alert.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum TrapKind {
+    /// A path segment (or run of segments) repeated `traps.max_segment_repeats` times:
+    /// `/a/b/a/b/a/b`.
     RepeatedSegments,
+    /// Links leading deeper hop after hop, past `traps.max_path_depth`.
     DepthGrowth,
+    /// One path with more than `traps.max_query_variants` distinct query strings.
     QueryExplosion,
+    /// A random-looking parameter whose value changes under the same page, making every link new.
     SessionId,
+    /// Calendars and counters: numbers in the URL that keep moving the same way, hop after hop.
     Counter,
+    /// Many near-identical pages (by simhash) under one path prefix.
     NearDuplicates,
+    /// A host handing out more new URLs per fetched page than `traps.max_new_urls_per_page`,
+    /// over its budget window.
     HostBudget,
 }
 
 impl TrapKind {
+    /// Lower-case words for alert lists and the headless summary.
     pub fn label(self) -> &'static str {
         match self {
             TrapKind::RepeatedSegments => "repeated segments",
@@ -240,17 +309,23 @@ impl TrapKind {
     }
 }
 
+/// Where the decision on a trap alert stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum AlertStatus {
     /// Waiting for the operator; matching URLs are parked.
     Open,
+    /// Accepted (by the operator, or by policy `auto`): its rule (or the operator's edit of it)
+    /// was added and its parked URLs recorded as blocked.
     Accepted,
+    /// Dismissed by the operator: its parked URLs went back to the frontier; the rule is not
+    /// suggested again for the host.
     Dismissed,
     /// Policy alert-only: nothing parked.
     Noted,
 }
 
 impl AlertStatus {
+    /// Lower-case word for alert lists and messages.
     pub fn label(self) -> &'static str {
         match self {
             AlertStatus::Open => "open",
@@ -261,10 +336,15 @@ impl AlertStatus {
     }
 }
 
+/// A suspected spider trap on one host, with the rule that would stop it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TrapAlert {
+    /// The alert's number: from 1, never reused in a crawl; `AcceptAlert` and `DismissAlert`
+    /// name it.
     pub id: u64,
+    /// The host the trap was seen on.
     pub host: HostKey,
+    /// Which detector raised it.
     pub kind: TrapKind,
     /// How many URLs or pages showed the pattern.
     pub evidence_count: u64,
@@ -274,90 +354,160 @@ pub struct TrapAlert {
     pub suggested_rule: RuleSpec,
     /// Queued (parked) URLs the suggested rule matches.
     pub matching_queued: u64,
+    /// Where the decision on it stands.
     pub status: AlertStatus,
 }
 
+/// What the crawl has done, over all its runs (stored at checkpoints; a recrawl pass starts
+/// from zero).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Counters {
+    /// URLs answered over HTTP and recorded, any status (3xx and 304 included; 5xx and 429
+    /// answers that are retried are not). `max_pages` counts these.
     pub pages_fetched: u64,
+    /// Body bytes of those answers, after content decoding.
     pub bytes: u64,
+    /// URLs recorded as failed: transport errors (connect, timeout and reset after their
+    /// attempts, the others at once), redirects past `fetch.max_redirects`, stored URLs that no
+    /// longer parse.
     pub errors: u64,
+    /// HTML pages whose body is identical (SHA-1) to a page stored earlier; their links are not
+    /// followed.
     pub duplicates: u64,
+    /// URLs robots.txt disallowed when their turn came, and queued URLs of hosts whose
+    /// robots.txt forbids the whole site.
     pub robots_denied: u64,
+    /// URLs operator rules refused: discovered links, and queued or parked URLs removed by a
+    /// new rule or an accepted alert.
     pub blocked_by_rules: u64,
+    /// Discovered links outside the scope filter (scheme, length, scope, denied extension) or
+    /// deeper than `max_depth`; counted per link found.
     pub filtered: u64,
+    /// 3xx answers with a usable Location, those past `fetch.max_redirects` included.
     pub redirects: u64,
+    /// 304 answers to a recrawl pass's conditional requests: pages unchanged since their last
+    /// fetch.
     pub not_modified: u64,
 }
 
 /// The engine's whole state as the TUI and the headless printer show it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
+    /// Where the crawl is in its life.
     pub state: CrawlState,
+    /// Wall-clock time the crawl has run, over all its runs (pauses included; a recrawl pass
+    /// starts from zero).
     pub elapsed: Duration,
+    /// What the crawl has done so far.
     pub counters: Counters,
     /// Pages per second over the last few seconds.
     pub pages_per_sec: f64,
+    /// Body bytes per second over the last few seconds.
     pub bytes_per_sec: f64,
+    /// URLs queued, not in flight and not parked.
     pub frontier_size: u64,
+    /// Requests out now, pages and robots.txt alike (`global_concurrency` caps them).
     pub in_flight: u32,
     /// Queued URLs per priority level (index 0 = highest).
     pub front_queues: [u64; PRIORITY_LEVELS],
+    /// Hosts that may be fetched now.
     pub hosts_ready: u32,
+    /// Hosts waiting for their politeness delay or at their in-flight limit.
     pub hosts_waiting: u32,
+    /// Hosts the operator paused.
     pub hosts_paused: u32,
+    /// Hosts held by an open circuit breaker.
     pub hosts_breaker_open: u32,
+    /// Hosts held until their robots.txt is settled.
     pub hosts_robots_pending: u32,
+    /// Hosts the engine holds in memory (idle ones leave past 20 000); `hosts` lists at most
+    /// 500 of them.
     pub hosts_total: u32,
     /// Per-host views, busiest first; capped for very wide crawls.
     pub hosts: Vec<HostView>,
+    /// Operator rules in the order they are added (the first match wins).
     pub rules: Vec<RuleView>,
+    /// Every trap alert of the crawl, oldest first, decided ones included.
     pub alerts: Vec<TrapAlert>,
+    /// URLs parked by open trap alerts, all hosts.
     pub quarantined: u64,
     /// Events that could not be delivered because the receiver was full.
     pub dropped_events: u64,
+    /// The crawl's data directory, as given at start.
     pub data_dir: String,
+    /// Default delay between two requests to a host: `politeness.min_delay` until the operator
+    /// sets another.
     pub global_delay: Duration,
+    /// Requests in flight at most across the crawl: crawl.toml's `concurrency` until the
+    /// operator changes it.
     pub global_concurrency: usize,
+    /// Cap on page requests started per second across the crawl; `None`: no cap.
     pub global_rate: Option<f64>,
     /// Why the crawl ended, once `state == Done`.
     pub finish_reason: Option<String>,
 }
 
+/// How serious a log line is; front ends colour by it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Level {
+    /// Progress worth a line (sitemaps found, draining).
     Info,
+    /// Something the operator may want to act on: trap alerts, postponed robots.txt, given-up
+    /// hosts.
     Warn,
+    /// A failure: storage errors, failed checkpoints, WARC writes.
     Error,
 }
 
+/// Something that happened, on the bounded event channel; lost (and counted in
+/// `Snapshot::dropped_events`) when the receiver lags.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum EngineEvent {
+    /// The answer to an operator command.
     CommandDone(CommandResult),
     /// A page was fetched (or failed); the TUI keeps a short list for the host view.
     Fetched {
+        /// The URL's host key.
         host: HostKey,
+        /// The URL requested.
         url: String,
+        /// HTTP status; `None` when no answer came.
         status: Option<u16>,
+        /// Time to the full body, or to the error.
         latency: Duration,
+        /// Body bytes after content decoding; 0 on error.
         bytes: u64,
+        /// The transport error's message; `None` when an answer came.
         error: Option<String>,
     },
+    /// A host's circuit breaker changed phase.
     BreakerChanged {
+        /// The host whose breaker it is.
         host: HostKey,
+        /// Phase before.
         from: BreakerPhase,
+        /// Phase now.
         to: BreakerPhase,
+        /// Why, in words ("5 consecutive failures, last: …", "probe succeeded", "reset by
+        /// operator").
         reason: String,
     },
+    /// A trap detector raised a new alert (`Noted` under policy `alert-only`, else `Open`).
     Alert(TrapAlert),
+    /// A trap alert was accepted or dismissed.
     AlertChanged {
+        /// `TrapAlert::id` of the alert.
         alert_id: u64,
+        /// Its new status.
         status: AlertStatus,
     },
     /// Noteworthy happenings for the log pane (robots answers, give-ups, …).
     Log {
+        /// How serious it is.
         level: Level,
+        /// The line's text.
         message: String,
     },
+    /// The crawl moved to a new state.
     StateChanged(CrawlState),
 }

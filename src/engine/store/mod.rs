@@ -19,29 +19,56 @@ use serde::Serialize;
 pub(crate) use batch::CrawlBatch;
 pub use records::{PageOutcome, PageRecord};
 
+/// Why a read or write of the crawl database failed.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// Another process holds the database's lock.
     #[error(
         "the data directory {} is in use by another crawldeck process; stop that process or choose another data directory",
         path.display()
     )]
-    Locked { path: PathBuf },
+    Locked {
+        /// The data directory (the parent of `db`).
+        path: PathBuf,
+    },
+    /// sled could not open (or create) the database.
     #[error("cannot open the crawl database in {}: {source}; check the directory's permissions and free space", path.display())]
-    Open { path: PathBuf, source: sled::Error },
-    #[error("crawl database {op} failed: {source}; check free disk space and the data directory's permissions")]
-    Sled {
-        op: &'static str,
+    Open {
+        /// The database directory (`<data dir>/db`).
+        path: PathBuf,
+        /// sled's error.
         source: sled::Error,
     },
+    /// A read or write of the open database failed.
+    #[error("crawl database {op} failed: {source}; check free disk space and the data directory's permissions")]
+    Sled {
+        /// What was being done ("batch write", "seen lookup", "flush", …).
+        op: &'static str,
+        /// sled's error.
+        source: sled::Error,
+    },
+    /// A stored value does not decode.
     #[error(
         "corrupt {what} in the crawl database: {message}; the data directory may have been damaged"
     )]
-    Corrupt { what: &'static str, message: String },
+    Corrupt {
+        /// What kind of record ("page record", "rule", "queue sequence", …).
+        what: &'static str,
+        /// Why it does not decode.
+        message: String,
+    },
+    /// The frontier was asked to end a lease it does not hold (a scheduler bug).
     #[error("{url} is not in flight in this frontier (completed or released twice?)")]
-    UnknownLease { url: String },
+    UnknownLease {
+        /// The lease's URL.
+        url: String,
+    },
+    /// A record could not be serialised to JSON.
     #[error("cannot encode {what} for the crawl database: {source}")]
     Encode {
+        /// What kind of record ("rule", "alert", "host state", "meta record").
         what: &'static str,
+        /// serde_json's error.
         source: serde_json::Error,
     },
 }
@@ -55,9 +82,14 @@ impl StoreError {
 /// Named trees for small typed records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Tree {
+    /// Operator rules with their hit counters, by id.
     Rules,
+    /// Trap alerts, by id.
     Alerts,
+    /// What of each host survives a restart (pause, overrides, breaker, given up), by host key.
     Hosts,
+    /// Crawl-wide records: settings, counters, elapsed time, seeds, recrawl pass, and the
+    /// first URL of each content digest.
     Meta,
 }
 
@@ -179,7 +211,6 @@ impl Store {
         Ok(out)
     }
 
-    /// The record of a URL that left the frontier.
     /// Exact-duplicate check: remembers the first URL stored with a content
     /// digest and returns it when `url` is another one.
     pub(crate) fn first_url_with_digest(
@@ -199,6 +230,8 @@ impl Store {
         }
     }
 
+    /// The record of a URL that left the frontier; `None` if it has not (queued, parked, in
+    /// flight, or never seen).
     pub fn page(&self, url: &str) -> Result<Option<PageRecord>, StoreError> {
         match self
             .inner

@@ -5,16 +5,29 @@ use serde::{Deserialize, Serialize};
 /// One per URL that left the frontier (fetched, failed, blocked, given up…).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageRecord {
+    /// The normalized absolute URL; the record's key.
     pub url: String,
+    /// The URL's host key (`host`, or `host:port` off the scheme's default port).
     pub host: String,
+    /// Link hops from a seed (seeds are 0; a redirect target keeps its source's depth).
     pub depth: u32,
+    /// When the URL left the frontier (fetch done or given up), in ms since the Unix epoch.
     pub fetched_at_unix_ms: u64,
+    /// What became of the URL.
     pub outcome: PageOutcome,
+    /// The `<title>` of an HTML 2xx page; `None` for anything else or a page without one.
     pub title: Option<String>,
+    /// SHA-1 of a 2xx body as `sha1:` + base32 (the WARC payload digest); `None` for other
+    /// answers and URLs without a fetch.
     pub content_digest: Option<String>,
+    /// The answer's ETag, sent back as If-None-Match in a recrawl pass.
     pub etag: Option<String>,
+    /// The answer's Last-Modified, sent back as If-Modified-Since in a recrawl pass.
     pub last_modified: Option<String>,
+    /// Body bytes after content decoding; 0 without a fetch.
     pub bytes: u64,
+    /// Links of the page newly queued in the frontier (not those already seen, filtered,
+    /// blocked or parked); a redirect's Location counts as one.
     pub outlinks: u32,
     /// The page's `<link rel=canonical>`, resolved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -28,16 +41,56 @@ fn is_zero(n: &u32) -> bool {
     *n == 0
 }
 
+/// What became of a URL that left the frontier.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub enum PageOutcome {
-    Fetched { status: u16 },
+    /// An HTTP answer recorded as it came: a 2xx page, a 4xx, or a 5xx/429 after the last
+    /// attempt.
+    Fetched {
+        /// The HTTP status.
+        status: u16,
+    },
+    /// A 304 to a recrawl pass's conditional request: unchanged since the last fetch, whose
+    /// title, digest, size and link count the record keeps.
     NotModified,
-    Redirect { status: u16, location: String },
-    Duplicate { of: String },
-    Error { kind: String, message: String },
+    /// A 3xx whose Location was followed as a link (within `fetch.max_redirects`).
+    Redirect {
+        /// The 3xx status.
+        status: u16,
+        /// The Location, resolved against the URL.
+        location: String,
+    },
+    /// An HTML 2xx page with the same body (SHA-1) as a page stored earlier; its links were
+    /// not followed.
+    Duplicate {
+        /// The URL first stored with that body.
+        of: String,
+    },
+    /// No usable answer: a transport error after its attempts, a bad redirect, or a stored
+    /// URL that no longer parses.
+    Error {
+        /// Short class: `connect`, `timeout`, `reset`, `body-too-large`, `decode`,
+        /// `invalid-url`, `other`, `bad-redirect`, `too-many-redirects`.
+        kind: String,
+        /// What happened, in words.
+        message: String,
+    },
+    /// robots.txt disallows the URL, or forbids the whole host (401/403 in strict mode).
     RobotsDenied,
-    Blocked { rule_id: u64, rule: String },
-    NotCrawled { reason: String },
+    /// Removed from the queue (or from quarantine) by an operator rule or an accepted trap
+    /// alert's rule.
+    Blocked {
+        /// `RuleView::id` of the rule.
+        rule_id: u64,
+        /// The rule in words (`regex ^/a on h`).
+        rule: String,
+    },
+    /// The URL's host was given up before it was fetched.
+    NotCrawled {
+        /// Why, in words ("robots.txt never became available", "host kept failing for 30m
+        /// (breaker)", …).
+        reason: String,
+    },
 }
 
 impl PageOutcome {
