@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 /// The commented default configuration shipped with the binary.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../../assets/crawl.toml");
 
+/// Everything a crawl is run with: `crawl.toml` sections, flags and defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct CrawlConfig {
@@ -24,13 +25,21 @@ pub struct CrawlConfig {
     pub concurrency: usize,
     /// Global cap on pages per second (0 = no cap).
     pub max_rate: f64,
+    /// How the crawler names itself.
     pub identity: IdentityConfig,
+    /// Which links are followed.
     pub scope: ScopeConfig,
+    /// Per-host request pacing.
     pub politeness: PolitenessConfig,
+    /// Limits of one HTTP request.
     pub fetch: FetchConfig,
+    /// robots.txt handling.
     pub robots: RobotsConfig,
+    /// Per-host circuit breakers.
     pub breaker: BreakerConfig,
+    /// Spider-trap detection and what an alert does.
     pub traps: TrapConfig,
+    /// The sled cache and WARC output.
     pub storage: StorageConfig,
 }
 
@@ -54,6 +63,7 @@ impl Default for CrawlConfig {
     }
 }
 
+/// `[identity]`: what the crawler sends and answers to.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IdentityConfig {
@@ -80,6 +90,7 @@ impl Default for IdentityConfig {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+/// Where links may lead (`scope.mode`, `--scope`).
 pub enum Scope {
     /// Only the hosts of the seeds.
     Host,
@@ -91,7 +102,9 @@ pub enum Scope {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+/// `[scope]`: which discovered URLs are queued.
 pub struct ScopeConfig {
+    /// The seeds' hosts, their registrable domains, or anywhere.
     pub mode: Scope,
     /// Extra domains (and their subdomains) that are in scope.
     pub allow_domains: Vec<String>,
@@ -125,6 +138,7 @@ impl Default for ScopeConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+/// `[politeness]`: how hard one host is asked.
 pub struct PolitenessConfig {
     /// Requests in flight per host.
     pub per_host: usize,
@@ -151,7 +165,9 @@ impl Default for PolitenessConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+/// `[fetch]`: the bounds of one HTTP request.
 pub struct FetchConfig {
+    /// Longest wait for a TCP (and TLS) connection.
     #[serde(with = "humantime_serde_compat")]
     pub connect_timeout: Duration,
     /// Longest silence while reading a response.
@@ -162,6 +178,7 @@ pub struct FetchConfig {
     pub total_timeout: Duration,
     /// Body cap in bytes, enforced while streaming and after decompression.
     pub max_body: u64,
+    /// Redirect hops followed from one URL; the next is a recorded error.
     pub max_redirects: u32,
     /// Send If-None-Match / If-Modified-Since when a page is fetched again.
     pub conditional_requests: bool,
@@ -182,6 +199,7 @@ impl Default for FetchConfig {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+/// How a 401/403 on robots.txt is read (`robots.mode`, `--robots`).
 pub enum RobotsMode {
     /// 401/403 on robots.txt: the whole site is off limits (HTTP guide's reading).
     Strict,
@@ -191,7 +209,9 @@ pub enum RobotsMode {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+/// `[robots]`: fetching, caching and reading robots.txt.
 pub struct RobotsConfig {
+    /// How a 401/403 answer is read.
     pub mode: RobotsMode,
     /// robots.txt bodies are cut at this size (RFC 9309 asks for at least 500 KiB).
     pub max_size: u64,
@@ -220,15 +240,18 @@ impl Default for RobotsConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+/// `[breaker]`: when a host's circuit breaker opens and for how long.
 pub struct BreakerConfig {
     /// Open after this many consecutive failures.
     pub consecutive_failures: u32,
     /// ... or when this share of the last `window` requests failed.
     pub failure_ratio: f64,
+    /// Requests the failure ratio is taken over.
     pub window: u32,
     /// First cooldown; doubles on each re-open up to `max_cooldown`.
     #[serde(with = "humantime_serde_compat")]
     pub cooldown: Duration,
+    /// Longest cooldown after repeated re-opens.
     #[serde(with = "humantime_serde_compat")]
     pub max_cooldown: Duration,
     /// A host whose breaker keeps re-opening this long is given up.
@@ -251,6 +274,7 @@ impl Default for BreakerConfig {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+/// What a spider-trap alert does (`traps.policy`, `--traps`).
 pub enum TrapPolicy {
     /// Park matching URLs until the operator accepts or dismisses the alert.
     Quarantine,
@@ -262,7 +286,9 @@ pub enum TrapPolicy {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+/// `[traps]`: detector thresholds and the alert policy.
 pub struct TrapConfig {
+    /// What an alert does.
     pub policy: TrapPolicy,
     /// A path segment (or a sequence of segments) repeated this many times.
     pub max_segment_repeats: usize,
@@ -300,6 +326,7 @@ impl Default for TrapConfig {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
+/// `[storage]`: the database cache and WARC output.
 pub struct StorageConfig {
     /// sled page cache in bytes.
     pub cache_bytes: u64,
@@ -319,24 +346,43 @@ impl Default for StorageConfig {
     }
 }
 
+/// Why a configuration could not be read, written or accepted.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// The config file could not be read.
     #[error("cannot read config file {path}: {source}")]
     Read {
+        /// The file.
         path: PathBuf,
+        /// Why not.
         source: std::io::Error,
     },
     #[error(
         "cannot write config file {path}: {source}; check that the data directory is writable"
     )]
+    /// The effective config could not be saved in the data directory.
     Write {
+        /// The file.
         path: PathBuf,
+        /// Why not.
         source: std::io::Error,
     },
+    /// The file is not valid TOML or has an unknown key or a bad value.
     #[error("invalid config file {path}: {message}")]
-    Parse { path: PathBuf, message: String },
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, from the TOML parser, with line and column.
+        message: String,
+    },
+    /// A setting is out of range or inconsistent with another.
     #[error("invalid setting `{key}`: {message}")]
-    Invalid { key: &'static str, message: String },
+    Invalid {
+        /// The setting, as written in `crawl.toml` (`politeness.min_delay`).
+        key: &'static str,
+        /// What is wrong and the fix.
+        message: String,
+    },
 }
 
 impl CrawlConfig {
@@ -348,6 +394,7 @@ impl CrawlConfig {
         })
     }
 
+    /// Reads and parses a `crawl.toml`.
     pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
             path: path.to_path_buf(),
@@ -356,6 +403,7 @@ impl CrawlConfig {
         Self::from_toml(&text, path)
     }
 
+    /// The settings as `crawl.toml` text (what a data directory stores).
     pub fn to_toml(&self) -> String {
         toml::to_string_pretty(self).expect("config serializes")
     }

@@ -1,6 +1,8 @@
 //! The crawl engine. It never imports terminal crates: the TUI and the headless
 //! printer both drive it through [`EngineHandle`].
 
+#![warn(missing_docs)]
+
 mod alerts;
 pub(crate) mod breaker;
 pub mod config;

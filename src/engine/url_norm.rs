@@ -13,7 +13,7 @@ use crate::engine::control::HostKey;
 /// drops default ports, resolves dot segments and turns an empty http(s) path
 /// into `/`; this adds the percent-encoding rules, drops the fragment and
 /// strips well-known session ids.
-pub fn normalize(url: &mut Url) {
+pub(crate) fn normalize(url: &mut Url) {
     url.set_fragment(None);
     super::session_ids::strip_session_ids(url);
     if let Some(path) = normalize_percent(url.path()) {
@@ -83,7 +83,7 @@ const SKIPPED_SCHEMES: [&str; 8] = [
 ];
 
 /// Resolves an href found on `base` into an absolute, normalized http(s) URL.
-pub fn resolve(base: &Url, href: &str) -> Option<Url> {
+pub(crate) fn resolve(base: &Url, href: &str) -> Option<Url> {
     let href = href.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\u{0}');
     if href.is_empty() || href.starts_with('#') {
         return None;
@@ -119,7 +119,7 @@ pub fn host_key(url: &Url) -> HostKey {
 /// does not know (`localhost`, `test`) is one label, so `a.shop.localhost` →
 /// `shop.localhost`. A host that is itself a public suffix or a single label
 /// comes back whole; a trailing dot is dropped; IP addresses are unchanged.
-pub fn registrable_domain(host: &str) -> &str {
+pub(crate) fn registrable_domain(host: &str) -> &str {
     let trimmed = host.trim_end_matches('.');
     if trimmed.starts_with('[') || trimmed.parse::<IpAddr>().is_ok() {
         return host;
@@ -150,27 +150,20 @@ fn ends_with_label(host: &str, domain: &str) -> bool {
 
 /// Why a URL is not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Rejection {
+pub(crate) enum Rejection {
+    /// Not http or https.
     Scheme,
+    /// Longer than `scope.max_url_len`.
     TooLong,
+    /// Outside the crawl's scope.
     OutOfScope,
+    /// A path extension in `scope.deny_extensions`.
     DeniedExtension,
-}
-
-impl Rejection {
-    pub fn label(&self) -> &'static str {
-        match self {
-            Rejection::Scheme => "scheme not http(s)",
-            Rejection::TooLong => "URL too long",
-            Rejection::OutOfScope => "out of scope",
-            Rejection::DeniedExtension => "denied extension",
-        }
-    }
 }
 
 /// Scope and URL-shape filter applied to every discovered URL.
 #[derive(Debug, Clone)]
-pub struct UrlFilter {
+pub(crate) struct UrlFilter {
     mode: Scope,
     max_url_len: usize,
     deny_extensions: HashSet<String>,
@@ -517,6 +510,5 @@ mod tests {
         assert_eq!(check(&f, "http://a.example/x.jpg/page"), Ok(()));
         assert_eq!(check(&f, "http://a.example/.jpg"), Ok(()));
         assert_eq!(check(&f, "http://a.example/page.html?img=a.jpg"), Ok(()));
-        assert_eq!(Rejection::DeniedExtension.label(), "denied extension");
     }
 }
