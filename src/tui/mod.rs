@@ -16,7 +16,6 @@ pub mod update;
 use std::path::PathBuf;
 
 pub use app::run;
-pub use command::validate_rule;
 
 #[derive(Debug, Clone, Default)]
 pub struct TuiOptions {

@@ -362,13 +362,6 @@ impl Model {
         self.visible_hosts().get(self.host_selected).copied()
     }
 
-    /// The host the operator means: the detail view's, or the selected row's.
-    pub fn target_host(&self) -> Option<HostKey> {
-        self.detail
-            .clone()
-            .or_else(|| self.selected_host().map(|h| h.host.clone()))
-    }
-
     pub fn clamp_selection(&mut self) {
         let hosts = self.visible_hosts().len();
         self.host_selected = self.host_selected.min(hosts.saturating_sub(1));
