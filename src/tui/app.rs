@@ -17,10 +17,11 @@ use ratatui::Terminal;
 use tokio::sync::mpsc;
 use tokio::time::{sleep_until, Instant};
 
+use super::effect::{command_label, Effect, TuiExit};
 use super::keys::effective_keymap;
 use super::model::{Model, Quitting};
-use super::update::{command_label, update, Effect, Msg};
-use super::{ui, TuiExit, TuiOptions};
+use super::update::{update, Msg};
+use super::{ui, TuiOptions};
 use crate::engine::telemetry::Level;
 use crate::engine::EngineHandle;
 

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use crate::engine::control::{Command, PatternKind, RuleSpec, Target};
+use crate::engine::control::{Command, HostKey, PatternKind, RuleSpec, Target};
 
 /// What a command line asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,12 +53,36 @@ pub fn validate_rule(spec: &RuleSpec) -> Result<(), String> {
     crate::engine::rules::RuleSet::compile(spec).map(|_| ())
 }
 
+/// A rule the engine will accept, or why not.
+pub fn checked_rule(
+    kind: PatternKind,
+    pattern: String,
+    host: Option<HostKey>,
+) -> Result<RuleSpec, String> {
+    let spec = RuleSpec {
+        kind,
+        pattern,
+        host,
+    };
+    validate_rule(&spec)?;
+    Ok(spec)
+}
+
 /// Parses a duration the operator typed: `500ms`, `2s`, `1m`.
 pub fn parse_delay(text: &str) -> Result<Duration, String> {
     if !text.is_empty() && text.chars().all(|c| c.is_ascii_digit() || c == '.') {
         return Err(format!("\"{text}\" needs a unit, e.g. 500ms or 2s"));
     }
     humantime::parse_duration(text).map_err(|e| format!("bad duration \"{text}\": {e}"))
+}
+
+/// A host's delay as typed: a duration, or `off` for the default.
+pub fn parse_optional_delay(text: &str) -> Result<Option<Duration>, String> {
+    if text == "off" {
+        Ok(None)
+    } else {
+        parse_delay(text).map(Some)
+    }
 }
 
 pub fn parse_rate(text: &str) -> Result<Option<f64>, String> {
@@ -96,21 +120,12 @@ fn parse_id(args: &[&str], name: &str) -> Result<u64, String> {
 }
 
 fn rule(kind: PatternKind, args: &[&str], name: &str, usage: &str) -> Result<Command, String> {
-    let spec = match args {
-        [pattern] => RuleSpec {
-            kind,
-            pattern: pattern.to_string(),
-            host: None,
-        },
-        [pattern, host] => RuleSpec {
-            kind,
-            pattern: pattern.to_string(),
-            host: Some(host.to_ascii_lowercase()),
-        },
+    let (pattern, host) = match args {
+        [pattern] => (pattern, None),
+        [pattern, host] => (pattern, Some(host.to_ascii_lowercase())),
         _ => return Err(format!("usage: :{name} {usage}")),
     };
-    validate_rule(&spec)?;
-    Ok(Command::AddRule(spec))
+    checked_rule(kind, pattern.to_string(), host).map(Command::AddRule)
 }
 
 fn target(arg: Option<&&str>) -> Target {
@@ -138,20 +153,13 @@ pub fn parse(line: &str) -> Result<CommandLine, String> {
         "blacklist" | "bl" => rule(PatternKind::Regex, args, "blacklist", "REGEX [HOST]")?,
         "glob" => rule(PatternKind::Glob, args, "glob", "PATTERN [HOST]")?,
         "throttle" => match args {
-            [host, value] => {
-                let delay = if *value == "off" {
-                    None
-                } else {
-                    Some(parse_delay(value)?)
-                };
-                match (target(Some(host)), delay) {
-                    (Target::Global, Some(d)) => Command::SetGlobalDelay(d),
-                    (Target::Global, None) => {
-                        return Err("the global delay cannot be off; give a duration".into())
-                    }
-                    (Target::Host(host), delay) => Command::SetHostDelay { host, delay },
+            [host, value] => match (target(Some(host)), parse_optional_delay(value)?) {
+                (Target::Global, Some(d)) => Command::SetGlobalDelay(d),
+                (Target::Global, None) => {
+                    return Err("the global delay cannot be off; give a duration".into())
                 }
-            }
+                (Target::Host(host), delay) => Command::SetHostDelay { host, delay },
+            },
             _ => return Err(usage("throttle")),
         },
         "concurrency" => match args {

@@ -6,6 +6,7 @@
 pub mod action;
 pub mod app;
 pub mod command;
+pub mod effect;
 pub mod keys;
 pub mod model;
 mod prompt;
@@ -16,6 +17,7 @@ pub mod update;
 use std::path::PathBuf;
 
 pub use app::run;
+pub use effect::TuiExit;
 
 #[derive(Debug, Clone, Default)]
 pub struct TuiOptions {
@@ -24,13 +26,4 @@ pub struct TuiOptions {
     pub readonly: bool,
     /// `--keys`; else `$XDG_CONFIG_HOME/crawldeck/keybindings.toml`.
     pub keys_file: Option<PathBuf>,
-}
-
-/// Why the TUI returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TuiExit {
-    /// The operator quit; a checkpoint was requested.
-    Quit,
-    /// The crawl finished and the operator closed the UI.
-    EngineFinished,
 }

@@ -311,6 +311,16 @@ impl Model {
         lines.push_back(line);
     }
 
+    /// Opens a one-line prompt of `kind` with `text` already typed.
+    pub fn open_prompt(&mut self, kind: PromptKind, text: String) {
+        self.prompt = Some(Prompt {
+            kind,
+            input: Input::new(text),
+            error: None,
+            hint: None,
+        });
+    }
+
     pub fn set_status(&mut self, level: Level, text: impl Into<String>) {
         self.status = Some(StatusLine {
             level,

@@ -5,9 +5,9 @@ use tui_input::{Input, InputRequest};
 
 use super::action::Action;
 use super::command::{self, CommandLine};
-use super::model::{Model, Prompt, PromptKind};
-use super::update::{on_action, send, Effect};
-use crate::engine::control::{Command, RuleSpec};
+use super::effect::{send, Effect};
+use super::model::{Model, PromptKind};
+use crate::engine::control::Command;
 
 fn input_request(key: &KeyEvent) -> Option<InputRequest> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
@@ -63,95 +63,78 @@ pub(super) fn complete(model: &mut Model) {
     prompt.hint = (candidates.len() > 1).then(|| candidates.join("  "));
 }
 
-pub(super) fn open_prompt(model: &mut Model, kind: PromptKind, text: String) {
-    model.prompt = Some(Prompt {
-        kind,
-        input: Input::new(text),
-        error: None,
-        hint: None,
-    });
+/// What Enter on a prompt asks of the dispatcher.
+#[derive(Debug, PartialEq)]
+pub(super) enum Submitted {
+    /// Done here: these are the effects (often none).
+    Effects(Vec<Effect>),
+    /// The command line named an action (`:quit`, `:help`, `:freeze`); `update` runs it.
+    Dispatch(Action),
 }
 
-pub(super) fn submit(model: &mut Model) -> Vec<Effect> {
-    let Some(prompt) = model.prompt.as_ref() else {
-        return Vec::new();
-    };
-    let text = prompt.input.value().trim().to_string();
-    let kind = prompt.kind.clone();
-    let is_command = kind == PromptKind::Command;
-    let parsed: Result<Vec<Effect>, String> = match kind {
-        PromptKind::Filter => {
-            model.filter = text;
-            Ok(Vec::new())
-        }
-        PromptKind::Rule { kind, host } => {
-            let spec = RuleSpec {
-                kind,
-                pattern: text,
-                host,
-            };
-            command::validate_rule(&spec).map(|()| send(model, Command::AddRule(spec)))
-        }
+/// What a prompt's text asks for, once parsed.
+enum Request {
+    Filter(String),
+    Send(Command),
+    Line(CommandLine),
+}
+
+/// Parses a prompt's text by its kind; an error is shown under the prompt.
+fn parse_request(kind: PromptKind, text: String) -> Result<Request, String> {
+    match kind {
+        PromptKind::Filter => Ok(Request::Filter(text)),
+        PromptKind::Rule { kind, host } => command::checked_rule(kind, text, host)
+            .map(|spec| Request::Send(Command::AddRule(spec))),
         PromptKind::AcceptAlert {
             alert_id,
             kind,
             host,
-        } => {
-            let spec = RuleSpec {
-                kind,
-                pattern: text,
-                host,
-            };
-            command::validate_rule(&spec).map(|()| {
-                send(
-                    model,
-                    Command::AcceptAlert {
-                        alert_id,
-                        rule: Some(spec),
-                    },
-                )
+        } => command::checked_rule(kind, text, host).map(|spec| {
+            Request::Send(Command::AcceptAlert {
+                alert_id,
+                rule: Some(spec),
             })
-        }
-        PromptKind::HostDelay(host) => {
-            let delay = if text == "off" {
-                Ok(None)
-            } else {
-                command::parse_delay(&text).map(Some)
-            };
-            delay.map(|delay| send(model, Command::SetHostDelay { host, delay }))
-        }
+        }),
+        PromptKind::HostDelay(host) => command::parse_optional_delay(&text)
+            .map(|delay| Request::Send(Command::SetHostDelay { host, delay })),
         PromptKind::HostConcurrency(host) => command::parse_concurrency(&text)
-            .map(|max| send(model, Command::SetHostConcurrency { host, max })),
+            .map(|max| Request::Send(Command::SetHostConcurrency { host, max })),
         PromptKind::GlobalRate => {
-            command::parse_rate(&text).map(|r| send(model, Command::SetGlobalRate(r)))
+            command::parse_rate(&text).map(|r| Request::Send(Command::SetGlobalRate(r)))
         }
-        PromptKind::Seed => command::parse(&format!("seed {text}")).map(|line| match line {
-            CommandLine::Engine(cmd) => send(model, cmd),
-            _ => Vec::new(),
-        }),
-        PromptKind::Command => command::parse(&text).map(|line| {
-            model.prompt = None;
-            match line {
-                CommandLine::Engine(cmd) => send(model, cmd),
-                CommandLine::Quit => on_action(model, Action::Quit),
-                CommandLine::Help => on_action(model, Action::Help),
-                CommandLine::Freeze => on_action(model, Action::Freeze),
-            }
-        }),
+        // The `:seed` command's parser, so both give the same messages.
+        PromptKind::Seed => command::parse(&format!("seed {text}")).map(Request::Line),
+        PromptKind::Command => command::parse(&text).map(Request::Line),
+    }
+}
+
+/// Enter on the open prompt: on success the prompt closes and its request
+/// runs; on error the prompt stays open with the error under it.
+pub(super) fn submit(model: &mut Model) -> Submitted {
+    let Some(prompt) = model.prompt.as_ref() else {
+        return Submitted::Effects(Vec::new());
     };
-    match parsed {
-        Ok(effects) => {
-            // A command line may have opened something else (help); other prompts close.
-            if !is_command {
-                model.prompt = None;
-            }
-            effects
-        }
+    let text = prompt.input.value().trim().to_string();
+    let request = match parse_request(prompt.kind.clone(), text) {
+        Ok(request) => request,
         Err(e) => {
             if let Some(p) = model.prompt.as_mut() {
                 p.error = Some(e);
             }
+            return Submitted::Effects(Vec::new());
+        }
+    };
+    // Closed before the request runs: a command line may open something else (help).
+    model.prompt = None;
+    let effects = match request {
+        Request::Filter(text) => {
+            model.filter = text;
             Vec::new()
         }
-    }
+        Request::Send(cmd) | Request::Line(CommandLine::Engine(cmd)) => send(model, cmd),
+        Request::Line(CommandLine::Quit) => return Submitted::Dispatch(Action::Quit),
+        Request::Line(CommandLine::Help) => return Submitted::Dispatch(Action::Help),
+        Request::Line(CommandLine::Freeze) => return Submitted::Dispatch(Action::Freeze),
+    };
+    Submitted::Effects(effects)
 }

@@ -1,11 +1,15 @@
 //! Actions on the selected alert or host.
 
+use std::time::Duration;
+
 use super::action::Action;
+use super::effect::{send, Effect};
 use super::model::{Model, Pane, PromptKind};
-use super::prompt::open_prompt;
-use super::update::{send, Effect, DELAY_STEP};
 use crate::engine::control::{Command, PatternKind, Target};
 use crate::engine::telemetry::{AlertStatus, Level};
+
+/// Step of `+`/`-` on a host's delay.
+pub const DELAY_STEP: Duration = Duration::from_millis(250);
 
 pub(super) fn alert_action(model: &mut Model, action: Action) -> Vec<Effect> {
     if model.pane != Pane::Alerts {
@@ -39,7 +43,7 @@ pub(super) fn alert_action(model: &mut Model, action: Action) -> Vec<Effect> {
                 kind: rule.kind,
                 host: rule.host,
             };
-            open_prompt(model, kind, rule.pattern);
+            model.open_prompt(kind, rule.pattern);
             Vec::new()
         }
     }
@@ -74,7 +78,7 @@ pub(super) fn host_action(model: &mut Model, action: Action) -> Vec<Effect> {
                 kind: PatternKind::Regex,
                 host: Some(host),
             };
-            open_prompt(model, kind, pattern);
+            model.open_prompt(kind, pattern);
             Vec::new()
         }
         Action::DelayUp => send(
@@ -93,7 +97,7 @@ pub(super) fn host_action(model: &mut Model, action: Action) -> Vec<Effect> {
         ),
         Action::SetDelay => {
             let text = humantime::format_duration(delay).to_string();
-            open_prompt(model, PromptKind::HostDelay(host), text);
+            model.open_prompt(PromptKind::HostDelay(host), text);
             Vec::new()
         }
         Action::ConcurrencyUp => send(
@@ -111,11 +115,7 @@ pub(super) fn host_action(model: &mut Model, action: Action) -> Vec<Effect> {
             },
         ),
         Action::SetConcurrency => {
-            open_prompt(
-                model,
-                PromptKind::HostConcurrency(host),
-                concurrency.to_string(),
-            );
+            model.open_prompt(PromptKind::HostConcurrency(host), concurrency.to_string());
             Vec::new()
         }
         Action::ResetBreaker => send(model, Command::ResetBreaker(host)),

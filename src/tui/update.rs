@@ -1,21 +1,17 @@
 //! `update(model, msg) -> effects`: every decision of the TUI, pure and testable.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 
 use super::action::Action;
+use super::effect::{send, Effect, TuiExit};
 use super::keys::Mode;
 use super::model::{FetchLine, Model, Overlay, Pane, PromptKind, Quitting, SortColumn};
-use super::prompt::{complete, edit_prompt, open_prompt, submit};
+use super::prompt::{complete, edit_prompt, submit, Submitted};
 use super::targets::{alert_action, host_action};
-use super::TuiExit;
 use crate::engine::control::{Command, CommandId, PatternKind, Target};
 use crate::engine::telemetry::{CrawlState, EngineEvent, Level, Snapshot};
-
-/// Step of `+`/`-` on a host's delay.
-pub const DELAY_STEP: Duration = Duration::from_millis(250);
 
 #[derive(Debug, Clone)]
 pub enum Msg {
@@ -33,12 +29,6 @@ pub enum Msg {
     },
     /// SIGTERM or similar: checkpoint and exit as for Ctrl-C.
     Terminate,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum Effect {
-    Send(Command),
-    Quit(TuiExit),
 }
 
 pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
@@ -154,7 +144,10 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
     let action = model.keymap.action(mode, &key);
     match mode {
         Mode::Prompt | Mode::Command => match action {
-            Some(Action::Submit) => submit(model),
+            Some(Action::Submit) => match submit(model) {
+                Submitted::Effects(effects) => effects,
+                Submitted::Dispatch(action) => on_action(model, action),
+            },
             Some(Action::Cancel) => {
                 if let Some(p) = model.prompt.take() {
                     if p.kind == PromptKind::Filter {
@@ -178,61 +171,6 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
             None => Vec::new(),
         },
     }
-}
-
-/// One short phrase per command, for the status line and the log.
-pub fn command_label(cmd: &Command) -> String {
-    let target = |t: &Target| match t {
-        Target::Global => "crawl".to_string(),
-        Target::Host(h) => h.clone(),
-    };
-    match cmd {
-        Command::Pause(t) => format!("pause {}", target(t)),
-        Command::Resume(t) => format!("resume {}", target(t)),
-        Command::AddRule(r) => format!("add rule {}", r.pattern),
-        Command::RemoveRule { rule_id } => format!("remove rule #{rule_id}"),
-        Command::SetHostDelay {
-            host,
-            delay: Some(d),
-        } => format!("delay {host} {}", humantime::format_duration(*d)),
-        Command::SetHostDelay { host, delay: None } => format!("delay {host} default"),
-        Command::SetHostConcurrency { host, max: Some(n) } => format!("concurrency {host} {n}"),
-        Command::SetHostConcurrency { host, max: None } => format!("concurrency {host} default"),
-        Command::SetGlobalDelay(d) => format!("global delay {}", humantime::format_duration(*d)),
-        Command::SetGlobalConcurrency(n) => format!("global concurrency {n}"),
-        Command::SetGlobalRate(Some(r)) => format!("rate {r} pages/s"),
-        Command::SetGlobalRate(None) => "rate unlimited".into(),
-        Command::AddSeed(u) => format!("seed {u}"),
-        Command::SetHostBreaker {
-            host,
-            thresholds: Some(t),
-        } => format!(
-            "breaker {host}: {} failures, cooldown {}",
-            t.consecutive_failures,
-            humantime::format_duration(t.cooldown)
-        ),
-        Command::SetHostBreaker {
-            host,
-            thresholds: None,
-        } => format!("breaker {host} default"),
-        Command::ResetBreaker(h) => format!("reset breaker {h}"),
-        Command::ForceOpenBreaker(h) => format!("open breaker {h}"),
-        Command::AcceptAlert { alert_id, .. } => format!("accept alert #{alert_id}"),
-        Command::DismissAlert { alert_id } => format!("dismiss alert #{alert_id}"),
-        Command::Checkpoint => "checkpoint".into(),
-        Command::Shutdown => "shutdown".into(),
-    }
-}
-
-/// Sends a command unless the TUI is read-only and the command would change the crawl.
-pub(super) fn send(model: &mut Model, cmd: Command) -> Vec<Effect> {
-    let what = command_label(&cmd);
-    if model.readonly && cmd.is_mutating() {
-        model.set_status(Level::Warn, format!("read-only: {what} not sent"));
-        return Vec::new();
-    }
-    model.set_status(Level::Info, format!("{what}…"));
-    vec![Effect::Send(cmd)]
 }
 
 pub(super) fn begin_quit(model: &mut Model) -> Vec<Effect> {
@@ -301,8 +239,8 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
                 model.status = None;
             }
         }
-        Action::Filter => open_prompt(model, PromptKind::Filter, model.filter.clone()),
-        Action::CommandLine => open_prompt(model, PromptKind::Command, String::new()),
+        Action::Filter => model.open_prompt(PromptKind::Filter, model.filter.clone()),
+        Action::CommandLine => model.open_prompt(PromptKind::Command, String::new()),
         Action::NextPane | Action::PrevPane => {
             let i = Pane::ALL.iter().position(|p| *p == model.pane).unwrap_or(0);
             let n = Pane::ALL.len();
@@ -353,29 +291,27 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
             };
             return send(model, cmd);
         }
-        Action::AddRegexRule => open_prompt(
-            model,
+        Action::AddRegexRule => model.open_prompt(
             PromptKind::Rule {
                 kind: PatternKind::Regex,
                 host: None,
             },
             String::new(),
         ),
-        Action::AddGlobRule => open_prompt(
-            model,
+        Action::AddGlobRule => model.open_prompt(
             PromptKind::Rule {
                 kind: PatternKind::Glob,
                 host: None,
             },
             String::new(),
         ),
-        Action::AddSeed => open_prompt(model, PromptKind::Seed, "http://".into()),
+        Action::AddSeed => model.open_prompt(PromptKind::Seed, "http://".into()),
         Action::SetRate => {
             let text = model
                 .latest
                 .global_rate
                 .map_or("off".into(), |r| r.to_string());
-            open_prompt(model, PromptKind::GlobalRate, text);
+            model.open_prompt(PromptKind::GlobalRate, text);
         }
         Action::RateUp => {
             let rate = model.latest.global_rate.map_or(1.0, |r| r.floor() + 1.0);

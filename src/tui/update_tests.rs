@@ -4,6 +4,7 @@ use crate::engine::telemetry::AlertStatus;
 use crate::engine::telemetry::{HostView, TrapAlert, TrapKind};
 use crate::tui::keys::keymap_from_str;
 use ratatui::crossterm::event::KeyModifiers;
+use std::time::Duration;
 
 fn model(readonly: bool) -> Model {
     let (keymap, warnings) = keymap_from_str("");
