@@ -13,6 +13,7 @@ mod prompt;
 mod targets;
 pub mod ui;
 pub mod update;
+mod view;
 
 use std::path::PathBuf;
 

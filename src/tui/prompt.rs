@@ -7,7 +7,7 @@ use super::action::Action;
 use super::command::{self, CommandLine};
 use super::effect::{send, Effect};
 use super::model::{Model, PromptKind};
-use crate::engine::control::Command;
+use crate::engine::control::{Command, PatternKind};
 
 fn input_request(key: &KeyEvent) -> Option<InputRequest> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
@@ -61,6 +61,36 @@ pub(super) fn complete(model: &mut Model) {
     let (line, candidates) = command::complete(prompt.input.value(), &hosts);
     prompt.input = Input::new(line);
     prompt.hint = (candidates.len() > 1).then(|| candidates.join("  "));
+}
+
+/// Opens the prompt an action asks for, pre-filled with what is set now.
+pub(super) fn open_for(model: &mut Model, action: Action) {
+    let rule = |kind| PromptKind::Rule { kind, host: None };
+    let (kind, text) = match action {
+        Action::Filter => (PromptKind::Filter, model.filter.clone()),
+        Action::CommandLine => (PromptKind::Command, String::new()),
+        Action::AddRegexRule => (rule(PatternKind::Regex), String::new()),
+        Action::AddGlobRule => (rule(PatternKind::Glob), String::new()),
+        Action::AddSeed => (PromptKind::Seed, "http://".into()),
+        Action::SetRate => {
+            let rate = model.latest.global_rate;
+            (
+                PromptKind::GlobalRate,
+                rate.map_or("off".into(), |r| r.to_string()),
+            )
+        }
+        _ => return,
+    };
+    model.open_prompt(kind, text);
+}
+
+/// Closes the prompt without running it; a cancelled filter shows every host again.
+pub(super) fn cancel(model: &mut Model) {
+    if let Some(p) = model.prompt.take() {
+        if p.kind == PromptKind::Filter {
+            model.filter.clear();
+        }
+    }
 }
 
 /// What Enter on a prompt asks of the dispatcher.

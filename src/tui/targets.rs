@@ -1,4 +1,4 @@
-//! Actions on the selected alert or host.
+//! Actions on the selected alert, rule or host.
 
 use std::time::Duration;
 
@@ -47,6 +47,17 @@ pub(super) fn alert_action(model: &mut Model, action: Action) -> Vec<Effect> {
             Vec::new()
         }
     }
+}
+
+/// Removes the selected rule (from the rules pane only).
+pub(super) fn remove_rule(model: &mut Model) -> Vec<Effect> {
+    if model.pane != Pane::Rules {
+        model.set_status(Level::Info, "select a rule in the Rules pane first");
+    } else if let Some(rule) = model.shown.rules.get(model.rule_selected) {
+        let rule_id = rule.id;
+        return send(model, Command::RemoveRule { rule_id });
+    }
+    Vec::new()
 }
 
 pub(super) fn host_action(model: &mut Model, action: Action) -> Vec<Effect> {
