@@ -79,37 +79,41 @@ pub fn parse_delay(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text).map_err(|e| format!("bad duration \"{text}\": {e}"))
 }
 
-/// A host's delay as typed: a duration, or `off` for the default.
-pub fn parse_optional_delay(text: &str) -> Result<Option<Duration>, String> {
+/// `off` as `None`, anything else through `parse`.
+fn unless_off<T>(
+    text: &str,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
     if text == "off" {
         Ok(None)
     } else {
-        parse_delay(text).map(Some)
+        parse(text).map(Some)
     }
 }
 
+/// A host's delay as typed: a duration, or `off` for the default.
+pub fn parse_optional_delay(text: &str) -> Result<Option<Duration>, String> {
+    unless_off(text, parse_delay)
+}
+
+/// A global rate cap in pages per second, or `off` for none.
 pub fn parse_rate(text: &str) -> Result<Option<f64>, String> {
-    if text == "off" {
-        return Ok(None);
-    }
-    match text.parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 && r <= 10_000.0 => Ok(Some(r)),
+    unless_off(text, |text| match text.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 && r <= 10_000.0 => Ok(r),
         _ => Err(format!(
             "bad rate \"{text}\": pages per second between 0 and 10000, or off"
         )),
-    }
+    })
 }
 
+/// A concurrency limit from 1 to 1024, or `off` for the default.
 pub fn parse_concurrency(text: &str) -> Result<Option<usize>, String> {
-    if text == "off" {
-        return Ok(None);
-    }
-    match text.parse::<usize>() {
-        Ok(n @ 1..=1024) => Ok(Some(n)),
+    unless_off(text, |text| match text.parse::<usize>() {
+        Ok(n @ 1..=1024) => Ok(n),
         _ => Err(format!(
             "bad concurrency \"{text}\": a number from 1 to 1024, or off"
         )),
-    }
+    })
 }
 
 /// The usage line of a command, from its entry in [`COMMANDS`].
