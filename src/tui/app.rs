@@ -75,6 +75,7 @@ fn spawn_input(tx: mpsc::Sender<Event>, stop: Arc<AtomicBool>) -> std::io::Resul
         .map(drop)
 }
 
+/// The message a terminal event means: keys, and mouse wheel as scrolling.
 fn terminal_msg(ev: Event) -> Option<Msg> {
     match ev {
         Event::Key(key) => Some(Msg::Key(key)),
@@ -87,6 +88,7 @@ fn terminal_msg(ev: Event) -> Option<Msg> {
     }
 }
 
+/// Resolves on SIGTERM (never where there is none).
 #[cfg(unix)]
 async fn terminate_signal() {
     use tokio::signal::unix::{signal, SignalKind};
@@ -98,6 +100,7 @@ async fn terminate_signal() {
     }
 }
 
+/// Resolves on SIGTERM (never where there is none).
 #[cfg(not(unix))]
 async fn terminate_signal() {
     std::future::pending::<()>().await
@@ -225,6 +228,7 @@ struct Sources<T> {
 }
 
 impl<T: Future<Output = ()>> Sources<T> {
+    /// Every source open.
     fn new(
         input: mpsc::Receiver<Event>,
         snapshots: watch::Receiver<Arc<Snapshot>>,

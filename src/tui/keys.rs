@@ -9,8 +9,10 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Action;
 
+/// The built-in bindings; a user file is merged over them.
 pub const DEFAULT_KEYS: &str = include_str!("../../keybindings.toml");
 
+/// Where keys are looked up: each mode has its own bindings table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mode {
     Normal,
@@ -21,6 +23,7 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, in the order `crawldeck keys` prints them.
     pub const ALL: [Mode; 5] = [
         Mode::Normal,
         Mode::Prompt,
@@ -29,6 +32,7 @@ impl Mode {
         Mode::Detail,
     ];
 
+    /// The table name in keybindings.toml.
     pub fn name(self) -> &'static str {
         match self {
             Mode::Normal => "normal",
@@ -39,6 +43,7 @@ impl Mode {
         }
     }
 
+    /// The mode a keybindings.toml table name stands for.
     fn from_name(name: &str) -> Option<Mode> {
         Mode::ALL.into_iter().find(|m| m.name() == name)
     }
@@ -52,6 +57,7 @@ pub struct KeyChord {
 }
 
 impl KeyChord {
+    /// A chord with only ctrl, alt and shift kept, and shift dropped where the key already says it.
     pub fn new(code: KeyCode, mods: KeyModifiers) -> Self {
         // The character (or BackTab) already says whether shift was held.
         let mut mods = mods & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
@@ -61,6 +67,7 @@ impl KeyChord {
         KeyChord { code, mods }
     }
 
+    /// The chord of a key press.
     pub fn from_event(ev: &KeyEvent) -> Self {
         KeyChord::new(ev.code, ev.modifiers)
     }
@@ -177,10 +184,12 @@ pub struct KeyMap {
 }
 
 impl KeyMap {
+    /// The action a key press runs in `mode`, if it is bound there.
     pub fn action(&self, mode: Mode, ev: &KeyEvent) -> Option<Action> {
         self.lookup.get(&(mode, KeyChord::from_event(ev))).copied()
     }
 
+    /// The actions bound in `mode` with their keys, in `Action::ALL` order.
     pub fn bindings(&self, mode: Mode) -> impl Iterator<Item = (Action, &[KeyChord])> {
         self.bindings
             .get(&mode)

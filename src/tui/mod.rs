@@ -2,6 +2,9 @@
 //!
 //! `app` owns the terminal and the event loop, `update` decides (pure), `ui`
 //! draws (never mutates), `keys`/`action` map keys to what they do.
+//! `update` is the only dispatcher: it hands actions to `view`, `prompt` and
+//! `targets`, which change the model and return values (`effect::Effect`, or an
+//! action for `update` to run); they never call back into `update`.
 
 pub mod action;
 pub mod app;
@@ -20,6 +23,7 @@ use std::path::PathBuf;
 pub use app::run;
 pub use effect::TuiExit;
 
+/// How the workstation was asked to run (from the command line).
 #[derive(Debug, Clone, Default)]
 pub struct TuiOptions {
     pub no_color: bool,

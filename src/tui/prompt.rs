@@ -9,6 +9,7 @@ use super::effect::{send, Effect};
 use super::model::{Model, PromptKind};
 use crate::engine::control::{Command, PatternKind};
 
+/// The editing a key does in a prompt (readline-style), if any.
 fn input_request(key: &KeyEvent) -> Option<InputRequest> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let alt = key.modifiers.contains(KeyModifiers::ALT);
@@ -34,6 +35,7 @@ fn input_request(key: &KeyEvent) -> Option<InputRequest> {
     })
 }
 
+/// Edits the open prompt; the filter prompt filters as it is typed.
 pub(super) fn edit_prompt(model: &mut Model, key: &KeyEvent) {
     let Some(req) = input_request(key) else {
         return;
@@ -53,6 +55,7 @@ pub(super) fn edit_prompt(model: &mut Model, key: &KeyEvent) {
     }
 }
 
+/// Tab: completes the word under the cursor, listing the candidates when several remain.
 pub(super) fn complete(model: &mut Model) {
     let Some(prompt) = model.prompt.as_mut() else {
         return;
@@ -94,7 +97,7 @@ pub(super) fn cancel(model: &mut Model) {
 }
 
 /// What Enter on a prompt asks of the dispatcher.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 pub(super) enum Submitted {
     /// Done here: these are the effects (often none).
     Effects(Vec<Effect>),
@@ -104,8 +107,11 @@ pub(super) enum Submitted {
 
 /// What a prompt's text asks for, once parsed.
 enum Request {
+    /// The hosts filter to keep.
     Filter(String),
+    /// An engine command to send.
     Send(Command),
+    /// A parsed command line (`:…`, or a seed through `:seed`).
     Line(CommandLine),
 }
 

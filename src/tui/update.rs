@@ -22,10 +22,14 @@ const PENDING_CAPACITY: usize = 1024;
 /// Everything that can happen to the TUI.
 #[derive(Debug, Clone)]
 pub enum Msg {
+    /// A key press (or release, which is ignored).
     Key(KeyEvent),
+    /// The mouse wheel: as up/down.
     ScrollUp,
     ScrollDown,
+    /// The engine's newest snapshot.
     Snapshot(Arc<Snapshot>),
+    /// One of the engine's discrete events.
     Event(EngineEvent),
     /// The events channel closed: the engine has stopped.
     EngineClosed,

@@ -26,6 +26,7 @@ use crate::engine::telemetry::{AlertStatus, CrawlState, Level};
 
 /// Below this the UI shows only a notice.
 pub const MIN_WIDTH: u16 = 60;
+/// Below this the UI shows only a notice.
 pub const MIN_HEIGHT: u16 = 16;
 
 /// Wide layout: queues beside the main pane and the log below it.
