@@ -4,11 +4,13 @@ use serde::{Deserialize, Serialize};
 
 macro_rules! actions {
     ($($variant:ident = $name:literal : $desc:literal,)*) => {
+        /// Everything a key can be bound to.
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
         #[serde(rename_all = "kebab-case")]
         pub enum Action { $($variant,)* }
 
         impl Action {
+            /// Every action, in the order help and `crawldeck keys` list them.
             pub const ALL: &'static [Action] = &[$(Action::$variant,)*];
 
             /// The name used in keybindings.toml.
@@ -21,6 +23,7 @@ macro_rules! actions {
                 match self { $(Action::$variant => $desc,)* }
             }
 
+            /// The action a keybindings.toml name stands for.
             pub fn from_name(name: &str) -> Option<Action> {
                 match name { $($name => Some(Action::$variant),)* _ => None }
             }

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::io::stdout;
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,19 +15,24 @@ use ratatui::crossterm::event::{
 };
 use ratatui::crossterm::execute;
 use ratatui::Terminal;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::{sleep_until, Instant};
 
+use super::effect::{command_label, Effect, TuiExit};
 use super::keys::effective_keymap;
 use super::model::{Model, Quitting};
-use super::update::{command_label, update, Effect, Msg};
-use super::{ui, TuiExit, TuiOptions};
-use crate::engine::telemetry::Level;
-use crate::engine::EngineHandle;
+use super::update::{update, Msg};
+use super::{ui, TuiOptions};
+use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
+use crate::engine::{EngineControl, EngineHandle};
 
+/// At most one redraw per frame: about 30 a second.
 const FRAME: Duration = Duration::from_millis(33);
+/// Screen rows that are not a pane's rows (header, tabs, borders, status line).
+const CHROME_ROWS: u16 = 10;
 /// How long quitting waits for the engine's checkpoint before leaving anyway.
 const CHECKPOINT_WAIT: Duration = Duration::from_secs(20);
+/// How often the input thread looks up from waiting for a key to see if it should stop.
 const INPUT_POLL: Duration = Duration::from_millis(100);
 
 /// Restores the terminal when dropped: on normal return, on error and on unwind.
@@ -69,6 +75,7 @@ fn spawn_input(tx: mpsc::Sender<Event>, stop: Arc<AtomicBool>) -> std::io::Resul
         .map(drop)
 }
 
+/// The message a terminal event means: keys, and mouse wheel as scrolling.
 fn terminal_msg(ev: Event) -> Option<Msg> {
     match ev {
         Event::Key(key) => Some(Msg::Key(key)),
@@ -81,6 +88,7 @@ fn terminal_msg(ev: Event) -> Option<Msg> {
     }
 }
 
+/// Resolves on SIGTERM (never where there is none).
 #[cfg(unix)]
 async fn terminate_signal() {
     use tokio::signal::unix::{signal, SignalKind};
@@ -92,6 +100,7 @@ async fn terminate_signal() {
     }
 }
 
+/// Resolves on SIGTERM (never where there is none).
 #[cfg(not(unix))]
 async fn terminate_signal() {
     std::future::pending::<()>().await
@@ -142,7 +151,7 @@ pub async fn drive<B>(
     terminal: &mut Terminal<B>,
     handle: EngineHandle,
     mut model: Model,
-    mut input_rx: mpsc::Receiver<Event>,
+    input_rx: mpsc::Receiver<Event>,
     terminate: impl Future<Output = ()>,
 ) -> anyhow::Result<TuiExit>
 where
@@ -152,12 +161,10 @@ where
     let EngineHandle {
         control,
         mut snapshots,
-        mut events,
+        events,
     } = handle;
     model.set_snapshot(snapshots.borrow_and_update().clone());
-    tokio::pin!(terminate);
-    let (mut input_open, mut snapshots_open, mut events_open, mut terminated) =
-        (true, true, true, false);
+    let mut sources = Sources::new(input_rx, snapshots, events, terminate);
     let mut dirty = true;
     let mut last_draw: Option<Instant> = None;
     let mut quit_deadline: Option<Instant> = None;
@@ -165,54 +172,144 @@ where
     loop {
         let now = Instant::now();
         if dirty && last_draw.is_none_or(|t| now >= t + FRAME) {
-            terminal.draw(|frame| {
-                let area = frame.area();
-                ui::render(&model, area, frame.buffer_mut());
-                if let Some(pos) = ui::cursor(&model, area) {
-                    frame.set_cursor_position(pos);
-                }
-            })?;
-            model.page_rows = terminal.size()?.height.saturating_sub(10).max(1) as usize;
+            draw(terminal, &mut model)?;
             last_draw = Some(now);
             dirty = false;
         }
         let next_frame = last_draw.map_or(now, |t| t + FRAME);
-        let msg = tokio::select! {
-            ev = input_rx.recv(), if input_open => match ev {
-                Some(Event::Resize(..)) => { dirty = true; None }
-                Some(ev) => terminal_msg(ev),
-                // The terminal is gone: leave as for SIGTERM.
-                None => { input_open = false; Some(Msg::Terminate) }
-            },
-            changed = snapshots.changed(), if snapshots_open => match changed {
-                Ok(()) => Some(Msg::Snapshot(snapshots.borrow_and_update().clone())),
-                Err(_) => { snapshots_open = false; None }
-            },
-            ev = events.recv(), if events_open => match ev {
-                Some(ev) => Some(Msg::Event(ev)),
-                None => { events_open = false; Some(Msg::EngineClosed) }
-            },
-            _ = &mut terminate, if !terminated => { terminated = true; Some(Msg::Terminate) }
-            _ = sleep_until(next_frame), if dirty => None,
-            _ = sleep_until(quit_deadline.unwrap_or(now)), if quit_deadline.is_some() => {
+        let msg = match sources
+            .next(dirty.then_some(next_frame), quit_deadline)
+            .await
+        {
+            Wake::Msg(msg) => msg,
+            Wake::Resized => {
+                dirty = true;
+                continue;
+            }
+            Wake::Idle => continue,
+            Wake::CheckpointOverdue => {
                 tracing::warn!("the engine did not finish its checkpoint within {CHECKPOINT_WAIT:?}; leaving anyway");
                 return Ok(TuiExit::Quit);
             }
         };
-        let Some(msg) = msg else { continue };
         dirty = true;
-        for effect in update(&mut model, msg) {
-            match effect {
-                Effect::Send(cmd) => {
-                    let what = command_label(&cmd);
-                    let id = control.send(cmd);
-                    update(&mut model, Msg::Sent { id, what });
-                }
-                Effect::Quit(exit) => return Ok(exit),
-            }
+        let effects = update(&mut model, msg);
+        if let Some(exit) = perform(&mut model, &control, effects) {
+            return Ok(exit);
         }
         if model.quitting == Quitting::Checkpointing && quit_deadline.is_none() {
             quit_deadline = Some(Instant::now() + CHECKPOINT_WAIT);
         }
     }
+}
+
+/// What woke the loop.
+enum Wake {
+    /// Something for `update`.
+    Msg(Msg),
+    /// The terminal changed size: redraw, nothing to decide.
+    Resized,
+    /// A frame is due, a channel closed quietly, or an event `update` ignores.
+    Idle,
+    /// Quitting waited `CHECKPOINT_WAIT` for the engine's checkpoint.
+    CheckpointOverdue,
+}
+
+/// Where the loop's messages come from; a source that has closed is no longer polled.
+struct Sources<T> {
+    input: mpsc::Receiver<Event>,
+    snapshots: watch::Receiver<Arc<Snapshot>>,
+    events: mpsc::Receiver<EngineEvent>,
+    terminate: Pin<Box<T>>,
+    input_open: bool,
+    snapshots_open: bool,
+    events_open: bool,
+    terminated: bool,
+}
+
+impl<T: Future<Output = ()>> Sources<T> {
+    /// Every source open.
+    fn new(
+        input: mpsc::Receiver<Event>,
+        snapshots: watch::Receiver<Arc<Snapshot>>,
+        events: mpsc::Receiver<EngineEvent>,
+        terminate: T,
+    ) -> Self {
+        Sources {
+            input,
+            snapshots,
+            events,
+            terminate: Box::pin(terminate),
+            input_open: true,
+            snapshots_open: true,
+            events_open: true,
+            terminated: false,
+        }
+    }
+
+    /// Waits for the next source to speak, for the frame timer when a redraw
+    /// is waiting (`frame`), or for the checkpoint deadline while quitting.
+    async fn next(&mut self, frame: Option<Instant>, quit_deadline: Option<Instant>) -> Wake {
+        let now = Instant::now();
+        tokio::select! {
+            ev = self.input.recv(), if self.input_open => match ev {
+                Some(Event::Resize(..)) => Wake::Resized,
+                Some(ev) => terminal_msg(ev).map_or(Wake::Idle, Wake::Msg),
+                // The terminal is gone: leave as for SIGTERM.
+                None => { self.input_open = false; Wake::Msg(Msg::Terminate) }
+            },
+            changed = self.snapshots.changed(), if self.snapshots_open => match changed {
+                Ok(()) => Wake::Msg(Msg::Snapshot(self.snapshots.borrow_and_update().clone())),
+                Err(_) => { self.snapshots_open = false; Wake::Idle }
+            },
+            ev = self.events.recv(), if self.events_open => match ev {
+                Some(ev) => Wake::Msg(Msg::Event(ev)),
+                None => { self.events_open = false; Wake::Msg(Msg::EngineClosed) }
+            },
+            _ = &mut self.terminate, if !self.terminated => {
+                self.terminated = true;
+                Wake::Msg(Msg::Terminate)
+            }
+            _ = sleep_until(frame.unwrap_or(now)), if frame.is_some() => Wake::Idle,
+            _ = sleep_until(quit_deadline.unwrap_or(now)), if quit_deadline.is_some() => {
+                Wake::CheckpointOverdue
+            }
+        }
+    }
+}
+
+/// Draws one frame, with the cursor in an open prompt, and keeps the page
+/// size that page-up/down move by in step with the screen.
+fn draw<B>(terminal: &mut Terminal<B>, model: &mut Model) -> anyhow::Result<()>
+where
+    B: Backend,
+    B::Error: Send + Sync + 'static,
+{
+    terminal.draw(|frame| {
+        let area = frame.area();
+        ui::render(model, area, frame.buffer_mut());
+        if let Some(pos) = ui::cursor(model, area) {
+            frame.set_cursor_position(pos);
+        }
+    })?;
+    let height = terminal.size()?.height;
+    model.page_rows = height.saturating_sub(CHROME_ROWS).max(1) as usize;
+    Ok(())
+}
+
+/// Carries out `update`'s effects in order: commands go to the engine (and
+/// their ids back to `update`), a quit ends the loop with its exit.
+fn perform(model: &mut Model, control: &EngineControl, effects: Vec<Effect>) -> Option<TuiExit> {
+    for effect in effects {
+        match effect {
+            Effect::Send(cmd) => {
+                let what = command_label(&cmd);
+                let id = control.send(cmd);
+                // Recording a sent command has no effects of its own.
+                update(model, Msg::Sent { id, what });
+            }
+            Effect::Quit(exit) => return Some(exit),
+        }
+    }
+    None
 }

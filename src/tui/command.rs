@@ -3,7 +3,10 @@
 
 use std::time::Duration;
 
-use crate::engine::control::{Command, PatternKind, RuleSpec, Target};
+use crate::engine::control::{BreakerThresholds, Command, HostKey, PatternKind, RuleSpec, Target};
+
+/// `:breaker`'s cooldown when the line gives none.
+const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(30);
 
 /// What a command line asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -53,6 +56,21 @@ pub fn validate_rule(spec: &RuleSpec) -> Result<(), String> {
     crate::engine::rules::RuleSet::compile(spec).map(|_| ())
 }
 
+/// A rule the engine will accept, or why not.
+pub fn checked_rule(
+    kind: PatternKind,
+    pattern: String,
+    host: Option<HostKey>,
+) -> Result<RuleSpec, String> {
+    let spec = RuleSpec {
+        kind,
+        pattern,
+        host,
+    };
+    validate_rule(&spec)?;
+    Ok(spec)
+}
+
 /// Parses a duration the operator typed: `500ms`, `2s`, `1m`.
 pub fn parse_delay(text: &str) -> Result<Duration, String> {
     if !text.is_empty() && text.chars().all(|c| c.is_ascii_digit() || c == '.') {
@@ -61,58 +79,75 @@ pub fn parse_delay(text: &str) -> Result<Duration, String> {
     humantime::parse_duration(text).map_err(|e| format!("bad duration \"{text}\": {e}"))
 }
 
-pub fn parse_rate(text: &str) -> Result<Option<f64>, String> {
+/// `off` as `None`, anything else through `parse`.
+fn unless_off<T>(
+    text: &str,
+    parse: impl FnOnce(&str) -> Result<T, String>,
+) -> Result<Option<T>, String> {
     if text == "off" {
-        return Ok(None);
+        Ok(None)
+    } else {
+        parse(text).map(Some)
     }
-    match text.parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 && r <= 10_000.0 => Ok(Some(r)),
+}
+
+/// A host's delay as typed: a duration, or `off` for the default.
+pub fn parse_optional_delay(text: &str) -> Result<Option<Duration>, String> {
+    unless_off(text, parse_delay)
+}
+
+/// A global rate cap in pages per second, or `off` for none.
+pub fn parse_rate(text: &str) -> Result<Option<f64>, String> {
+    unless_off(text, |text| match text.parse::<f64>() {
+        Ok(r) if r.is_finite() && r > 0.0 && r <= 10_000.0 => Ok(r),
         _ => Err(format!(
             "bad rate \"{text}\": pages per second between 0 and 10000, or off"
         )),
-    }
+    })
 }
 
+/// A concurrency limit from 1 to 1024, or `off` for the default.
 pub fn parse_concurrency(text: &str) -> Result<Option<usize>, String> {
-    if text == "off" {
-        return Ok(None);
-    }
-    match text.parse::<usize>() {
-        Ok(n @ 1..=1024) => Ok(Some(n)),
+    unless_off(text, |text| match text.parse::<usize>() {
+        Ok(n @ 1..=1024) => Ok(n),
         _ => Err(format!(
             "bad concurrency \"{text}\": a number from 1 to 1024, or off"
         )),
-    }
+    })
 }
 
+/// The usage line of a command, from its entry in [`COMMANDS`].
+fn usage(name: &str) -> String {
+    let hint = COMMANDS
+        .iter()
+        .find(|(c, _)| *c == name)
+        .map(|(_, h)| *h)
+        .unwrap_or("");
+    format!("usage: :{name} {hint}")
+}
+
+/// The one argument of `:accept`, `:dismiss` and `:unrule`: an id, `#` allowed.
 fn parse_id(args: &[&str], name: &str) -> Result<u64, String> {
     match args {
         [id] => id
             .trim_start_matches('#')
             .parse()
             .map_err(|_| format!("{name}: \"{id}\" is not an id")),
-        _ => Err(format!("usage: :{name} ID")),
+        _ => Err(usage(name)),
     }
 }
 
-fn rule(kind: PatternKind, args: &[&str], name: &str, usage: &str) -> Result<Command, String> {
-    let spec = match args {
-        [pattern] => RuleSpec {
-            kind,
-            pattern: pattern.to_string(),
-            host: None,
-        },
-        [pattern, host] => RuleSpec {
-            kind,
-            pattern: pattern.to_string(),
-            host: Some(host.to_ascii_lowercase()),
-        },
-        _ => return Err(format!("usage: :{name} {usage}")),
+/// `:blacklist` and `:glob`: a pattern, and optionally the host it is limited to.
+fn rule(kind: PatternKind, args: &[&str], name: &str) -> Result<Command, String> {
+    let (pattern, host) = match args {
+        [pattern] => (pattern, None),
+        [pattern, host] => (pattern, Some(host.to_ascii_lowercase())),
+        _ => return Err(usage(name)),
     };
-    validate_rule(&spec)?;
-    Ok(Command::AddRule(spec))
+    checked_rule(kind, pattern.to_string(), host).map(Command::AddRule)
 }
 
+/// A host argument; none or `*` means the whole crawl.
 fn target(arg: Option<&&str>) -> Target {
     match arg {
         None | Some(&"*") => Target::Global,
@@ -126,143 +161,149 @@ pub fn parse(line: &str) -> Result<CommandLine, String> {
     let Some((&name, args)) = words.split_first() else {
         return Err("empty command".into());
     };
-    let usage = |n: &str| {
-        let hint = COMMANDS
-            .iter()
-            .find(|(c, _)| *c == n)
-            .map(|(_, h)| *h)
-            .unwrap_or("");
-        format!("usage: :{n} {hint}")
-    };
-    let cmd = match name {
-        "blacklist" | "bl" => rule(PatternKind::Regex, args, "blacklist", "REGEX [HOST]")?,
-        "glob" => rule(PatternKind::Glob, args, "glob", "PATTERN [HOST]")?,
-        "throttle" => match args {
-            [host, value] => {
-                let delay = if *value == "off" {
-                    None
-                } else {
-                    Some(parse_delay(value)?)
-                };
-                match (target(Some(host)), delay) {
-                    (Target::Global, Some(d)) => Command::SetGlobalDelay(d),
-                    (Target::Global, None) => {
-                        return Err("the global delay cannot be off; give a duration".into())
-                    }
-                    (Target::Host(host), delay) => Command::SetHostDelay { host, delay },
-                }
-            }
-            _ => return Err(usage("throttle")),
-        },
-        "concurrency" => match args {
-            [host, value] => match (target(Some(host)), parse_concurrency(value)?) {
-                (Target::Global, Some(n)) => Command::SetGlobalConcurrency(n),
-                (Target::Global, None) => {
-                    return Err("the global concurrency cannot be off; give a number".into())
-                }
-                (Target::Host(host), max) => Command::SetHostConcurrency { host, max },
-            },
-            _ => return Err(usage("concurrency")),
-        },
-        "rate" => match args {
-            [value] => Command::SetGlobalRate(parse_rate(value)?),
-            _ => return Err(usage("rate")),
-        },
-        "pause" | "resume" if args.len() <= 1 => {
-            let t = target(args.first());
-            if name == "pause" {
-                Command::Pause(t)
-            } else {
-                Command::Resume(t)
-            }
-        }
-        "seed" => match args {
-            [url] => {
-                let parsed =
-                    url::Url::parse(url).map_err(|e| format!("bad seed URL \"{url}\": {e}"))?;
-                if !matches!(parsed.scheme(), "http" | "https") {
-                    return Err(format!(
-                        "bad seed URL \"{url}\": only http and https are crawled"
-                    ));
-                }
-                Command::AddSeed(parsed.to_string())
-            }
-            _ => return Err(usage("seed")),
-        },
-        "breaker" => {
-            let thresholds = match args {
-                [_, "off"] => None,
-                [_, failures] | [_, failures, _] => {
-                    let consecutive_failures = failures
-                        .parse::<u32>()
-                        .ok()
-                        .filter(|n| (1..=1000).contains(n))
-                        .ok_or_else(|| {
-                            format!("breaker: \"{failures}\" is not a failure count from 1 to 1000")
-                        })?;
-                    let cooldown = match args.get(2) {
-                        Some(text) => parse_delay(text)?,
-                        None => Duration::from_secs(30),
-                    };
-                    Some(crate::engine::control::BreakerThresholds {
-                        consecutive_failures,
-                        cooldown,
-                    })
-                }
-                _ => return Err(usage("breaker")),
-            };
-            Command::SetHostBreaker {
-                host: args[0].to_ascii_lowercase(),
-                thresholds,
-            }
-        }
-        "reset" | "open" => match args {
-            [host] => {
-                let host = host.to_ascii_lowercase();
-                if name == "reset" {
-                    Command::ResetBreaker(host)
-                } else {
-                    Command::ForceOpenBreaker(host)
-                }
-            }
-            _ => return Err(usage(name)),
-        },
-        "accept" => Command::AcceptAlert {
-            alert_id: parse_id(args, "accept")?,
+    match (name, args) {
+        ("freeze", []) => return Ok(CommandLine::Freeze),
+        ("help", []) => return Ok(CommandLine::Help),
+        ("quit" | "q", []) => return Ok(CommandLine::Quit),
+        _ => {}
+    }
+    match engine_command(name, args) {
+        Some(cmd) => cmd.map(CommandLine::Engine),
+        // A known name with arguments of the wrong shape.
+        None if COMMANDS.iter().any(|(c, _)| *c == name) => Err(usage(name)),
+        None => Err(format!(
+            "unknown command \":{name}\" (Tab completes command names)"
+        )),
+    }
+}
+
+/// The engine command a line names; `None` when the name is not one or its
+/// arguments have the wrong count for it.
+fn engine_command(name: &str, args: &[&str]) -> Option<Result<Command, String>> {
+    let cmd = match (name, args) {
+        ("blacklist" | "bl", _) => rule(PatternKind::Regex, args, "blacklist"),
+        ("glob", _) => rule(PatternKind::Glob, args, "glob"),
+        ("throttle", [host, value]) => throttle(host, value),
+        ("concurrency", [host, value]) => concurrency(host, value),
+        ("rate", [value]) => parse_rate(value).map(Command::SetGlobalRate),
+        ("pause", [] | [_]) => Ok(Command::Pause(target(args.first()))),
+        ("resume", [] | [_]) => Ok(Command::Resume(target(args.first()))),
+        ("seed", [url]) => seed(url),
+        ("breaker", [host, rest @ ..]) => breaker(host, rest),
+        ("reset", [host]) => Ok(Command::ResetBreaker(host.to_ascii_lowercase())),
+        ("open", [host]) => Ok(Command::ForceOpenBreaker(host.to_ascii_lowercase())),
+        ("accept", _) => parse_id(args, name).map(|alert_id| Command::AcceptAlert {
+            alert_id,
             rule: None,
-        },
-        "dismiss" => Command::DismissAlert {
-            alert_id: parse_id(args, "dismiss")?,
-        },
-        "unrule" => Command::RemoveRule {
-            rule_id: parse_id(args, "unrule")?,
-        },
-        "checkpoint" if args.is_empty() => Command::Checkpoint,
-        "freeze" if args.is_empty() => return Ok(CommandLine::Freeze),
-        "help" if args.is_empty() => return Ok(CommandLine::Help),
-        "quit" | "q" if args.is_empty() => return Ok(CommandLine::Quit),
-        other if COMMANDS.iter().any(|(c, _)| *c == other) => return Err(usage(other)),
-        other => {
-            return Err(format!(
-                "unknown command \":{other}\" (Tab completes command names)"
-            ))
-        }
+        }),
+        ("dismiss", _) => parse_id(args, name).map(|alert_id| Command::DismissAlert { alert_id }),
+        ("unrule", _) => parse_id(args, name).map(|rule_id| Command::RemoveRule { rule_id }),
+        ("checkpoint", []) => Ok(Command::Checkpoint),
+        _ => return None,
     };
-    Ok(CommandLine::Engine(cmd))
+    Some(cmd)
+}
+
+/// `:throttle HOST|* DURATION|off`: a host's delay, or the global one (never off).
+fn throttle(host: &str, value: &str) -> Result<Command, String> {
+    match (target(Some(&host)), parse_optional_delay(value)?) {
+        (Target::Global, Some(d)) => Ok(Command::SetGlobalDelay(d)),
+        (Target::Global, None) => Err("the global delay cannot be off; give a duration".into()),
+        (Target::Host(host), delay) => Ok(Command::SetHostDelay { host, delay }),
+    }
+}
+
+/// `:concurrency HOST|* N|off`: a host's limit, or the global one (never off).
+fn concurrency(host: &str, value: &str) -> Result<Command, String> {
+    match (target(Some(&host)), parse_concurrency(value)?) {
+        (Target::Global, Some(n)) => Ok(Command::SetGlobalConcurrency(n)),
+        (Target::Global, None) => Err("the global concurrency cannot be off; give a number".into()),
+        (Target::Host(host), max) => Ok(Command::SetHostConcurrency { host, max }),
+    }
+}
+
+/// `:seed URL`: an absolute http(s) URL.
+fn seed(url: &str) -> Result<Command, String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("bad seed URL \"{url}\": {e}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(format!(
+            "bad seed URL \"{url}\": only http and https are crawled"
+        ));
+    }
+    Ok(Command::AddSeed(parsed.to_string()))
+}
+
+/// `:breaker HOST FAILURES [COOLDOWN]|off`: a host's breaker thresholds, or its default.
+fn breaker(host: &str, rest: &[&str]) -> Result<Command, String> {
+    let thresholds = match rest {
+        ["off"] => None,
+        [failures] | [failures, _] => {
+            let consecutive_failures = failures
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=1000).contains(n))
+                .ok_or_else(|| {
+                    format!("breaker: \"{failures}\" is not a failure count from 1 to 1000")
+                })?;
+            let cooldown = match rest.get(1) {
+                Some(text) => parse_delay(text)?,
+                None => DEFAULT_BREAKER_COOLDOWN,
+            };
+            Some(BreakerThresholds {
+                consecutive_failures,
+                cooldown,
+            })
+        }
+        _ => return Err(usage("breaker")),
+    };
+    Ok(Command::SetHostBreaker {
+        host: host.to_ascii_lowercase(),
+        thresholds,
+    })
 }
 
 /// Completes the last word of `line`: a command name, or a host name after a
 /// command that takes one. Returns the new line and, when several candidates
 /// remain, the candidates.
 pub fn complete(line: &str, hosts: &[&str]) -> (String, Vec<String>) {
-    let ends_with_space = line.ends_with(' ');
     let words: Vec<&str> = line.split_whitespace().collect();
-    let (index, partial) = match (words.len(), ends_with_space) {
+    // The word being completed: a new one after a space, else the last one.
+    let (index, partial) = match (words.len(), line.ends_with(' ')) {
         (0, _) => (0, ""),
         (n, true) => (n, ""),
         (n, false) => (n - 1, words[n - 1]),
     };
-    let candidates: Vec<String> = if index == 0 {
+    let candidates = candidates(&words, index, partial, hosts);
+    let rebuild = |last: &str, finished: bool| {
+        let mut s = words[..index].join(" ");
+        if !s.is_empty() {
+            s.push(' ');
+        }
+        s.push_str(last);
+        if finished {
+            s.push(' ');
+        }
+        s
+    };
+    match candidates.as_slice() {
+        [] => (line.to_string(), Vec::new()),
+        [only] => (rebuild(only, true), Vec::new()),
+        many => {
+            let common = common_prefix(many);
+            let line = if common.len() > partial.len() {
+                rebuild(&common, false)
+            } else {
+                line.to_string()
+            };
+            (line, many.to_vec())
+        }
+    }
+}
+
+/// What word `index` may become: a command name first, a known host after a
+/// command that takes one, else nothing.
+fn candidates(words: &[&str], index: usize, partial: &str, hosts: &[&str]) -> Vec<String> {
+    if index == 0 {
         COMMANDS
             .iter()
             .map(|(c, _)| c.to_string())
@@ -279,38 +320,18 @@ pub fn complete(line: &str, hosts: &[&str]) -> (String, Vec<String>) {
         hosts
     } else {
         Vec::new()
-    };
-    let prefix_words = &words[..index.min(words.len())];
-    let rebuild = |last: &str, finished: bool| {
-        let mut s = prefix_words.join(" ");
-        if !s.is_empty() {
-            s.push(' ');
-        }
-        s.push_str(last);
-        if finished {
-            s.push(' ');
-        }
-        s
-    };
-    match candidates.as_slice() {
-        [] => (line.to_string(), Vec::new()),
-        [only] => (rebuild(only, true), Vec::new()),
-        many => {
-            let common = many.iter().skip(1).fold(many[0].clone(), |acc, c| {
-                acc.chars()
-                    .zip(c.chars())
-                    .take_while(|(a, b)| a == b)
-                    .map(|(a, _)| a)
-                    .collect()
-            });
-            let line = if common.len() > partial.len() {
-                rebuild(&common, false)
-            } else {
-                line.to_string()
-            };
-            (line, many.to_vec())
-        }
     }
+}
+
+/// The longest prefix all of `words` share (at least one word).
+fn common_prefix(words: &[String]) -> String {
+    words.iter().skip(1).fold(words[0].clone(), |acc, c| {
+        acc.chars()
+            .zip(c.chars())
+            .take_while(|(a, b)| a == b)
+            .map(|(a, _)| a)
+            .collect()
+    })
 }
 
 #[cfg(test)]

@@ -9,8 +9,10 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use super::action::Action;
 
+/// The built-in bindings; a user file is merged over them.
 pub const DEFAULT_KEYS: &str = include_str!("../../keybindings.toml");
 
+/// Where keys are looked up: each mode has its own bindings table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mode {
     Normal,
@@ -21,6 +23,7 @@ pub enum Mode {
 }
 
 impl Mode {
+    /// Every mode, in the order `crawldeck keys` prints them.
     pub const ALL: [Mode; 5] = [
         Mode::Normal,
         Mode::Prompt,
@@ -29,6 +32,7 @@ impl Mode {
         Mode::Detail,
     ];
 
+    /// The table name in keybindings.toml.
     pub fn name(self) -> &'static str {
         match self {
             Mode::Normal => "normal",
@@ -39,6 +43,7 @@ impl Mode {
         }
     }
 
+    /// The mode a keybindings.toml table name stands for.
     fn from_name(name: &str) -> Option<Mode> {
         Mode::ALL.into_iter().find(|m| m.name() == name)
     }
@@ -52,6 +57,7 @@ pub struct KeyChord {
 }
 
 impl KeyChord {
+    /// A chord with only ctrl, alt and shift kept, and shift dropped where the key already says it.
     pub fn new(code: KeyCode, mods: KeyModifiers) -> Self {
         // The character (or BackTab) already says whether shift was held.
         let mut mods = mods & (KeyModifiers::CONTROL | KeyModifiers::ALT | KeyModifiers::SHIFT);
@@ -61,67 +67,78 @@ impl KeyChord {
         KeyChord { code, mods }
     }
 
+    /// The chord of a key press.
     pub fn from_event(ev: &KeyEvent) -> Self {
         KeyChord::new(ev.code, ev.modifiers)
     }
 
+    /// Parses a key as keybindings.toml writes it: `q`, `G`, `ctrl-c`, `shift-tab`, `f5`.
     pub fn parse(text: &str) -> Result<KeyChord, String> {
-        let mut mods = KeyModifiers::NONE;
-        let mut rest = text;
-        loop {
-            let lower = rest.to_ascii_lowercase();
-            if rest.chars().count() > 1 && lower.starts_with("ctrl-") {
-                mods |= KeyModifiers::CONTROL;
-                rest = &rest[5..];
-            } else if rest.chars().count() > 1 && lower.starts_with("alt-") {
-                mods |= KeyModifiers::ALT;
-                rest = &rest[4..];
-            } else if rest.chars().count() > 1 && lower.starts_with("shift-") {
-                mods |= KeyModifiers::SHIFT;
-                rest = &rest[6..];
-            } else {
-                break;
-            }
-        }
+        let (mut mods, rest) = split_modifiers(text);
         let mut chars = rest.chars();
         let code = match (chars.next(), chars.next()) {
-            (Some(c), None) => {
-                if mods.contains(KeyModifiers::SHIFT) {
-                    mods.remove(KeyModifiers::SHIFT);
-                    KeyCode::Char(c.to_ascii_uppercase())
-                } else {
-                    KeyCode::Char(c)
-                }
+            // Shift on a character is the upper-case character.
+            (Some(c), None) if mods.contains(KeyModifiers::SHIFT) => {
+                mods.remove(KeyModifiers::SHIFT);
+                KeyCode::Char(c.to_ascii_uppercase())
             }
-            _ => match rest.to_ascii_lowercase().as_str() {
-                "enter" | "return" => KeyCode::Enter,
-                "esc" | "escape" => KeyCode::Esc,
-                "tab" => KeyCode::Tab,
-                "backtab" => KeyCode::BackTab,
-                "up" => KeyCode::Up,
-                "down" => KeyCode::Down,
-                "left" => KeyCode::Left,
-                "right" => KeyCode::Right,
-                "home" => KeyCode::Home,
-                "end" => KeyCode::End,
-                "pgup" | "pageup" => KeyCode::PageUp,
-                "pgdn" | "pagedown" => KeyCode::PageDown,
-                "space" => KeyCode::Char(' '),
-                "backspace" => KeyCode::Backspace,
-                "delete" | "del" => KeyCode::Delete,
-                "insert" => KeyCode::Insert,
-                f if f.starts_with('f') && f.len() > 1 => match f[1..].parse::<u8>() {
-                    Ok(n @ 1..=12) => KeyCode::F(n),
-                    _ => return Err(format!("unknown key \"{text}\"")),
-                },
-                _ => return Err(format!("unknown key \"{text}\"")),
-            },
+            (Some(c), None) => KeyCode::Char(c),
+            _ => named_key(&rest.to_ascii_lowercase())
+                .ok_or_else(|| format!("unknown key \"{text}\""))?,
         };
         if code == KeyCode::Tab && mods.contains(KeyModifiers::SHIFT) {
             return Ok(KeyChord::new(KeyCode::BackTab, mods));
         }
         Ok(KeyChord::new(code, mods))
     }
+}
+
+/// Splits the leading `ctrl-`, `alt-` and `shift-` (any case, any order) from a key's text.
+fn split_modifiers(text: &str) -> (KeyModifiers, &str) {
+    let mut mods = KeyModifiers::NONE;
+    let mut rest = text;
+    loop {
+        let lower = rest.to_ascii_lowercase();
+        if rest.chars().count() > 1 && lower.starts_with("ctrl-") {
+            mods |= KeyModifiers::CONTROL;
+            rest = &rest[5..];
+        } else if rest.chars().count() > 1 && lower.starts_with("alt-") {
+            mods |= KeyModifiers::ALT;
+            rest = &rest[4..];
+        } else if rest.chars().count() > 1 && lower.starts_with("shift-") {
+            mods |= KeyModifiers::SHIFT;
+            rest = &rest[6..];
+        } else {
+            return (mods, rest);
+        }
+    }
+}
+
+/// A key with a name (lower case): `enter`, `pgup`, `f1`…`f12`.
+fn named_key(name: &str) -> Option<KeyCode> {
+    Some(match name {
+        "enter" | "return" => KeyCode::Enter,
+        "esc" | "escape" => KeyCode::Esc,
+        "tab" => KeyCode::Tab,
+        "backtab" => KeyCode::BackTab,
+        "up" => KeyCode::Up,
+        "down" => KeyCode::Down,
+        "left" => KeyCode::Left,
+        "right" => KeyCode::Right,
+        "home" => KeyCode::Home,
+        "end" => KeyCode::End,
+        "pgup" | "pageup" => KeyCode::PageUp,
+        "pgdn" | "pagedown" => KeyCode::PageDown,
+        "space" => KeyCode::Char(' '),
+        "backspace" => KeyCode::Backspace,
+        "delete" | "del" => KeyCode::Delete,
+        "insert" => KeyCode::Insert,
+        f if f.starts_with('f') && f.len() > 1 => match f[1..].parse::<u8>() {
+            Ok(n @ 1..=12) => KeyCode::F(n),
+            _ => return None,
+        },
+        _ => return None,
+    })
 }
 
 impl fmt::Display for KeyChord {
@@ -167,10 +184,12 @@ pub struct KeyMap {
 }
 
 impl KeyMap {
+    /// The action a key press runs in `mode`, if it is bound there.
     pub fn action(&self, mode: Mode, ev: &KeyEvent) -> Option<Action> {
         self.lookup.get(&(mode, KeyChord::from_event(ev))).copied()
     }
 
+    /// The actions bound in `mode` with their keys, in `Action::ALL` order.
     pub fn bindings(&self, mode: Mode) -> impl Iterator<Item = (Action, &[KeyChord])> {
         self.bindings
             .get(&mode)
@@ -236,39 +255,18 @@ fn merge(map: &mut KeyMap, text: &str, origin: &str) -> Vec<String> {
             ));
             continue;
         };
+        let place = format!("{origin}: [{mode_name}]");
         for (action_name, keys_value) in entries {
             let Some(action) = Action::from_name(action_name) else {
                 warnings.push(format!(
-                    "{origin}: [{mode_name}] unknown action \"{action_name}\" (see `crawldeck keys`)"
+                    "{place} unknown action \"{action_name}\" (see `crawldeck keys`)"
                 ));
                 continue;
             };
-            let texts: Vec<&str> = match keys_value {
-                toml::Value::String(s) => vec![s.as_str()],
-                toml::Value::Array(items) => {
-                    let texts: Vec<&str> = items.iter().filter_map(|v| v.as_str()).collect();
-                    if texts.len() != items.len() {
-                        warnings.push(format!(
-                            "{origin}: [{mode_name}] {action_name}: keys must be strings"
-                        ));
-                    }
-                    texts
-                }
-                _ => {
-                    warnings.push(format!(
-                        "{origin}: [{mode_name}] {action_name}: expected a key or a list of keys"
-                    ));
-                    continue;
-                }
+            let place = format!("{place} {action_name}");
+            let Some(keys) = entry_keys(keys_value, &place, &mut warnings) else {
+                continue;
             };
-            let mut keys = Vec::new();
-            for text in texts {
-                match KeyChord::parse(text) {
-                    Ok(k) if !keys.contains(&k) => keys.push(k),
-                    Ok(_) => {}
-                    Err(e) => warnings.push(format!("{origin}: [{mode_name}] {action_name}: {e}")),
-                }
-            }
             let modes = map.bindings.entry(mode).or_default();
             if keys.is_empty() {
                 modes.remove(&action);
@@ -278,6 +276,39 @@ fn merge(map: &mut KeyMap, text: &str, origin: &str) -> Vec<String> {
         }
     }
     warnings
+}
+
+/// The keys of one `action = keys` entry, without repeats; `None` when the
+/// value is neither a key nor a list. Keys that do not parse are warned about
+/// (at `place`) and left out.
+fn entry_keys(
+    value: &toml::Value,
+    place: &str,
+    warnings: &mut Vec<String>,
+) -> Option<Vec<KeyChord>> {
+    let texts: Vec<&str> = match value {
+        toml::Value::String(s) => vec![s.as_str()],
+        toml::Value::Array(items) => {
+            let texts: Vec<&str> = items.iter().filter_map(|v| v.as_str()).collect();
+            if texts.len() != items.len() {
+                warnings.push(format!("{place}: keys must be strings"));
+            }
+            texts
+        }
+        _ => {
+            warnings.push(format!("{place}: expected a key or a list of keys"));
+            return None;
+        }
+    };
+    let mut keys = Vec::new();
+    for text in texts {
+        match KeyChord::parse(text) {
+            Ok(k) if !keys.contains(&k) => keys.push(k),
+            Ok(_) => {}
+            Err(e) => warnings.push(format!("{place}: {e}")),
+        }
+    }
+    Some(keys)
 }
 
 /// The user's default keybindings file: `$XDG_CONFIG_HOME/crawldeck/keybindings.toml`

@@ -2,22 +2,28 @@
 //!
 //! `app` owns the terminal and the event loop, `update` decides (pure), `ui`
 //! draws (never mutates), `keys`/`action` map keys to what they do.
+//! `update` is the only dispatcher: it hands actions to `view`, `prompt` and
+//! `targets`, which change the model and return values (`effect::Effect`, or an
+//! action for `update` to run); they never call back into `update`.
 
 pub mod action;
 pub mod app;
 pub mod command;
+pub mod effect;
 pub mod keys;
 pub mod model;
 mod prompt;
 mod targets;
 pub mod ui;
 pub mod update;
+mod view;
 
 use std::path::PathBuf;
 
 pub use app::run;
-pub use command::validate_rule;
+pub use effect::TuiExit;
 
+/// How the workstation was asked to run (from the command line).
 #[derive(Debug, Clone, Default)]
 pub struct TuiOptions {
     pub no_color: bool,
@@ -25,13 +31,4 @@ pub struct TuiOptions {
     pub readonly: bool,
     /// `--keys`; else `$XDG_CONFIG_HOME/crawldeck/keybindings.toml`.
     pub keys_file: Option<PathBuf>,
-}
-
-/// Why the TUI returned.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TuiExit {
-    /// The operator quit; a checkpoint was requested.
-    Quit,
-    /// The crawl finished and the operator closed the UI.
-    EngineFinished,
 }

@@ -11,11 +11,16 @@ use super::keys::{KeyMap, Mode};
 use crate::engine::control::{CommandId, HostKey, PatternKind};
 use crate::engine::telemetry::{HostView, Level, Snapshot};
 
+/// Log lines kept; the oldest go first.
 pub const LOG_CAPACITY: usize = 500;
+/// Seconds of pages/s history kept for the sparkline.
 pub const HISTORY_CAPACITY: usize = 240;
+/// Recent fetches kept per host for the detail view.
 pub const RECENT_FETCHES: usize = 20;
+/// Hosts whose recent fetches are kept at once.
 pub const RECENT_HOSTS: usize = 256;
 
+/// The main panes, one shown at a time (two in the wide layout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
     Hosts,
@@ -26,6 +31,7 @@ pub enum Pane {
 }
 
 impl Pane {
+    /// Every pane, in tab order.
     pub const ALL: [Pane; 5] = [
         Pane::Hosts,
         Pane::Alerts,
@@ -34,6 +40,7 @@ impl Pane {
         Pane::Queues,
     ];
 
+    /// The tab title.
     pub fn title(self) -> &'static str {
         match self {
             Pane::Hosts => "Hosts",
@@ -45,6 +52,7 @@ impl Pane {
     }
 }
 
+/// What the hosts table is sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortColumn {
     Host,
@@ -58,6 +66,7 @@ pub enum SortColumn {
 }
 
 impl SortColumn {
+    /// Every column, in the order sort-next steps through.
     pub const ALL: [SortColumn; 8] = [
         SortColumn::Host,
         SortColumn::Queued,
@@ -69,6 +78,7 @@ impl SortColumn {
         SortColumn::Breaker,
     ];
 
+    /// The column as the status line names it.
     pub fn label(self) -> &'static str {
         match self {
             SortColumn::Host => "host",
@@ -104,6 +114,7 @@ pub enum PromptKind {
 }
 
 impl PromptKind {
+    /// What the prompt shows before its text (empty for the command line).
     pub fn label(&self) -> String {
         match self {
             PromptKind::Filter => "filter hosts".into(),
@@ -127,6 +138,7 @@ impl PromptKind {
     }
 }
 
+/// `what`, limited to `host` when there is one.
 fn scoped(what: &str, host: &Option<HostKey>) -> String {
     match host {
         Some(h) => format!("{what} for {h}"),
@@ -134,6 +146,7 @@ fn scoped(what: &str, host: &Option<HostKey>) -> String {
     }
 }
 
+/// An open one-line prompt.
 #[derive(Debug, Clone)]
 pub struct Prompt {
     pub kind: PromptKind,
@@ -143,6 +156,7 @@ pub struct Prompt {
     pub hint: Option<String>,
 }
 
+/// What is drawn over the body.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Overlay {
     None,
@@ -150,6 +164,7 @@ pub enum Overlay {
     ConfirmQuit,
 }
 
+/// One line of the log pane.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LogLine {
     pub at: Duration,
@@ -157,6 +172,7 @@ pub struct LogLine {
     pub text: String,
 }
 
+/// One fetch in a host's detail view.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FetchLine {
     pub url: String,
@@ -166,6 +182,7 @@ pub struct FetchLine {
     pub error: Option<String>,
 }
 
+/// The message on the bottom line.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatusLine {
     pub level: Level,
@@ -180,6 +197,7 @@ pub enum Quitting {
     Checkpointing,
 }
 
+/// Everything the TUI knows; `update` changes it, `ui` draws it.
 pub struct Model {
     /// What is drawn (held still while frozen).
     pub shown: Arc<Snapshot>,
@@ -218,6 +236,7 @@ pub struct Model {
 }
 
 impl Model {
+    /// A model with an empty snapshot, on the hosts pane.
     pub fn new(keymap: KeyMap, readonly: bool, no_color: bool) -> Self {
         let empty = Arc::new(Snapshot::default());
         Model {
@@ -263,6 +282,7 @@ impl Model {
         }
     }
 
+    /// Takes a new snapshot (drawn unless frozen) and samples pages/s once per crawl second.
     pub fn set_snapshot(&mut self, snap: Arc<Snapshot>) {
         let second = snap.elapsed.as_secs();
         if self.history_second != Some(second) {
@@ -280,6 +300,7 @@ impl Model {
         self.clamp_selection();
     }
 
+    /// Appends to the log, stamped with the crawl's elapsed time.
     pub fn push_log(&mut self, level: Level, text: String) {
         if self.log.len() == LOG_CAPACITY {
             self.log.pop_front();
@@ -291,6 +312,7 @@ impl Model {
         });
     }
 
+    /// Remembers a fetch for the host's detail view, within bounded memory.
     pub fn push_fetch(&mut self, host: HostKey, line: FetchLine) {
         if !self.recent.contains_key(&host) && self.recent.len() >= RECENT_HOSTS {
             // Forget a host that is not on screen; bounded memory beats completeness.
@@ -311,6 +333,17 @@ impl Model {
         lines.push_back(line);
     }
 
+    /// Opens a one-line prompt of `kind` with `text` already typed.
+    pub fn open_prompt(&mut self, kind: PromptKind, text: String) {
+        self.prompt = Some(Prompt {
+            kind,
+            input: Input::new(text),
+            error: None,
+            hint: None,
+        });
+    }
+
+    /// Shows a message on the bottom line.
     pub fn set_status(&mut self, level: Level, text: impl Into<String>) {
         self.status = Some(StatusLine {
             level,
@@ -355,6 +388,7 @@ impl Model {
         hosts
     }
 
+    /// The host the operator means: the detail view's, or the selected row's.
     pub fn selected_host(&self) -> Option<&HostView> {
         if let Some(detail) = &self.detail {
             return self.shown.hosts.iter().find(|h| &h.host == detail);
@@ -362,13 +396,7 @@ impl Model {
         self.visible_hosts().get(self.host_selected).copied()
     }
 
-    /// The host the operator means: the detail view's, or the selected row's.
-    pub fn target_host(&self) -> Option<HostKey> {
-        self.detail
-            .clone()
-            .or_else(|| self.selected_host().map(|h| h.host.clone()))
-    }
-
+    /// Keeps every selection and scroll within what there is to select.
     pub fn clamp_selection(&mut self) {
         let hosts = self.visible_hosts().len();
         self.host_selected = self.host_selected.min(hosts.saturating_sub(1));
@@ -382,6 +410,7 @@ impl Model {
     }
 }
 
+/// Breaker phases by how bad they are, for sorting.
 fn breaker_rank(h: &HostView) -> u64 {
     use crate::engine::telemetry::BreakerPhase;
     match h.breaker.phase {

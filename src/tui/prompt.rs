@@ -5,10 +5,11 @@ use tui_input::{Input, InputRequest};
 
 use super::action::Action;
 use super::command::{self, CommandLine};
-use super::model::{Model, Prompt, PromptKind};
-use super::update::{on_action, send, Effect};
-use crate::engine::control::{Command, RuleSpec};
+use super::effect::{send, Effect};
+use super::model::{Model, PromptKind};
+use crate::engine::control::{Command, PatternKind};
 
+/// The editing a key does in a prompt (readline-style), if any.
 fn input_request(key: &KeyEvent) -> Option<InputRequest> {
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
     let alt = key.modifiers.contains(KeyModifiers::ALT);
@@ -34,6 +35,7 @@ fn input_request(key: &KeyEvent) -> Option<InputRequest> {
     })
 }
 
+/// Edits the open prompt; the filter prompt filters as it is typed.
 pub(super) fn edit_prompt(model: &mut Model, key: &KeyEvent) {
     let Some(req) = input_request(key) else {
         return;
@@ -53,6 +55,7 @@ pub(super) fn edit_prompt(model: &mut Model, key: &KeyEvent) {
     }
 }
 
+/// Tab: completes the word under the cursor, listing the candidates when several remain.
 pub(super) fn complete(model: &mut Model) {
     let Some(prompt) = model.prompt.as_mut() else {
         return;
@@ -63,95 +66,111 @@ pub(super) fn complete(model: &mut Model) {
     prompt.hint = (candidates.len() > 1).then(|| candidates.join("  "));
 }
 
-pub(super) fn open_prompt(model: &mut Model, kind: PromptKind, text: String) {
-    model.prompt = Some(Prompt {
-        kind,
-        input: Input::new(text),
-        error: None,
-        hint: None,
-    });
+/// Opens the prompt an action asks for, pre-filled with what is set now.
+pub(super) fn open_for(model: &mut Model, action: Action) {
+    let rule = |kind| PromptKind::Rule { kind, host: None };
+    let (kind, text) = match action {
+        Action::Filter => (PromptKind::Filter, model.filter.clone()),
+        Action::CommandLine => (PromptKind::Command, String::new()),
+        Action::AddRegexRule => (rule(PatternKind::Regex), String::new()),
+        Action::AddGlobRule => (rule(PatternKind::Glob), String::new()),
+        Action::AddSeed => (PromptKind::Seed, "http://".into()),
+        Action::SetRate => {
+            let rate = model.latest.global_rate;
+            (
+                PromptKind::GlobalRate,
+                rate.map_or("off".into(), |r| r.to_string()),
+            )
+        }
+        _ => return,
+    };
+    model.open_prompt(kind, text);
 }
 
-pub(super) fn submit(model: &mut Model) -> Vec<Effect> {
-    let Some(prompt) = model.prompt.as_ref() else {
-        return Vec::new();
-    };
-    let text = prompt.input.value().trim().to_string();
-    let kind = prompt.kind.clone();
-    let is_command = kind == PromptKind::Command;
-    let parsed: Result<Vec<Effect>, String> = match kind {
-        PromptKind::Filter => {
-            model.filter = text;
-            Ok(Vec::new())
+/// Closes the prompt without running it; a cancelled filter shows every host again.
+pub(super) fn cancel(model: &mut Model) {
+    if let Some(p) = model.prompt.take() {
+        if p.kind == PromptKind::Filter {
+            model.filter.clear();
         }
-        PromptKind::Rule { kind, host } => {
-            let spec = RuleSpec {
-                kind,
-                pattern: text,
-                host,
-            };
-            command::validate_rule(&spec).map(|()| send(model, Command::AddRule(spec)))
-        }
+    }
+}
+
+/// What Enter on a prompt asks of the dispatcher.
+#[derive(Debug)]
+pub(super) enum Submitted {
+    /// Done here: these are the effects (often none).
+    Effects(Vec<Effect>),
+    /// The command line named an action (`:quit`, `:help`, `:freeze`); `update` runs it.
+    Dispatch(Action),
+}
+
+/// What a prompt's text asks for, once parsed.
+enum Request {
+    /// The hosts filter to keep.
+    Filter(String),
+    /// An engine command to send.
+    Send(Command),
+    /// A parsed command line (`:…`, or a seed through `:seed`).
+    Line(CommandLine),
+}
+
+/// Parses a prompt's text by its kind; an error is shown under the prompt.
+fn parse_request(kind: PromptKind, text: String) -> Result<Request, String> {
+    match kind {
+        PromptKind::Filter => Ok(Request::Filter(text)),
+        PromptKind::Rule { kind, host } => command::checked_rule(kind, text, host)
+            .map(|spec| Request::Send(Command::AddRule(spec))),
         PromptKind::AcceptAlert {
             alert_id,
             kind,
             host,
-        } => {
-            let spec = RuleSpec {
-                kind,
-                pattern: text,
-                host,
-            };
-            command::validate_rule(&spec).map(|()| {
-                send(
-                    model,
-                    Command::AcceptAlert {
-                        alert_id,
-                        rule: Some(spec),
-                    },
-                )
+        } => command::checked_rule(kind, text, host).map(|spec| {
+            Request::Send(Command::AcceptAlert {
+                alert_id,
+                rule: Some(spec),
             })
-        }
-        PromptKind::HostDelay(host) => {
-            let delay = if text == "off" {
-                Ok(None)
-            } else {
-                command::parse_delay(&text).map(Some)
-            };
-            delay.map(|delay| send(model, Command::SetHostDelay { host, delay }))
-        }
+        }),
+        PromptKind::HostDelay(host) => command::parse_optional_delay(&text)
+            .map(|delay| Request::Send(Command::SetHostDelay { host, delay })),
         PromptKind::HostConcurrency(host) => command::parse_concurrency(&text)
-            .map(|max| send(model, Command::SetHostConcurrency { host, max })),
+            .map(|max| Request::Send(Command::SetHostConcurrency { host, max })),
         PromptKind::GlobalRate => {
-            command::parse_rate(&text).map(|r| send(model, Command::SetGlobalRate(r)))
+            command::parse_rate(&text).map(|r| Request::Send(Command::SetGlobalRate(r)))
         }
-        PromptKind::Seed => command::parse(&format!("seed {text}")).map(|line| match line {
-            CommandLine::Engine(cmd) => send(model, cmd),
-            _ => Vec::new(),
-        }),
-        PromptKind::Command => command::parse(&text).map(|line| {
-            model.prompt = None;
-            match line {
-                CommandLine::Engine(cmd) => send(model, cmd),
-                CommandLine::Quit => on_action(model, Action::Quit),
-                CommandLine::Help => on_action(model, Action::Help),
-                CommandLine::Freeze => on_action(model, Action::Freeze),
-            }
-        }),
+        // The `:seed` command's parser, so both give the same messages.
+        PromptKind::Seed => command::parse(&format!("seed {text}")).map(Request::Line),
+        PromptKind::Command => command::parse(&text).map(Request::Line),
+    }
+}
+
+/// Enter on the open prompt: on success the prompt closes and its request
+/// runs; on error the prompt stays open with the error under it.
+pub(super) fn submit(model: &mut Model) -> Submitted {
+    let Some(prompt) = model.prompt.as_ref() else {
+        return Submitted::Effects(Vec::new());
     };
-    match parsed {
-        Ok(effects) => {
-            // A command line may have opened something else (help); other prompts close.
-            if !is_command {
-                model.prompt = None;
-            }
-            effects
-        }
+    let text = prompt.input.value().trim().to_string();
+    let request = match parse_request(prompt.kind.clone(), text) {
+        Ok(request) => request,
         Err(e) => {
             if let Some(p) = model.prompt.as_mut() {
                 p.error = Some(e);
             }
+            return Submitted::Effects(Vec::new());
+        }
+    };
+    // Closed before the request runs: a command line may open something else (help).
+    model.prompt = None;
+    let effects = match request {
+        Request::Filter(text) => {
+            model.filter = text;
             Vec::new()
         }
-    }
+        Request::Send(cmd) | Request::Line(CommandLine::Engine(cmd)) => send(model, cmd),
+        Request::Line(CommandLine::Quit) => return Submitted::Dispatch(Action::Quit),
+        Request::Line(CommandLine::Help) => return Submitted::Dispatch(Action::Help),
+        Request::Line(CommandLine::Freeze) => return Submitted::Dispatch(Action::Freeze),
+    };
+    Submitted::Effects(effects)
 }

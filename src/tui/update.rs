@@ -1,28 +1,35 @@
 //! `update(model, msg) -> effects`: every decision of the TUI, pure and testable.
+//! The only dispatcher: keys become actions here, and each action goes to the
+//! module that owns it (`view`, `prompt`, `targets`) or to a function below.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 
 use super::action::Action;
+use super::effect::{send, Effect, TuiExit};
 use super::keys::Mode;
-use super::model::{FetchLine, Model, Overlay, Pane, PromptKind, Quitting, SortColumn};
-use super::prompt::{complete, edit_prompt, open_prompt, submit};
-use super::targets::{alert_action, host_action};
-use super::TuiExit;
-use crate::engine::control::{Command, CommandId, PatternKind, Target};
+use super::model::{FetchLine, Model, Overlay, Quitting};
+use super::prompt::{self, Submitted};
+use super::targets::{alert_action, host_action, remove_rule};
+use super::view;
+use crate::engine::control::{Command, CommandId, CommandResult, Target};
 use crate::engine::telemetry::{CrawlState, EngineEvent, Level, Snapshot};
 
-/// Step of `+`/`-` on a host's delay.
-pub const DELAY_STEP: Duration = Duration::from_millis(250);
+/// Commands remembered for their results' log lines; past this the memory starts over.
+const PENDING_CAPACITY: usize = 1024;
 
+/// Everything that can happen to the TUI.
 #[derive(Debug, Clone)]
 pub enum Msg {
+    /// A key press (or release, which is ignored).
     Key(KeyEvent),
+    /// The mouse wheel: as up/down.
     ScrollUp,
     ScrollDown,
+    /// The engine's newest snapshot.
     Snapshot(Arc<Snapshot>),
+    /// One of the engine's discrete events.
     Event(EngineEvent),
     /// The events channel closed: the engine has stopped.
     EngineClosed,
@@ -35,12 +42,7 @@ pub enum Msg {
     Terminate,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-pub enum Effect {
-    Send(Command),
-    Quit(TuiExit),
-}
-
+/// Applies one message to the model; returns what the run loop must do.
 pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Key(key) if key.kind == KeyEventKind::Release => Vec::new(),
@@ -52,7 +54,10 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             model.set_snapshot(snap);
             finish_if_done(model, done)
         }
-        Msg::Event(ev) => on_event(model, ev),
+        Msg::Event(ev) => {
+            on_event(model, ev);
+            Vec::new()
+        }
         Msg::EngineClosed => {
             if !model.engine_closed {
                 model.engine_closed = true;
@@ -61,7 +66,7 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             finish_if_done(model, true)
         }
         Msg::Sent { id, what } => {
-            if model.pending.len() >= 1024 {
+            if model.pending.len() >= PENDING_CAPACITY {
                 model.pending.clear();
             }
             model.pending.insert(id, what);
@@ -71,6 +76,7 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
     }
 }
 
+/// Leaves once the engine is done, if the operator was quitting.
 fn finish_if_done(model: &mut Model, done: bool) -> Vec<Effect> {
     if done && model.quitting == Quitting::Checkpointing {
         return vec![Effect::Quit(TuiExit::Quit)];
@@ -78,20 +84,10 @@ fn finish_if_done(model: &mut Model, done: bool) -> Vec<Effect> {
     Vec::new()
 }
 
-fn on_event(model: &mut Model, ev: EngineEvent) -> Vec<Effect> {
+/// Keeps what an engine event says: in the log, the status line or a host's recent fetches.
+fn on_event(model: &mut Model, ev: EngineEvent) {
     match ev {
-        EngineEvent::CommandDone(result) => {
-            let what = model
-                .pending
-                .remove(&result.id)
-                .unwrap_or_else(|| format!("command {}", result.id.0));
-            let (level, text) = match result.outcome {
-                Ok(summary) => (Level::Info, format!("{what}: {summary}")),
-                Err(why) => (Level::Error, format!("{what} failed: {why}")),
-            };
-            model.push_log(level, text.clone());
-            model.set_status(level, text);
-        }
+        EngineEvent::CommandDone(result) => command_done(model, result),
         EngineEvent::Fetched {
             host,
             url,
@@ -100,16 +96,14 @@ fn on_event(model: &mut Model, ev: EngineEvent) -> Vec<Effect> {
             bytes,
             error,
         } => {
-            model.push_fetch(
-                host,
-                FetchLine {
-                    url,
-                    status,
-                    latency,
-                    bytes,
-                    error,
-                },
-            );
+            let line = FetchLine {
+                url,
+                status,
+                latency,
+                bytes,
+                error,
+            };
+            model.push_fetch(host, line);
         }
         EngineEvent::BreakerChanged {
             host,
@@ -117,13 +111,10 @@ fn on_event(model: &mut Model, ev: EngineEvent) -> Vec<Effect> {
             to,
             reason,
         } => {
+            let (from, to) = (from.label(), to.label());
             model.push_log(
                 Level::Warn,
-                format!(
-                    "breaker {host}: {} -> {} ({reason})",
-                    from.label(),
-                    to.label()
-                ),
+                format!("breaker {host}: {from} -> {to} ({reason})"),
             );
         }
         // The engine logs each alert itself (EngineEvent::Log); the alerts pane shows it.
@@ -136,105 +127,73 @@ fn on_event(model: &mut Model, ev: EngineEvent) -> Vec<Effect> {
             model.push_log(Level::Info, format!("crawl {}", state.label()))
         }
     }
-    Vec::new()
 }
 
+/// A command's result, named as it was sent, goes to the log and the status line.
+fn command_done(model: &mut Model, result: CommandResult) {
+    let what = model
+        .pending
+        .remove(&result.id)
+        .unwrap_or_else(|| format!("command {}", result.id.0));
+    let (level, text) = match result.outcome {
+        Ok(summary) => (Level::Info, format!("{what}: {summary}")),
+        Err(why) => (Level::Error, format!("{what} failed: {why}")),
+    };
+    model.push_log(level, text.clone());
+    model.set_status(level, text);
+}
+
+/// A key press: the quit question takes any key; a prompt takes keys as text
+/// unless they are bound in its mode; elsewhere a bound key runs its action.
 fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
     if model.overlay == Overlay::ConfirmQuit {
-        model.overlay = Overlay::None;
-        let yes = matches!(key.code, KeyCode::Char('y' | 'Y' | 'q') | KeyCode::Enter)
-            || model.keymap.action(Mode::Normal, &key) == Some(Action::ForceQuit);
-        if yes {
-            return begin_quit(model);
-        }
-        model.set_status(Level::Info, "quit cancelled");
-        return Vec::new();
+        return answer_quit(model, &key);
     }
     let mode = model.mode();
     let action = model.keymap.action(mode, &key);
-    match mode {
-        Mode::Prompt | Mode::Command => match action {
-            Some(Action::Submit) => submit(model),
-            Some(Action::Cancel) => {
-                if let Some(p) = model.prompt.take() {
-                    if p.kind == PromptKind::Filter {
-                        model.filter.clear();
-                    }
-                }
-                Vec::new()
-            }
-            Some(Action::Complete) => {
-                complete(model);
-                Vec::new()
-            }
-            Some(Action::ForceQuit) => begin_quit(model),
-            _ => {
-                edit_prompt(model, &key);
-                Vec::new()
-            }
+    match (mode, action) {
+        (Mode::Prompt | Mode::Command, action) => on_prompt_key(model, action, &key),
+        (_, Some(action)) => on_action(model, action),
+        (_, None) => Vec::new(),
+    }
+}
+
+/// The answer to "checkpoint and quit?": yes is y, q, Enter or the force-quit key.
+fn answer_quit(model: &mut Model, key: &KeyEvent) -> Vec<Effect> {
+    model.overlay = Overlay::None;
+    let yes = matches!(key.code, KeyCode::Char('y' | 'Y' | 'q') | KeyCode::Enter)
+        || model.keymap.action(Mode::Normal, key) == Some(Action::ForceQuit);
+    if yes {
+        return begin_quit(model);
+    }
+    model.set_status(Level::Info, "quit cancelled");
+    Vec::new()
+}
+
+/// A key while a prompt is open.
+fn on_prompt_key(model: &mut Model, action: Option<Action>, key: &KeyEvent) -> Vec<Effect> {
+    match action {
+        Some(Action::Submit) => match prompt::submit(model) {
+            Submitted::Effects(effects) => effects,
+            Submitted::Dispatch(action) => on_action(model, action),
         },
-        _ => match action {
-            Some(action) => on_action(model, action),
-            None => Vec::new(),
-        },
+        Some(Action::Cancel) => {
+            prompt::cancel(model);
+            Vec::new()
+        }
+        Some(Action::Complete) => {
+            prompt::complete(model);
+            Vec::new()
+        }
+        Some(Action::ForceQuit) => begin_quit(model),
+        _ => {
+            prompt::edit_prompt(model, key);
+            Vec::new()
+        }
     }
 }
 
-/// One short phrase per command, for the status line and the log.
-pub fn command_label(cmd: &Command) -> String {
-    let target = |t: &Target| match t {
-        Target::Global => "crawl".to_string(),
-        Target::Host(h) => h.clone(),
-    };
-    match cmd {
-        Command::Pause(t) => format!("pause {}", target(t)),
-        Command::Resume(t) => format!("resume {}", target(t)),
-        Command::AddRule(r) => format!("add rule {}", r.pattern),
-        Command::RemoveRule { rule_id } => format!("remove rule #{rule_id}"),
-        Command::SetHostDelay {
-            host,
-            delay: Some(d),
-        } => format!("delay {host} {}", humantime::format_duration(*d)),
-        Command::SetHostDelay { host, delay: None } => format!("delay {host} default"),
-        Command::SetHostConcurrency { host, max: Some(n) } => format!("concurrency {host} {n}"),
-        Command::SetHostConcurrency { host, max: None } => format!("concurrency {host} default"),
-        Command::SetGlobalDelay(d) => format!("global delay {}", humantime::format_duration(*d)),
-        Command::SetGlobalConcurrency(n) => format!("global concurrency {n}"),
-        Command::SetGlobalRate(Some(r)) => format!("rate {r} pages/s"),
-        Command::SetGlobalRate(None) => "rate unlimited".into(),
-        Command::AddSeed(u) => format!("seed {u}"),
-        Command::SetHostBreaker {
-            host,
-            thresholds: Some(t),
-        } => format!(
-            "breaker {host}: {} failures, cooldown {}",
-            t.consecutive_failures,
-            humantime::format_duration(t.cooldown)
-        ),
-        Command::SetHostBreaker {
-            host,
-            thresholds: None,
-        } => format!("breaker {host} default"),
-        Command::ResetBreaker(h) => format!("reset breaker {h}"),
-        Command::ForceOpenBreaker(h) => format!("open breaker {h}"),
-        Command::AcceptAlert { alert_id, .. } => format!("accept alert #{alert_id}"),
-        Command::DismissAlert { alert_id } => format!("dismiss alert #{alert_id}"),
-        Command::Checkpoint => "checkpoint".into(),
-        Command::Shutdown => "shutdown".into(),
-    }
-}
-
-/// Sends a command unless the TUI is read-only and the command would change the crawl.
-pub(super) fn send(model: &mut Model, cmd: Command) -> Vec<Effect> {
-    let what = command_label(&cmd);
-    if model.readonly && cmd.is_mutating() {
-        model.set_status(Level::Warn, format!("read-only: {what} not sent"));
-        return Vec::new();
-    }
-    model.set_status(Level::Info, format!("{what}…"));
-    vec![Effect::Send(cmd)]
-}
-
+/// Asks the engine to checkpoint and stop; a second request leaves at once.
 pub(super) fn begin_quit(model: &mut Model) -> Vec<Effect> {
     if model.quitting == Quitting::Checkpointing || model.engine_closed {
         // Second request, or nothing left to checkpoint: leave now.
@@ -251,186 +210,102 @@ pub(super) fn begin_quit(model: &mut Model) -> Vec<Effect> {
     ]
 }
 
-fn move_selection(index: &mut usize, len: usize, delta: isize) {
-    let max = len.saturating_sub(1) as isize;
-    *index = (*index as isize + delta).clamp(0, max) as usize;
+/// Runs one action by handing it to the function or module that owns it.
+pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
+    match action {
+        Action::Up
+        | Action::Down
+        | Action::PageUp
+        | Action::PageDown
+        | Action::Top
+        | Action::Bottom
+        | Action::Help
+        | Action::Back
+        | Action::NextPane
+        | Action::PrevPane
+        | Action::PaneHosts
+        | Action::PaneAlerts
+        | Action::PaneRules
+        | Action::PaneLog
+        | Action::PaneQueues
+        | Action::Open
+        | Action::SortNext
+        | Action::SortReverse
+        | Action::Freeze => {
+            view::apply(model, action);
+            Vec::new()
+        }
+        Action::Filter
+        | Action::CommandLine
+        | Action::AddRegexRule
+        | Action::AddGlobRule
+        | Action::AddSeed
+        | Action::SetRate => {
+            prompt::open_for(model, action);
+            Vec::new()
+        }
+        Action::Quit => quit(model),
+        Action::ForceQuit => begin_quit(model),
+        Action::TogglePause => toggle_pause(model),
+        Action::RateUp => rate_up(model),
+        Action::RateDown => rate_down(model),
+        Action::RemoveRule => remove_rule(model),
+        Action::AcceptAlert | Action::EditAlert | Action::DismissAlert => {
+            alert_action(model, action)
+        }
+        // The host actions, and the prompt keys (submit, cancel, complete) when
+        // bound in a view: the selected host has to exist either way.
+        _ => host_action(model, action),
+    }
 }
 
-pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
-    let page = model.page_rows.max(1) as isize;
-    let delta = match action {
-        Action::Up => Some(-1),
-        Action::Down => Some(1),
-        Action::PageUp => Some(-page),
-        Action::PageDown => Some(page),
-        Action::Top => Some(isize::MIN / 2),
-        Action::Bottom => Some(isize::MAX / 2),
-        _ => None,
-    };
-    if let Some(delta) = delta {
-        scroll(model, delta);
-        return Vec::new();
-    }
-    match action {
-        Action::Quit => {
-            if model.overlay == Overlay::Help {
-                model.overlay = Overlay::None;
-            } else if model.engine_closed || model.latest.state == CrawlState::Done {
-                return vec![Effect::Quit(TuiExit::EngineFinished)];
-            } else if model.quitting == Quitting::No {
-                model.overlay = Overlay::ConfirmQuit;
-            }
-        }
-        Action::ForceQuit => return begin_quit(model),
-        Action::Help => {
-            model.overlay = if model.overlay == Overlay::Help {
-                Overlay::None
-            } else {
-                Overlay::Help
-            };
-            model.help_scroll = 0;
-        }
-        Action::Back => {
-            if model.overlay == Overlay::Help {
-                model.overlay = Overlay::None;
-            } else if model.detail.is_some() {
-                model.detail = None;
-            } else if !model.filter.is_empty() {
-                model.filter.clear();
-            } else {
-                model.status = None;
-            }
-        }
-        Action::Filter => open_prompt(model, PromptKind::Filter, model.filter.clone()),
-        Action::CommandLine => open_prompt(model, PromptKind::Command, String::new()),
-        Action::NextPane | Action::PrevPane => {
-            let i = Pane::ALL.iter().position(|p| *p == model.pane).unwrap_or(0);
-            let n = Pane::ALL.len();
-            let next = if action == Action::NextPane {
-                (i + 1) % n
-            } else {
-                (i + n - 1) % n
-            };
-            model.pane = Pane::ALL[next];
-        }
-        Action::PaneHosts => model.pane = Pane::Hosts,
-        Action::PaneAlerts => model.pane = Pane::Alerts,
-        Action::PaneRules => model.pane = Pane::Rules,
-        Action::PaneLog => model.pane = Pane::Log,
-        Action::PaneQueues => model.pane = Pane::Queues,
-        Action::Open => {
-            if model.pane == Pane::Hosts {
-                if let Some(h) = model.selected_host() {
-                    model.detail = Some(h.host.clone());
-                    model.detail_scroll = 0;
-                }
-            }
-        }
-        Action::SortNext => {
-            let i = SortColumn::ALL
-                .iter()
-                .position(|c| *c == model.sort)
-                .unwrap_or(0);
-            model.sort = SortColumn::ALL[(i + 1) % SortColumn::ALL.len()];
-            model.set_status(
-                Level::Info,
-                format!("hosts sorted by {}", model.sort.label()),
-            );
-        }
-        Action::SortReverse => model.sort_reverse = !model.sort_reverse,
-        Action::Freeze => {
-            model.frozen = !model.frozen;
-            if !model.frozen {
-                model.shown = model.latest.clone();
-                model.clamp_selection();
-            }
-        }
-        Action::TogglePause => {
-            let cmd = if model.latest.state == CrawlState::Paused {
-                Command::Resume(Target::Global)
-            } else {
-                Command::Pause(Target::Global)
-            };
-            return send(model, cmd);
-        }
-        Action::AddRegexRule => open_prompt(
-            model,
-            PromptKind::Rule {
-                kind: PatternKind::Regex,
-                host: None,
-            },
-            String::new(),
-        ),
-        Action::AddGlobRule => open_prompt(
-            model,
-            PromptKind::Rule {
-                kind: PatternKind::Glob,
-                host: None,
-            },
-            String::new(),
-        ),
-        Action::AddSeed => open_prompt(model, PromptKind::Seed, "http://".into()),
-        Action::SetRate => {
-            let text = model
-                .latest
-                .global_rate
-                .map_or("off".into(), |r| r.to_string());
-            open_prompt(model, PromptKind::GlobalRate, text);
-        }
-        Action::RateUp => {
-            let rate = model.latest.global_rate.map_or(1.0, |r| r.floor() + 1.0);
-            return send(model, Command::SetGlobalRate(Some(rate)));
-        }
-        Action::RateDown => match model.latest.global_rate {
-            Some(r) if r > 1.0 => {
-                return send(
-                    model,
-                    Command::SetGlobalRate(Some((r.ceil() - 1.0).max(1.0))),
-                )
-            }
-            Some(_) => model.set_status(
-                Level::Info,
-                "rate is at 1 page/s; :rate off removes the cap",
-            ),
-            None => model.set_status(Level::Info, "no rate cap yet; rate-up sets one"),
-        },
-        Action::RemoveRule => {
-            if model.pane != Pane::Rules {
-                model.set_status(Level::Info, "select a rule in the Rules pane first");
-            } else if let Some(rule) = model.shown.rules.get(model.rule_selected) {
-                let rule_id = rule.id;
-                return send(model, Command::RemoveRule { rule_id });
-            }
-        }
-        Action::AcceptAlert | Action::EditAlert | Action::DismissAlert => {
-            return alert_action(model, action)
-        }
-        _ => return host_action(model, action),
+/// Quit: closes help; leaves a finished crawl; asks before stopping a running one.
+fn quit(model: &mut Model) -> Vec<Effect> {
+    if model.overlay == Overlay::Help {
+        model.overlay = Overlay::None;
+    } else if model.engine_closed || model.latest.state == CrawlState::Done {
+        return vec![Effect::Quit(TuiExit::EngineFinished)];
+    } else if model.quitting == Quitting::No {
+        model.overlay = Overlay::ConfirmQuit;
     }
     Vec::new()
 }
 
-fn scroll(model: &mut Model, delta: isize) {
-    if model.overlay == Overlay::Help {
-        move_selection(&mut model.help_scroll, 200, delta);
-    } else if model.detail.is_some() {
-        move_selection(&mut model.detail_scroll, 200, delta);
+/// Pauses the whole crawl, or resumes it when paused.
+fn toggle_pause(model: &mut Model) -> Vec<Effect> {
+    let cmd = if model.latest.state == CrawlState::Paused {
+        Command::Resume(Target::Global)
     } else {
-        match model.pane {
-            Pane::Hosts => {
-                let len = model.visible_hosts().len();
-                move_selection(&mut model.host_selected, len, delta);
-            }
-            Pane::Alerts => {
-                move_selection(&mut model.alert_selected, model.shown.alerts.len(), delta)
-            }
-            Pane::Rules => move_selection(&mut model.rule_selected, model.shown.rules.len(), delta),
-            // The log scrolls back from its newest line.
-            Pane::Log => move_selection(&mut model.log_scroll, model.log.len(), -delta),
-            Pane::Queues => {}
+        Command::Pause(Target::Global)
+    };
+    send(model, cmd)
+}
+
+/// One page/s more (to the next whole number); sets a cap of 1 when there is none.
+fn rate_up(model: &mut Model) -> Vec<Effect> {
+    let rate = model.latest.global_rate.map_or(1.0, |r| r.floor() + 1.0);
+    send(model, Command::SetGlobalRate(Some(rate)))
+}
+
+/// One page/s less (to the previous whole number), never below 1.
+fn rate_down(model: &mut Model) -> Vec<Effect> {
+    match model.latest.global_rate {
+        Some(r) if r > 1.0 => send(
+            model,
+            Command::SetGlobalRate(Some((r.ceil() - 1.0).max(1.0))),
+        ),
+        Some(_) => {
+            let hint = "rate is at 1 page/s; :rate off removes the cap";
+            model.set_status(Level::Info, hint);
+            Vec::new()
+        }
+        None => {
+            model.set_status(Level::Info, "no rate cap yet; rate-up sets one");
+            Vec::new()
         }
     }
 }
+
 #[cfg(test)]
 #[path = "update_tests.rs"]
 mod tests;

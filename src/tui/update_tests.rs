@@ -1,9 +1,11 @@
 use super::*;
-use crate::engine::control::{CommandResult, RuleSpec};
+use crate::engine::control::{CommandResult, PatternKind, RuleSpec};
 use crate::engine::telemetry::AlertStatus;
 use crate::engine::telemetry::{HostView, TrapAlert, TrapKind};
 use crate::tui::keys::keymap_from_str;
+use crate::tui::model::{PromptKind, SortColumn};
 use ratatui::crossterm::event::KeyModifiers;
+use std::time::Duration;
 
 fn model(readonly: bool) -> Model {
     let (keymap, warnings) = keymap_from_str("");

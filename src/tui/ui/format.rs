@@ -8,6 +8,7 @@ pub fn strip(s: &str) -> Cow<'_, str> {
     crate::text::strip_control(s)
 }
 
+/// Elapsed time as `hh:mm:ss`.
 pub fn clock(d: Duration) -> String {
     let s = d.as_secs();
     format!("{:02}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60)
@@ -32,6 +33,7 @@ pub fn short(d: Duration) -> String {
     }
 }
 
+/// A count with thousands separators: `1,234,567`.
 pub fn count(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::new();

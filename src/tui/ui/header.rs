@@ -6,12 +6,19 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Sparkline, Widget};
 
 use super::{bytes, clock, count, short, strip, Theme};
+use crate::engine::telemetry::Snapshot;
 use crate::tui::model::Model;
 
+/// The header: gauges, the pages/s sparkline, then the settings.
 pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let s = &model.shown;
     let [top, spark, bottom] = Layout::vertical([Constraint::Length(1); 3]).areas(area);
-    let wide = area.width >= 100;
+    gauges(&model.shown, theme, area.width >= 100).render(top, buf);
+    sparkline(model, theme, spark, buf);
+    Line::from(settings(&model.shown)).render(bottom, buf);
+}
+
+/// State, clock and counters; `wide` adds the brand and longer words.
+fn gauges<'a>(s: &Snapshot, theme: &Theme, wide: bool) -> Line<'a> {
     let brand = if wide { " crawldeck " } else { "" };
     let in_flight = if wide { "in-flight" } else { "fly" };
     Line::from(vec![
@@ -28,12 +35,13 @@ pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
             s.in_flight
         )),
     ])
-    .render(top, buf);
+}
 
+/// Pages per second over the last seconds, newest at the right edge.
+fn sparkline(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let [label, graph] =
-        Layout::horizontal([Constraint::Length(10), Constraint::Fill(1)]).areas(spark);
+        Layout::horizontal([Constraint::Length(10), Constraint::Fill(1)]).areas(area);
     Span::raw(" pages/s ").render(label, buf);
-    // Newest samples at the right edge.
     let width = graph.width as usize;
     let data: Vec<u64> = model
         .history
@@ -47,7 +55,10 @@ pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .data(&data)
         .style(theme.accent())
         .render(graph, buf);
+}
 
+/// The crawl's settings and totals, and what went wrong or how it finished.
+fn settings(s: &Snapshot) -> String {
     let rate = s
         .global_rate
         .map_or("off".to_string(), |r| format!("{r}/s"));
@@ -67,5 +78,5 @@ pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     if let Some(reason) = &s.finish_reason {
         text.push_str(&format!("  finished: {}", strip(reason)));
     }
-    Line::from(text).render(bottom, buf);
+    text
 }

@@ -2,11 +2,10 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
-use ratatui::style::{Modifier, Style};
 use ratatui::text::Span;
-use ratatui::widgets::{Block, Cell, Row, StatefulWidget, Table, TableState};
+use ratatui::widgets::{Cell, Row, StatefulWidget};
 
-use super::{count, short, strip, Theme};
+use super::{count, selection, short, strip, table, Theme};
 use crate::engine::telemetry::{BreakerPhase, DelaySource, HostView};
 use crate::tui::model::{Model, SortColumn};
 
@@ -20,6 +19,7 @@ pub fn breaker_cell<'a>(host: &HostView, theme: &Theme) -> Span<'a> {
     Span::styled(text, theme.breaker(phase))
 }
 
+/// Where the delay comes from, in a few letters for the table.
 fn delay_source_short(source: DelaySource) -> &'static str {
     match source {
         DelaySource::Config => "cfg",
@@ -30,15 +30,52 @@ fn delay_source_short(source: DelaySource) -> &'static str {
     }
 }
 
+/// The host's activity as a word, "paused" when the operator paused it.
+pub fn host_state(host: &HostView) -> &'static str {
+    if host.paused {
+        "paused"
+    } else {
+        host.activity.label()
+    }
+}
+
+/// Which optional columns fit.
+#[derive(Clone, Copy)]
+struct Columns {
+    /// Where the delay comes from, beside the delay.
+    source: bool,
+    state: bool,
+    robots: bool,
+}
+
+impl Columns {
+    /// Optional columns appear as width allows; the host column keeps >= 20 cells.
+    fn fitting(area: Rect) -> Self {
+        let avail = area.width.saturating_sub(2);
+        Columns {
+            source: avail >= 85,
+            state: avail >= 94,
+            robots: avail >= 104,
+        }
+    }
+}
+
+/// The hosts table, filtered and sorted as the model says, the selected row highlighted.
 pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    // Optional columns appear as width allows; the host column keeps >= 20 cells.
-    let avail = area.width.saturating_sub(2);
-    let (show_source, show_state, show_robots) = (avail >= 85, avail >= 94, avail >= 104);
+    let cols = Columns::fitting(area);
     let hosts = model.visible_hosts();
     let mut title = format!(" Hosts {}/{} ", hosts.len(), model.shown.hosts.len());
     if !model.filter.is_empty() {
         title.push_str(&format!("filter \"{}\" ", strip(&model.filter)));
     }
+    let rows = hosts.iter().map(|h| row(h, theme, cols));
+    let table = table(rows, Row::new(header(model, cols)), widths(cols), title);
+    let mut state = selection(hosts.len(), model.host_selected);
+    StatefulWidget::render(table, area, buf, &mut state);
+}
+
+/// Column titles; the sort column carries an arrow for its direction.
+fn header(model: &Model, cols: Columns) -> Vec<String> {
     let arrow = if model.sort_reverse { "▲" } else { "▼" };
     let head = |label: &str, col: SortColumn| {
         if model.sort == col {
@@ -56,67 +93,62 @@ pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
         head("Delay", SortColumn::Delay),
         head("2xx/3/4/5/err", SortColumn::Errors),
     ];
-    if show_robots {
+    if cols.robots {
         header.push("Robots".into());
     }
     header.push(head("Breaker", SortColumn::Breaker));
-    if show_state {
+    if cols.state {
         header.push("State".into());
     }
-    let rows = hosts.iter().map(|h| {
-        let m = &h.status;
-        let mut cells = vec![
-            Cell::from(strip(&h.host).into_owned()),
-            Cell::from(count(h.queued)),
-            Cell::from(format!("{}/{}", h.in_flight, h.max_in_flight)),
-            Cell::from(format!("{:.1}", h.req_per_sec)),
-            Cell::from(short(h.mean_latency)),
-            Cell::from(if show_source {
-                format!("{} {}", short(h.delay), delay_source_short(h.delay_source))
-            } else {
-                short(h.delay)
-            }),
-            Cell::from(format!(
-                "{}/{}/{}/{}/{}",
-                m.s2xx, m.s3xx, m.s4xx, m.s5xx, m.errors
-            )),
-        ];
-        if show_robots {
-            cells.push(Cell::from(h.robots.label()));
-        }
-        cells.push(Cell::from(breaker_cell(h, theme)));
-        if show_state {
-            let state = if h.paused {
-                "paused"
-            } else {
-                h.activity.label()
-            };
-            cells.push(Cell::from(state));
-        }
-        Row::new(cells)
-    });
+    header
+}
+
+/// One host's row.
+fn row<'a>(h: &HostView, theme: &Theme, cols: Columns) -> Row<'a> {
+    let m = &h.status;
+    let mut cells = vec![
+        Cell::from(strip(&h.host).into_owned()),
+        Cell::from(count(h.queued)),
+        Cell::from(format!("{}/{}", h.in_flight, h.max_in_flight)),
+        Cell::from(format!("{:.1}", h.req_per_sec)),
+        Cell::from(short(h.mean_latency)),
+        Cell::from(if cols.source {
+            format!("{} {}", short(h.delay), delay_source_short(h.delay_source))
+        } else {
+            short(h.delay)
+        }),
+        Cell::from(format!(
+            "{}/{}/{}/{}/{}",
+            m.s2xx, m.s3xx, m.s4xx, m.s5xx, m.errors
+        )),
+    ];
+    if cols.robots {
+        cells.push(Cell::from(h.robots.label()));
+    }
+    cells.push(Cell::from(breaker_cell(h, theme)));
+    if cols.state {
+        cells.push(Cell::from(host_state(h)));
+    }
+    Row::new(cells)
+}
+
+/// Column widths, matching `header` and `row`.
+fn widths(cols: Columns) -> Vec<Constraint> {
     let mut widths = vec![
         Constraint::Min(20),
         Constraint::Length(6),
         Constraint::Length(5),
         Constraint::Length(5),
         Constraint::Length(6),
-        Constraint::Length(if show_source { 12 } else { 6 }),
+        Constraint::Length(if cols.source { 12 } else { 6 }),
         Constraint::Length(14),
     ];
-    if show_robots {
+    if cols.robots {
         widths.push(Constraint::Length(9));
     }
     widths.push(Constraint::Length(9));
-    if show_state {
+    if cols.state {
         widths.push(Constraint::Length(8));
     }
-    let table = Table::new(rows, widths)
-        .header(Row::new(header).style(Style::new().add_modifier(Modifier::BOLD)))
-        .block(Block::bordered().title(title))
-        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
-        .column_spacing(1);
-    let mut state =
-        TableState::default().with_selected((!hosts.is_empty()).then_some(model.host_selected));
-    StatefulWidget::render(table, area, buf, &mut state);
+    widths
 }

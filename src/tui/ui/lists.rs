@@ -2,15 +2,16 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::style::{Modifier, Style};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Cell, Paragraph, Row, StatefulWidget, Table, TableState, Widget};
+use ratatui::widgets::{Block, Cell, Paragraph, Row, StatefulWidget, Widget};
 
-use super::{clock, count, level_word, strip, Theme};
+use super::{clock, count, level_word, selection, strip, table, Theme};
 use crate::engine::control::{PatternKind, RuleSpec};
-use crate::engine::telemetry::AlertStatus;
+use crate::engine::telemetry::{AlertStatus, TrapAlert};
 use crate::tui::model::Model;
 
+/// A rule's pattern kind as a word.
 fn kind_word(spec: &RuleSpec) -> &'static str {
     match spec.kind {
         PatternKind::Regex => "regex",
@@ -18,39 +19,22 @@ fn kind_word(spec: &RuleSpec) -> &'static str {
     }
 }
 
-fn table<'a>(
-    rows: Vec<Row<'a>>,
-    header: &[&'a str],
-    widths: Vec<Constraint>,
-    title: String,
-) -> Table<'a> {
-    Table::new(rows, widths)
-        .header(Row::new(header.iter().copied()).style(Style::new().add_modifier(Modifier::BOLD)))
-        .block(Block::bordered().title(title))
-        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
-        .column_spacing(1)
+/// Where a rule applies: its host, or all hosts.
+fn scope(spec: &RuleSpec) -> String {
+    spec.host
+        .as_deref()
+        .map_or("all hosts".into(), |h| strip(h).into_owned())
 }
 
+/// A table header of plain titles.
+fn header<'a>(titles: &[&'a str]) -> Row<'a> {
+    Row::new(titles.iter().copied())
+}
+
+/// The alerts table, with the selected alert's suggestion in a box below it.
 pub fn alerts(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let alerts = &model.shown.alerts;
-    let rows = alerts
-        .iter()
-        .map(|a| {
-            let status_style = if a.status == AlertStatus::Open {
-                theme.warn()
-            } else {
-                Style::new()
-            };
-            Row::new(vec![
-                Cell::from(format!("#{}", a.id)),
-                Cell::from(strip(&a.host).into_owned()),
-                Cell::from(a.kind.label()),
-                Cell::from(count(a.evidence_count)),
-                Cell::from(count(a.matching_queued)),
-                Cell::from(Span::styled(a.status.label(), status_style)),
-            ])
-        })
-        .collect();
+    let rows = alerts.iter().map(|a| alert_row(a, theme));
     let widths = vec![
         Constraint::Length(4),
         Constraint::Min(18),
@@ -59,57 +43,68 @@ pub fn alerts(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
         Constraint::Length(6),
         Constraint::Length(9),
     ];
-    let header = ["Id", "Host", "Kind", "Evid", "Parked", "Status"];
+    let header = header(&["Id", "Host", "Kind", "Evid", "Parked", "Status"]);
     // The selected alert's suggested rule and samples get full lines below the table.
     let [area, below] = Layout::vertical([Constraint::Fill(1), Constraint::Length(4)]).areas(area);
-    let mut lines = Vec::new();
-    if let Some(a) = alerts.get(model.alert_selected) {
-        let rule = &a.suggested_rule;
-        let scope = rule
-            .host
-            .as_deref()
-            .map_or("all hosts".into(), |h| strip(h).into_owned());
-        lines.push(Line::from(vec![
-            Span::styled(format!("#{} suggests ", a.id), theme.accent()),
-            Span::raw(format!(
-                "{} {}  ({scope})",
-                kind_word(rule),
-                strip(&rule.pattern)
-            )),
-        ]));
-        for sample in a.samples.iter().take(2) {
-            lines.push(Line::from(format!("  e.g. {}", strip(sample))));
-        }
-    }
+    let lines = alerts
+        .get(model.alert_selected)
+        .map_or_else(Vec::new, |a| suggestion_lines(a, theme));
     Paragraph::new(lines)
         .block(Block::bordered())
         .render(below, buf);
     let title = format!(" Alerts {}  (a accept, e edit, d dismiss) ", alerts.len());
-    let mut state =
-        TableState::default().with_selected((!alerts.is_empty()).then_some(model.alert_selected));
-    StatefulWidget::render(table(rows, &header, widths, title), area, buf, &mut state);
+    let mut state = selection(alerts.len(), model.alert_selected);
+    StatefulWidget::render(table(rows, header, widths, title), area, buf, &mut state);
 }
 
+/// One alert's row; an open alert's status stands out.
+fn alert_row<'a>(a: &TrapAlert, theme: &Theme) -> Row<'a> {
+    let status_style = if a.status == AlertStatus::Open {
+        theme.warn()
+    } else {
+        Style::new()
+    };
+    Row::new(vec![
+        Cell::from(format!("#{}", a.id)),
+        Cell::from(strip(&a.host).into_owned()),
+        Cell::from(a.kind.label()),
+        Cell::from(count(a.evidence_count)),
+        Cell::from(count(a.matching_queued)),
+        Cell::from(Span::styled(a.status.label(), status_style)),
+    ])
+}
+
+/// The alert's suggested rule and two sample URLs.
+fn suggestion_lines<'a>(a: &TrapAlert, theme: &Theme) -> Vec<Line<'a>> {
+    let rule = &a.suggested_rule;
+    let mut lines = vec![Line::from(vec![
+        Span::styled(format!("#{} suggests ", a.id), theme.accent()),
+        Span::raw(format!(
+            "{} {}  ({})",
+            kind_word(rule),
+            strip(&rule.pattern),
+            scope(rule)
+        )),
+    ])];
+    for sample in a.samples.iter().take(2) {
+        lines.push(Line::from(format!("  e.g. {}", strip(sample))));
+    }
+    lines
+}
+
+/// The operator's rules with their hit counts.
 pub fn rules(model: &Model, _theme: &Theme, area: Rect, buf: &mut Buffer) {
     let rules = &model.shown.rules;
-    let rows = rules
-        .iter()
-        .map(|r| {
-            Row::new(vec![
-                Cell::from(format!("#{}", r.id)),
-                Cell::from(kind_word(&r.spec)),
-                Cell::from(strip(&r.spec.pattern).into_owned()),
-                Cell::from(
-                    r.spec
-                        .host
-                        .as_deref()
-                        .map_or("all hosts".into(), |h| strip(h).into_owned()),
-                ),
-                Cell::from(count(r.hits)),
-                Cell::from(strip(&r.origin).into_owned()),
-            ])
-        })
-        .collect();
+    let rows = rules.iter().map(|r| {
+        Row::new(vec![
+            Cell::from(format!("#{}", r.id)),
+            Cell::from(kind_word(&r.spec)),
+            Cell::from(strip(&r.spec.pattern).into_owned()),
+            Cell::from(scope(&r.spec)),
+            Cell::from(count(r.hits)),
+            Cell::from(strip(&r.origin).into_owned()),
+        ])
+    });
     let widths = vec![
         Constraint::Length(4),
         Constraint::Length(5),
@@ -118,22 +113,13 @@ pub fn rules(model: &Model, _theme: &Theme, area: Rect, buf: &mut Buffer) {
         Constraint::Length(8),
         Constraint::Length(10),
     ];
+    let header = header(&["Id", "Kind", "Pattern", "Scope", "Hits", "Origin"]);
     let title = format!(" Rules {}  (x remove) ", rules.len());
-    let mut state =
-        TableState::default().with_selected((!rules.is_empty()).then_some(model.rule_selected));
-    StatefulWidget::render(
-        table(
-            rows,
-            &["Id", "Kind", "Pattern", "Scope", "Hits", "Origin"],
-            widths,
-            title,
-        ),
-        area,
-        buf,
-        &mut state,
-    );
+    let mut state = selection(rules.len(), model.rule_selected);
+    StatefulWidget::render(table(rows, header, widths, title), area, buf, &mut state);
 }
 
+/// The newest log lines that fit, or older ones when scrolled back.
 pub fn log(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let block = Block::bordered().title(if model.log_scroll > 0 {
         format!(" Log (scrolled back {}) ", model.log_scroll)

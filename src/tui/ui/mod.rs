@@ -17,14 +17,16 @@ use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Paragraph, Widget};
+use ratatui::widgets::{Block, Paragraph, Row, Table, TableState, Widget};
 
+use super::action::Action;
 use super::keys::Mode;
-use super::model::{Model, Overlay, Pane, Quitting};
-use crate::engine::telemetry::{CrawlState, Level};
+use super::model::{Model, Overlay, Pane, Prompt, PromptKind, Quitting};
+use crate::engine::telemetry::{AlertStatus, CrawlState, Level};
 
 /// Below this the UI shows only a notice.
 pub const MIN_WIDTH: u16 = 60;
+/// Below this the UI shows only a notice.
 pub const MIN_HEIGHT: u16 = 16;
 
 /// Wide layout: queues beside the main pane and the log below it.
@@ -32,24 +34,16 @@ fn is_wide(area: Rect) -> bool {
     area.width >= 110 && area.height >= 30
 }
 
+/// Below the minimum size only a notice is drawn.
+fn too_small(area: Rect) -> bool {
+    area.width < MIN_WIDTH || area.height < MIN_HEIGHT
+}
+
+/// Draws the whole screen from the model.
 pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
     let theme = Theme::new(model.no_color);
-    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
-        let text = vec![
-            Line::from("terminal too small"),
-            Line::from(format!(
-                "{}×{}, need at least {MIN_WIDTH}×{MIN_HEIGHT}",
-                area.width, area.height
-            )),
-            Line::from(match (model.quitting, model.overlay) {
-                (Quitting::Checkpointing, _) => "checkpointing…",
-                (_, Overlay::ConfirmQuit) => "checkpoint and quit? (y / n)",
-                _ => "q quits",
-            }),
-        ];
-        Paragraph::new(text)
-            .wrap(ratatui::widgets::Wrap { trim: true })
-            .render(area, buf);
+    if too_small(area) {
+        render_too_small(model, area, buf);
         return;
     }
     let [head, tabs, body, status] = Layout::vertical([
@@ -61,29 +55,7 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
     .areas(area);
     header::render(model, &theme, head, buf);
     render_tabs(model, &theme, tabs, buf);
-    if let Some(host) = &model.detail {
-        detail::render(model, &theme, host, body, buf);
-    } else if is_wide(area) {
-        let [top, bottom] =
-            Layout::vertical([Constraint::Fill(1), Constraint::Length(9)]).areas(body);
-        let [left, main] =
-            Layout::horizontal([Constraint::Length(30), Constraint::Fill(1)]).areas(top);
-        queues::render(model, &theme, left, buf);
-        let main_pane = if model.pane == Pane::Queues {
-            Pane::Hosts
-        } else {
-            model.pane
-        };
-        render_pane(model, &theme, main_pane, main, buf);
-        let lower = if model.pane == Pane::Log {
-            Pane::Alerts
-        } else {
-            Pane::Log
-        };
-        render_pane(model, &theme, lower, bottom, buf);
-    } else {
-        render_pane(model, &theme, model.pane, body, buf);
-    }
+    render_body(model, &theme, body, is_wide(area), buf);
     render_status(model, &theme, status, buf);
     match model.overlay {
         Overlay::Help => overlay::help(model, &theme, body, buf),
@@ -92,6 +64,54 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
     }
 }
 
+/// The notice for a terminal below the minimum size; quitting still shows.
+fn render_too_small(model: &Model, area: Rect, buf: &mut Buffer) {
+    let text = vec![
+        Line::from("terminal too small"),
+        Line::from(format!(
+            "{}×{}, need at least {MIN_WIDTH}×{MIN_HEIGHT}",
+            area.width, area.height
+        )),
+        Line::from(match (model.quitting, model.overlay) {
+            (Quitting::Checkpointing, _) => "checkpointing…",
+            (_, Overlay::ConfirmQuit) => "checkpoint and quit? (y / n)",
+            _ => "q quits",
+        }),
+    ];
+    Paragraph::new(text)
+        .wrap(ratatui::widgets::Wrap { trim: true })
+        .render(area, buf);
+}
+
+/// The body: the detail view, or the current pane; when `wide`, the queues
+/// beside it and the log (or alerts) below it.
+fn render_body(model: &Model, theme: &Theme, area: Rect, wide: bool, buf: &mut Buffer) {
+    if let Some(host) = &model.detail {
+        detail::render(model, theme, host, area, buf);
+    } else if wide {
+        let [top, bottom] =
+            Layout::vertical([Constraint::Fill(1), Constraint::Length(9)]).areas(area);
+        let [left, main] =
+            Layout::horizontal([Constraint::Length(30), Constraint::Fill(1)]).areas(top);
+        queues::render(model, theme, left, buf);
+        let main_pane = if model.pane == Pane::Queues {
+            Pane::Hosts
+        } else {
+            model.pane
+        };
+        render_pane(model, theme, main_pane, main, buf);
+        let lower = if model.pane == Pane::Log {
+            Pane::Alerts
+        } else {
+            Pane::Log
+        };
+        render_pane(model, theme, lower, bottom, buf);
+    } else {
+        render_pane(model, theme, model.pane, area, buf);
+    }
+}
+
+/// Draws one pane into `area`.
 fn render_pane(model: &Model, theme: &Theme, pane: Pane, area: Rect, buf: &mut Buffer) {
     match pane {
         Pane::Hosts => hosts::render(model, theme, area, buf),
@@ -102,16 +122,18 @@ fn render_pane(model: &Model, theme: &Theme, pane: Pane, area: Rect, buf: &mut B
     }
 }
 
+/// The pane tabs (the current one reversed, open alerts counted), the detail
+/// view's host, and the FROZEN and READ-ONLY marks.
 fn render_tabs(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let open = model
+        .shown
+        .alerts
+        .iter()
+        .filter(|a| a.status == AlertStatus::Open)
+        .count();
     let mut spans = Vec::new();
     for (i, pane) in Pane::ALL.iter().enumerate() {
         let mut label = format!(" {} {}", i + 1, pane.title());
-        let open = model
-            .shown
-            .alerts
-            .iter()
-            .filter(|a| a.status == crate::engine::telemetry::AlertStatus::Open)
-            .count();
         if *pane == Pane::Alerts && open > 0 {
             label.push_str(&format!(" ({open})"));
         }
@@ -138,28 +160,10 @@ fn render_tabs(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     Line::from(spans).render(area, buf);
 }
 
+/// The bottom line: the open prompt, else the last status, else a hint.
 fn render_status(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let line = if let Some(prompt) = &model.prompt {
-        let label = prompt.kind.label();
-        let lead = if label.is_empty() {
-            ":".to_string()
-        } else {
-            format!("{label}: ")
-        };
-        let mut spans = vec![
-            Span::styled(lead, Style::new().add_modifier(Modifier::BOLD)),
-            Span::raw(prompt.input.value().to_string()),
-        ];
-        if let Some(err) = &prompt.error {
-            spans.push(Span::styled(
-                format!("  error: {}", strip(err)),
-                theme.level(Level::Error),
-            ));
-        }
-        if let Some(hint) = &prompt.hint {
-            spans.push(Span::styled(format!("  [{}]", strip(hint)), theme.dim()));
-        }
-        Line::from(spans)
+        prompt_line(prompt, theme)
     } else if let Some(status) = &model.status {
         Line::from(vec![
             Span::styled(
@@ -171,43 +175,93 @@ fn render_status(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     } else if model.engine_closed || model.shown.state == CrawlState::Done {
         Line::from("crawl finished: q exits (the log and panes stay readable until then)")
     } else {
-        let key = |a| {
-            model
-                .keymap
-                .first_key(Mode::Normal, a)
-                .map(|k| k.to_string())
-                .unwrap_or_default()
-        };
-        use super::action::Action;
-        Line::from(format!(
-            "{} help  {} command  {} filter  {} pause  {} rule  {} quit",
-            key(Action::Help),
-            key(Action::CommandLine),
-            key(Action::Filter),
-            key(Action::TogglePause),
-            key(Action::AddRegexRule),
-            key(Action::Quit)
-        ))
+        Line::from(key_hints(model))
     };
     line.render(area, buf);
+}
+
+/// What stands before a prompt's text: its label, or `:` for the command line.
+fn prompt_lead(kind: &PromptKind) -> String {
+    let label = kind.label();
+    if label.is_empty() {
+        ":".to_string()
+    } else {
+        format!("{label}: ")
+    }
+}
+
+/// The prompt with its text, its error and its completion candidates.
+fn prompt_line<'a>(prompt: &Prompt, theme: &Theme) -> Line<'a> {
+    let mut spans = vec![
+        Span::styled(
+            prompt_lead(&prompt.kind),
+            Style::new().add_modifier(Modifier::BOLD),
+        ),
+        Span::raw(prompt.input.value().to_string()),
+    ];
+    if let Some(err) = &prompt.error {
+        spans.push(Span::styled(
+            format!("  error: {}", strip(err)),
+            theme.level(Level::Error),
+        ));
+    }
+    if let Some(hint) = &prompt.hint {
+        spans.push(Span::styled(format!("  [{}]", strip(hint)), theme.dim()));
+    }
+    Line::from(spans)
+}
+
+/// The keys of the main actions, as the key map binds them now.
+fn key_hints(model: &Model) -> String {
+    let key = |a| {
+        model
+            .keymap
+            .first_key(Mode::Normal, a)
+            .map(|k| k.to_string())
+            .unwrap_or_default()
+    };
+    format!(
+        "{} help  {} command  {} filter  {} pause  {} rule  {} quit",
+        key(Action::Help),
+        key(Action::CommandLine),
+        key(Action::Filter),
+        key(Action::TogglePause),
+        key(Action::AddRegexRule),
+        key(Action::Quit)
+    )
 }
 
 /// Where the terminal cursor goes: at the insertion point of an open prompt.
 pub fn cursor(model: &Model, area: Rect) -> Option<Position> {
     let prompt = model.prompt.as_ref()?;
-    if area.width < MIN_WIDTH || area.height < MIN_HEIGHT {
+    if too_small(area) {
         return None;
     }
-    let label = prompt.kind.label();
-    let lead = if label.is_empty() {
-        1
-    } else {
-        label.chars().count() + 2
-    };
+    let lead = prompt_lead(&prompt.kind).chars().count();
     let x = (lead + prompt.input.visual_cursor()).min(area.width.saturating_sub(1) as usize) as u16;
     Some(Position::new(area.x + x, area.y + area.height - 1))
 }
 
+/// A pane's table: bold header, bordered with `title`, the selected row reversed.
+fn table<'a>(
+    rows: impl IntoIterator<Item = Row<'a>>,
+    header: Row<'a>,
+    widths: Vec<Constraint>,
+    title: String,
+) -> Table<'a> {
+    Table::new(rows, widths)
+        .header(header.style(Style::new().add_modifier(Modifier::BOLD)))
+        .block(Block::bordered().title(title))
+        .row_highlight_style(Style::new().add_modifier(Modifier::REVERSED))
+        .column_spacing(1)
+}
+
+/// A table's selection: row `selected`, or none when the table is empty.
+fn selection(len: usize, selected: usize) -> TableState {
+    TableState::default().with_selected((len > 0).then_some(selected))
+}
+
+/// A log level as the word shown before its text.
 pub fn level_word(level: Level) -> &'static str {
     match level {
         Level::Info => "INFO",

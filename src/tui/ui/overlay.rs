@@ -10,6 +10,7 @@ use super::Theme;
 use crate::tui::keys::Mode;
 use crate::tui::model::Model;
 
+/// A `width`×`height` box centred in `area` (clipped to it).
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let [v] = Layout::vertical([Constraint::Length(height.min(area.height))])
         .flex(Flex::Center)
@@ -45,6 +46,7 @@ pub fn help_lines(model: &Model) -> Vec<Line<'static>> {
     lines
 }
 
+/// The help pop-up, scrolled as the model says.
 pub fn help(model: &Model, _theme: &Theme, area: Rect, buf: &mut Buffer) {
     let popup = centered(area, 72, area.height.saturating_sub(2).max(8));
     Clear.render(popup, buf);
@@ -56,6 +58,7 @@ pub fn help(model: &Model, _theme: &Theme, area: Rect, buf: &mut Buffer) {
         .render(popup, buf);
 }
 
+/// The "checkpoint and quit?" pop-up.
 pub fn confirm_quit(theme: &Theme, area: Rect, buf: &mut Buffer) {
     let popup = centered(area, 46, 5);
     Clear.render(popup, buf);

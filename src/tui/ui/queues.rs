@@ -8,6 +8,7 @@ use ratatui::widgets::{Block, Paragraph, Widget};
 use super::{count, Theme};
 use crate::tui::model::Model;
 
+/// The queues pane: a bar per front queue, then the hosts by state.
 pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let s = &model.shown;
     let block = Block::bordered().title(" Queues ");

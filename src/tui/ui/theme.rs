@@ -5,15 +5,18 @@ use ratatui::style::{Color, Modifier, Style};
 
 use crate::engine::telemetry::{BreakerPhase, CrawlState, Level};
 
+/// The styles the panes draw with.
 pub struct Theme {
     color: bool,
 }
 
 impl Theme {
+    /// Colours unless `no_color`.
     pub fn new(no_color: bool) -> Self {
         Theme { color: !no_color }
     }
 
+    /// Foreground `c`, or plain without colour.
     fn fg(&self, c: Color) -> Style {
         if self.color {
             Style::new().fg(c)
@@ -22,6 +25,7 @@ impl Theme {
         }
     }
 
+    /// A breaker phase: green, yellow, bold red.
     pub fn breaker(&self, phase: BreakerPhase) -> Style {
         match phase {
             BreakerPhase::Closed => self.fg(Color::Green),
@@ -30,6 +34,7 @@ impl Theme {
         }
     }
 
+    /// The crawl state in the header, bold.
     pub fn state(&self, state: CrawlState) -> Style {
         let style = match state {
             CrawlState::Running => self.fg(Color::Green),
@@ -39,6 +44,7 @@ impl Theme {
         style.add_modifier(Modifier::BOLD)
     }
 
+    /// A log or status level.
     pub fn level(&self, level: Level) -> Style {
         match level {
             Level::Info => Style::new(),
@@ -47,14 +53,17 @@ impl Theme {
         }
     }
 
+    /// What needs the operator's eye.
     pub fn warn(&self) -> Style {
         self.fg(Color::Yellow)
     }
 
+    /// Titles and graphs.
     pub fn accent(&self) -> Style {
         self.fg(Color::Cyan)
     }
 
+    /// Secondary text (completion candidates).
     pub fn dim(&self) -> Style {
         if self.color {
             Style::new().add_modifier(Modifier::DIM)

@@ -1,0 +1,130 @@
+//! What the operator looks at: scrolling, panes, the help overlay, the detail
+//! view, sorting and freezing. These change the model only, never the crawl.
+
+use super::action::Action;
+use super::model::{Model, Overlay, Pane, SortColumn};
+use crate::engine::telemetry::Level;
+
+/// How far help and the detail view scroll at most (lines).
+const SCROLL_LIMIT: usize = 200;
+
+/// Applies a view action; any other action is left alone.
+pub(super) fn apply(model: &mut Model, action: Action) {
+    match action {
+        Action::Up => scroll(model, -1),
+        Action::Down => scroll(model, 1),
+        Action::PageUp => scroll(model, -page(model)),
+        Action::PageDown => scroll(model, page(model)),
+        Action::Top => scroll(model, isize::MIN / 2),
+        Action::Bottom => scroll(model, isize::MAX / 2),
+        Action::Help => toggle_help(model),
+        Action::Back => back(model),
+        Action::NextPane => step_pane(model, 1),
+        Action::PrevPane => step_pane(model, Pane::ALL.len() - 1),
+        Action::PaneHosts => model.pane = Pane::Hosts,
+        Action::PaneAlerts => model.pane = Pane::Alerts,
+        Action::PaneRules => model.pane = Pane::Rules,
+        Action::PaneLog => model.pane = Pane::Log,
+        Action::PaneQueues => model.pane = Pane::Queues,
+        Action::Open => open_detail(model),
+        Action::SortNext => sort_next(model),
+        Action::SortReverse => model.sort_reverse = !model.sort_reverse,
+        Action::Freeze => toggle_freeze(model),
+        _ => {}
+    }
+}
+
+/// Rows a page-up/down moves.
+fn page(model: &Model) -> isize {
+    model.page_rows.max(1) as isize
+}
+
+/// Moves `index` by `delta`, kept within `0..len`.
+fn move_selection(index: &mut usize, len: usize, delta: isize) {
+    let max = len.saturating_sub(1) as isize;
+    *index = (*index as isize + delta).clamp(0, max) as usize;
+}
+
+/// Scrolls what is in front: help, the detail view, or the pane's selection.
+fn scroll(model: &mut Model, delta: isize) {
+    if model.overlay == Overlay::Help {
+        move_selection(&mut model.help_scroll, SCROLL_LIMIT, delta);
+    } else if model.detail.is_some() {
+        move_selection(&mut model.detail_scroll, SCROLL_LIMIT, delta);
+    } else {
+        match model.pane {
+            Pane::Hosts => {
+                let len = model.visible_hosts().len();
+                move_selection(&mut model.host_selected, len, delta);
+            }
+            Pane::Alerts => {
+                move_selection(&mut model.alert_selected, model.shown.alerts.len(), delta)
+            }
+            Pane::Rules => move_selection(&mut model.rule_selected, model.shown.rules.len(), delta),
+            // The log scrolls back from its newest line.
+            Pane::Log => move_selection(&mut model.log_scroll, model.log.len(), -delta),
+            Pane::Queues => {}
+        }
+    }
+}
+
+/// Shows or hides help, from its top.
+fn toggle_help(model: &mut Model) {
+    model.overlay = if model.overlay == Overlay::Help {
+        Overlay::None
+    } else {
+        Overlay::Help
+    };
+    model.help_scroll = 0;
+}
+
+/// Closes the innermost thing open: help, the detail view, the filter, the status line.
+fn back(model: &mut Model) {
+    if model.overlay == Overlay::Help {
+        model.overlay = Overlay::None;
+    } else if model.detail.is_some() {
+        model.detail = None;
+    } else if !model.filter.is_empty() {
+        model.filter.clear();
+    } else {
+        model.status = None;
+    }
+}
+
+/// Moves `steps` panes forward in tab order, wrapping around.
+fn step_pane(model: &mut Model, steps: usize) {
+    let i = Pane::ALL.iter().position(|p| *p == model.pane).unwrap_or(0);
+    model.pane = Pane::ALL[(i + steps) % Pane::ALL.len()];
+}
+
+/// Opens the detail view of the selected host (from the hosts pane only).
+fn open_detail(model: &mut Model) {
+    if model.pane == Pane::Hosts {
+        if let Some(h) = model.selected_host() {
+            model.detail = Some(h.host.clone());
+            model.detail_scroll = 0;
+        }
+    }
+}
+
+/// Sorts the hosts by the next column and says which.
+fn sort_next(model: &mut Model) {
+    let i = SortColumn::ALL
+        .iter()
+        .position(|c| *c == model.sort)
+        .unwrap_or(0);
+    model.sort = SortColumn::ALL[(i + 1) % SortColumn::ALL.len()];
+    model.set_status(
+        Level::Info,
+        format!("hosts sorted by {}", model.sort.label()),
+    );
+}
+
+/// Holds the display still, or lets it catch up with the newest snapshot.
+fn toggle_freeze(model: &mut Model) {
+    model.frozen = !model.frozen;
+    if !model.frozen {
+        model.shown = model.latest.clone();
+        model.clamp_selection();
+    }
+}
