@@ -56,7 +56,6 @@ fn engine_modules_have_no_import_cycle() {
 }
 
 #[test]
-#[ignore = "enabled once the TUI's import cycle is broken"]
 fn tui_modules_have_no_import_cycle() {
     assert_no_cycle(&scan_real_tree("tui"));
 }
