@@ -1,7 +1,7 @@
 //! Per-host circuit breaker: CLOSED → OPEN → HALF-OPEN → CLOSED.
 //!
 //! Pure state machine: every method that depends on time takes `now`, so the
-//! scheduler (and the tests) own the clock.
+//! coordinator (and the tests) own the clock.
 
 use std::collections::VecDeque;
 use std::time::Duration;

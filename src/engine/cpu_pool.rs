@@ -41,7 +41,7 @@ impl CpuPool {
     }
 
     /// Runs `job` on a pool thread. The job reports its own result (the
-    /// page tasks send theirs straight to the scheduler).
+    /// page tasks send theirs straight to the coordinator).
     pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
         if let Err(mpsc::SendError(job)) = self.jobs.send(Box::new(job)) {
             // Only if every pool thread is gone; the work must still happen.

@@ -1,5 +1,5 @@
 //! Link, title and meta-robots extraction: the CPU hot path, run by the
-//! scheduler on the CPU pool. Streaming (lol_html), bounded, never panics.
+//! coordinator on the CPU pool. Streaming (lol_html), bounded, never panics.
 
 mod bench;
 mod entities;

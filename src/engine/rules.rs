@@ -49,7 +49,7 @@ struct Entry {
 }
 
 /// The operator's rules. `matches` is `&self` (counters are atomic) so the
-/// scheduler can check many URLs without exclusive access.
+/// coordinator can check many URLs without exclusive access.
 #[derive(Default)]
 pub struct RuleSet {
     /// In insertion order: the first matching rule wins.

@@ -1,6 +1,6 @@
-//! The work the scheduler hands out: one page fetch or one robots.txt fetch.
+//! The work the coordinator hands out: one page fetch or one robots.txt fetch.
 //! Network waits run on the async runtime; parsing, hashing and WARC writing
-//! run on the engine's CPU pool. Results go back to the scheduler on a channel.
+//! run on the engine's CPU pool. Results go back to the coordinator on a channel.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -31,7 +31,7 @@ pub enum Work {
     },
 }
 
-/// A response as the scheduler needs it; the body itself stays in the task.
+/// A response as the coordinator needs it; the body itself stays in the task.
 pub struct Fetched {
     pub status: u16,
     pub location: Option<Url>,
@@ -47,16 +47,17 @@ pub struct Fetched {
     pub warc_error: Option<String>,
 }
 
-pub struct PageJob {
-    pub fetcher: Fetcher,
-    pub lease: Lease,
-    pub url: Url,
-    pub validators: Option<Validators>,
-    pub max_body: u64,
-    pub extract: Arc<ExtractOptions>,
-    pub warc: Option<Arc<Mutex<WarcWriter>>>,
-    pub cpu: CpuPool,
-    pub done: mpsc::UnboundedSender<Work>,
+/// One page fetch and everything it needs, moved into its task.
+struct PageJob {
+    fetcher: Fetcher,
+    lease: Lease,
+    url: Url,
+    validators: Option<Validators>,
+    max_body: u64,
+    extract: Arc<ExtractOptions>,
+    warc: Option<Arc<Mutex<WarcWriter>>>,
+    cpu: CpuPool,
+    done: mpsc::UnboundedSender<Work>,
 }
 
 fn is_html(content_type: Option<&str>) -> bool {
@@ -69,7 +70,7 @@ fn is_html(content_type: Option<&str>) -> bool {
     }
 }
 
-pub async fn run_page(job: PageJob) {
+async fn run_page(job: PageJob) {
     let PageJob {
         fetcher,
         lease,
@@ -82,7 +83,7 @@ pub async fn run_page(job: PageJob) {
         done,
     } = job;
     match fetcher.fetch(&url, validators.as_ref(), max_body).await {
-        // The pool thread reports to the scheduler itself: one wake-up less per page.
+        // The pool thread reports to the coordinator itself: one wake-up less per page.
         Ok(response) => cpu.spawn(move || {
             let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 process(response, &extract, warc)
@@ -164,7 +165,7 @@ fn process(
     }
 }
 
-pub async fn run_robots(
+async fn run_robots(
     fetcher: Fetcher,
     host: HostKey,
     origin: Url,

@@ -2,7 +2,7 @@
 //! schedule of hosts by the time they may next be fetched. The queue itself
 //! lives in the store; memory holds per-host counters and small head buffers.
 //!
-//! Protocol for the scheduler: `next_ready` hands out a [`Lease`]; exactly one
+//! Protocol for the coordinator: `next_ready` hands out a [`Lease`]; exactly one
 //! of `complete`, `release` or `requeue` ends it. A host created by the
 //! frontier (new, or seen again after it went idle and was forgotten) starts
 //! with the holds of `set_initial_holds` and is listed by `take_new_hosts`, so
@@ -332,7 +332,7 @@ impl Frontier {
     }
 
     /// Drops the state of a host that has nothing queued, nothing in flight and
-    /// nothing the scheduler set, so memory follows the hosts with work.
+    /// nothing the coordinator set, so memory follows the hosts with work.
     fn maybe_forget(&mut self, id: HostId) {
         let host = self.hosts[id as usize].as_ref().expect("host id is live");
         let time_passed = match (host.not_before, self.last_now) {

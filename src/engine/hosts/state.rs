@@ -1,4 +1,4 @@
-//! Everything the scheduler knows about one host, and what of it survives a restart.
+//! Everything the crawl knows about one host, and what of it survives a restart.
 
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use crate::engine::stats::{EventRate, RecentLatency};
 use crate::engine::store::PageOutcome;
 use crate::engine::telemetry::{DelaySource, HostActivity, HostView, RobotsState, StatusMix};
 
-/// The host's robots.txt as far as the scheduler is concerned.
+/// The host's robots.txt as far as the coordinator is concerned.
 pub(crate) enum RobotsSlot {
     /// Not fetched yet; `fetching` while a request is out.
     Unknown {

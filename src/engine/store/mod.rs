@@ -57,7 +57,7 @@ pub enum StoreError {
         /// Why it does not decode.
         message: String,
     },
-    /// The frontier was asked to end a lease it does not hold (a scheduler bug).
+    /// The frontier was asked to end a lease it does not hold (a coordinator bug).
     #[error("{url} is not in flight in this frontier (completed or released twice?)")]
     UnknownLease {
         /// The lease's URL.
