@@ -64,3 +64,36 @@ impl Outbox {
         self.dropped
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::control::CommandId;
+
+    #[test]
+    fn a_lagging_receiver_loses_events_and_the_loss_is_counted() {
+        let (events_tx, mut events) = mpsc::channel(2);
+        let (snapshots_tx, snapshots) = watch::channel(Arc::new(Snapshot::default()));
+        let mut outbox = Outbox::new(events_tx, snapshots_tx);
+        outbox.answer(CommandId(1), Ok("done".into()));
+        outbox.log(Level::Info, "one".into());
+        outbox.log(Level::Info, "two".into());
+        assert_eq!(
+            outbox.dropped(),
+            1,
+            "the third event found the channel full"
+        );
+        assert!(matches!(
+            events.try_recv(),
+            Ok(EngineEvent::CommandDone(CommandResult {
+                id: CommandId(1),
+                ..
+            }))
+        ));
+        outbox.publish(Snapshot {
+            dropped_events: outbox.dropped(),
+            ..Snapshot::default()
+        });
+        assert_eq!(snapshots.borrow().dropped_events, 1);
+    }
+}

@@ -175,6 +175,27 @@ mod tests {
     use super::*;
 
     #[tokio::test(start_paused = true)]
+    async fn crawl_counters_and_time_continue_after_a_restart_but_not_in_a_new_pass() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path(), 1 << 20).expect("store");
+        let mut stats = CrawlStats::load(&store, false).expect("fresh");
+        stats.count().pages_fetched += 7;
+        stats.count().bytes += 700;
+        tokio::time::advance(Duration::from_secs(3)).await;
+        stats.save(&store).expect("saved");
+
+        let resumed = CrawlStats::load(&store, false).expect("resumed");
+        assert_eq!(resumed.counters().pages_fetched, 7);
+        assert!(
+            resumed.elapsed() >= Duration::from_secs(3),
+            "elapsed time carries on"
+        );
+        let pass = CrawlStats::load(&store, true).expect("new pass");
+        assert_eq!(pass.counters(), &Counters::default());
+        assert_eq!(pass.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn event_rate_forgets_old_events() {
         let mut r = EventRate::new(Duration::from_secs(10), 100);
         let t0 = Instant::now();
