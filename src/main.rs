@@ -115,6 +115,11 @@ async fn start_engine(
 ) -> anyhow::Result<RunningEngine> {
     let options = engine::EngineOptions {
         recrawl: run.recrawl,
+        overrides: engine::RunOverrides {
+            // Nobody can resume a paused headless crawl: it runs unless asked.
+            paused: Some(run.overrides.paused.unwrap_or(false)),
+            ..run.overrides
+        },
         ..engine::EngineOptions::default()
     };
     let engine = engine::start_with(run.config.clone(), data_dir, shutdown, options).await?;
@@ -137,6 +142,11 @@ async fn run_headless(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> 
         );
     }
     let engine = start_engine(run, data_dir, shutdown_signal(!json)).await?;
+    if !json {
+        for line in &engine.settings {
+            eprintln!("crawldeck: {line}");
+        }
+    }
     let opts = HeadlessOptions {
         json,
         live: !json && std::io::stderr().is_terminal(),
@@ -158,6 +168,7 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
     let options = engine::EngineOptions {
         wait_for_operator: true,
         recrawl: run.recrawl,
+        overrides: run.overrides,
     };
     // The UI handles Ctrl-C (a key in raw mode) and SIGTERM itself.
     let running = engine::start_with(

@@ -335,3 +335,32 @@ fn recrawl_needs_an_existing_crawl() {
     let run = resolve(&["crawl", "--recrawl", "--data", old.to_str().unwrap()]).unwrap();
     assert!(run.recrawl && run.resuming);
 }
+
+#[test]
+fn flags_for_this_run_become_overrides_of_the_stored_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    let run = resolve(&[
+        "crawl",
+        "--headless",
+        "https://a.example/",
+        "--data",
+        data,
+        "--delay",
+        "2s",
+        "--max-rate",
+        "0",
+        "--paused",
+    ])
+    .expect("resolves");
+    assert_eq!(run.overrides.delay, Some(std::time::Duration::from_secs(2)));
+    assert_eq!(run.overrides.max_rate, Some(0.0));
+    assert_eq!(
+        run.overrides.concurrency, None,
+        "not given: the stored value stays"
+    );
+    assert_eq!(run.overrides.paused, Some(true));
+    let run =
+        resolve(&["crawl", "--headless", "https://a.example/", "--data", data]).expect("resolves");
+    assert_eq!(run.overrides.paused, None);
+}

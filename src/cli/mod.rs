@@ -157,6 +157,10 @@ pub struct RunArgs {
     /// Global cap on pages per second (0 = no cap).
     #[arg(long, value_name = "PAGES_PER_SEC")]
     pub max_rate: Option<f64>,
+    /// Start paused (resuming a crawl otherwise starts it running, even if
+    /// it was paused when the last run stopped).
+    #[arg(long)]
+    pub paused: bool,
     /// Fetch every page of the crawl in --data again, each with the ETag and
     /// Last-Modified of its last fetch (unchanged pages answer 304).
     #[arg(long)]

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use super::{Cli, CliCommand, RunArgs, CONFIG_FILE, DB_DIR, DEFAULT_DATA_DIR};
 use crate::engine::config::{parse_seed, ConfigError, CrawlConfig};
+use crate::engine::RunOverrides;
 
 const NO_SEEDS: &str = "no seeds: give a URL, --seeds FILE, or --data of an existing crawl";
 
@@ -43,6 +44,8 @@ pub struct ResolvedRun {
     pub resuming: bool,
     /// Start a recrawl pass over that crawl.
     pub recrawl: bool,
+    /// Flags that win over settings an operator changed in an earlier run.
+    pub overrides: RunOverrides,
     pub ui: UiOptions,
     /// `--log-level`, checked to be a valid filter.
     pub log_filter: Option<String>,
@@ -124,6 +127,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 data_dir: b.data,
                 resuming: false,
                 recrawl: false,
+                overrides: RunOverrides::default(),
                 ui: UiOptions::default(),
                 log_filter: None,
             })
@@ -134,6 +138,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
             data_dir: None,
             resuming: false,
             recrawl: false,
+            overrides: RunOverrides::default(),
             ui: UiOptions::default(),
             log_filter: None,
         }),
@@ -209,6 +214,12 @@ fn resolve_run(run: RunArgs, mode: Mode) -> Result<ResolvedRun, UsageError> {
         data_dir,
         resuming,
         recrawl: run.recrawl,
+        overrides: RunOverrides {
+            delay: run.delay,
+            concurrency: run.concurrency,
+            max_rate: run.max_rate,
+            paused: run.paused.then_some(true),
+        },
         ui: UiOptions {
             json: run.json,
             color,

@@ -128,6 +128,9 @@ pub enum EngineError {
 pub struct RunningEngine {
     /// Commands in, snapshots and events out.
     pub handle: EngineHandle,
+    /// The crawl-wide settings in effect at start, each with where it came
+    /// from (`"delay 2s (flag)"`), for front ends to show.
+    pub settings: Vec<String>,
     /// Ends with the final snapshot once the crawl is over and checkpointed.
     pub done: tokio::task::JoinHandle<Result<Snapshot, EngineError>>,
 }
@@ -141,6 +144,24 @@ pub struct EngineOptions {
     /// Start a recrawl pass: fetch every page with content again,
     /// conditionally (see `recrawl.rs`).
     pub recrawl: bool,
+    /// Settings given for this run, which win over those an operator
+    /// changed at runtime in an earlier run.
+    pub overrides: RunOverrides,
+}
+
+/// Settings the user gave for this run (flags). On resume they win over the
+/// settings an operator changed at runtime, which the data directory keeps;
+/// what the user did not give keeps its stored value.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct RunOverrides {
+    /// The default delay between two requests to a host (`--delay`).
+    pub delay: Option<std::time::Duration>,
+    /// Requests in flight across the crawl (`--concurrency`).
+    pub concurrency: Option<usize>,
+    /// Global cap in pages/s, 0 for none (`--max-rate`).
+    pub max_rate: Option<f64>,
+    /// Start paused or running; `None` keeps how the last run left it.
+    pub paused: Option<bool>,
 }
 
 /// Starts crawling `config` in `data_dir` (created if missing; resumed if it
@@ -168,7 +189,12 @@ pub async fn start_with(
         tokio::task::spawn_blocking(move || coordinator::build(config, &data_dir, ends, options))
             .await
             .map_err(|e| EngineError::Store(format!("engine start-up failed: {e}")))??;
+    let settings = coordinator.settings_report();
     let runtime = tokio::runtime::Handle::current();
     let done = tokio::task::spawn_blocking(move || runtime.block_on(coordinator.run(shutdown)));
-    Ok(RunningEngine { handle, done })
+    Ok(RunningEngine {
+        handle,
+        settings,
+        done,
+    })
 }

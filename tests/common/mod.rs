@@ -48,7 +48,7 @@ pub async fn crawl(cfg: CrawlConfig, dir: &Path) -> Snapshot {
     let running = crawldeck::engine::start(cfg, dir, std::future::pending())
         .await
         .expect("engine starts");
-    let crawldeck::engine::RunningEngine { handle, done } = running;
+    let crawldeck::engine::RunningEngine { handle, done, .. } = running;
     // Keep the handle alive (dropping the event receiver is fine; keep commands open).
     let result = tokio::time::timeout(CRAWL_LIMIT, done)
         .await

@@ -2,6 +2,7 @@
 //! what a previous run stored, and queue the seeds.
 
 use std::path::Path;
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -28,7 +29,7 @@ use crate::engine::telemetry::CrawlState;
 use crate::engine::timers::Timers;
 use crate::engine::traps::TrapDetector;
 use crate::engine::url_norm::{self, UrlFilter};
-use crate::engine::{EngineEnds, EngineError, EngineOptions};
+use crate::engine::{EngineEnds, EngineError, EngineOptions, RunOverrides};
 
 /// Page processing threads at most; beyond this the coordinator is the limit.
 const MAX_CPU_THREADS: usize = 8;
@@ -71,7 +72,7 @@ pub(in crate::engine) fn build(
         // A decided or open pattern is not raised again after a restart.
         traps.mark_raised(&host, kind, &rule);
     }
-    let operator = restore_settings(&store, &config, &mut rules, &mut alerts)?;
+    let operator = restore_settings(&store, &config, &options.overrides, &mut rules, &mut alerts)?;
     let recrawl_pass = if options.recrawl {
         let (pass, queued) = recrawl::start_pass(&store, frontier.as_mut())?;
         tracing::info!("recrawl pass {pass}: {queued} pages queued with their validators");
@@ -118,41 +119,109 @@ pub(in crate::engine) fn build(
             recrawl_pass,
         },
         unsynced: false,
+        settings_report: operator.report,
         cfg: config,
     })
 }
 
-/// What the operator changed at runtime in earlier runs, over crawl.toml.
+/// The crawl-wide settings this run starts with.
 struct OperatorSettings {
     slots: FetchSlots,
     paused: bool,
-    default_delay: std::time::Duration,
+    default_delay: Duration,
+    /// Each setting with where it came from, for front ends to show.
+    report: Vec<String>,
 }
 
-/// The crawl-wide settings the operator left (pause, delay, concurrency,
-/// rate), or crawl.toml's; rule and alert numbers are never reused.
+/// One crawl-wide setting: a flag for this run wins, else what an operator
+/// set in an earlier run, else the configuration. Returns the value and a
+/// line saying where it came from.
+fn pick<T: Copy + PartialEq>(
+    name: &str,
+    configured: T,
+    stored: Option<T>,
+    flag: Option<T>,
+    show: impl Fn(T) -> String,
+) -> (T, String) {
+    match (flag, stored) {
+        (Some(v), Some(s)) if s != v && s != configured => (
+            v,
+            format!(
+                "{name} {} (given for this run, over {} set by the operator)",
+                show(v),
+                show(s)
+            ),
+        ),
+        (Some(v), _) => (v, format!("{name} {} (given for this run)", show(v))),
+        (None, Some(s)) if s != configured => (
+            s,
+            format!("{name} {} (set by the operator in an earlier run)", show(s)),
+        ),
+        (None, _) => (
+            configured,
+            format!("{name} {} (configuration)", show(configured)),
+        ),
+    }
+}
+
+/// The crawl-wide settings (pause, delay, concurrency, rate): flags for this
+/// run, else what the operator left, else crawl.toml's. Rule and alert
+/// numbers are never reused.
 fn restore_settings(
     store: &Store,
     config: &CrawlConfig,
+    overrides: &RunOverrides,
     rules: &mut OperatorRules,
     alerts: &mut Alerts,
 ) -> Result<OperatorSettings, EngineError> {
-    let settings: Option<Settings> = store.get(Tree::Meta, SETTINGS_KEY).map_err(store_err)?;
-    let rate = (config.max_rate > 0.0).then_some(config.max_rate);
-    let mut restored = OperatorSettings {
-        slots: FetchSlots::new(config.concurrency, rate),
-        paused: false,
-        default_delay: config.politeness.min_delay,
-    };
-    if let Some(s) = settings {
-        restored.slots.set_rate(s.global_rate, Instant::now());
-        restored.slots.set_concurrency(s.global_concurrency);
-        restored.paused = s.paused;
-        restored.default_delay = s.global_delay;
+    let stored: Option<Settings> = store.get(Tree::Meta, SETTINGS_KEY).map_err(store_err)?;
+    if let Some(s) = &stored {
         rules.reserve_ids_below(s.next_rule_id);
         alerts.reserve_ids_below(s.next_alert_id);
     }
-    Ok(restored)
+    let show_rate = |r: Option<f64>| r.map_or("none".to_string(), |r| format!("{r} pages/s"));
+    let configured_rate = (config.max_rate > 0.0).then_some(config.max_rate);
+    let flag_rate = overrides.max_rate.map(|r| (r > 0.0).then_some(r));
+    let (delay, delay_line) = pick(
+        "default delay",
+        config.politeness.min_delay,
+        stored.as_ref().map(|s| s.global_delay),
+        overrides.delay,
+        |d| humantime::format_duration(d).to_string(),
+    );
+    let (concurrency, concurrency_line) = pick(
+        "concurrency",
+        config.concurrency,
+        stored.as_ref().map(|s| s.global_concurrency),
+        overrides.concurrency,
+        |n| n.to_string(),
+    );
+    let (rate, rate_line) = pick(
+        "rate cap",
+        configured_rate,
+        stored.as_ref().map(|s| s.global_rate),
+        flag_rate,
+        show_rate,
+    );
+    let was_paused = stored.as_ref().is_some_and(|s| s.paused);
+    let paused = overrides.paused.unwrap_or(was_paused);
+    let paused_line = match (paused, was_paused, overrides.paused) {
+        (true, _, Some(true)) => "paused (given for this run)".to_string(),
+        (true, _, _) => "paused (the operator paused it in an earlier run)".to_string(),
+        (false, true, _) => {
+            "running (the last run was left paused; start with --paused to keep it paused)"
+                .to_string()
+        }
+        (false, false, _) => "running".to_string(),
+    };
+    let mut slots = FetchSlots::new(concurrency, rate);
+    slots.set_rate(rate, Instant::now());
+    Ok(OperatorSettings {
+        slots,
+        paused,
+        default_delay: delay,
+        report: vec![paused_line, delay_line, concurrency_line, rate_line],
+    })
 }
 
 /// The seeds of this run and of earlier ones (which keep a resumed crawl's
@@ -232,4 +301,94 @@ fn workers(
         config.fetch.max_body,
         config.robots.clone(),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(store: &Store) {
+        let settings = Settings {
+            paused: true,
+            global_delay: Duration::from_secs(5),
+            global_concurrency: 3,
+            global_rate: Some(2.0),
+            next_rule_id: 7,
+            next_alert_id: 4,
+        };
+        store
+            .put(Tree::Meta, SETTINGS_KEY, &settings)
+            .expect("settings stored");
+    }
+
+    #[test]
+    fn flags_win_over_settings_the_operator_left_and_the_rest_is_kept() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path(), 1 << 20).expect("store");
+        stored(&store);
+        let config = CrawlConfig::default();
+        let mut rules = OperatorRules::load(&store).expect("rules");
+        let mut alerts = Alerts::load(&store).expect("alerts");
+        let overrides = RunOverrides {
+            delay: Some(Duration::from_millis(500)),
+            ..RunOverrides::default()
+        };
+        let s = restore_settings(&store, &config, &overrides, &mut rules, &mut alerts)
+            .expect("restored");
+        assert_eq!(s.default_delay, Duration::from_millis(500), "the flag wins");
+        assert_eq!(
+            s.slots.concurrency(),
+            3,
+            "what the user did not give is kept"
+        );
+        assert_eq!(s.slots.rate(), Some(2.0));
+        assert!(s.paused, "the terminal UI keeps a paused crawl paused");
+        assert_eq!(rules.next_id(), 7, "rule numbers are not reused");
+        assert_eq!(alerts.next_id(), 4);
+        assert_eq!(
+            s.report[1],
+            "default delay 500ms (given for this run, over 5s set by the operator)"
+        );
+        assert_eq!(
+            s.report[2],
+            "concurrency 3 (set by the operator in an earlier run)"
+        );
+
+        let headless = RunOverrides {
+            paused: Some(false),
+            max_rate: Some(0.0),
+            ..RunOverrides::default()
+        };
+        let s = restore_settings(&store, &config, &headless, &mut rules, &mut alerts)
+            .expect("restored");
+        assert!(!s.paused, "a headless resume runs unless --paused");
+        assert!(s.report[0].contains("--paused"), "{}", s.report[0]);
+        assert_eq!(s.slots.rate(), None, "--max-rate 0 lifts the stored cap");
+        assert_eq!(s.default_delay, Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_new_crawl_takes_its_settings_from_the_configuration() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path(), 1 << 20).expect("store");
+        let config = CrawlConfig::default();
+        let mut rules = OperatorRules::load(&store).expect("rules");
+        let mut alerts = Alerts::load(&store).expect("alerts");
+        let s = restore_settings(
+            &store,
+            &config,
+            &RunOverrides::default(),
+            &mut rules,
+            &mut alerts,
+        )
+        .expect("restored");
+        assert!(!s.paused);
+        assert_eq!(s.default_delay, config.politeness.min_delay);
+        assert_eq!(s.slots.concurrency(), config.concurrency);
+        assert!(s
+            .report
+            .iter()
+            .skip(1)
+            .all(|l| l.ends_with("(configuration)")));
+    }
 }

@@ -79,6 +79,8 @@ pub(crate) struct Coordinator {
     run: RunState,
     /// Commits since the last flush.
     unsynced: bool,
+    /// The crawl-wide settings at start and where each came from.
+    settings_report: Vec<String>,
 }
 
 impl Coordinator {
@@ -91,6 +93,9 @@ impl Coordinator {
         let mut shutdown_seen = false;
         let mut tick = tokio::time::interval(SNAPSHOT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        for line in self.settings_report.clone() {
+            self.outbox.log(Level::Info, format!("setting: {line}"));
+        }
         self.set_state(if self.run.paused {
             CrawlState::Paused
         } else {
@@ -145,6 +150,11 @@ impl Coordinator {
             self.stats.counters().pages_fetched
         );
         Ok(snapshot)
+    }
+
+    /// The crawl-wide settings at start, each with where it came from.
+    pub(super) fn settings_report(&self) -> Vec<String> {
+        self.settings_report.clone()
     }
 
     fn set_state(&mut self, state: CrawlState) {
