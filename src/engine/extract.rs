@@ -63,6 +63,14 @@ const PARAMETER_DIRECTIVES: [&str; 5] = [
     "indexifembedded",
 ];
 
+/// A user-agent name as `X-Robots-Tag` and meta robots prefix it.
+fn is_agent_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
 impl RobotsDirectives {
     /// Parses one meta `content` or `X-Robots-Tag` value. An `agent:` prefix
     /// scopes the directives that follow it to that agent; other agents' are ignored.
@@ -77,6 +85,11 @@ impl RobotsDirectives {
                     .iter()
                     .any(|p| p.eq_ignore_ascii_case(name))
                 {
+                    continue;
+                }
+                // A value's own colon ("unavailable_after: Friday, 25-Jun-2010 15:00:00")
+                // is not an agent prefix: agent names are single tokens.
+                if !is_agent_name(name) {
                     continue;
                 }
                 applies = name.eq_ignore_ascii_case(product_token);
@@ -101,6 +114,15 @@ impl RobotsDirectives {
         directives
     }
 
+    /// The directives of a response's `X-Robots-Tag` lines; each line's agent
+    /// prefix applies within that line only.
+    pub fn from_headers<S: AsRef<str>>(values: &[S], product_token: &str) -> Self {
+        values.iter().fold(Self::default(), |all, value| {
+            all.merge(Self::parse(value.as_ref(), product_token))
+        })
+    }
+
+    /// Both sets of directives (a directive given anywhere applies).
     pub fn merge(self, other: Self) -> Self {
         RobotsDirectives {
             noindex: self.noindex || other.noindex,
