@@ -19,10 +19,14 @@ use crate::engine::{dedup, url_norm};
 
 pub use bench::measure_extraction;
 
+/// What extraction needs from the crawl's settings.
 #[derive(Debug, Clone)]
 pub struct ExtractOptions {
+    /// The token `<meta name="...">` robots tags are honoured for (besides `robots`).
     pub product_token: String,
+    /// Links kept per page.
     pub max_links: usize,
+    /// Longer URLs are dropped.
     pub max_url_len: usize,
 }
 
@@ -47,10 +51,14 @@ pub struct Link {
     pub nofollow: bool,
 }
 
+/// Meta robots and X-Robots-Tag directives that apply to us.
 #[derive(Default, Clone, Copy, PartialEq, Eq, Debug)]
 pub struct RobotsDirectives {
+    /// `noindex` (or `none`).
     pub noindex: bool,
+    /// `nofollow` (or `none`): the page's links are not followed.
     pub nofollow: bool,
+    /// `noarchive`/`nocache`: no WARC record is written.
     pub noarchive: bool,
 }
 
