@@ -364,3 +364,84 @@ fn flags_for_this_run_become_overrides_of_the_stored_settings() {
         resolve(&["crawl", "--headless", "https://a.example/", "--data", data]).expect("resolves");
     assert_eq!(run.overrides.paused, None);
 }
+
+#[test]
+fn the_product_token_follows_the_user_agent_unless_given() {
+    let ua = "AcmeBot/2.0 (+https://acme.example/bot)";
+    let run = resolve(&["--user-agent", ua, "https://a.example/"]).unwrap();
+    assert_eq!(run.config.identity.user_agent, ua);
+    assert_eq!(run.config.identity.token(), "acmebot");
+
+    let run = resolve(&[
+        "--user-agent",
+        ua,
+        "--product-token",
+        "acme-crawler",
+        "https://a.example/",
+    ])
+    .unwrap();
+    assert_eq!(run.config.identity.token(), "acme-crawler");
+
+    let run = resolve(&["https://a.example/"]).unwrap();
+    assert_eq!(run.config.identity.token(), "crawldeck", "the default");
+
+    // A file's token stands for the file's User-Agent, not for one given by flag.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(
+        &file,
+        "[identity]\nproduct_token = \"crawldeck\"\nuser_agent = \"crawldeck/0.1\"\n",
+    )
+    .unwrap();
+    let cfg = file.to_str().unwrap();
+    let run = resolve(&["--config", cfg, "--user-agent", ua, "https://a.example/"]).unwrap();
+    assert_eq!(run.config.identity.token(), "acmebot");
+    std::fs::write(&file, format!("[identity]\nuser_agent = \"{ua}\"\n")).unwrap();
+    let run = resolve(&["--config", cfg, "https://a.example/"]).unwrap();
+    assert_eq!(
+        run.config.identity.token(),
+        "acmebot",
+        "derived in a file too"
+    );
+}
+
+#[test]
+fn a_bad_product_token_exits_2_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crawldeck(
+        dir.path(),
+        &[
+            "crawl",
+            "--headless",
+            "--product-token",
+            "acme bot",
+            "https://a.example/",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("\"acme bot\" is not a robots.txt product token"),
+        "{err}"
+    );
+    assert!(err.contains("--product-token"), "{err}");
+
+    let out = crawldeck(
+        dir.path(),
+        &[
+            "crawl",
+            "--headless",
+            "--user-agent",
+            "Bot9000/1.0",
+            "https://a.example/",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("\"bot9000\""), "{err}");
+    assert!(err.contains("--product-token"), "{err}");
+    assert!(
+        !dir.path().join(cli::DEFAULT_DATA_DIR).exists(),
+        "nothing is created on a usage error"
+    );
+}

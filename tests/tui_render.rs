@@ -182,6 +182,39 @@ fn text(buf: &Buffer) -> String {
 }
 
 #[test]
+fn the_header_shows_the_identity_without_moving_the_other_lines() {
+    let plain = model(true);
+    let mut named = model(true);
+    let ident = Snapshot {
+        product_token: "acmebot".into(),
+        user_agent: "AcmeBot/2.0 (+https://acme.example/bot)\u{1b}[2J".into(),
+        ..fixture()
+    };
+    update(&mut named, Msg::Snapshot(Arc::new(ident)));
+    for (width, height) in [(120, 40), (80, 24)] {
+        let before = text(draw(&plain, width, height).backend().buffer());
+        let after = text(draw(&named, width, height).backend().buffer());
+        let (before, after): (Vec<&str>, Vec<&str>) =
+            (before.lines().collect(), after.lines().collect());
+        assert_eq!(before[0], after[0], "gauges unchanged at {width}");
+        assert_eq!(before[2], after[2], "settings unchanged at {width}");
+        assert!(after[1].contains(" acmebot · AcmeBot/2.0 "), "{}", after[1]);
+        assert!(after[1].starts_with(" pages/s "), "{}", after[1]);
+        assert!(!after[1].contains('\u{1b}'), "{}", after[1]);
+    }
+    let wide = text(draw(&named, 120, 40).backend().buffer());
+    assert!(
+        wide.lines()
+            .nth(1)
+            .unwrap()
+            .contains("(+https://acme.example/bot)[2J "),
+        "{wide}"
+    );
+    let narrow = text(draw(&named, 80, 24).backend().buffer());
+    assert!(narrow.lines().nth(1).unwrap().ends_with("… "), "{narrow}");
+}
+
+#[test]
 fn full_screen_120x40() {
     let m = model(true);
     insta::assert_snapshot!(draw(&m, 120, 40).backend());

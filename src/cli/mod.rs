@@ -124,9 +124,14 @@ pub struct RunArgs {
     /// A further domain (with subdomains) in scope; repeatable.
     #[arg(long = "allow-domain", value_name = "DOMAIN")]
     pub allow_domains: Vec<String>,
-    /// User-Agent header (keep the product token and a contact URL in it).
+    /// User-Agent header (keep the product token and a contact URL in it); the
+    /// product token is its name before the first `/`, unless --product-token is given.
     #[arg(long, value_name = "STRING")]
     pub user_agent: Option<String>,
+    /// Name matched against robots.txt groups, meta robots and X-Robots-Tag
+    /// (letters, '-' and '_'; default: derived from the User-Agent).
+    #[arg(long, value_name = "TOKEN")]
+    pub product_token: Option<String>,
     /// From header: an email address where site owners can reach you.
     #[arg(long, value_name = "EMAIL")]
     pub from: Option<String>,

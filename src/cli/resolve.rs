@@ -81,6 +81,7 @@ fn flag_for_key(key: &str) -> Option<&'static str> {
         "politeness.delay_factor" => "--delay-factor",
         "fetch.max_body" => "--max-body",
         "identity.from" => "--from",
+        "identity.product_token" => "--product-token",
         _ => return None,
     })
 }
@@ -278,6 +279,13 @@ fn apply_flags(config: &mut CrawlConfig, run: &RunArgs) {
         }
     }
     set(&mut config.identity.user_agent, &run.user_agent);
+    if run.product_token.is_some() {
+        config.identity.product_token = run.product_token.clone();
+    } else if run.user_agent.is_some() {
+        // A new User-Agent names a new bot: a token from the file (or one stored by
+        // an older version, always `crawldeck`) must not keep answering for it.
+        config.identity.product_token = None;
+    }
     if run.from.is_some() {
         config.identity.from = run.from.clone();
     }

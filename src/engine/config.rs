@@ -67,8 +67,9 @@ impl Default for CrawlConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct IdentityConfig {
-    /// Product token used for robots.txt group matching and meta robots (`crawldeck`).
-    pub product_token: String,
+    /// Product token matched against robots.txt groups, meta robots and X-Robots-Tag;
+    /// `None`: derived from `user_agent` (see [`IdentityConfig::token`]).
+    pub product_token: Option<String>,
     /// Full User-Agent header: product token, version and a contact URL.
     pub user_agent: String,
     /// Optional `From:` header (an email address where the operator can be reached).
@@ -78,7 +79,7 @@ pub struct IdentityConfig {
 impl Default for IdentityConfig {
     fn default() -> Self {
         IdentityConfig {
-            product_token: "crawldeck".into(),
+            product_token: None,
             user_agent: format!(
                 "crawldeck/{} (+https://github.com/crawldeck/crawldeck)",
                 env!("CARGO_PKG_VERSION")
@@ -86,6 +87,34 @@ impl Default for IdentityConfig {
             from: None,
         }
     }
+}
+
+impl IdentityConfig {
+    /// The product token in use: `product_token` when set, else the one the
+    /// User-Agent names (`crawldeck` by default).
+    pub fn token(&self) -> String {
+        match &self.product_token {
+            Some(token) => token.clone(),
+            None => product_token_of(&self.user_agent),
+        }
+    }
+}
+
+/// The product token a User-Agent names: its first word up to a `/`,
+/// lowercased. `AcmeBot/2.0 (+https://acme.example/bot)`
+/// → `acmebot`. The result may be invalid; check it with [`is_product_token`].
+pub fn product_token_of(user_agent: &str) -> String {
+    let word = user_agent.split_whitespace().next().unwrap_or("");
+    let name = word.split('/').next().unwrap_or("");
+    name.to_ascii_lowercase()
+}
+
+/// RFC 9309 §2.2.1: a product token is `[a-zA-Z_-]+`.
+pub fn is_product_token(token: &str) -> bool {
+    !token.is_empty()
+        && token
+            .bytes()
+            .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -468,17 +497,28 @@ impl CrawlConfig {
         if self.breaker.consecutive_failures == 0 {
             return invalid("breaker.consecutive_failures", "must be at least 1");
         }
-        if self.identity.product_token.is_empty()
-            || !self
-                .identity
-                .product_token
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-        {
-            return invalid(
-                "identity.product_token",
-                "must be letters, digits, '-' or '_' (e.g. \"crawldeck\")",
-            );
+        match &self.identity.product_token {
+            Some(token) if !is_product_token(token) => {
+                return invalid(
+                    "identity.product_token",
+                    format!(
+                        "{token:?} is not a robots.txt product token: use only letters, '-' and '_' (RFC 9309), e.g. \"acmebot\""
+                    ),
+                );
+            }
+            Some(_) => {}
+            None => {
+                let derived = self.identity.token();
+                if !is_product_token(&derived) {
+                    return invalid(
+                        "identity.product_token",
+                        format!(
+                            "the User-Agent {:?} names no usable product token (its first word up to a '/', here {derived:?}, must be only letters, '-' and '_'); start the User-Agent with one, like \"AcmeBot/2.0 (+https://acme.example/bot)\", or give the token explicitly",
+                            self.identity.user_agent
+                        ),
+                    );
+                }
+            }
         }
         if let Some(from) = &self.identity.from {
             if !from.contains('@') {
@@ -592,6 +632,71 @@ mod tests {
         cfg.save(&path).unwrap();
         assert_eq!(CrawlConfig::load(&path).unwrap(), cfg);
         assert!(!path.with_extension("toml.tmp").exists());
+    }
+
+    #[test]
+    fn product_token_is_derived_from_the_user_agent() {
+        assert_eq!(
+            product_token_of("AcmeBot/2.0 (+https://acme.example/bot)"),
+            "acmebot"
+        );
+        assert_eq!(product_token_of(" Acme-Bot_x /1"), "acme-bot_x");
+        assert_eq!(product_token_of("AcmeBot"), "acmebot");
+        assert_eq!(product_token_of("AcmeBot (+https://a.example/)"), "acmebot");
+        assert_eq!(product_token_of(""), "");
+        assert_eq!(product_token_of("/2.0"), "");
+        assert_eq!(IdentityConfig::default().token(), "crawldeck");
+        let mut id = IdentityConfig {
+            user_agent: "AcmeBot/2.0 (+https://acme.example/bot)".into(),
+            ..Default::default()
+        };
+        assert_eq!(id.token(), "acmebot");
+        id.product_token = Some("Acme_Crawler".into());
+        assert_eq!(id.token(), "Acme_Crawler", "an explicit token wins");
+    }
+
+    #[test]
+    fn product_tokens_are_letters_dashes_and_underscores() {
+        for good in ["crawldeck", "AcmeBot", "acme-bot", "acme_bot", "-"] {
+            assert!(is_product_token(good), "{good}");
+        }
+        for bad in ["", "acme bot", "acmebot2", "acme/2.0", "acmé", "a:b", "*"] {
+            assert!(!is_product_token(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_product_tokens_are_refused_with_the_fix() {
+        let mut cfg = CrawlConfig::default();
+        cfg.identity.product_token = Some("acme bot".into());
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(err.contains("identity.product_token"), "{err}");
+        assert!(
+            err.contains("\"acme bot\" is not a robots.txt product token"),
+            "{err}"
+        );
+
+        let mut cfg = CrawlConfig::default();
+        cfg.identity.user_agent = "Bot2000/1.0".into();
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(err.contains("\"bot2000\""), "{err}");
+        assert!(err.contains("identity.product_token"), "{err}");
+        cfg.identity.product_token = Some("bot".into());
+        cfg.validate().unwrap();
+
+        cfg.identity.product_token = None;
+        cfg.identity.user_agent = "AcmeBot/2.0 (+https://acme.example/bot)".into();
+        cfg.validate().unwrap();
+    }
+
+    #[test]
+    fn a_derived_token_is_not_stored_but_an_explicit_one_is() {
+        let mut cfg = CrawlConfig::default();
+        cfg.identity.user_agent = "AcmeBot/2.0".into();
+        assert!(!cfg.to_toml().contains("product_token"));
+        cfg.identity.product_token = Some("acme".into());
+        let back = CrawlConfig::from_toml(&cfg.to_toml(), Path::new("c.toml")).unwrap();
+        assert_eq!(back.identity.token(), "acme");
     }
 
     #[test]

@@ -19,10 +19,14 @@ use crate::engine::{dedup, url_norm};
 
 pub use bench::measure_extraction;
 
+/// What extraction needs from the crawl's settings.
 #[derive(Debug, Clone)]
 pub struct ExtractOptions {
+    /// The token `<meta name="...">` robots tags are honoured for (besides `robots`).
     pub product_token: String,
+    /// Links kept per page.
     pub max_links: usize,
+    /// Longer URLs are dropped.
     pub max_url_len: usize,
 }
 
@@ -47,10 +51,14 @@ pub struct Link {
     pub nofollow: bool,
 }
 
+/// Meta robots and X-Robots-Tag directives that apply to us.
 #[derive(Default, Clone, Copy, PartialEq, Eq, Debug)]
 pub struct RobotsDirectives {
+    /// `noindex` (or `none`).
     pub noindex: bool,
+    /// `nofollow` (or `none`): the page's links are not followed.
     pub nofollow: bool,
+    /// `noarchive`/`nocache`: no WARC record is written.
     pub noarchive: bool,
 }
 
@@ -62,6 +70,14 @@ const PARAMETER_DIRECTIVES: [&str; 5] = [
     "unavailable_after",
     "indexifembedded",
 ];
+
+/// A user-agent name as `X-Robots-Tag` and meta robots prefix it.
+fn is_agent_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
 
 impl RobotsDirectives {
     /// Parses one meta `content` or `X-Robots-Tag` value. An `agent:` prefix
@@ -77,6 +93,11 @@ impl RobotsDirectives {
                     .iter()
                     .any(|p| p.eq_ignore_ascii_case(name))
                 {
+                    continue;
+                }
+                // A value's own colon ("unavailable_after: Friday, 25-Jun-2010 15:00:00")
+                // is not an agent prefix: agent names are single tokens.
+                if !is_agent_name(name) {
                     continue;
                 }
                 applies = name.eq_ignore_ascii_case(product_token);
@@ -101,6 +122,15 @@ impl RobotsDirectives {
         directives
     }
 
+    /// The directives of a response's `X-Robots-Tag` lines; each line's agent
+    /// prefix applies within that line only.
+    pub fn from_headers<S: AsRef<str>>(values: &[S], product_token: &str) -> Self {
+        values.iter().fold(Self::default(), |all, value| {
+            all.merge(Self::parse(value.as_ref(), product_token))
+        })
+    }
+
+    /// Both sets of directives (a directive given anywhere applies).
     pub fn merge(self, other: Self) -> Self {
         RobotsDirectives {
             noindex: self.noindex || other.noindex,

@@ -110,10 +110,8 @@ fn process(
     extract_opts: &ExtractOptions,
     warc: Option<Arc<Mutex<WarcWriter>>>,
 ) -> Fetched {
-    let mut directives = RobotsDirectives::default();
-    for value in &response.x_robots_tag {
-        directives = directives.merge(RobotsDirectives::parse(value, &extract_opts.product_token));
-    }
+    let mut directives =
+        RobotsDirectives::from_headers(&response.x_robots_tag, &extract_opts.product_token);
     let ok = (200..300).contains(&response.status);
     let extracted = (ok && is_html(response.content_type.as_deref())).then(|| {
         extract::extract(

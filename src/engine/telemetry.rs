@@ -435,6 +435,11 @@ pub struct Snapshot {
     pub dropped_events: u64,
     /// The crawl's data directory, as given at start.
     pub data_dir: String,
+    /// The product token robots.txt groups, meta robots and X-Robots-Tag are matched
+    /// against (`crawldeck`, or the one the User-Agent names).
+    pub product_token: String,
+    /// The User-Agent header every request is sent with.
+    pub user_agent: String,
     /// Default delay between two requests to a host: `politeness.min_delay` until the operator
     /// sets another.
     pub global_delay: Duration,

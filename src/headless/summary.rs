@@ -33,6 +33,10 @@ pub struct Summary {
     pub quarantined: u64,
     pub elapsed_secs: f64,
     pub data_dir: String,
+    /// The product token robots.txt groups and meta robots were matched against.
+    pub product_token: String,
+    /// The User-Agent header the crawl was sent with.
+    pub user_agent: String,
     pub finish_reason: String,
     pub open_alerts: Vec<AlertSummary>,
 }
@@ -122,6 +126,8 @@ pub(super) fn summarize(
         quarantined: s.quarantined,
         elapsed_secs: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
         data_dir,
+        product_token: strip_control(&s.product_token).into_owned(),
+        user_agent: strip_control(&s.user_agent).into_owned(),
         finish_reason: s
             .finish_reason
             .as_deref()
@@ -206,6 +212,12 @@ pub fn summary_text(s: &Summary) -> String {
     line("left in frontier", s.frontier_left.to_string());
     line("quarantined", s.quarantined.to_string());
     line("data", s.data_dir.clone());
+    if !s.product_token.is_empty() {
+        line(
+            "identity",
+            format!("{} (User-Agent: {})", s.product_token, s.user_agent),
+        );
+    }
     if !s.open_alerts.is_empty() {
         text.push_str(&format!(
             "open trap alerts: {} (their URLs are parked; decide with `crawldeck --data {}`)\n",

@@ -12,6 +12,8 @@ fn snapshot(pages: u64) -> Snapshot {
         in_flight: 2,
         hosts_total: 3,
         data_dir: "/tmp/crawl1".into(),
+        product_token: "acmebot".into(),
+        user_agent: "AcmeBot/2.0 (+https://acme.example/bot)\u{1b}[2J".into(),
         ..Default::default()
     };
     s.counters.pages_fetched = pages;
@@ -131,6 +133,12 @@ async fn prints_one_line_a_second_then_the_summary() {
         "{err}"
     );
     assert!(err.contains("robots denied     5"), "{err}");
+    assert!(
+        err.contains(
+            "identity          acmebot (User-Agent: AcmeBot/2.0 (+https://acme.example/bot)[2J)"
+        ),
+        "{err}"
+    );
     assert!(err.contains("not modified      9"), "{err}");
     assert!(err.contains("open trap alerts: 1"), "{err}");
     let raised = err
@@ -184,6 +192,11 @@ async fn json_lines_then_a_summary_object() {
     assert_eq!(summary["blocked"], 6);
     assert_eq!(summary["errors_by_kind"]["timeout"], 2);
     assert_eq!(summary["data_dir"], "/tmp/crawl1");
+    assert_eq!(summary["product_token"], "acmebot");
+    assert_eq!(
+        summary["user_agent"], "AcmeBot/2.0 (+https://acme.example/bot)[2J",
+        "control characters stripped"
+    );
     assert_eq!(summary["open_alerts"][0]["id"], 7);
     assert_eq!(
         summary["open_alerts"][0]["samples"][0],

@@ -289,7 +289,7 @@ fn workers(
         None
     };
     let extract = ExtractOptions {
-        product_token: config.identity.product_token.clone(),
+        product_token: config.identity.token(),
         max_links: config.scope.max_links_per_page,
         max_url_len: config.scope.max_url_len,
     };

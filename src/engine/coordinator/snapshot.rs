@@ -33,6 +33,8 @@ impl Coordinator {
             alerts: self.alerts.views(),
             dropped_events: self.outbox.dropped(),
             data_dir: self.data_dir.clone(),
+            product_token: self.cfg.identity.token(),
+            user_agent: self.cfg.identity.user_agent.clone(),
             global_delay: self.hosts.default_delay(),
             global_concurrency: self.slots.concurrency(),
             global_rate: self.slots.rate(),

@@ -205,6 +205,65 @@ fn directive_values_with_agent_prefixes() {
 }
 
 #[test]
+fn meta_robots_for_a_custom_product_token() {
+    let acme = ExtractOptions {
+        product_token: "acmebot".into(),
+        ..opts()
+    };
+    let d = |html: &str| run_with(html, &acme).directives;
+    let none = RobotsDirectives::default();
+    let nofollow = RobotsDirectives {
+        nofollow: true,
+        ..none
+    };
+    assert_eq!(d(r#"<meta name="acmebot" content="nofollow">"#), nofollow);
+    assert_eq!(d(r#"<meta name="AcmeBot" content="NoFollow">"#), nofollow);
+    assert_eq!(d(r#"<meta name="robots" content="nofollow">"#), nofollow);
+    assert_eq!(d(r#"<meta name="googlebot" content="nofollow">"#), none);
+    assert_eq!(d(r#"<meta name="crawldeck" content="nofollow">"#), none);
+    assert_eq!(
+        d(r#"<meta name="robots" content="googlebot: nofollow">"#),
+        none
+    );
+    assert_eq!(
+        d(r#"<meta name="robots" content="ACMEBOT: nofollow">"#),
+        nofollow
+    );
+}
+
+#[test]
+fn x_robots_tag_lines_for_us_for_others_and_for_everyone() {
+    let h = |lines: &[&str]| RobotsDirectives::from_headers(lines, "acmebot");
+    let none = RobotsDirectives::default();
+    let both = RobotsDirectives {
+        noindex: true,
+        nofollow: true,
+        ..none
+    };
+    assert_eq!(h(&["acmebot: noindex, nofollow"]), both);
+    assert_eq!(h(&["AcmeBot: noindex, nofollow"]), both);
+    assert_eq!(h(&["noindex, nofollow"]), both);
+    assert_eq!(h(&["googlebot: noindex, nofollow"]), none);
+    assert_eq!(h(&["crawldeck: noindex, nofollow"]), none);
+    assert_eq!(h(&[]), none);
+    // Each line stands alone: another bot's prefix does not swallow the next line.
+    assert_eq!(
+        h(&["googlebot: noarchive", "noindex", "acmebot: nofollow"]),
+        both
+    );
+    assert_eq!(
+        h(&["googlebot: noindex", "otherbot: nofollow"]),
+        none,
+        "only other bots"
+    );
+    // A date's colon is no agent prefix.
+    assert_eq!(
+        h(&["unavailable_after: Friday, 25-Jun-2010 15:00:00 PST, noindex, nofollow"]),
+        both
+    );
+}
+
+#[test]
 fn title_is_decoded_collapsed_and_capped() {
     let got = run("<title>\n  Caf&eacute;   &amp;\tbar </title><title>second</title>");
     assert_eq!(got.title.as_deref(), Some("Café & bar"));

@@ -37,11 +37,18 @@ fn gauges<'a>(s: &Snapshot, theme: &Theme, wide: bool) -> Line<'a> {
     ])
 }
 
-/// Pages per second over the last seconds, newest at the right edge.
+/// Pages per second over the last seconds, newest at the right edge; the
+/// identity in use at the right, so the lines above and below keep their room.
 fn sparkline(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let [label, graph] =
-        Layout::horizontal([Constraint::Length(10), Constraint::Fill(1)]).areas(area);
+    let who = identity(&model.shown, area.width as usize / 2);
+    let [label, graph, ident] = Layout::horizontal([
+        Constraint::Length(10),
+        Constraint::Fill(1),
+        Constraint::Length(who.chars().count() as u16),
+    ])
+    .areas(area);
     Span::raw(" pages/s ").render(label, buf);
+    Span::styled(who, theme.accent()).render(ident, buf);
     let width = graph.width as usize;
     let data: Vec<u64> = model
         .history
@@ -55,6 +62,21 @@ fn sparkline(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .data(&data)
         .style(theme.accent())
         .render(graph, buf);
+}
+
+/// ` acmebot · AcmeBot/2.0 (+https://…) `, cut to `max` characters; empty
+/// before the first snapshot names it.
+fn identity(s: &Snapshot, max: usize) -> String {
+    if s.product_token.is_empty() {
+        return String::new();
+    }
+    let full = format!(" {} · {} ", strip(&s.product_token), strip(&s.user_agent));
+    if full.chars().count() <= max {
+        return full;
+    }
+    let mut cut: String = full.chars().take(max.saturating_sub(2)).collect();
+    cut.push_str("… ");
+    cut
 }
 
 /// The crawl's settings and totals, and what went wrong or how it finished.
