@@ -9,7 +9,7 @@ use crate::engine::breaker::Breaker;
 use crate::engine::config::BreakerConfig;
 use crate::engine::control::{BreakerThresholds, HostKey};
 use crate::engine::politeness::HostPoliteness;
-use crate::engine::robots::{RobotsBackoff, RobotsRules};
+use crate::engine::robots::{RobotsBackoff, RobotsGroup, RobotsRules};
 use crate::engine::stats::{EventRate, RecentLatency};
 use crate::engine::store::PageOutcome;
 use crate::engine::telemetry::{DelaySource, HostActivity, HostView, RobotsState, StatusMix};
@@ -75,7 +75,11 @@ impl RobotsSlot {
     pub fn summary(&self) -> Option<String> {
         match self {
             RobotsSlot::Rules { rules, .. } => {
-                let mut s = String::from("robots.txt parsed");
+                let mut s = String::from(match rules.group() {
+                    RobotsGroup::ByName => "robots.txt parsed, our group applies",
+                    RobotsGroup::Wildcard => "robots.txt parsed, group * applies",
+                    RobotsGroup::NoGroup => "robots.txt parsed, no group applies",
+                });
                 if let Some(d) = rules.crawl_delay() {
                     s.push_str(&format!(", crawl-delay {}", humantime::format_duration(d)));
                 }

@@ -238,6 +238,10 @@ fn ttl_bounds() {
         ..cfg
     };
     assert_eq!(ttl_from(None, &long_default), MAX_TTL);
+    // RFC 9309 §2.4: cached rules are reused for at most 24 hours.
+    assert_eq!(MAX_TTL, Duration::from_secs(24 * 3600));
+    let a_week = Some(Duration::from_secs(7 * 24 * 3600));
+    assert_eq!(ttl_from(a_week, &cfg), Duration::from_secs(24 * 3600));
 }
 
 #[test]
