@@ -497,6 +497,7 @@ impl CrawlConfig {
         if self.breaker.consecutive_failures == 0 {
             return invalid("breaker.consecutive_failures", "must be at least 1");
         }
+        validate_robots(&self.robots)?;
         match &self.identity.product_token {
             Some(token) if !is_product_token(token) => {
                 return invalid(
@@ -568,9 +569,92 @@ mod humantime_serde_compat {
     }
 }
 
+/// Smallest robots.txt size limit: RFC 9309 §2.5 asks parsers to read at least 500 KiB.
+pub const MIN_ROBOTS_SIZE: u64 = 500 * 1024;
+/// Largest robots.txt size limit: every rule within it is kept in memory, per host.
+pub const MAX_ROBOTS_SIZE: u64 = 16 * 1024 * 1024;
+
+/// `[robots]` values that would make the crawl impolite or never end.
+fn validate_robots(r: &RobotsConfig) -> Result<(), ConfigError> {
+    let invalid = |key: &'static str, message: String| Err(ConfigError::Invalid { key, message });
+    if !(MIN_ROBOTS_SIZE..=MAX_ROBOTS_SIZE).contains(&r.max_size) {
+        return invalid(
+            "robots.max_size",
+            format!(
+                "must be between {MIN_ROBOTS_SIZE} (500 KiB, the least RFC 9309 allows) and \
+                 {MAX_ROBOTS_SIZE} bytes; the default is 524288"
+            ),
+        );
+    }
+    if r.default_ttl < Duration::from_secs(60) {
+        return invalid(
+            "robots.default_ttl",
+            "must be at least 1m, or robots.txt is fetched again for every page; \
+             the default is \"1day\" (longer values are capped at 24h)"
+                .into(),
+        );
+    }
+    if r.max_crawl_delay.is_zero() || r.max_crawl_delay > Duration::from_secs(3600) {
+        return invalid(
+            "robots.max_crawl_delay",
+            "must be between 1s and 1h (Crawl-delay values above it are capped); \
+             the default is \"30s\""
+                .into(),
+        );
+    }
+    if r.give_up_after < Duration::from_secs(1) {
+        return invalid(
+            "robots.give_up_after",
+            "must be at least 1s, or a host is given up at its first robots.txt failure; \
+             the default is \"10m\""
+                .into(),
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nonsense_robots_settings_are_refused_with_the_key_and_the_fix() {
+        type Break = fn(&mut RobotsConfig);
+        let cases: [(Break, &str, &str); 6] = [
+            (|r| r.max_size = 0, "robots.max_size", "524288"),
+            (|r| r.max_size = u64::MAX, "robots.max_size", "524288"),
+            (
+                |r| r.default_ttl = Duration::ZERO,
+                "robots.default_ttl",
+                "1day",
+            ),
+            (
+                |r| r.max_crawl_delay = Duration::from_secs(86_400 * 365),
+                "robots.max_crawl_delay",
+                "between 1s and 1h",
+            ),
+            (
+                |r| r.max_crawl_delay = Duration::ZERO,
+                "robots.max_crawl_delay",
+                "30s",
+            ),
+            (
+                |r| r.give_up_after = Duration::ZERO,
+                "robots.give_up_after",
+                "10m",
+            ),
+        ];
+        for (break_it, key, fix) in cases {
+            let mut cfg = CrawlConfig::default();
+            break_it(&mut cfg.robots);
+            let err = cfg.validate().unwrap_err().to_string();
+            assert!(err.contains(key), "{err}");
+            assert!(err.contains(fix), "{err}");
+        }
+        CrawlConfig::default()
+            .validate()
+            .expect("the defaults are sane");
+    }
 
     #[test]
     fn shipped_config_parses_to_the_defaults() {

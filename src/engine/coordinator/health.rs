@@ -164,6 +164,28 @@ impl Coordinator {
                 );
             }
             RobotsSettled::GaveUp => self.give_up_host(host, "robots.txt never became available"),
+            RobotsSettled::KeptAfterFailure {
+                age,
+                attempts,
+                retry_at,
+            } => {
+                let age = Duration::from_secs(age.as_secs());
+                let next = match retry_at {
+                    Some(at) => {
+                        self.timers.schedule(at, Timer::RobotsRetry, host);
+                        "retried with backoff"
+                    }
+                    None => "no more retries",
+                };
+                self.outbox.log(
+                    Level::Warn,
+                    format!(
+                        "{host}: robots.txt refetch failed (attempt {attempts}); keeping rules from {} ago, {next}",
+                        humantime::format_duration(age)
+                    ),
+                );
+                self.hold(host, Hold::Robots, false);
+            }
             RobotsSettled::Postponed { retry_at, state } => {
                 self.timers.schedule(retry_at, Timer::RobotsRetry, host);
                 self.outbox.log(

@@ -148,6 +148,11 @@ impl Fetcher {
         })
     }
 
+    /// `fetch.total_timeout`: the deadline of one request (robots.txt: of the whole chain).
+    pub fn total_timeout(&self) -> Duration {
+        self.total_timeout
+    }
+
     /// GETs `url`. Any status is a `Response`; errors are network/limit failures.
     pub async fn fetch(
         &self,

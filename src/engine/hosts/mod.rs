@@ -68,6 +68,14 @@ pub(crate) enum RobotsSettled {
     DisallowAll,
     /// Unavailable for too long.
     GaveUp,
+    /// The refetch of expired rules failed: they stay in force, fetched
+    /// `age` ago; ask again at `retry_at` (`None`: the backoff gave up, the
+    /// kept rules stay for the rest of the crawl).
+    KeptAfterFailure {
+        age: Duration,
+        attempts: u32,
+        retry_at: Option<Instant>,
+    },
     /// Unavailable: ask again at `retry_at`.
     Postponed {
         retry_at: Instant,
@@ -261,7 +269,7 @@ impl HostTable {
         if !state.robots.is_settled(now) {
             return FetchGate::RobotsUnsettled;
         }
-        if let RobotsSlot::Rules { rules, .. } = &state.robots {
+        if let Some(rules) = state.robots.rules() {
             if !rules.allowed(url) {
                 return FetchGate::RobotsDenied;
             }
@@ -420,14 +428,28 @@ impl HostTable {
     pub(crate) fn begin_robots(&mut self, host: &str) -> Option<Url> {
         let state = self.hosts.get_mut(host)?;
         match &mut state.robots {
-            RobotsSlot::Unknown { fetching } | RobotsSlot::Postponed { fetching, .. } => {
+            RobotsSlot::Unknown { fetching }
+            | RobotsSlot::Postponed { fetching, .. }
+            | RobotsSlot::Stale { fetching, .. } => {
                 if *fetching {
                     return None;
                 }
                 *fetching = true;
             }
+            // Expired: keep the rules at hand in case the refetch fails.
             RobotsSlot::Rules { .. } | RobotsSlot::AllowAll { .. } => {
-                state.robots = RobotsSlot::Unknown { fetching: true };
+                let (rules, fetched) =
+                    match std::mem::replace(&mut state.robots, RobotsSlot::GaveUp) {
+                        RobotsSlot::Rules { rules, fetched, .. } => (Some(rules), fetched),
+                        RobotsSlot::AllowAll { fetched, .. } => (None, fetched),
+                        _ => unreachable!("matched above"),
+                    };
+                state.robots = RobotsSlot::Stale {
+                    rules,
+                    fetched,
+                    backoff: None,
+                    fetching: true,
+                };
             }
             RobotsSlot::DisallowAll | RobotsSlot::GaveUp => return None,
         }
@@ -454,12 +476,16 @@ impl HostTable {
                 let sitemaps = rules.sitemaps().to_vec();
                 let slot = RobotsSlot::Rules {
                     rules: Box::new(rules),
+                    fetched: now,
                     expires,
                 };
                 (slot, RobotsSettled::Open { sitemaps })
             }
             RobotsVerdict::AllowAll => (
-                RobotsSlot::AllowAll { expires },
+                RobotsSlot::AllowAll {
+                    fetched: now,
+                    expires,
+                },
                 RobotsSettled::Open {
                     sitemaps: Vec::new(),
                 },
@@ -468,6 +494,29 @@ impl HostTable {
             RobotsVerdict::Unavailable { retry_after } => {
                 let mut backoff = match std::mem::replace(&mut state.robots, RobotsSlot::GaveUp) {
                     RobotsSlot::Postponed { backoff, .. } => backoff,
+                    // Expired rules whose refetch failed: they stay in force (RFC 9309 §2.4).
+                    RobotsSlot::Stale {
+                        rules,
+                        fetched,
+                        backoff,
+                        ..
+                    } => {
+                        let mut backoff =
+                            backoff.unwrap_or_else(|| RobotsBackoff::new(&self.robots));
+                        let retry_at = backoff.record_failure(now, retry_after);
+                        let settled = RobotsSettled::KeptAfterFailure {
+                            age: now.saturating_duration_since(fetched),
+                            attempts: backoff.attempts(),
+                            retry_at: (!backoff.gave_up(now)).then_some(retry_at),
+                        };
+                        state.robots = RobotsSlot::Stale {
+                            rules,
+                            fetched,
+                            backoff: Some(backoff),
+                            fetching: false,
+                        };
+                        return Some(settled);
+                    }
                     _ => RobotsBackoff::new(&self.robots),
                 };
                 let retry_at = backoff.record_failure(now, retry_after);

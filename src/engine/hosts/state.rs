@@ -9,7 +9,7 @@ use crate::engine::breaker::Breaker;
 use crate::engine::config::BreakerConfig;
 use crate::engine::control::{BreakerThresholds, HostKey};
 use crate::engine::politeness::HostPoliteness;
-use crate::engine::robots::{RobotsBackoff, RobotsRules};
+use crate::engine::robots::{RobotsBackoff, RobotsGroup, RobotsRules};
 use crate::engine::stats::{EventRate, RecentLatency};
 use crate::engine::store::PageOutcome;
 use crate::engine::telemetry::{DelaySource, HostActivity, HostView, RobotsState, StatusMix};
@@ -22,10 +22,21 @@ pub(crate) enum RobotsSlot {
     },
     Rules {
         rules: Box<RobotsRules>,
+        fetched: Instant,
         expires: Instant,
     },
     AllowAll {
+        fetched: Instant,
         expires: Instant,
+    },
+    /// Expired rules (`None`: no restrictions) being fetched again. Once a
+    /// refetch failed (`backoff` set) they stay in force rather than the host
+    /// being postponed, and the refetch is retried with the backoff.
+    Stale {
+        rules: Option<Box<RobotsRules>>,
+        fetched: Instant,
+        backoff: Option<RobotsBackoff>,
+        fetching: bool,
     },
     DisallowAll,
     Postponed {
@@ -41,6 +52,8 @@ impl RobotsSlot {
             RobotsSlot::Unknown { .. } => RobotsState::Pending,
             RobotsSlot::Rules { .. } => RobotsState::Ok,
             RobotsSlot::AllowAll { .. } => RobotsState::AllowAll,
+            RobotsSlot::Stale { rules: Some(_), .. } => RobotsState::Ok,
+            RobotsSlot::Stale { rules: None, .. } => RobotsState::AllowAll,
             RobotsSlot::DisallowAll => RobotsState::DisallowAll,
             RobotsSlot::Postponed { backoff, .. } => RobotsState::Postponed {
                 attempts: backoff.attempts(),
@@ -52,7 +65,10 @@ impl RobotsSlot {
     /// Settled and still fresh: pages may be fetched under it.
     pub fn is_settled(&self, now: Instant) -> bool {
         match self {
-            RobotsSlot::Rules { expires, .. } | RobotsSlot::AllowAll { expires } => now < *expires,
+            RobotsSlot::Rules { expires, .. } | RobotsSlot::AllowAll { expires, .. } => {
+                now < *expires
+            }
+            RobotsSlot::Stale { backoff, .. } => backoff.is_some(),
             _ => false,
         }
     }
@@ -61,30 +77,54 @@ impl RobotsSlot {
     pub fn is_fetching(&self) -> bool {
         matches!(
             self,
-            RobotsSlot::Unknown { fetching: true } | RobotsSlot::Postponed { fetching: true, .. }
+            RobotsSlot::Unknown { fetching: true }
+                | RobotsSlot::Postponed { fetching: true, .. }
+                | RobotsSlot::Stale { fetching: true, .. }
         )
     }
 
-    pub fn crawl_delay(&self) -> Option<Duration> {
+    /// The rules in force, fresh or kept after a failed refetch.
+    pub fn rules(&self) -> Option<&RobotsRules> {
         match self {
-            RobotsSlot::Rules { rules, .. } => rules.crawl_delay(),
+            RobotsSlot::Rules { rules, .. } => Some(rules),
+            RobotsSlot::Stale {
+                rules: Some(rules), ..
+            } => Some(rules),
             _ => None,
         }
     }
 
-    pub fn summary(&self) -> Option<String> {
+    pub fn crawl_delay(&self) -> Option<Duration> {
+        self.rules().and_then(|r| r.crawl_delay())
+    }
+
+    pub fn summary(&self, now: Instant) -> Option<String> {
         match self {
-            RobotsSlot::Rules { rules, .. } => {
-                let mut s = String::from("robots.txt parsed");
-                if let Some(d) = rules.crawl_delay() {
-                    s.push_str(&format!(", crawl-delay {}", humantime::format_duration(d)));
-                }
-                let maps = rules.sitemaps().len();
-                if maps > 0 {
-                    s.push_str(&format!(", {maps} sitemap(s)"));
-                }
-                Some(s)
+            RobotsSlot::Stale {
+                rules,
+                fetched,
+                backoff,
+                ..
+            } => {
+                let kept = match rules {
+                    Some(rules) => rules_summary(rules),
+                    None => "no robots.txt: no restrictions".into(),
+                };
+                Some(match backoff {
+                    Some(b) => {
+                        // Whole seconds: the view is not a stopwatch.
+                        let age =
+                            Duration::from_secs(now.saturating_duration_since(*fetched).as_secs());
+                        format!(
+                            "{kept}; refetch failed (attempt {}), keeping rules from {} ago",
+                            b.attempts(),
+                            humantime::format_duration(age)
+                        )
+                    }
+                    None => format!("{kept}; expired, refetching"),
+                })
             }
+            RobotsSlot::Rules { rules, .. } => Some(rules_summary(rules)),
             RobotsSlot::AllowAll { .. } => Some("no robots.txt: no restrictions".into()),
             RobotsSlot::DisallowAll => {
                 Some("robots.txt forbidden (401/403): site off limits".into())
@@ -97,6 +137,23 @@ impl RobotsSlot {
             RobotsSlot::Unknown { .. } => None,
         }
     }
+}
+
+/// The host view's line for parsed rules: the group that applied and what the file adds.
+fn rules_summary(rules: &RobotsRules) -> String {
+    let mut s = String::from(match rules.group() {
+        RobotsGroup::ByName => "robots.txt parsed, our group applies",
+        RobotsGroup::Wildcard => "robots.txt parsed, group * applies",
+        RobotsGroup::NoGroup => "robots.txt parsed, no group applies",
+    });
+    if let Some(d) = rules.crawl_delay() {
+        s.push_str(&format!(", crawl-delay {}", humantime::format_duration(d)));
+    }
+    let maps = rules.sitemaps().len();
+    if maps > 0 {
+        s.push_str(&format!(", {maps} sitemap(s)"));
+    }
+    s
 }
 
 /// What of a host is stored in the `hosts` tree and restored on resume.
@@ -243,7 +300,7 @@ impl HostState {
             paused: self.paused,
             quarantined,
             queue_head,
-            robots_summary: self.robots.summary(),
+            robots_summary: self.robots.summary(now),
             delay_override: self.politeness.override_delay(),
             concurrency_override: self.politeness.override_concurrency(),
         }

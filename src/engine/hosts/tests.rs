@@ -167,3 +167,127 @@ async fn idle_hosts_leave_memory_past_the_cap_and_come_back_with_their_settings(
         "a given-up host stays given up"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn expired_rules_stay_in_force_when_their_refetch_fails() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut hosts = table(dir.path());
+    let summary = |hosts: &mut HostTable, now: Instant| {
+        let queue = HostQueueView {
+            queued: 0,
+            in_flight: 0,
+            parked: 0,
+            activity: HostActivity::Idle,
+            head: Vec::new(),
+        };
+        let view = hosts.view("k.test", now, queue).expect("host in memory");
+        view.robots_summary.expect("a settled host has a summary")
+    };
+    hosts.adopt("k.test", Some("http://k.test/"), Instant::now());
+    hosts.begin_robots("k.test").expect("first fetch");
+    let rules = RobotsRules::parse(
+        b"User-agent: *\nDisallow: /private\n",
+        "crawldeck",
+        Duration::from_secs(60),
+    );
+    hosts.settle_robots(
+        "k.test",
+        RobotsVerdict::Parsed(rules),
+        Duration::from_secs(3600),
+        Duration::ZERO,
+        Instant::now(),
+    );
+
+    tokio::time::advance(Duration::from_secs(3601)).await;
+    let now = Instant::now();
+    assert!(matches!(
+        hosts.check_fetch("k.test", &url("http://k.test/public"), now),
+        FetchGate::RobotsUnsettled
+    ));
+    hosts
+        .begin_robots("k.test")
+        .expect("expired rules are fetched again");
+    assert!(summary(&mut hosts, now).contains("refetching"));
+    let failed = hosts.settle_robots(
+        "k.test",
+        RobotsVerdict::Unavailable { retry_after: None },
+        Duration::ZERO,
+        Duration::ZERO,
+        now,
+    );
+    let Some(RobotsSettled::KeptAfterFailure {
+        age,
+        attempts: 1,
+        retry_at: Some(retry_at),
+    }) = failed
+    else {
+        panic!(
+            "a failed refetch keeps the rules: {}",
+            summary(&mut hosts, now)
+        );
+    };
+    assert_eq!(age, Duration::from_secs(3601));
+    assert!(retry_at > now, "retried later, with the backoff");
+    assert!(
+        matches!(
+            hosts.check_fetch("k.test", &url("http://k.test/public"), now),
+            FetchGate::Go { .. }
+        ),
+        "the host keeps crawling"
+    );
+    assert!(
+        matches!(
+            hosts.check_fetch("k.test", &url("http://k.test/private/x"), now),
+            FetchGate::RobotsDenied
+        ),
+        "under the kept rules"
+    );
+    let text = summary(&mut hosts, now);
+    assert!(
+        text.contains("refetch failed") && text.contains("keeping rules from 1h 1s ago"),
+        "{text}"
+    );
+
+    // The retry fails too: still in force, one more attempt counted.
+    tokio::time::advance(retry_at - now).await;
+    let now = Instant::now();
+    hosts.begin_robots("k.test").expect("the retry goes out");
+    assert_eq!(hosts.begin_robots("k.test"), None, "one request at a time");
+    assert!(matches!(
+        hosts.check_fetch("k.test", &url("http://k.test/public"), now),
+        FetchGate::Go { .. }
+    ));
+    assert!(matches!(
+        hosts.settle_robots(
+            "k.test",
+            RobotsVerdict::Unavailable { retry_after: None },
+            Duration::ZERO,
+            Duration::ZERO,
+            now,
+        ),
+        Some(RobotsSettled::KeptAfterFailure { attempts: 2, .. })
+    ));
+
+    // It comes back: the new rules replace the kept ones.
+    hosts.begin_robots("k.test").expect("retry");
+    let rules = RobotsRules::parse(
+        b"User-agent: *\nDisallow: /new\n",
+        "crawldeck",
+        Duration::from_secs(60),
+    );
+    assert!(matches!(
+        hosts.settle_robots(
+            "k.test",
+            RobotsVerdict::Parsed(rules),
+            Duration::from_secs(3600),
+            Duration::ZERO,
+            now,
+        ),
+        Some(RobotsSettled::Open { .. })
+    ));
+    assert!(matches!(
+        hosts.check_fetch("k.test", &url("http://k.test/private/x"), now),
+        FetchGate::Go { .. }
+    ));
+    assert!(!summary(&mut hosts, now).contains("refetch failed"));
+}

@@ -20,15 +20,16 @@ use url::Url;
 pub use backoff::RobotsBackoff;
 #[cfg(test)]
 use rules::normalize_escapes;
-pub use rules::RobotsRules;
+pub use rules::{complete_lines, RobotsGroup, RobotsRules};
 
 use super::fetch::{FetchErrorKind, Fetcher, Overflow};
 use crate::engine::config::{RobotsConfig, RobotsMode};
 
 /// Redirect hops followed for robots.txt (RFC 9309 §2.3.1.2).
 pub const MAX_REDIRECTS: usize = 5;
-/// Longest time a robots.txt answer is trusted, whatever the headers say.
-pub const MAX_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
+/// Longest time a robots.txt answer is reused, whatever the headers say
+/// (RFC 9309 §2.4: no more than 24 hours).
+pub const MAX_TTL: Duration = Duration::from_secs(24 * 3600);
 /// Shortest lifetime taken from caching headers (`no-cache` would otherwise
 /// mean one robots.txt request per page).
 pub const MIN_HEADER_TTL: Duration = Duration::from_secs(60);
@@ -78,6 +79,8 @@ pub fn robots_url(url: &Url) -> Option<Url> {
 /// Fetches and judges the robots.txt of `origin`'s host. Returns the verdict,
 /// how long it holds (zero for `Unavailable`: the caller's backoff decides),
 /// and the status of every request made ([`NO_RESPONSE`] for network failures).
+/// The whole chain, redirects included, gets one `fetch.total_timeout`: a
+/// slow redirect chain must not hold the host for five timeouts.
 pub async fn fetch_robots(
     fetcher: &Fetcher,
     origin: &Url,
@@ -85,40 +88,57 @@ pub async fn fetch_robots(
     product_token: &str,
 ) -> (RobotsVerdict, Duration, Vec<u16>) {
     let mut statuses = Vec::new();
+    let chain = fetch_chain(fetcher, origin, cfg, product_token, &mut statuses);
+    match tokio::time::timeout(fetcher.total_timeout(), chain).await {
+        Ok((verdict, ttl)) => (verdict, ttl, statuses),
+        Err(_) => {
+            tracing::debug!(%origin, "robots.txt: no answer within fetch.total_timeout");
+            statuses.push(NO_RESPONSE);
+            let unavailable = RobotsVerdict::Unavailable { retry_after: None };
+            (unavailable, Duration::ZERO, statuses)
+        }
+    }
+}
+
+async fn fetch_chain(
+    fetcher: &Fetcher,
+    origin: &Url,
+    cfg: &RobotsConfig,
+    product_token: &str,
+    statuses: &mut Vec<u16>,
+) -> (RobotsVerdict, Duration) {
     let unavailable = |retry_after| RobotsVerdict::Unavailable { retry_after };
     let Some(mut url) = robots_url(origin) else {
-        return (
-            RobotsVerdict::AllowAll,
-            cfg.default_ttl.min(MAX_TTL),
-            statuses,
-        );
+        return (RobotsVerdict::AllowAll, cfg.default_ttl.min(MAX_TTL));
     };
     for _hop in 0..=MAX_REDIRECTS {
         let response = match fetcher
-            .fetch_with(&url, None, cfg.max_size, Overflow::Truncate)
+            // One byte over the limit tells a cut body from one that just fits.
+            .fetch_with(
+                &url,
+                None,
+                cfg.max_size.saturating_add(1),
+                Overflow::Truncate,
+            )
             .await
         {
             Ok(response) => response,
             // Redirected somewhere that cannot be fetched (not http, too long): no file.
             Err(err) if err.kind == FetchErrorKind::InvalidUrl => {
                 tracing::debug!(%url, %err, "robots.txt not fetchable");
-                return (
-                    RobotsVerdict::AllowAll,
-                    cfg.default_ttl.min(MAX_TTL),
-                    statuses,
-                );
+                return (RobotsVerdict::AllowAll, cfg.default_ttl.min(MAX_TTL));
             }
             Err(err) => {
                 tracing::debug!(%url, %err, "robots.txt unavailable");
                 statuses.push(NO_RESPONSE);
-                return (unavailable(None), Duration::ZERO, statuses);
+                return (unavailable(None), Duration::ZERO);
             }
         };
         statuses.push(response.status);
         let ttl = ttl_from(response.cache_max_age, cfg);
         let verdict = match response.status {
             200..=299 => {
-                let body = response.body;
+                let body = complete_lines(&response.body, cfg.max_size).to_vec();
                 let token = product_token.to_string();
                 let max_delay = cfg.max_crawl_delay;
                 let parsed = tokio::task::spawn_blocking(move || {
@@ -128,7 +148,7 @@ pub async fn fetch_robots(
                 match parsed {
                     Ok(rules) => RobotsVerdict::Parsed(rules),
                     // The parser panicked on this input: treat the file as unusable for now.
-                    Err(_) => return (unavailable(None), Duration::ZERO, statuses),
+                    Err(_) => return (unavailable(None), Duration::ZERO),
                 }
             }
             300..=399 => match response.location {
@@ -144,18 +164,14 @@ pub async fn fetch_robots(
                 RobotsMode::Rfc9309 => RobotsVerdict::AllowAll,
             },
             // Too many requests: the server is overloaded, not answering "no file".
-            429 => return (unavailable(response.retry_after), Duration::ZERO, statuses),
+            429 => return (unavailable(response.retry_after), Duration::ZERO),
             400..=499 => RobotsVerdict::AllowAll,
-            _ => return (unavailable(response.retry_after), Duration::ZERO, statuses),
+            _ => return (unavailable(response.retry_after), Duration::ZERO),
         };
-        return (verdict, ttl, statuses);
+        return (verdict, ttl);
     }
     // More hops than allowed: RFC 9309 treats the file as unavailable (4xx-like).
-    (
-        RobotsVerdict::AllowAll,
-        cfg.default_ttl.min(MAX_TTL),
-        statuses,
-    )
+    (RobotsVerdict::AllowAll, cfg.default_ttl.min(MAX_TTL))
 }
 
 fn ttl_from(header_ttl: Option<Duration>, cfg: &RobotsConfig) -> Duration {

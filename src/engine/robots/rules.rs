@@ -7,20 +7,33 @@ use std::time::Duration;
 use texting_robots::Robot;
 use url::{Position, Url};
 
+/// Which group of a robots.txt applied to us (shown in the host view).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RobotsGroup {
+    /// A group naming our product token (`User-agent: AcmeBot/2.0` counts).
+    ByName,
+    /// The `*` group, or a file without any User-agent line.
+    Wildcard,
+    /// Neither: no rule applies to us.
+    NoGroup,
+}
+
 /// The rules of the group that applies to our product token, plus the
 /// file-wide Crawl-delay and Sitemap lines.
 #[derive(Clone)]
 pub struct RobotsRules {
     robot: Arc<Robot>,
+    group: RobotsGroup,
     crawl_delay: Option<Duration>,
     sitemaps: Vec<String>,
-    /// Allow/Disallow lines left out: over [`MAX_RULES`] or impossible to compile.
+    /// Allow/Disallow lines left out: impossible to compile.
     dropped_lines: usize,
 }
 
 impl fmt::Debug for RobotsRules {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RobotsRules")
+            .field("group", &self.group)
             .field("crawl_delay", &self.crawl_delay)
             .field("sitemaps", &self.sitemaps)
             .field("dropped_lines", &self.dropped_lines)
@@ -33,12 +46,11 @@ impl RobotsRules {
     /// whole User-Agent). Never fails: lines that cannot be used are skipped,
     /// as RFC 9309 asks. CPU-bound on large files; call it off the async runtime.
     pub fn parse(body: &[u8], product_token: &str, max_crawl_delay: Duration) -> RobotsRules {
-        let (text, capped) = prepare(body, product_token);
-        let (robot, unusable) = match Robot::new(product_token, &text) {
+        let (text, group) = prepare(body, product_token);
+        let (robot, dropped_lines) = match Robot::new(product_token, &text) {
             Ok(robot) => (robot, 0),
             Err(_) => parse_usable_lines(&text, product_token),
         };
-        let dropped_lines = capped + unusable;
         let crawl_delay = robot
             .delay
             .filter(|d| d.is_finite() && *d > 0.0)
@@ -53,6 +65,7 @@ impl RobotsRules {
             .collect();
         RobotsRules {
             robot: Arc::new(robot),
+            group,
             crawl_delay,
             sitemaps,
             dropped_lines,
@@ -75,6 +88,11 @@ impl RobotsRules {
         self.crawl_delay
     }
 
+    /// Which group of the file applied to us.
+    pub fn group(&self) -> RobotsGroup {
+        self.group
+    }
+
     pub fn sitemaps(&self) -> &[String] {
         &self.sitemaps
     }
@@ -87,10 +105,31 @@ impl RobotsRules {
 
 /// Sitemap lines kept per file.
 const MAX_SITEMAPS: usize = 64;
-/// Allow/Disallow lines kept from the groups that can apply to us. Matching
-/// costs grows with the rule count (wildcard rules compile to regexes), so a
-/// hostile file must not make every URL check slow.
-pub const MAX_RULES: usize = 1000;
+
+/// The body up to the size limit, without a last line the limit cut in two
+/// (RFC 9309 §2.5: parse the first `max_size` bytes; half a rule is no rule).
+/// A body within the limit is returned whole.
+pub fn complete_lines(body: &[u8], max_size: u64) -> &[u8] {
+    let max = usize::try_from(max_size).unwrap_or(usize::MAX);
+    if body.len() <= max {
+        return body;
+    }
+    let head = &body[..max];
+    match head.iter().rposition(|&b| b == b'\n' || b == b'\r') {
+        Some(end) => &head[..=end],
+        None => &[],
+    }
+}
+
+/// The product token of a User-agent value: `AcmeBot/2.0 (+url)` → `AcmeBot`
+/// (RFC 9309 §2.2.1 compares the token, case-insensitively).
+fn agent_token(agent: &[u8]) -> &[u8] {
+    let end = agent
+        .iter()
+        .position(|&b| b == b'/' || b.is_ascii_whitespace())
+        .unwrap_or(agent.len());
+    &agent[..end]
+}
 
 /// The parser rejects a whole file when one pattern is too large to compile;
 /// keep every line but the Allow/Disallow lines that fail on their own.
@@ -181,10 +220,13 @@ fn classify(line: &[u8]) -> Line<'_> {
 
 /// Rewrites the body for the parser: one `\n` per line ending (the parser
 /// also ends lines at a lone `\r`); Allow/Disallow lines kept only in the
-/// groups the parser will pick (ours, else `*`), at most [`MAX_RULES`], with paths passed through
-/// [`normalize_escapes`] so `/%7Ejoe` and `/~joe` compare equal. Returns the
-/// text and how many rule lines the cap dropped.
-fn prepare(body: &[u8], product_token: &str) -> (Vec<u8>, usize) {
+/// groups the parser will pick (ours, else `*`), with paths passed through
+/// [`normalize_escapes`] so `/%7Ejoe` and `/~joe` compare equal; User-agent
+/// lines cut to their product token; a leading UTF-8 BOM dropped. Every rule
+/// is kept: memory is bounded by `robots.max_size`. Returns the text and the
+/// group that applies.
+fn prepare(body: &[u8], product_token: &str) -> (Vec<u8>, RobotsGroup) {
+    let body = body.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(body);
     let text = String::from_utf8_lossy(body)
         .replace("\r\n", "\n")
         .replace('\r', "\n");
@@ -192,20 +234,23 @@ fn prepare(body: &[u8], product_token: &str) -> (Vec<u8>, usize) {
     let has_agents = lines.iter().any(|l| matches!(classify(l), Line::Agent(_)));
     let token = product_token.as_bytes();
     // Like the parser: our own group(s) if the file names us, else the `*` group(s).
-    let target: &[u8] = if lines
-        .iter()
-        .any(|l| matches!(classify(l), Line::Agent(a) if a.eq_ignore_ascii_case(token)))
-    {
-        token
+    let names = |wanted: &[u8]| {
+        lines.iter().any(
+            |l| matches!(classify(l), Line::Agent(a) if agent_token(a).eq_ignore_ascii_case(wanted)),
+        )
+    };
+    let (target, group): (&[u8], _) = if names(token) {
+        (token, RobotsGroup::ByName)
+    } else if !has_agents || names(b"*") {
+        (b"*", RobotsGroup::Wildcard)
     } else {
-        b"*"
+        (b"*", RobotsGroup::NoGroup)
     };
 
     let mut out = Vec::with_capacity(text.len().min(body.len() + 64));
     // Without any User-agent line every rule applies to everyone.
     let mut relevant = !has_agents;
     let mut in_agent_run = false;
-    let (mut kept, mut capped) = (0usize, 0usize);
     for line in lines {
         match classify(line) {
             Line::Agent(agent) => {
@@ -213,19 +258,17 @@ fn prepare(body: &[u8], product_token: &str) -> (Vec<u8>, usize) {
                     relevant = false;
                     in_agent_run = true;
                 }
+                let agent = agent_token(agent);
                 relevant |= agent.eq_ignore_ascii_case(target);
-                out.extend_from_slice(line);
+                // The parser compares whole values: give it the token only.
+                out.extend_from_slice(b"User-agent: ");
+                out.extend_from_slice(agent);
             }
             Line::Rule { allow, path } => {
                 in_agent_run = false;
                 if !relevant {
                     continue;
                 }
-                if kept == MAX_RULES {
-                    capped += 1;
-                    continue;
-                }
-                kept += 1;
                 out.extend_from_slice(if allow { b"Allow: " } else { b"Disallow: " });
                 out.extend_from_slice(normalize_escapes(&String::from_utf8_lossy(path)).as_bytes());
             }
@@ -237,7 +280,7 @@ fn prepare(body: &[u8], product_token: &str) -> (Vec<u8>, usize) {
         }
         out.push(b'\n');
     }
-    (out, capped)
+    (out, group)
 }
 
 /// Decodes `%XX` escapes of unreserved characters and uppercases the others, so

@@ -202,24 +202,78 @@ fn hostile_files_do_not_panic() {
 }
 
 #[test]
-fn rule_count_is_capped_within_our_group() {
+fn every_rule_of_our_group_applies() {
     let mut txt = String::from("User-agent: *\n");
     for i in 0..5000 {
         txt.push_str(&format!("Disallow: /star{i}*x$\n"));
     }
-    txt.push_str("\nUser-agent: crawldeck\nDisallow: /ours\n");
-    for i in 0..(rules::MAX_RULES + 10) {
-        txt.push_str(&format!("Disallow: /r{i}*x$\n"));
+    txt.push_str("\nUser-agent: crawldeck\n");
+    for i in 1..=1500 {
+        if i == 1400 {
+            txt.push_str("Disallow: /the-1400th\n");
+        } else {
+            txt.push_str(&format!("Disallow: /r{i}*x$\n"));
+        }
     }
     let started = std::time::Instant::now();
     let r = rules("crawldeck", &txt);
-    // The `*` group does not count against our cap; ours is cut at MAX_RULES.
-    assert_eq!(r.dropped_lines(), 11);
-    assert!(!ok(&r, "/ours"));
-    assert!(!ok(&r, "/r5/ax"));
-    assert!(ok(&r, "/star5/ax"));
+    assert_eq!(r.dropped_lines(), 0, "no cap on the rule count");
+    assert!(!ok(&r, "/the-1400th/page"), "the 1,400th rule applies");
+    assert!(!ok(&r, "/r1500/ax"), "and the last one");
+    assert!(ok(&r, "/star5/ax"), "the `*` group is not ours");
+    assert_eq!(r.group(), RobotsGroup::ByName);
     // Not a timing assertion on speed, a guard against the unbounded case (seconds).
     assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[test]
+fn a_leading_bom_is_ignored() {
+    let r = rules(
+        "crawldeck",
+        "\u{feff}User-agent: crawldeck\nDisallow: /bom\n",
+    );
+    assert!(
+        !ok(&r, "/bom"),
+        "the first line is read as a User-agent line"
+    );
+    assert_eq!(r.group(), RobotsGroup::ByName);
+}
+
+#[test]
+fn a_last_line_cut_by_the_size_limit_is_dropped() {
+    let full = b"User-agent: *\nDisallow: /a\nDisallow: /private\n";
+    let limit = full.len() as u64 - 8; // cuts "Disallow: /pri|vate"
+    let cut = complete_lines(full, limit);
+    assert_eq!(cut, b"User-agent: *\nDisallow: /a\n");
+    let r = RobotsRules::parse(cut, "crawldeck", MAX_DELAY);
+    assert!(!ok(&r, "/a"));
+    assert!(ok(&r, "/pri"), "half a rule is no rule");
+    assert!(ok(&r, "/private"));
+    // A body within the limit is whole, even without a final newline.
+    assert_eq!(complete_lines(b"Disallow: /x", 12), b"Disallow: /x");
+    assert_eq!(complete_lines(b"Disallow: /x", 5), b"");
+}
+
+#[test]
+fn versioned_group_lines_match_our_product_token() {
+    let txt = "User-agent: AcmeBot/2.0\nDisallow: /acme\n\nUser-agent: *\nDisallow: /\n";
+    let r = rules("acmebot", txt);
+    assert!(!ok(&r, "/acme"));
+    assert!(ok(&r, "/other"), "our group, not `*`");
+    assert_eq!(r.group(), RobotsGroup::ByName);
+    let r = rules("crawldeck", txt);
+    assert!(!ok(&r, "/other"));
+    assert_eq!(r.group(), RobotsGroup::Wildcard);
+    let r = rules(
+        "crawldeck",
+        "User-agent: AcmeBot/2.0 (+https://acme.example)\nDisallow: /\n",
+    );
+    assert!(ok(&r, "/x"));
+    assert_eq!(r.group(), RobotsGroup::NoGroup);
+    assert_eq!(
+        rules("crawldeck", "Disallow: /x\n").group(),
+        RobotsGroup::Wildcard
+    );
 }
 
 #[test]

@@ -52,6 +52,10 @@ async fn answer(headers: &HeaderMap) -> axum::response::Response {
             String::new(),
         ),
         "loop" => text(302, vec![("location", "/robots.txt".into())], String::new()),
+        "slowloop" => {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            text(302, vec![("location", "/robots.txt".into())], String::new())
+        }
         "nowhere" => text(301, vec![], String::new()),
         "ftp" => text(
             301,
@@ -224,6 +228,34 @@ async fn large_robots_is_truncated_and_parsed() {
     server.stop().await;
 }
 
+#[tokio::test(start_paused = true)]
+async fn the_whole_redirect_chain_has_one_deadline() {
+    let server = robots_server().await;
+    let mut cfg = CrawlConfig::default();
+    cfg.fetch.read_timeout = Duration::from_secs(10);
+    // Each hop (1 s) fits in it; the six requests of the chain (6 s) do not.
+    cfg.fetch.total_timeout = Duration::from_secs(3);
+    let f = Fetcher::new(&cfg).unwrap();
+    let started = tokio::time::Instant::now();
+    let (v, ttl, st) = judge(&server, "slowloop", &cfg.robots, &f).await;
+    let took = started.elapsed();
+    assert!(
+        matches!(v, RobotsVerdict::Unavailable { .. }),
+        "out of time is unavailable, not a finished chain: {v:?} {st:?}"
+    );
+    assert_eq!(ttl, Duration::ZERO);
+    assert_eq!(st.last(), Some(&NO_RESPONSE), "{st:?}");
+    assert!(
+        st.len() <= MAX_REDIRECTS,
+        "cut before the hop limit: {st:?}"
+    );
+    assert!(
+        took <= Duration::from_millis(3100),
+        "one deadline: {took:?}"
+    );
+    server.stop().await;
+}
+
 #[test]
 fn ttl_bounds() {
     let cfg = RobotsConfig::default();
@@ -238,6 +270,10 @@ fn ttl_bounds() {
         ..cfg
     };
     assert_eq!(ttl_from(None, &long_default), MAX_TTL);
+    // RFC 9309 §2.4: cached rules are reused for at most 24 hours.
+    assert_eq!(MAX_TTL, Duration::from_secs(24 * 3600));
+    let a_week = Some(Duration::from_secs(7 * 24 * 3600));
+    assert_eq!(ttl_from(a_week, &cfg), Duration::from_secs(24 * 3600));
 }
 
 #[test]
