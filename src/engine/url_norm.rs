@@ -11,10 +11,14 @@ use crate::engine::control::HostKey;
 
 /// Normalizes in place. The `url` crate already lowercases scheme and host,
 /// drops default ports, resolves dot segments and turns an empty http(s) path
-/// into `/`; this adds the percent-encoding rules, drops the fragment and
-/// strips well-known session ids.
+/// into `/`; this adds the percent-encoding rules, drops the fragment and any
+/// `user:pass@` credentials, and strips well-known session ids.
 pub(crate) fn normalize(url: &mut Url) {
     url.set_fragment(None);
+    // Credentials from a page are never sent, stored, logged or shown.
+    // (Only fails for URLs without a host, which carry no credentials.)
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
     super::session_ids::strip_session_ids(url);
     if let Some(path) = normalize_percent(url.path()) {
         url.set_path(&path);
@@ -255,6 +259,27 @@ mod tests {
         let mut url = Url::parse(input).unwrap();
         normalize(&mut url);
         url.to_string()
+    }
+
+    #[test]
+    fn credentials_in_links_are_dropped() {
+        assert_eq!(
+            norm("http://alice:s3cret@example.com/a"),
+            "http://example.com/a"
+        );
+        assert_eq!(
+            norm("https://alice@example.com:8443/"),
+            "https://example.com:8443/"
+        );
+        let base = Url::parse("http://example.com/").unwrap();
+        let link = resolve(&base, "http://bob:pw@Example.com/x#f").unwrap();
+        assert_eq!(link.as_str(), "http://example.com/x");
+        assert!(link.username().is_empty() && link.password().is_none());
+        // Relative links on a base without credentials stay without.
+        assert_eq!(
+            resolve(&base, "/y").unwrap().as_str(),
+            "http://example.com/y"
+        );
     }
 
     #[test]
