@@ -236,7 +236,7 @@ impl Fetcher {
         match tokio::time::timeout(self.total_timeout, exchange).await {
             Ok(result) => result.map_err(|(kind, message)| fail(kind, message)),
             Err(_) => Err(fail(
-                FetchErrorKind::Timeout,
+                FetchErrorKind::TotalTimeout,
                 format!(
                     "{url}: no complete response within {} (fetch.total_timeout)",
                     humantime::format_duration(self.total_timeout)
@@ -252,8 +252,12 @@ impl Fetcher {
         e: &reqwest::Error,
         started: Instant,
     ) -> (FetchErrorKind, String) {
-        let kind = classify(e);
-        let message = if kind == FetchErrorKind::Timeout {
+        let mut kind = classify(e);
+        // The client's own deadline is the same total timeout.
+        if kind == FetchErrorKind::Timeout && started.elapsed() >= self.total_timeout {
+            kind = FetchErrorKind::TotalTimeout;
+        }
+        let message = if kind == FetchErrorKind::Timeout || kind == FetchErrorKind::TotalTimeout {
             let secs = |d: Duration| humantime::format_duration(d).to_string();
             format!(
                 "{url}: timed out after {} (limits: fetch.connect_timeout {}, fetch.read_timeout {}, fetch.total_timeout {})",
