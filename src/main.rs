@@ -67,7 +67,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
     let temp_dir;
     let data_dir: PathBuf = match &run.data_dir {
         Some(dir) => {
-            std::fs::create_dir_all(dir).with_context(|| {
+            crawldeck::engine::store::private::create_private_dir_all(dir).with_context(|| {
                 format!(
                     "cannot create the data directory {}; give a writable --data DIR",
                     dir.display()
@@ -281,7 +281,7 @@ fn print_keys(file: Option<&Path>) -> anyhow::Result<()> {
 /// Log to `<data>/crawldeck.log`, never to the terminal (the TUI draws there).
 fn init_logging(data_dir: &Path, filter: Option<&str>) -> anyhow::Result<()> {
     let path = data_dir.join(LOG_FILE);
-    let file = std::fs::OpenOptions::new()
+    let file = crawldeck::engine::store::private::private_file_options()
         .create(true)
         .append(true)
         .open(&path)

@@ -421,7 +421,8 @@ impl CrawlConfig {
             self.to_toml()
         );
         let tmp = path.with_extension("toml.tmp");
-        std::fs::write(&tmp, text).map_err(write_err)?;
+        // Private (0600): the settings may name the operator (identity.from).
+        crate::engine::store::private::write_private(&tmp, text.as_bytes()).map_err(write_err)?;
         std::fs::rename(&tmp, path).map_err(write_err)
     }
 
