@@ -15,10 +15,7 @@ use crate::engine::control::HostKey;
 /// `user:pass@` credentials, and strips well-known session ids.
 pub(crate) fn normalize(url: &mut Url) {
     url.set_fragment(None);
-    // Credentials from a page are never sent, stored, logged or shown.
-    // (Only fails for URLs without a host, which carry no credentials.)
-    let _ = url.set_username("");
-    let _ = url.set_password(None);
+    strip_credentials(url);
     super::session_ids::strip_session_ids(url);
     if let Some(path) = normalize_percent(url.path()) {
         url.set_path(&path);
@@ -30,6 +27,14 @@ pub(crate) fn normalize(url: &mut Url) {
     if url.path().is_empty() && !url.cannot_be_a_base() {
         url.set_path("/");
     }
+}
+
+/// Drops `user:pass@`: credentials from a page or a Location header are
+/// never sent, stored, logged or shown.
+pub(crate) fn strip_credentials(url: &mut Url) {
+    // Fails only for URLs without a host, which carry no credentials.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
 }
 
 fn is_unreserved(byte: u8) -> bool {

@@ -293,7 +293,13 @@ impl Fetcher {
         let hdrs = resp.headers();
         let now = SystemTime::now();
         let response_head = headers::response_head(resp.version(), status, hdrs);
-        let location = headers::location(hdrs, MAX_URL_LEN).and_then(|l| url.join(&l).ok());
+        let location = headers::location(hdrs, MAX_URL_LEN)
+            .and_then(|l| url.join(&l).ok())
+            .map(|mut l| {
+                // The page record keeps the Location; never with a password.
+                crate::engine::url_norm::strip_credentials(&mut l);
+                l
+            });
         let x_robots = HeaderName::from_static("x-robots-tag");
         let mut response = Response {
             status: status.as_u16(),
