@@ -286,6 +286,9 @@ fn init_logging(data_dir: &Path, filter: Option<&str>) -> anyhow::Result<()> {
         .append(true)
         .open(&path)
         .with_context(|| format!("cannot open the log file {}", path.display()))?;
+    // A log left by an older version may be world-readable.
+    crawldeck::engine::store::private::restrict_tree(&path)
+        .with_context(|| format!("cannot make the log file {} private", path.display()))?;
     let (filter, bad_env) = match filter {
         Some(f) => (EnvFilter::try_new(f)?, None),
         None => match EnvFilter::try_from_default_env() {

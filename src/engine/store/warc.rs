@@ -46,6 +46,9 @@ impl WarcWriter {
         let warc_dir = dir.join("warc");
         super::private::create_private_dir_all(&warc_dir)
             .map_err(|e| with_path(e, &warc_dir, "cannot create the WARC directory"))?;
+        // Archives of an older crawldeck (or copied in) become private too.
+        super::private::restrict_tree(&warc_dir)
+            .map_err(|e| with_path(e, &warc_dir, "cannot make the WARC directory private"))?;
         let mut highest: Option<u32> = None;
         let entries = fs::read_dir(&warc_dir)
             .map_err(|e| with_path(e, &warc_dir, "cannot list the WARC directory"))?;
