@@ -67,7 +67,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
     let temp_dir;
     let data_dir: PathBuf = match &run.data_dir {
         Some(dir) => {
-            std::fs::create_dir_all(dir).with_context(|| {
+            crawldeck::engine::store::private::create_private_dir_all(dir).with_context(|| {
                 format!(
                     "cannot create the data directory {}; give a writable --data DIR",
                     dir.display()
@@ -292,11 +292,14 @@ fn print_keys(file: Option<&Path>) -> anyhow::Result<()> {
 /// Log to `<data>/crawldeck.log`, never to the terminal (the TUI draws there).
 fn init_logging(data_dir: &Path, filter: Option<&str>) -> anyhow::Result<()> {
     let path = data_dir.join(LOG_FILE);
-    let file = std::fs::OpenOptions::new()
+    let file = crawldeck::engine::store::private::private_file_options()
         .create(true)
         .append(true)
         .open(&path)
         .with_context(|| format!("cannot open the log file {}", path.display()))?;
+    // A log left by an older version may be world-readable.
+    crawldeck::engine::store::private::restrict_tree(&path)
+        .with_context(|| format!("cannot make the log file {} private", path.display()))?;
     let (filter, bad_env) = match filter {
         Some(f) => (EnvFilter::try_new(f)?, None),
         None => match EnvFilter::try_from_default_env() {

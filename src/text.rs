@@ -20,21 +20,30 @@ pub fn human_bytes(bytes: u64) -> String {
 }
 
 /// Removes control characters (ESC, CR, BEL, C1 controls…) so a page title or a
-/// header cannot move the cursor or change the terminal's state. Tabs and
-/// newlines become spaces.
+/// header cannot move the cursor or change the terminal's state, and the
+/// invisible formatting characters (bidi overrides and isolates, zero-width
+/// characters) so a URL cannot display reordered or with hidden parts. Tabs
+/// and newlines become spaces.
 pub fn strip_control(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(char::is_control) {
+    if !s.chars().any(|c| c.is_control() || is_invisible_format(c)) {
         return Cow::Borrowed(s);
     }
     Cow::Owned(
         s.chars()
             .filter_map(|c| match c {
                 '\t' | '\n' | '\r' => Some(' '),
-                c if c.is_control() => None,
+                c if c.is_control() || is_invisible_format(c) => None,
                 c => Some(c),
             })
             .collect(),
     )
+}
+
+/// Zero-width characters and marks (U+200B–U+200F), bidi embeddings and
+/// overrides (U+202A–U+202E) and bidi isolates (U+2066–U+2069): they draw
+/// nothing but can reorder or hide what is around them ("Trojan Source").
+fn is_invisible_format(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 #[cfg(test)]
@@ -47,5 +56,25 @@ mod tests {
         assert_eq!(strip_control(title), "Hello[2J]0;ownedWorld31m");
         assert!(matches!(strip_control("plain"), Cow::Borrowed(_)));
         assert_eq!(strip_control("a\tb\nc"), "a b c");
+    }
+
+    #[test]
+    fn bidi_controls_and_zero_width_characters_are_removed() {
+        // An RLO makes "exe.txt" display as "txt.exe"; isolates and marks likewise.
+        let name = "invoice\u{202E}txt.exe\u{2066}a\u{2069}\u{200B}b\u{200F}c";
+        assert_eq!(strip_control(name), "invoicetxt.exeabc");
+        for c in ('\u{200B}'..='\u{200F}')
+            .chain('\u{202A}'..='\u{202E}')
+            .chain('\u{2066}'..='\u{2069}')
+        {
+            let s = format!("x{c}y");
+            assert_eq!(strip_control(&s), "xy", "U+{:04X}", c as u32);
+        }
+        // Neighbours of the ranges stay: they are visible or harmless.
+        for kept in [
+            "\u{2010}", "\u{2029}", "\u{202F}", "\u{2065}", "\u{206A}", "é",
+        ] {
+            assert!(matches!(strip_control(kept), Cow::Borrowed(_)), "{kept:?}");
+        }
     }
 }

@@ -70,6 +70,22 @@ fn bad_seed_url_exits_2_with_the_fix() {
 }
 
 #[test]
+fn seed_with_credentials_exits_2_without_printing_the_password() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crawldeck(
+        dir.path(),
+        &["crawl", "--headless", "https://alice:s3cret@example.org/"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(!err.contains("s3cret"), "{err}");
+    assert!(err.contains("https://alice:***@example.org/"), "{err}");
+    assert!(err.contains("does not send credentials"), "{err}");
+    assert!(err.contains("remove `user:pass@`"), "{err}");
+    assert!(!dir.path().join(cli::DEFAULT_DATA_DIR).exists());
+}
+
+#[test]
 fn bad_line_in_seeds_file_is_named_by_line() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(

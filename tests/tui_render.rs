@@ -297,6 +297,52 @@ fn control_characters_never_reach_the_screen() {
     }
 }
 
+/// Bidi overrides and isolates and zero-width characters draw nothing but can
+/// reorder or hide text; they never reach a cell either.
+#[test]
+fn bidi_and_zero_width_characters_never_reach_the_screen() {
+    let invisible = |c: char| matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');
+    let mut m = model(false);
+    update(
+        &mut m,
+        Msg::Event(EngineEvent::Log {
+            level: Level::Warn,
+            message: "title a\u{202E}gnp.exe\u{2066}b\u{2069}\u{200B}c".into(),
+        }),
+    );
+    update(
+        &mut m,
+        Msg::Event(EngineEvent::Fetched {
+            host: "shop.localhost:8080".into(),
+            url: "http://shop.localhost:8080/q/\u{202D}z\u{200F}y".into(),
+            status: Some(200),
+            latency: Duration::from_millis(5),
+            bytes: 10,
+            error: None,
+        }),
+    );
+    for (w, h) in [(120, 40), (80, 24)] {
+        m.pane = Pane::Log;
+        m.detail = None;
+        let log_screen = draw(&m, w, h).backend().buffer().clone();
+        m.detail = Some("shop.localhost:8080".into());
+        let detail_screen = draw(&m, w, h).backend().buffer().clone();
+        for buf in [&log_screen, &detail_screen] {
+            for cell in buf.content() {
+                assert!(
+                    !cell.symbol().chars().any(invisible),
+                    "invisible char in {:?}",
+                    cell.symbol()
+                );
+            }
+        }
+        let screen = text(&log_screen);
+        assert!(screen.contains("title agnp.exebc"), "{screen}");
+        let detail = text(&detail_screen);
+        assert!(detail.contains("/q/zy"), "{detail}");
+    }
+}
+
 fn find(buf: &Buffer, needle: &str) -> (u16, u16) {
     let screen = text(buf);
     for (y, line) in screen.lines().enumerate() {

@@ -450,7 +450,8 @@ impl CrawlConfig {
             self.to_toml()
         );
         let tmp = path.with_extension("toml.tmp");
-        std::fs::write(&tmp, text).map_err(write_err)?;
+        // Private (0600): the settings may name the operator (identity.from).
+        crate::engine::store::private::write_private(&tmp, text.as_bytes()).map_err(write_err)?;
         std::fs::rename(&tmp, path).map_err(write_err)
     }
 
@@ -531,22 +532,53 @@ impl CrawlConfig {
 }
 
 /// Parses one seed, explaining what is wrong with it.
+///
+/// Seeds with credentials (`https://user:pass@host/`) are refused: crawldeck
+/// never sends credentials taken from URLs, and keeping them would put the
+/// password in the store, the logs and the WARC files. Messages never repeat a
+/// password (see [`mask_password`]).
 pub fn parse_seed(seed: &str) -> Result<url::Url, String> {
+    let shown = mask_password(seed.trim());
     let url = url::Url::parse(seed.trim()).map_err(|e| {
-        format!("seed {seed:?} is not an absolute URL ({e}); write it like https://example.org/")
+        format!("seed {shown:?} is not an absolute URL ({e}); write it like https://example.org/")
     })?;
     match url.scheme() {
         "http" | "https" => {}
         other => {
             return Err(format!(
-                "seed {seed:?} uses scheme {other:?}; only http and https are crawled"
+                "seed {shown:?} uses scheme {other:?}; only http and https are crawled"
             ))
         }
     }
     if url.host_str().is_none() {
-        return Err(format!("seed {seed:?} has no host"));
+        return Err(format!("seed {shown:?} has no host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(format!(
+            "seed {shown:?} contains credentials; crawldeck does not send credentials \
+             from URLs; remove `user:pass@` (pages behind a login are not crawled)"
+        ));
     }
     Ok(url)
+}
+
+/// `scheme://user:***@host/…`: the text of a URL with the password (everything
+/// between the first `:` of the user info and its `@`) replaced, so an error
+/// message can name the URL without printing the password. Works on text that
+/// does not parse as a URL too.
+pub fn mask_password(text: &str) -> String {
+    let start = text.find("://").map_or(0, |i| i + 3);
+    let end = text[start..]
+        .find(['/', '?', '#'])
+        .map_or(text.len(), |i| start + i);
+    let authority = &text[start..end];
+    let Some(at) = authority.rfind('@') else {
+        return text.to_string();
+    };
+    match authority[..at].find(':') {
+        Some(colon) => format!("{}***{}", &text[..start + colon + 1], &text[start + at..]),
+        None => text.to_string(),
+    }
 }
 
 /// Durations in `crawl.toml` are written as humantime strings ("1s", "500ms", "2m").
@@ -654,6 +686,42 @@ mod tests {
         CrawlConfig::default()
             .validate()
             .expect("the defaults are sane");
+    }
+
+    #[test]
+    fn seeds_with_credentials_are_refused_without_showing_the_password() {
+        for seed in [
+            "https://alice:s3cret@example.org/private",
+            "http://alice:s3cret@example.org",
+            "ftp://alice:s3cret@example.org/",
+            "alice:s3cret@example.org/",
+        ] {
+            let err = parse_seed(seed).unwrap_err();
+            assert!(!err.contains("s3cret"), "{err}");
+            assert!(err.contains("alice:***@example.org"), "{err}");
+        }
+        let err = parse_seed("https://alice:s3cret@example.org/").unwrap_err();
+        assert!(err.contains("does not send credentials"), "{err}");
+        assert!(err.contains("remove `user:pass@`"), "{err}");
+        // A user name alone is refused too (there is nothing to mask).
+        let err = parse_seed("https://alice@example.org/").unwrap_err();
+        assert!(
+            err.contains("\"https://alice@example.org/\" contains credentials"),
+            "{err}"
+        );
+        assert!(parse_seed("https://example.org/a@b").is_ok());
+    }
+
+    #[test]
+    fn mask_password_hides_only_the_password() {
+        assert_eq!(
+            mask_password("https://u:p@h/x:y@z"),
+            "https://u:***@h/x:y@z"
+        );
+        assert_eq!(mask_password("https://u:p:q@r@h/"), "https://u:***@h/");
+        assert_eq!(mask_password("https://h:8080/@x"), "https://h:8080/@x");
+        assert_eq!(mask_password("https://u@h/"), "https://u@h/");
+        assert_eq!(mask_password("plain"), "plain");
     }
 
     #[test]

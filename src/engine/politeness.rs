@@ -25,6 +25,9 @@ pub struct HostPoliteness {
     retry_after: Option<Duration>,
     override_delay: Option<Duration>,
     override_concurrency: Option<usize>,
+    /// A floor under the delay after a request ran into the total timeout
+    /// (see `back_off`); halved by every later answer.
+    backoff: Option<Duration>,
 }
 
 impl HostPoliteness {
@@ -58,6 +61,11 @@ impl HostPoliteness {
             let adaptive = scale(elapsed, cfg.delay_factor);
             if adaptive > base.0 {
                 base = (adaptive, DelaySource::Adaptive);
+            }
+        }
+        if let Some(backoff) = self.backoff {
+            if backoff > base.0 {
+                base = (backoff, DelaySource::Adaptive);
             }
         }
         let base_delay = base.0.min(cfg.max_delay);
@@ -99,10 +107,24 @@ impl HostPoliteness {
     ) {
         self.last_elapsed = Some(elapsed);
         self.last_response_at = Some(now);
+        if status.is_some() {
+            // Each answer relaxes a back-off by half: a host that recovered
+            // returns to its normal pace within a few pages.
+            self.backoff = self.backoff.map(|b| b / 2).filter(|b| !b.is_zero());
+        }
         self.retry_after = match status {
             Some(code) if RETRY_AFTER_STATUSES.contains(&code) => retry_after,
             _ => None,
         };
+    }
+
+    /// A request held the connection for `held` without finishing (the total
+    /// timeout cut a trickling body): the host is overloaded or throttling us.
+    /// The delay is at least `held` (capped at `max_delay` by `next_delay`)
+    /// until later answers relax it, so one quick answer after a trickle does
+    /// not bring back the full pace at once.
+    pub fn back_off(&mut self, held: Duration) {
+        self.backoff = Some(self.backoff.map_or(held, |b| b.max(held)));
     }
 
     #[cfg(test)]
@@ -261,6 +283,43 @@ mod tests {
             p.next_delay(&cfg(), S(1), None),
             (S(1), DelaySource::Config)
         );
+    }
+
+    #[test]
+    fn a_total_timeout_raises_the_delay_until_answers_relax_it() {
+        let c = cfg();
+        let global = Duration::from_secs(1);
+        let t0 = Instant::now();
+        let mut p = HostPoliteness::new();
+        p.record_response(Duration::from_secs(30), None, None, t0);
+        p.back_off(Duration::from_secs(30));
+        assert_eq!(
+            p.next_delay(&c, global, None),
+            (Duration::from_secs(60), DelaySource::Adaptive)
+        );
+        // A quick answer: the adaptive term forgets the slow one, the back-off halves.
+        p.record_response(Duration::from_millis(10), Some(200), None, t0);
+        assert_eq!(
+            p.next_delay(&c, global, None),
+            (Duration::from_secs(15), DelaySource::Adaptive)
+        );
+        p.record_response(Duration::from_millis(10), Some(200), None, t0);
+        assert_eq!(
+            p.next_delay(&c, global, None).0,
+            Duration::from_millis(7500)
+        );
+        for _ in 0..10 {
+            p.record_response(Duration::from_millis(10), Some(200), None, t0);
+        }
+        assert_eq!(
+            p.next_delay(&c, global, None),
+            (global, DelaySource::Config)
+        );
+        // Capped at max_delay like every other term; the operator still wins.
+        p.back_off(Duration::from_secs(600));
+        assert_eq!(p.next_delay(&c, global, None).0, c.max_delay);
+        p.set_override_delay(Some(Duration::from_secs(2)));
+        assert_eq!(p.next_delay(&c, global, None).0, Duration::from_secs(2));
     }
 
     #[test]

@@ -11,10 +11,11 @@ use crate::engine::control::HostKey;
 
 /// Normalizes in place. The `url` crate already lowercases scheme and host,
 /// drops default ports, resolves dot segments and turns an empty http(s) path
-/// into `/`; this adds the percent-encoding rules, drops the fragment and
-/// strips well-known session ids.
+/// into `/`; this adds the percent-encoding rules, drops the fragment and any
+/// `user:pass@` credentials, and strips well-known session ids.
 pub(crate) fn normalize(url: &mut Url) {
     url.set_fragment(None);
+    strip_credentials(url);
     super::session_ids::strip_session_ids(url);
     if let Some(path) = normalize_percent(url.path()) {
         url.set_path(&path);
@@ -26,6 +27,14 @@ pub(crate) fn normalize(url: &mut Url) {
     if url.path().is_empty() && !url.cannot_be_a_base() {
         url.set_path("/");
     }
+}
+
+/// Drops `user:pass@`: credentials from a page or a Location header are
+/// never sent, stored, logged or shown.
+pub(crate) fn strip_credentials(url: &mut Url) {
+    // Fails only for URLs without a host, which carry no credentials.
+    let _ = url.set_username("");
+    let _ = url.set_password(None);
 }
 
 fn is_unreserved(byte: u8) -> bool {
@@ -255,6 +264,27 @@ mod tests {
         let mut url = Url::parse(input).unwrap();
         normalize(&mut url);
         url.to_string()
+    }
+
+    #[test]
+    fn credentials_in_links_are_dropped() {
+        assert_eq!(
+            norm("http://alice:s3cret@example.com/a"),
+            "http://example.com/a"
+        );
+        assert_eq!(
+            norm("https://alice@example.com:8443/"),
+            "https://example.com:8443/"
+        );
+        let base = Url::parse("http://example.com/").unwrap();
+        let link = resolve(&base, "http://bob:pw@Example.com/x#f").unwrap();
+        assert_eq!(link.as_str(), "http://example.com/x");
+        assert!(link.username().is_empty() && link.password().is_none());
+        // Relative links on a base without credentials stay without.
+        assert_eq!(
+            resolve(&base, "/y").unwrap().as_str(),
+            "http://example.com/y"
+        );
     }
 
     #[test]

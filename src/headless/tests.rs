@@ -243,3 +243,16 @@ async fn engine_failure_is_an_error() {
         .unwrap_err();
     assert!(format!("{error:#}").contains("db is locked"), "{error:#}");
 }
+
+/// The engine's fetch errors lead with their kind, so a trickling body cut by
+/// the total timeout is counted as a timeout, not by its URL's scheme.
+#[test]
+fn engine_fetch_errors_are_counted_by_their_kind() {
+    let message = "timeout: http://a.localhost:1/slow: no complete response within 400ms \
+                   (fetch.total_timeout)";
+    assert_eq!(summary::error_kind(message), "timeout");
+    assert_eq!(
+        summary::error_kind("http://a.localhost:1/x: refused"),
+        "http"
+    );
+}

@@ -49,9 +49,11 @@ pub(in crate::engine) fn build(
     config
         .validate()
         .map_err(|e| EngineError::Config(e.to_string()))?;
-    std::fs::create_dir_all(data_dir).map_err(|e| EngineError::DataDir {
-        path: data_dir.display().to_string(),
-        message: format!("cannot create it: {e}"),
+    crate::engine::store::private::create_private_dir_all(data_dir).map_err(|e| {
+        EngineError::DataDir {
+            path: data_dir.display().to_string(),
+            message: format!("cannot create it: {e}"),
+        }
     })?;
     let store = Store::open(data_dir, config.storage.cache_bytes).map_err(store_err)?;
     let mut frontier: Box<dyn FrontierStore> = Box::new(Frontier::open(&store).map_err(store_err)?);

@@ -10,7 +10,7 @@ use url::Url;
 use super::Coordinator;
 use crate::engine::breaker::Outcome;
 use crate::engine::dedup::url_fingerprint;
-use crate::engine::fetch::{FetchError, Validators};
+use crate::engine::fetch::{FetchError, FetchErrorKind, Validators};
 use crate::engine::frontier::{FrontierEntry, Lease};
 use crate::engine::recrawl;
 use crate::engine::store::{PageOutcome, PageRecord};
@@ -19,6 +19,22 @@ use crate::engine::telemetry::EngineEvent;
 
 /// Attempts for a URL whose host failed (connect, timeout, reset, 5xx).
 pub const MAX_ATTEMPTS: u8 = 3;
+
+/// Attempts for a URL whose body trickled in until the total timeout cut it:
+/// each attempt holds a connection (and the end of the crawl) for the whole
+/// `fetch.total_timeout`, so it is tried once more, not `MAX_ATTEMPTS` times.
+pub const MAX_ATTEMPTS_AFTER_TOTAL_TIMEOUT: u8 = 2;
+
+/// How many attempts a URL gets when its latest failure was `kind`, and
+/// whether that failure counts even while the host's breaker is open (a total
+/// timeout always does: the slow answer is what must not repeat). `None` is
+/// a 429 or 5xx answer.
+fn retry_policy(kind: Option<FetchErrorKind>) -> (u8, bool) {
+    match kind {
+        Some(FetchErrorKind::TotalTimeout) => (MAX_ATTEMPTS_AFTER_TOTAL_TIMEOUT, true),
+        _ => (MAX_ATTEMPTS, false),
+    }
+}
 
 fn unix_ms() -> u64 {
     SystemTime::now()
@@ -39,11 +55,12 @@ pub(super) struct Retries {
 }
 
 impl Retries {
-    /// Counts an attempt; true if the URL should be tried again.
-    fn try_again(&mut self, url_fp: u64) -> bool {
+    /// Counts an attempt; true if the URL, allowed `max_attempts` in all,
+    /// should be tried again.
+    fn try_again(&mut self, url_fp: u64, max_attempts: u8) -> bool {
         let attempts = self.attempts.entry(url_fp).or_insert(0);
-        *attempts += 1;
-        *attempts < MAX_ATTEMPTS
+        *attempts = attempts.saturating_add(1);
+        *attempts < max_attempts
     }
 
     /// The URL is done with, one way or another.
@@ -80,17 +97,21 @@ impl Coordinator {
         let host = lease.entry.host.clone();
         let url_fp = url_fingerprint(&lease.entry.url);
         self.hosts.record_failure(&host, error.elapsed, now);
+        if error.kind == FetchErrorKind::TotalTimeout {
+            self.hosts.back_off(&host, error.elapsed);
+        }
         self.outbox.emit(EngineEvent::Fetched {
             host: host.clone(),
             url: lease.entry.url.clone(),
             status: None,
             latency: error.elapsed,
             bytes: 0,
-            error: Some(error.message.clone()),
+            // Led by the kind, so the summary counts errors by it ("timeout: …").
+            error: Some(format!("{}: {}", error.kind.label(), error.message)),
         });
         if error.kind.is_host_failure() {
             self.breaker_outcome(&host, Outcome::Failure(error.message.clone()), now);
-            if self.retry_or_requeue(&host, url_fp, &lease) {
+            if self.retry_or_requeue(&host, url_fp, &lease, Some(error.kind)) {
                 self.schedule_next(&host, now);
                 return;
             }
@@ -111,10 +132,19 @@ impl Coordinator {
     /// After a host failure the URL goes to the back of its host's queue, so
     /// retries are spread out and a failing URL never blocks the host. While
     /// the host's breaker is not closed the URL is not to blame and keeps its
-    /// attempts; otherwise it has `MAX_ATTEMPTS`. False when the URL has used
-    /// them up and should be recorded as an error.
-    fn retry_or_requeue(&mut self, host: &str, url_fp: u64, lease: &Lease) -> bool {
-        if !self.hosts.breaker_down(host) && !self.retries.try_again(url_fp) {
+    /// attempts; otherwise it has `MAX_ATTEMPTS` (a total timeout: always
+    /// counted, `MAX_ATTEMPTS_AFTER_TOTAL_TIMEOUT`). False when the URL has
+    /// used them up and should be recorded as an error.
+    fn retry_or_requeue(
+        &mut self,
+        host: &str,
+        url_fp: u64,
+        lease: &Lease,
+        kind: Option<FetchErrorKind>,
+    ) -> bool {
+        let (max_attempts, counts_while_down) = retry_policy(kind);
+        let excused = !counts_while_down && self.hosts.breaker_down(host);
+        if !excused && !self.retries.try_again(url_fp, max_attempts) {
             return false;
         }
         if let Err(e) = self.frontier.requeue(lease.clone()) {
@@ -181,7 +211,7 @@ impl Coordinator {
             _ => (Outcome::Success, false),
         };
         self.breaker_outcome(&host, outcome, now);
-        if failure && self.retry_or_requeue(&host, url_fp, &lease) {
+        if failure && self.retry_or_requeue(&host, url_fp, &lease, None) {
             self.schedule_next(&host, now);
             return;
         }
@@ -301,5 +331,44 @@ impl Coordinator {
                 self.cfg.fetch.max_redirects
             ),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_total_timeout_is_retried_once_other_host_failures_twice() {
+        let mut retries = Retries::default();
+        let (max, counts_while_down) = retry_policy(Some(FetchErrorKind::TotalTimeout));
+        assert!(counts_while_down);
+        assert!(retries.try_again(1, max), "first total timeout: one retry");
+        assert!(!retries.try_again(1, max), "second: recorded as an error");
+
+        for kind in [
+            Some(FetchErrorKind::Timeout),
+            Some(FetchErrorKind::Connect),
+            Some(FetchErrorKind::Reset),
+            None,
+        ] {
+            let (max, counts_while_down) = retry_policy(kind);
+            assert_eq!(max, MAX_ATTEMPTS);
+            assert!(!counts_while_down);
+            let fp = 2;
+            assert!(retries.try_again(fp, max));
+            assert!(retries.try_again(fp, max));
+            assert!(!retries.try_again(fp, max), "{kind:?}");
+            retries.forget(fp);
+        }
+    }
+
+    #[test]
+    fn a_url_that_already_failed_gets_no_extra_retry_after_a_total_timeout() {
+        let mut retries = Retries::default();
+        let (max, _) = retry_policy(Some(FetchErrorKind::Connect));
+        assert!(retries.try_again(7, max));
+        let (max, _) = retry_policy(Some(FetchErrorKind::TotalTimeout));
+        assert!(!retries.try_again(7, max));
     }
 }

@@ -19,7 +19,12 @@ pub enum FetchSetupError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FetchErrorKind {
     Connect,
+    /// Connect or read-idle timeout: the host stopped answering.
     Timeout,
+    /// `fetch.total_timeout` ran out while the host was still sending (a body
+    /// that trickles in). Shown as "timeout" like the other timeouts; the
+    /// crawl loop retries it only once, since each attempt costs the full limit.
+    TotalTimeout,
     Reset,
     BodyTooLarge,
     Decode,
@@ -31,7 +36,7 @@ impl FetchErrorKind {
     pub fn label(self) -> &'static str {
         match self {
             FetchErrorKind::Connect => "connect",
-            FetchErrorKind::Timeout => "timeout",
+            FetchErrorKind::Timeout | FetchErrorKind::TotalTimeout => "timeout",
             FetchErrorKind::Reset => "reset",
             FetchErrorKind::BodyTooLarge => "body-too-large",
             FetchErrorKind::Decode => "decode",
@@ -44,7 +49,10 @@ impl FetchErrorKind {
     pub fn is_host_failure(self) -> bool {
         matches!(
             self,
-            FetchErrorKind::Connect | FetchErrorKind::Timeout | FetchErrorKind::Reset
+            FetchErrorKind::Connect
+                | FetchErrorKind::Timeout
+                | FetchErrorKind::TotalTimeout
+                | FetchErrorKind::Reset
         )
     }
 }

@@ -241,7 +241,7 @@ impl Fetcher {
         match tokio::time::timeout(self.total_timeout, exchange).await {
             Ok(result) => result.map_err(|(kind, message)| fail(kind, message)),
             Err(_) => Err(fail(
-                FetchErrorKind::Timeout,
+                FetchErrorKind::TotalTimeout,
                 format!(
                     "{url}: no complete response within {} (fetch.total_timeout)",
                     humantime::format_duration(self.total_timeout)
@@ -257,8 +257,12 @@ impl Fetcher {
         e: &reqwest::Error,
         started: Instant,
     ) -> (FetchErrorKind, String) {
-        let kind = classify(e);
-        let message = if kind == FetchErrorKind::Timeout {
+        let mut kind = classify(e);
+        // The client's own deadline is the same total timeout.
+        if kind == FetchErrorKind::Timeout && started.elapsed() >= self.total_timeout {
+            kind = FetchErrorKind::TotalTimeout;
+        }
+        let message = if kind == FetchErrorKind::Timeout || kind == FetchErrorKind::TotalTimeout {
             let secs = |d: Duration| humantime::format_duration(d).to_string();
             format!(
                 "{url}: timed out after {} (limits: fetch.connect_timeout {}, fetch.read_timeout {}, fetch.total_timeout {})",
@@ -294,7 +298,13 @@ impl Fetcher {
         let hdrs = resp.headers();
         let now = SystemTime::now();
         let response_head = headers::response_head(resp.version(), status, hdrs);
-        let location = headers::location(hdrs, MAX_URL_LEN).and_then(|l| url.join(&l).ok());
+        let location = headers::location(hdrs, MAX_URL_LEN)
+            .and_then(|l| url.join(&l).ok())
+            .map(|mut l| {
+                // The page record keeps the Location; never with a password.
+                crate::engine::url_norm::strip_credentials(&mut l);
+                l
+            });
         let x_robots = HeaderName::from_static("x-robots-tag");
         let mut response = Response {
             status: status.as_u16(),

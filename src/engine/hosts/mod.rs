@@ -311,6 +311,14 @@ impl HostTable {
         }
     }
 
+    /// A request to the host ran into the total timeout after `held`: raise
+    /// its delay (see `HostPoliteness::back_off`).
+    pub(crate) fn back_off(&mut self, host: &str, held: Duration) {
+        if let Some(state) = self.hosts.get_mut(host) {
+            state.politeness.back_off(held);
+        }
+    }
+
     /// The host answered with `status`.
     pub(crate) fn record_answer(
         &mut self,

@@ -5,6 +5,7 @@
 mod batch;
 mod gzip;
 pub(crate) mod keys;
+pub mod private;
 mod records;
 pub(crate) mod warc;
 
@@ -118,7 +119,15 @@ impl Store {
     /// Opens (or creates) the database in `dir/db`.
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
         let path = dir.join("db");
+        // sled creates its files with the umask's modes; the pages are private:
+        // the directory is made 0700 first, its files 0600 once sled made them.
+        let private_err = |e| StoreError::Open {
+            path: path.clone(),
+            source: sled::Error::Io(e),
+        };
+        private::create_private_dir_all(&path).map_err(private_err)?;
         let db = open_db(&path, cache_bytes)?;
+        private::restrict_tree(&path).map_err(private_err)?;
         let open_tree = |name: &str| {
             db.open_tree(name)
                 .map_err(|source| open_error(&path, source))

@@ -1,7 +1,7 @@
 //! WARC 1.1 writer: `warc/crawldeck-NNNNN.warc.gz`, one gzip member per record
 //! (so tools can seek to any record), rotated by size, resumed by numbering.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -44,8 +44,11 @@ impl WarcWriter {
     /// after any already there, so a resumed crawl never overwrites its archive.
     pub fn open(dir: &Path, max_file_bytes: u64) -> io::Result<Self> {
         let warc_dir = dir.join("warc");
-        fs::create_dir_all(&warc_dir)
+        super::private::create_private_dir_all(&warc_dir)
             .map_err(|e| with_path(e, &warc_dir, "cannot create the WARC directory"))?;
+        // Archives of an older crawldeck (or copied in) become private too.
+        super::private::restrict_tree(&warc_dir)
+            .map_err(|e| with_path(e, &warc_dir, "cannot make the WARC directory private"))?;
         let mut highest: Option<u32> = None;
         let entries = fs::read_dir(&warc_dir)
             .map_err(|e| with_path(e, &warc_dir, "cannot list the WARC directory"))?;
@@ -234,7 +237,7 @@ fn encode_record(mut headers: Vec<(&str, String)>, block: &[&[u8]]) -> io::Resul
 
 fn create_file(dir: &Path, number: u32) -> io::Result<(BufWriter<File>, PathBuf)> {
     let path = dir.join(format!("{FILE_PREFIX}{number:05}{FILE_SUFFIX}"));
-    let file = OpenOptions::new()
+    let file = super::private::private_file_options()
         .write(true)
         .create_new(true)
         .open(&path)

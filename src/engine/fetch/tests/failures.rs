@@ -228,7 +228,8 @@ async fn trickling_body_hits_the_total_timeout() {
         .fetch(&server.url("/"), None, 4096)
         .await
         .unwrap_err();
-    assert_eq!(err.kind, FetchErrorKind::Timeout, "{err}");
+    assert_eq!(err.kind, FetchErrorKind::TotalTimeout, "{err}");
+    assert_eq!(err.kind.label(), "timeout");
     assert!(started.elapsed() < Duration::from_secs(3));
     server.stop().await;
 }

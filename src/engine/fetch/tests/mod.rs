@@ -207,6 +207,31 @@ async fn redirect_is_returned_with_resolved_location() {
 }
 
 #[tokio::test]
+async fn credentials_in_a_location_are_dropped() {
+    let app = Router::new().route(
+        "/a",
+        get(|| async {
+            respond(
+                302,
+                &[("location", "http://alice:s3cret@other.localhost/b")],
+                Body::empty(),
+            )
+        }),
+    );
+    let server = TestServer::axum(app).await;
+    let r = fetcher()
+        .fetch(&server.url("/a"), None, 1024)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 302);
+    assert_eq!(
+        r.location.map(|l| l.to_string()),
+        Some("http://other.localhost/b".to_string())
+    );
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn retry_after_is_parsed() {
     let app = Router::new().route(
         "/",
