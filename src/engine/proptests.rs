@@ -4,6 +4,7 @@
 use std::time::Duration;
 
 use proptest::prelude::*;
+use proptest::test_runner::RngSeed;
 use url::{Position, Url};
 
 use crate::engine::config::{Scope, ScopeConfig};
@@ -13,11 +14,26 @@ use crate::engine::url_norm::{normalize, resolve, Rejection, UrlFilter};
 
 /// Cases per property: enough to find shallow bugs, cheap on two CI cores.
 const CASES: u32 = 256;
+/// A fixed seed keeps CI runs reproducible.
+const SEED: u64 = 0x00c0_ffee_d0c5;
 
+/// 256 cases from a fixed seed; `PROPTEST_CASES` and `PROPTEST_RNG_SEED`
+/// override them for a longer or different local hunt.
 fn config() -> ProptestConfig {
+    let from_env = ProptestConfig::default();
+    let env = |name: &str| std::env::var_os(name).is_some();
     ProptestConfig {
-        cases: CASES,
-        ..ProptestConfig::default()
+        cases: if env("PROPTEST_CASES") {
+            from_env.cases
+        } else {
+            CASES
+        },
+        rng_seed: if env("PROPTEST_RNG_SEED") {
+            from_env.rng_seed
+        } else {
+            RngSeed::Fixed(SEED)
+        },
+        ..from_env
     }
 }
 
@@ -236,7 +252,8 @@ proptest! {
         base in parsed_url(),
         href in href(),
     ) {
-        prop_assume!(!has_two_path_sessions(&href));
+        // A base with two keeps one after normalization, and a relative href may add one.
+        prop_assume!(!has_two_path_sessions(&href) && !has_two_path_sessions(base.path()));
         let base = normalized(&base);
         if let Some(url) = resolve(&base, &href) {
             prop_assert!(matches!(url.scheme(), "http" | "https"), "{url}");
@@ -385,7 +402,8 @@ fn rule_path() -> impl Strategy<Value = String> {
 
 fn robots_path() -> impl Strategy<Value = String> {
     (
-        tokens(ALPHABET.iter().copied().filter(|t| *t != "*").collect(), 6),
+        // `*` and `$` in a URL are ordinary characters.
+        tokens([&ALPHABET[..], &["$"]].concat(), 6),
         prop_oneof![3 => Just(""), 1 => Just("?a"), 1 => Just("?%41$")],
     )
         .prop_map(|(body, query)| format!("/{body}{query}"))
@@ -423,6 +441,21 @@ fn empty_disallow_does_not_lift_disallow_all() {
         let (engine, target) = engine_allowed(&rules, "/a");
         assert!(!reference_allowed(&rules, &target));
         assert!(!engine, "{}", robots_body(&rules));
+    }
+}
+
+/// RFC 9309 §2.2.3: a rule matches `$` and `*` in a URL literally when they
+/// are percent-encoded in the rule, and gives these two examples.
+#[test]
+#[ignore = "bug: normalize_escapes keeps `%24`/`%2A` escaped in rules while the URL \
+            has a raw `$`/`*`, so the RFC's own examples never match"]
+fn percent_encoded_specials_match_literally() {
+    for (rule, path) in [
+        ("/path/foo-%24", "/path/foo-$"),
+        ("/path/file-with-a-%2A.html", "/path/file-with-a-*.html"),
+    ] {
+        let (engine, target) = engine_allowed(&[(false, rule.to_string())], path);
+        assert!(!engine, "Disallow: {rule} should block {target}");
     }
 }
 
