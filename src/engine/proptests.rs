@@ -263,6 +263,22 @@ proptest! {
             let again = resolve(&base, url.as_str());
             prop_assert_eq!(again.as_ref().map(Url::as_str), Some(url.as_str()));
         }
+        // An absolute http(s) href keeps its own origin, whatever the base.
+        // (`https:x` on an https base is relative, as browsers have it.)
+        let authority = |h: &str| {
+            h.trim_start_matches(|c: char| c <= ' ')
+                .split_once(':')
+                .is_some_and(|(_, rest)| rest.starts_with(['/', '\\']) && rest[1..].starts_with(['/', '\\']))
+        };
+        if let Ok(absolute) = Url::parse(&href) {
+            if authority(&href)
+                && matches!(absolute.scheme(), "http" | "https")
+                && absolute.host_str().is_some_and(|h| !h.is_empty())
+            {
+                let resolved = resolve(&base, &href);
+                prop_assert_eq!(resolved.as_ref().map(origin), Some(origin(&absolute)));
+            }
+        }
     }
 
     /// `scope.max_url_len` is enforced by `UrlFilter::check`: whatever passes
