@@ -30,6 +30,9 @@ mod timers;
 pub(crate) mod traps;
 pub mod url_norm;
 
+#[cfg(test)]
+mod proptests;
+
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
