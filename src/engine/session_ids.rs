@@ -65,11 +65,19 @@ fn without_path_session(path: &str) -> Option<String> {
     if !path.contains(';') {
         return None;
     }
-    let start = path.to_ascii_lowercase().find(PATH_SESSION)?;
-    let end = path[start + 1..]
-        .find(['/', ';'])
-        .map_or(path.len(), |i| start + 1 + i);
-    Some(format!("{}{}", &path[..start], &path[end..]))
+    // Every one of them: a path may carry the id once per segment.
+    let mut stripped: Option<String> = None;
+    loop {
+        let current = stripped.as_deref().unwrap_or(path);
+        let Some(start) = current.to_ascii_lowercase().find(PATH_SESSION) else {
+            return stripped;
+        };
+        let end = current[start + 1..]
+            .find(['/', ';'])
+            .map_or(current.len(), |i| start + 1 + i);
+        let next = format!("{}{}", &current[..start], &current[end..]);
+        stripped = Some(next);
+    }
 }
 
 /// The query without its session parameters; `None` when it has none (the

@@ -251,10 +251,19 @@ fn prepare(body: &[u8], product_token: &str) -> (Vec<u8>, RobotsGroup) {
     // Without any User-agent line every rule applies to everyone.
     let mut relevant = !has_agents;
     let mut in_agent_run = false;
+    // An empty rule does nothing (RFC 9309), but the parser reads an empty
+    // `Disallow:` as `Allow: /`, which would beat `Disallow: /` in a tie: it
+    // is kept only for a group with no other rule, where it means "allow all".
+    let mut empty_rule = false;
+    let mut group_has_rules = false;
     for line in lines {
         match classify(line) {
             Line::Agent(agent) => {
                 if !in_agent_run {
+                    if std::mem::take(&mut empty_rule) && !group_has_rules {
+                        out.extend_from_slice(b"Disallow:\n");
+                    }
+                    group_has_rules = false;
                     relevant = false;
                     in_agent_run = true;
                 }
@@ -269,6 +278,11 @@ fn prepare(body: &[u8], product_token: &str) -> (Vec<u8>, RobotsGroup) {
                 if !relevant {
                     continue;
                 }
+                if path.iter().all(u8::is_ascii_whitespace) {
+                    empty_rule = true;
+                    continue;
+                }
+                group_has_rules = true;
                 out.extend_from_slice(if allow { b"Allow: " } else { b"Disallow: " });
                 out.extend_from_slice(normalize_escapes(&String::from_utf8_lossy(path)).as_bytes());
             }
@@ -279,6 +293,9 @@ fn prepare(body: &[u8], product_token: &str) -> (Vec<u8>, RobotsGroup) {
             Line::Other => out.extend_from_slice(line),
         }
         out.push(b'\n');
+    }
+    if empty_rule && !group_has_rules {
+        out.extend_from_slice(b"Disallow:\n");
     }
     (out, group)
 }

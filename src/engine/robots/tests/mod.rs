@@ -141,6 +141,20 @@ fn empty_disallow_and_allow_all() {
 }
 
 #[test]
+fn an_empty_rule_does_nothing_next_to_other_rules_and_allows_all_alone() {
+    // RFC 9309: an empty rule matches nothing, so it cannot lift `Disallow: /`.
+    let both = rules("crawldeck", "User-agent: *\nDisallow: /\nDisallow:\n");
+    assert!(!ok(&both, "/a"));
+    let first = rules("crawldeck", "User-agent: *\nDisallow:\nDisallow: /x\n");
+    assert!(ok(&first, "/a") && !ok(&first, "/x"));
+    // Alone in our group it still means "allow all", and our group stays ours
+    // instead of merging with the `*` group below it.
+    let ours = "User-agent: crawldeck\nDisallow:\n\nUser-agent: *\nDisallow: /\n";
+    assert!(ok(&rules("crawldeck", ours), "/a"));
+    assert!(!ok(&rules("otherbot", ours), "/a"));
+}
+
+#[test]
 fn escapes_compare_as_the_characters_they_encode() {
     for rule in ["/~joe", "/%7Ejoe", "/%7ejoe"] {
         let r = rules("crawldeck", &format!("User-agent: *\nDisallow: {rule}\n"));
