@@ -15,6 +15,17 @@ fn table(dir: &std::path::Path) -> HostTable {
     )
 }
 
+/// The frontier's side of a host with nothing queued.
+fn idle_queue() -> HostQueueView {
+    HostQueueView {
+        queued: 0,
+        in_flight: 0,
+        parked: 0,
+        activity: HostActivity::Idle,
+        head: Vec::new(),
+    }
+}
+
 fn url(s: &str) -> Url {
     Url::parse(s).expect("url")
 }
@@ -148,13 +159,7 @@ async fn idle_hosts_leave_memory_past_the_cap_and_come_back_with_their_settings(
         hosts.adopt(host, None, now);
     }
     let view = |hosts: &mut HostTable, name: &str| {
-        let queue = HostQueueView {
-            queued: 0,
-            in_flight: 0,
-            parked: 0,
-            activity: HostActivity::Idle,
-            head: Vec::new(),
-        };
+        let queue = idle_queue();
         hosts.view(name, now, queue).expect("host in memory")
     };
     assert_eq!(
@@ -173,13 +178,7 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
     let dir = tempfile::tempdir().expect("temp dir");
     let mut hosts = table(dir.path());
     let summary = |hosts: &mut HostTable, now: Instant| {
-        let queue = HostQueueView {
-            queued: 0,
-            in_flight: 0,
-            parked: 0,
-            activity: HostActivity::Idle,
-            head: Vec::new(),
-        };
+        let queue = idle_queue();
         let view = hosts.view("k.test", now, queue).expect("host in memory");
         view.robots_summary.expect("a settled host has a summary")
     };
