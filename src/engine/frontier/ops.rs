@@ -63,9 +63,7 @@ impl Frontier {
         batch.enqueue(&key, &encode(&lease.entry));
         batch.set_seq(self.next_seq);
         self.store.apply(batch)?;
-        self.host_mut(id).end_lease(&lease.key);
-        self.in_flight = self.in_flight.saturating_sub(1);
-        self.admit(key, lease.entry);
+        self.end_lease_into(id, lease, Some(key));
         self.refresh(id)
     }
 
@@ -110,9 +108,8 @@ impl Frontier {
         for entry in entries {
             let seq = self.take_seq();
             batch.enqueue(&keys::parked_key(alert_id, seq), &encode(&entry));
-            batch.mark_seen(&entry.url);
-            self.seen
-                .insert_persisted(keys::url_fingerprint(&entry.url));
+            let fp = batch.mark_seen(&entry.url);
+            self.seen.insert_persisted(fp);
             hosts.push(entry.host);
         }
         batch.set_seq(self.next_seq);
@@ -144,9 +141,7 @@ impl Frontier {
     /// could not be loaded again.
     pub(super) fn try_release(&mut self, lease: Lease) -> Result<(), StoreError> {
         let id = self.leasing_host(&lease)?;
-        self.host_mut(id).end_lease(&lease.key);
-        self.in_flight = self.in_flight.saturating_sub(1);
-        self.admit(lease.key, lease.entry);
+        self.end_lease_into(id, lease, None);
         self.refresh(id)
     }
 
@@ -157,14 +152,20 @@ impl Frontier {
             return Ok(None);
         };
         if let Err(e) = self.ensure_head(id) {
-            self.host_mut(id).end_lease(&lease.key);
-            self.in_flight = self.in_flight.saturating_sub(1);
-            self.admit(lease.key, lease.entry);
+            self.end_lease_into(id, lease, None);
             self.reschedule(id);
             return Err(e);
         }
         self.reschedule(id);
         Ok(Some(lease))
+    }
+
+    /// Ends a lease and queues its entry again: under its own key (put back
+    /// at its place) or under `requeue_key` (at the back of its host's queue).
+    fn end_lease_into(&mut self, id: HostId, lease: Lease, requeue_key: Option<Vec<u8>>) {
+        self.host_mut(id).end_lease(&lease.key);
+        self.in_flight = self.in_flight.saturating_sub(1);
+        self.admit(requeue_key.unwrap_or(lease.key), lease.entry);
     }
 
     fn leasing_host(&self, lease: &Lease) -> Result<HostId, StoreError> {
@@ -200,9 +201,8 @@ impl Frontier {
             entry.priority = level_of(entry.priority) as u8;
             let key = keys::queue_key(&entry.host, entry.priority, self.take_seq());
             batch.enqueue(&key, &encode(&entry));
-            batch.mark_seen(&entry.url);
-            self.seen
-                .insert_persisted(keys::url_fingerprint(&entry.url));
+            let fp = batch.mark_seen(&entry.url);
+            self.seen.insert_persisted(fp);
             staged.push((key, entry));
         }
         batch.set_seq(self.next_seq);

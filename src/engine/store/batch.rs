@@ -21,9 +21,11 @@ impl CrawlBatch {
         self.inner.remove(key);
     }
 
-    pub(crate) fn mark_seen(&mut self, url: &str) {
-        self.inner
-            .insert(&keys::seen_key(keys::url_fingerprint(url))[..], &[][..]);
+    /// Writes the URL's persistent seen mark; returns its fingerprint.
+    pub(crate) fn mark_seen(&mut self, url: &str) -> u64 {
+        let fp = keys::url_fingerprint(url);
+        self.inner.insert(&keys::seen_key(fp)[..], &[][..]);
+        fp
     }
 
     pub(crate) fn record_page(&mut self, record: &PageRecord) -> Result<(), StoreError> {
