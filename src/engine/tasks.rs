@@ -14,7 +14,7 @@ use super::dedup::ContentDigest;
 use super::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
 use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
 use super::frontier::Lease;
-use super::robots::{self, RobotsVerdict};
+use super::robots::{self, RobotsAnswer};
 use super::store::warc::{EncodedExchange, WarcExchange, WarcWriter};
 use crate::engine::config::RobotsConfig;
 
@@ -25,9 +25,7 @@ pub enum Work {
     },
     Robots {
         host: HostKey,
-        verdict: RobotsVerdict,
-        ttl: Duration,
-        elapsed: Duration,
+        answer: RobotsAnswer,
     },
 }
 
@@ -174,12 +172,12 @@ async fn run_robots(
     let started = tokio::time::Instant::now();
     let (verdict, ttl, _statuses) =
         robots::fetch_robots(&fetcher, &origin, &cfg, &product_token).await;
-    let _ = done.send(Work::Robots {
-        host,
+    let answer = RobotsAnswer {
         verdict,
         ttl,
         elapsed: started.elapsed(),
-    });
+    };
+    let _ = done.send(Work::Robots { host, answer });
 }
 
 /// Starts fetch tasks; owns what they share (the HTTP client, extraction

@@ -12,7 +12,7 @@ use super::Coordinator;
 use crate::engine::breaker::{Outcome, Transition};
 use crate::engine::frontier::Hold;
 use crate::engine::hosts::{BreakerHold, RobotsSettled};
-use crate::engine::robots::RobotsVerdict;
+use crate::engine::robots::RobotsAnswer;
 use crate::engine::store::PageOutcome;
 use crate::engine::telemetry::{BreakerPhase, EngineEvent, Level};
 use crate::engine::timers::Timer;
@@ -113,7 +113,7 @@ impl Coordinator {
     /// The host takes no more work: its queued URLs are recorded as
     /// `outcome`; returns how many.
     fn finish_host(&mut self, host: &str, outcome: PageOutcome) -> u64 {
-        if let Err(e) = self.hosts.give_up(host) {
+        if let Err(e) = self.hosts.give_up(host, outcome.clone()) {
             self.storage_failed(&format!("giving up {host}"), e);
         }
         self.hold(host, Hold::Finished, true);
@@ -129,15 +129,8 @@ impl Coordinator {
         }
     }
 
-    pub(super) fn robots_settled(
-        &mut self,
-        host: &str,
-        verdict: RobotsVerdict,
-        ttl: Duration,
-        elapsed: Duration,
-        now: Instant,
-    ) {
-        let Some(settled) = self.hosts.settle_robots(host, verdict, ttl, elapsed, now) else {
+    pub(super) fn robots_settled(&mut self, host: &str, answer: RobotsAnswer, now: Instant) {
+        let Some(settled) = self.hosts.settle_robots(host, answer, now) else {
             return;
         };
         match settled {

@@ -81,14 +81,9 @@ impl Coordinator {
                     Err(error) => self.page_failed(lease, error, now),
                 }
             }
-            Work::Robots {
-                host,
-                verdict,
-                ttl,
-                elapsed,
-            } => {
+            Work::Robots { host, answer } => {
                 self.slots.end_robots();
-                self.robots_settled(&host, verdict, ttl, elapsed, now);
+                self.robots_settled(&host, answer, now);
             }
         }
     }

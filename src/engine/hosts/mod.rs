@@ -15,7 +15,7 @@ use super::breaker::{Outcome, Transition};
 use super::config::{BreakerConfig, PolitenessConfig, RobotsConfig};
 use super::control::{BreakerThresholds, HostKey};
 use super::frontier::HostQueueView;
-use super::robots::{RobotsBackoff, RobotsVerdict};
+use super::robots::{RobotsAnswer, RobotsBackoff, RobotsVerdict};
 use super::store::{PageOutcome, Store, StoreError, Tree};
 use super::telemetry::{BreakerPhase, HostView, RobotsState};
 use state::{HostRecord, HostState, RobotsSlot};
@@ -133,6 +133,16 @@ impl HostTable {
         self.hosts.get_mut(host).expect("inserted above")
     }
 
+    /// `entry`, with the crawl's politeness and breaker settings beside it.
+    fn entry_with_settings(
+        &mut self,
+        host: &str,
+    ) -> (&mut HostState, &PolitenessConfig, &BreakerConfig) {
+        self.entry(host);
+        let state = self.hosts.get_mut(host).expect("entry loaded it");
+        (state, &self.politeness, &self.breaker)
+    }
+
     /// Stores what of the host survives a restart.
     fn save(&self, host: &str) -> Result<(), StoreError> {
         match self.hosts.get(host) {
@@ -147,8 +157,7 @@ impl HostTable {
     /// Starts tracking a host the frontier (re)created; `first_url` gives its
     /// origin (where robots.txt lives). Returns the holds it needs.
     pub(crate) fn adopt(&mut self, host: &str, first_url: Option<&str>, now: Instant) -> HostHolds {
-        let politeness = self.politeness.clone();
-        let state = self.entry(host);
+        let (state, politeness, _) = self.entry_with_settings(host);
         if state.origin.is_none() {
             state.origin = first_url.and_then(|u| Url::parse(u).ok()).map(|mut u| {
                 u.set_path("/");
@@ -161,8 +170,8 @@ impl HostTable {
             robots_settled: state.robots.is_settled(now),
             paused: state.paused,
             breaker_open: state.breaker_held,
-            finished: state.finished,
-            max_in_flight: state.politeness.max_in_flight(&politeness),
+            finished: state.given_up.is_some(),
+            max_in_flight: state.politeness.max_in_flight(politeness),
         }
     }
 
@@ -220,10 +229,9 @@ impl HostTable {
         host: &str,
         max: Option<usize>,
     ) -> Result<usize, StoreError> {
-        let politeness = self.politeness.clone();
-        let state = self.entry(host);
+        let (state, politeness, _) = self.entry_with_settings(host);
         state.politeness.set_override_concurrency(max);
-        let effective = state.politeness.max_in_flight(&politeness);
+        let effective = state.politeness.max_in_flight(politeness);
         self.save(host)?;
         Ok(effective)
     }
@@ -245,9 +253,8 @@ impl HostTable {
 
     /// Opens the host's breaker now.
     pub(crate) fn force_open_breaker(&mut self, host: &str, now: Instant) -> Option<Transition> {
-        let base = self.breaker.clone();
-        let state = self.entry(host);
-        let cfg = state.breaker_config(&base);
+        let (state, _, base) = self.entry_with_settings(host);
+        let cfg = state.breaker_config(base);
         state.breaker.force_open(now, &cfg)
     }
 
@@ -264,8 +271,7 @@ impl HostTable {
 
     /// Whether `url` of `host` may be fetched now: robots.txt, then the breaker.
     pub(crate) fn check_fetch(&mut self, host: &str, url: &Url, now: Instant) -> FetchGate {
-        let base = self.breaker.clone();
-        let state = self.entry(host);
+        let (state, _, base) = self.entry_with_settings(host);
         if !state.robots.is_settled(now) {
             return FetchGate::RobotsUnsettled;
         }
@@ -274,7 +280,7 @@ impl HostTable {
                 return FetchGate::RobotsDenied;
             }
         }
-        let cfg = state.breaker_config(&base);
+        let cfg = state.breaker_config(base);
         let phase = state.breaker.phase();
         if !state.breaker.allow_request(now, &cfg) {
             return FetchGate::BreakerHeld;
@@ -415,11 +421,10 @@ impl HostTable {
         self.save(host)
     }
 
-    /// The host takes no more work (remembered across restarts).
-    pub(crate) fn give_up(&mut self, host: &str) -> Result<(), StoreError> {
-        let state = self.entry(host);
-        state.finished = true;
-        state.given_up = state.finished_reason();
+    /// The host takes no more work; its URLs, queued or found later, are
+    /// recorded as `outcome` (remembered across restarts).
+    pub(crate) fn give_up(&mut self, host: &str, outcome: PageOutcome) -> Result<(), StoreError> {
+        self.entry(host).given_up = Some(outcome);
         self.save(host)
     }
 
@@ -471,11 +476,14 @@ impl HostTable {
     pub(crate) fn settle_robots(
         &mut self,
         host: &str,
-        verdict: RobotsVerdict,
-        ttl: Duration,
-        elapsed: Duration,
+        answer: RobotsAnswer,
         now: Instant,
     ) -> Option<RobotsSettled> {
+        let RobotsAnswer {
+            verdict,
+            ttl,
+            elapsed,
+        } = answer;
         let state = self.hosts.get_mut(host)?;
         state.politeness.record_response(elapsed, None, None, now);
         let expires = now + ttl;

@@ -188,9 +188,9 @@ pub(crate) struct HostState {
     pub(super) paused: bool,
     /// Whether the breaker's OPEN hold is set in the frontier.
     pub(super) breaker_held: bool,
-    /// Host given up: robots forbids it, never available, or breaker kept failing.
-    pub(super) finished: bool,
-    /// What a given-up host's URLs are recorded as, when restored from the store.
+    /// Set once the host takes no more work (robots.txt forbids it, never
+    /// became available, or the breaker kept failing): what its URLs are
+    /// recorded as.
     pub(super) given_up: Option<PageOutcome>,
 }
 
@@ -211,7 +211,6 @@ impl HostState {
             delay: (Duration::ZERO, DelaySource::Config),
             paused: false,
             breaker_held: false,
-            finished: false,
             given_up: None,
         }
     }
@@ -230,21 +229,7 @@ impl HostState {
 
     /// For a host that takes no more work: what its URLs are recorded as.
     pub fn finished_reason(&self) -> Option<PageOutcome> {
-        if !self.finished {
-            return None;
-        }
-        if let Some(outcome) = &self.given_up {
-            return Some(outcome.clone());
-        }
-        Some(match self.robots {
-            RobotsSlot::DisallowAll => PageOutcome::RobotsDenied,
-            RobotsSlot::GaveUp => PageOutcome::NotCrawled {
-                reason: "robots.txt never became available".into(),
-            },
-            _ => PageOutcome::NotCrawled {
-                reason: "host given up (kept failing)".into(),
-            },
-        })
+        self.given_up.clone()
     }
 
     pub fn record(&self, now: Instant) -> HostRecord {
@@ -254,7 +239,7 @@ impl HostState {
             concurrency_override: self.politeness.override_concurrency(),
             breaker: Some(self.breaker.to_persisted(now)),
             breaker_thresholds: self.breaker_thresholds,
-            given_up: self.finished_reason(),
+            given_up: self.given_up.clone(),
         }
     }
 
@@ -266,7 +251,6 @@ impl HostState {
             .set_override_concurrency(record.concurrency_override);
         host.breaker_thresholds = record.breaker_thresholds;
         host.given_up = record.given_up;
-        host.finished = host.given_up.is_some();
         if let Some(b) = record.breaker {
             host.breaker = Breaker::from_persisted(b, now);
         }

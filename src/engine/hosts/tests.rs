@@ -58,9 +58,11 @@ async fn robots_txt_is_settled_before_any_page_and_its_rules_apply() {
     );
     let settled = hosts.settle_robots(
         "h.test",
-        RobotsVerdict::Parsed(rules),
-        Duration::from_secs(3600),
-        Duration::from_millis(5),
+        RobotsAnswer {
+            verdict: RobotsVerdict::Parsed(rules),
+            ttl: Duration::from_secs(3600),
+            elapsed: Duration::from_millis(5),
+        },
         now,
     );
     assert!(matches!(settled, Some(RobotsSettled::Open { .. })));
@@ -90,9 +92,11 @@ async fn an_open_breaker_holds_the_host_and_lets_one_probe_through() {
     hosts.adopt("f.test", Some("http://f.test/"), now);
     hosts.settle_robots(
         "f.test",
-        RobotsVerdict::AllowAll,
-        Duration::from_secs(3600),
-        Duration::ZERO,
+        RobotsAnswer {
+            verdict: RobotsVerdict::AllowAll,
+            ttl: Duration::from_secs(3600),
+            elapsed: Duration::ZERO,
+        },
         now,
     );
     let opened = hosts
@@ -134,7 +138,14 @@ async fn idle_hosts_leave_memory_past_the_cap_and_come_back_with_their_settings(
         .set_delay_override("a.test", Some(Duration::from_secs(7)))
         .expect("stored");
     hosts.set_paused("b.test", true).expect("stored");
-    hosts.give_up("c.test").expect("stored");
+    hosts
+        .give_up(
+            "c.test",
+            PageOutcome::NotCrawled {
+                reason: "kept failing".into(),
+            },
+        )
+        .expect("stored");
     hosts.fetch_started("d.test", now);
     let candidates = hosts.eviction_candidates();
     assert_eq!(candidates.len(), 2, "down to the cap");
@@ -191,9 +202,11 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
     );
     hosts.settle_robots(
         "k.test",
-        RobotsVerdict::Parsed(rules),
-        Duration::from_secs(3600),
-        Duration::ZERO,
+        RobotsAnswer {
+            verdict: RobotsVerdict::Parsed(rules),
+            ttl: Duration::from_secs(3600),
+            elapsed: Duration::ZERO,
+        },
         Instant::now(),
     );
 
@@ -209,9 +222,11 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
     assert!(summary(&mut hosts, now).contains("refetching"));
     let failed = hosts.settle_robots(
         "k.test",
-        RobotsVerdict::Unavailable { retry_after: None },
-        Duration::ZERO,
-        Duration::ZERO,
+        RobotsAnswer {
+            verdict: RobotsVerdict::Unavailable { retry_after: None },
+            ttl: Duration::ZERO,
+            elapsed: Duration::ZERO,
+        },
         now,
     );
     let Some(RobotsSettled::KeptAfterFailure {
@@ -259,9 +274,11 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
     assert!(matches!(
         hosts.settle_robots(
             "k.test",
-            RobotsVerdict::Unavailable { retry_after: None },
-            Duration::ZERO,
-            Duration::ZERO,
+            RobotsAnswer {
+                verdict: RobotsVerdict::Unavailable { retry_after: None },
+                ttl: Duration::ZERO,
+                elapsed: Duration::ZERO,
+            },
             now,
         ),
         Some(RobotsSettled::KeptAfterFailure { attempts: 2, .. })
@@ -277,9 +294,11 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
     assert!(matches!(
         hosts.settle_robots(
             "k.test",
-            RobotsVerdict::Parsed(rules),
-            Duration::from_secs(3600),
-            Duration::ZERO,
+            RobotsAnswer {
+                verdict: RobotsVerdict::Parsed(rules),
+                ttl: Duration::from_secs(3600),
+                elapsed: Duration::ZERO,
+            },
             now,
         ),
         Some(RobotsSettled::Open { .. })

@@ -36,6 +36,17 @@ pub const MIN_HEADER_TTL: Duration = Duration::from_secs(60);
 /// Status recorded for an attempt that got no HTTP response at all.
 pub const NO_RESPONSE: u16 = 0;
 
+/// One robots.txt fetch as the host table takes it.
+#[derive(Debug, Clone)]
+pub struct RobotsAnswer {
+    /// What the answer means for the host.
+    pub verdict: RobotsVerdict,
+    /// How long the verdict may be cached.
+    pub ttl: Duration,
+    /// How long the fetch took (it counts for the host's politeness).
+    pub elapsed: Duration,
+}
+
 #[derive(Debug, Clone)]
 pub enum RobotsVerdict {
     Parsed(RobotsRules),
