@@ -32,6 +32,10 @@ pub(crate) fn normalize(url: &mut Url) {
 /// Drops `user:pass@`: credentials from a page or a Location header are
 /// never sent, stored, logged or shown.
 pub(crate) fn strip_credentials(url: &mut Url) {
+    if url.username().is_empty() && url.password().is_none() {
+        // Nearly every link: no rewrite of the serialization.
+        return;
+    }
     // Fails only for URLs without a host, which carry no credentials.
     let _ = url.set_username("");
     let _ = url.set_password(None);

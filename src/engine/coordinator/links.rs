@@ -5,6 +5,7 @@ use url::Url;
 
 use super::results::record_for;
 use super::Coordinator;
+use crate::engine::control::HostKey;
 use crate::engine::dedup::ContentDigest;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::prioritize::priority;
@@ -52,13 +53,13 @@ impl Coordinator {
         let mut given_up = Vec::new();
         let quarantining_before = self.alerts.quarantining_count();
         let rules_before = self.rules.next_id();
-        for url in fresh {
+        for (url, host) in fresh {
             if let Some(d) = self.traps.on_discovered(parent, &url, depth) {
                 self.raise_alert(d);
             }
             let entry = FrontierEntry {
                 priority: priority(&url, depth),
-                host: url_norm::host_key(&url),
+                host,
                 url: url.into(),
                 depth,
                 redirects,
@@ -97,12 +98,17 @@ impl Coordinator {
         admitted
     }
 
-    /// The links, normalized, that pass scope, depth and operator rules.
-    fn in_scope(&mut self, links: Vec<Url>, depth: u32) -> Vec<Url> {
+    /// The links, normalized, that pass depth, scope and operator rules, each
+    /// with its host key.
+    fn in_scope(&mut self, links: Vec<Url>, depth: u32) -> Vec<(Url, HostKey)> {
+        if depth > self.cfg.max_depth {
+            self.stats.count().filtered += links.len() as u64;
+            return Vec::new();
+        }
         let mut kept = Vec::with_capacity(links.len());
         for mut url in links {
             url_norm::normalize(&mut url);
-            if self.filter.check(&url).is_err() || depth > self.cfg.max_depth {
+            if self.filter.check(&url).is_err() {
                 self.stats.count().filtered += 1;
                 continue;
             }
@@ -111,17 +117,17 @@ impl Coordinator {
                 self.stats.count().blocked_by_rules += 1;
                 continue;
             }
-            kept.push(url);
+            kept.push((url, host));
         }
         kept
     }
 
     /// The links never seen before, in one batch; they are seen from now on.
-    fn claim_unseen(&mut self, links: Vec<Url>) -> Vec<Url> {
+    fn claim_unseen(&mut self, links: Vec<(Url, HostKey)>) -> Vec<(Url, HostKey)> {
         if links.is_empty() {
             return links;
         }
-        let texts: Vec<&str> = links.iter().map(Url::as_str).collect();
+        let texts: Vec<&str> = links.iter().map(|(url, _)| url.as_str()).collect();
         let fresh = match self.frontier.claim_unseen(&texts) {
             Ok(fresh) => fresh,
             Err(e) => {
@@ -132,7 +138,7 @@ impl Coordinator {
         links
             .into_iter()
             .zip(fresh)
-            .filter_map(|(url, fresh)| fresh.then_some(url))
+            .filter_map(|(link, fresh)| fresh.then_some(link))
             .collect()
     }
 
