@@ -190,7 +190,6 @@ pub(crate) struct Workers {
     cpu: CpuPool,
     max_body: u64,
     robots: RobotsConfig,
-    product_token: String,
     done: mpsc::UnboundedSender<Work>,
 }
 
@@ -205,7 +204,6 @@ impl Workers {
         robots: RobotsConfig,
     ) -> (Self, mpsc::UnboundedReceiver<Work>) {
         let (done, results) = mpsc::unbounded_channel();
-        let product_token = extract.product_token.clone();
         let workers = Workers {
             fetcher,
             extract: Arc::new(extract),
@@ -213,7 +211,6 @@ impl Workers {
             cpu,
             max_body,
             robots,
-            product_token,
             done,
         };
         (workers, results)
@@ -241,7 +238,7 @@ impl Workers {
             host,
             origin,
             self.robots.clone(),
-            self.product_token.clone(),
+            self.extract.product_token.clone(),
             self.done.clone(),
         ));
     }

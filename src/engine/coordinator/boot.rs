@@ -5,7 +5,6 @@ use std::path::Path;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 use url::Url;
 
 use super::commands::{Settings, SETTINGS_KEY};
@@ -216,10 +215,8 @@ fn restore_settings(
         }
         (false, false, _) => "running".to_string(),
     };
-    let mut slots = FetchSlots::new(concurrency, rate);
-    slots.set_rate(rate, Instant::now());
     Ok(OperatorSettings {
-        slots,
+        slots: FetchSlots::new(concurrency, rate),
         paused,
         default_delay: delay,
         report: vec![paused_line, delay_line, concurrency_line, rate_line],

@@ -237,10 +237,13 @@ impl Coordinator {
             if self.run.paused || self.run.draining || saturated || self.slots.rate_limited(now) {
                 None
             } else {
-                self.frontier.next_wakeup().unwrap_or_else(|e| {
-                    tracing::error!("asking the frontier when a host is ready: {e}");
-                    None
-                })
+                match self.frontier.next_wakeup() {
+                    Ok(at) => at,
+                    Err(e) => {
+                        self.storage_failed("asking the frontier when a host is ready", e);
+                        None
+                    }
+                }
             };
         [frontier, self.timers.next_due(), self.slots.rate_wake()]
             .into_iter()
