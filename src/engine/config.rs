@@ -104,9 +104,14 @@ impl IdentityConfig {
 /// lowercased. `AcmeBot/2.0 (+https://acme.example/bot)`
 /// → `acmebot`. The result may be invalid; check it with [`is_product_token`].
 pub fn product_token_of(user_agent: &str) -> String {
-    let word = user_agent.split_whitespace().next().unwrap_or("");
-    let name = word.split('/').next().unwrap_or("");
-    name.to_ascii_lowercase()
+    token_part(user_agent).to_ascii_lowercase()
+}
+
+/// The token part of a User-Agent or of a robots.txt `User-agent:` value,
+/// as written: its first word up to a `/` (RFC 9309 §2.2.1 compares only it).
+pub fn token_part(agent: &str) -> &str {
+    let word = agent.split_whitespace().next().unwrap_or("");
+    word.split('/').next().unwrap_or("")
 }
 
 /// RFC 9309 §2.2.1: a product token is `[a-zA-Z_-]+`.

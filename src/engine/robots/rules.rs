@@ -7,6 +7,8 @@ use std::time::Duration;
 use texting_robots::Robot;
 use url::{Position, Url};
 
+use crate::engine::config::token_part;
+
 /// Which group of a robots.txt applied to us (shown in the host view).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RobotsGroup {
@@ -121,14 +123,10 @@ pub fn complete_lines(body: &[u8], max_size: u64) -> &[u8] {
     }
 }
 
-/// The product token of a User-agent value: `AcmeBot/2.0 (+url)` → `AcmeBot`
-/// (RFC 9309 §2.2.1 compares the token, case-insensitively).
+/// The product token of a User-agent value: `AcmeBot/2.0 (+url)` → `AcmeBot`,
+/// by the rule that derives our own token from our User-Agent.
 fn agent_token(agent: &[u8]) -> &[u8] {
-    let end = agent
-        .iter()
-        .position(|&b| b == b'/' || b.is_ascii_whitespace())
-        .unwrap_or(agent.len());
-    &agent[..end]
+    std::str::from_utf8(agent).map_or(agent, |a| token_part(a).as_bytes())
 }
 
 /// The parser rejects a whole file when one pattern is too large to compile;
