@@ -371,3 +371,34 @@ fn breaker_open_is_red_with_color_and_a_word_without() {
         .iter()
         .all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
 }
+
+#[test]
+fn a_storage_fault_takes_the_settings_line_in_red() {
+    let mut m = model(false);
+    let faulted = Snapshot {
+        state: CrawlState::Paused,
+        fault: Some(
+            "archiving http://a/x: cannot write to the WARC file ./crawl-data/warc/crawldeck-00000.warc.gz: \
+             No space left on device\u{1b}[2J"
+                .into(),
+        ),
+        ..fixture()
+    };
+    update(&mut m, Msg::Snapshot(Arc::new(faulted)));
+    let area = Rect::new(0, 0, 160, 40);
+    let mut buf = Buffer::empty(area);
+    ui::render(&m, area, &mut buf);
+    let screen = text(&buf);
+    let line = screen.lines().nth(2).unwrap();
+    assert!(
+        line.starts_with(" STORAGE FAULT, paused: archiving http://a/x"),
+        "{line}"
+    );
+    assert!(
+        line.contains("crawldeck-00000.warc.gz: No space left on device[2J"),
+        "{line}"
+    );
+    assert!(!screen.contains('\u{1b}'));
+    let (x, y) = find(&buf, "STORAGE FAULT");
+    assert_eq!(buf[(x, y)].fg, Color::Red);
+}

@@ -357,6 +357,11 @@ impl RecentSeen {
         false
     }
 
+    pub fn remove(&mut self, fp: u64) {
+        self.current.remove(&fp);
+        self.previous.remove(&fp);
+    }
+
     pub fn insert(&mut self, fp: u64) {
         if self.current.len() >= self.generation_cap {
             self.previous = std::mem::take(&mut self.current);

@@ -139,10 +139,11 @@ pub struct RunningEngine {
 }
 
 /// How a front end wants the engine to behave.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct EngineOptions {
-    /// Keep running when only quarantined URLs remain (an operator can still
-    /// decide on them); headless runs end instead.
+    /// An operator is there to act: the crawl keeps running when only
+    /// quarantined URLs remain, and a storage fault pauses it until they
+    /// resume. Headless runs end instead (a storage fault as a failure).
     pub wait_for_operator: bool,
     /// Start a recrawl pass: fetch every page with content again,
     /// conditionally (see `recrawl.rs`).
@@ -150,6 +151,8 @@ pub struct EngineOptions {
     /// Settings given for this run, which win over those an operator
     /// changed at runtime in an earlier run.
     pub overrides: RunOverrides,
+    /// Simulated disk faults (tests and drills); by default the disk never fills.
+    pub disk_faults: store::faults::DiskFaults,
 }
 
 /// Settings the user gave for this run (flags). On resume they win over the

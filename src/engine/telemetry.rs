@@ -450,6 +450,9 @@ pub struct Snapshot {
     pub global_rate: Option<f64>,
     /// Why the crawl ended, once `state == Done`.
     pub finish_reason: Option<String>,
+    /// A write failed (what, where, and the error): the crawl is paused until
+    /// the operator resumes it (headless: it stopped). Cleared by resuming.
+    pub fault: Option<String>,
 }
 
 /// How serious a log line is; front ends colour by it.

@@ -131,6 +131,12 @@ pub async fn run_with(
         write!(err, "{}", summary_text(&summary))?;
         err.flush()?;
     }
+    if let Some(fault) = &snapshot.fault {
+        anyhow::bail!(
+            "storage fault: {fault}; what the crawl stored before it is kept: free space (or fix the permissions), \
+             then run the same command again to resume"
+        );
+    }
     Ok(snapshot)
 }
 

@@ -21,6 +21,7 @@ use crate::engine::recrawl;
 use crate::engine::rules::OperatorRules;
 use crate::engine::slots::FetchSlots;
 use crate::engine::stats::CrawlStats;
+use crate::engine::store::faults::DiskFaults;
 use crate::engine::store::warc::WarcWriter;
 use crate::engine::store::{Store, StoreError, Tree};
 use crate::engine::tasks::{Work, Workers};
@@ -54,7 +55,12 @@ pub(in crate::engine) fn build(
             message: format!("cannot create it: {e}"),
         }
     })?;
-    let store = Store::open(data_dir, config.storage.cache_bytes).map_err(store_err)?;
+    let store = Store::open_with_faults(
+        data_dir,
+        config.storage.cache_bytes,
+        options.disk_faults.clone(),
+    )
+    .map_err(store_err)?;
     let mut frontier: Box<dyn FrontierStore> = Box::new(Frontier::open(&store).map_err(store_err)?);
     // Robots first: every host the frontier creates waits for its robots.txt.
     frontier.set_initial_holds(&[Hold::Robots]);
@@ -85,7 +91,7 @@ pub(in crate::engine) fn build(
     let stats = CrawlStats::load(&store, options.recrawl).map_err(store_err)?;
     queue_new_seeds(frontier.as_mut(), &seeds)?;
 
-    let (workers, results) = workers(&config, data_dir, fetcher)?;
+    let (workers, results) = workers(&config, data_dir, fetcher, &options.disk_faults)?;
     let hosts = HostTable::new(
         store.clone(),
         config.politeness.clone(),
@@ -116,6 +122,7 @@ pub(in crate::engine) fn build(
             paused: operator.paused,
             draining: false,
             finish_reason: None,
+            fault: None,
             wait_for_operator: options.wait_for_operator,
             recrawl_pass,
         },
@@ -275,14 +282,15 @@ fn workers(
     config: &CrawlConfig,
     data_dir: &Path,
     fetcher: Fetcher,
+    faults: &DiskFaults,
 ) -> Result<(Workers, mpsc::UnboundedReceiver<Work>), EngineError> {
     let warc = if config.storage.warc {
-        let writer = WarcWriter::open(data_dir, config.storage.warc_max_bytes).map_err(|e| {
-            EngineError::DataDir {
+        let writer =
+            WarcWriter::open_with_faults(data_dir, config.storage.warc_max_bytes, faults.clone())
+                .map_err(|e| EngineError::DataDir {
                 path: data_dir.join("warc").display().to_string(),
                 message: format!("cannot open WARC output: {e}"),
-            }
-        })?;
+            })?;
         Some(writer)
     } else {
         None

@@ -10,7 +10,7 @@ use crate::engine::control::{BreakerThresholds, Command, Target};
 use crate::engine::frontier::{FrontierEntry, Hold};
 use crate::engine::rules::describe;
 use crate::engine::store::{StoreError, Tree};
-use crate::engine::telemetry::{CrawlState, Level};
+use crate::engine::telemetry::CrawlState;
 use crate::engine::url_norm;
 
 /// Crawl-wide operator settings, stored under `meta/settings`.
@@ -82,8 +82,7 @@ pub(super) fn handle(c: &mut Coordinator, command: Command) -> Answer {
         }
     };
     if let Err(e) = c.save_settings() {
-        c.outbox
-            .log(Level::Error, format!("saving the crawl's settings: {e}"));
+        c.storage_failed("saving the crawl's settings", e);
     }
     result
 }
@@ -106,7 +105,12 @@ impl Coordinator {
                 if !self.run.draining {
                     self.set_state(CrawlState::Running);
                 }
-                Ok("crawl resumed".to_string())
+                match self.run.fault.take() {
+                    Some(fault) => Ok(format!(
+                        "crawl resumed after the storage fault ({fault}); it pauses again if writes still fail"
+                    )),
+                    None => Ok("crawl resumed".to_string()),
+                }
             }
             Target::Host(host) => {
                 self.hold(&host, Hold::Paused, paused);

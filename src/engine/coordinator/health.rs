@@ -60,10 +60,7 @@ impl Coordinator {
             BreakerPhase::HalfOpen => {}
         }
         if let Err(e) = self.hosts.breaker_changed(host) {
-            self.outbox.log(
-                Level::Error,
-                format!("saving the breaker state of {host}: {e}"),
-            );
+            self.storage_failed(&format!("saving the breaker state of {host}"), e);
         }
     }
 

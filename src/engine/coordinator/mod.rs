@@ -47,8 +47,11 @@ struct RunState {
     /// No new requests; the loop ends once in-flight work is back.
     draining: bool,
     finish_reason: Option<String>,
-    /// With a TUI an operator can still decide on quarantined URLs, so the
-    /// crawl waits instead of ending.
+    /// A write failed (disk full, permissions, I/O): the crawl is paused (or,
+    /// headless, stopping) until the operator resumes it.
+    fault: Option<String>,
+    /// With a TUI an operator can still decide on quarantined URLs and act on
+    /// a storage fault, so the crawl waits instead of ending.
     wait_for_operator: bool,
     /// The recrawl pass under way (0: the first crawl); from pass 1 on,
     /// fetches carry the validators of the page's last fetch.
@@ -175,14 +178,34 @@ impl Coordinator {
         }
     }
 
-    /// A write the crawl's consistency depends on failed: stop cleanly rather
-    /// than lose URLs, and say why.
+    /// A write the crawl's consistency depends on failed: the work it was
+    /// for stays queued, and the crawl pauses until the operator has freed
+    /// space and resumes it (headless: stops, and the run fails).
     fn storage_failed(&mut self, what: &str, e: StoreError) {
-        self.outbox.log(
-            Level::Error,
-            format!("storage error, stopping: {what}: {e}"),
-        );
-        self.begin_drain("storage error");
+        let db = std::path::Path::new(&self.data_dir).join("db");
+        self.storage_fault(format!("{what} in {}: {e}", db.display()));
+    }
+
+    /// See [`Coordinator::storage_failed`]; `message` names the path and the error.
+    fn storage_fault(&mut self, message: String) {
+        if self.run.fault.is_some() {
+            // The first failure is the one to report; the rest follow from it.
+            tracing::warn!("storage fault (again): {message}");
+            return;
+        }
+        self.run.fault = Some(message.clone());
+        if self.run.wait_for_operator {
+            self.outbox.log(
+                Level::Error,
+                format!("storage fault, crawl paused: {message}; free space, then resume (p)"),
+            );
+            self.run.paused = true;
+            self.set_state(CrawlState::Paused);
+        } else {
+            self.outbox
+                .log(Level::Error, format!("storage fault, stopping: {message}"));
+            self.begin_drain(&format!("storage fault: {message}"));
+        }
     }
 
     /// Why the crawl is over, if it is (in-flight work may still be finishing).
@@ -273,8 +296,7 @@ impl Coordinator {
     /// Writes everything that is kept only in memory between checkpoints.
     fn checkpoint(&mut self) {
         if let Err(e) = self.workers.flush_warc() {
-            self.outbox
-                .log(Level::Error, format!("flushing WARC output: {e}"));
+            self.storage_fault(format!("checkpoint: {e}"));
         }
         let saved = self
             .rules
@@ -282,8 +304,7 @@ impl Coordinator {
             .and_then(|()| self.stats.save(&self.store))
             .and_then(|()| self.store.flush());
         if let Err(e) = saved {
-            self.outbox
-                .log(Level::Error, format!("checkpoint failed: {e}"));
+            self.storage_failed("checkpoint", e);
         }
     }
 
@@ -307,7 +328,9 @@ impl Coordinator {
             .filter(|(_, v)| v.activity == HostActivity::Idle && v.parked == 0)
             .map(|(k, _)| *k)
             .collect();
-        self.hosts.evict(&idle);
+        if let Err(e) = self.hosts.evict(&idle) {
+            self.storage_failed("saving idle hosts before they leave memory", e);
+        }
     }
 
     /// Sets or clears a hold on a host in the frontier.

@@ -144,6 +144,8 @@ impl Coordinator {
         }
         if let Err(e) = self.frontier.requeue(lease.clone()) {
             self.storage_failed("requeueing a URL", e);
+            // Its queue entry is still stored: put it back where it was.
+            self.release(lease.clone());
         }
         true
     }
@@ -158,7 +160,9 @@ impl Coordinator {
     ) {
         self.unsynced = true;
         if let Err(e) = self.frontier.complete(lease, record, outlinks) {
-            self.storage_failed("recording a page", e);
+            self.storage_failed(&format!("recording {}", lease.entry.url), e);
+            // Nothing of the page was stored: its URL stays queued.
+            self.release(lease.clone());
         }
     }
 
@@ -194,11 +198,13 @@ impl Coordinator {
             bytes: page.bytes,
             error: None,
         });
-        if let Some(e) = &page.warc_error {
-            self.outbox.log(
-                crate::engine::telemetry::Level::Error,
-                format!("{}: {e}", lease.entry.url),
-            );
+        if let Some(e) = page.warc_error {
+            // A page is done only once archived: it stays queued for after
+            // the fault, and nothing of it is recorded meanwhile.
+            self.storage_fault(format!("archiving {}: {e}", lease.entry.url));
+            self.release(lease);
+            self.schedule_next(&host, now);
+            return;
         }
         let (outcome, failure) = match status {
             429 => (Outcome::RateLimited, true),

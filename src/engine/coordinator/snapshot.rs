@@ -39,6 +39,7 @@ impl Coordinator {
             global_concurrency: self.slots.concurrency(),
             global_rate: self.slots.rate(),
             finish_reason: self.run.finish_reason.clone(),
+            fault: self.run.fault.clone(),
             ..Snapshot::default()
         };
         let mut views = self.host_views(now);

@@ -55,13 +55,13 @@ impl Coordinator {
                 None
             }
             TrapPolicy::Quarantine | TrapPolicy::Auto => {
-                alert.matching_queued = self
+                let parked = self
                     .frontier
-                    .park(id, &alert.host, &|e| compiled.is_match(&e.url, &e.host))
-                    .unwrap_or_else(|e| {
-                        tracing::error!("parking URLs for alert #{id}: {e}");
-                        0
-                    });
+                    .park(id, &alert.host, &|e| compiled.is_match(&e.url, &e.host));
+                alert.matching_queued = parked.unwrap_or_else(|e| {
+                    self.storage_failed(&format!("parking URLs for alert #{id}"), e);
+                    0
+                });
                 Some(compiled)
             }
         };

@@ -8,6 +8,7 @@ use tokio::time::Instant;
 use super::entry::{decode, encode, level_of};
 use super::schedule::HostId;
 use super::{Frontier, FrontierEntry, Lease, SCAN_CHUNK};
+use crate::engine::dedup::url_fingerprint;
 use crate::engine::store::{keys, CrawlBatch, PageRecord, StoreError};
 
 /// What a bulk sweep does with each matching queued entry.
@@ -25,7 +26,10 @@ impl Frontier {
         }
         let mut batch = CrawlBatch::default();
         let staged = self.stage_queued(&mut batch, entries);
-        self.store.apply(batch)?;
+        if let Err(e) = self.store.apply(batch) {
+            self.forget_claims(staged.iter().map(|(_, entry)| entry.url.as_str()));
+            return Err(e);
+        }
         self.admit_all(staged)
     }
 
@@ -43,7 +47,10 @@ impl Frontier {
         batch.dequeue(&lease.key);
         batch.record_page(record)?;
         let staged = self.stage_queued(&mut batch, outlinks);
-        self.store.apply(batch)?;
+        if let Err(e) = self.store.apply(batch) {
+            self.forget_claims(staged.iter().map(|(_, entry)| entry.url.as_str()));
+            return Err(e);
+        }
         self.host_mut(id).end_lease(&lease.key);
         self.in_flight = self.in_flight.saturating_sub(1);
         let queued = self.admit_all(staged);
@@ -104,19 +111,20 @@ impl Frontier {
         entries: Vec<FrontierEntry>,
     ) -> Result<u64, StoreError> {
         let mut batch = CrawlBatch::default();
-        let mut hosts = Vec::with_capacity(entries.len());
-        for entry in entries {
+        for entry in &entries {
             let seq = self.take_seq();
-            batch.enqueue(&keys::parked_key(alert_id, seq), &encode(&entry));
+            batch.enqueue(&keys::parked_key(alert_id, seq), &encode(entry));
             let fp = batch.mark_seen(&entry.url);
             self.seen.insert_persisted(fp);
-            hosts.push(entry.host);
         }
         batch.set_seq(self.next_seq);
-        self.store.apply(batch)?;
-        let count = hosts.len() as u64;
-        for host in hosts {
-            self.count_parked(alert_id, host, 1);
+        if let Err(e) = self.store.apply(batch) {
+            self.forget_claims(entries.iter().map(|entry| entry.url.as_str()));
+            return Err(e);
+        }
+        let count = entries.len() as u64;
+        for entry in entries {
+            self.count_parked(alert_id, entry.host, 1);
         }
         Ok(count)
     }
@@ -180,6 +188,14 @@ impl Frontier {
             .ok_or_else(|| StoreError::UnknownLease {
                 url: lease.entry.url.clone(),
             })
+    }
+
+    /// A batch that would have marked these URLs seen failed: the store has
+    /// no mark, so the next sighting must ask it again instead of the memory.
+    fn forget_claims<'a>(&mut self, urls: impl Iterator<Item = &'a str>) {
+        for url in urls {
+            self.seen.forget(url_fingerprint(url));
+        }
     }
 
     fn take_seq(&mut self) -> u64 {

@@ -48,6 +48,13 @@ impl SeenSet {
         self.bloom.insert(fp);
     }
 
+    /// A claimed fingerprint whose seen mark was never written: the Bloom
+    /// filter keeps it (a false positive the store settles), the recent set
+    /// must not answer for it.
+    pub fn forget(&mut self, fp: u64) {
+        self.recent.remove(fp);
+    }
+
     /// Bloom filter first (a "no" is certain), then the recent positives; only
     /// what is left asks the store, and a positive from there is cached.
     pub fn contains(&mut self, store: &Store, fp: u64) -> Result<bool, StoreError> {

@@ -192,17 +192,15 @@ impl HostTable {
     }
 
     /// Drops hosts from memory after storing what survives a restart; they
-    /// come back from the store when seen again. Returns how many left.
-    pub(crate) fn evict(&mut self, hosts: &[&str]) -> usize {
+    /// come back from the store when seen again. Returns how many left; a
+    /// failed save keeps that host (and those after it) in memory.
+    pub(crate) fn evict(&mut self, hosts: &[&str]) -> Result<usize, StoreError> {
         let mut evicted = 0;
         for key in hosts {
-            if let Err(e) = self.save(key) {
-                tracing::error!("saving {key} before it leaves memory: {e}");
-                continue;
-            }
+            self.save(key)?;
             evicted += usize::from(self.hosts.remove(*key).is_some());
         }
-        evicted
+        Ok(evicted)
     }
 
     // ---- operator settings ----

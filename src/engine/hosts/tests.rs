@@ -154,7 +154,7 @@ async fn idle_hosts_leave_memory_past_the_cap_and_come_back_with_their_settings(
         "a host with a request in flight stays"
     );
     let keys: Vec<&str> = candidates.iter().map(String::as_str).collect();
-    assert_eq!(hosts.evict(&keys), 2);
+    assert_eq!(hosts.evict(&keys).unwrap(), 2);
     assert_eq!(hosts.hosts.len(), 2);
     assert!(
         hosts.eviction_candidates().is_empty(),
@@ -164,7 +164,7 @@ async fn idle_hosts_leave_memory_past_the_cap_and_come_back_with_their_settings(
     hosts.fetch_ended("d.test");
     let all = hosts.eviction_candidates();
     let keys: Vec<&str> = all.iter().map(String::as_str).collect();
-    hosts.evict(&keys);
+    hosts.evict(&keys).unwrap();
     assert!(hosts.hosts.is_empty());
     for host in ["a.test", "b.test", "c.test"] {
         hosts.adopt(host, None, now);

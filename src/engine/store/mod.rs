@@ -3,6 +3,7 @@
 //! (rules, alerts, hosts, meta) in their own trees. Only this module talks to sled.
 
 mod batch;
+pub mod faults;
 mod gzip;
 pub(crate) mod keys;
 pub mod private;
@@ -18,6 +19,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 pub(crate) use batch::CrawlBatch;
+use faults::DiskFaults;
 pub use records::{PageOutcome, PageRecord};
 
 /// Why a read or write of the crawl database failed.
@@ -110,6 +112,7 @@ struct Inner {
     pages: AtomicU64,
     /// Serialises batch application so the page counter stays exact.
     apply_lock: Mutex<()>,
+    faults: DiskFaults,
 }
 
 /// A raw `(key, value)` pair of the crawl tree.
@@ -118,6 +121,15 @@ pub type RawEntry = (Vec<u8>, Vec<u8>);
 impl Store {
     /// Opens (or creates) the database in `dir/db`.
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
+        Self::open_with_faults(dir, cache_bytes, DiskFaults::default())
+    }
+
+    /// [`Store::open`], its writes failing while `faults` says the disk is full.
+    pub fn open_with_faults(
+        dir: &Path,
+        cache_bytes: u64,
+        faults: DiskFaults,
+    ) -> Result<Store, StoreError> {
         let path = dir.join("db");
         // sled creates its files with the umask's modes; the pages are private:
         // the directory is made 0700 first, its files 0600 once sled made them.
@@ -149,6 +161,7 @@ impl Store {
             db,
             pages: AtomicU64::new(pages),
             apply_lock: Mutex::new(()),
+            faults,
         };
         Ok(Store {
             inner: Arc::new(inner),
@@ -278,8 +291,20 @@ impl Store {
 
     /// Makes everything written so far durable.
     pub(crate) fn flush(&self) -> Result<(), StoreError> {
+        self.simulated_fault("flush")?;
         self.inner.db.flush().map_err(StoreError::sled("flush"))?;
         Ok(())
+    }
+
+    /// A write refused by [`DiskFaults`], reported as sled reports a full disk.
+    fn simulated_fault(&self, op: &'static str) -> Result<(), StoreError> {
+        self.inner
+            .faults
+            .take_write()
+            .map_err(|e| StoreError::Sled {
+                op,
+                source: sled::Error::Io(e),
+            })
     }
 
     /// Applies one batch atomically, keeping the page counter exact.
@@ -289,6 +314,7 @@ impl Store {
             .apply_lock
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.simulated_fault("batch write")?;
         let mut new_pages = 0u64;
         let mut counted: HashSet<&[u8]> = HashSet::new();
         for key in &batch.page_keys {

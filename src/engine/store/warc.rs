@@ -1,13 +1,16 @@
 //! WARC 1.1 writer: `warc/crawldeck-NNNNN.warc.gz`, one gzip member per record
 //! (so tools can seek to any record), rotated by size, resumed by numbering.
+//! A failed write is cut off again, so a file only ever holds whole records.
 
 use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Seek, SeekFrom, Write};
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use sha1::{Digest, Sha1};
+
+use super::faults::DiskFaults;
 
 const FILE_PREFIX: &str = "crawldeck-";
 const FILE_SUFFIX: &str = ".warc.gz";
@@ -32,17 +35,33 @@ pub struct WarcWriter {
     dir: PathBuf,
     max_file_bytes: u64,
     next_number: u32,
-    current: BufWriter<File>,
+    /// Unbuffered: an exchange is one write, and what `append` accepted is
+    /// in the file (the page is then done); `flush` makes it durable.
+    current: File,
     current_path: PathBuf,
+    /// The file's length up to its last complete record.
     current_bytes: u64,
     /// A file holding only its warcinfo is never rotated away.
     exchanges_in_file: u64,
+    /// The current file still lacks its warcinfo record (its write failed).
+    warcinfo_pending: bool,
+    faults: DiskFaults,
 }
 
 impl WarcWriter {
     /// Opens `dir/warc/` (created if missing) and starts a new file numbered
     /// after any already there, so a resumed crawl never overwrites its archive.
+    #[cfg(test)]
     pub fn open(dir: &Path, max_file_bytes: u64) -> io::Result<Self> {
+        Self::open_with_faults(dir, max_file_bytes, DiskFaults::default())
+    }
+
+    /// [`WarcWriter::open`], its writes failing while `faults` says the disk is full.
+    pub fn open_with_faults(
+        dir: &Path,
+        max_file_bytes: u64,
+        faults: DiskFaults,
+    ) -> io::Result<Self> {
         let warc_dir = dir.join("warc");
         super::private::create_private_dir_all(&warc_dir)
             .map_err(|e| with_path(e, &warc_dir, "cannot create the WARC directory"))?;
@@ -68,6 +87,8 @@ impl WarcWriter {
             current_path,
             current_bytes: 0,
             exchanges_in_file: 0,
+            warcinfo_pending: true,
+            faults,
         };
         writer.write_warcinfo()?;
         Ok(writer)
@@ -88,22 +109,25 @@ impl WarcWriter {
     }
 
     /// Appends an exchange compressed beforehand, rotating to a new file
-    /// first if the current one is full.
+    /// first if the current one is full. On `Err` the file is as it was.
     pub fn append(&mut self, exchange: &EncodedExchange) -> io::Result<()> {
         if self.current_bytes >= self.max_file_bytes && self.exchanges_in_file > 0 {
             self.rotate()?;
         }
+        if self.warcinfo_pending {
+            self.write_warcinfo()?;
+        }
+        self.append_members(&exchange.members)?;
         self.exchanges_in_file += 1;
-        self.append_members(&exchange.members)
+        Ok(())
     }
 
-    /// Pushes buffered records to the file and the file to disk.
+    /// Makes what was appended durable.
     pub fn flush(&mut self) -> io::Result<()> {
-        let path = self.current_path.clone();
-        self.current
-            .flush()
-            .and_then(|()| self.current.get_ref().sync_data())
-            .map_err(|e| with_path(e, &path, "cannot flush the WARC file"))
+        self.faults
+            .take_write()
+            .and_then(|()| self.current.sync_data())
+            .map_err(|e| with_path(e, &self.current_path, "cannot flush the WARC file"))
     }
 
     fn rotate(&mut self) -> io::Result<()> {
@@ -114,6 +138,7 @@ impl WarcWriter {
         self.current_path = path;
         self.current_bytes = 0;
         self.exchanges_in_file = 0;
+        self.warcinfo_pending = true;
         self.write_warcinfo()
     }
 
@@ -137,16 +162,45 @@ impl WarcWriter {
             ("Content-Type", "application/warc-fields".into()),
         ];
         let member = encode_record(headers, &[fields.as_bytes()])?;
-        self.append_members(&member)
+        self.append_members(&member)?;
+        self.warcinfo_pending = false;
+        Ok(())
     }
 
+    /// Writes whole records or, on failure, cuts the file back to its last
+    /// complete record: a reader never meets half a gzip member.
     fn append_members(&mut self, members: &[u8]) -> io::Result<()> {
-        let path = self.current_path.clone();
-        self.current
-            .write_all(members)
-            .map_err(|e| with_path(e, &path, "cannot write to the WARC file"))?;
+        let written = self.write_all_or_part(members);
+        if let Err(e) = written {
+            let cut = self
+                .current
+                .set_len(self.current_bytes)
+                .and_then(|()| self.current.seek(SeekFrom::Start(self.current_bytes)));
+            let e = match cut {
+                Ok(_) => e,
+                Err(cut) => io::Error::new(
+                    e.kind(),
+                    format!("{e}; cutting the partial record off failed too: {cut}"),
+                ),
+            };
+            return Err(with_path(
+                e,
+                &self.current_path,
+                "cannot write to the WARC file",
+            ));
+        }
         self.current_bytes += members.len() as u64;
         Ok(())
+    }
+
+    /// `write_all`, except that a full disk (real or simulated) leaves part
+    /// of the bytes written, as a real one does.
+    fn write_all_or_part(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if let Err(e) = self.faults.take_write() {
+            self.current.write_all(&bytes[..bytes.len() / 2])?;
+            return Err(e);
+        }
+        self.current.write_all(bytes)
     }
 }
 
@@ -235,14 +289,14 @@ fn encode_record(mut headers: Vec<(&str, String)>, block: &[&[u8]]) -> io::Resul
     Ok(member)
 }
 
-fn create_file(dir: &Path, number: u32) -> io::Result<(BufWriter<File>, PathBuf)> {
+fn create_file(dir: &Path, number: u32) -> io::Result<(File, PathBuf)> {
     let path = dir.join(format!("{FILE_PREFIX}{number:05}{FILE_SUFFIX}"));
     let file = super::private::private_file_options()
         .write(true)
         .create_new(true)
         .open(&path)
         .map_err(|e| with_path(e, &path, "cannot create the WARC file"))?;
-    Ok((BufWriter::with_capacity(256 * 1024, file), path))
+    Ok((file, path))
 }
 
 /// `crawldeck-00042.warc.gz` -> 42.

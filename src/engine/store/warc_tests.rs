@@ -257,3 +257,75 @@ fn a_304_is_archived_as_a_server_not_modified_revisit() {
     assert_eq!(status_code(b"HTTP/1.1 200 OK\r\n"), Some(200));
     assert_eq!(status_code(b"garbage"), None);
 }
+
+/// Writes exchange `n` (`http://h.localhost/n`), as the page threads do.
+fn write_numbered(writer: &mut WarcWriter, n: usize) -> io::Result<()> {
+    let url = format!("http://h.localhost/{n}");
+    let body = format!("page {n} {}", "x".repeat(3_000));
+    let digest = ContentDigest::of(body.as_bytes()).warc_label();
+    writer.write_exchange(&exchange(&url, body.as_bytes(), &digest, None))
+}
+
+fn target_uris(records: &[Record]) -> Vec<String> {
+    records
+        .iter()
+        .filter(|r| r.headers["WARC-Type"] == "response")
+        .map(|r| r.headers["WARC-Target-URI"].clone())
+        .collect()
+}
+
+#[test]
+fn a_full_disk_leaves_only_whole_records_and_writing_goes_on_once_it_heals() {
+    let dir = tempfile::tempdir().unwrap();
+    // warcinfo, then four exchanges; the fifth write fails half done.
+    let faults = DiskFaults::full_after(5);
+    let mut writer = WarcWriter::open_with_faults(dir.path(), 1 << 20, faults.clone()).unwrap();
+    for n in 0..4 {
+        write_numbered(&mut writer, n).unwrap();
+    }
+    let err = write_numbered(&mut writer, 4).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+    let message = err.to_string();
+    assert!(message.contains("crawldeck-00000.warc.gz"), "{message}");
+    assert!(message.contains("No space left on device"), "{message}");
+    assert!(write_numbered(&mut writer, 4).is_err(), "still full");
+    let path = writer.current_path().to_path_buf();
+    // read_records fails on any partial gzip member.
+    assert_eq!(read_records(&path).len(), 1 + 4 * 2);
+
+    faults.heal();
+    write_numbered(&mut writer, 4).unwrap();
+    write_numbered(&mut writer, 5).unwrap();
+    writer.flush().unwrap();
+    let uris = target_uris(&read_records(&path));
+    let expected: Vec<String> = (0..6).map(|n| format!("http://h.localhost/{n}")).collect();
+    assert_eq!(uris, expected, "each exchange once, in order");
+}
+
+#[test]
+fn a_new_file_whose_warcinfo_failed_gets_it_before_its_first_exchange() {
+    let dir = tempfile::tempdir().unwrap();
+    // warcinfo and one exchange fill the first file; the rotation syncs it
+    // (a write), creates the next file, and its warcinfo fails.
+    let faults = DiskFaults::full_after(3);
+    let mut writer = WarcWriter::open_with_faults(dir.path(), 200, faults.clone()).unwrap();
+    write_numbered(&mut writer, 0).unwrap();
+    assert!(write_numbered(&mut writer, 1).is_err());
+    let warc = dir.path().join("warc");
+    assert_eq!(
+        fs::metadata(warc.join("crawldeck-00001.warc.gz"))
+            .unwrap()
+            .len(),
+        0
+    );
+    faults.heal();
+    write_numbered(&mut writer, 1).unwrap();
+    writer.flush().unwrap();
+    let second = read_records(&warc.join("crawldeck-00001.warc.gz"));
+    assert_eq!(second[0].headers["WARC-Type"], "warcinfo");
+    assert_eq!(target_uris(&second), ["http://h.localhost/1"]);
+    assert_eq!(
+        target_uris(&read_records(&warc.join("crawldeck-00000.warc.gz"))),
+        ["http://h.localhost/0"]
+    );
+}

@@ -14,7 +14,18 @@ pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let [top, spark, bottom] = Layout::vertical([Constraint::Length(1); 3]).areas(area);
     gauges(&model.shown, theme, area.width >= 100).render(top, buf);
     sparkline(model, theme, spark, buf);
-    Line::from(settings(&model.shown)).render(bottom, buf);
+    match &model.shown.fault {
+        // A failed write outranks the settings: the crawl waits on the operator.
+        Some(fault) => Line::from(Span::styled(
+            format!(
+                " STORAGE FAULT, paused: {}  (free space, then p resumes)",
+                strip(fault)
+            ),
+            theme.level(crate::engine::telemetry::Level::Error),
+        ))
+        .render(bottom, buf),
+        None => Line::from(settings(&model.shown)).render(bottom, buf),
+    }
 }
 
 /// State, clock and counters; `wide` adds the brand and longer words.
