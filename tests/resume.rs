@@ -1,6 +1,7 @@
 //! Stopping a crawl in the middle, then resuming it: the same pages are
 //! reached and nothing is lost. After `kill -9` only what was in flight is
-//! fetched again; after Ctrl-C (SIGINT) the crawl checkpoints and nothing is.
+//! fetched again; after Ctrl-C (SIGINT) the crawl checkpoints and nothing is;
+//! after a write fails (a real file-size limit) the run exits 1 with the reason.
 
 mod common;
 
@@ -43,18 +44,39 @@ enum Stop {
     Interrupt,
 }
 
+/// The pages a clean, uninterrupted crawl of `sites` requests.
+async fn reference_requests(sites: &[SiteKind]) -> HashSet<(SiteKind, String)> {
+    let demo = start_demo(sites.to_vec()).await;
+    let dir = tempfile::tempdir().unwrap();
+    crawl(test_config(&demo), dir.path()).await;
+    let reference = page_requests(&demo.log().records()).into_iter().collect();
+    demo.shutdown().await;
+    reference
+}
+
+/// Runs a command to its end, killed by its pid if it outlives `limit`.
+async fn run_bounded(mut cmd: Command, limit: Duration) -> std::process::Output {
+    let child = cmd
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("starts");
+    let pid = child.id().to_string();
+    let waited = tokio::task::spawn_blocking(move || child.wait_with_output());
+    match tokio::time::timeout(limit, waited).await {
+        Ok(output) => output.unwrap().expect("waits"),
+        Err(_) => {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+            panic!("{cmd:?} ran past {limit:?}");
+        }
+    }
+}
+
 /// Crawls, stops the process a third of the way in, resumes it to the end,
 /// and returns the pages fetched more than once.
 async fn stop_and_resume(stop: Stop) -> Vec<((SiteKind, String), usize)> {
     let sites = vec![SiteKind::Shop, SiteKind::DeepFinite];
-    // Reference: a clean, uninterrupted crawl.
-    let reference_demo = start_demo(sites.clone()).await;
-    let reference_dir = tempfile::tempdir().unwrap();
-    crawl(test_config(&reference_demo), reference_dir.path()).await;
-    let reference: HashSet<_> = page_requests(&reference_demo.log().records())
-        .into_iter()
-        .collect();
-    reference_demo.shutdown().await;
+    let reference = reference_requests(&sites).await;
 
     let demo = start_demo(sites).await;
     let dir = tempfile::tempdir().unwrap();
@@ -136,4 +158,48 @@ async fn kill_nine_then_resume_refetches_only_what_was_in_flight() {
 async fn ctrl_c_checkpoints_and_resume_fetches_nothing_twice() {
     let again = stop_and_resume(Stop::Interrupt).await;
     assert!(again.is_empty(), "fetched again after resume: {again:?}");
+}
+
+/// A write the disk refuses, for real: under `ulimit -f` a file cannot grow
+/// past the limit (EFBIG; SIGXFSZ ignored, as the shell passes it on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_the_disk_refuses_exits_1_with_the_reason_and_resume_loses_nothing() {
+    let sites = vec![SiteKind::Shop, SiteKind::DeepFinite];
+    let reference = reference_requests(&sites).await;
+    let demo = start_demo(sites).await;
+    let dir = tempfile::tempdir().unwrap();
+    let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
+    let crawl = crawl_command(dir.path(), &seeds);
+    let mut limited = Command::new("sh");
+    limited
+        .arg("-c")
+        .arg(r#"trap '' XFSZ; ulimit -f 192; exec "$0" "$@""#)
+        .arg(crawl.get_program())
+        .args(crawl.get_args());
+    let first = run_bounded(limited, Duration::from_secs(120)).await;
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(first.status.code(), Some(1), "{err}");
+    assert!(err.contains("storage fault"), "{err}");
+    assert!(err.contains("File too large"), "names the error: {err}");
+    assert!(
+        err.contains(&dir.path().display().to_string()),
+        "names the path: {err}"
+    );
+    let before = page_requests(&demo.log().records()).len();
+    assert!(
+        before < reference.len(),
+        "stopped early: {before} of {}",
+        reference.len()
+    );
+
+    let resumed = run_bounded(crawl_command(dir.path(), &[]), Duration::from_secs(120)).await;
+    assert!(
+        resumed.status.success(),
+        "resume failed: {}",
+        String::from_utf8_lossy(&resumed.stderr)
+    );
+    let reached: HashSet<_> = page_requests(&demo.log().records()).into_iter().collect();
+    demo.shutdown().await;
+    let missing: Vec<_> = reference.difference(&reached).collect();
+    assert!(missing.is_empty(), "lost after the fault: {missing:?}");
 }
