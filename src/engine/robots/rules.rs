@@ -76,7 +76,9 @@ impl RobotsRules {
 
     /// Whether `url`'s path and query may be fetched (longest match wins; a tie goes to Allow).
     pub fn allowed(&self, url: &Url) -> bool {
-        let target = normalize_escapes(&url[Position::BeforePath..Position::AfterQuery]);
+        let target = escape_rule_specials(normalize_escapes(
+            &url[Position::BeforePath..Position::AfterQuery],
+        ));
         let target = if target.is_empty() {
             "/".to_string()
         } else {
@@ -324,6 +326,16 @@ pub fn normalize_escapes(s: &str) -> String {
         i += ch.len_utf8();
     }
     out
+}
+
+/// In a rule `$` and `*` are special and `%24`/`%2A` stand for the
+/// characters (RFC 9309 §2.2.3); in a URL they are plain characters, so the
+/// URL writes them escaped to meet the rules' form.
+fn escape_rule_specials(target: String) -> String {
+    if !target.contains(['$', '*']) {
+        return target;
+    }
+    target.replace('$', "%24").replace('*', "%2A")
 }
 
 fn hex(b: u8) -> Option<u8> {
