@@ -90,6 +90,12 @@ async fn trickling_body_is_requested_twice_then_recorded_as_a_timeout() {
     let slow = requests.iter().filter(|p| p.as_str() == "/slow").count();
     assert_eq!(slow, 2, "requests: {requests:?}");
     assert_eq!(snapshot.counters.errors, 1);
+    let by_kind: Vec<_> = snapshot.counters.errors_by_kind.iter().collect();
+    assert_eq!(
+        by_kind,
+        [(&"timeout".to_string(), &1)],
+        "one URL, two attempts"
+    );
     let slow_url = format!("{base}slow");
     let record = pages(dir.path())
         .into_iter()

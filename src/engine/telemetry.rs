@@ -371,6 +371,10 @@ pub struct Counters {
     /// attempts, the others at once), redirects past `fetch.max_redirects`, stored URLs that no
     /// longer parse.
     pub errors: u64,
+    /// `errors` by kind (`timeout`, `connect`, `too-many-redirects`, …): one per URL, however
+    /// many attempts it took.
+    #[serde(default)]
+    pub errors_by_kind: std::collections::BTreeMap<String, u64>,
     /// HTML pages whose body is identical (SHA-1) to a page stored earlier; their links are not
     /// followed.
     pub duplicates: u64,
@@ -388,6 +392,19 @@ pub struct Counters {
     /// 304 answers to a recrawl pass's conditional requests: pages unchanged since their last
     /// fetch.
     pub not_modified: u64,
+}
+
+impl Counters {
+    /// A URL recorded as failed, with its kind.
+    pub fn count_error(&mut self, kind: &str) {
+        self.errors += 1;
+        match self.errors_by_kind.get_mut(kind) {
+            Some(n) => *n += 1,
+            None => {
+                self.errors_by_kind.insert(kind.to_string(), 1);
+            }
+        }
+    }
 }
 
 /// The engine's whole state as the TUI and the headless printer show it.

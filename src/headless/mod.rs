@@ -11,7 +11,7 @@ use serde::Serialize;
 
 mod summary;
 
-use summary::{alert_summary, alert_text, clock, human_bytes, summarize, ErrorTally};
+use summary::{alert_summary, alert_text, clock, human_bytes, summarize};
 pub use summary::{summary_text, AlertSummary, Summary};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
@@ -79,7 +79,6 @@ pub async fn run_with(
     let mut ticker =
         tokio::time::interval_at(started + Duration::from_secs(1), Duration::from_secs(1));
     ticker.set_missed_tick_behavior(MissedTickBehavior::Delay);
-    let mut tally = ErrorTally::default();
     let mut events_open = true;
     let mut ticks: usize = 0;
 
@@ -102,7 +101,6 @@ pub async fn run_with(
             }
             event = handle.events.recv(), if events_open => match event {
                 Some(event) => {
-                    tally.record(&event);
                     if let (EngineEvent::Alert(alert), false) = (&event, opts.json) {
                         // Clear the live bar first; the next tick redraws it.
                         let clear = if opts.live { "\r\x1b[2K" } else { "" };
@@ -113,9 +111,6 @@ pub async fn run_with(
             },
         }
     };
-    while let Ok(event) = handle.events.try_recv() {
-        tally.record(&event);
-    }
     if opts.live && !opts.json && ticks > 0 {
         writeln!(err)?;
     }
@@ -123,7 +118,7 @@ pub async fn run_with(
     let snapshot = finished
         .context("the crawl engine stopped unexpectedly (see crawldeck.log)")?
         .context("the crawl engine failed")?;
-    let summary = summarize(&snapshot, &tally, started.elapsed(), &opts);
+    let summary = summarize(&snapshot, started.elapsed(), &opts);
     if opts.json {
         writeln!(out, "{}", serde_json::json!({ "summary": summary }))?;
         out.flush()?;

@@ -7,12 +7,9 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::HeadlessOptions;
-use crate::engine::telemetry::{AlertStatus, EngineEvent, Snapshot, StatusMix, TrapAlert};
+use crate::engine::telemetry::{AlertStatus, Snapshot, StatusMix, TrapAlert};
 pub(super) use crate::text::human_bytes;
 use crate::text::strip_control;
-
-/// Distinct error kinds kept for the summary; further kinds count as "other".
-const MAX_ERROR_KINDS: usize = 24;
 
 /// The final report, printed as text or as `{"summary": …}`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -21,7 +18,7 @@ pub struct Summary {
     pub bytes: u64,
     pub duplicates: u64,
     pub errors: u64,
-    /// Fetch errors by kind, from the engine's fetch events.
+    /// Failed URLs by kind, as the engine counted them (one per URL).
     pub errors_by_kind: BTreeMap<String, u64>,
     /// Responses by status class, over the hosts in the final snapshot.
     pub responses: StatusMix,
@@ -54,50 +51,7 @@ pub struct AlertSummary {
     pub samples: Vec<String>,
 }
 
-/// Counts fetch errors by their leading word ("timeout: …" → "timeout").
-#[derive(Debug, Default)]
-pub(super) struct ErrorTally {
-    kinds: BTreeMap<String, u64>,
-}
-
-impl ErrorTally {
-    pub(super) fn record(&mut self, event: &EngineEvent) {
-        let EngineEvent::Fetched {
-            error: Some(error), ..
-        } = event
-        else {
-            return;
-        };
-        let kind = error_kind(error);
-        let key = if self.kinds.contains_key(&kind) || self.kinds.len() < MAX_ERROR_KINDS {
-            kind
-        } else {
-            "other".to_string()
-        };
-        *self.kinds.entry(key).or_default() += 1;
-    }
-}
-
-pub(super) fn error_kind(error: &str) -> String {
-    let head = error.split([':', '(']).next().unwrap_or("").trim();
-    let plausible = !head.is_empty()
-        && head.len() <= 32
-        && head
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || " -_".contains(c));
-    if plausible {
-        head.to_ascii_lowercase()
-    } else {
-        "other".to_string()
-    }
-}
-
-pub(super) fn summarize(
-    s: &Snapshot,
-    tally: &ErrorTally,
-    elapsed: Duration,
-    opts: &HeadlessOptions,
-) -> Summary {
+pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions) -> Summary {
     let responses = s.hosts.iter().fold(StatusMix::default(), |mut sum, host| {
         sum.s2xx += host.status.s2xx;
         sum.s3xx += host.status.s3xx;
@@ -116,7 +70,7 @@ pub(super) fn summarize(
         bytes: s.counters.bytes,
         duplicates: s.counters.duplicates,
         errors: s.counters.errors,
-        errors_by_kind: tally.kinds.clone(),
+        errors_by_kind: s.counters.errors_by_kind.clone(),
         responses,
         robots_denied: s.counters.robots_denied,
         blocked: s.counters.blocked_by_rules,

@@ -112,7 +112,7 @@ impl Coordinator {
             }
         }
         self.retries.forget(url_fp);
-        self.stats.count().errors += 1;
+        self.stats.count().count_error(error.kind.label());
         let record = record_for(
             &lease.entry,
             PageOutcome::Error {
@@ -173,7 +173,7 @@ impl Coordinator {
     }
 
     pub(super) fn record_unfetchable(&mut self, lease: Lease, why: &str) {
-        self.stats.count().errors += 1;
+        self.stats.count().count_error("invalid-url");
         let record = record_for(
             &lease.entry,
             PageOutcome::Error {
@@ -324,7 +324,7 @@ impl Coordinator {
                 location: location.to_string(),
             };
         }
-        self.stats.count().errors += 1;
+        self.stats.count().count_error("too-many-redirects");
         PageOutcome::Error {
             kind: "too-many-redirects".into(),
             message: format!(
