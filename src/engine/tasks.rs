@@ -25,6 +25,8 @@ pub enum Work {
     },
     Robots {
         host: HostKey,
+        /// Whose robots.txt it is (a host may have two: http and https).
+        origin: Url,
         answer: RobotsAnswer,
     },
 }
@@ -177,7 +179,11 @@ async fn run_robots(
         ttl,
         elapsed: started.elapsed(),
     };
-    let _ = done.send(Work::Robots { host, answer });
+    let _ = done.send(Work::Robots {
+        host,
+        origin,
+        answer,
+    });
 }
 
 /// Starts fetch tasks; owns what they share (the HTTP client, extraction

@@ -104,7 +104,7 @@ impl Coordinator {
 
     /// Sends the robots.txt request for a host unless one is already out.
     pub(super) fn start_robots(&mut self, host: &str) {
-        if let Some(origin) = self.hosts.begin_robots(host) {
+        if let Some(origin) = self.hosts.begin_robots(host, Instant::now()) {
             self.slots.start_robots();
             self.workers.spawn_robots(host.to_string(), origin);
         }

@@ -6,6 +6,7 @@
 use std::time::Duration;
 
 use tokio::time::Instant;
+use url::Url;
 
 use super::results::record_for;
 use super::Coordinator;
@@ -126,8 +127,14 @@ impl Coordinator {
         }
     }
 
-    pub(super) fn robots_settled(&mut self, host: &str, answer: RobotsAnswer, now: Instant) {
-        let Some(settled) = self.hosts.settle_robots(host, answer, now) else {
+    pub(super) fn robots_settled(
+        &mut self,
+        host: &str,
+        origin: &Url,
+        answer: RobotsAnswer,
+        now: Instant,
+    ) {
+        let Some(settled) = self.hosts.settle_robots(host, origin, answer, now) else {
             return;
         };
         match settled {
@@ -154,6 +161,16 @@ impl Coordinator {
                 );
             }
             RobotsSettled::GaveUp => self.give_up_host(host, "robots.txt never became available"),
+            RobotsSettled::OriginClosed => {
+                self.outbox.log(
+                    Level::Warn,
+                    format!(
+                        "{origin}robots.txt forbids this origin or never became available; \
+                         its URLs are recorded as robots-denied, the host's others go on"
+                    ),
+                );
+                self.hold(host, Hold::Robots, false);
+            }
             RobotsSettled::KeptAfterFailure {
                 age,
                 attempts,

@@ -81,9 +81,13 @@ impl Coordinator {
                     Err(error) => self.page_failed(lease, error, now),
                 }
             }
-            Work::Robots { host, answer } => {
+            Work::Robots {
+                host,
+                origin,
+                answer,
+            } => {
                 self.slots.end_robots();
-                self.robots_settled(&host, answer, now);
+                self.robots_settled(&host, &origin, answer, now);
             }
         }
     }

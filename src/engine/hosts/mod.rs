@@ -15,10 +15,10 @@ use super::breaker::{Outcome, Transition};
 use super::config::{BreakerConfig, PolitenessConfig, RobotsConfig};
 use super::control::{BreakerThresholds, HostKey};
 use super::frontier::HostQueueView;
-use super::robots::{RobotsAnswer, RobotsBackoff, RobotsVerdict};
+use super::robots::RobotsAnswer;
 use super::store::{PageOutcome, Store, StoreError, Tree};
 use super::telemetry::{BreakerPhase, HostView, RobotsState};
-use state::{HostRecord, HostState, RobotsSlot};
+use state::{HostRecord, HostState};
 
 /// Hosts kept in memory before idle ones are evicted (their settings are in
 /// the store; their live figures start over when they come back).
@@ -81,6 +81,9 @@ pub(crate) enum RobotsSettled {
         retry_at: Instant,
         state: RobotsState,
     },
+    /// The robots.txt of the host's other scheme forbids that scheme (or
+    /// never became available): its URLs are denied, the host goes on.
+    OriginClosed,
 }
 
 /// Per-host state of the crawl; the one owner of `HostState`.
@@ -185,7 +188,7 @@ impl HostTable {
         }
         self.hosts
             .iter()
-            .filter(|(_, h)| h.in_flight == 0 && !h.robots.is_fetching())
+            .filter(|(_, h)| h.in_flight == 0 && !h.robots_fetching())
             .map(|(key, _)| key.clone())
             .take(excess)
             .collect()
@@ -270,10 +273,14 @@ impl HostTable {
     /// Whether `url` of `host` may be fetched now: robots.txt, then the breaker.
     pub(crate) fn check_fetch(&mut self, host: &str, url: &Url, now: Instant) -> FetchGate {
         let (state, _, base) = self.entry_with_settings(host);
-        if !state.robots.is_settled(now) {
+        let robots = state.robots_for(url);
+        if robots.forbids_all() {
+            return FetchGate::RobotsDenied;
+        }
+        if !robots.is_settled(now) {
             return FetchGate::RobotsUnsettled;
         }
-        if let Some(rules) = state.robots.rules() {
+        if let Some(rules) = robots.rules() {
             if !rules.allowed(url) {
                 return FetchGate::RobotsDenied;
             }
@@ -346,11 +353,10 @@ impl HostTable {
     /// for the host's view. `None` for a host not in memory.
     pub(crate) fn next_delay(&mut self, host: &str) -> Option<Duration> {
         let state = self.hosts.get_mut(host)?;
-        let (delay, source) = state.politeness.next_delay(
-            &self.politeness,
-            self.default_delay,
-            state.robots.crawl_delay(),
-        );
+        let (delay, source) =
+            state
+                .politeness
+                .next_delay(&self.politeness, self.default_delay, state.crawl_delay());
         state.delay = (delay, source);
         Some(delay)
     }
@@ -433,121 +439,53 @@ impl HostTable {
 
     // ---- robots.txt ----
 
-    /// Marks the host's robots.txt as being fetched and returns its origin;
-    /// `None` if a fetch is out already, the verdict is final, or the host
-    /// is unknown.
-    pub(crate) fn begin_robots(&mut self, host: &str) -> Option<Url> {
+    /// Marks a robots.txt of the host as being fetched and returns its
+    /// origin: the host's own when it needs one, else that of its other
+    /// scheme. `None` if nothing needs fetching, a fetch is out already, the
+    /// verdict is final, or the host is unknown.
+    pub(crate) fn begin_robots(&mut self, host: &str, now: Instant) -> Option<Url> {
         let state = self.hosts.get_mut(host)?;
-        match &mut state.robots {
-            RobotsSlot::Unknown { fetching }
-            | RobotsSlot::Postponed { fetching, .. }
-            | RobotsSlot::Stale { fetching, .. } => {
-                if *fetching {
-                    return None;
-                }
-                *fetching = true;
+        if state.robots.wants_fetch(now) {
+            state.robots.begin_fetch();
+            if state.origin.is_none() {
+                tracing::error!("no origin known for {host}; robots.txt cannot be fetched");
             }
-            // Expired: keep the rules at hand in case the refetch fails.
-            RobotsSlot::Rules { .. } | RobotsSlot::AllowAll { .. } => {
-                let (rules, fetched) =
-                    match std::mem::replace(&mut state.robots, RobotsSlot::GaveUp) {
-                        RobotsSlot::Rules { rules, fetched, .. } => (Some(rules), fetched),
-                        RobotsSlot::AllowAll { fetched, .. } => (None, fetched),
-                        _ => unreachable!("matched above"),
-                    };
-                state.robots = RobotsSlot::Stale {
-                    rules,
-                    fetched,
-                    backoff: None,
-                    fetching: true,
-                };
-            }
-            RobotsSlot::DisallowAll | RobotsSlot::GaveUp => return None,
+            return state.origin.clone();
         }
-        if state.origin.is_none() {
-            tracing::error!("no origin known for {host}; robots.txt cannot be fetched");
+        let other = state.other_origin.as_mut()?;
+        if !other.robots.wants_fetch(now) {
+            return None;
         }
-        state.origin.clone()
+        other.robots.begin_fetch();
+        Some(other.origin.clone())
     }
 
-    /// Applies a robots.txt answer to the host.
+    /// Applies the robots.txt answer of `origin` to the host. The answer of
+    /// the host's other scheme never gives the host up: it only decides on
+    /// that scheme's URLs.
     pub(crate) fn settle_robots(
         &mut self,
         host: &str,
+        origin: &Url,
         answer: RobotsAnswer,
         now: Instant,
     ) -> Option<RobotsSettled> {
-        let RobotsAnswer {
-            verdict,
-            ttl,
-            elapsed,
-        } = answer;
         let state = self.hosts.get_mut(host)?;
-        state.politeness.record_response(elapsed, None, None, now);
-        let expires = now + ttl;
-        let (slot, settled) = match verdict {
-            RobotsVerdict::Parsed(rules) => {
-                let sitemaps = rules.sitemaps().to_vec();
-                let slot = RobotsSlot::Rules {
-                    rules: Box::new(rules),
-                    fetched: now,
-                    expires,
-                };
-                (slot, RobotsSettled::Open { sitemaps })
-            }
-            RobotsVerdict::AllowAll => (
-                RobotsSlot::AllowAll {
-                    fetched: now,
-                    expires,
-                },
-                RobotsSettled::Open {
-                    sitemaps: Vec::new(),
-                },
-            ),
-            RobotsVerdict::DisallowAll => (RobotsSlot::DisallowAll, RobotsSettled::DisallowAll),
-            RobotsVerdict::Unavailable { retry_after } => {
-                let mut backoff = match std::mem::replace(&mut state.robots, RobotsSlot::GaveUp) {
-                    RobotsSlot::Postponed { backoff, .. } => backoff,
-                    // Expired rules whose refetch failed: they stay in force (RFC 9309 §2.4).
-                    RobotsSlot::Stale {
-                        rules,
-                        fetched,
-                        backoff,
-                        ..
-                    } => {
-                        let mut backoff =
-                            backoff.unwrap_or_else(|| RobotsBackoff::new(&self.robots));
-                        let retry_at = backoff.record_failure(now, retry_after);
-                        let settled = RobotsSettled::KeptAfterFailure {
-                            age: now.saturating_duration_since(fetched),
-                            attempts: backoff.attempts(),
-                            retry_at: (!backoff.gave_up(now)).then_some(retry_at),
-                        };
-                        state.robots = RobotsSlot::Stale {
-                            rules,
-                            fetched,
-                            backoff: Some(backoff),
-                            fetching: false,
-                        };
-                        return Some(settled);
-                    }
-                    _ => RobotsBackoff::new(&self.robots),
-                };
-                let retry_at = backoff.record_failure(now, retry_after);
-                if backoff.gave_up(now) {
-                    (RobotsSlot::GaveUp, RobotsSettled::GaveUp)
-                } else {
-                    let slot = RobotsSlot::Postponed {
-                        backoff,
-                        fetching: false,
-                    };
-                    let state = slot.state();
-                    (slot, RobotsSettled::Postponed { retry_at, state })
-                }
-            }
-        };
-        state.robots = slot;
-        Some(settled)
+        state
+            .politeness
+            .record_response(answer.elapsed, None, None, now);
+        let own = state
+            .origin
+            .as_ref()
+            .is_none_or(|o| o.scheme() == origin.scheme());
+        if own {
+            return Some(state.robots.settle(answer, now, &self.robots));
+        }
+        let other = state.other_origin.as_mut()?;
+        Some(match other.robots.settle(answer, now, &self.robots) {
+            RobotsSettled::DisallowAll | RobotsSettled::GaveUp => RobotsSettled::OriginClosed,
+            settled => settled,
+        })
     }
 
     // ---- views ----

@@ -5,11 +5,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::RobotsSettled;
 use crate::engine::breaker::Breaker;
 use crate::engine::config::BreakerConfig;
+use crate::engine::config::RobotsConfig;
 use crate::engine::control::{BreakerThresholds, HostKey};
 use crate::engine::politeness::HostPoliteness;
-use crate::engine::robots::{RobotsBackoff, RobotsGroup, RobotsRules};
+use crate::engine::robots::{RobotsAnswer, RobotsBackoff, RobotsGroup, RobotsRules, RobotsVerdict};
 use crate::engine::stats::{EventRate, RecentLatency};
 use crate::engine::store::PageOutcome;
 use crate::engine::telemetry::{DelaySource, HostActivity, HostView, RobotsState, StatusMix};
@@ -98,6 +100,132 @@ impl RobotsSlot {
         self.rules().and_then(|r| r.crawl_delay())
     }
 
+    /// The verdict is final and closes the origin: every URL is denied.
+    pub fn forbids_all(&self) -> bool {
+        matches!(self, RobotsSlot::DisallowAll | RobotsSlot::GaveUp)
+    }
+
+    /// No request is out and the verdict is missing, postponed or expired.
+    pub fn wants_fetch(&self, now: Instant) -> bool {
+        match self {
+            RobotsSlot::Unknown { fetching }
+            | RobotsSlot::Postponed { fetching, .. }
+            | RobotsSlot::Stale { fetching, .. } => !fetching,
+            RobotsSlot::Rules { expires, .. } | RobotsSlot::AllowAll { expires, .. } => {
+                now >= *expires
+            }
+            RobotsSlot::DisallowAll | RobotsSlot::GaveUp => false,
+        }
+    }
+
+    /// A request goes out (the caller checked `wants_fetch`). Expired rules
+    /// are kept at hand in case the refetch fails.
+    pub fn begin_fetch(&mut self) {
+        match self {
+            RobotsSlot::Unknown { fetching }
+            | RobotsSlot::Postponed { fetching, .. }
+            | RobotsSlot::Stale { fetching, .. } => *fetching = true,
+            RobotsSlot::Rules { .. } | RobotsSlot::AllowAll { .. } => {
+                let (rules, fetched) = match std::mem::replace(self, RobotsSlot::GaveUp) {
+                    RobotsSlot::Rules { rules, fetched, .. } => (Some(rules), fetched),
+                    RobotsSlot::AllowAll { fetched, .. } => (None, fetched),
+                    _ => unreachable!("matched above"),
+                };
+                *self = RobotsSlot::Stale {
+                    rules,
+                    fetched,
+                    backoff: None,
+                    fetching: true,
+                };
+            }
+            RobotsSlot::DisallowAll | RobotsSlot::GaveUp => {}
+        }
+    }
+
+    /// Applies an answer; says what it means for the host's queue.
+    pub fn settle(
+        &mut self,
+        answer: RobotsAnswer,
+        now: Instant,
+        cfg: &RobotsConfig,
+    ) -> RobotsSettled {
+        let expires = now + answer.ttl;
+        let (slot, settled) = match answer.verdict {
+            RobotsVerdict::Parsed(rules) => {
+                let sitemaps = rules.sitemaps().to_vec();
+                let slot = RobotsSlot::Rules {
+                    rules: Box::new(rules),
+                    fetched: now,
+                    expires,
+                };
+                (slot, RobotsSettled::Open { sitemaps })
+            }
+            RobotsVerdict::AllowAll => (
+                RobotsSlot::AllowAll {
+                    fetched: now,
+                    expires,
+                },
+                RobotsSettled::Open {
+                    sitemaps: Vec::new(),
+                },
+            ),
+            RobotsVerdict::DisallowAll => (RobotsSlot::DisallowAll, RobotsSettled::DisallowAll),
+            RobotsVerdict::Unavailable { retry_after } => {
+                return self.settle_unavailable(retry_after, now, cfg)
+            }
+        };
+        *self = slot;
+        settled
+    }
+
+    /// 5xx, timeouts, unreachable: expired rules stay in force (RFC 9309
+    /// §2.4) and the refetch is retried; without rules the host is postponed
+    /// with a backoff, then given up.
+    fn settle_unavailable(
+        &mut self,
+        retry_after: Option<Duration>,
+        now: Instant,
+        cfg: &RobotsConfig,
+    ) -> RobotsSettled {
+        let mut backoff = match std::mem::replace(self, RobotsSlot::GaveUp) {
+            RobotsSlot::Postponed { backoff, .. } => backoff,
+            RobotsSlot::Stale {
+                rules,
+                fetched,
+                backoff,
+                ..
+            } => {
+                let mut backoff = backoff.unwrap_or_else(|| RobotsBackoff::new(cfg));
+                let retry_at = backoff.record_failure(now, retry_after);
+                let settled = RobotsSettled::KeptAfterFailure {
+                    age: now.saturating_duration_since(fetched),
+                    attempts: backoff.attempts(),
+                    retry_at: (!backoff.gave_up(now)).then_some(retry_at),
+                };
+                *self = RobotsSlot::Stale {
+                    rules,
+                    fetched,
+                    backoff: Some(backoff),
+                    fetching: false,
+                };
+                return settled;
+            }
+            _ => RobotsBackoff::new(cfg),
+        };
+        let retry_at = backoff.record_failure(now, retry_after);
+        if backoff.gave_up(now) {
+            return RobotsSettled::GaveUp;
+        }
+        *self = RobotsSlot::Postponed {
+            backoff,
+            fetching: false,
+        };
+        RobotsSettled::Postponed {
+            retry_at,
+            state: self.state(),
+        }
+    }
+
     pub fn summary(&self, now: Instant) -> Option<String> {
         match self {
             RobotsSlot::Stale {
@@ -170,6 +298,13 @@ pub(crate) struct HostRecord {
     pub given_up: Option<PageOutcome>,
 }
 
+/// The robots.txt of a host's second scheme.
+pub(crate) struct OtherOrigin {
+    /// `scheme://host[:port]/`.
+    pub(super) origin: url::Url,
+    pub(super) robots: RobotsSlot,
+}
+
 pub(crate) struct HostState {
     pub(super) key: HostKey,
     /// `scheme://host[:port]/`, where its robots.txt lives.
@@ -179,6 +314,10 @@ pub(crate) struct HostState {
     /// Operator's per-host thresholds over crawl.toml's `[breaker]`.
     pub(super) breaker_thresholds: Option<BreakerThresholds>,
     pub(super) robots: RobotsSlot,
+    /// robots.txt of the host's other scheme (`http://h` and `https://h` share
+    /// a host key and its politeness, not robots.txt), once one of its URLs
+    /// came up.
+    pub(super) other_origin: Option<Box<OtherOrigin>>,
     pub(super) status: StatusMix,
     pub(super) fetched: u64,
     pub(super) in_flight: u32,
@@ -203,6 +342,7 @@ impl HostState {
             breaker: Breaker::new(),
             breaker_thresholds: None,
             robots: RobotsSlot::Unknown { fetching: false },
+            other_origin: None,
             status: StatusMix::default(),
             fetched: 0,
             in_flight: 0,
@@ -225,6 +365,64 @@ impl HostState {
             cfg.max_cooldown = cfg.max_cooldown.max(t.cooldown);
         }
         cfg
+    }
+
+    /// The robots.txt `url` is under: the host's own, or (created on first
+    /// sight) that of its other scheme.
+    pub fn robots_for(&mut self, url: &url::Url) -> &RobotsSlot {
+        let own = self
+            .origin
+            .as_ref()
+            .is_none_or(|o| o.scheme() == url.scheme());
+        if own {
+            return &self.robots;
+        }
+        &self
+            .other_origin
+            .get_or_insert_with(|| {
+                let mut origin = url.clone();
+                origin.set_path("/");
+                origin.set_query(None);
+                origin.set_fragment(None);
+                Box::new(OtherOrigin {
+                    origin,
+                    robots: RobotsSlot::Unknown { fetching: false },
+                })
+            })
+            .robots
+    }
+
+    /// A robots.txt request of the host is out.
+    pub fn robots_fetching(&self) -> bool {
+        self.robots.is_fetching()
+            || self
+                .other_origin
+                .as_ref()
+                .is_some_and(|o| o.robots.is_fetching())
+    }
+
+    /// The larger Crawl-delay of the host's robots.txt files: politeness
+    /// stays per host name.
+    pub fn crawl_delay(&self) -> Option<Duration> {
+        let other = self
+            .other_origin
+            .as_ref()
+            .and_then(|o| o.robots.crawl_delay());
+        self.robots.crawl_delay().max(other)
+    }
+
+    /// The host view's robots.txt line, the other scheme's after its own.
+    fn robots_summary(&self, now: Instant) -> Option<String> {
+        let own = self.robots.summary(now);
+        let Some(other) = &self.other_origin else {
+            return own;
+        };
+        let theirs = other.robots.summary(now)?;
+        let scheme = other.origin.scheme();
+        Some(match own {
+            Some(own) => format!("{own}; {scheme}: {theirs}"),
+            None => format!("{scheme}: {theirs}"),
+        })
     }
 
     /// For a host that takes no more work: what its URLs are recorded as.
@@ -284,7 +482,7 @@ impl HostState {
             paused: self.paused,
             quarantined,
             queue_head,
-            robots_summary: self.robots.summary(now),
+            robots_summary: self.robots_summary(now),
             delay_override: self.politeness.override_delay(),
             concurrency_override: self.politeness.override_concurrency(),
         }

@@ -1,7 +1,7 @@
 use std::time::Duration;
 
 use super::*;
-use crate::engine::robots::RobotsRules;
+use crate::engine::robots::{RobotsRules, RobotsVerdict};
 use crate::engine::telemetry::HostActivity;
 
 fn table(dir: &std::path::Path) -> HostTable {
@@ -42,11 +42,11 @@ async fn robots_txt_is_settled_before_any_page_and_its_rules_apply() {
         FetchGate::RobotsUnsettled
     ));
     let origin = hosts
-        .begin_robots("h.test")
+        .begin_robots("h.test", Instant::now())
         .expect("robots.txt fetched from the origin");
     assert_eq!(origin.as_str(), "http://h.test/");
     assert_eq!(
-        hosts.begin_robots("h.test"),
+        hosts.begin_robots("h.test", Instant::now()),
         None,
         "one robots.txt request at a time"
     );
@@ -58,6 +58,7 @@ async fn robots_txt_is_settled_before_any_page_and_its_rules_apply() {
     );
     let settled = hosts.settle_robots(
         "h.test",
+        &url("http://h.test/"),
         RobotsAnswer {
             verdict: RobotsVerdict::Parsed(rules),
             ttl: Duration::from_secs(3600),
@@ -92,6 +93,7 @@ async fn an_open_breaker_holds_the_host_and_lets_one_probe_through() {
     hosts.adopt("f.test", Some("http://f.test/"), now);
     hosts.settle_robots(
         "f.test",
+        &url("http://f.test/"),
         RobotsAnswer {
             verdict: RobotsVerdict::AllowAll,
             ttl: Duration::from_secs(3600),
@@ -194,7 +196,9 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
         view.robots_summary.expect("a settled host has a summary")
     };
     hosts.adopt("k.test", Some("http://k.test/"), Instant::now());
-    hosts.begin_robots("k.test").expect("first fetch");
+    hosts
+        .begin_robots("k.test", Instant::now())
+        .expect("first fetch");
     let rules = RobotsRules::parse(
         b"User-agent: *\nDisallow: /private\n",
         "crawldeck",
@@ -202,6 +206,7 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
     );
     hosts.settle_robots(
         "k.test",
+        &url("http://k.test/"),
         RobotsAnswer {
             verdict: RobotsVerdict::Parsed(rules),
             ttl: Duration::from_secs(3600),
@@ -217,11 +222,12 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
         FetchGate::RobotsUnsettled
     ));
     hosts
-        .begin_robots("k.test")
+        .begin_robots("k.test", Instant::now())
         .expect("expired rules are fetched again");
     assert!(summary(&mut hosts, now).contains("refetching"));
     let failed = hosts.settle_robots(
         "k.test",
+        &url("http://k.test/"),
         RobotsAnswer {
             verdict: RobotsVerdict::Unavailable { retry_after: None },
             ttl: Duration::ZERO,
@@ -265,8 +271,14 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
     // The retry fails too: still in force, one more attempt counted.
     tokio::time::advance(retry_at - now).await;
     let now = Instant::now();
-    hosts.begin_robots("k.test").expect("the retry goes out");
-    assert_eq!(hosts.begin_robots("k.test"), None, "one request at a time");
+    hosts
+        .begin_robots("k.test", Instant::now())
+        .expect("the retry goes out");
+    assert_eq!(
+        hosts.begin_robots("k.test", Instant::now()),
+        None,
+        "one request at a time"
+    );
     assert!(matches!(
         hosts.check_fetch("k.test", &url("http://k.test/public"), now),
         FetchGate::Go { .. }
@@ -274,6 +286,7 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
     assert!(matches!(
         hosts.settle_robots(
             "k.test",
+            &url("http://k.test/"),
             RobotsAnswer {
                 verdict: RobotsVerdict::Unavailable { retry_after: None },
                 ttl: Duration::ZERO,
@@ -285,7 +298,7 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
     ));
 
     // It comes back: the new rules replace the kept ones.
-    hosts.begin_robots("k.test").expect("retry");
+    hosts.begin_robots("k.test", Instant::now()).expect("retry");
     let rules = RobotsRules::parse(
         b"User-agent: *\nDisallow: /new\n",
         "crawldeck",
@@ -294,6 +307,7 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
     assert!(matches!(
         hosts.settle_robots(
             "k.test",
+            &url("http://k.test/"),
             RobotsAnswer {
                 verdict: RobotsVerdict::Parsed(rules),
                 ttl: Duration::from_secs(3600),
@@ -308,4 +322,95 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
         FetchGate::Go { .. }
     ));
     assert!(!summary(&mut hosts, now).contains("refetch failed"));
+}
+
+fn answer(verdict: RobotsVerdict) -> RobotsAnswer {
+    RobotsAnswer {
+        verdict,
+        ttl: Duration::from_secs(3600),
+        elapsed: Duration::ZERO,
+    }
+}
+
+fn disallow(path: &str) -> RobotsVerdict {
+    let body = format!("User-agent: *\nDisallow: {path}\n");
+    RobotsVerdict::Parsed(RobotsRules::parse(
+        body.as_bytes(),
+        "crawldeck",
+        Duration::from_secs(60),
+    ))
+}
+
+#[tokio::test(start_paused = true)]
+async fn http_and_https_of_one_host_each_obey_their_own_robots_txt() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut hosts = table(dir.path());
+    let now = Instant::now();
+    hosts.adopt("o.test", Some("http://o.test/"), now);
+    let http = hosts.begin_robots("o.test", now).expect("the host's own");
+    assert_eq!(http.as_str(), "http://o.test/");
+    hosts.settle_robots("o.test", &http, answer(disallow("/http-only")), now);
+    assert!(matches!(
+        hosts.check_fetch("o.test", &url("http://o.test/http-only"), now),
+        FetchGate::RobotsDenied
+    ));
+
+    // The https origin has a robots.txt of its own, fetched when its first URL comes up.
+    assert!(matches!(
+        hosts.check_fetch("o.test", &url("https://o.test/http-only"), now),
+        FetchGate::RobotsUnsettled
+    ));
+    let https = hosts
+        .begin_robots("o.test", now)
+        .expect("the other scheme's");
+    assert_eq!(https.as_str(), "https://o.test/");
+    assert_eq!(
+        hosts.begin_robots("o.test", now),
+        None,
+        "one request at a time"
+    );
+    let settled = hosts.settle_robots("o.test", &https, answer(disallow("/https-only")), now);
+    assert!(matches!(settled, Some(RobotsSettled::Open { .. })));
+    for (target, denied) in [
+        ("https://o.test/http-only", false),
+        ("https://o.test/https-only", true),
+        ("http://o.test/https-only", false),
+        ("http://o.test/http-only", true),
+    ] {
+        let gate = hosts.check_fetch("o.test", &url(target), now);
+        assert_eq!(matches!(gate, FetchGate::RobotsDenied), denied, "{target}");
+    }
+    let view = hosts.view("o.test", now, idle_queue()).expect("in memory");
+    let summary = view.robots_summary.expect("summary");
+    assert!(summary.contains("; https: robots.txt parsed"), "{summary}");
+
+    // Each origin expires and is fetched again on its own.
+    tokio::time::advance(Duration::from_secs(3601)).await;
+    let later = Instant::now();
+    assert_eq!(hosts.begin_robots("o.test", later), Some(http));
+    assert_eq!(hosts.begin_robots("o.test", later), Some(https));
+}
+
+#[tokio::test(start_paused = true)]
+async fn the_other_scheme_forbidden_denies_its_urls_without_giving_up_the_host() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut hosts = table(dir.path());
+    let now = Instant::now();
+    hosts.adopt("p.test", Some("https://p.test/"), now);
+    let own = hosts.begin_robots("p.test", now).expect("own");
+    hosts.settle_robots("p.test", &own, answer(RobotsVerdict::AllowAll), now);
+    hosts.check_fetch("p.test", &url("http://p.test/a"), now);
+    let other = hosts.begin_robots("p.test", now).expect("other");
+    assert_eq!(other.as_str(), "http://p.test/");
+    let settled = hosts.settle_robots("p.test", &other, answer(RobotsVerdict::DisallowAll), now);
+    assert!(matches!(settled, Some(RobotsSettled::OriginClosed)));
+    assert!(matches!(
+        hosts.check_fetch("p.test", &url("http://p.test/a"), now),
+        FetchGate::RobotsDenied
+    ));
+    assert!(matches!(
+        hosts.check_fetch("p.test", &url("https://p.test/a"), now),
+        FetchGate::Go { .. }
+    ));
+    assert_eq!(hosts.finished_reason("p.test"), None, "the host goes on");
 }
