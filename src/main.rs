@@ -169,6 +169,7 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
         wait_for_operator: true,
         recrawl: run.recrawl,
         overrides: run.overrides,
+        ..engine::EngineOptions::default()
     };
     // The UI handles Ctrl-C (a key in raw mode) and SIGTERM itself.
     let running = engine::start_with(

@@ -3,6 +3,7 @@
 
 #![warn(missing_docs)]
 
+pub mod address;
 mod alerts;
 pub(crate) mod breaker;
 pub mod config;
@@ -139,7 +140,7 @@ pub struct RunningEngine {
 }
 
 /// How a front end wants the engine to behave.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct EngineOptions {
     /// Keep running when only quarantined URLs remain (an operator can still
     /// decide on them); headless runs end instead.
@@ -150,6 +151,9 @@ pub struct EngineOptions {
     /// Settings given for this run, which win over those an operator
     /// changed at runtime in an earlier run.
     pub overrides: RunOverrides,
+    /// How addresses are classified and names resolved (the real ways unless
+    /// a test says otherwise).
+    pub address_rules: address::AddressRules,
 }
 
 /// Settings the user gave for this run (flags). On resume they win over the

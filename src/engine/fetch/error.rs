@@ -29,6 +29,8 @@ pub enum FetchErrorKind {
     BodyTooLarge,
     Decode,
     InvalidUrl,
+    /// The address is one the private-address guard refuses; no connection was made.
+    PrivateAddress,
     Other,
 }
 
@@ -41,6 +43,7 @@ impl FetchErrorKind {
             FetchErrorKind::BodyTooLarge => "body-too-large",
             FetchErrorKind::Decode => "decode",
             FetchErrorKind::InvalidUrl => "invalid-url",
+            FetchErrorKind::PrivateAddress => "private-address",
             FetchErrorKind::Other => "other",
         }
     }
