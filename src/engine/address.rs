@@ -14,7 +14,13 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use url::{Host, Url};
 
-use super::fetch::is_localhost;
+/// True for `localhost` and every name under `.localhost`.
+pub fn is_localhost(host: &str) -> bool {
+    let host = host.trim_end_matches('.');
+    host.eq_ignore_ascii_case("localhost")
+        || (host.len() > ".localhost".len()
+            && host[host.len() - ".localhost".len()..].eq_ignore_ascii_case(".localhost"))
+}
 
 /// What kind of network an address belongs to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

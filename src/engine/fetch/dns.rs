@@ -15,7 +15,7 @@ use std::time::Duration;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use tokio::time::Instant;
 
-use crate::engine::address::{AddressGuard, HostTable};
+use crate::engine::address::{is_localhost, AddressGuard, HostTable};
 
 /// How long a system answer is reused.
 pub const DNS_TTL: Duration = Duration::from_secs(300);
@@ -27,14 +27,6 @@ const MAX_ADDRS: usize = 16;
 type LookupFuture = Pin<Box<dyn Future<Output = io::Result<Vec<SocketAddr>>> + Send>>;
 /// The resolver behind the cache (the system's, or a fake in tests).
 pub(crate) type Lookup = Arc<dyn Fn(String) -> LookupFuture + Send + Sync>;
-
-/// True for `localhost` and every name under `.localhost`.
-pub fn is_localhost(host: &str) -> bool {
-    let host = host.trim_end_matches('.');
-    host.eq_ignore_ascii_case("localhost")
-        || (host.len() > ".localhost".len()
-            && host[host.len() - ".localhost".len()..].eq_ignore_ascii_case(".localhost"))
-}
 
 /// The system resolver, at most [`MAX_ADDRS`] answers.
 pub(crate) fn system_lookup() -> Lookup {

@@ -22,7 +22,6 @@ use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use tokio::time::Instant;
 use url::{Position, Url};
 
-pub use dns::is_localhost;
 pub use error::{FetchError, FetchErrorKind, FetchSetupError};
 
 use error::{classify, cut, error_chain};
