@@ -266,7 +266,15 @@ async fn links_redirects_and_robots_redirects_to_private_addresses_are_never_con
     assert_eq!(refused.len(), expect.len(), "{refused:?}");
     // Refused once each: not retried, and not counted against a failing host.
     assert_eq!(fetch_errors.len(), expect.len(), "{fetch_errors:?}");
+    assert_eq!(snap.counters.refused_private, expect.len() as u64);
     assert!(snap.counters.errors >= expect.len() as u64);
+    let trap_host = format!("127.0.0.2:{}", net.traps[&2]);
+    let host = snap.hosts.iter().find(|h| h.host == trap_host);
+    let host = host.unwrap_or_else(|| panic!("{trap_host} not in {:?}", snap.hosts));
+    // `/secret` and `/decimal`; the other names of 127.0.0.2 are hosts of their own.
+    assert_eq!(host.status.refused, 2, "{host:?}");
+    let why = host.last_refusal.as_deref().unwrap_or_default();
+    assert!(why.contains("private (RFC 1918)"), "{why}");
     assert!(snap
         .hosts
         .iter()

@@ -30,6 +30,7 @@ fn final_snapshot() -> Snapshot {
     s.counters.not_modified = 9;
     s.counters.robots_denied = 5;
     s.counters.blocked_by_rules = 6;
+    s.counters.refused_private = 1;
     s.quarantined = 40;
     let mut host = HostView::default();
     host.status.record_status(200);
@@ -135,6 +136,12 @@ async fn prints_one_line_a_second_then_the_summary() {
     assert!(err.contains("robots denied     5"), "{err}");
     assert!(
         err.contains(
+            "private refused   1 (private addresses no seed is on; --allow-private allows them)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(
             "identity          acmebot (User-Agent: AcmeBot/2.0 (+https://acme.example/bot)[2J)"
         ),
         "{err}"
@@ -190,6 +197,7 @@ async fn json_lines_then_a_summary_object() {
     assert_eq!(summary["pages"], 30);
     assert_eq!(summary["duplicates"], 4);
     assert_eq!(summary["blocked"], 6);
+    assert_eq!(summary["refused_private"], 1);
     assert_eq!(summary["errors_by_kind"]["timeout"], 2);
     assert_eq!(summary["data_dir"], "/tmp/crawl1");
     assert_eq!(summary["product_token"], "acmebot");
@@ -251,6 +259,9 @@ fn engine_fetch_errors_are_counted_by_their_kind() {
     let message = "timeout: http://a.localhost:1/slow: no complete response within 400ms \
                    (fetch.total_timeout)";
     assert_eq!(summary::error_kind(message), "timeout");
+    let refused =
+        "private-address: http://10.0.0.1/: 10.0.0.1 is a private (RFC 1918) address, refused";
+    assert_eq!(summary::error_kind(refused), "private-address");
     assert_eq!(
         summary::error_kind("http://a.localhost:1/x: refused"),
         "http"

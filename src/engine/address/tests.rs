@@ -213,3 +213,21 @@ fn an_injected_classifier_decides() {
         })
     );
 }
+
+#[test]
+fn the_settings_line_says_what_is_refused_and_why_some_classes_are_not() {
+    let guard = AddressGuard::new(&AddressRules::default(), false);
+    assert_eq!(
+        guard.describe(),
+        "private addresses refused (no seed is on one; --allow-private allows them)"
+    );
+    guard.add_seed(&Url::parse("http://127.0.0.1:8080/").unwrap());
+    guard.add_seed(&Url::parse("http://intranet.example/").unwrap());
+    assert_eq!(
+        guard.describe(),
+        "private addresses refused, but loopback (a seed is there); \
+         1 seed name(s) to resolve, whose classes are allowed too"
+    );
+    let open = AddressGuard::new(&AddressRules::default(), true);
+    assert!(open.describe().contains("allowed"), "{}", open.describe());
+}

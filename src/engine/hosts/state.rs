@@ -192,6 +192,8 @@ pub(crate) struct HostState {
     /// became available, or the breaker kept failing): what its URLs are
     /// recorded as.
     pub(super) given_up: Option<PageOutcome>,
+    /// The latest private-address refusal of one of its URLs.
+    pub(super) last_refusal: Option<String>,
 }
 
 impl HostState {
@@ -212,6 +214,7 @@ impl HostState {
             paused: false,
             breaker_held: false,
             given_up: None,
+            last_refusal: None,
         }
     }
 
@@ -287,6 +290,7 @@ impl HostState {
             robots_summary: self.robots.summary(now),
             delay_override: self.politeness.override_delay(),
             concurrency_override: self.politeness.override_concurrency(),
+            last_refusal: self.last_refusal.clone(),
         }
     }
 }
