@@ -24,9 +24,9 @@ use url::{Position, Url};
 
 pub use error::{FetchError, FetchErrorKind, FetchSetupError};
 
-use error::{classify, cut, error_chain};
+use error::{classify, cut, error_chain, refusal};
 
-use crate::engine::address::{AddressGuard, AddressRules, Refused};
+use crate::engine::address::{AddressGuard, AddressRules};
 use crate::engine::config::CrawlConfig;
 
 /// URLs longer than this are refused before any request is made.
@@ -318,29 +318,7 @@ impl Fetcher {
         };
         (kind, message)
     }
-}
 
-/// The guard's refusal, if that is why the client could not connect.
-fn refusal<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a Refused> {
-    let mut source = Some(e);
-    while let Some(err) = source {
-        if let Some(refused) = err.downcast_ref::<Refused>() {
-            return Some(refused);
-        }
-        // io::Error's source skips the error it wraps.
-        let wrapped = err
-            .downcast_ref::<std::io::Error>()
-            .and_then(|io| io.get_ref())
-            .and_then(|inner| inner.downcast_ref::<Refused>());
-        if wrapped.is_some() {
-            return wrapped;
-        }
-        source = err.source();
-    }
-    None
-}
-
-impl Fetcher {
     async fn exchange(
         &self,
         url: &Url,
