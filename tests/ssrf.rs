@@ -3,7 +3,8 @@
 //! link-local, metadata and CGNAT addresses, and a host table points names
 //! at them. Links, redirects and a robots.txt redirect to them are never
 //! connected to (their servers log nothing) and each refused URL is recorded
-//! with its reason. Even a broken guard could only reach loopback.
+//! with its reason. A seed on a private address opens that class only. Even
+//! a broken guard could only reach loopback.
 
 mod common;
 
@@ -21,7 +22,7 @@ use common::{pages, CRAWL_LIMIT};
 use crawldeck::engine::address::{classify, AddressClass, AddressRules};
 use crawldeck::engine::config::{CrawlConfig, Scope};
 use crawldeck::engine::store::PageOutcome;
-use crawldeck::engine::telemetry::EngineEvent;
+use crawldeck::engine::telemetry::{EngineEvent, Snapshot};
 use crawldeck::engine::EngineOptions;
 
 /// (Host header, path) of every request a server answered.
@@ -120,6 +121,48 @@ async fn trap(State(log): State<Log>, req: Request) -> &'static str {
     "you should not be here"
 }
 
+/// A crawl under [`rules`]: the settings it printed, its final snapshot and
+/// its fetch errors (url, error) from the events the host view is fed from.
+async fn crawl(
+    mut cfg: CrawlConfig,
+    dir: &std::path::Path,
+) -> (Vec<String>, Snapshot, Vec<(String, String)>) {
+    cfg.scope.mode = Scope::Any;
+    cfg.politeness.min_delay = Duration::from_millis(10);
+    cfg.politeness.delay_factor = 0.0;
+    cfg.fetch.connect_timeout = Duration::from_secs(2);
+    cfg.fetch.total_timeout = Duration::from_secs(5);
+    cfg.storage.cache_bytes = 8 * 1024 * 1024;
+    let options = EngineOptions {
+        address_rules: rules(),
+        ..EngineOptions::default()
+    };
+    let running = crawldeck::engine::start_with(cfg, dir, std::future::pending(), options)
+        .await
+        .expect("engine starts");
+    let mut events = running.handle.events;
+    let collected = tokio::spawn(async move {
+        let mut errors = Vec::new();
+        while let Some(event) = events.recv().await {
+            if let EngineEvent::Fetched {
+                url,
+                error: Some(error),
+                ..
+            } = event
+            {
+                errors.push((url, error));
+            }
+        }
+        errors
+    });
+    let snap = tokio::time::timeout(CRAWL_LIMIT, running.done)
+        .await
+        .expect("crawl ends within the limit")
+        .unwrap()
+        .unwrap();
+    (running.settings, snap, collected.await.unwrap())
+}
+
 async fn serve(addr: &str, app: Router) -> u16 {
     let listener = tokio::net::TcpListener::bind(addr).await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -149,52 +192,18 @@ async fn links_redirects_and_robots_redirects_to_private_addresses_are_never_con
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = CrawlConfig {
+    let cfg = CrawlConfig {
         seeds: vec![format!("http://127.0.0.1:{}/", net.seed)],
         ..CrawlConfig::default()
     };
-    cfg.scope.mode = Scope::Any;
-    cfg.politeness.min_delay = Duration::from_millis(10);
-    cfg.politeness.delay_factor = 0.0;
-    cfg.fetch.connect_timeout = Duration::from_secs(2);
-    cfg.fetch.total_timeout = Duration::from_secs(5);
-    cfg.storage.cache_bytes = 8 * 1024 * 1024;
-    let options = EngineOptions {
-        address_rules: rules(),
-        ..EngineOptions::default()
-    };
-    let running = crawldeck::engine::start_with(cfg, dir.path(), std::future::pending(), options)
-        .await
-        .expect("engine starts");
+    let (settings, snap, fetch_errors) = crawl(cfg, dir.path()).await;
     assert!(
-        running
-            .settings
+        settings
             .iter()
-            .any(|l| l.contains("private addresses refused")),
-        "{:?}",
-        running.settings
+            .any(|l| l
+                == "private addresses refused (no seed is on one; --allow-private allows them)"),
+        "{settings:?}"
     );
-    let mut events = running.handle.events;
-    let collected = tokio::spawn(async move {
-        let mut errors = Vec::new();
-        while let Some(event) = events.recv().await {
-            if let EngineEvent::Fetched {
-                url,
-                error: Some(error),
-                ..
-            } = event
-            {
-                errors.push((url, error));
-            }
-        }
-        errors
-    });
-    let snap = tokio::time::timeout(CRAWL_LIMIT, running.done)
-        .await
-        .expect("crawl ends within the limit")
-        .unwrap()
-        .unwrap();
-    let fetch_errors = collected.await.unwrap();
 
     for (octet, log) in &trap_logs {
         let log = log.lock().unwrap();
@@ -279,6 +288,75 @@ async fn links_redirects_and_robots_redirects_to_private_addresses_are_never_con
         .hosts
         .iter()
         .all(|h| h.breaker.consecutive_failures == 0));
+}
+
+/// A site on 127.0.0.2 (private) whose home page links to another private
+/// server and to a link-local one.
+async fn intranet_site(
+    State((log, other, trap)): State<(Log, u16, u16)>,
+    req: Request,
+) -> Response {
+    let path = req.uri().path().to_string();
+    log.lock().unwrap().push((String::new(), path.clone()));
+    let body = match path.as_str() {
+        "/" => format!(
+            "<a href=\"/page\">p</a><a href=\"http://127.0.0.2:{other}/other\">o</a>\
+             <a href=\"http://127.0.0.3:{trap}/link-local\">l</a>"
+        ),
+        _ => "<p>ok</p>".to_string(),
+    };
+    ([(CONTENT_TYPE, "text/html")], body).into_response()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_seed_on_a_private_address_opens_that_class_and_no_other() {
+    let trap_log: Log = Arc::default();
+    let app = Router::new().fallback(trap).with_state(trap_log.clone());
+    let trap_port = serve("127.0.0.3:0", app).await;
+    let other_log: Log = Arc::default();
+    let app = Router::new().fallback(trap).with_state(other_log.clone());
+    let other_port = serve("127.0.0.2:0", app).await;
+    let site_log: Log = Arc::default();
+    let app =
+        Router::new()
+            .fallback(intranet_site)
+            .with_state((site_log.clone(), other_port, trap_port));
+    let port = serve("127.0.0.2:0", app).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    // A name: its class is learned by resolving it when the crawl starts.
+    let cfg = CrawlConfig {
+        seeds: vec![format!("http://intranet.test:{port}/")],
+        ..CrawlConfig::default()
+    };
+    let (settings, _, fetch_errors) = crawl(cfg, dir.path()).await;
+    assert!(
+        settings
+            .iter()
+            .any(|l| l.contains("1 seed name(s) to resolve")),
+        "{settings:?}"
+    );
+
+    let paths =
+        |log: &Log| -> Vec<String> { log.lock().unwrap().iter().map(|(_, p)| p.clone()).collect() };
+    assert_eq!(
+        paths(&site_log),
+        ["/robots.txt", "/", "/page"],
+        "the seed's host"
+    );
+    assert_eq!(
+        paths(&other_log),
+        ["/robots.txt", "/other"],
+        "another private address"
+    );
+    assert!(paths(&trap_log).is_empty(), "link-local was asked");
+    let link_local = format!("http://127.0.0.3:{trap_port}/link-local");
+    assert!(
+        fetch_errors
+            .iter()
+            .any(|(u, e)| u == &link_local && e.contains("is a link-local address")),
+        "{fetch_errors:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -252,7 +252,7 @@ fn list(refused: &[(IpAddr, AddressClass)]) -> String {
 pub type Classifier = Arc<dyn Fn(IpAddr) -> AddressClass + Send + Sync>;
 
 /// Fixed answers for names, in the manner of `/etc/hosts`.
-pub type HostTable = HashMap<String, Vec<IpAddr>>;
+pub type NameTable = HashMap<String, Vec<IpAddr>>;
 
 /// How the engine's network sees addresses: their classification and, for
 /// some names, fixed answers. The default is the real classification and the
@@ -261,7 +261,7 @@ pub type HostTable = HashMap<String, Vec<IpAddr>>;
 #[derive(Clone)]
 pub struct AddressRules {
     classify: Classifier,
-    hosts: Option<Arc<HostTable>>,
+    hosts: Option<Arc<NameTable>>,
 }
 
 impl AddressRules {
@@ -273,12 +273,12 @@ impl AddressRules {
 
     /// Names in `hosts` answer from it (lower-case, no trailing dot); other
     /// names go to the system resolver.
-    pub fn with_hosts(mut self, hosts: HostTable) -> Self {
+    pub fn with_hosts(mut self, hosts: NameTable) -> Self {
         self.hosts = Some(Arc::new(hosts));
         self
     }
 
-    pub(crate) fn hosts(&self) -> Option<Arc<HostTable>> {
+    pub(crate) fn hosts(&self) -> Option<Arc<NameTable>> {
         self.hosts.clone()
     }
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use tokio::time::Instant;
 
-use crate::engine::address::{is_localhost, AddressGuard, HostTable};
+use crate::engine::address::{is_localhost, AddressGuard, NameTable};
 
 /// How long a system answer is reused.
 pub const DNS_TTL: Duration = Duration::from_secs(300);
@@ -39,7 +39,7 @@ pub(crate) fn system_lookup() -> Lookup {
 }
 
 /// Names in `hosts` answer from it, the rest from the system resolver.
-pub(crate) fn table_lookup(hosts: Arc<HostTable>) -> Lookup {
+pub(crate) fn table_lookup(hosts: Arc<NameTable>) -> Lookup {
     let system = system_lookup();
     Arc::new(move |host: String| match hosts.get(&host) {
         Some(ips) => {
