@@ -29,6 +29,8 @@ pub struct Summary {
     pub blocked: u64,
     /// URLs not connected to because their address is private (of the errors).
     pub refused_private: u64,
+    /// Whether private addresses were allowed (`--allow-private`).
+    pub allow_private: bool,
     pub redirects: u64,
     pub not_modified: u64,
     pub frontier_left: u64,
@@ -124,6 +126,7 @@ pub(super) fn summarize(
         robots_denied: s.counters.robots_denied,
         blocked: s.counters.blocked_by_rules,
         refused_private: s.counters.refused_private,
+        allow_private: opts.allow_private,
         redirects: s.counters.redirects,
         not_modified: s.counters.not_modified,
         frontier_left: s.frontier_size,

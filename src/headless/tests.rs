@@ -168,6 +168,7 @@ async fn prints_one_line_a_second_then_the_summary() {
 async fn json_lines_then_a_summary_object() {
     let opts = HeadlessOptions {
         json: true,
+        allow_private: true,
         ..Default::default()
     };
     let (result, out, err) = run_fake(opts).await;
@@ -198,6 +199,7 @@ async fn json_lines_then_a_summary_object() {
     assert_eq!(summary["duplicates"], 4);
     assert_eq!(summary["blocked"], 6);
     assert_eq!(summary["refused_private"], 1);
+    assert_eq!(summary["allow_private"], true);
     assert_eq!(summary["errors_by_kind"]["timeout"], 2);
     assert_eq!(summary["data_dir"], "/tmp/crawl1");
     assert_eq!(summary["product_token"], "acmebot");
