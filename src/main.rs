@@ -152,6 +152,7 @@ async fn run_headless(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> 
         live: !json && std::io::stderr().is_terminal(),
         max_pages: run.config.max_pages,
         data_dir: data_dir.to_path_buf(),
+        allow_private: run.config.fetch.allow_private,
     };
     headless::run(engine.handle, engine.done, opts).await?;
     Ok(())
@@ -169,7 +170,7 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
         wait_for_operator: true,
         recrawl: run.recrawl,
         overrides: run.overrides,
-        ..Default::default()
+        ..engine::EngineOptions::default()
     };
     // The UI handles Ctrl-C (a key in raw mode) and SIGTERM itself.
     let running = engine::start_with(

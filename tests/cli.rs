@@ -44,6 +44,7 @@ fn help_lists_the_commands_and_flags() {
         "--data",
         "--max-body",
         "--traps",
+        "--allow-private",
     ] {
         assert!(help.contains(word), "{word} missing from help:\n{help}");
     }
@@ -217,6 +218,21 @@ fn flags_win_over_the_config_file_which_wins_over_defaults() {
         CrawlConfig::default().concurrency,
         "default kept"
     );
+}
+
+#[test]
+fn allow_private_comes_from_the_flag_or_the_file() {
+    let seed = "https://a.example/";
+    let run = resolve(&["crawl", "--headless", seed]).unwrap();
+    assert!(!run.config.fetch.allow_private, "refused by default");
+    let run = resolve(&["crawl", "--headless", "--allow-private", seed]).unwrap();
+    assert!(run.config.fetch.allow_private);
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, "[fetch]\nallow_private = true\n").unwrap();
+    let run = resolve(&["crawl", "--config", file.to_str().unwrap(), seed]).unwrap();
+    assert!(run.config.fetch.allow_private);
 }
 
 #[test]

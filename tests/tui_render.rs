@@ -33,6 +33,7 @@ fn host(name: &str, queued: u64, phase: BreakerPhase) -> HostView {
             s4xx: 2,
             s5xx: 1,
             errors: 0,
+            refused: 0,
         },
         robots: RobotsState::Ok,
         breaker: BreakerView {
@@ -260,6 +261,38 @@ fn host_detail_and_help_overlay() {
     let screen = text(draw(&m, 100, 30).backend().buffer());
     assert!(screen.contains("Help"), "{screen}");
     assert!(screen.contains("close its breaker now"), "{screen}");
+}
+
+#[test]
+fn the_host_detail_shows_urls_refused_for_their_private_address() {
+    let mut m = model(true);
+    let why = "http://10.0.0.7/admin: 10.0.0.7 is a private (RFC 1918) address\u{1b}[2J, refused";
+    let mut snap = fixture();
+    snap.hosts[0].status.errors = 2;
+    snap.hosts[0].status.refused = 2;
+    snap.hosts[0].last_refusal = Some(why.into());
+    update(&mut m, Msg::Snapshot(Arc::new(snap)));
+    update(
+        &mut m,
+        Msg::Event(EngineEvent::Fetched {
+            host: "shop.localhost:8080".into(),
+            url: "http://10.0.0.7/admin".into(),
+            status: None,
+            latency: Duration::ZERO,
+            bytes: 0,
+            error: Some(format!("private-address: {why}")),
+        }),
+    );
+    m.detail = Some("shop.localhost:8080".into());
+    let detail = text(draw(&m, 160, 30).backend().buffer());
+    assert!(
+        detail.contains("refused 2 (private address), latest: http://10.0.0.7/admin: 10.0.0.7 is a private (RFC 1918) address[2J"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("(private-address: http://10.0.0.7/admin"),
+        "{detail}"
+    );
 }
 
 #[test]

@@ -159,6 +159,11 @@ pub struct RunArgs {
     /// What a spider-trap alert does.
     #[arg(long, value_enum)]
     pub traps: Option<TrapsArg>,
+    /// Connect to private addresses (loopback, RFC 1918, link-local and the
+    /// cloud metadata address, CGNAT, unique-local, multicast) even when no
+    /// seed is on one. Without it only the seeds' own address classes are allowed.
+    #[arg(long)]
+    pub allow_private: bool,
     /// Global cap on pages per second (0 = no cap).
     #[arg(long, value_name = "PAGES_PER_SEC")]
     pub max_rate: Option<f64>,

@@ -297,6 +297,9 @@ fn apply_flags(config: &mut CrawlConfig, run: &RunArgs) {
         config.politeness.max_delay = config.politeness.max_delay.max(delay);
     }
     set(&mut config.politeness.delay_factor, &run.delay_factor);
+    if run.allow_private {
+        config.fetch.allow_private = true;
+    }
     set(&mut config.fetch.total_timeout, &run.timeout);
     set(&mut config.fetch.max_body, &run.max_body);
     set(&mut config.robots.mode, &run.robots.map(Into::into));

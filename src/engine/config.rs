@@ -216,6 +216,9 @@ pub struct FetchConfig {
     pub max_redirects: u32,
     /// Send If-None-Match / If-Modified-Since when a page is fetched again.
     pub conditional_requests: bool,
+    /// Connect to private addresses (loopback, RFC 1918, link-local, CGNAT,
+    /// unique-local, multicast…) even when no seed is on one (`--allow-private`).
+    pub allow_private: bool,
 }
 
 impl Default for FetchConfig {
@@ -227,6 +230,7 @@ impl Default for FetchConfig {
             max_body: 5 * 1024 * 1024,
             max_redirects: 10,
             conditional_requests: true,
+            allow_private: false,
         }
     }
 }

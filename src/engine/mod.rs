@@ -3,6 +3,7 @@
 
 #![warn(missing_docs)]
 
+pub mod address;
 mod alerts;
 pub(crate) mod breaker;
 pub mod config;
@@ -153,6 +154,9 @@ pub struct EngineOptions {
     pub overrides: RunOverrides,
     /// Simulated disk faults (tests and drills); by default the disk never fills.
     pub disk_faults: store::faults::DiskFaults,
+    /// How addresses are classified and names resolved (the real ways unless
+    /// a test says otherwise).
+    pub address_rules: address::AddressRules,
 }
 
 /// Settings the user gave for this run (flags). On resume they win over the

@@ -249,6 +249,16 @@ impl Workers {
         ));
     }
 
+    /// The fetcher's private-address guard (it learns the seeds' classes).
+    pub(crate) fn address_guard(&self) -> &crate::engine::address::AddressGuard {
+        self.fetcher.guard()
+    }
+
+    /// Resolves the seeds' names so their address classes are allowed.
+    pub(crate) async fn resolve_seeds(&self) {
+        self.fetcher.resolve_seeds().await
+    }
+
     /// Writes buffered WARC output to disk.
     pub(crate) fn flush_warc(&self) -> std::io::Result<()> {
         match &self.warc {

@@ -156,6 +156,10 @@ pub struct StatusMix {
     pub s5xx: u64,
     /// Transport errors: connect, timeout, reset, body too large…
     pub errors: u64,
+    /// Of the errors: URLs not connected to because their address is private
+    /// (see `engine::address`).
+    #[serde(default)]
+    pub refused: u64,
 }
 
 impl StatusMix {
@@ -257,6 +261,9 @@ pub struct HostView {
     /// The operator's in-flight limit for the host (`SetHostConcurrency`); `None`:
     /// `politeness.per_host`.
     pub concurrency_override: Option<usize>,
+    /// Why the host's latest refused URL was not connected to (a private address).
+    #[serde(default)]
+    pub last_refusal: Option<String>,
 }
 
 /// An operator rule as front ends show it.
@@ -392,6 +399,10 @@ pub struct Counters {
     /// 304 answers to a recrawl pass's conditional requests: pages unchanged since their last
     /// fetch.
     pub not_modified: u64,
+    /// Of the errors: URLs never connected to because their address is private (loopback,
+    /// RFC 1918, link-local, metadata…) and neither a seed nor `--allow-private` allows it.
+    #[serde(default)]
+    pub refused_private: u64,
 }
 
 impl Counters {

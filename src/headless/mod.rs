@@ -30,6 +30,8 @@ pub struct HeadlessOptions {
     /// For the progress bar (0 = no limit: a spinner).
     pub max_pages: u64,
     pub data_dir: PathBuf,
+    /// `fetch.allow_private` (`--allow-private`), for the summary.
+    pub allow_private: bool,
 }
 
 /// The per-second JSON line.

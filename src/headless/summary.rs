@@ -24,6 +24,10 @@ pub struct Summary {
     pub responses: StatusMix,
     pub robots_denied: u64,
     pub blocked: u64,
+    /// URLs not connected to because their address is private (of the errors).
+    pub refused_private: u64,
+    /// Whether private addresses were allowed (`--allow-private`).
+    pub allow_private: bool,
     pub redirects: u64,
     pub not_modified: u64,
     pub frontier_left: u64,
@@ -58,6 +62,7 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
         sum.s4xx += host.status.s4xx;
         sum.s5xx += host.status.s5xx;
         sum.errors += host.status.errors;
+        sum.refused += host.status.refused;
         sum
     });
     let data_dir = if s.data_dir.is_empty() {
@@ -74,6 +79,8 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
         responses,
         robots_denied: s.counters.robots_denied,
         blocked: s.counters.blocked_by_rules,
+        refused_private: s.counters.refused_private,
+        allow_private: opts.allow_private,
         redirects: s.counters.redirects,
         not_modified: s.counters.not_modified,
         frontier_left: s.frontier_size,
@@ -163,6 +170,15 @@ pub fn summary_text(s: &Summary) -> String {
     );
     line("robots denied", s.robots_denied.to_string());
     line("blocked by rules", s.blocked.to_string());
+    if s.refused_private > 0 {
+        line(
+            "private refused",
+            format!(
+                "{} (private addresses no seed is on; --allow-private allows them)",
+                s.refused_private
+            ),
+        );
+    }
     line("left in frontier", s.frontier_left.to_string());
     line("quarantined", s.quarantined.to_string());
     line("data", s.data_dir.clone());

@@ -32,6 +32,7 @@ fn final_snapshot() -> Snapshot {
     s.counters.not_modified = 9;
     s.counters.robots_denied = 5;
     s.counters.blocked_by_rules = 6;
+    s.counters.refused_private = 1;
     s.quarantined = 40;
     let mut host = HostView::default();
     host.status.record_status(200);
@@ -139,6 +140,12 @@ async fn prints_one_line_a_second_then_the_summary() {
     assert!(err.contains("robots denied     5"), "{err}");
     assert!(
         err.contains(
+            "private refused   1 (private addresses no seed is on; --allow-private allows them)"
+        ),
+        "{err}"
+    );
+    assert!(
+        err.contains(
             "identity          acmebot (User-Agent: AcmeBot/2.0 (+https://acme.example/bot)[2J)"
         ),
         "{err}"
@@ -165,6 +172,7 @@ async fn prints_one_line_a_second_then_the_summary() {
 async fn json_lines_then_a_summary_object() {
     let opts = HeadlessOptions {
         json: true,
+        allow_private: true,
         ..Default::default()
     };
     let (result, out, err) = run_fake(opts).await;
@@ -194,6 +202,8 @@ async fn json_lines_then_a_summary_object() {
     assert_eq!(summary["pages"], 30);
     assert_eq!(summary["duplicates"], 4);
     assert_eq!(summary["blocked"], 6);
+    assert_eq!(summary["refused_private"], 1);
+    assert_eq!(summary["allow_private"], true);
     assert_eq!(summary["errors_by_kind"]["timeout"], 2);
     assert_eq!(summary["data_dir"], "/tmp/crawl1");
     assert_eq!(summary["product_token"], "acmebot");

@@ -67,9 +67,13 @@ pub(in crate::engine) fn build(
     frontier
         .set_default_max_in_flight(config.politeness.per_host)
         .map_err(store_err)?;
-    let fetcher = Fetcher::new(&config).map_err(|e| EngineError::Config(e.to_string()))?;
+    let fetcher = Fetcher::with_rules(&config, &options.address_rules)
+        .map_err(|e| EngineError::Config(e.to_string()))?;
 
     let seeds = all_seeds(&store, &config)?;
+    for seed in &seeds {
+        fetcher.guard().add_seed(seed);
+    }
     let filter = UrlFilter::new(&config.scope, &seeds);
 
     let mut rules = OperatorRules::load(&store).map_err(store_err)?;
@@ -99,6 +103,8 @@ pub(in crate::engine) fn build(
         config.robots.clone(),
         operator.default_delay,
     );
+    let mut settings_report = operator.report;
+    settings_report.push(workers.address_guard().describe());
     Ok(Coordinator {
         data_dir: data_dir.display().to_string(),
         store,
@@ -127,7 +133,7 @@ pub(in crate::engine) fn build(
             recrawl_pass,
         },
         unsynced: false,
-        settings_report: operator.report,
+        settings_report,
         cfg: config,
     })
 }

@@ -189,6 +189,8 @@ impl Coordinator {
         let mut url = parse_seed(text)?;
         url_norm::normalize(&mut url);
         self.filter.add_seed(&url);
+        // Its name's classes are learned when its robots.txt is fetched.
+        self.workers.address_guard().add_seed(&url);
         let fresh = self
             .frontier
             .claim_unseen(&[url.as_str()])

@@ -99,6 +99,13 @@ impl Coordinator {
         for line in self.settings_report.clone() {
             self.outbox.log(Level::Info, format!("setting: {line}"));
         }
+        if !self.workers.address_guard().pending_seeds().is_empty() {
+            // Before any fetch: a link to a seed's network must not be refused.
+            self.workers.resolve_seeds().await;
+            let line = self.workers.address_guard().describe();
+            self.outbox
+                .log(Level::Info, format!("seeds resolved: {line}"));
+        }
         self.set_state(if self.run.paused {
             CrawlState::Paused
         } else {

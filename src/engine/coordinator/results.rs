@@ -99,6 +99,10 @@ impl Coordinator {
         if error.kind == FetchErrorKind::TotalTimeout {
             self.hosts.back_off(&host, error.elapsed);
         }
+        if error.kind == FetchErrorKind::PrivateAddress {
+            self.hosts.record_refusal(&host, &error.message);
+            self.stats.count().refused_private += 1;
+        }
         self.outbox.emit(EngineEvent::Fetched {
             host: host.clone(),
             url: lease.entry.url.clone(),

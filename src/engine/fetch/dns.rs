@@ -1,5 +1,7 @@
 //! DNS for the fetcher: `localhost` and `*.localhost` answer 127.0.0.1 without
 //! asking anyone (RFC 6761); other names go to the system resolver once per TTL.
+//! The client only gets the addresses the private-address guard admits, so
+//! the check holds at connect time whatever a name resolves to.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -13,6 +15,8 @@ use std::time::Duration;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use tokio::time::Instant;
 
+use crate::engine::address::{is_localhost, AddressGuard, NameTable};
+
 /// How long a system answer is reused.
 pub const DNS_TTL: Duration = Duration::from_secs(300);
 /// Names kept in the cache; a crawl of many hosts evicts expired ones first.
@@ -24,12 +28,26 @@ type LookupFuture = Pin<Box<dyn Future<Output = io::Result<Vec<SocketAddr>>> + S
 /// The resolver behind the cache (the system's, or a fake in tests).
 pub(crate) type Lookup = Arc<dyn Fn(String) -> LookupFuture + Send + Sync>;
 
-/// True for `localhost` and every name under `.localhost`.
-pub fn is_localhost(host: &str) -> bool {
-    let host = host.trim_end_matches('.');
-    host.eq_ignore_ascii_case("localhost")
-        || (host.len() > ".localhost".len()
-            && host[host.len() - ".localhost".len()..].eq_ignore_ascii_case(".localhost"))
+/// The system resolver, at most [`MAX_ADDRS`] answers.
+pub(crate) fn system_lookup() -> Lookup {
+    Arc::new(|host: String| {
+        Box::pin(async move {
+            let addrs = tokio::net::lookup_host((host.as_str(), 0)).await?;
+            Ok(addrs.take(MAX_ADDRS).collect())
+        })
+    })
+}
+
+/// Names in `hosts` answer from it, the rest from the system resolver.
+pub(crate) fn table_lookup(hosts: Arc<NameTable>) -> Lookup {
+    let system = system_lookup();
+    Arc::new(move |host: String| match hosts.get(&host) {
+        Some(ips) => {
+            let addrs = ips.iter().map(|ip| SocketAddr::new(*ip, 0)).collect();
+            Box::pin(std::future::ready(Ok(addrs)))
+        }
+        None => system(host),
+    })
 }
 
 struct Cached {
@@ -42,23 +60,28 @@ pub(crate) struct CachingResolver {
     cache: Arc<Mutex<HashMap<String, Cached>>>,
     lookup: Lookup,
     lookups: Arc<AtomicU64>,
+    guard: AddressGuard,
 }
 
 impl CachingResolver {
-    pub(crate) fn system() -> Self {
-        Self::with_lookup(Arc::new(|host: String| {
-            Box::pin(async move {
-                let addrs = tokio::net::lookup_host((host.as_str(), 0)).await?;
-                Ok(addrs.take(MAX_ADDRS).collect())
-            })
-        }))
-    }
-
-    pub(crate) fn with_lookup(lookup: Lookup) -> Self {
+    pub(crate) fn with_lookup(guard: AddressGuard, lookup: Lookup) -> Self {
         CachingResolver {
             cache: Arc::new(Mutex::new(HashMap::new())),
             lookup,
             lookups: Arc::new(AtomicU64::new(0)),
+            guard,
+        }
+    }
+
+    /// The addresses of `host` the guard admits; an error naming the refused
+    /// ones when none is left.
+    pub(crate) async fn resolve_admitted(&self, host: &str) -> io::Result<Vec<SocketAddr>> {
+        let host = host.trim_end_matches('.').to_ascii_lowercase();
+        let addrs = self.resolve_host(&host).await?;
+        let ips = addrs.iter().map(SocketAddr::ip).collect();
+        match self.guard.filter(&host, ips) {
+            Ok(ips) => Ok(ips.into_iter().map(|ip| SocketAddr::new(ip, 0)).collect()),
+            Err(refused) => Err(io::Error::new(io::ErrorKind::PermissionDenied, refused)),
         }
     }
 
@@ -118,7 +141,7 @@ impl Resolve for CachingResolver {
         let this = self.clone();
         let host = name.as_str().to_string();
         Box::pin(async move {
-            let addrs = this.resolve_host(&host).await?;
+            let addrs = this.resolve_admitted(&host).await?;
             Ok(Box::new(addrs.into_iter()) as Addrs)
         })
     }
@@ -127,16 +150,44 @@ impl Resolve for CachingResolver {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::address::AddressRules;
 
     fn counting_fake() -> CachingResolver {
-        CachingResolver::with_lookup(Arc::new(|host: String| {
-            Box::pin(async move {
-                if host == "nowhere.test" {
-                    return Ok(Vec::new());
-                }
-                Ok(vec!["192.0.2.7:0".parse().unwrap()])
-            })
-        }))
+        let guard = AddressGuard::new(&AddressRules::default(), false);
+        CachingResolver::with_lookup(
+            guard,
+            Arc::new(|host: String| {
+                Box::pin(async move {
+                    match host.as_str() {
+                        "nowhere.test" => Ok(Vec::new()),
+                        "inside.test" => Ok(vec!["10.1.2.3:0".parse().unwrap()]),
+                        "mixed.test" => Ok(vec![
+                            "169.254.169.254:0".parse().unwrap(),
+                            "192.0.2.8:0".parse().unwrap(),
+                        ]),
+                        _ => Ok(vec!["192.0.2.7:0".parse().unwrap()]),
+                    }
+                })
+            }),
+        )
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_client_gets_only_admitted_addresses() {
+        let r = counting_fake();
+        let mixed = r.resolve_admitted("mixed.test").await.unwrap();
+        assert_eq!(mixed, vec!["192.0.2.8:0".parse().unwrap()]);
+        let err = r.resolve_admitted("inside.test").await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::PermissionDenied);
+        assert!(
+            err.to_string().contains("10.1.2.3 (private (RFC 1918))"),
+            "{err}"
+        );
+        // *.localhost is loopback, refused unless a seed is there.
+        assert!(r.resolve_admitted("shop.localhost").await.is_err());
+        r.guard
+            .add_seed(&url::Url::parse("http://blog.localhost/").unwrap());
+        assert!(r.resolve_admitted("shop.localhost").await.is_ok());
     }
 
     #[test]

@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use crate::engine::address::Refused;
+
 /// Error messages are cut here so a hostile server cannot grow the store.
 const MAX_ERROR_MESSAGE: usize = 512;
 
@@ -29,6 +31,8 @@ pub enum FetchErrorKind {
     BodyTooLarge,
     Decode,
     InvalidUrl,
+    /// The address is one the private-address guard refuses; no connection was made.
+    PrivateAddress,
     Other,
 }
 
@@ -41,6 +45,7 @@ impl FetchErrorKind {
             FetchErrorKind::BodyTooLarge => "body-too-large",
             FetchErrorKind::Decode => "decode",
             FetchErrorKind::InvalidUrl => "invalid-url",
+            FetchErrorKind::PrivateAddress => "private-address",
             FetchErrorKind::Other => "other",
         }
     }
@@ -104,6 +109,26 @@ pub(super) fn classify(e: &reqwest::Error) -> FetchErrorKind {
         return FetchErrorKind::Decode;
     }
     FetchErrorKind::Other
+}
+
+/// The guard's refusal, if that is why the client could not connect.
+pub(super) fn refusal<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a Refused> {
+    let mut source = Some(e);
+    while let Some(err) = source {
+        if let Some(refused) = err.downcast_ref::<Refused>() {
+            return Some(refused);
+        }
+        // io::Error's source skips the error it wraps.
+        let wrapped = err
+            .downcast_ref::<std::io::Error>()
+            .and_then(|io| io.get_ref())
+            .and_then(|inner| inner.downcast_ref::<Refused>());
+        if wrapped.is_some() {
+            return wrapped;
+        }
+        source = err.source();
+    }
+    None
 }
 
 /// `outer: inner: innermost`, without the URL the client repeats.

@@ -1,7 +1,9 @@
 //! HTTP fetching with every network input bounded (invariant "everything
 //! from the network is bounded" in docs/ARCHITECTURE.md): connect, read-idle and total timeouts, a body cap on the decompressed
 //! stream, a URL length cap and a header count cap. Redirects are returned,
-//! not followed: the engine queues them like links.
+//! not followed: the engine queues them like links. No connection is made to
+//! an address the private-address guard (`engine::address`) refuses: IP
+//! literals are checked here, resolved names in `dns`.
 
 mod dns;
 mod error;
@@ -22,8 +24,9 @@ use url::{Position, Url};
 
 pub use error::{FetchError, FetchErrorKind, FetchSetupError};
 
-use error::{classify, cut, error_chain};
+use error::{classify, cut, error_chain, refusal};
 
+use crate::engine::address::{AddressGuard, AddressRules};
 use crate::engine::config::CrawlConfig;
 
 /// URLs longer than this are refused before any request is made.
@@ -74,9 +77,9 @@ pub(crate) enum Overflow {
 #[derive(Clone)]
 pub struct Fetcher {
     client: reqwest::Client,
-    /// Kept for the tests that count DNS questions.
-    #[cfg(test)]
+    /// The client's resolver: seeds' names are resolved through it at start.
     resolver: dns::CachingResolver,
+    guard: AddressGuard,
     /// Identification headers, in the order they are sent.
     identity: Arc<Vec<(HeaderName, HeaderValue)>>,
     connect_timeout: Duration,
@@ -97,7 +100,14 @@ impl std::fmt::Debug for Fetcher {
 }
 
 impl Fetcher {
+    /// A fetcher with the real address classification and the system resolver.
+    #[cfg(test)]
     pub fn new(config: &CrawlConfig) -> Result<Self, FetchSetupError> {
+        Self::with_rules(config, &AddressRules::default())
+    }
+
+    /// A fetcher whose guard classifies (and whose resolver answers) as `rules` say.
+    pub fn with_rules(config: &CrawlConfig, rules: &AddressRules) -> Result<Self, FetchSetupError> {
         // The client needs a process-wide crypto provider; a second install fails harmlessly.
         let _ = rustls::crypto::ring::default_provider().install_default();
 
@@ -116,7 +126,12 @@ impl Fetcher {
         let defaults: HeaderMap = identity.iter().cloned().collect();
 
         let fetch = &config.fetch;
-        let resolver = dns::CachingResolver::system();
+        let guard = AddressGuard::new(rules, fetch.allow_private);
+        let lookup = match rules.hosts() {
+            Some(hosts) => dns::table_lookup(hosts),
+            None => dns::system_lookup(),
+        };
+        let resolver = dns::CachingResolver::with_lookup(guard.clone(), lookup);
         let client = reqwest::Client::builder()
             .default_headers(defaults)
             .redirect(reqwest::redirect::Policy::none())
@@ -138,8 +153,8 @@ impl Fetcher {
             .map_err(|e| FetchSetupError::Client(error_chain(&e)))?;
         Ok(Fetcher {
             client,
-            #[cfg(test)]
             resolver,
+            guard,
             identity: Arc::new(identity),
             connect_timeout: fetch.connect_timeout,
             read_timeout: fetch.read_timeout,
@@ -162,6 +177,23 @@ impl Fetcher {
     ) -> Result<Response, FetchError> {
         self.fetch_with(url, validators, max_body, Overflow::Fail)
             .await
+    }
+
+    /// The private-address guard of this fetcher's connections.
+    pub(crate) fn guard(&self) -> &AddressGuard {
+        &self.guard
+    }
+
+    /// Resolves the seed names the guard has not seen resolved yet, so the
+    /// classes they are on are allowed before the first link to them. Each
+    /// name gets `fetch.connect_timeout`; a name that fails is learned when
+    /// it is first fetched.
+    pub(crate) async fn resolve_seeds(&self) {
+        let names = self.guard.pending_seeds();
+        let lookups = names.iter().map(|name| {
+            tokio::time::timeout(self.connect_timeout, self.resolver.resolve_admitted(name))
+        });
+        futures_util::future::join_all(lookups).await;
     }
 
     /// Questions the DNS cache passed on to the system resolver.
@@ -202,6 +234,13 @@ impl Fetcher {
         let Some(host) = url.host_str() else {
             return Err(fail(FetchErrorKind::InvalidUrl, format!("{url}: no host")));
         };
+        // The client does not ask the resolver about IP literals.
+        if let Err(refused) = self.guard.check_url(url) {
+            return Err(fail(
+                FetchErrorKind::PrivateAddress,
+                format!("{url}: {refused}"),
+            ));
+        }
 
         let mut extra = HeaderMap::new();
         if let (true, Some(v)) = (self.conditional, validators) {
@@ -257,6 +296,9 @@ impl Fetcher {
         e: &reqwest::Error,
         started: Instant,
     ) -> (FetchErrorKind, String) {
+        if let Some(refused) = refusal(e) {
+            return (FetchErrorKind::PrivateAddress, format!("{url}: {refused}"));
+        }
         let mut kind = classify(e);
         // The client's own deadline is the same total timeout.
         if kind == FetchErrorKind::Timeout && started.elapsed() >= self.total_timeout {

@@ -322,6 +322,15 @@ impl HostTable {
         }
     }
 
+    /// A URL of the host was not connected to: its address is private.
+    /// (Counted as an error by `record_failure` too.)
+    pub(crate) fn record_refusal(&mut self, host: &str, why: &str) {
+        if let Some(state) = self.hosts.get_mut(host) {
+            state.status.refused += 1;
+            state.last_refusal = Some(why.to_string());
+        }
+    }
+
     /// A request to the host ran into the total timeout after `held`: raise
     /// its delay (see `HostPoliteness::back_off`).
     pub(crate) fn back_off(&mut self, host: &str, held: Duration) {

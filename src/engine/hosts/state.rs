@@ -331,6 +331,8 @@ pub(crate) struct HostState {
     /// became available, or the breaker kept failing): what its URLs are
     /// recorded as.
     pub(super) given_up: Option<PageOutcome>,
+    /// The latest private-address refusal of one of its URLs.
+    pub(super) last_refusal: Option<String>,
 }
 
 impl HostState {
@@ -352,6 +354,7 @@ impl HostState {
             paused: false,
             breaker_held: false,
             given_up: None,
+            last_refusal: None,
         }
     }
 
@@ -485,6 +488,7 @@ impl HostState {
             robots_summary: self.robots_summary(now),
             delay_override: self.politeness.override_delay(),
             concurrency_override: self.politeness.override_concurrency(),
+            last_refusal: self.last_refusal.clone(),
         }
     }
 }

@@ -134,8 +134,15 @@ async fn fetch_chain(
             .await
         {
             Ok(response) => response,
-            // Redirected somewhere that cannot be fetched (not http, too long): no file.
-            Err(err) if err.kind == FetchErrorKind::InvalidUrl => {
+            // Redirected somewhere that cannot be fetched (not http, too long, a
+            // refused address): no file. A host that is itself on a refused
+            // address gets the refusal recorded for each of its pages.
+            Err(err)
+                if matches!(
+                    err.kind,
+                    FetchErrorKind::InvalidUrl | FetchErrorKind::PrivateAddress
+                ) =>
+            {
                 tracing::debug!(%url, %err, "robots.txt not fetchable");
                 return (RobotsVerdict::AllowAll, cfg.default_ttl.min(MAX_TTL));
             }

@@ -62,9 +62,16 @@ fn host_lines<'a>(h: &HostView, theme: &Theme) -> Vec<Line<'a>> {
         )),
         Line::from(format!("robots {}  {summary}", h.robots.label())),
         breaker_line(h, theme),
-        Line::from(""),
-        Line::styled("queue head", theme.accent()),
     ];
+    if let Some(why) = &h.last_refusal {
+        lines.push(Line::from(format!(
+            "refused {} (private address), latest: {}",
+            count(m.refused),
+            strip(why)
+        )));
+    }
+    lines.push(Line::from(""));
+    lines.push(Line::styled("queue head", theme.accent()));
     if h.queue_head.is_empty() {
         lines.push(Line::from("  (empty)"));
     }

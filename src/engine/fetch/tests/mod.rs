@@ -16,6 +16,8 @@ fn config() -> CrawlConfig {
     cfg.fetch.connect_timeout = Duration::from_secs(2);
     cfg.fetch.read_timeout = Duration::from_millis(200);
     cfg.fetch.total_timeout = Duration::from_secs(5);
+    // The test servers are on loopback; `guarded` covers the guard.
+    cfg.fetch.allow_private = true;
     cfg
 }
 
@@ -292,3 +294,4 @@ fn setup_rejects_unsendable_identity() {
 }
 
 mod failures;
+mod guarded;

@@ -90,6 +90,8 @@ fn setup() -> (Fetcher, RobotsConfig) {
     cfg.fetch.total_timeout = Duration::from_secs(2);
     cfg.robots.default_ttl = Duration::from_secs(555);
     cfg.robots.max_size = 512;
+    // The test server is on loopback.
+    cfg.fetch.allow_private = true;
     (Fetcher::new(&cfg).unwrap(), cfg.robots)
 }
 
@@ -235,6 +237,7 @@ async fn the_whole_redirect_chain_has_one_deadline() {
     cfg.fetch.read_timeout = Duration::from_secs(10);
     // Each hop (1 s) fits in it; the six requests of the chain (6 s) do not.
     cfg.fetch.total_timeout = Duration::from_secs(3);
+    cfg.fetch.allow_private = true;
     let f = Fetcher::new(&cfg).unwrap();
     let started = tokio::time::Instant::now();
     let (v, ttl, st) = judge(&server, "slowloop", &cfg.robots, &f).await;
