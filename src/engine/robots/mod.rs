@@ -134,17 +134,17 @@ async fn fetch_chain(
             .await
         {
             Ok(response) => response,
-            // Redirected somewhere that cannot be fetched (not http, too long, a
-            // refused address): no file. A host that is itself on a refused
-            // address gets the refusal recorded for each of its pages.
-            Err(err)
-                if matches!(
-                    err.kind,
-                    FetchErrorKind::InvalidUrl | FetchErrorKind::PrivateAddress
-                ) =>
-            {
+            // Redirected somewhere that cannot be fetched (not http, too long): no file.
+            Err(err) if err.kind == FetchErrorKind::InvalidUrl => {
                 tracing::debug!(%url, %err, "robots.txt not fetchable");
                 return (RobotsVerdict::AllowAll, cfg.default_ttl.min(MAX_TTL));
+            }
+            // On a refused address: no file, and the host's pages are refused
+            // one by one while its name stays there. Asked again soon, so a
+            // name that moves to a public address meets its rules before long.
+            Err(err) if err.kind == FetchErrorKind::PrivateAddress => {
+                tracing::debug!(%url, %err, "robots.txt on a refused address");
+                return (RobotsVerdict::AllowAll, MIN_HEADER_TTL);
             }
             Err(err) => {
                 tracing::debug!(%url, %err, "robots.txt unavailable");

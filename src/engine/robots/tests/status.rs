@@ -287,3 +287,18 @@ fn robots_url_is_the_origin_root() {
         "https://example.org:8443/robots.txt"
     );
 }
+
+/// With no seed on loopback, a loopback robots.txt is refused before any
+/// connection: no file for now, asked again after a minute rather than a day.
+#[tokio::test]
+async fn a_robots_txt_on_a_refused_address_allows_all_briefly() {
+    let server = robots_server().await;
+    let (_, cfg) = setup();
+    let mut crawl = CrawlConfig::default();
+    crawl.fetch.allow_private = false;
+    let guarded = Fetcher::new(&crawl).unwrap();
+    let (v, ttl, st) = judge(&server, "forbidden", &cfg, &guarded).await;
+    assert!(matches!(v, RobotsVerdict::AllowAll), "{v:?}");
+    assert_eq!(ttl, MIN_HEADER_TTL);
+    assert!(st.is_empty(), "no answer came: {st:?}");
+}
