@@ -31,6 +31,9 @@ pub struct BenchReport {
     pub peak_rss_bytes: Option<u64>,
     pub extraction_pages_per_sec: f64,
     pub errors: u64,
+    /// Trap alerts raised, by kind: the synthetic site is a normal site, so
+    /// any alert is a false positive.
+    pub alerts: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl BenchReport {
@@ -60,6 +63,19 @@ impl BenchReport {
             Some(b) => out.push_str(&format!("peak RSS       {:.0} MB\n", b as f64 / 1e6)),
             None => out.push_str("peak RSS       n/a on this platform\n"),
         }
+        let alerts: u64 = self.alerts.values().sum();
+        let kinds: Vec<String> = self
+            .alerts
+            .iter()
+            .map(|(kind, n)| format!("{kind} {n}"))
+            .collect();
+        out.push_str(&match alerts {
+            0 => "trap alerts    0\n".to_string(),
+            n => format!(
+                "trap alerts    {n} ({}; false positives)\n",
+                kinds.join(", ")
+            ),
+        });
         out.push_str(&format!(
             "errors         {}\nlink extraction (1 core, ~23 KB pages, ~50 links): {:.0} pages/s\n",
             self.errors, self.extraction_pages_per_sec
@@ -125,6 +141,13 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
         peak_rss_bytes: peak_rss(),
         extraction_pages_per_sec,
         errors: snapshot.counters.errors,
+        alerts: snapshot
+            .alerts
+            .iter()
+            .fold(Default::default(), |mut by_kind, alert| {
+                *by_kind.entry(alert.kind.label()).or_default() += 1;
+                by_kind
+            }),
     })
 }
 
