@@ -3,8 +3,10 @@
 
 pub mod bench;
 pub mod cli;
+pub mod control;
 pub mod demo;
 pub mod engine;
 pub mod headless;
+pub mod remote;
 pub mod text;
 pub mod tui;

@@ -72,6 +72,8 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             model.pending.insert(id, what);
             Vec::new()
         }
+        // A signal to a viewer ends the viewer, never the crawl it watches.
+        Msg::Terminate if model.attached => vec![Effect::Quit(TuiExit::Detach)],
         Msg::Terminate => begin_quit(model),
     }
 }
@@ -159,11 +161,33 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
 }
 
 /// The answer to "checkpoint and quit?": yes is y, q, Enter or the force-quit key.
+/// Attached, the question is "detach or stop the crawl?": detach is d, q,
+/// Enter or the force-quit key; s stops the crawl.
 fn answer_quit(model: &mut Model, key: &KeyEvent) -> Vec<Effect> {
     model.overlay = Overlay::None;
+    if model.attached {
+        return answer_detach(model, key);
+    }
     let yes = matches!(key.code, KeyCode::Char('y' | 'Y' | 'q') | KeyCode::Enter)
         || model.keymap.action(Mode::Normal, key) == Some(Action::ForceQuit);
     if yes {
+        return begin_quit(model);
+    }
+    model.set_status(Level::Info, "quit cancelled");
+    Vec::new()
+}
+
+fn answer_detach(model: &mut Model, key: &KeyEvent) -> Vec<Effect> {
+    let detach = matches!(key.code, KeyCode::Char('d' | 'D' | 'q') | KeyCode::Enter)
+        || model.keymap.action(Mode::Normal, key) == Some(Action::ForceQuit);
+    if detach {
+        return vec![Effect::Quit(TuiExit::Detach)];
+    }
+    if matches!(key.code, KeyCode::Char('s' | 'S')) {
+        if model.readonly {
+            model.set_status(Level::Warn, "read-only: stop not sent");
+            return Vec::new();
+        }
         return begin_quit(model);
     }
     model.set_status(Level::Info, "quit cancelled");
