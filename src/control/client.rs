@@ -165,3 +165,14 @@ async fn answer<T>(fut: impl std::future::Future<Output = T>) -> Result<T, Clien
         .await
         .map_err(|_| ClientError::Timeout(ANSWER_TIMEOUT))
 }
+
+/// `engine` served over a fresh socket pair and handed back as a viewer in
+/// another process would hold it: tests run front ends through this to
+/// prove they behave the same over the wire.
+pub async fn loopback(engine: EngineHandle) -> Result<EngineHandle, ClientError> {
+    let (server_end, client_end) = UnixStream::pair().map_err(WireError::from)?;
+    let hub = super::hub::Hub::new(engine);
+    tokio::spawn(super::server::serve_connection(hub, server_end));
+    let connection = Connection::handshake(client_end, false).await?;
+    Ok(connection.into_handle().0)
+}

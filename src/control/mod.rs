@@ -15,3 +15,6 @@ pub mod lock;
 pub mod protocol;
 mod pump;
 pub mod server;
+
+#[cfg(test)]
+mod tests;
