@@ -32,6 +32,8 @@ struct Viewer {
     parser: Arc<Mutex<vt100::Parser>>,
     updates: mpsc::Receiver<()>,
     keys: Box<dyn Write + Send>,
+    // The child's terminal lives as long as the viewer.
+    _master: Box<dyn portable_pty::MasterPty + Send>,
 }
 
 impl Drop for Viewer {
@@ -75,13 +77,12 @@ impl Viewer {
             }
         });
         let keys = pty.master.take_writer().unwrap();
-        // The master must outlive the child's session; leak it with the test.
-        std::mem::forget(pty.master);
         Viewer {
             child,
             parser,
             updates,
             keys,
+            _master: pty.master,
         }
     }
 
