@@ -248,7 +248,20 @@ pub async fn attach(dir: &Path, options: TuiOptions, wait: bool) -> anyhow::Resu
         let connection = connect_or_wait(dir, options.readonly, wait).await?;
         let pid = connection.pid;
         let (handle, mut gone) = connection.into_handle();
-        let exit = tui::run(handle, options.clone()).await?;
+        let ui = tui::run(handle, options.clone());
+        let exit = if wait {
+            // Waiting for the engine to come back: leave the screen at once
+            // (dropping the UI restores the terminal).
+            tokio::select! {
+                exit = ui => exit?,
+                Ok(reason) = &mut gone => {
+                    eprintln!("crawldeck: engine gone ({reason}); waiting for it to come back (Ctrl-C gives up)");
+                    continue;
+                }
+            }
+        } else {
+            ui.await?
+        };
         let reason = gone.try_recv().ok();
         match (exit, reason) {
             (TuiExit::Detach, _) => {

@@ -194,3 +194,48 @@ async fn a_viewer_in_a_terminal_watches_is_killed_and_detaches_while_the_crawl_r
     drop(engine);
     demo.shutdown().await;
 }
+
+fn paused_engine(data: &Path, seeds: &[String]) -> Killed {
+    Killed(
+        Command::new(env!("CARGO_BIN_EXE_crawldeck"))
+            .args(["crawl", "--headless", "--paused", "--data"])
+            .arg(data)
+            .args(seeds)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_wait_shows_the_engine_gone_and_comes_back_with_it() {
+    let demo = common::start_demo(vec![SiteKind::Shop]).await;
+    let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("c1");
+    tokio::task::spawn_blocking(move || {
+        let engine = paused_engine(&data, &seeds);
+        wait_until("the control socket", || data.join("control.sock").exists());
+        let mut viewer = Viewer::attach(&["--wait"], &data);
+        viewer.wait_for("the paused crawl", |s| s.contains("PAUSED"));
+        drop(engine); // kill -9
+        viewer.wait_for("the engine gone", |s| {
+            s.contains("engine gone") && s.contains("waiting for it to come back")
+        });
+        let engine = paused_engine(&data, &[]);
+        viewer.wait_for("the UI on the new engine", |s| s.contains("PAUSED"));
+        viewer.press(b"q");
+        viewer.wait_for("the detach question", |s| s.contains("Detach"));
+        viewer.press(b"\r");
+        let deadline = Instant::now() + WAIT;
+        while viewer.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "attach did not exit on detach");
+            let _ = viewer.updates.recv_timeout(Duration::from_millis(100));
+        }
+        drop(engine);
+    })
+    .await
+    .unwrap();
+    demo.shutdown().await;
+}

@@ -62,6 +62,9 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             if !model.engine_closed {
                 model.engine_closed = true;
                 model.push_log(Level::Info, "engine stopped".into());
+                if model.attached {
+                    model.set_status(Level::Error, "engine gone (see the log); q leaves");
+                }
             }
             finish_if_done(model, true)
         }
