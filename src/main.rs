@@ -13,6 +13,7 @@ use anyhow::Context;
 use clap::Parser;
 use std::time::Duration;
 
+use crawldeck::background;
 use crawldeck::bench::{self, BenchOptions};
 use crawldeck::cli::{self, Cli, Mode, ResolvedRun, CONFIG_FILE, LOG_FILE};
 use crawldeck::control::hub::Hub;
@@ -92,6 +93,8 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
     // Before anything is written there: one engine per data directory.
     let lock = match run.mode {
         Mode::Bench { .. } => None,
+        // The UI of `crawldeck URL` attaches to an engine process it starts, which locks.
+        Mode::Tui if !background::is_engine_process() => None,
         _ => Some(DataDirLock::acquire(&data_dir)?),
     };
     init_logging(&data_dir, run.log_filter.as_deref())?;
@@ -107,7 +110,10 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
         let socket = lock.as_ref().map(|l| l.socket_path());
         match run.mode {
             Mode::Headless => run_headless(&run, &data_dir, socket).await,
-            Mode::Tui => run_tui(&run, &data_dir, socket).await,
+            Mode::Tui if background::is_engine_process() => {
+                run_engine_process(&run, &data_dir, socket).await
+            }
+            Mode::Tui => run_tui_attached(&run, &data_dir).await,
             Mode::Demo { headless } => run_demo(&run, &data_dir, headless, socket).await,
             Mode::Bench { pages, hosts, tui } => run_bench(&data_dir, pages, hosts, tui).await,
             Mode::Keys { .. } | Mode::Attach { .. } | Mode::Status { .. } | Mode::Ctl { .. } => {
@@ -195,8 +201,63 @@ async fn run_headless(
     Ok(())
 }
 
-/// The terminal UI over the engine. Decisions on trap alerts wait for the
-/// operator, so the engine keeps running until they quit.
+/// `crawldeck URL`: the engine in a background process of its own, the
+/// terminal UI attached to it (quitting offers to detach).
+async fn run_tui_attached(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
+    if !std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "the terminal UI needs a terminal; use `crawldeck crawl --headless …` for scripts and pipes"
+        );
+    }
+    let options = tui::TuiOptions {
+        no_color: !run.ui.color,
+        no_mouse: !run.ui.mouse,
+        readonly: run.ui.readonly,
+        attached: true,
+        keys_file: run.ui.keys.clone(),
+    };
+    background::run(data_dir, options).await
+}
+
+/// The background engine of `crawldeck URL`: serves its control socket until
+/// the crawl ends or is stopped (by a viewer, SIGTERM or SIGINT). Decisions
+/// on trap alerts wait for the operator.
+async fn run_engine_process(
+    run: &ResolvedRun,
+    data_dir: &Path,
+    socket: Option<&Path>,
+) -> anyhow::Result<()> {
+    let options = engine::EngineOptions {
+        wait_for_operator: true,
+        recrawl: run.recrawl,
+        overrides: run.overrides,
+    };
+    let running = engine::start_with(
+        run.config.clone(),
+        data_dir,
+        shutdown_signal(false),
+        options,
+    )
+    .await?;
+    run.config.save(&data_dir.join(CONFIG_FILE))?;
+    for line in &running.settings {
+        println!("crawldeck: {line}");
+    }
+    let socket = socket.context("the engine process holds the data directory's lock")?;
+    // No front end here: every viewer attaches over the socket.
+    let _server = ControlServer::bind(Hub::new(running.handle), socket)?;
+    let snapshot = running.done.await??;
+    println!(
+        "crawldeck: {} pages; crawl checkpointed ({})",
+        snapshot.counters.pages_fetched,
+        snapshot.finish_reason.as_deref().unwrap_or("stopped")
+    );
+    Ok(())
+}
+
+/// The terminal UI over an engine in this process (`crawldeck demo`, whose
+/// web lives here too). Decisions on trap alerts wait for the operator, so
+/// the engine keeps running until they quit.
 async fn run_tui(run: &ResolvedRun, data_dir: &Path, socket: Option<&Path>) -> anyhow::Result<()> {
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
@@ -332,7 +393,7 @@ fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
                     attached: true,
                     keys_file: run.ui.keys.clone(),
                 };
-                remote::attach(&dir, options, wait).await
+                remote::attach(&dir, options, wait).await.map(drop)
             }
             _ => unreachable!("only viewers come here"),
         }

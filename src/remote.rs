@@ -236,8 +236,9 @@ const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// `crawldeck attach DIR`: the terminal UI on the crawl running in `dir`,
 /// until the operator detaches or stops it, or the engine goes (with
-/// `wait`: then it waits for the engine to come back).
-pub async fn attach(dir: &Path, options: TuiOptions, wait: bool) -> anyhow::Result<()> {
+/// `wait`: then it waits for the engine to come back). Returns whether the
+/// engine is gone (`false`: the operator detached).
+pub async fn attach(dir: &Path, options: TuiOptions, wait: bool) -> anyhow::Result<bool> {
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
             "the terminal UI needs a terminal; use `crawldeck status {}` for scripts and pipes",
@@ -269,16 +270,16 @@ pub async fn attach(dir: &Path, options: TuiOptions, wait: bool) -> anyhow::Resu
                     "crawldeck: detached; the crawl runs on (pid {pid}); attach again with `crawldeck attach {}`",
                     dir.display()
                 );
-                return Ok(());
+                return Ok(false);
             }
             (_, Some(reason)) if wait => {
                 eprintln!("crawldeck: engine gone ({reason}); waiting for it to come back");
             }
             (_, Some(reason)) => {
                 eprintln!("crawldeck: engine gone ({reason})");
-                return Ok(());
+                return Ok(true);
             }
-            (_, None) => return Ok(()),
+            (_, None) => return Ok(true),
         }
     }
 }

@@ -45,6 +45,12 @@ impl Drop for Viewer {
 
 impl Viewer {
     fn attach(args: &[&str], dir: &Path) -> Viewer {
+        let mut all = vec!["attach", dir.to_str().unwrap()];
+        all.extend_from_slice(args);
+        Viewer::spawn(&all)
+    }
+
+    fn spawn(args: &[&str]) -> Viewer {
         let pty = native_pty_system()
             .openpty(PtySize {
                 rows: 40,
@@ -54,8 +60,6 @@ impl Viewer {
             })
             .expect("a pseudo-terminal");
         let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_crawldeck"));
-        cmd.arg("attach");
-        cmd.arg(dir);
         cmd.args(args);
         cmd.env("TERM", "xterm-256color");
         let child = pty
@@ -234,6 +238,80 @@ async fn attach_wait_shows_the_engine_gone_and_comes_back_with_it() {
             let _ = viewer.updates.recv_timeout(Duration::from_millis(100));
         }
         drop(engine);
+    })
+    .await
+    .unwrap();
+    demo.shutdown().await;
+}
+
+/// Kills a background engine by its pid when the test ends.
+struct KillPid(u32);
+
+impl Drop for KillPid {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-9", &self.0.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// Runs the binary in a pseudo-terminal with `args` and `--data dir`.
+fn in_terminal(args: &[&str], dir: &Path) -> Viewer {
+    let mut all: Vec<&str> = args.to_vec();
+    all.push("--data");
+    all.push(dir.to_str().unwrap());
+    Viewer::spawn(&all)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawldeck_url_runs_the_engine_in_the_background_and_quitting_detaches() {
+    let demo = common::start_demo(vec![SiteKind::Shop, SiteKind::Calendar]).await;
+    let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("c1");
+    tokio::task::spawn_blocking(move || {
+        let mut args: Vec<&str> = seeds.iter().map(|s| s.as_str()).collect();
+        args.extend(["--paused", "--traps", "alert-only"]);
+        let mut ui = in_terminal(&args, &data);
+        ui.wait_for("the paused crawl", |s| s.contains("PAUSED"));
+        let engine_pid = status(&data).pid;
+        let _cleanup = KillPid(engine_pid);
+        assert_ne!(Some(engine_pid), ui.child.process_id());
+        ui.press(b"p");
+        ui.wait_for("the crawl running", |s| s.contains("RUNNING"));
+        ui.press(b"q");
+        ui.wait_for("the detach question", |s| s.contains("Detach"));
+        ui.press(b"\r");
+        let deadline = Instant::now() + WAIT;
+        while ui.child.try_wait().unwrap().is_none() {
+            assert!(Instant::now() < deadline, "the UI did not exit on detach");
+            let _ = ui.updates.recv_timeout(Duration::from_millis(100));
+        }
+        wait_until("the crawl running on without its terminal", || {
+            let now = status(&data);
+            now.pid == engine_pid && now.state == "RUNNING" && now.pages > 0
+        });
+
+        // Attach again and stop it: the engine checkpoints and exits.
+        let mut viewer = Viewer::attach(&[], &data);
+        viewer.wait_for("the running crawl", |s| s.contains("RUNNING"));
+        viewer.press(b"q");
+        viewer.wait_for("the detach question", |s| s.contains("Detach"));
+        viewer.press(b"s");
+        wait_until("the engine process to exit", || !alive(engine_pid));
+        assert!(
+            !data.join("control.sock").exists(),
+            "the socket goes with the engine"
+        );
     })
     .await
     .unwrap();
