@@ -338,3 +338,49 @@ pub fn find_running_crawl(root: &Path) -> anyhow::Result<PathBuf> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::lock::DataDirLock;
+
+    #[test]
+    fn attach_without_a_directory_finds_the_one_running_crawl() {
+        let root = tempfile::tempdir().unwrap();
+        let none = find_running_crawl(root.path()).unwrap_err().to_string();
+        assert!(none.contains("no crawl is running in"), "{none}");
+        let first = root.path().join("c1");
+        std::fs::create_dir(&first).unwrap();
+        let _one = DataDirLock::acquire(&first).unwrap();
+        assert_eq!(find_running_crawl(root.path()).unwrap(), first);
+        let second = root.path().join("c2");
+        std::fs::create_dir(&second).unwrap();
+        let _two = DataDirLock::acquire(&second).unwrap();
+        let many = find_running_crawl(root.path()).unwrap_err().to_string();
+        assert!(many.contains("several crawls are running here"), "{many}");
+    }
+
+    #[test]
+    fn status_text_is_one_line_per_fact_without_control_characters() {
+        let snapshot = Snapshot {
+            rules: vec![crate::engine::telemetry::RuleView {
+                id: 1,
+                spec: crate::engine::control::RuleSpec {
+                    kind: crate::engine::control::PatternKind::Regex,
+                    pattern: "a\u{1b}[31mb".into(),
+                    host: None,
+                },
+                hits: 0,
+                origin: "operator".into(),
+            }],
+            ..Snapshot::default()
+        };
+        let text = StatusReport::of(&snapshot, 42).text(Path::new("./c1"));
+        assert!(
+            text.starts_with("crawl in ./c1 (pid 42): STARTING\n"),
+            "{text}"
+        );
+        assert!(text.contains("\n  regex:a[31mb\n"), "{text}");
+        assert!(!text.contains('\u{1b}'));
+    }
+}

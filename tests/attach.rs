@@ -278,9 +278,35 @@ async fn a_killed_engine_leaves_nothing_that_blocks_the_next_start() {
 
     // The next engine on the directory starts, and answers on a fresh socket.
     let engine = start_engine(&data, &[]);
-    let mut c = connect(&data, true).await;
+    let c = connect(&data, true).await;
     assert_eq!(c.pid, engine.0.id());
-    assert_eq!(c.snapshot().await.unwrap().state, CrawlState::Paused);
+    let (mut c, _) = c.into_handle();
+    until(&mut c.snapshots, "the resumed crawl, paused", |s| {
+        s.state == CrawlState::Paused
+    })
+    .await;
     drop(engine);
     demo.shutdown().await;
+}
+
+#[test]
+fn ctl_speaks_the_command_line_grammar_and_names_a_missing_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(&["ctl", "help"], dir.path());
+    assert_eq!(out.status.code(), Some(0));
+    let help = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "blacklist REGEX [HOST]",
+        "throttle HOST|* DURATION|off",
+        "stop",
+    ] {
+        assert!(help.lines().any(|l| l == line), "{line} missing:\n{help}");
+    }
+    let out = run(&["ctl", "freeze"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    let out = run(&["ctl", "pause"], dir.path());
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no crawl is running in"), "{err}");
+    assert!(err.contains("crawldeck crawl --headless --data"), "{err}");
 }
