@@ -160,6 +160,24 @@ fn serve(
     Ok((hub.local_handle(), server))
 }
 
+/// The engine's end, reported once the hub has handed out its last events,
+/// so the headless summary counts them all (bounded: a stray sender must not
+/// hold the exit).
+fn after_drained(
+    done: tokio::task::JoinHandle<Result<engine::telemetry::Snapshot, EngineError>>,
+    drained: impl Future<Output = ()> + Send + 'static,
+) -> tokio::task::JoinHandle<Result<engine::telemetry::Snapshot, EngineError>> {
+    tokio::spawn(async move {
+        let result = done.await;
+        let _ = tokio::time::timeout(Duration::from_secs(2), drained).await;
+        match result {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(EngineError::Store(format!("the engine task ended: {e}"))),
+        }
+    })
+}
+
 async fn run_headless(
     run: &ResolvedRun,
     data_dir: &Path,
@@ -184,7 +202,12 @@ async fn run_headless(
             eprintln!("crawldeck: {line}");
         }
     }
-    let (handle, _server) = serve(engine.handle, socket)?;
+    let hub = Hub::new(engine.handle);
+    let _server = socket
+        .map(|path| ControlServer::bind(hub.clone(), path))
+        .transpose()?;
+    let handle = hub.local_handle();
+    let done = after_drained(engine.done, hub.drained());
     if !json {
         eprintln!(
             "crawldeck: watch and steer it with `crawldeck attach {}`",
@@ -197,7 +220,7 @@ async fn run_headless(
         max_pages: run.config.max_pages,
         data_dir: data_dir.to_path_buf(),
     };
-    headless::run(handle, engine.done, opts).await?;
+    headless::run(handle, done, opts).await?;
     Ok(())
 }
 

@@ -23,6 +23,8 @@ struct Shared {
     control: EngineControl,
     snapshots: watch::Receiver<Arc<Snapshot>>,
     state: Mutex<State>,
+    /// Becomes true once every engine event has been handed to the viewers.
+    drained: watch::Sender<bool>,
 }
 
 #[derive(Default)]
@@ -93,9 +95,19 @@ impl Hub {
                 next_viewer: 1,
                 ..State::default()
             }),
+            drained: watch::Sender::new(false),
         });
         tokio::spawn(route(shared.clone(), events));
         Hub { shared }
+    }
+
+    /// Completes once the engine has stopped and its last event has been
+    /// handed to the viewers (a front end's final summary counts them all).
+    pub fn drained(&self) -> impl std::future::Future<Output = ()> + Send + 'static {
+        let mut drained = self.shared.drained.subscribe();
+        async move {
+            let _ = drained.wait_for(|done| *done).await;
+        }
     }
 
     /// A new viewer with an event queue of `capacity`.
@@ -218,4 +230,6 @@ async fn route(shared: Arc<Shared>, mut events: mpsc::Receiver<EngineEvent>) {
     let mut state = lock(&shared);
     state.engine_gone = true;
     state.viewers.clear();
+    drop(state);
+    shared.drained.send_replace(true);
 }

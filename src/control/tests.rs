@@ -182,3 +182,18 @@ async fn one_shot_questions_get_the_snapshot_and_the_answer() {
         .unwrap();
     assert_eq!(asking.await.unwrap().unwrap(), refusal);
 }
+
+#[tokio::test]
+async fn drained_means_every_event_reached_the_local_viewer() {
+    let (handle, engine) = EngineHandle::channel();
+    let hub = Hub::new(handle);
+    let mut local = hub.local_handle();
+    for i in 0..5 {
+        engine.events.send(log(&i.to_string())).await.unwrap();
+    }
+    drop(engine);
+    hub.drained().await;
+    for i in 0..5 {
+        assert_eq!(local.events.try_recv().unwrap(), log(&i.to_string()));
+    }
+}
