@@ -35,8 +35,18 @@ pub fn is_engine_process() -> bool {
 pub async fn run(data_dir: &Path, options: TuiOptions) -> anyhow::Result<()> {
     let mut engine = spawn(data_dir)?;
     wait_for_socket(&mut engine, data_dir).await?;
-    let stopped = crate::remote::attach(data_dir, options, false).await?;
-    if stopped {
+    let gone = crate::remote::attach(data_dir, options, false).await?;
+    if let (true, Some(status)) = (gone, engine.try_wait()?) {
+        if !status.success() {
+            // This process started the engine, so it can say how it ended.
+            eprintln!(
+                "crawldeck: the engine exited with {status}; see {}",
+                data_dir.join(crate::cli::LOG_FILE).display()
+            );
+            return Ok(());
+        }
+    }
+    if gone {
         // The operator stopped the crawl: return once it released the directory.
         let deadline = Instant::now() + STOP_TIMEOUT;
         while engine.try_wait()?.is_none() {
