@@ -220,6 +220,15 @@ async fn an_attached_viewer_detaches_by_default_and_the_crawl_is_left_alone() {
         "detaching sends nothing"
     );
 
+    // So does Ctrl-C: it never stops a crawl others may be watching.
+    let (handle, mut engine) = fake_engine(true).await;
+    let (_term_tx, term_rx) = tokio::sync::oneshot::channel();
+    let (input, ui) = attached_ui(handle, false, term_rx);
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    input.send(Event::Key(ctrl_c)).await.unwrap();
+    assert_eq!(ui.await.unwrap(), TuiExit::Detach);
+    assert!(engine.commands.try_recv().is_err());
+
     // A signal to a viewer detaches it too.
     let (handle, mut engine) = fake_engine(true).await;
     let (term_tx, term_rx) = tokio::sync::oneshot::channel();

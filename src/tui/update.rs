@@ -212,12 +212,21 @@ fn on_prompt_key(model: &mut Model, action: Option<Action>, key: &KeyEvent) -> V
             prompt::complete(model);
             Vec::new()
         }
-        Some(Action::ForceQuit) => begin_quit(model),
+        Some(Action::ForceQuit) => force_quit(model),
         _ => {
             prompt::edit_prompt(model, key);
             Vec::new()
         }
     }
+}
+
+/// Ctrl-C: an attached viewer detaches (the crawl may be others' too);
+/// otherwise, or while a stop is under way, as [`begin_quit`].
+fn force_quit(model: &mut Model) -> Vec<Effect> {
+    if model.attached && model.quitting == Quitting::No {
+        return vec![Effect::Quit(TuiExit::Detach)];
+    }
+    begin_quit(model)
 }
 
 /// Asks the engine to checkpoint and stop; a second request leaves at once.
@@ -272,7 +281,7 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
             Vec::new()
         }
         Action::Quit => quit(model),
-        Action::ForceQuit => begin_quit(model),
+        Action::ForceQuit => force_quit(model),
         Action::TogglePause => toggle_pause(model),
         Action::RateUp => rate_up(model),
         Action::RateDown => rate_down(model),
