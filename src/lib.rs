@@ -1,10 +1,13 @@
 //! crawldeck: a crawler workstation — an embedded, polite, persistent crawl
 //! engine with a live terminal UI on top of it.
 
+pub mod background;
 pub mod bench;
 pub mod cli;
+pub mod control;
 pub mod demo;
 pub mod engine;
 pub mod headless;
+pub mod remote;
 pub mod text;
 pub mod tui;

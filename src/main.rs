@@ -13,12 +13,17 @@ use anyhow::Context;
 use clap::Parser;
 use std::time::Duration;
 
+use crawldeck::background;
 use crawldeck::bench::{self, BenchOptions};
 use crawldeck::cli::{self, Cli, Mode, ResolvedRun, CONFIG_FILE, LOG_FILE};
+use crawldeck::control::hub::Hub;
+use crawldeck::control::lock::DataDirLock;
+use crawldeck::control::server::ControlServer;
 use crawldeck::demo::{DemoOptions, DemoWeb};
 use crawldeck::engine::config::CrawlConfig;
-use crawldeck::engine::{self, EngineError, RunningEngine};
+use crawldeck::engine::{self, EngineError, EngineHandle, RunningEngine};
 use crawldeck::headless::{self, HeadlessOptions};
+use crawldeck::remote::{self, CtlError};
 use crawldeck::tui;
 use tracing_subscriber::EnvFilter;
 
@@ -53,15 +58,17 @@ fn main() -> ExitCode {
             let usage = matches!(
                 e.downcast_ref::<EngineError>(),
                 Some(EngineError::Config(_))
-            );
+            ) || matches!(e.downcast_ref::<CtlError>(), Some(CtlError::Usage(_)));
             ExitCode::from(if usage { EXIT_USAGE } else { EXIT_RUNTIME })
         }
     }
 }
 
 fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
-    if let Mode::Keys { file } = &run.mode {
-        return print_keys(file.as_deref());
+    match &run.mode {
+        Mode::Keys { file } => return print_keys(file.as_deref()),
+        Mode::Attach { .. } | Mode::Status { .. } | Mode::Ctl { .. } => return run_viewer(run),
+        _ => {}
     }
     // Held until the end so a temporary data directory outlives the crawl.
     let temp_dir;
@@ -83,6 +90,13 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             temp_dir.path().to_path_buf()
         }
     };
+    // Before anything is written there: one engine per data directory.
+    let lock = match run.mode {
+        Mode::Bench { .. } => None,
+        // The UI of `crawldeck URL` attaches to an engine process it starts, which locks.
+        Mode::Tui if !background::is_engine_process() => None,
+        _ => Some(DataDirLock::acquire(&data_dir)?),
+    };
     init_logging(&data_dir, run.log_filter.as_deref())?;
     install_panic_hook();
     tracing::info!(mode = ?run.mode, data = %data_dir.display(), resuming = run.resuming, "crawldeck starting");
@@ -93,12 +107,18 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
+        let socket = lock.as_ref().map(|l| l.socket_path());
         match run.mode {
-            Mode::Headless => run_headless(&run, &data_dir).await,
-            Mode::Tui => run_tui(&run, &data_dir).await,
-            Mode::Demo { headless } => run_demo(&run, &data_dir, headless).await,
+            Mode::Headless => run_headless(&run, &data_dir, socket).await,
+            Mode::Tui if background::is_engine_process() => {
+                run_engine_process(&run, &data_dir, socket).await
+            }
+            Mode::Tui => run_tui_attached(&run, &data_dir).await,
+            Mode::Demo { headless } => run_demo(&run, &data_dir, headless, socket).await,
             Mode::Bench { pages, hosts, tui } => run_bench(&data_dir, pages, hosts, tui).await,
-            Mode::Keys { .. } => unreachable!("handled before the runtime starts"),
+            Mode::Keys { .. } | Mode::Attach { .. } | Mode::Status { .. } | Mode::Ctl { .. } => {
+                unreachable!("handled before the runtime starts")
+            }
         }
     });
     if let Err(e) = &result {
@@ -127,7 +147,42 @@ async fn start_engine(
     Ok(engine)
 }
 
-async fn run_headless(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
+/// Serves the engine on the control socket (when there is one) and returns
+/// the handle this process's own front end uses: one viewer among others.
+fn serve(
+    handle: EngineHandle,
+    socket: Option<&Path>,
+) -> anyhow::Result<(EngineHandle, Option<ControlServer>)> {
+    let hub = Hub::new(handle);
+    let server = socket
+        .map(|path| ControlServer::bind(hub.clone(), path))
+        .transpose()?;
+    Ok((hub.local_handle(), server))
+}
+
+/// The engine's end, reported once the hub has handed out its last events,
+/// so the headless summary counts them all (bounded: a stray sender must not
+/// hold the exit).
+fn after_drained(
+    done: tokio::task::JoinHandle<Result<engine::telemetry::Snapshot, EngineError>>,
+    drained: impl Future<Output = ()> + Send + 'static,
+) -> tokio::task::JoinHandle<Result<engine::telemetry::Snapshot, EngineError>> {
+    tokio::spawn(async move {
+        let result = done.await;
+        let _ = tokio::time::timeout(Duration::from_secs(2), drained).await;
+        match result {
+            Ok(result) => result,
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(e) => Err(EngineError::Store(format!("the engine task ended: {e}"))),
+        }
+    })
+}
+
+async fn run_headless(
+    run: &ResolvedRun,
+    data_dir: &Path,
+    socket: Option<&Path>,
+) -> anyhow::Result<()> {
     let verb = match (run.recrawl, run.resuming) {
         (true, _) => "recrawling",
         (false, true) => "resuming",
@@ -147,6 +202,18 @@ async fn run_headless(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> 
             eprintln!("crawldeck: {line}");
         }
     }
+    let hub = Hub::new(engine.handle);
+    let _server = socket
+        .map(|path| ControlServer::bind(hub.clone(), path))
+        .transpose()?;
+    let handle = hub.local_handle();
+    let done = after_drained(engine.done, hub.drained());
+    if !json {
+        eprintln!(
+            "crawldeck: watch and steer it with `crawldeck attach {}`",
+            data_dir.display()
+        );
+    }
     let opts = HeadlessOptions {
         json,
         live: !json && std::io::stderr().is_terminal(),
@@ -154,13 +221,69 @@ async fn run_headless(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> 
         data_dir: data_dir.to_path_buf(),
         allow_private: run.config.fetch.allow_private,
     };
-    headless::run(engine.handle, engine.done, opts).await?;
+    headless::run(handle, done, opts).await?;
     Ok(())
 }
 
-/// The terminal UI over the engine. Decisions on trap alerts wait for the
-/// operator, so the engine keeps running until they quit.
-async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
+/// `crawldeck URL`: the engine in a background process of its own, the
+/// terminal UI attached to it (quitting offers to detach).
+async fn run_tui_attached(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
+    if !std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "the terminal UI needs a terminal; use `crawldeck crawl --headless …` for scripts and pipes"
+        );
+    }
+    let options = tui::TuiOptions {
+        no_color: !run.ui.color,
+        no_mouse: !run.ui.mouse,
+        readonly: run.ui.readonly,
+        attached: true,
+        keys_file: run.ui.keys.clone(),
+    };
+    background::run(data_dir, options).await
+}
+
+/// The background engine of `crawldeck URL`: serves its control socket until
+/// the crawl ends or is stopped (by a viewer, SIGTERM or SIGINT). Decisions
+/// on trap alerts wait for the operator.
+async fn run_engine_process(
+    run: &ResolvedRun,
+    data_dir: &Path,
+    socket: Option<&Path>,
+) -> anyhow::Result<()> {
+    let options = engine::EngineOptions {
+        wait_for_operator: true,
+        recrawl: run.recrawl,
+        overrides: run.overrides,
+        ..engine::EngineOptions::default()
+    };
+    let running = engine::start_with(
+        run.config.clone(),
+        data_dir,
+        shutdown_signal(false),
+        options,
+    )
+    .await?;
+    run.config.save(&data_dir.join(CONFIG_FILE))?;
+    for line in &running.settings {
+        println!("crawldeck: {line}");
+    }
+    let socket = socket.context("the engine process holds the data directory's lock")?;
+    // No front end here: every viewer attaches over the socket.
+    let _server = ControlServer::bind(Hub::new(running.handle), socket)?;
+    let snapshot = running.done.await??;
+    println!(
+        "crawldeck: {} pages; crawl checkpointed ({})",
+        snapshot.counters.pages_fetched,
+        snapshot.finish_reason.as_deref().unwrap_or("stopped")
+    );
+    Ok(())
+}
+
+/// The terminal UI over an engine in this process (`crawldeck demo`, whose
+/// web lives here too). Decisions on trap alerts wait for the operator, so
+/// the engine keeps running until they quit.
+async fn run_tui(run: &ResolvedRun, data_dir: &Path, socket: Option<&Path>) -> anyhow::Result<()> {
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
             "the terminal UI needs a terminal; use `crawldeck crawl --headless …` for scripts and pipes"
@@ -185,10 +308,12 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
         no_color: !run.ui.color,
         no_mouse: !run.ui.mouse,
         readonly: run.ui.readonly,
+        attached: false,
         keys_file: run.ui.keys.clone(),
     };
-    let control = running.handle.control.clone();
-    let exit = tui::run(running.handle, tui_options).await;
+    let (handle, _server) = serve(running.handle, socket)?;
+    let control = handle.control.clone();
+    let exit = tui::run(handle, tui_options).await;
     // However the UI ended, the engine checkpoints and stops.
     control.send(engine::control::Command::Shutdown);
     let summary = tokio::time::timeout(Duration::from_secs(20), running.done).await;
@@ -210,7 +335,12 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn run_demo(run: &ResolvedRun, data_dir: &Path, headless: bool) -> anyhow::Result<()> {
+async fn run_demo(
+    run: &ResolvedRun,
+    data_dir: &Path,
+    headless: bool,
+    socket: Option<&Path>,
+) -> anyhow::Result<()> {
     if run.resuming {
         anyhow::bail!(
             "{} already holds a crawl; the demo web gets new ports each run, so `demo` always starts fresh — give an empty --data DIR (or none for a temporary one)",
@@ -230,9 +360,9 @@ async fn run_demo(run: &ResolvedRun, data_dir: &Path, headless: bool) -> anyhow:
         );
     }
     let result = if headless {
-        run_headless(&run, data_dir).await
+        run_headless(&run, data_dir, socket).await
     } else {
-        run_tui(&run, data_dir).await
+        run_tui(&run, data_dir, socket).await
     };
     demo.shutdown().await;
     result
@@ -257,6 +387,43 @@ fn demo_pace(config: &mut CrawlConfig) {
     if config.robots.give_up_after == defaults.robots.give_up_after {
         config.robots.give_up_after = Duration::from_secs(120);
     }
+}
+
+/// `attach`, `status` and `ctl`: viewers of a crawl another process runs.
+/// They write nothing into its data directory.
+fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    runtime.block_on(async {
+        match run.mode {
+            Mode::Status { dir, json } => remote::status(&dir, json, &mut std::io::stdout()).await,
+            Mode::Ctl { dir, words } => {
+                Ok(remote::ctl(&dir, &words, &mut std::io::stdout()).await?)
+            }
+            Mode::Attach {
+                dir,
+                read_only,
+                wait,
+            } => {
+                let dir = match dir {
+                    Some(dir) => dir,
+                    None => remote::find_running_crawl(Path::new("."))?,
+                };
+                let options = tui::TuiOptions {
+                    no_color: !run.ui.color,
+                    no_mouse: !run.ui.mouse,
+                    readonly: read_only,
+                    attached: true,
+                    keys_file: run.ui.keys.clone(),
+                };
+                remote::attach(&dir, options, wait).await.map(drop)
+            }
+            _ => unreachable!("only viewers come here"),
+        }
+    })
 }
 
 /// `crawldeck bench`: a synthetic site crawled in-process, measured.

@@ -4,7 +4,8 @@
 //!   printer and the CLI drive it, never the other way round);
 //! - the top-level modules of `src/engine` import each other without a cycle,
 //!   and so do those of `src/tui`;
-//! - only the engine root (`src/engine/mod.rs`) imports `engine::coordinator`.
+//! - only the engine root (`src/engine/mod.rs`) imports `engine::coordinator`;
+//! - the control socket (`src/control`) uses no terminal or CLI crate either.
 //!
 //! A module's references are the `crate::…`, `super::…` and `self::…` paths in
 //! its files (in `use` items, `use` groups and code alike, comments and string
@@ -50,6 +51,19 @@ fn engine_uses_no_terminal_or_cli_crate() {
     }
 }
 
+/// The control socket's protocol is reused by other front ends and by
+/// engines on other machines: it stays free of terminal and CLI crates too.
+#[test]
+fn control_uses_no_terminal_or_cli_crate() {
+    let tree = scan_real_tree("control");
+    let found = tree.crate_uses(&ENGINE_FORBIDDEN_CRATES.map(|(name, _)| name));
+    assert!(
+        found.is_empty(),
+        "src/control must not use terminal or CLI crates: {found:?}"
+    );
+    assert_no_cycle(&tree);
+}
+
 #[test]
 fn engine_modules_have_no_import_cycle() {
     assert_no_cycle(&scan_real_tree("engine"));
@@ -84,6 +98,7 @@ fn scan_real_tree(root: &str) -> Tree {
     let tree = Tree::scan(root, &files);
     let (min_modules, min_edges) = match root {
         "engine" => (20, 20),
+        "control" => (6, 8),
         _ => (8, 8),
     };
     assert!(

@@ -1,11 +1,13 @@
 //! The run loop against a fake engine and a test backend: keys in, commands out,
-//! and the quit handshake (checkpoint, shutdown, wait for the engine).
+//! and the quit handshake (checkpoint, shutdown, wait for the engine). Each
+//! test runs twice: with the engine in-process, and over the control socket.
 
 use std::sync::Arc;
 
+use crawldeck::control::client::loopback;
 use crawldeck::engine::control::{Command, PatternKind, RuleSpec, Target};
 use crawldeck::engine::telemetry::{CrawlState, EngineEvent, Level, Snapshot};
-use crawldeck::engine::EngineHandle;
+use crawldeck::engine::{EngineEnds, EngineHandle};
 use crawldeck::tui::app::drive;
 use crawldeck::tui::keys::keymap_from_str;
 use crawldeck::tui::model::Model;
@@ -15,6 +17,30 @@ use ratatui::crossterm::event::{Event, KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use tokio::sync::mpsc;
 
+/// A fake engine: its handle in-process, or as a viewer over the control socket sees it.
+async fn fake_engine(over_socket: bool) -> (EngineHandle, EngineEnds) {
+    let (handle, ends) = EngineHandle::channel();
+    if !over_socket {
+        return (handle, ends);
+    }
+    let remote = loopback(handle).await.expect("loopback connects");
+    (remote, ends)
+}
+
+/// Runs `$body(over_socket)` as two tests.
+macro_rules! both_ways {
+    ($body:ident: $in_process:ident, $over_socket:ident) => {
+        #[tokio::test(start_paused = true)]
+        async fn $in_process() {
+            $body(false).await
+        }
+        #[tokio::test(start_paused = true)]
+        async fn $over_socket() {
+            $body(true).await
+        }
+    };
+}
+
 fn key(code: KeyCode) -> Event {
     Event::Key(KeyEvent::new(code, KeyModifiers::NONE))
 }
@@ -23,9 +49,12 @@ fn chars(text: &str) -> Vec<Event> {
     text.chars().map(|c| key(KeyCode::Char(c))).collect()
 }
 
-#[tokio::test(start_paused = true)]
-async fn keys_become_commands_and_quit_waits_for_the_engine() {
-    let (handle, mut engine) = EngineHandle::channel();
+both_ways!(keys_become_commands_and_quit_waits_for_the_engine:
+    keys_become_commands_and_quit_waits_for_the_engine_in_process,
+    keys_become_commands_and_quit_waits_for_the_engine_over_the_socket);
+
+async fn keys_become_commands_and_quit_waits_for_the_engine(over_socket: bool) {
+    let (handle, mut engine) = fake_engine(over_socket).await;
     engine
         .snapshots
         .send(Arc::new(Snapshot {
@@ -97,9 +126,12 @@ async fn keys_become_commands_and_quit_waits_for_the_engine() {
     assert!(screen.contains("checkpointing…"), "{screen}");
 }
 
-#[tokio::test(start_paused = true)]
-async fn quit_gives_up_waiting_after_a_bounded_time() {
-    let (handle, mut engine) = EngineHandle::channel();
+both_ways!(quit_gives_up_waiting_after_a_bounded_time:
+    quit_gives_up_waiting_after_a_bounded_time_in_process,
+    quit_gives_up_waiting_after_a_bounded_time_over_the_socket);
+
+async fn quit_gives_up_waiting_after_a_bounded_time(over_socket: bool) {
+    let (handle, mut engine) = fake_engine(over_socket).await;
     let (input_tx, input_rx) = mpsc::channel(8);
     let model = Model::new(keymap_from_str("").0, true, true);
     let ui = tokio::spawn(async move {
@@ -127,9 +159,12 @@ async fn quit_gives_up_waiting_after_a_bounded_time() {
     drop(engine);
 }
 
-#[tokio::test(start_paused = true)]
-async fn sigterm_checkpoints_like_ctrl_c() {
-    let (handle, mut engine) = EngineHandle::channel();
+both_ways!(sigterm_checkpoints_like_ctrl_c:
+    sigterm_checkpoints_like_ctrl_c_in_process,
+    sigterm_checkpoints_like_ctrl_c_over_the_socket);
+
+async fn sigterm_checkpoints_like_ctrl_c(over_socket: bool) {
+    let (handle, mut engine) = fake_engine(over_socket).await;
     let (_input_tx, input_rx) = mpsc::channel(8);
     let model = Model::new(keymap_from_str("").0, false, true);
     let (term_tx, term_rx) = tokio::sync::oneshot::channel::<()>();
@@ -147,4 +182,83 @@ async fn sigterm_checkpoints_like_ctrl_c() {
     assert_eq!(engine.commands.recv().await.unwrap().1, Command::Shutdown);
     drop(engine.events);
     assert_eq!(ui.await.unwrap(), TuiExit::Quit);
+}
+
+/// Runs the UI as a viewer attached to an engine in another process.
+fn attached_ui(
+    handle: EngineHandle,
+    readonly: bool,
+    terminate: tokio::sync::oneshot::Receiver<()>,
+) -> (mpsc::Sender<Event>, tokio::task::JoinHandle<TuiExit>) {
+    let (input_tx, input_rx) = mpsc::channel(8);
+    let mut model = Model::new(keymap_from_str("").0, readonly, true);
+    model.attached = true;
+    let ui = tokio::spawn(async move {
+        let mut terminal = Terminal::new(TestBackend::new(80, 24)).unwrap();
+        let terminate = async move {
+            if terminate.await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        drive(&mut terminal, handle, model, input_rx, terminate)
+            .await
+            .unwrap()
+    });
+    (input_tx, ui)
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attached_viewer_detaches_by_default_and_the_crawl_is_left_alone() {
+    let (handle, mut engine) = fake_engine(true).await;
+    let (_term_tx, term_rx) = tokio::sync::oneshot::channel();
+    let (input, ui) = attached_ui(handle, false, term_rx);
+    input.send(key(KeyCode::Char('q'))).await.unwrap();
+    input.send(key(KeyCode::Enter)).await.unwrap();
+    assert_eq!(ui.await.unwrap(), TuiExit::Detach);
+    assert!(
+        engine.commands.try_recv().is_err(),
+        "detaching sends nothing"
+    );
+
+    // So does Ctrl-C: it never stops a crawl others may be watching.
+    let (handle, mut engine) = fake_engine(true).await;
+    let (_term_tx, term_rx) = tokio::sync::oneshot::channel();
+    let (input, ui) = attached_ui(handle, false, term_rx);
+    let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+    input.send(Event::Key(ctrl_c)).await.unwrap();
+    assert_eq!(ui.await.unwrap(), TuiExit::Detach);
+    assert!(engine.commands.try_recv().is_err());
+
+    // A signal to a viewer detaches it too.
+    let (handle, mut engine) = fake_engine(true).await;
+    let (term_tx, term_rx) = tokio::sync::oneshot::channel();
+    let (_input, ui) = attached_ui(handle, false, term_rx);
+    term_tx.send(()).unwrap();
+    assert_eq!(ui.await.unwrap(), TuiExit::Detach);
+    assert!(engine.commands.try_recv().is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_attached_viewer_stops_the_crawl_with_s_unless_read_only() {
+    let (handle, mut engine) = fake_engine(true).await;
+    let (_term_tx, term_rx) = tokio::sync::oneshot::channel();
+    let (input, ui) = attached_ui(handle, false, term_rx);
+    input.send(key(KeyCode::Char('q'))).await.unwrap();
+    input.send(key(KeyCode::Char('s'))).await.unwrap();
+    assert_eq!(engine.commands.recv().await.unwrap().1, Command::Checkpoint);
+    assert_eq!(engine.commands.recv().await.unwrap().1, Command::Shutdown);
+    drop(engine.events);
+    assert_eq!(ui.await.unwrap(), TuiExit::Quit);
+
+    let (handle, mut engine) = fake_engine(true).await;
+    let (_term_tx, term_rx) = tokio::sync::oneshot::channel();
+    let (input, ui) = attached_ui(handle, true, term_rx);
+    for c in ['q', 's', 'p', 'q', 'd'] {
+        input.send(key(KeyCode::Char(c))).await.unwrap();
+    }
+    assert_eq!(ui.await.unwrap(), TuiExit::Detach);
+    assert!(
+        engine.commands.try_recv().is_err(),
+        "a read-only viewer neither stops nor pauses the crawl"
+    );
 }

@@ -32,7 +32,10 @@ pub const DB_DIR: &str = "db";
     after_help = "Examples:\n  crawldeck https://example.org/ --data ./crawl1\n  \
 crawldeck crawl --headless --seeds seeds.txt --data ./crawl1 --max-pages 500\n  \
 crawldeck crawl --headless --data ./crawl1      (resumes the crawl in ./crawl1)\n  \
-crawldeck demo"
+crawldeck demo\n  \
+crawldeck attach ./crawl1      (the UI on a crawl running there; q detaches)\n  \
+crawldeck status ./crawl1 --json\n  \
+crawldeck ctl ./crawl1 pause"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -52,6 +55,57 @@ pub enum CliCommand {
     Bench(BenchArgs),
     /// Print the effective key map of the terminal UI.
     Keys(KeysArgs),
+    /// Open the terminal UI on a crawl running in DIR (detach with q).
+    Attach(AttachArgs),
+    /// Print the state of the crawl running in DIR.
+    Status(StatusArgs),
+    /// Send one command to the crawl running in DIR, in the grammar of the UI's `:` line
+    /// (`crawldeck ctl DIR help` lists them).
+    Ctl(CtlArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AttachArgs {
+    /// The crawl's data directory (default: the one crawl running under the
+    /// current directory, else ./crawldeck-data).
+    #[arg(value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+    /// Watch only: keys that change the crawl are disabled.
+    #[arg(long)]
+    pub read_only: bool,
+    /// If the engine is not running (or stops), wait for it to come back.
+    #[arg(long)]
+    pub wait: bool,
+    /// No colours (also when NO_COLOR is set).
+    #[arg(long)]
+    pub no_color: bool,
+    /// Do not capture the mouse.
+    #[arg(long)]
+    pub no_mouse: bool,
+    /// A keybindings.toml whose entries override the defaults.
+    #[arg(long, value_name = "FILE")]
+    pub keys: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The crawl's data directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// One JSON object on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct CtlArgs {
+    /// The crawl's data directory.
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// The command and its arguments, e.g. `pause`, `blacklist 'cal/\d{4}'`,
+    /// `throttle example.org 2s`, `accept 3`, `stop`.
+    #[arg(value_name = "COMMAND", required = true, num_args = 1.., allow_hyphen_values = true)]
+    pub words: Vec<String>,
 }
 
 #[derive(Debug, Args)]

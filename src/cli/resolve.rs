@@ -17,9 +17,31 @@ const NO_SEEDS: &str = "no seeds: give a URL, --seeds FILE, or --data of an exis
 pub enum Mode {
     Tui,
     Headless,
-    Demo { headless: bool },
-    Bench { pages: u64, hosts: u32, tui: bool },
-    Keys { file: Option<PathBuf> },
+    Demo {
+        headless: bool,
+    },
+    Bench {
+        pages: u64,
+        hosts: u32,
+        tui: bool,
+    },
+    Keys {
+        file: Option<PathBuf>,
+    },
+    /// The TUI on a running crawl; `None`: find the one running crawl.
+    Attach {
+        dir: Option<PathBuf>,
+        read_only: bool,
+        wait: bool,
+    },
+    Status {
+        dir: PathBuf,
+        json: bool,
+    },
+    Ctl {
+        dir: PathBuf,
+        words: Vec<String>,
+    },
 }
 
 /// Front-end options that are not crawl settings.
@@ -133,16 +155,43 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 log_filter: None,
             })
         }
-        Some(CliCommand::Keys(k)) => Ok(ResolvedRun {
-            mode: Mode::Keys { file: k.keys },
-            config: CrawlConfig::default(),
-            data_dir: None,
-            resuming: false,
-            recrawl: false,
-            overrides: RunOverrides::default(),
-            ui: UiOptions::default(),
-            log_filter: None,
+        Some(CliCommand::Keys(k)) => Ok(front_end(Mode::Keys { file: k.keys })),
+        Some(CliCommand::Attach(a)) => Ok(ResolvedRun {
+            ui: UiOptions {
+                json: false,
+                color: !a.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+                mouse: !a.no_mouse,
+                readonly: a.read_only,
+                keys: a.keys,
+            },
+            ..front_end(Mode::Attach {
+                dir: a.dir,
+                read_only: a.read_only,
+                wait: a.wait,
+            })
         }),
+        Some(CliCommand::Status(s)) => Ok(front_end(Mode::Status {
+            dir: s.dir,
+            json: s.json,
+        })),
+        Some(CliCommand::Ctl(c)) => Ok(front_end(Mode::Ctl {
+            dir: c.dir,
+            words: c.words,
+        })),
+    }
+}
+
+/// A run that starts no engine: settings are defaults and unused.
+fn front_end(mode: Mode) -> ResolvedRun {
+    ResolvedRun {
+        mode,
+        config: CrawlConfig::default(),
+        data_dir: None,
+        resuming: false,
+        recrawl: false,
+        overrides: RunOverrides::default(),
+        ui: UiOptions::default(),
+        log_filter: None,
     }
 }
 

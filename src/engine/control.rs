@@ -127,6 +127,54 @@ impl Command {
     pub fn is_mutating(&self) -> bool {
         !matches!(self, Command::Checkpoint)
     }
+
+    /// One short phrase per command, for the status line and the log.
+    pub fn label(&self) -> String {
+        let target = |t: &Target| match t {
+            Target::Global => "crawl".to_string(),
+            Target::Host(h) => h.clone(),
+        };
+        match self {
+            Command::Pause(t) => format!("pause {}", target(t)),
+            Command::Resume(t) => format!("resume {}", target(t)),
+            Command::AddRule(r) => format!("add rule {}", r.pattern),
+            Command::RemoveRule { rule_id } => format!("remove rule #{rule_id}"),
+            Command::SetHostDelay {
+                host,
+                delay: Some(d),
+            } => format!("delay {host} {}", humantime::format_duration(*d)),
+            Command::SetHostDelay { host, delay: None } => format!("delay {host} default"),
+            Command::SetHostConcurrency { host, max: Some(n) } => format!("concurrency {host} {n}"),
+            Command::SetHostConcurrency { host, max: None } => {
+                format!("concurrency {host} default")
+            }
+            Command::SetGlobalDelay(d) => {
+                format!("global delay {}", humantime::format_duration(*d))
+            }
+            Command::SetGlobalConcurrency(n) => format!("global concurrency {n}"),
+            Command::SetGlobalRate(Some(r)) => format!("rate {r} pages/s"),
+            Command::SetGlobalRate(None) => "rate unlimited".into(),
+            Command::AddSeed(u) => format!("seed {u}"),
+            Command::SetHostBreaker {
+                host,
+                thresholds: Some(t),
+            } => format!(
+                "breaker {host}: {} failures, cooldown {}",
+                t.consecutive_failures,
+                humantime::format_duration(t.cooldown)
+            ),
+            Command::SetHostBreaker {
+                host,
+                thresholds: None,
+            } => format!("breaker {host} default"),
+            Command::ResetBreaker(h) => format!("reset breaker {h}"),
+            Command::ForceOpenBreaker(h) => format!("open breaker {h}"),
+            Command::AcceptAlert { alert_id, .. } => format!("accept alert #{alert_id}"),
+            Command::DismissAlert { alert_id } => format!("dismiss alert #{alert_id}"),
+            Command::Checkpoint => "checkpoint".into(),
+            Command::Shutdown => "shutdown".into(),
+        }
+    }
 }
 
 /// The engine's answer to one command, in `EngineEvent::CommandDone`.

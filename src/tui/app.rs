@@ -111,6 +111,7 @@ async fn terminate_signal() {
 pub async fn run(handle: EngineHandle, opts: TuiOptions) -> anyhow::Result<TuiExit> {
     let (keymap, warnings) = effective_keymap(opts.keys_file.as_deref());
     let mut model = Model::new(keymap, opts.readonly, opts.no_color);
+    model.attached = opts.attached;
     for w in &warnings {
         model.push_log(Level::Warn, w.clone());
     }

@@ -1,5 +1,6 @@
 //! The `:` command line: parsing into engine commands, Tab completion, and rule
-//! validation shared with the rule prompts.
+//! validation shared with the rule prompts. `crawldeck ctl` parses with the
+//! same grammar, so this module imports no terminal crate.
 
 use std::time::Duration;
 
@@ -34,10 +35,20 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("dismiss", "ID"),
     ("unrule", "ID"),
     ("checkpoint", ""),
+    ("stop", ""),
     ("freeze", ""),
     ("help", ""),
     ("quit", ""),
 ];
+
+/// The command line's help: one line per command with its arguments. The TUI's
+/// help and `crawldeck ctl help` both print it.
+pub fn help_lines() -> Vec<String> {
+    COMMANDS
+        .iter()
+        .map(|(name, hint)| format!(":{name} {hint}").trim_end().to_string())
+        .collect()
+}
 
 /// Commands whose first argument is a host name.
 const HOST_COMMANDS: &[&str] = &[
@@ -199,6 +210,7 @@ fn engine_command(name: &str, args: &[&str]) -> Option<Result<Command, String>> 
         ("dismiss", _) => parse_id(args, name).map(|alert_id| Command::DismissAlert { alert_id }),
         ("unrule", _) => parse_id(args, name).map(|rule_id| Command::RemoveRule { rule_id }),
         ("checkpoint", []) => Ok(Command::Checkpoint),
+        ("stop", []) => Ok(Command::Shutdown),
         _ => return None,
     };
     Some(cmd)

@@ -29,6 +29,8 @@ pub struct TuiOptions {
     pub no_color: bool,
     pub no_mouse: bool,
     pub readonly: bool,
+    /// The engine runs in another process: quitting offers to detach.
+    pub attached: bool,
     /// `--keys`; else `$XDG_CONFIG_HOME/crawldeck/keybindings.toml`.
     pub keys_file: Option<PathBuf>,
 }

@@ -229,6 +229,8 @@ pub struct Model {
     pub quitting: Quitting,
     pub engine_closed: bool,
     pub readonly: bool,
+    /// A viewer of an engine in another process: quitting offers to detach.
+    pub attached: bool,
     pub no_color: bool,
     pub keymap: KeyMap,
     /// Rows a page-up/down moves (set from the last drawn height).
@@ -265,6 +267,7 @@ impl Model {
             quitting: Quitting::No,
             engine_closed: false,
             readonly,
+            attached: false,
             no_color,
             keymap,
             page_rows: 10,

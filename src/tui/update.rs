@@ -62,6 +62,9 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             if !model.engine_closed {
                 model.engine_closed = true;
                 model.push_log(Level::Info, "engine stopped".into());
+                if model.attached {
+                    model.set_status(Level::Error, "engine gone (see the log); q leaves");
+                }
             }
             finish_if_done(model, true)
         }
@@ -72,6 +75,8 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
             model.pending.insert(id, what);
             Vec::new()
         }
+        // A signal to a viewer ends the viewer, never the crawl it watches.
+        Msg::Terminate if model.attached => vec![Effect::Quit(TuiExit::Detach)],
         Msg::Terminate => begin_quit(model),
     }
 }
@@ -159,11 +164,33 @@ fn on_key(model: &mut Model, key: KeyEvent) -> Vec<Effect> {
 }
 
 /// The answer to "checkpoint and quit?": yes is y, q, Enter or the force-quit key.
+/// Attached, the question is "detach or stop the crawl?": detach is d, q,
+/// Enter or the force-quit key; s stops the crawl.
 fn answer_quit(model: &mut Model, key: &KeyEvent) -> Vec<Effect> {
     model.overlay = Overlay::None;
+    if model.attached {
+        return answer_detach(model, key);
+    }
     let yes = matches!(key.code, KeyCode::Char('y' | 'Y' | 'q') | KeyCode::Enter)
         || model.keymap.action(Mode::Normal, key) == Some(Action::ForceQuit);
     if yes {
+        return begin_quit(model);
+    }
+    model.set_status(Level::Info, "quit cancelled");
+    Vec::new()
+}
+
+fn answer_detach(model: &mut Model, key: &KeyEvent) -> Vec<Effect> {
+    let detach = matches!(key.code, KeyCode::Char('d' | 'D' | 'q') | KeyCode::Enter)
+        || model.keymap.action(Mode::Normal, key) == Some(Action::ForceQuit);
+    if detach {
+        return vec![Effect::Quit(TuiExit::Detach)];
+    }
+    if matches!(key.code, KeyCode::Char('s' | 'S')) {
+        if model.readonly {
+            model.set_status(Level::Warn, "read-only: stop not sent");
+            return Vec::new();
+        }
         return begin_quit(model);
     }
     model.set_status(Level::Info, "quit cancelled");
@@ -185,12 +212,21 @@ fn on_prompt_key(model: &mut Model, action: Option<Action>, key: &KeyEvent) -> V
             prompt::complete(model);
             Vec::new()
         }
-        Some(Action::ForceQuit) => begin_quit(model),
+        Some(Action::ForceQuit) => force_quit(model),
         _ => {
             prompt::edit_prompt(model, key);
             Vec::new()
         }
     }
+}
+
+/// Ctrl-C: an attached viewer detaches (the crawl may be others' too);
+/// otherwise, or while a stop is under way, as [`begin_quit`].
+fn force_quit(model: &mut Model) -> Vec<Effect> {
+    if model.attached && model.quitting == Quitting::No {
+        return vec![Effect::Quit(TuiExit::Detach)];
+    }
+    begin_quit(model)
 }
 
 /// Asks the engine to checkpoint and stop; a second request leaves at once.
@@ -245,7 +281,7 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
             Vec::new()
         }
         Action::Quit => quit(model),
-        Action::ForceQuit => begin_quit(model),
+        Action::ForceQuit => force_quit(model),
         Action::TogglePause => toggle_pause(model),
         Action::RateUp => rate_up(model),
         Action::RateDown => rate_down(model),

@@ -59,7 +59,7 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
     render_status(model, &theme, status, buf);
     match model.overlay {
         Overlay::Help => overlay::help(model, &theme, body, buf),
-        Overlay::ConfirmQuit => overlay::confirm_quit(&theme, body, buf),
+        Overlay::ConfirmQuit => overlay::confirm_quit(model, &theme, body, buf),
         Overlay::None => {}
     }
 }
@@ -74,6 +74,7 @@ fn render_too_small(model: &Model, area: Rect, buf: &mut Buffer) {
         )),
         Line::from(match (model.quitting, model.overlay) {
             (Quitting::Checkpointing, _) => "checkpointing…",
+            (_, Overlay::ConfirmQuit) if model.attached => "detach (d) / stop the crawl (s) / n",
             (_, Overlay::ConfirmQuit) => "checkpoint and quit? (y / n)",
             _ => "q quits",
         }),

@@ -43,6 +43,15 @@ pub fn help_lines(model: &Model) -> Vec<Line<'static>> {
             )));
         }
     }
+    lines.push(Line::styled(
+        "[: commands]",
+        Style::new().add_modifier(Modifier::BOLD),
+    ));
+    lines.extend(
+        crate::tui::command::help_lines()
+            .into_iter()
+            .map(|l| Line::from(format!("  {l}"))),
+    );
     lines
 }
 
@@ -58,13 +67,23 @@ pub fn help(model: &Model, _theme: &Theme, area: Rect, buf: &mut Buffer) {
         .render(popup, buf);
 }
 
-/// The "checkpoint and quit?" pop-up.
-pub fn confirm_quit(theme: &Theme, area: Rect, buf: &mut Buffer) {
+/// The "checkpoint and quit?" pop-up; attached, "detach or stop the crawl?".
+pub fn confirm_quit(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let popup = centered(area, 46, 5);
     Clear.render(popup, buf);
+    let question = if model.attached {
+        "Detach (d, Enter) / stop the crawl (s) / n"
+    } else {
+        "Checkpoint and quit? (y / n)"
+    };
+    let running = if model.attached {
+        "The crawl runs on when you detach."
+    } else {
+        "The crawl is running."
+    };
     Paragraph::new(vec![
-        Line::from("The crawl is running."),
-        Line::styled("Checkpoint and quit? (y / n)", theme.warn()),
+        Line::from(running),
+        Line::styled(question, theme.warn()),
     ])
     .wrap(Wrap { trim: true })
     .block(Block::bordered().title(" Quit "))

@@ -1,0 +1,20 @@
+//! The engine's control API over a Unix socket, so a crawl outlives the
+//! terminal that started it: any number of viewers attach, steer, detach.
+//!
+//! - `protocol`: the messages and their framing (the one wire format).
+//! - `lock`: one engine per data directory (`engine.pid`), stale files cleaned up.
+//! - `hub`: one engine fanned out to many viewers, local or remote.
+//! - `server`: the listening socket and one task pair per viewer.
+//! - `client` (and `pump`): a connection as an [`crate::engine::EngineHandle`].
+
+#![warn(missing_docs)]
+
+pub mod client;
+pub mod hub;
+pub mod lock;
+pub mod protocol;
+mod pump;
+pub mod server;
+
+#[cfg(test)]
+mod tests;

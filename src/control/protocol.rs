@@ -1,0 +1,178 @@
+//! The wire form of the engine's control API: length-delimited frames
+//! (`tokio_util`'s codec), each one JSON message. A connection opens with
+//! `Hello` → `Welcome` (or `Refused`); then the client sends commands and the
+//! server sends snapshots and events until one side leaves.
+
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use serde::{de::DeserializeOwned, Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::{Framed, LengthDelimitedCodec};
+
+use crate::engine::control::{Command, CommandId};
+use crate::engine::telemetry::{EngineEvent, Snapshot};
+
+/// Bumped whenever a message changes shape; both sides must agree exactly.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// The largest frame either side accepts. A snapshot of a wide crawl (500
+/// hosts with their queue heads) is well under this.
+pub const MAX_FRAME: usize = 16 << 20;
+
+/// What a client says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ClientMsg {
+    /// The first message: who is connecting and how.
+    Hello {
+        /// The client's [`PROTOCOL_VERSION`].
+        version: u32,
+        /// Watch only: the server refuses every command that changes the crawl.
+        read_only: bool,
+    },
+    /// An operator command; the answer comes back as `EngineEvent::CommandDone`
+    /// with this id (the client's own numbering).
+    Command {
+        /// The client's id for the command.
+        id: CommandId,
+        /// What to do.
+        command: Command,
+    },
+}
+
+/// What the server says.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub enum ServerMsg {
+    /// The handshake succeeded.
+    Welcome {
+        /// The server's [`PROTOCOL_VERSION`].
+        version: u32,
+        /// This connection's viewer number, as other viewers' logs name it.
+        viewer: u32,
+        /// The engine's process id.
+        pid: u32,
+    },
+    /// The handshake failed; the connection closes after this.
+    Refused {
+        /// Why, with the fix.
+        reason: String,
+    },
+    /// The engine's latest state (older ones not yet sent are skipped).
+    Snapshot {
+        /// The snapshot as the engine published it.
+        snapshot: Arc<Snapshot>,
+        /// Events this viewer lost because it read too slowly.
+        dropped_events: u64,
+    },
+    /// One engine event.
+    Event(EngineEvent),
+    /// The engine has stopped; the connection closes after this.
+    Gone {
+        /// Why, in words ("crawl finished: …", "engine stopped").
+        reason: String,
+    },
+}
+
+/// A byte stream framed into messages.
+pub type Transport<S> = Framed<S, LengthDelimitedCodec>;
+
+/// Frames `stream` with the protocol's length-delimited codec.
+pub fn transport<S: AsyncRead + AsyncWrite>(stream: S) -> Transport<S> {
+    let codec = LengthDelimitedCodec::builder()
+        .max_frame_length(MAX_FRAME)
+        .new_codec();
+    Framed::new(stream, codec)
+}
+
+/// Errors of the wire: I/O, a frame that is not a message, or an early close.
+#[derive(Debug, thiserror::Error)]
+pub enum WireError {
+    /// The socket failed (or a frame was longer than [`MAX_FRAME`]).
+    #[error("control socket: {0}")]
+    Io(#[from] std::io::Error),
+    /// A frame did not hold a message of this protocol.
+    #[error("control socket: a malformed message ({0})")]
+    Malformed(#[from] serde_json::Error),
+    /// The other side closed the connection.
+    #[error("control socket: the other side closed the connection")]
+    Closed,
+}
+
+/// One message as the payload of one frame.
+pub fn encode<M: Serialize>(msg: &M) -> Result<Bytes, WireError> {
+    Ok(serde_json::to_vec(msg)?.into())
+}
+
+/// Sends one message as one frame, on a whole transport or its write half.
+pub async fn send<W, M>(wire: &mut W, msg: &M) -> Result<(), WireError>
+where
+    W: Sink<Bytes, Error = std::io::Error> + Unpin,
+    M: Serialize,
+{
+    wire.send(encode(msg)?).await?;
+    Ok(())
+}
+
+/// The next message, on a whole transport or its read half;
+/// [`WireError::Closed`] at the end of the stream.
+pub async fn recv<R, M>(wire: &mut R) -> Result<M, WireError>
+where
+    R: Stream<Item = Result<BytesMut, std::io::Error>> + Unpin,
+    M: DeserializeOwned,
+{
+    match wire.next().await {
+        Some(frame) => Ok(serde_json::from_slice(&frame?)?),
+        None => Err(WireError::Closed),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn messages_round_trip_through_frames() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let (mut a, mut b) = (transport(a), transport(b));
+        let hello = ClientMsg::Hello {
+            version: PROTOCOL_VERSION,
+            read_only: true,
+        };
+        send(&mut a, &hello).await.unwrap();
+        assert_eq!(recv::<_, ClientMsg>(&mut b).await.unwrap(), hello);
+        let snap = ServerMsg::Snapshot {
+            snapshot: Arc::new(Snapshot::default()),
+            dropped_events: 3,
+        };
+        send(&mut b, &snap).await.unwrap();
+        assert_eq!(recv::<_, ServerMsg>(&mut a).await.unwrap(), snap);
+        drop(b);
+        assert!(matches!(
+            recv::<_, ServerMsg>(&mut a).await,
+            Err(WireError::Closed)
+        ));
+    }
+
+    #[tokio::test]
+    async fn garbage_and_oversized_frames_are_errors_not_panics() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let mut b = transport(b);
+        let mut raw = tokio_util::codec::FramedWrite::new(a, LengthDelimitedCodec::new());
+        raw.send(Bytes::from_static(b"{not json")).await.unwrap();
+        assert!(matches!(
+            recv::<_, ClientMsg>(&mut b).await,
+            Err(WireError::Malformed(_))
+        ));
+        // A length prefix past the limit is refused before anything is buffered.
+        let mut raw = raw.into_inner();
+        let huge = (MAX_FRAME as u32 + 1).to_be_bytes();
+        tokio::io::AsyncWriteExt::write_all(&mut raw, &huge)
+            .await
+            .unwrap();
+        assert!(matches!(
+            recv::<_, ClientMsg>(&mut b).await,
+            Err(WireError::Io(_))
+        ));
+    }
+}

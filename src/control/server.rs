@@ -1,0 +1,210 @@
+//! The engine's side of the control socket: accept viewers of this user only,
+//! shake hands, then for each connection forward its commands to the hub and
+//! write snapshots (latest wins) and events (bounded, dropped with a count)
+//! until the engine stops or the viewer leaves. A viewer that vanishes changes
+//! nothing in the crawl.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::task::JoinHandle;
+
+use super::hub::{Hub, Viewer, VIEWER_QUEUE};
+use super::protocol::{recv, send, transport, ClientMsg, ServerMsg, WireError, PROTOCOL_VERSION};
+use crate::engine::telemetry::{CrawlState, Snapshot};
+
+/// How long a new connection may take to say hello.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The listening socket; dropping it stops accepting and removes the file.
+pub struct ControlServer {
+    path: PathBuf,
+    accept: JoinHandle<()>,
+}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl ControlServer {
+    /// Listens on `path` (which the caller's [`super::lock::DataDirLock`]
+    /// has cleared), mode 0600.
+    pub fn bind(hub: Hub, path: &Path) -> std::io::Result<ControlServer> {
+        let listener = UnixListener::bind(path).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot listen on the control socket {}: {e}",
+                    path.display()
+                ),
+            )
+        })?;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        tracing::info!(socket = %path.display(), "control socket listening");
+        let accept = tokio::spawn(accept_loop(hub, listener));
+        Ok(ControlServer {
+            path: path.to_path_buf(),
+            accept,
+        })
+    }
+
+    /// Where the socket is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+async fn accept_loop(hub: Hub, listener: UnixListener) {
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            Err(e) => {
+                // Out of file descriptors and the like: wait, then go on.
+                tracing::warn!("control socket: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                continue;
+            }
+        };
+        if let Err(why) = check_peer(&stream) {
+            tracing::warn!("control socket: refused a connection: {why}");
+            continue;
+        }
+        let hub = hub.clone();
+        tokio::spawn(async move {
+            if let Err(e) = serve_connection(hub, stream).await {
+                tracing::info!("control socket: a viewer left: {e}");
+            }
+        });
+    }
+}
+
+/// Only this user's processes may steer the crawl (the 0600 mode says the
+/// same; this holds even if the mode is loosened).
+pub fn check_peer(stream: &UnixStream) -> Result<(), String> {
+    let peer = stream
+        .peer_cred()
+        .map_err(|e| format!("cannot read the peer's credentials: {e}"))?;
+    same_user(peer.uid())
+}
+
+/// Whether `uid` is this process's effective user.
+pub fn same_user(uid: u32) -> Result<(), String> {
+    let own = rustix::process::geteuid().as_raw();
+    if uid == own {
+        Ok(())
+    } else {
+        Err(format!("uid {uid} is not the engine's user (uid {own})"))
+    }
+}
+
+/// Serves one viewer on any byte stream until it leaves or the engine stops.
+pub async fn serve_connection<S>(hub: Hub, stream: S) -> Result<(), WireError>
+where
+    S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let mut wire = transport(stream);
+    let hello = tokio::time::timeout(HANDSHAKE_TIMEOUT, recv::<_, ClientMsg>(&mut wire))
+        .await
+        .map_err(|_| WireError::Closed)??;
+    let read_only = match hello {
+        ClientMsg::Hello { version, read_only } if version == PROTOCOL_VERSION => read_only,
+        ClientMsg::Hello { version, .. } => {
+            let reason = format!(
+                "this engine speaks control protocol {PROTOCOL_VERSION}, the viewer {version}; attach with the same crawldeck version as the running crawl"
+            );
+            return send(&mut wire, &ServerMsg::Refused { reason }).await;
+        }
+        ClientMsg::Command { .. } => {
+            let reason = "a connection must start with Hello".to_string();
+            return send(&mut wire, &ServerMsg::Refused { reason }).await;
+        }
+    };
+    let viewer = hub.join(read_only, VIEWER_QUEUE);
+    tracing::info!(viewer = viewer.id, read_only, "viewer attached");
+    let welcome = ServerMsg::Welcome {
+        version: PROTOCOL_VERSION,
+        viewer: viewer.id,
+        pid: std::process::id(),
+    };
+    send(&mut wire, &welcome).await?;
+    let (mut sink, mut incoming) = wire.split();
+    let commands = viewer.commands();
+    let id = viewer.id;
+    let mut reader = tokio::spawn(async move {
+        loop {
+            match recv::<_, ClientMsg>(&mut incoming).await {
+                Ok(ClientMsg::Command { id, command }) => commands.send(id, command),
+                Ok(ClientMsg::Hello { .. }) => {}
+                Err(e) => return e,
+            }
+        }
+    });
+    let result = write_updates(viewer, &mut sink, &mut reader).await;
+    reader.abort();
+    tracing::info!(viewer = id, "viewer detached");
+    result
+}
+
+/// Writes snapshots and events to the viewer until the engine stops (then a
+/// last snapshot and `Gone`) or the viewer's reader ends.
+async fn write_updates<W>(
+    mut viewer: Viewer,
+    sink: &mut W,
+    reader: &mut JoinHandle<WireError>,
+) -> Result<(), WireError>
+where
+    W: futures_util::Sink<bytes::Bytes, Error = std::io::Error> + Unpin,
+{
+    viewer.snapshots.mark_changed();
+    let mut snapshots_open = true;
+    loop {
+        tokio::select! {
+            event = viewer.events.recv() => match event {
+                Some(event) => send(sink, &ServerMsg::Event(event)).await?,
+                None => break,
+            },
+            changed = viewer.snapshots.changed(), if snapshots_open => match changed {
+                Ok(()) => {
+                    let snapshot = viewer.snapshots.borrow_and_update().clone();
+                    let dropped_events = viewer.dropped.load(Ordering::Relaxed);
+                    send(sink, &ServerMsg::Snapshot { snapshot, dropped_events }).await?;
+                }
+                Err(_) => snapshots_open = false,
+            },
+            left = &mut *reader => {
+                return match left {
+                    Ok(WireError::Closed) | Err(_) => Ok(()),
+                    Ok(e) => Err(e),
+                };
+            }
+        }
+    }
+    let last = viewer.snapshots.borrow().clone();
+    let dropped_events = viewer.dropped.load(Ordering::Relaxed);
+    let reason = gone_reason(&last);
+    send(
+        sink,
+        &ServerMsg::Snapshot {
+            snapshot: last,
+            dropped_events,
+        },
+    )
+    .await?;
+    send(sink, &ServerMsg::Gone { reason }).await
+}
+
+fn gone_reason(last: &Arc<Snapshot>) -> String {
+    match (&last.state, &last.finish_reason) {
+        (CrawlState::Done, Some(why)) => format!("the crawl finished: {why}"),
+        _ => "the engine stopped".into(),
+    }
+}

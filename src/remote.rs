@@ -1,0 +1,386 @@
+//! Front ends over the control socket: `crawldeck status` (one snapshot,
+//! text or JSON), `crawldeck ctl` (one command in the TUI's `:` grammar,
+//! the engine's answer printed) and `crawldeck attach` (the TUI).
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::control::client::{self, ClientError};
+use crate::control::lock::recorded_engine;
+use crate::engine::telemetry::{AlertStatus, Snapshot};
+use crate::text::strip_control;
+use crate::tui::command::{self, CommandLine};
+use crate::tui::{self, TuiExit, TuiOptions};
+
+/// `status --json`: what a script needs to know about a running crawl.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct StatusReport {
+    /// `RUNNING`, `PAUSED`, `DRAINING`, …
+    pub state: String,
+    /// The engine's process id.
+    pub pid: u32,
+    /// Pages fetched over all runs.
+    pub pages: u64,
+    /// Pages per second over the last few seconds.
+    pub pages_per_sec: f64,
+    /// URLs recorded as failed.
+    pub errors: u64,
+    /// URLs queued.
+    pub frontier: u64,
+    /// Requests out now.
+    pub in_flight: u32,
+    /// Hosts by what holds them.
+    pub hosts: HostCounts,
+    /// Hosts the operator paused, by name.
+    pub paused_hosts: Vec<String>,
+    /// Operator rules, in order, as `kind:pattern`.
+    pub rules: Vec<String>,
+    /// Trap alerts waiting for a decision.
+    pub open_alerts: Vec<OpenAlert>,
+    /// URLs parked by open alerts.
+    pub quarantined: u64,
+}
+
+/// Hosts by state, as the snapshot counts them.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct HostCounts {
+    /// Hosts in memory.
+    pub total: u32,
+    /// May be fetched now.
+    pub ready: u32,
+    /// Waiting for politeness or at their in-flight limit.
+    pub waiting: u32,
+    /// Paused by the operator.
+    pub paused: u32,
+    /// Held by an open breaker.
+    pub breaker_open: u32,
+    /// Held for robots.txt.
+    pub robots_pending: u32,
+}
+
+/// One open trap alert.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct OpenAlert {
+    /// What `ctl DIR accept ID` takes.
+    pub id: u64,
+    /// The host it was seen on.
+    pub host: String,
+    /// The detector's words for it.
+    pub kind: String,
+    /// The suggested rule's pattern.
+    pub rule: String,
+    /// Parked URLs the rule matches.
+    pub matching_queued: u64,
+}
+
+impl StatusReport {
+    /// The report of `snapshot`, from the engine with `pid`.
+    pub fn of(snapshot: &Snapshot, pid: u32) -> StatusReport {
+        let open_alerts = snapshot
+            .alerts
+            .iter()
+            .filter(|a| a.status == AlertStatus::Open)
+            .map(|a| OpenAlert {
+                id: a.id,
+                host: a.host.clone(),
+                kind: a.kind.label().to_string(),
+                rule: a.suggested_rule.pattern.clone(),
+                matching_queued: a.matching_queued,
+            })
+            .collect();
+        StatusReport {
+            state: snapshot.state.label().to_string(),
+            pid,
+            pages: snapshot.counters.pages_fetched,
+            pages_per_sec: snapshot.pages_per_sec,
+            errors: snapshot.counters.errors,
+            frontier: snapshot.frontier_size,
+            in_flight: snapshot.in_flight,
+            hosts: HostCounts {
+                total: snapshot.hosts_total,
+                ready: snapshot.hosts_ready,
+                waiting: snapshot.hosts_waiting,
+                paused: snapshot.hosts_paused,
+                breaker_open: snapshot.hosts_breaker_open,
+                robots_pending: snapshot.hosts_robots_pending,
+            },
+            paused_hosts: snapshot
+                .hosts
+                .iter()
+                .filter(|h| h.paused)
+                .map(|h| h.host.clone())
+                .collect(),
+            rules: snapshot
+                .rules
+                .iter()
+                .map(|r| format!("{}:{}", kind_word(r.spec.kind), r.spec.pattern))
+                .collect(),
+            open_alerts,
+            quarantined: snapshot.quarantined,
+        }
+    }
+
+    /// The report for a terminal, stripped of control characters.
+    pub fn text(&self, dir: &Path) -> String {
+        let h = &self.hosts;
+        let mut out = format!(
+            "crawl in {} (pid {}): {}\n\
+             pages {} ({:.1}/s), errors {}, frontier {}, in flight {}\n\
+             hosts {}: {} ready, {} waiting, {} paused, {} breaker open, {} robots pending\n",
+            dir.display(),
+            self.pid,
+            self.state,
+            self.pages,
+            self.pages_per_sec,
+            self.errors,
+            self.frontier,
+            self.in_flight,
+            h.total,
+            h.ready,
+            h.waiting,
+            h.paused,
+            h.breaker_open,
+            h.robots_pending,
+        );
+        out.push_str(&format!("rules {}", self.rules.len()));
+        for rule in &self.rules {
+            out.push_str(&format!("\n  {rule}"));
+        }
+        out.push_str(&format!(
+            "\nopen alerts {} ({} URLs quarantined)",
+            self.open_alerts.len(),
+            self.quarantined
+        ));
+        for a in &self.open_alerts {
+            out.push_str(&format!(
+                "\n  #{} {} on {}: {} ({} queued)",
+                a.id, a.kind, a.host, a.rule, a.matching_queued
+            ));
+        }
+        // Host names and patterns come from the network and the operator.
+        out.lines().map(|l| strip_control(l) + "\n").collect()
+    }
+}
+
+fn kind_word(kind: crate::engine::control::PatternKind) -> &'static str {
+    match kind {
+        crate::engine::control::PatternKind::Regex => "regex",
+        crate::engine::control::PatternKind::Glob => "glob",
+    }
+}
+
+/// `crawldeck status DIR [--json]`.
+pub async fn status(dir: &Path, json: bool, out: &mut dyn Write) -> anyhow::Result<()> {
+    let mut connection = client::connect(dir, true).await?;
+    let snapshot = connection.snapshot().await?;
+    let report = StatusReport::of(&snapshot, connection.pid);
+    if json {
+        writeln!(out, "{}", serde_json::to_string(&report)?)?;
+    } else {
+        write!(out, "{}", report.text(dir))?;
+    }
+    Ok(())
+}
+
+/// Why `ctl` did not do what it was asked.
+#[derive(Debug, thiserror::Error)]
+pub enum CtlError {
+    /// The words are not a command (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// The engine refused the command (exit 1).
+    #[error("refused: {0}")]
+    Refused(String),
+    /// The engine could not be reached.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+/// `crawldeck ctl DIR WORDS…`: parses `words` as a `:` line, sends it, and
+/// prints the engine's answer.
+pub async fn ctl(dir: &Path, words: &[String], out: &mut dyn Write) -> Result<(), CtlError> {
+    let line = words.join(" ");
+    let command = match command::parse(&line) {
+        Ok(CommandLine::Engine(command)) => command,
+        Ok(CommandLine::Help) => {
+            for l in command::help_lines() {
+                let _ = writeln!(out, "{}", l.trim_start_matches(':'));
+            }
+            return Ok(());
+        }
+        Ok(CommandLine::Quit | CommandLine::Freeze) => {
+            return Err(CtlError::Usage(format!(
+                "`{line}` only means something in the terminal UI; `crawldeck ctl DIR stop` stops the crawl"
+            )))
+        }
+        Err(e) => {
+            return Err(CtlError::Usage(format!(
+                "{e} (`crawldeck ctl DIR help` lists the commands)"
+            )))
+        }
+    };
+    let mut connection = client::connect(dir, false).await?;
+    match connection.command(command).await? {
+        Ok(summary) => {
+            let _ = writeln!(out, "{}", strip_control(&summary));
+            Ok(())
+        }
+        Err(why) => Err(CtlError::Refused(strip_control(&why).into_owned())),
+    }
+}
+
+/// How often `attach --wait` looks for the engine again.
+const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// `crawldeck attach DIR`: the terminal UI on the crawl running in `dir`,
+/// until the operator detaches or stops it, or the engine goes (with
+/// `wait`: then it waits for the engine to come back). Returns whether the
+/// engine is gone (`false`: the operator detached).
+pub async fn attach(dir: &Path, options: TuiOptions, wait: bool) -> anyhow::Result<bool> {
+    if !std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "the terminal UI needs a terminal; use `crawldeck status {}` for scripts and pipes",
+            dir.display()
+        );
+    }
+    loop {
+        let connection = connect_or_wait(dir, options.readonly, wait).await?;
+        let pid = connection.pid;
+        let (handle, mut gone) = connection.into_handle();
+        let ui = tui::run(handle, options.clone());
+        let exit = if wait {
+            // Waiting for the engine to come back: leave the screen at once
+            // (dropping the UI restores the terminal).
+            tokio::select! {
+                exit = ui => exit?,
+                Ok(reason) = &mut gone => {
+                    eprintln!("crawldeck: engine gone ({reason}); waiting for it to come back (Ctrl-C gives up)");
+                    continue;
+                }
+            }
+        } else {
+            ui.await?
+        };
+        let reason = gone.try_recv().ok();
+        match (exit, reason) {
+            (TuiExit::Detach, _) => {
+                eprintln!(
+                    "crawldeck: detached; the crawl runs on (pid {pid}); attach again with `crawldeck attach {}`",
+                    dir.display()
+                );
+                return Ok(false);
+            }
+            (_, Some(reason)) if wait => {
+                eprintln!("crawldeck: engine gone ({reason}); waiting for it to come back");
+            }
+            (_, Some(reason)) => {
+                eprintln!("crawldeck: engine gone ({reason})");
+                return Ok(true);
+            }
+            (_, None) => return Ok(true),
+        }
+    }
+}
+
+/// Connects, or with `wait` polls until an engine answers.
+async fn connect_or_wait(
+    dir: &Path,
+    read_only: bool,
+    wait: bool,
+) -> Result<client::Connection, ClientError> {
+    let mut told = false;
+    loop {
+        match client::connect(dir, read_only).await {
+            Err(ClientError::NotRunning { detail, .. }) if wait => {
+                if !told {
+                    eprintln!(
+                        "crawldeck: waiting for a crawl in {} ({detail})",
+                        dir.display()
+                    );
+                    told = true;
+                }
+                tokio::time::sleep(WAIT_POLL).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// The data directory of the one crawl running in `root` or a directory
+/// right under it (or in the default data directory).
+pub fn find_running_crawl(root: &Path) -> anyhow::Result<PathBuf> {
+    let mut candidates = vec![root.to_path_buf()];
+    if let Ok(entries) = std::fs::read_dir(root) {
+        for entry in entries.flatten() {
+            if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                candidates.push(entry.path());
+            }
+        }
+    }
+    let running: Vec<PathBuf> = candidates
+        .into_iter()
+        .filter(|dir| recorded_engine(dir).is_some_and(|(_, alive)| alive))
+        .collect();
+    match running.as_slice() {
+        [one] => Ok(one.clone()),
+        [] => anyhow::bail!(
+            "no crawl is running in {} or a directory right under it; give its data directory: `crawldeck attach DIR`",
+            root.display()
+        ),
+        many => {
+            let list: Vec<String> = many.iter().map(|d| d.display().to_string()).collect();
+            anyhow::bail!(
+                "several crawls are running here ({}); name one: `crawldeck attach DIR`",
+                list.join(", ")
+            )
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::lock::DataDirLock;
+
+    #[test]
+    fn attach_without_a_directory_finds_the_one_running_crawl() {
+        let root = tempfile::tempdir().unwrap();
+        let none = find_running_crawl(root.path()).unwrap_err().to_string();
+        assert!(none.contains("no crawl is running in"), "{none}");
+        let first = root.path().join("c1");
+        std::fs::create_dir(&first).unwrap();
+        let _one = DataDirLock::acquire(&first).unwrap();
+        assert_eq!(find_running_crawl(root.path()).unwrap(), first);
+        let second = root.path().join("c2");
+        std::fs::create_dir(&second).unwrap();
+        let _two = DataDirLock::acquire(&second).unwrap();
+        let many = find_running_crawl(root.path()).unwrap_err().to_string();
+        assert!(many.contains("several crawls are running here"), "{many}");
+    }
+
+    #[test]
+    fn status_text_is_one_line_per_fact_without_control_characters() {
+        let snapshot = Snapshot {
+            rules: vec![crate::engine::telemetry::RuleView {
+                id: 1,
+                spec: crate::engine::control::RuleSpec {
+                    kind: crate::engine::control::PatternKind::Regex,
+                    pattern: "a\u{1b}[31mb".into(),
+                    host: None,
+                },
+                hits: 0,
+                origin: "operator".into(),
+            }],
+            ..Snapshot::default()
+        };
+        let text = StatusReport::of(&snapshot, 42).text(Path::new("./c1"));
+        assert!(
+            text.starts_with("crawl in ./c1 (pid 42): STARTING\n"),
+            "{text}"
+        );
+        assert!(text.contains("\n  regex:a[31mb\n"), "{text}");
+        assert!(!text.contains('\u{1b}'));
+    }
+}
