@@ -106,7 +106,7 @@ impl TrapDetector {
         if let Some(h) = simhash {
             found.extend(state.near_dup.on_page(cfg, &host, url, h));
         }
-        found.extend(state.budget.on_page(cfg, &host, url, new_links));
+        found.extend(state.budget.on_page(cfg, &host, url, simhash, new_links));
         found.into_iter().find_map(|d| self.raise(d, url))
     }
 

@@ -87,11 +87,25 @@ impl NearDupState {
     }
 }
 
+/// One page of the budget window.
+struct WindowPage {
+    new_links: u32,
+    /// Its content fingerprint (`None`: not HTML).
+    simhash: Option<u64>,
+    /// Its content was near none of the window's pages before it.
+    distinct: bool,
+}
+
+/// Judges a host by its last `budget_window` pages: many new URLs per page
+/// is what every large site does while its crawl grows, so a host is suspect
+/// only when those pages also stop bringing distinct content.
 #[derive(Default)]
 pub struct BudgetState {
-    /// New URLs of the last `budget_window` pages.
-    window: VecDeque<u32>,
+    window: VecDeque<WindowPage>,
+    /// New URLs over the window.
     sum: u64,
+    /// Distinct pages in the window.
+    distinct: usize,
     /// Recent pages that yielded more than the limit.
     heavy: VecDeque<String>,
 }
@@ -102,20 +116,39 @@ impl BudgetState {
         cfg: &TrapConfig,
         host: &str,
         url: &Url,
+        simhash: Option<u64>,
         new_links: usize,
     ) -> Option<Detection> {
         let window = cfg.budget_window.max(1);
         let n = u32::try_from(new_links).unwrap_or(u32::MAX);
-        self.window.push_back(n);
+        let distinct = simhash.is_some_and(|h| {
+            self.window.iter().all(|p| {
+                p.simhash
+                    .is_none_or(|seen| (seen ^ h).count_ones() > cfg.near_duplicate_bits)
+            })
+        });
+        self.window.push_back(WindowPage {
+            new_links: n,
+            simhash,
+            distinct,
+        });
         self.sum += u64::from(n);
+        self.distinct += usize::from(distinct);
         while self.window.len() > window {
-            self.sum -= u64::from(self.window.pop_front().unwrap_or(0));
+            if let Some(old) = self.window.pop_front() {
+                self.sum -= u64::from(old.new_links);
+                self.distinct -= usize::from(old.distinct);
+            }
         }
         if f64::from(n) > cfg.max_new_urls_per_page {
             push_sample(&mut self.heavy, url.as_str());
         }
         let rate = self.sum as f64 / self.window.len() as f64;
-        if self.window.len() < window || rate <= cfg.max_new_urls_per_page || self.heavy.is_empty()
+        let growing_with_content = self.distinct * 2 > self.window.len();
+        if self.window.len() < window
+            || rate <= cfg.max_new_urls_per_page
+            || growing_with_content
+            || self.heavy.is_empty()
         {
             return None;
         }

@@ -327,9 +327,23 @@ fn near_duplicates_under_one_prefix() {
     );
 }
 
+/// Pages under `/missing/` share one template (a soft 404); the others differ.
+fn soft_404_template(url: &Url) -> Option<u64> {
+    if url.path().starts_with("/missing/") {
+        Some(0x0bad_f00d_0bad_f00d)
+    } else {
+        distinct(url)
+    }
+}
+
 #[test]
 fn soft_404_host_blows_its_budget() {
-    let cfg = TrapConfig::default();
+    // With the near-duplicate detector out of the way, the budget alone must
+    // catch a host that hands out new URLs for the same page.
+    let cfg = TrapConfig {
+        max_near_duplicates: 10_000,
+        ..TrapConfig::default()
+    };
     let sim = crawl(
         &cfg,
         &["http://soft.localhost:4000/"],
@@ -346,7 +360,7 @@ fn soft_404_host_blows_its_budget() {
                 vec!["/".into()]
             }
         },
-        distinct,
+        soft_404_template,
     );
     let (_, fetched, d) = only_alert(&sim, TrapKind::HostBudget);
     // Window full at 50 pages: / (6 new links), 5 pages with none, 44 with 40.
@@ -389,4 +403,19 @@ fn session_id_with_an_unknown_name() {
             "http://anon.localhost:4000/",
         ],
     );
+}
+
+#[test]
+fn a_large_site_growing_with_distinct_pages_blows_no_budget() {
+    // Every page brings 45 new URLs, far over `max_new_urls_per_page`, as a
+    // big site does while its crawl grows; the pages all differ.
+    let cfg = TrapConfig::default();
+    let sim = crawl(
+        &cfg,
+        &["http://big.localhost:4000/"],
+        400,
+        |_, n| (0..45).map(|i| format!("/item/{n}/{i}.html")).collect(),
+        distinct,
+    );
+    assert!(sim.alerts.is_empty(), "{:?}", sim.alerts);
 }
