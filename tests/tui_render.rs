@@ -89,6 +89,7 @@ fn fixture() -> Snapshot {
             host: "shop.localhost:8080".into(),
             kind: TrapKind::Counter,
             evidence_count: 120,
+            last_seen: 0,
             samples: vec!["http://shop.localhost:8080/calendar/2031/01".into()],
             suggested_rule: RuleSpec {
                 kind: PatternKind::Regex,
@@ -434,4 +435,24 @@ fn a_storage_fault_takes_the_settings_line_in_red() {
     assert!(!screen.contains('\u{1b}'));
     let (x, y) = find(&buf, "STORAGE FAULT");
     assert_eq!(buf[(x, y)].fg, Color::Red);
+}
+
+#[test]
+fn the_alerts_tab_and_pane_count_open_alerts_alike_and_show_the_last_sighting() {
+    let mut m = model(true);
+    let mut snap = fixture();
+    let mut decided = snap.alerts[0].clone();
+    decided.id = 4;
+    decided.status = AlertStatus::Dismissed;
+    snap.alerts[0].last_seen = 1_795_000_000 - 1_795_000_000 % 86_400 + 45_296;
+    snap.alerts.push(decided);
+    update(&mut m, Msg::Snapshot(Arc::new(snap)));
+    m.pane = Pane::Alerts;
+    let screen = text(draw(&m, 100, 30).backend().buffer());
+    assert!(screen.contains("2 Alerts (1)"), "{screen}");
+    assert!(screen.contains(" Alerts: 1 open of 2 "), "{screen}");
+    assert!(
+        screen.contains("120 URLs of evidence, last seen 12:34:56 UTC"),
+        "{screen}"
+    );
 }

@@ -353,8 +353,11 @@ pub struct TrapAlert {
     pub host: HostKey,
     /// Which detector raised it.
     pub kind: TrapKind,
-    /// How many URLs or pages showed the pattern.
+    /// How many URLs or pages showed the pattern; grows when the same trap is seen again.
     pub evidence_count: u64,
+    /// When the trap was last seen (Unix seconds; 0 for alerts stored before this was kept).
+    #[serde(default)]
+    pub last_seen: u64,
     /// A few of those URLs.
     pub samples: Vec<String>,
     /// The narrowest rule that covers the trap and not the rest of the host.

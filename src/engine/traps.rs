@@ -53,11 +53,17 @@ struct HostState {
     budget: content::BudgetState,
 }
 
+/// What identifies one trap: its host, the detector, the suggested pattern.
+pub type TrapKey = (HostKey, TrapKind, String);
+
 pub struct TrapDetector {
     cfg: TrapConfig,
     hosts: HashMap<HostKey, HostState>,
     tick: u64,
-    raised: HashSet<(HostKey, TrapKind, String)>,
+    raised: HashSet<TrapKey>,
+    /// Raised traps seen again since the last `take_repeats`, with their
+    /// latest evidence count (detectors count cumulatively).
+    repeats: HashMap<TrapKey, u64>,
     suppressed: HashSet<(HostKey, RuleSpec)>,
 }
 
@@ -68,6 +74,7 @@ impl TrapDetector {
             hosts: HashMap::new(),
             tick: 0,
             raised: HashSet::new(),
+            repeats: HashMap::new(),
             suppressed: HashSet::new(),
         }
     }
@@ -108,6 +115,12 @@ impl TrapDetector {
         }
         found.extend(state.budget.on_page(cfg, &host, url, simhash, new_links));
         found.into_iter().find_map(|d| self.raise(d, url))
+    }
+
+    /// Raised traps seen again since the last call, with their latest
+    /// evidence count: one entry per trap however often it was seen.
+    pub fn take_repeats(&mut self) -> Vec<(TrapKey, u64)> {
+        self.repeats.drain().collect()
     }
 
     /// The operator dismissed an alert with this rule: never suggest it again.
@@ -152,6 +165,8 @@ impl TrapDetector {
         }
         let key = (d.host.clone(), d.kind, d.rule.pattern.clone());
         if self.raised.contains(&key) {
+            let evidence = self.repeats.entry(key).or_default();
+            *evidence = (*evidence).max(d.evidence_count);
             return None;
         }
         // A suggestion that does not cover its own evidence would park nothing.

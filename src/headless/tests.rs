@@ -44,6 +44,7 @@ fn final_snapshot() -> Snapshot {
         host: "cal.localhost:4000".into(),
         kind: TrapKind::Counter,
         evidence_count: 25,
+        last_seen: 0,
         samples: vec!["http://cal.localhost:4000/day/\u{1b}]0;x\u{7}2".into()],
         suggested_rule: RuleSpec {
             kind: PatternKind::Regex,

@@ -29,6 +29,7 @@ fn model(readonly: bool) -> Model {
         host: "shop.localhost:8080".into(),
         kind: TrapKind::Counter,
         evidence_count: 120,
+        last_seen: 0,
         samples: vec![],
         suggested_rule: RuleSpec {
             kind: PatternKind::Regex,

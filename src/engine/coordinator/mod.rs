@@ -145,6 +145,7 @@ impl Coordinator {
                     self.sync();
                 }
                 _ = tick.tick() => {
+                    self.note_repeated_traps();
                     self.publish();
                     self.evict_idle_hosts();
                 }
@@ -306,8 +307,9 @@ impl Coordinator {
             self.storage_fault(format!("checkpoint: {e}"));
         }
         let saved = self
-            .rules
-            .save_hits()
+            .alerts
+            .save_changed()
+            .and_then(|()| self.rules.save_hits())
             .and_then(|()| self.stats.save(&self.store))
             .and_then(|()| self.store.flush());
         if let Err(e) = saved {

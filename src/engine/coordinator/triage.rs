@@ -40,8 +40,16 @@ impl Coordinator {
     /// Opens an alert for a detection; by policy it parks the URLs its rule
     /// matches, only notes it, or accepts it at once.
     pub(super) fn raise_alert(&mut self, d: Detection) {
+        let now = unix_now();
+        if let Some(id) = self.alerts.covering(&d) {
+            // One trap, one alert: another detector's view of it is more evidence.
+            let key = (d.host.clone(), d.kind, d.rule.pattern.clone());
+            self.alerts.seen_again(&key, d.evidence_count, now);
+            tracing::info!("{} on {} belongs to alert #{id}", d.kind.label(), d.host);
+            return;
+        }
         let policy = self.cfg.traps.policy;
-        let (mut alert, compiled) = match self.alerts.draft(d) {
+        let (mut alert, compiled) = match self.alerts.draft(d, now) {
             Ok(drafted) => drafted,
             Err(e) => {
                 tracing::error!("trap detector suggested an invalid rule: {e}");
@@ -85,6 +93,14 @@ impl Coordinator {
                 self.outbox
                     .log(Level::Error, format!("auto-accepting alert #{id}: {e}"));
             }
+        }
+    }
+
+    /// Applies the sightings of already alerted traps since the last call.
+    pub(super) fn note_repeated_traps(&mut self) {
+        let now = unix_now();
+        for (key, evidence) in self.traps.take_repeats() {
+            self.alerts.seen_again(&key, evidence, now);
         }
     }
 
@@ -151,4 +167,11 @@ impl Coordinator {
             status,
         });
     }
+}
+
+/// Seconds since the Unix epoch, for an alert's last sighting.
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

@@ -109,3 +109,28 @@ fn odd_urls_never_panic() {
         det.on_fetched(parent, None, usize::MAX);
     }
 }
+
+#[test]
+fn a_raised_trap_seen_again_is_reported_once_with_its_latest_evidence() {
+    let mut det = TrapDetector::new(&TrapConfig::default());
+    let parent = Url::parse("http://h.org/").unwrap();
+    let deep = |n: usize| Url::parse(&format!("http://h.org/x/x/x/{n}")).unwrap();
+    let d = det.on_discovered(&parent, &deep(0), 1).expect("raised");
+    assert!(det.take_repeats().is_empty(), "nothing seen again yet");
+    for n in 1..5 {
+        assert_eq!(
+            det.on_discovered(&parent, &deep(n), 1),
+            None,
+            "no second alert"
+        );
+    }
+    let repeats = det.take_repeats();
+    assert_eq!(repeats.len(), 1, "{repeats:?}");
+    let ((host, kind, pattern), evidence) = &repeats[0];
+    assert_eq!(
+        (host.as_str(), *kind, pattern),
+        ("h.org", d.kind, &d.rule.pattern)
+    );
+    assert!(*evidence >= d.evidence_count);
+    assert!(det.take_repeats().is_empty(), "taken");
+}

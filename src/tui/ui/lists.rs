@@ -45,14 +45,22 @@ pub fn alerts(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     ];
     let header = header(&["Id", "Host", "Kind", "Evid", "Parked", "Status"]);
     // The selected alert's suggested rule and samples get full lines below the table.
-    let [area, below] = Layout::vertical([Constraint::Fill(1), Constraint::Length(4)]).areas(area);
+    let [area, below] = Layout::vertical([Constraint::Fill(1), Constraint::Length(5)]).areas(area);
     let lines = alerts
         .get(model.alert_selected)
         .map_or_else(Vec::new, |a| suggestion_lines(a, theme));
     Paragraph::new(lines)
         .block(Block::bordered())
         .render(below, buf);
-    let title = format!(" Alerts {}  (a accept, e edit, d dismiss) ", alerts.len());
+    // Counted as the tab counts them: the open ones wait for a decision.
+    let open = alerts
+        .iter()
+        .filter(|a| a.status == AlertStatus::Open)
+        .count();
+    let title = format!(
+        " Alerts: {open} open of {}  (a accept, e edit, d dismiss) ",
+        alerts.len()
+    );
     let mut state = selection(alerts.len(), model.alert_selected);
     StatefulWidget::render(table(rows, header, widths, title), area, buf, &mut state);
 }
@@ -86,6 +94,16 @@ fn suggestion_lines<'a>(a: &TrapAlert, theme: &Theme) -> Vec<Line<'a>> {
             scope(rule)
         )),
     ])];
+    if a.last_seen > 0 {
+        let secs = a.last_seen % 86_400;
+        lines.push(Line::from(format!(
+            "  {} URLs of evidence, last seen {:02}:{:02}:{:02} UTC",
+            count(a.evidence_count),
+            secs / 3600,
+            secs % 3600 / 60,
+            secs % 60
+        )));
+    }
     for sample in a.samples.iter().take(2) {
         lines.push(Line::from(format!("  e.g. {}", strip(sample))));
     }
