@@ -6,5 +6,6 @@ pub mod cli;
 pub mod demo;
 pub mod engine;
 pub mod headless;
+pub mod results;
 pub mod text;
 pub mod tui;

@@ -63,6 +63,9 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
     if let Mode::Keys { file } = &run.mode {
         return print_keys(file.as_deref());
     }
+    if let Mode::Results(query) = &run.mode {
+        return crawldeck::results::run(query, std::io::BufWriter::new(std::io::stdout().lock()));
+    }
     // Held until the end so a temporary data directory outlives the crawl.
     let temp_dir;
     let data_dir: PathBuf = match &run.data_dir {
@@ -98,7 +101,9 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             Mode::Tui => run_tui(&run, &data_dir).await,
             Mode::Demo { headless } => run_demo(&run, &data_dir, headless).await,
             Mode::Bench { pages, hosts, tui } => run_bench(&data_dir, pages, hosts, tui).await,
-            Mode::Keys { .. } => unreachable!("handled before the runtime starts"),
+            Mode::Keys { .. } | Mode::Results(_) => {
+                unreachable!("handled before the runtime starts")
+            }
         }
     });
     if let Err(e) = &result {

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::engine::config::{RobotsMode, Scope, TrapPolicy};
 
 mod resolve;
+pub mod results;
 
 pub use resolve::{
     holds_crawl, parse_seeds_file, resolve, Mode, ResolvedRun, UiOptions, UsageError,
@@ -32,7 +33,9 @@ pub const DB_DIR: &str = "db";
     after_help = "Examples:\n  crawldeck https://example.org/ --data ./crawl1\n  \
 crawldeck crawl --headless --seeds seeds.txt --data ./crawl1 --max-pages 500\n  \
 crawldeck crawl --headless --data ./crawl1      (resumes the crawl in ./crawl1)\n  \
-crawldeck demo"
+crawldeck demo\n  \
+crawldeck pages ./crawl1 --status 4xx,5xx\n  \
+crawldeck links ./crawl1 --broken"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -52,6 +55,10 @@ pub enum CliCommand {
     Bench(BenchArgs),
     /// Print the effective key map of the terminal UI.
     Keys(KeysArgs),
+    /// List a crawl's pages: status, type, size, depth, title, fate; filter and export them.
+    Pages(results::PagesArgs),
+    /// List a crawl's broken links (with the pages linking to them) or its redirect chains.
+    Links(results::LinksArgs),
 }
 
 #[derive(Debug, Args)]

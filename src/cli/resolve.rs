@@ -17,9 +17,19 @@ const NO_SEEDS: &str = "no seeds: give a URL, --seeds FILE, or --data of an exis
 pub enum Mode {
     Tui,
     Headless,
-    Demo { headless: bool },
-    Bench { pages: u64, hosts: u32, tui: bool },
-    Keys { file: Option<PathBuf> },
+    Demo {
+        headless: bool,
+    },
+    Bench {
+        pages: u64,
+        hosts: u32,
+        tui: bool,
+    },
+    Keys {
+        file: Option<PathBuf>,
+    },
+    /// `pages` or `links`: a listing of what a crawl found.
+    Results(crate::results::Query),
 }
 
 /// Front-end options that are not crawl settings.
@@ -86,6 +96,20 @@ fn flag_for_key(key: &str) -> Option<&'static str> {
     })
 }
 
+/// A listing reads a crawl and starts nothing: no settings, no data directory of its own.
+fn listing_run(query: crate::results::Query) -> ResolvedRun {
+    ResolvedRun {
+        mode: Mode::Results(query),
+        config: CrawlConfig::default(),
+        data_dir: None,
+        resuming: false,
+        recrawl: false,
+        overrides: RunOverrides::default(),
+        ui: UiOptions::default(),
+        log_filter: None,
+    }
+}
+
 /// Resolves parsed arguments into what to run, reading `--config`, `--seeds`
 /// and `<data>/crawl.toml` as needed.
 pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
@@ -133,6 +157,8 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 log_filter: None,
             })
         }
+        Some(CliCommand::Pages(p)) => Ok(listing_run(super::results::pages_query(p)?)),
+        Some(CliCommand::Links(l)) => Ok(listing_run(super::results::links_query(l)?)),
         Some(CliCommand::Keys(k)) => Ok(ResolvedRun {
             mode: Mode::Keys { file: k.keys },
             config: CrawlConfig::default(),

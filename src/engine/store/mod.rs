@@ -6,7 +6,10 @@ mod batch;
 mod gzip;
 pub(crate) mod keys;
 pub mod private;
+mod query;
 mod records;
+#[cfg(unix)]
+pub mod remote;
 pub(crate) mod warc;
 
 use std::collections::HashSet;
@@ -18,6 +21,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 pub(crate) use batch::CrawlBatch;
+pub use query::{FilterReason, FilteredUrl, MAX_REFERRERS};
 pub use records::{PageOutcome, PageRecord};
 
 /// Why a read or write of the crawl database failed.
@@ -107,6 +111,10 @@ struct Inner {
     alerts: sled::Tree,
     hosts: sled::Tree,
     meta: sled::Tree,
+    /// Who links to each URL (see `query.rs`).
+    referrers: sled::Tree,
+    /// Links not followed for scope or depth (see `query.rs`).
+    filtered: sled::Tree,
     pages: AtomicU64,
     /// Serialises batch application so the page counter stays exact.
     apply_lock: Mutex<()>,
@@ -145,6 +153,8 @@ impl Store {
             alerts: open_tree("alerts")?,
             hosts: open_tree("hosts")?,
             meta: open_tree("meta")?,
+            referrers: open_tree("referrers")?,
+            filtered: open_tree("filtered")?,
             crawl,
             db,
             pages: AtomicU64::new(pages),
