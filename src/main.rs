@@ -189,6 +189,7 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
         no_mouse: !run.ui.mouse,
         readonly: run.ui.readonly,
         keys_file: run.ui.keys.clone(),
+        data_dir: Some(data_dir.to_path_buf()),
     };
     let control = running.handle.control.clone();
     let exit = tui::run(running.handle, tui_options).await;

@@ -66,8 +66,10 @@ async fn listings_of_the_demo_web() {
     common::crawl(common::test_config(&demo), dir.path()).await;
     let data = dir.path().to_str().expect("UTF-8 path").to_string();
     let shop = demo.base_url(SiteKind::Shop);
+    let blog = demo.base_url(SiteKind::Blog);
     tokio::task::spawn_blocking(move || {
         broken_links_name_their_referrers(&data);
+        host_lists_keep_one_host(&data, &shop, &blog);
         redirect_chains_end_where_the_shop_moved(&data, &shop);
         robots_listing_is_exactly_what_robots_kept_out(&data);
         near_duplicates_are_grouped(&data);
@@ -101,6 +103,23 @@ fn broken_links_name_their_referrers(data: &str) {
             .all(|b| b["status"].as_u64().is_none_or(|s| s >= 400)),
         "only 4xx, 5xx and failures are broken: {broken:?}"
     );
+}
+
+/// `--host` keeps one host's URLs: what the detail view's lists use.
+fn host_lists_keep_one_host(data: &str, shop: &url::Url, blog: &url::Url) {
+    let host_of = |u: &url::Url| format!("{}:{}", u.host_str().unwrap(), u.port().unwrap());
+    let (shop_host, blog_host) = (host_of(shop), host_of(blog));
+    let shop_broken = json_lines(&["links", data, "--broken", "--host", &shop_host, "--json"]);
+    assert!(shop_broken
+        .iter()
+        .any(|b| path_of(b["url"].as_str().unwrap()) == SHOP_BROKEN_PATH));
+    let blog_broken = json_lines(&["links", data, "--broken", "--host", &blog_host, "--json"]);
+    assert!(blog_broken
+        .iter()
+        .all(|b| b["url"].as_str().unwrap().starts_with(blog.as_str())));
+    let blog_pages = json_lines(&["pages", data, "--host", blog.as_str(), "--json"]);
+    assert!(!blog_pages.is_empty());
+    assert!(blog_pages.iter().all(|p| p["host"] == blog_host.as_str()));
 }
 
 fn redirect_chains_end_where_the_shop_moved(data: &str, shop: &url::Url) {

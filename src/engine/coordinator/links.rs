@@ -49,11 +49,7 @@ impl Coordinator {
             0
         };
         let candidates = self.in_scope(links, depth);
-        let targets = candidates.iter().map(|(url, _)| url.as_str());
-        if let Err(e) = self.store.add_referrers(&parent_entry.url, targets) {
-            self.storage_failed("recording who links to a page", e);
-        }
-        let fresh = self.claim_unseen(candidates);
+        let fresh = self.claim_unseen(&parent_entry.url, candidates);
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
         let quarantining_before = self.alerts.quarantining_count();
@@ -149,7 +145,8 @@ impl Coordinator {
     }
 
     /// The links never seen before, in one batch; they are seen from now on.
-    fn claim_unseen(&mut self, links: Vec<(Url, HostKey)>) -> Vec<(Url, HostKey)> {
+    /// `parent` is recorded as the first referrer of those, a further one of the others.
+    fn claim_unseen(&mut self, parent: &str, links: Vec<(Url, HostKey)>) -> Vec<(Url, HostKey)> {
         if links.is_empty() {
             return links;
         }
@@ -161,6 +158,13 @@ impl Coordinator {
                 return Vec::new();
             }
         };
+        let referred = links
+            .iter()
+            .zip(&fresh)
+            .map(|((url, _), f)| (url.as_str(), *f));
+        if let Err(e) = self.store.add_referrers(parent, referred) {
+            self.storage_failed("recording who links to a page", e);
+        }
         links
             .into_iter()
             .zip(fresh)

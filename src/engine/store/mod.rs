@@ -113,6 +113,8 @@ struct Inner {
     meta: sled::Tree,
     /// Who links to each URL (see `query.rs`).
     referrers: sled::Tree,
+    /// How many further referrers each URL has, estimated (see `query.rs`).
+    referrer_counts: Mutex<query::ReferrerCounts>,
     /// Links not followed for scope or depth (see `query.rs`).
     filtered: sled::Tree,
     pages: AtomicU64,
@@ -154,6 +156,7 @@ impl Store {
             hosts: open_tree("hosts")?,
             meta: open_tree("meta")?,
             referrers: open_tree("referrers")?,
+            referrer_counts: Mutex::default(),
             filtered: open_tree("filtered")?,
             crawl,
             db,

@@ -60,38 +60,94 @@ struct RuleOrigin {
 /// A boxed stream of decoded entries, for listings.
 pub type Entries<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
 
+/// Slots of the referrer counter: 4 MiB, whatever the crawl's size.
+const COUNT_SLOTS: usize = 1 << 22;
+
+/// How many further referrers each URL has, estimated in fixed memory (a
+/// count-min sketch over URL fingerprints, two probes, conservative update).
+/// It only ever overestimates, so a URL never gets more than
+/// `MAX_REFERRERS - 1` further referrers in a run, and checking a link costs
+/// no read of the store. It starts empty on resume: a resumed crawl may add
+/// that many again.
+#[derive(Default)]
+pub(crate) struct ReferrerCounts {
+    slots: Vec<u8>,
+}
+
+impl ReferrerCounts {
+    /// Counts one more referrer of `fp`; false if it has its share already.
+    fn admit(&mut self, fp: u64) -> bool {
+        if self.slots.is_empty() {
+            self.slots = vec![0; COUNT_SLOTS];
+        }
+        let a = fp as usize & (COUNT_SLOTS - 1);
+        let b = (fp >> 32) as usize & (COUNT_SLOTS - 1);
+        let estimate = self.slots[a].min(self.slots[b]);
+        if usize::from(estimate) + 1 >= MAX_REFERRERS {
+            return false;
+        }
+        for i in [a, b] {
+            self.slots[i] = self.slots[i].max(estimate + 1);
+        }
+        true
+    }
+}
+
+/// Key of a URL's first referrer: the URL and a 0 byte (URLs never hold one).
+fn first_key(url: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(url.len() + 1);
+    key.extend_from_slice(url.as_bytes());
+    key.push(0);
+    key
+}
+
+/// Key of a further referrer: the first key and the referring URL.
+fn further_key(url: &str, parent: &str) -> Vec<u8> {
+    let mut key = first_key(url);
+    key.extend_from_slice(parent.as_bytes());
+    key
+}
+
 impl Store {
-    /// Adds `parent` to the referrers of each target that has fewer than
-    /// [`MAX_REFERRERS`]; the first one recorded is the page the URL was found on.
+    /// Records `parent` as a referrer of each link: the first referrer of a
+    /// link never seen before (`true`), a further one (at most
+    /// [`MAX_REFERRERS`]` - 1`) of the others. Writes only, no reads.
     pub(crate) fn add_referrers<'a>(
         &self,
         parent: &str,
-        targets: impl Iterator<Item = &'a str>,
+        links: impl Iterator<Item = (&'a str, bool)>,
     ) -> Result<(), StoreError> {
-        let tree = &self.inner.referrers;
+        let mut counts = self
+            .inner
+            .referrer_counts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let order = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+            .to_be_bytes();
         let mut batch = sled::Batch::default();
-        for target in targets {
-            let current = tree
-                .get(target)
-                .map_err(StoreError::sled("referrer lookup"))?;
-            let value = match current {
-                None => parent.as_bytes().to_vec(),
-                Some(v) => {
-                    let mut list = v.split(|b| *b == b'\n');
-                    if v.split(|b| *b == b'\n').count() >= MAX_REFERRERS
-                        || list.any(|r| r == parent.as_bytes())
-                    {
-                        continue;
-                    }
-                    let mut value = v.to_vec();
-                    value.push(b'\n');
-                    value.extend_from_slice(parent.as_bytes());
-                    value
-                }
-            };
-            batch.insert(target.as_bytes(), value);
+        let mut any = false;
+        let mut done = std::collections::HashSet::new();
+        for (target, fresh) in links {
+            if !done.insert(target) {
+                continue;
+            }
+            if fresh {
+                batch.insert(first_key(target), parent.as_bytes());
+            } else if target != parent && counts.admit(keys::url_fingerprint(target)) {
+                batch.insert(further_key(target, parent), &order[..]);
+            } else {
+                continue;
+            }
+            any = true;
         }
-        tree.apply_batch(batch)
+        if !any {
+            return Ok(());
+        }
+        self.inner
+            .referrers
+            .apply_batch(batch)
             .map_err(StoreError::sled("referrer write"))
     }
 
@@ -116,14 +172,17 @@ impl Store {
             .map_err(StoreError::sled("filtered URL write"))
     }
 
-    /// The referrers of `url`, first-found first.
+    /// The referrers of `url`: the page it was first found on, then the
+    /// others in the order they were found (at most [`MAX_REFERRERS`]).
     pub fn referrers(&self, url: &str) -> Result<Vec<String>, StoreError> {
-        let value = self
-            .inner
-            .referrers
-            .get(url)
-            .map_err(StoreError::sled("referrer lookup"))?;
-        Ok(value.map(|v| split_referrers(&v)).unwrap_or_default())
+        let mut entries = ReferrerEntries {
+            inner: self.inner.referrers.scan_prefix(first_key(url)).peekable(),
+        };
+        Ok(entries
+            .next()
+            .transpose()?
+            .map(|(_, r)| r)
+            .unwrap_or_default())
     }
 
     /// Page records whose URL starts with `url_prefix`, in URL order.
@@ -158,12 +217,9 @@ impl Store {
 
     /// `(url, referrers)` for URLs starting with `url_prefix`, in URL order.
     pub fn referrer_entries(&self, url_prefix: &str) -> Entries<(String, Vec<String>)> {
-        Box::new(self.inner.referrers.scan_prefix(url_prefix).map(|item| {
-            let (k, v) = item.map_err(StoreError::sled("referrer scan"))?;
-            let url = String::from_utf8(k.to_vec())
-                .map_err(|_| super::corrupt("referrer key", "not UTF-8"))?;
-            Ok((url, split_referrers(&v)))
-        }))
+        Box::new(ReferrerEntries {
+            inner: self.inner.referrers.scan_prefix(url_prefix).peekable(),
+        })
     }
 
     /// `(rule id, origin)` of every stored rule; an accepted trap alert's rule
@@ -177,11 +233,72 @@ impl Store {
     }
 }
 
-fn split_referrers(value: &[u8]) -> Vec<String> {
-    value
-        .split(|b| *b == b'\n')
-        .map(|r| String::from_utf8_lossy(r).into_owned())
-        .collect()
+/// The referrer keys of one URL after another, gathered per URL. Keys sort
+/// by URL first (the 0 byte sorts before any URL character), so one URL's
+/// keys are adjacent and URLs come in the order page records do.
+struct ReferrerEntries {
+    inner: std::iter::Peekable<sled::Iter>,
+}
+
+/// `(url, referring URL)` of a key; the referring URL is empty in a first-referrer key.
+fn split_key(key: &[u8]) -> Result<(&str, &str), StoreError> {
+    let at = key
+        .iter()
+        .position(|b| *b == 0)
+        .ok_or_else(|| super::corrupt("referrer key", "no separator"))?;
+    let text = |b| std::str::from_utf8(b).map_err(|_| super::corrupt("referrer key", "not UTF-8"));
+    Ok((text(&key[..at])?, text(&key[at + 1..])?))
+}
+
+impl Iterator for ReferrerEntries {
+    type Item = Result<(String, Vec<String>), StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let (key, value) = match self.inner.next()? {
+            Ok(kv) => kv,
+            Err(e) => return Some(Err(StoreError::sled("referrer scan")(e))),
+        };
+        let mut first = None;
+        let mut further: Vec<(sled::IVec, String)> = Vec::new();
+        let mut take = |key: &[u8], value: sled::IVec| -> Result<String, StoreError> {
+            let (url, parent) = split_key(key)?;
+            if parent.is_empty() {
+                first = Some(String::from_utf8_lossy(&value).into_owned());
+            } else {
+                further.push((value, parent.to_string()));
+            }
+            Ok(url.to_string())
+        };
+        let url = match take(&key, value) {
+            Ok(u) => u,
+            Err(e) => return Some(Err(e)),
+        };
+        loop {
+            let same = match self.inner.peek() {
+                Some(Ok((k, _))) => split_key(k).is_ok_and(|(u, _)| u == url),
+                _ => false,
+            };
+            if !same {
+                break;
+            }
+            if let Some(Ok((k, v))) = self.inner.next() {
+                if let Err(e) = take(&k, v) {
+                    return Some(Err(e));
+                }
+            }
+        }
+        further.sort();
+        let mut list: Vec<String> = first.into_iter().collect();
+        for (_, parent) in further {
+            if list.len() >= MAX_REFERRERS {
+                break;
+            }
+            if !list.contains(&parent) {
+                list.push(parent);
+            }
+        }
+        Some(Ok((url, list)))
+    }
 }
 
 #[cfg(test)]
@@ -192,25 +309,43 @@ mod tests {
     fn referrers_keep_the_first_and_a_bounded_number_more() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), 1 << 20).unwrap();
-        let target = "http://a.example/t";
-        for n in 0..10 {
+        let (target, other) = ("http://a.example/t", "http://a.example/t/x");
+        store
+            .add_referrers(
+                "http://a.example/p0",
+                [(target, true), (other, true)].into_iter(),
+            )
+            .unwrap();
+        for n in 1..10 {
             let parent = format!("http://a.example/p{n}");
-            store
-                .add_referrers(&parent, [target, "http://a.example/other"].into_iter())
-                .unwrap();
-            // The same page linking twice is one referrer.
-            store.add_referrers(&parent, [target].into_iter()).unwrap();
+            let links = [(target, false), (target, false), (other, false)];
+            store.add_referrers(&parent, links.into_iter()).unwrap();
         }
         let refs = store.referrers(target).unwrap();
-        assert_eq!(refs.len(), MAX_REFERRERS);
-        assert_eq!(refs[0], "http://a.example/p0");
-        assert_eq!(refs[4], "http://a.example/p4");
+        assert_eq!(refs.len(), MAX_REFERRERS, "{refs:?}");
+        assert_eq!(refs[0], "http://a.example/p0", "the first-found page leads");
+        assert!(refs.iter().all(|r| r.starts_with("http://a.example/p")));
         assert!(store.referrers("http://a.example/none").unwrap().is_empty());
-        let urls: Vec<String> = store
+        assert!(store.referrers("http://a.example/").unwrap().is_empty());
+        let entries: Vec<(String, usize)> = store
             .referrer_entries("http://a.example/")
-            .map(|e| e.unwrap().0)
+            .map(|e| e.map(|(url, refs)| (url, refs.len())).unwrap())
             .collect();
-        assert_eq!(urls, ["http://a.example/other", target]);
+        assert_eq!(
+            entries,
+            [
+                (target.to_string(), MAX_REFERRERS),
+                (other.to_string(), MAX_REFERRERS)
+            ]
+        );
+    }
+
+    #[test]
+    fn the_referrer_count_never_lets_a_url_past_its_share() {
+        let mut counts = ReferrerCounts::default();
+        let admitted = (0..100).filter(|_| counts.admit(42)).count();
+        assert_eq!(admitted, MAX_REFERRERS - 1);
+        assert!(counts.admit(43), "another URL has its own count");
     }
 
     #[test]

@@ -32,6 +32,9 @@ const MAX_READERS: usize = 4;
 /// A reader that stops reading (or sending) for this long is dropped.
 const IDLE_LIMIT: Duration = Duration::from_secs(60);
 
+/// How often the acceptor looks for a new reader (and for the stop flag).
+const ACCEPT_POLL: Duration = Duration::from_millis(50);
+
 /// sled's cache when a listing opens a store itself.
 const READ_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -55,6 +58,8 @@ impl ResultsServer {
             _ => {}
         }
         let listener = UnixListener::bind(&path)?;
+        // Polled, so that stopping never depends on a wake-up connection.
+        listener.set_nonblocking(true)?;
         {
             use std::os::unix::fs::PermissionsExt;
             let private = std::fs::Permissions::from_mode(super::private::FILE_MODE);
@@ -76,8 +81,6 @@ impl ResultsServer {
 impl Drop for ResultsServer {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        // Wakes the blocking accept so it sees the flag.
-        let _ = UnixStream::connect(&self.path);
         if let Some(acceptor) = self.acceptor.take() {
             let _ = acceptor.join();
         }
@@ -88,11 +91,18 @@ impl Drop for ResultsServer {
 fn accept_loop(listener: UnixListener, store: Store, stop: Arc<AtomicBool>) {
     let active = Arc::new(AtomicUsize::new(0));
     let mut readers: Vec<(JoinHandle<()>, UnixStream)> = Vec::new();
-    for conn in listener.incoming() {
-        if stop.load(Ordering::SeqCst) {
-            break;
+    while !stop.load(Ordering::SeqCst) {
+        let conn = match listener.accept() {
+            Ok((conn, _)) => conn,
+            // Nothing waiting (or out of descriptors for a moment).
+            Err(_) => {
+                std::thread::sleep(ACCEPT_POLL);
+                continue;
+            }
+        };
+        if conn.set_nonblocking(false).is_err() {
+            continue;
         }
-        let Ok(conn) = conn else { continue };
         readers.retain(|(h, _)| !h.is_finished());
         if active.load(Ordering::SeqCst) >= MAX_READERS {
             let mut conn = conn;
