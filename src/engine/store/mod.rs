@@ -291,6 +291,7 @@ impl Store {
 
     /// Makes everything written so far durable.
     pub(crate) fn flush(&self) -> Result<(), StoreError> {
+        self.flush_referrers()?;
         self.inner.db.flush().map_err(StoreError::sled("flush"))?;
         Ok(())
     }

@@ -10,7 +10,7 @@ use super::{decode_json, keys, PageRecord, Store, StoreError, Tree};
 /// Referrers kept per URL: the page it was first found on and a few more.
 /// Bounded so that a link on every page (a site's menu) costs one read per
 /// page, not an ever-growing value.
-pub const MAX_REFERRERS: usize = 5;
+pub const MAX_REFERRERS: usize = 3;
 
 /// Why a link was not queued.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -69,10 +69,18 @@ const COUNT_SLOTS: usize = 1 << 22;
 /// `MAX_REFERRERS - 1` further referrers in a run, and checking a link costs
 /// no read of the store. It starts empty on resume: a resumed crawl may add
 /// that many again.
+///
+/// It also holds the referrer writes not applied yet: sled charges per
+/// batch, so they go in groups of [`REFERRER_BATCH`] and at every flush.
 #[derive(Default)]
 pub(crate) struct ReferrerCounts {
     slots: Vec<u8>,
+    pending: sled::Batch,
+    pending_len: usize,
 }
+
+/// Referrer writes applied together.
+const REFERRER_BATCH: usize = 1024;
 
 impl ReferrerCounts {
     /// Counts one more referrer of `fp`; false if it has its share already.
@@ -126,28 +134,46 @@ impl Store {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64)
             .to_be_bytes();
-        let mut batch = sled::Batch::default();
-        let mut any = false;
         let mut done = std::collections::HashSet::new();
         for (target, fresh) in links {
             if !done.insert(target) {
                 continue;
             }
             if fresh {
-                batch.insert(first_key(target), parent.as_bytes());
+                counts.pending.insert(first_key(target), parent.as_bytes());
             } else if target != parent && counts.admit(keys::url_fingerprint(target)) {
-                batch.insert(further_key(target, parent), &order[..]);
+                counts
+                    .pending
+                    .insert(further_key(target, parent), &order[..]);
             } else {
                 continue;
             }
-            any = true;
+            counts.pending_len += 1;
         }
-        if !any {
+        if counts.pending_len < REFERRER_BATCH {
             return Ok(());
         }
+        self.apply_referrers(&mut counts)
+    }
+
+    /// Writes the referrers held back (before every flush).
+    pub(crate) fn flush_referrers(&self) -> Result<(), StoreError> {
+        let mut counts = self
+            .inner
+            .referrer_counts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        self.apply_referrers(&mut counts)
+    }
+
+    fn apply_referrers(&self, counts: &mut ReferrerCounts) -> Result<(), StoreError> {
+        if counts.pending_len == 0 {
+            return Ok(());
+        }
+        counts.pending_len = 0;
         self.inner
             .referrers
-            .apply_batch(batch)
+            .apply_batch(std::mem::take(&mut counts.pending))
             .map_err(StoreError::sled("referrer write"))
     }
 
@@ -321,6 +347,7 @@ mod tests {
             let links = [(target, false), (target, false), (other, false)];
             store.add_referrers(&parent, links.into_iter()).unwrap();
         }
+        store.flush().unwrap();
         let refs = store.referrers(target).unwrap();
         assert_eq!(refs.len(), MAX_REFERRERS, "{refs:?}");
         assert_eq!(refs[0], "http://a.example/p0", "the first-found page leads");
