@@ -247,3 +247,78 @@ impl Iterator for Rows {
         Some(self.attach_referrers(&mut row).map(|()| row))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::query::{Format, Listing, SortKey};
+
+    fn query(fate: Option<Fate>, by: Option<&str>) -> Query {
+        Query {
+            data_dir: "/nowhere".into(),
+            listing: Listing::Pages,
+            format: Format::Json,
+            status: Vec::new(),
+            fate,
+            by: by.map(str::to_string),
+            host: None,
+            limit: None,
+            sort: SortKey::Url,
+        }
+    }
+
+    fn row(outcome: PageOutcome, rules: &RuleOrigins) -> Row {
+        Row::of_page(
+            PageRecord::without_fetch("http://h.example/x", "h.example", 1, 0, outcome),
+            rules,
+        )
+    }
+
+    #[test]
+    fn each_fate_names_its_reason_and_passes_its_by_filter() {
+        let rules = RuleOrigins(HashMap::from([(5, 2)]));
+        let blocked = |rule_id| PageOutcome::Blocked {
+            rule_id,
+            rule: "regex ^/x".into(),
+        };
+        let cases = [
+            (row(PageOutcome::RobotsDenied, &rules), "robots", "robots"),
+            (row(blocked(4), &rules), "rule", "rule 4"),
+            (row(blocked(5), &rules), "trap", "trap alert 2 (rule 5)"),
+            (
+                row(
+                    PageOutcome::Error {
+                        kind: "timeout".into(),
+                        message: "slow".into(),
+                    },
+                    &rules,
+                ),
+                "timeout",
+                "timeout",
+            ),
+        ];
+        for (row, by, reason) in &cases {
+            assert_eq!(row.reason.as_deref(), Some(*reason));
+            assert!(
+                row.passes(&query(None, Some(by))),
+                "{reason} passes --by {by}"
+            );
+            for (other, other_by, _) in &cases {
+                if other_by != by {
+                    assert!(!other.passes(&query(None, Some(by))));
+                }
+            }
+        }
+        assert!(cases[1].0.passes(&query(Some(Fate::Blocked), None)));
+        assert!(!cases[3].0.passes(&query(Some(Fate::Blocked), None)));
+        let filtered = Row::of_filtered(FilteredUrl {
+            url: "http://elsewhere.example/".into(),
+            host: "elsewhere.example".into(),
+            depth: 2,
+            reason: crate::engine::store::FilterReason::Scope,
+            found_at_unix_ms: 0,
+        });
+        assert!(filtered.passes(&query(Some(Fate::Blocked), Some("scope"))));
+        assert!(!filtered.passes(&query(Some(Fate::Blocked), Some("depth"))));
+    }
+}
