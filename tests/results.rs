@@ -61,16 +61,24 @@ fn path_of(url: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn listings_of_the_demo_web() {
-    let demo = common::start_demo(vec![SiteKind::Shop, SiteKind::Blog, SiteKind::Dupes]).await;
+    let demo = common::start_demo(vec![
+        SiteKind::Shop,
+        SiteKind::Blog,
+        SiteKind::Dupes,
+        SiteKind::RedirectLoop,
+    ])
+    .await;
     let dir = tempfile::tempdir().expect("temp dir");
     common::crawl(common::test_config(&demo), dir.path()).await;
     let data = dir.path().to_str().expect("UTF-8 path").to_string();
     let shop = demo.base_url(SiteKind::Shop);
     let blog = demo.base_url(SiteKind::Blog);
+    let loops = demo.base_url(SiteKind::RedirectLoop);
     tokio::task::spawn_blocking(move || {
         broken_links_name_their_referrers(&data);
         host_lists_keep_one_host(&data, &shop, &blog);
         redirect_chains_end_where_the_shop_moved(&data, &shop);
+        a_redirect_loop_is_one_chain_that_says_so(&data, &loops);
         robots_listing_is_exactly_what_robots_kept_out(&data);
         near_duplicates_are_grouped(&data);
         csv_and_json_parse_back(&data);
@@ -123,7 +131,8 @@ fn host_lists_keep_one_host(data: &str, shop: &url::Url, blog: &url::Url) {
 }
 
 fn redirect_chains_end_where_the_shop_moved(data: &str, shop: &url::Url) {
-    let chains = json_lines(&["links", data, "--redirects", "--json"]);
+    let shop_host = format!("{}:{}", shop.host_str().unwrap(), shop.port().unwrap());
+    let chains = json_lines(&["links", data, "--redirects", "--host", &shop_host, "--json"]);
     assert!(!chains.is_empty(), "the shop's /old-* pages redirect");
     for chain in &chains {
         let hops = chain["chain"].as_array().expect("hops");
@@ -138,8 +147,32 @@ fn redirect_chains_end_where_the_shop_moved(data: &str, shop: &url::Url) {
         assert_eq!(end["status"], 200, "{chain}");
         assert!(hops[0]["url"].as_str().unwrap().starts_with(shop.as_str()));
     }
-    let table = ok_stdout(&["links", data, "--redirects", "--tsv"]);
+    let table = ok_stdout(&["links", data, "--redirects", "--host", &shop_host, "--tsv"]);
     assert!(table.contains("/old-about.html [301] → "), "{table}");
+}
+
+fn a_redirect_loop_is_one_chain_that_says_so(data: &str, site: &url::Url) {
+    let host = format!("{}:{}", site.host_str().unwrap(), site.port().unwrap());
+    let chains = json_lines(&["links", data, "--redirects", "--host", &host, "--json"]);
+    let looped = chains
+        .iter()
+        .find(|c| path_of(c["from"].as_str().unwrap()) == "/a")
+        .unwrap_or_else(|| panic!("the /a ↔ /b loop is listed: {chains:?}"));
+    let hops: Vec<(String, Value)> = looped["chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (path_of(h["url"].as_str().unwrap()), h["fate"].clone()))
+        .collect();
+    assert_eq!(hops.len(), 3, "{hops:?}");
+    assert_eq!((hops[1].0.as_str(), hops[2].0.as_str()), ("/b", "/a"));
+    assert_eq!(hops[2].1, "loop");
+    assert!(
+        !chains
+            .iter()
+            .any(|c| path_of(c["from"].as_str().unwrap()) == "/b"),
+        "one loop is one chain"
+    );
 }
 
 fn robots_listing_is_exactly_what_robots_kept_out(data: &str) {

@@ -101,17 +101,7 @@ struct Hop {
 /// Redirect chains, each from a URL no redirect leads to (or, in a loop, from
 /// any of its URLs) to its end. Holds the crawl's redirects in memory.
 pub(super) fn redirects(query: &Query, results: &Results, out: impl Write) -> anyhow::Result<()> {
-    let mut hops: HashMap<String, (u16, String)> = HashMap::new();
-    for prefix in query.url_prefixes() {
-        for page in results.pages(&prefix)? {
-            let page = page?;
-            if let PageOutcome::Redirect { status, location } = page.outcome {
-                if query.host.as_deref().is_none_or(|h| h == page.host) {
-                    hops.insert(page.url, (status, location));
-                }
-            }
-        }
-    }
+    let hops = redirect_hops(query, results)?;
     let targets: HashSet<&str> = hops.values().map(|(_, to)| to.as_str()).collect();
     let mut starts: Vec<&String> = hops
         .keys()
@@ -125,38 +115,13 @@ pub(super) fn redirects(query: &Query, results: &Results, out: impl Write) -> an
     let mut output = Output::start(out, query.format, columns)?;
     let mut visited = HashSet::new();
     let mut written = 0;
-    let mut write_chain = |start: &str, visited: &mut HashSet<String>| -> anyhow::Result<()> {
-        let chain = follow(start, &hops, results, visited)?;
-        let last = chain.last().expect("a chain has its start");
-        let text: Vec<String> = chain
-            .iter()
-            .map(|h| match h.status {
-                Some(s) => format!("{} [{s}]", h.url),
-                None => format!("{} [{}]", h.url, h.fate),
-            })
-            .collect();
-        let fields = [
-            start.to_string(),
-            (chain.len() - 1).to_string(),
-            last.url.clone(),
-            last.status
-                .map(|s| s.to_string())
-                .unwrap_or_else(|| last.fate.clone()),
-            text.join(" → "),
-        ];
-        let json = serde_json::json!({ "from": start, "chain": chain });
-        match query.format {
-            Format::Table => output.row(&[text.join(" → ")], &json)?,
-            _ => output.row(&fields, &json)?,
-        }
-        Ok(())
-    };
     let limit = query.limit.unwrap_or(usize::MAX);
     for start in starts {
         if written >= limit {
             break;
         }
-        write_chain(start, &mut visited)?;
+        let chain = follow(start, &hops, results, &mut visited)?;
+        write_chain(&mut output, query.format, start, &chain)?;
         written += 1;
     }
     // What is left unvisited are loops with no way in.
@@ -167,12 +132,63 @@ pub(super) fn redirects(query: &Query, results: &Results, out: impl Write) -> an
             break;
         }
         if !visited.contains(start) {
-            write_chain(start, &mut visited)?;
+            let chain = follow(start, &hops, results, &mut visited)?;
+            write_chain(&mut output, query.format, start, &chain)?;
             written += 1;
         }
     }
     output.finish()?;
     Ok(())
+}
+
+/// Every redirect of the query's hosts: URL → (status, location).
+fn redirect_hops(
+    query: &Query,
+    results: &Results,
+) -> anyhow::Result<HashMap<String, (u16, String)>> {
+    let mut hops = HashMap::new();
+    for prefix in query.url_prefixes() {
+        for page in results.pages(&prefix)? {
+            let page = page?;
+            if let PageOutcome::Redirect { status, location } = page.outcome {
+                if query.host.as_deref().is_none_or(|h| h == page.host) {
+                    hops.insert(page.url, (status, location));
+                }
+            }
+        }
+    }
+    Ok(hops)
+}
+
+/// One chain: `url [301] → url [200]` in a table, its parts in TSV and CSV.
+fn write_chain<W: Write>(
+    output: &mut Output<W>,
+    format: Format,
+    start: &str,
+    chain: &[Hop],
+) -> std::io::Result<()> {
+    let last = chain.last().expect("a chain has its start");
+    let text: Vec<String> = chain
+        .iter()
+        .map(|h| match h.status {
+            Some(s) => format!("{} [{s}]", h.url),
+            None => format!("{} [{}]", h.url, h.fate),
+        })
+        .collect();
+    let json = serde_json::json!({ "from": start, "chain": chain });
+    if format == Format::Table {
+        return output.row(&[text.join(" → ")], &json);
+    }
+    let fields = [
+        start.to_string(),
+        (chain.len() - 1).to_string(),
+        last.url.clone(),
+        last.status
+            .map(|s| s.to_string())
+            .unwrap_or_else(|| last.fate.clone()),
+        text.join(" → "),
+    ];
+    output.row(&fields, &json)
 }
 
 /// The chain from `start`: redirects followed until a URL that is not one,
