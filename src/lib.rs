@@ -9,5 +9,6 @@ pub mod demo;
 pub mod engine;
 pub mod headless;
 pub mod remote;
+pub mod results;
 pub mod text;
 pub mod tui;

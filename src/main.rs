@@ -70,6 +70,9 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
         Mode::Attach { .. } | Mode::Status { .. } | Mode::Ctl { .. } => return run_viewer(run),
         _ => {}
     }
+    if let Mode::Results(query) = &run.mode {
+        return crawldeck::results::run(query, std::io::BufWriter::new(std::io::stdout().lock()));
+    }
     // Held until the end so a temporary data directory outlives the crawl.
     let temp_dir;
     let data_dir: PathBuf = match &run.data_dir {
@@ -116,7 +119,11 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             Mode::Tui => run_tui_attached(&run, &data_dir).await,
             Mode::Demo { headless } => run_demo(&run, &data_dir, headless, socket).await,
             Mode::Bench { pages, hosts, tui } => run_bench(&data_dir, pages, hosts, tui).await,
-            Mode::Keys { .. } | Mode::Attach { .. } | Mode::Status { .. } | Mode::Ctl { .. } => {
+            Mode::Keys { .. }
+            | Mode::Attach { .. }
+            | Mode::Status { .. }
+            | Mode::Ctl { .. }
+            | Mode::Results(_) => {
                 unreachable!("handled before the runtime starts")
             }
         }
@@ -239,6 +246,7 @@ async fn run_tui_attached(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<
         readonly: run.ui.readonly,
         attached: true,
         keys_file: run.ui.keys.clone(),
+        data_dir: Some(data_dir.to_path_buf()),
     };
     background::run(data_dir, options).await
 }
@@ -310,6 +318,7 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path, socket: Option<&Path>) -> a
         readonly: run.ui.readonly,
         attached: false,
         keys_file: run.ui.keys.clone(),
+        data_dir: Some(data_dir.to_path_buf()),
     };
     let (handle, _server) = serve(running.handle, socket)?;
     let control = handle.control.clone();
@@ -418,6 +427,7 @@ fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
                     readonly: read_only,
                     attached: true,
                     keys_file: run.ui.keys.clone(),
+                    data_dir: Some(dir.clone()),
                 };
                 remote::attach(&dir, options, wait).await.map(drop)
             }

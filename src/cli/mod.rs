@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::engine::config::{RobotsMode, Scope, TrapPolicy};
 
 mod resolve;
+pub mod results;
 
 pub use resolve::{
     holds_crawl, parse_seeds_file, resolve, Mode, ResolvedRun, UiOptions, UsageError,
@@ -35,7 +36,9 @@ crawldeck crawl --headless --data ./crawl1      (resumes the crawl in ./crawl1)\
 crawldeck demo\n  \
 crawldeck attach ./crawl1      (the UI on a crawl running there; q detaches)\n  \
 crawldeck status ./crawl1 --json\n  \
-crawldeck ctl ./crawl1 pause"
+crawldeck ctl ./crawl1 pause\n  \
+crawldeck pages ./crawl1 --status 4xx,5xx\n  \
+crawldeck links ./crawl1 --broken"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -62,6 +65,10 @@ pub enum CliCommand {
     /// Send one command to the crawl running in DIR, in the grammar of the UI's `:` line
     /// (`crawldeck ctl DIR help` lists them).
     Ctl(CtlArgs),
+    /// List a crawl's pages: status, type, size, depth, title, fate; filter and export them.
+    Pages(results::PagesArgs),
+    /// List a crawl's broken links (with the pages linking to them) or its redirect chains.
+    Links(results::LinksArgs),
 }
 
 #[derive(Debug, Args)]

@@ -42,6 +42,8 @@ pub enum Mode {
         dir: PathBuf,
         words: Vec<String>,
     },
+    /// `pages` or `links`: a listing of what a crawl found.
+    Results(crate::results::Query),
 }
 
 /// Front-end options that are not crawl settings.
@@ -155,6 +157,8 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 log_filter: None,
             })
         }
+        Some(CliCommand::Pages(p)) => Ok(front_end(Mode::Results(super::results::pages_query(p)?))),
+        Some(CliCommand::Links(l)) => Ok(front_end(Mode::Results(super::results::links_query(l)?))),
         Some(CliCommand::Keys(k)) => Ok(front_end(Mode::Keys { file: k.keys })),
         Some(CliCommand::Attach(a)) => Ok(ResolvedRun {
             ui: UiOptions {

@@ -29,7 +29,8 @@ pub use sites::hostile::{
     HOSTILE_LONG_URL_BYTES,
 };
 pub use sites::shop::{
-    SHOP_HIDDEN_PATHS, SHOP_META_NOFOLLOW_PATH, SHOP_NOFOLLOW_ONLY_PATH, SHOP_NOINDEX_PATH,
+    SHOP_BROKEN_PATH, SHOP_HIDDEN_PATHS, SHOP_META_NOFOLLOW_PATH, SHOP_NOFOLLOW_ONLY_PATH,
+    SHOP_NOINDEX_PATH,
 };
 pub use sites::{blog_allowed_paths, blog_disallowed_paths};
 

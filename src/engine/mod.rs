@@ -194,17 +194,46 @@ pub async fn start_with(
 ) -> Result<RunningEngine, EngineError> {
     let (handle, ends) = EngineHandle::channel();
     let data_dir = data_dir.to_path_buf();
+    let data_dir_for_socket = data_dir.clone();
     // Opening sled and rebuilding the seen filter is blocking work.
     let coordinator =
         tokio::task::spawn_blocking(move || coordinator::build(config, &data_dir, ends, options))
             .await
             .map_err(|e| EngineError::Store(format!("engine start-up failed: {e}")))??;
     let settings = coordinator.settings_report();
+    let results = serve_results(coordinator.store(), &data_dir_for_socket);
     let runtime = tokio::runtime::Handle::current();
-    let done = tokio::task::spawn_blocking(move || runtime.block_on(coordinator.run(shutdown)));
+    let done = tokio::task::spawn_blocking(move || {
+        let ended = runtime.block_on(coordinator.run(shutdown));
+        // Readers are cut off before the store closes, so a restart can open it.
+        drop(results);
+        ended
+    });
     Ok(RunningEngine {
         handle,
         settings,
         done,
     })
+}
+
+/// Serves the store's reads to `crawldeck pages` and `links` while the crawl
+/// runs; without the socket those commands wait for the crawl to end.
+#[cfg(unix)]
+fn serve_results(
+    store: &store::Store,
+    data_dir: &std::path::Path,
+) -> Option<store::remote::ResultsServer> {
+    store::remote::ResultsServer::start(store.clone(), data_dir)
+        .map_err(|e| {
+            tracing::warn!(
+                "cannot serve results on {}: {e}; listings of this crawl must wait until it ends",
+                data_dir.join(store::remote::SOCKET_FILE).display()
+            )
+        })
+        .ok()
+}
+
+#[cfg(not(unix))]
+fn serve_results(_store: &store::Store, _data_dir: &std::path::Path) -> Option<()> {
+    None
 }

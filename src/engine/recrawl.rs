@@ -115,6 +115,8 @@ pub fn keep_unchanged_page(store: &Store, record: &mut PageRecord) {
     record.content_digest = previous.content_digest;
     record.bytes = previous.bytes;
     record.outlinks = previous.outlinks;
+    record.content_type = previous.content_type;
+    record.simhash = previous.simhash;
     record.etag = record.etag.take().or(previous.etag);
     record.last_modified = record.last_modified.take().or(previous.last_modified);
 }

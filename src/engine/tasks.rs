@@ -34,6 +34,7 @@ pub enum Work {
 /// A response as the coordinator needs it; the body itself stays in the task.
 pub struct Fetched {
     pub status: u16,
+    pub content_type: Option<String>,
     pub location: Option<Url>,
     pub retry_after: Option<Duration>,
     pub etag: Option<String>,
@@ -150,6 +151,7 @@ fn process(
     }
     Fetched {
         status: response.status,
+        content_type: response.content_type,
         location: response.location,
         retry_after: response.retry_after,
         etag: response.etag,

@@ -20,11 +20,12 @@ use tokio::time::{sleep_until, Instant};
 
 use super::effect::{command_label, Effect, TuiExit};
 use super::keys::effective_keymap;
-use super::model::{Model, Quitting};
+use super::model::{HostList, Model, Quitting, HOST_LIST_LINES};
 use super::update::{update, Msg};
 use super::{ui, TuiOptions};
 use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
 use crate::engine::{EngineControl, EngineHandle};
+use crate::results::{Fate, Format, Listing, Query, SortKey};
 
 /// At most one redraw per frame: about 30 a second.
 const FRAME: Duration = Duration::from_millis(33);
@@ -112,6 +113,7 @@ pub async fn run(handle: EngineHandle, opts: TuiOptions) -> anyhow::Result<TuiEx
     let (keymap, warnings) = effective_keymap(opts.keys_file.as_deref());
     let mut model = Model::new(keymap, opts.readonly, opts.no_color);
     model.attached = opts.attached;
+    model.data_dir = opts.data_dir.clone();
     for w in &warnings {
         model.push_log(Level::Warn, w.clone());
     }
@@ -166,6 +168,7 @@ where
     } = handle;
     model.set_snapshot(snapshots.borrow_and_update().clone());
     let mut sources = Sources::new(input_rx, snapshots, events, terminate);
+    let listed = sources.listed_sender();
     let mut dirty = true;
     let mut last_draw: Option<Instant> = None;
     let mut quit_deadline: Option<Instant> = None;
@@ -195,13 +198,43 @@ where
         };
         dirty = true;
         let effects = update(&mut model, msg);
-        if let Some(exit) = perform(&mut model, &control, effects) {
+        if let Some(exit) = perform(&mut model, &control, &listed, effects) {
             return Ok(exit);
         }
         if model.quitting == Quitting::Checkpointing && quit_deadline.is_none() {
             quit_deadline = Some(Instant::now() + CHECKPOINT_WAIT);
         }
     }
+}
+
+/// One of a host's lists, as `crawldeck pages`/`links` would print it in a table.
+fn host_list_lines(
+    data_dir: &std::path::Path,
+    host: &str,
+    list: HostList,
+) -> Result<Vec<String>, String> {
+    let (listing, fate) = match list {
+        HostList::Errors => (Listing::Broken, None),
+        HostList::Redirects => (Listing::Redirects, None),
+        HostList::Blocked => (Listing::Pages, Some(Fate::Blocked)),
+    };
+    let query = Query {
+        data_dir: data_dir.to_path_buf(),
+        listing,
+        format: Format::Table,
+        status: Vec::new(),
+        fate,
+        by: None,
+        host: Some(host.to_string()),
+        limit: Some(HOST_LIST_LINES),
+        sort: SortKey::Url,
+    };
+    let mut out = Vec::new();
+    crate::results::run(&query, &mut out).map_err(|e| format!("{e:#}"))?;
+    Ok(String::from_utf8_lossy(&out)
+        .lines()
+        .map(str::to_string)
+        .collect())
 }
 
 /// What woke the loop.
@@ -222,6 +255,9 @@ struct Sources<T> {
     snapshots: watch::Receiver<Arc<Snapshot>>,
     events: mpsc::Receiver<EngineEvent>,
     terminate: Pin<Box<T>>,
+    /// Host lists read off the loop (`Effect::ListHost`).
+    listed: mpsc::UnboundedReceiver<Msg>,
+    listed_tx: mpsc::UnboundedSender<Msg>,
     input_open: bool,
     snapshots_open: bool,
     events_open: bool,
@@ -236,16 +272,24 @@ impl<T: Future<Output = ()>> Sources<T> {
         events: mpsc::Receiver<EngineEvent>,
         terminate: T,
     ) -> Self {
+        let (listed_tx, listed) = mpsc::unbounded_channel();
         Sources {
             input,
             snapshots,
             events,
             terminate: Box::pin(terminate),
+            listed,
+            listed_tx,
             input_open: true,
             snapshots_open: true,
             events_open: true,
             terminated: false,
         }
+    }
+
+    /// Where host lists are sent back to the loop.
+    fn listed_sender(&self) -> mpsc::UnboundedSender<Msg> {
+        self.listed_tx.clone()
     }
 
     /// Waits for the next source to speak, for the frame timer when a redraw
@@ -267,6 +311,7 @@ impl<T: Future<Output = ()>> Sources<T> {
                 Some(ev) => Wake::Msg(Msg::Event(ev)),
                 None => { self.events_open = false; Wake::Msg(Msg::EngineClosed) }
             },
+            Some(msg) = self.listed.recv() => Wake::Msg(msg),
             _ = &mut self.terminate, if !self.terminated => {
                 self.terminated = true;
                 Wake::Msg(Msg::Terminate)
@@ -300,9 +345,26 @@ where
 
 /// Carries out `update`'s effects in order: commands go to the engine (and
 /// their ids back to `update`), a quit ends the loop with its exit.
-fn perform(model: &mut Model, control: &EngineControl, effects: Vec<Effect>) -> Option<TuiExit> {
+fn perform(
+    model: &mut Model,
+    control: &EngineControl,
+    listed: &mpsc::UnboundedSender<Msg>,
+    effects: Vec<Effect>,
+) -> Option<TuiExit> {
     for effect in effects {
         match effect {
+            Effect::ListHost {
+                data_dir,
+                host,
+                list,
+            } => {
+                // Store reads block; the answer comes back as a message.
+                let listed = listed.clone();
+                tokio::task::spawn_blocking(move || {
+                    let lines = host_list_lines(&data_dir, &host, list);
+                    let _ = listed.send(Msg::HostListed { host, list, lines });
+                });
+            }
             Effect::Send(cmd) => {
                 let what = command_label(&cmd);
                 let id = control.send(cmd);

@@ -1,7 +1,7 @@
 //! What `update` asks the run loop to do, as values: the vocabulary that the
 //! deciding modules (`update`, `prompt`, `targets`) share without importing each other.
 
-use super::model::Model;
+use super::model::{HostList, Model};
 use crate::engine::control::Command;
 use crate::engine::telemetry::Level;
 
@@ -24,6 +24,12 @@ pub enum Effect {
     Send(Command),
     /// Leave the UI with this exit.
     Quit(TuiExit),
+    /// Read one of a host's lists from the store (answered by `Msg::HostListed`).
+    ListHost {
+        data_dir: std::path::PathBuf,
+        host: crate::engine::control::HostKey,
+        list: HostList,
+    },
 }
 
 /// Sends a command unless the TUI is read-only and the command would change the crawl.

@@ -33,4 +33,6 @@ pub struct TuiOptions {
     pub attached: bool,
     /// `--keys`; else `$XDG_CONFIG_HOME/crawldeck/keybindings.toml`.
     pub keys_file: Option<PathBuf>,
+    /// The crawl's data directory: host lists in the detail view read it.
+    pub data_dir: Option<PathBuf>,
 }

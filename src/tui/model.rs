@@ -197,6 +197,40 @@ pub enum Quitting {
     Checkpointing,
 }
 
+/// Which of a host's lists the detail view shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostList {
+    /// 4xx, 5xx and failed URLs with their referrers.
+    Errors,
+    /// Redirect chains.
+    Redirects,
+    /// URLs not fetched, with the reason.
+    Blocked,
+}
+
+impl HostList {
+    /// The list's title.
+    pub fn label(self) -> &'static str {
+        match self {
+            HostList::Errors => "broken URLs and who links to them",
+            HostList::Redirects => "redirect chains",
+            HostList::Blocked => "URLs not fetched and why",
+        }
+    }
+}
+
+/// Most lines a host list shows; `crawldeck pages`/`links` give the rest.
+pub const HOST_LIST_LINES: usize = 500;
+
+/// A host list as read (or still being read) from the store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostListing {
+    pub host: HostKey,
+    pub list: HostList,
+    /// `None` while it is being read; the lines, or why it could not be read.
+    pub lines: Option<Result<Vec<String>, String>>,
+}
+
 /// Everything the TUI knows; `update` changes it, `ui` draws it.
 pub struct Model {
     /// What is drawn (held still while frozen).
@@ -209,6 +243,11 @@ pub struct Model {
     pub prompt: Option<Prompt>,
     /// Host whose detail view is open.
     pub detail: Option<HostKey>,
+    /// A list of the detail view's host read from the store, shown instead of
+    /// its recent fetches.
+    pub host_listing: Option<HostListing>,
+    /// The crawl's data directory, where host lists are read from.
+    pub data_dir: Option<std::path::PathBuf>,
     pub detail_scroll: usize,
     pub help_scroll: usize,
     pub host_selected: usize,
@@ -249,6 +288,8 @@ impl Model {
             overlay: Overlay::None,
             prompt: None,
             detail: None,
+            host_listing: None,
+            data_dir: None,
             detail_scroll: 0,
             help_scroll: 0,
             host_selected: 0,

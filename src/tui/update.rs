@@ -9,11 +9,11 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 use super::action::Action;
 use super::effect::{send, Effect, TuiExit};
 use super::keys::Mode;
-use super::model::{FetchLine, Model, Overlay, Quitting};
+use super::model::{FetchLine, HostList, HostListing, Model, Overlay, Quitting};
 use super::prompt::{self, Submitted};
 use super::targets::{alert_action, host_action, remove_rule};
 use super::view;
-use crate::engine::control::{Command, CommandId, CommandResult, Target};
+use crate::engine::control::{Command, CommandId, CommandResult, HostKey, Target};
 use crate::engine::telemetry::{CrawlState, EngineEvent, Level, Snapshot};
 
 /// Commands remembered for their results' log lines; past this the memory starts over.
@@ -40,6 +40,12 @@ pub enum Msg {
     },
     /// SIGTERM or similar: checkpoint and exit as for Ctrl-C.
     Terminate,
+    /// A host list asked for with `Effect::ListHost`, read.
+    HostListed {
+        host: HostKey,
+        list: HostList,
+        lines: Result<Vec<String>, String>,
+    },
 }
 
 /// Applies one message to the model; returns what the run loop must do.
@@ -78,7 +84,37 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
         // A signal to a viewer ends the viewer, never the crawl it watches.
         Msg::Terminate if model.attached => vec![Effect::Quit(TuiExit::Detach)],
         Msg::Terminate => begin_quit(model),
+        Msg::HostListed { host, list, lines } => {
+            if let Some(listing) = &mut model.host_listing {
+                if listing.host == host && listing.list == list {
+                    listing.lines = Some(lines);
+                }
+            }
+            Vec::new()
+        }
     }
+}
+
+/// Opens one of the detail view's host lists; the run loop reads it.
+fn list_host(model: &mut Model, list: HostList) -> Vec<Effect> {
+    let Some(host) = model.detail.clone() else {
+        return Vec::new();
+    };
+    let Some(data_dir) = model.data_dir.clone() else {
+        model.set_status(Level::Warn, "no data directory to read host lists from");
+        return Vec::new();
+    };
+    model.detail_scroll = 0;
+    model.host_listing = Some(HostListing {
+        host: host.clone(),
+        list,
+        lines: None,
+    });
+    vec![Effect::ListHost {
+        data_dir,
+        host,
+        list,
+    }]
 }
 
 /// Leaves once the engine is done, if the operator was quitting.
@@ -280,6 +316,9 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
             prompt::open_for(model, action);
             Vec::new()
         }
+        Action::HostErrors => list_host(model, HostList::Errors),
+        Action::HostRedirects => list_host(model, HostList::Redirects),
+        Action::HostBlocked => list_host(model, HostList::Blocked),
         Action::Quit => quit(model),
         Action::ForceQuit => force_quit(model),
         Action::TogglePause => toggle_pause(model),

@@ -3,7 +3,7 @@ use crate::engine::control::{CommandResult, PatternKind, RuleSpec};
 use crate::engine::telemetry::AlertStatus;
 use crate::engine::telemetry::{HostView, TrapAlert, TrapKind};
 use crate::tui::keys::keymap_from_str;
-use crate::tui::model::{PromptKind, SortColumn};
+use crate::tui::model::{HostList, PromptKind, SortColumn};
 use ratatui::crossterm::event::KeyModifiers;
 use std::time::Duration;
 
@@ -348,6 +348,48 @@ fn enter_opens_host_detail_and_esc_returns() {
     update(&mut m, code(KeyCode::Enter));
     assert_eq!(m.detail.as_deref(), Some("shop.localhost:8080"));
     assert_eq!(m.mode(), Mode::Detail);
+    update(&mut m, code(KeyCode::Esc));
+    assert_eq!(m.mode(), Mode::Normal);
+}
+
+#[test]
+fn detail_view_jumps_to_a_host_list_and_esc_returns_to_recent_fetches() {
+    let mut m = model(false);
+    m.data_dir = Some("/tmp/crawl1".into());
+    update(&mut m, code(KeyCode::Enter));
+    let host = m.detail.clone().expect("detail open");
+    assert_eq!(
+        update(&mut m, key('e')),
+        [Effect::ListHost {
+            data_dir: "/tmp/crawl1".into(),
+            host: host.clone(),
+            list: HostList::Errors,
+        }]
+    );
+    assert_eq!(m.host_listing.as_ref().map(|l| l.lines.clone()), Some(None));
+    // An answer for another list (an earlier key press) is not shown.
+    let lines = Ok(vec!["status url".to_string(), "404 http://x/".to_string()]);
+    update(
+        &mut m,
+        Msg::HostListed {
+            host: host.clone(),
+            list: HostList::Redirects,
+            lines: lines.clone(),
+        },
+    );
+    assert_eq!(m.host_listing.as_ref().unwrap().lines, None);
+    update(
+        &mut m,
+        Msg::HostListed {
+            host,
+            list: HostList::Errors,
+            lines: lines.clone(),
+        },
+    );
+    assert_eq!(m.host_listing.as_ref().unwrap().lines, Some(lines));
+    update(&mut m, code(KeyCode::Esc));
+    assert!(m.host_listing.is_none());
+    assert_eq!(m.mode(), Mode::Detail, "esc closes the list first");
     update(&mut m, code(KeyCode::Esc));
     assert_eq!(m.mode(), Mode::Normal);
 }

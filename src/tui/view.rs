@@ -82,6 +82,9 @@ fn toggle_help(model: &mut Model) {
 fn back(model: &mut Model) {
     if model.overlay == Overlay::Help {
         model.overlay = Overlay::None;
+    } else if model.host_listing.is_some() {
+        model.host_listing = None;
+        model.detail_scroll = 0;
     } else if model.detail.is_some() {
         model.detail = None;
     } else if !model.filter.is_empty() {

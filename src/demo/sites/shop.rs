@@ -18,6 +18,8 @@ pub const SHOP_NOFOLLOW_ONLY_PATH: &str = "/secret-nofollow.html";
 pub const SHOP_META_NOFOLLOW_PATH: &str = "/meta-nofollow.html";
 /// Linked only from the meta-nofollow page: a correct crawler never requests these.
 pub const SHOP_HIDDEN_PATHS: &[&str] = &["/hidden/1.html", "/hidden/2.html", "/hidden/3.html"];
+/// Linked from the about and sale pages, answers 404: a broken link to report.
+pub const SHOP_BROKEN_PATH: &str = "/discontinued.html";
 /// Carries `<meta name="robots" content="noindex">`; its links may be followed.
 pub const SHOP_NOINDEX_PATH: &str = "/noindex.html";
 
@@ -51,12 +53,14 @@ pub(super) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
             for (i, cat) in CATEGORIES.iter().enumerate().take(5) {
                 page.link(&format!("/p/{cat}-{}.html", i + 1), &format!("{cat} deal"));
             }
+            page.link(SHOP_BROKEN_PATH, "last season's deal");
             Reply::html(page.finish())
         }
         "/about.html" => Reply::html(
             Html::new("About the shop")
                 .p("A demo shop; every page is generated from its path.")
                 .link("/", "home")
+                .link(SHOP_BROKEN_PATH, "our discontinued range")
                 .finish(),
         ),
         SHOP_NOINDEX_PATH => Reply::html(

@@ -3,13 +3,14 @@
 
 use url::Url;
 
-use super::results::record_for;
+use super::results::{record_for, unix_ms};
 use super::Coordinator;
 use crate::engine::control::HostKey;
 use crate::engine::dedup::ContentDigest;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::prioritize::priority;
-use crate::engine::url_norm;
+use crate::engine::store::{FilterReason, FilteredUrl};
+use crate::engine::url_norm::{self, Rejection};
 
 impl Coordinator {
     /// Exact-duplicate check: the first URL stored with this digest, if it
@@ -48,7 +49,7 @@ impl Coordinator {
             0
         };
         let candidates = self.in_scope(links, depth);
-        let fresh = self.claim_unseen(candidates);
+        let fresh = self.claim_unseen(&parent_entry.url, candidates);
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
         let quarantining_before = self.alerts.quarantining_count();
@@ -99,17 +100,33 @@ impl Coordinator {
     }
 
     /// The links, normalized, that pass depth, scope and operator rules, each
-    /// with its host key.
+    /// with its host key. Those left out for scope, depth or extension are
+    /// recorded so a listing can say why they were not fetched.
     fn in_scope(&mut self, links: Vec<Url>, depth: u32) -> Vec<(Url, HostKey)> {
-        if depth > self.cfg.max_depth {
-            self.stats.count().filtered += links.len() as u64;
-            return Vec::new();
-        }
-        let mut kept = Vec::with_capacity(links.len());
+        let too_deep = depth > self.cfg.max_depth;
+        let mut kept = Vec::with_capacity(if too_deep { 0 } else { links.len() });
+        let mut filtered = Vec::new();
         for mut url in links {
             url_norm::normalize(&mut url);
-            if self.filter.check(&url).is_err() {
+            let reason = match self.filter.check(&url) {
+                Ok(()) if too_deep => Some(FilterReason::Depth),
+                Ok(()) => None,
+                Err(Rejection::OutOfScope) => Some(FilterReason::Scope),
+                Err(Rejection::DeniedExtension) => Some(FilterReason::Extension),
+                Err(_) => {
+                    self.stats.count().filtered += 1;
+                    continue;
+                }
+            };
+            if let Some(reason) = reason {
                 self.stats.count().filtered += 1;
+                filtered.push(FilteredUrl {
+                    host: url_norm::host_key(&url),
+                    url: url.into(),
+                    depth,
+                    reason,
+                    found_at_unix_ms: unix_ms(),
+                });
                 continue;
             }
             let host = url_norm::host_key(&url);
@@ -119,11 +136,17 @@ impl Coordinator {
             }
             kept.push((url, host));
         }
+        if !filtered.is_empty() {
+            if let Err(e) = self.store.record_filtered(&filtered) {
+                self.storage_failed("recording links left out", e);
+            }
+        }
         kept
     }
 
     /// The links never seen before, in one batch; they are seen from now on.
-    fn claim_unseen(&mut self, links: Vec<(Url, HostKey)>) -> Vec<(Url, HostKey)> {
+    /// `parent` is recorded as the first referrer of those, a further one of the others.
+    fn claim_unseen(&mut self, parent: &str, links: Vec<(Url, HostKey)>) -> Vec<(Url, HostKey)> {
         if links.is_empty() {
             return links;
         }
@@ -135,6 +158,13 @@ impl Coordinator {
                 return Vec::new();
             }
         };
+        let referred = links
+            .iter()
+            .zip(&fresh)
+            .map(|((url, _), f)| (url.as_str(), *f));
+        if let Err(e) = self.store.add_referrers(parent, referred) {
+            self.storage_failed("recording who links to a page", e);
+        }
         links
             .into_iter()
             .zip(fresh)

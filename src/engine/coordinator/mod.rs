@@ -163,6 +163,11 @@ impl Coordinator {
         Ok(snapshot)
     }
 
+    /// The store, for readers beside the crawl loop (the results socket).
+    pub(super) fn store(&self) -> &Store {
+        &self.store
+    }
+
     /// The crawl-wide settings at start, each with where it came from.
     pub(super) fn settings_report(&self) -> Vec<String> {
         self.settings_report.clone()

@@ -36,7 +36,7 @@ fn retry_policy(kind: Option<FetchErrorKind>) -> (u8, bool) {
     }
 }
 
-fn unix_ms() -> u64 {
+pub(super) fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
@@ -262,6 +262,7 @@ impl Coordinator {
         record.etag = page.etag.clone();
         record.last_modified = page.last_modified.clone();
         record.content_digest = page.digest.as_ref().map(|d| d.warc_label());
+        record.set_content_type(page.content_type.as_deref());
         let mut links = Vec::new();
         if status == 304 {
             self.stats.count().not_modified += 1;
@@ -276,6 +277,7 @@ impl Coordinator {
             }
         } else if let Some(extracted) = &page.extracted {
             record.title = extracted.title.clone();
+            record.simhash = Some(extracted.simhash);
             record.canonical = extracted.canonical.as_ref().map(|u| u.to_string());
             record.links_dropped = u32::try_from(extracted.links_dropped).unwrap_or(u32::MAX);
             let duplicate_of = page

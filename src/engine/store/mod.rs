@@ -7,7 +7,10 @@ pub mod faults;
 mod gzip;
 pub(crate) mod keys;
 pub mod private;
+mod query;
 mod records;
+#[cfg(unix)]
+pub mod remote;
 pub(crate) mod warc;
 
 use std::collections::HashSet;
@@ -20,6 +23,7 @@ use serde::Serialize;
 
 pub(crate) use batch::CrawlBatch;
 use faults::DiskFaults;
+pub use query::{FilterReason, FilteredUrl, MAX_REFERRERS};
 pub use records::{PageOutcome, PageRecord};
 
 /// Why a read or write of the crawl database failed.
@@ -109,6 +113,12 @@ struct Inner {
     alerts: sled::Tree,
     hosts: sled::Tree,
     meta: sled::Tree,
+    /// Who links to each URL (see `query.rs`).
+    referrers: sled::Tree,
+    /// How many further referrers each URL has, estimated (see `query.rs`).
+    referrer_counts: Mutex<query::ReferrerCounts>,
+    /// Links not followed for scope or depth (see `query.rs`).
+    filtered: sled::Tree,
     pages: AtomicU64,
     /// Serialises batch application so the page counter stays exact.
     apply_lock: Mutex<()>,
@@ -157,6 +167,9 @@ impl Store {
             alerts: open_tree("alerts")?,
             hosts: open_tree("hosts")?,
             meta: open_tree("meta")?,
+            referrers: open_tree("referrers")?,
+            referrer_counts: Mutex::default(),
+            filtered: open_tree("filtered")?,
             crawl,
             db,
             pages: AtomicU64::new(pages),
@@ -292,6 +305,7 @@ impl Store {
     /// Makes everything written so far durable.
     pub(crate) fn flush(&self) -> Result<(), StoreError> {
         self.simulated_fault("flush")?;
+        self.flush_referrers()?;
         self.inner.db.flush().map_err(StoreError::sled("flush"))?;
         Ok(())
     }

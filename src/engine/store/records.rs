@@ -35,6 +35,13 @@ pub struct PageRecord {
     /// Links past the per-page cap (`scope.max_links_per_page`), not followed.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub links_dropped: u32,
+    /// The answer's media type (`text/html`, without parameters); `None` without an answer
+    /// or a Content-Type header.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content_type: Option<String>,
+    /// Simhash of an HTML 2xx page's visible text, for near-duplicate groups.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simhash: Option<u64>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -109,7 +116,22 @@ impl PageOutcome {
     }
 }
 
+/// Longest media type a record keeps; a longer header is cut (it comes from the network).
+const MAX_CONTENT_TYPE: usize = 100;
+
 impl PageRecord {
+    /// Keeps the media type of a Content-Type header: no parameters, bounded, lowercase.
+    pub fn set_content_type(&mut self, header: Option<&str>) {
+        self.content_type = header.map(|h| {
+            let media = h.split(';').next().unwrap_or("").trim();
+            let mut end = media.len().min(MAX_CONTENT_TYPE);
+            while !media.is_char_boundary(end) {
+                end -= 1;
+            }
+            media[..end].to_ascii_lowercase()
+        });
+    }
+
     /// A record for a URL that left the frontier without a fetch.
     pub fn without_fetch(
         url: &str,
@@ -132,6 +154,8 @@ impl PageRecord {
             outlinks: 0,
             canonical: None,
             links_dropped: 0,
+            content_type: None,
+            simhash: None,
         }
     }
 }

@@ -10,7 +10,7 @@ use ratatui::widgets::{Block, Paragraph, Widget};
 use super::hosts::{breaker_cell, host_state};
 use super::{bytes, count, short, strip, Theme};
 use crate::engine::telemetry::HostView;
-use crate::tui::model::{FetchLine, Model};
+use crate::tui::model::{FetchLine, HostListing, Model};
 
 /// The detail view of `host`: its figures, then its recent fetches.
 pub fn render(model: &Model, theme: &Theme, host: &str, area: Rect, buf: &mut Buffer) {
@@ -24,13 +24,33 @@ pub fn render(model: &Model, theme: &Theme, host: &str, area: Rect, buf: &mut Bu
         Some(h) => host_lines(h, theme),
     };
     lines.push(Line::from(""));
-    lines.push(Line::styled(
-        "recent fetches (newest first)",
-        theme.accent(),
-    ));
-    lines.extend(fetch_lines(model.recent.get(host)));
+    match model.host_listing.as_ref().filter(|l| l.host == host) {
+        Some(listing) => lines.extend(listing_lines(listing, theme)),
+        None => {
+            lines.push(Line::styled(
+                "recent fetches (newest first)   e: errors  w: redirects  b: not fetched",
+                theme.accent(),
+            ));
+            lines.extend(fetch_lines(model.recent.get(host)));
+        }
+    }
     let scroll = model.detail_scroll.min(lines.len().saturating_sub(1)) as u16;
     Paragraph::new(lines).scroll((scroll, 0)).render(inner, buf);
+}
+
+/// A host list read from the store, under its title.
+fn listing_lines<'a>(listing: &HostListing, theme: &Theme) -> Vec<Line<'a>> {
+    let mut lines = vec![Line::styled(
+        format!("{} (esc: back to recent fetches)", listing.list.label()),
+        theme.accent(),
+    )];
+    match &listing.lines {
+        None => lines.push(Line::from("reading the crawl's store…")),
+        Some(Err(why)) => lines.push(Line::from(format!("cannot read it: {}", strip(why)))),
+        Some(Ok(rows)) if rows.len() <= 1 => lines.push(Line::from("  (none)")),
+        Some(Ok(rows)) => lines.extend(rows.iter().map(|r| Line::from(strip(r).into_owned()))),
+    }
+    lines
 }
 
 /// What the snapshot says of the host: counts, settings, responses, robots,

@@ -1,0 +1,141 @@
+//! `crawldeck pages` and `crawldeck links`: the flags, checked into a
+//! [`Query`] before anything is opened.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::UsageError;
+use crate::results::query::{parse_host, Fate, Format, Listing, Query, SortKey};
+
+/// Output and filter flags shared by `pages` and `links`.
+#[derive(Debug, Args, Default, Clone)]
+pub struct ListArgs {
+    /// The crawl's data directory (a running crawl is read through its engine).
+    #[arg(value_name = "DIR")]
+    pub data: PathBuf,
+    /// Only URLs of this host (a host name, host:port, or a URL).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// At most this many rows (groups, chains).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// JSON lines.
+    #[arg(long, conflicts_with_all = ["csv", "tsv"])]
+    pub json: bool,
+    /// CSV with a header line.
+    #[arg(long, conflicts_with = "tsv")]
+    pub csv: bool,
+    /// Tab-separated values (the default when stdout is not a terminal).
+    #[arg(long)]
+    pub tsv: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct PagesArgs {
+    #[command(flatten)]
+    pub list: ListArgs,
+    /// Only these statuses: codes and classes, e.g. 404,5xx.
+    #[arg(long, value_name = "LIST")]
+    pub status: Option<String>,
+    /// Only URLs with this fate: fetched, redirect, duplicate, error, blocked.
+    #[arg(long, value_name = "FATE")]
+    pub fate: Option<String>,
+    /// Only URLs with this reason: robots, rule, trap, scope, depth, extension,
+    /// host (given up), or an error kind (timeout, connect, …).
+    #[arg(long, value_name = "REASON")]
+    pub by: Option<String>,
+    /// Row order: url (default, streams), status, size (largest first), depth, fetched.
+    #[arg(long, value_name = "KEY")]
+    pub sort: Option<String>,
+    /// Duplicate and near-duplicate groups instead of one line per URL.
+    #[arg(long, conflicts_with_all = ["status", "fate", "by", "sort"])]
+    pub duplicates: bool,
+}
+
+#[derive(Debug, Args, Clone)]
+pub struct LinksArgs {
+    #[command(flatten)]
+    pub list: ListArgs,
+    /// Each broken target (4xx, 5xx, failed) with the pages that link to it.
+    #[arg(
+        long,
+        conflicts_with = "redirects",
+        required_unless_present = "redirects"
+    )]
+    pub broken: bool,
+    /// Redirect chains: from → … → final, with status codes.
+    #[arg(long)]
+    pub redirects: bool,
+}
+
+fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
+    let format = if list.json {
+        Format::Json
+    } else if list.csv {
+        Format::Csv
+    } else if list.tsv || !std::io::stdout().is_terminal() {
+        Format::Tsv
+    } else {
+        Format::Table
+    };
+    if list.limit == Some(0) {
+        return Err(UsageError("--limit must be at least 1".into()));
+    }
+    Ok(Query {
+        data_dir: list.data,
+        listing,
+        format,
+        status: Vec::new(),
+        fate: None,
+        by: None,
+        host: list
+            .host
+            .as_deref()
+            .map(parse_host)
+            .transpose()
+            .map_err(UsageError)?,
+        limit: list.limit,
+        sort: SortKey::Url,
+    })
+}
+
+/// The query of `crawldeck pages`.
+pub fn pages_query(args: PagesArgs) -> Result<Query, UsageError> {
+    let listing = if args.duplicates {
+        Listing::Duplicates
+    } else {
+        Listing::Pages
+    };
+    let mut query = base_query(args.list, listing)?;
+    if let Some(status) = &args.status {
+        query.status = Query::parse_status(status).map_err(UsageError)?;
+    }
+    query.fate = args
+        .fate
+        .as_deref()
+        .map(Fate::parse)
+        .transpose()
+        .map_err(UsageError)?;
+    query.by = args
+        .by
+        .as_deref()
+        .map(Query::parse_by)
+        .transpose()
+        .map_err(UsageError)?;
+    if let Some(sort) = &args.sort {
+        query.sort = SortKey::parse(sort).map_err(UsageError)?;
+    }
+    Ok(query)
+}
+
+/// The query of `crawldeck links`.
+pub fn links_query(args: LinksArgs) -> Result<Query, UsageError> {
+    let listing = if args.broken {
+        Listing::Broken
+    } else {
+        Listing::Redirects
+    };
+    base_query(args.list, listing)
+}

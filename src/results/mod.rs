@@ -1,0 +1,192 @@
+//! `crawldeck pages` and `crawldeck links`: what a crawl found, listed,
+//! filtered and exported from its store (or from the running engine through
+//! its results socket, see `engine::store::remote`).
+
+mod dupes;
+mod links;
+pub mod output;
+pub mod query;
+pub mod rows;
+
+use std::io::Write;
+use std::sync::Arc;
+
+use anyhow::Context;
+
+use crate::engine::store::remote::Results;
+use output::{col, Column, Output};
+pub use query::{Fate, Format, Listing, Query, SortKey};
+use rows::{Row, Rows, RuleOrigins};
+
+/// Runs a listing, writing to `out`. A reader that goes away (`| head`) ends
+/// it quietly.
+pub fn run(query: &Query, out: impl Write) -> anyhow::Result<()> {
+    let results = Results::open(&query.data_dir)
+        .with_context(|| format!("cannot read the crawl in {}", query.data_dir.display()))?;
+    let written = match query.listing {
+        Listing::Pages => list_pages(query, &results, out),
+        Listing::Duplicates => dupes::list(query, &results, out),
+        Listing::Broken => links::broken(query, &results, out),
+        Listing::Redirects => links::redirects(query, &results, out),
+    };
+    match written {
+        Err(e) if is_broken_pipe(&e) => Ok(()),
+        other => other,
+    }
+}
+
+fn is_broken_pipe(e: &anyhow::Error) -> bool {
+    e.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// Every row matching the query's filters, host by host prefix, in URL order.
+pub(crate) fn matching_rows<'a>(
+    query: &'a Query,
+    results: &'a Results,
+    with_referrers: bool,
+) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Row>> + 'a> {
+    let rules = Arc::new(RuleOrigins::load(results)?);
+    // Links left out have no status, fate "blocked" and no answer.
+    let with_filtered = query.status.is_empty()
+        && query.fate.is_none_or(|f| f == Fate::Blocked)
+        && query.listing == Listing::Pages;
+    let mut streams = Vec::new();
+    for prefix in query.url_prefixes() {
+        streams.push(Rows::open(
+            results,
+            &prefix,
+            with_filtered,
+            with_referrers,
+            rules.clone(),
+        )?);
+    }
+    Ok(streams
+        .into_iter()
+        .flatten()
+        .filter_map(move |row| match row {
+            Ok(row) if row.passes(query) => Some(Ok(row)),
+            Ok(_) => None,
+            Err(e) => Some(Err(e.into())),
+        }))
+}
+
+static PAGE_TABLE: [Column; 7] = [
+    col("status", Some(6)),
+    col("type", Some(16)),
+    col("size", Some(9)),
+    col("depth", Some(5)),
+    col("fate", Some(20)),
+    col("url", Some(70)),
+    col("title", None),
+];
+
+static PAGE_FIELDS: [Column; 12] = [
+    col("url", None),
+    col("status", None),
+    col("content_type", None),
+    col("size", None),
+    col("depth", None),
+    col("title", None),
+    col("fetched_at", None),
+    col("fate", None),
+    col("reason", None),
+    col("detail", None),
+    col("referrers", None),
+    col("host", None),
+];
+
+fn page_fields(row: &Row, format: Format) -> Vec<String> {
+    let opt = |s: &Option<String>| s.clone().unwrap_or_default();
+    let status = row.status.map(|s| s.to_string()).unwrap_or_default();
+    if format == Format::Table {
+        let fate = match &row.reason {
+            Some(reason) => format!("{}: {reason}", row.fate),
+            None => row.fate.to_string(),
+        };
+        let size = if row.size > 0 {
+            crate::text::human_bytes(row.size)
+        } else {
+            String::new()
+        };
+        let title = row.title.clone().or(row.detail.clone()).unwrap_or_default();
+        return vec![
+            status,
+            opt(&row.content_type),
+            size,
+            row.depth.to_string(),
+            fate,
+            row.url.clone(),
+            title,
+        ];
+    }
+    vec![
+        row.url.clone(),
+        status,
+        opt(&row.content_type),
+        row.size.to_string(),
+        row.depth.to_string(),
+        opt(&row.title),
+        row.fetched_at.clone(),
+        row.fate.to_string(),
+        opt(&row.reason),
+        opt(&row.detail),
+        row.referrers.join(" "),
+        row.host.clone(),
+    ]
+}
+
+fn list_pages(query: &Query, results: &Results, out: impl Write) -> anyhow::Result<()> {
+    let columns: &'static [Column] = match query.format {
+        Format::Table => &PAGE_TABLE,
+        _ => &PAGE_FIELDS,
+    };
+    let with_referrers = matches!(query.format, Format::Json | Format::Csv | Format::Tsv);
+    let mut output = Output::start(out, query.format, columns)?;
+    let mut write = |row: &Row| output.row(&page_fields(row, query.format), row);
+    let rows = matching_rows(query, results, with_referrers)?;
+    if query.sort == SortKey::Url {
+        for row in rows.take(query.limit.unwrap_or(usize::MAX)) {
+            write(&row?)?;
+        }
+    } else {
+        for row in sorted(rows, query.sort, query.limit)? {
+            write(&row)?;
+        }
+    }
+    output.finish()?;
+    Ok(())
+}
+
+/// Rows in `key` order. With a limit only twice that many are held at once.
+fn sorted(
+    rows: impl Iterator<Item = anyhow::Result<Row>>,
+    key: SortKey,
+    limit: Option<usize>,
+) -> anyhow::Result<Vec<Row>> {
+    let order = |a: &Row, b: &Row| match key {
+        SortKey::Url => a.url.cmp(&b.url),
+        SortKey::Status => (a.status.is_none(), a.status).cmp(&(b.status.is_none(), b.status)),
+        SortKey::Size => b.size.cmp(&a.size),
+        SortKey::Depth => a.depth.cmp(&b.depth),
+        SortKey::Fetched => a.fetched_at_unix_ms.cmp(&b.fetched_at_unix_ms),
+    };
+    let mut held = Vec::new();
+    for row in rows {
+        held.push(row?);
+        if let Some(limit) = limit {
+            if held.len() >= limit.saturating_mul(2).max(1024) {
+                held.sort_by(order);
+                held.truncate(limit);
+            }
+        }
+    }
+    held.sort_by(order);
+    if let Some(limit) = limit {
+        held.truncate(limit);
+    }
+    Ok(held)
+}

@@ -1,0 +1,324 @@
+//! One row per URL: page records and links left out, walked side by side in
+//! URL order with their referrers, so a listing of any size streams.
+
+use std::collections::HashMap;
+use std::iter::Peekable;
+
+use serde::Serialize;
+
+use super::query::{Fate, Query};
+use crate::engine::store::remote::Results;
+use crate::engine::store::{FilteredUrl, PageOutcome, PageRecord, StoreError};
+
+type Entries<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
+type ReferrerStream = Peekable<Entries<(String, Vec<String>)>>;
+
+/// What a listing shows of one URL.
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    /// The normalized URL.
+    pub url: String,
+    /// Its host key.
+    pub host: String,
+    /// The HTTP status, if there was an answer.
+    pub status: Option<u16>,
+    /// The answer's media type.
+    pub content_type: Option<String>,
+    /// Body bytes.
+    pub size: u64,
+    /// Link hops from a seed.
+    pub depth: u32,
+    /// The page's title.
+    pub title: Option<String>,
+    /// When it was fetched (or given up, or found), RFC 3339.
+    pub fetched_at: String,
+    /// The page it was first found on, then a few more.
+    pub referrers: Vec<String>,
+    /// What became of it.
+    pub fate: &'static str,
+    /// Why, for a URL not fetched or failed: `robots`, `rule 3`, `trap alert 2`,
+    /// `scope`, `depth`, `extension`, `host`, or the error kind.
+    pub reason: Option<String>,
+    /// More: the redirect's target, the first URL of a duplicate, the error
+    /// message, the rule, why a host was given up.
+    pub detail: Option<String>,
+    #[serde(skip)]
+    pub(super) fetched_at_unix_ms: u64,
+    #[serde(skip)]
+    pub(super) reason_class: Option<String>,
+}
+
+/// Which rule ids came from accepted trap alerts (id → alert id).
+#[derive(Default)]
+pub struct RuleOrigins(HashMap<u64, u64>);
+
+impl RuleOrigins {
+    /// Reads the rules' origins (`… (alert #N)`).
+    pub fn load(results: &Results) -> Result<RuleOrigins, StoreError> {
+        let mut map = HashMap::new();
+        for (id, origin) in results.rule_origins()? {
+            let alert = origin
+                .rsplit_once("alert #")
+                .and_then(|(_, rest)| rest.trim_end_matches(')').parse().ok());
+            if let Some(alert) = alert {
+                map.insert(id, alert);
+            }
+        }
+        Ok(RuleOrigins(map))
+    }
+}
+
+impl Row {
+    /// The row of a page record.
+    pub fn of_page(p: PageRecord, rules: &RuleOrigins) -> Row {
+        let (fate, status, reason, detail): (Fate, _, Option<String>, _) = match p.outcome {
+            PageOutcome::Fetched { status } => (Fate::Fetched, Some(status), None, None),
+            PageOutcome::NotModified => (Fate::Fetched, Some(304), None, None),
+            PageOutcome::Redirect { status, location } => {
+                (Fate::Redirect, Some(status), None, Some(location))
+            }
+            PageOutcome::Duplicate { of } => (Fate::Duplicate, Some(200), None, Some(of)),
+            PageOutcome::Error { kind, message } => (Fate::Error, None, Some(kind), Some(message)),
+            PageOutcome::RobotsDenied => (Fate::Blocked, None, Some("robots".into()), None),
+            PageOutcome::Blocked { rule_id, rule } => {
+                let reason = match rules.0.get(&rule_id) {
+                    Some(alert) => format!("trap alert {alert} (rule {rule_id})"),
+                    None => format!("rule {rule_id}"),
+                };
+                (Fate::Blocked, None, Some(reason), Some(rule))
+            }
+            PageOutcome::NotCrawled { reason } => {
+                (Fate::Blocked, None, Some("host".into()), Some(reason))
+            }
+        };
+        let reason_class = reason
+            .as_deref()
+            .map(|r| r.split(' ').next().unwrap_or(r).to_string());
+        Row {
+            fetched_at: rfc3339(p.fetched_at_unix_ms),
+            fetched_at_unix_ms: p.fetched_at_unix_ms,
+            url: p.url,
+            host: p.host,
+            status,
+            content_type: p.content_type,
+            size: p.bytes,
+            depth: p.depth,
+            title: p.title,
+            referrers: Vec::new(),
+            fate: fate.label(),
+            reason_class,
+            reason,
+            detail,
+        }
+    }
+
+    /// The row of a link that was not queued.
+    pub fn of_filtered(f: FilteredUrl) -> Row {
+        let reason = f.reason.label().to_string();
+        Row {
+            fetched_at: rfc3339(f.found_at_unix_ms),
+            fetched_at_unix_ms: f.found_at_unix_ms,
+            url: f.url,
+            host: f.host,
+            status: None,
+            content_type: None,
+            size: 0,
+            depth: f.depth,
+            title: None,
+            referrers: Vec::new(),
+            fate: Fate::Blocked.label(),
+            reason_class: Some(reason.clone()),
+            reason: Some(reason),
+            detail: None,
+        }
+    }
+
+    /// Whether the row passes the query's filters.
+    pub fn passes(&self, q: &Query) -> bool {
+        q.status_matches(self.status)
+            && q.fate.is_none_or(|f| f.label() == self.fate)
+            && q.by
+                .as_deref()
+                .is_none_or(|by| self.reason_class.as_deref() == Some(by))
+            && q.host.as_deref().is_none_or(|h| h == self.host)
+    }
+}
+
+fn rfc3339(unix_ms: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_millis(unix_ms);
+    humantime::format_rfc3339_millis(t).to_string()
+}
+
+/// Every row under `prefix` in URL order: page records, then (for URLs
+/// without one) links left out; with their referrers if `referrers`.
+pub struct Rows {
+    pages: Peekable<Entries<PageRecord>>,
+    filtered: Option<Peekable<Entries<FilteredUrl>>>,
+    referrers: Option<ReferrerStream>,
+    rules: std::sync::Arc<RuleOrigins>,
+}
+
+impl Rows {
+    /// Opens the streams under `prefix`. Links left out are skipped when the
+    /// query can only match pages with an answer.
+    pub fn open(
+        results: &Results,
+        prefix: &str,
+        with_filtered: bool,
+        with_referrers: bool,
+        rules: std::sync::Arc<RuleOrigins>,
+    ) -> Result<Rows, StoreError> {
+        Ok(Rows {
+            pages: results.pages(prefix)?.peekable(),
+            filtered: if with_filtered {
+                Some(results.filtered(prefix)?.peekable())
+            } else {
+                None
+            },
+            referrers: if with_referrers {
+                Some(results.referrer_entries(prefix)?.peekable())
+            } else {
+                None
+            },
+            rules,
+        })
+    }
+
+    fn next_row(&mut self) -> Option<Result<Row, StoreError>> {
+        let rules = &self.rules;
+        let page_url = match self.pages.peek() {
+            Some(Ok(p)) => Some(p.url.as_str()),
+            Some(Err(_)) => return self.pages.next().map(|r| r.map(|p| Row::of_page(p, rules))),
+            None => None,
+        };
+        if let Some(filtered) = &mut self.filtered {
+            // A page record wins over a link left out (a URL too deep from
+            // one page may have been fetched from another).
+            loop {
+                let take = match (filtered.peek(), page_url) {
+                    (Some(Err(_)), _) => true,
+                    (Some(Ok(f)), Some(url)) if f.url.as_str() == url => {
+                        filtered.next();
+                        continue;
+                    }
+                    (Some(Ok(f)), Some(url)) => f.url.as_str() < url,
+                    (Some(Ok(_)), None) => true,
+                    (None, _) => false,
+                };
+                if take {
+                    return filtered.next().map(|r| r.map(Row::of_filtered));
+                }
+                break;
+            }
+        }
+        self.pages.next().map(|r| r.map(|p| Row::of_page(p, rules)))
+    }
+
+    fn attach_referrers(&mut self, row: &mut Row) -> Result<(), StoreError> {
+        let Some(refs) = &mut self.referrers else {
+            return Ok(());
+        };
+        loop {
+            match refs.peek() {
+                Some(Ok((url, _))) if url.as_str() < row.url.as_str() => {
+                    refs.next();
+                }
+                Some(Ok((url, _))) if *url == row.url => {
+                    if let Some(Ok((_, list))) = refs.next() {
+                        row.referrers = list;
+                    }
+                    return Ok(());
+                }
+                Some(Err(_)) => return refs.next().map_or(Ok(()), |r| r.map(|_| ())),
+                _ => return Ok(()),
+            }
+        }
+    }
+}
+
+impl Iterator for Rows {
+    type Item = Result<Row, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut row = match self.next_row()? {
+            Ok(row) => row,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(self.attach_referrers(&mut row).map(|()| row))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::query::{Format, Listing, SortKey};
+
+    fn query(fate: Option<Fate>, by: Option<&str>) -> Query {
+        Query {
+            data_dir: "/nowhere".into(),
+            listing: Listing::Pages,
+            format: Format::Json,
+            status: Vec::new(),
+            fate,
+            by: by.map(str::to_string),
+            host: None,
+            limit: None,
+            sort: SortKey::Url,
+        }
+    }
+
+    fn row(outcome: PageOutcome, rules: &RuleOrigins) -> Row {
+        Row::of_page(
+            PageRecord::without_fetch("http://h.example/x", "h.example", 1, 0, outcome),
+            rules,
+        )
+    }
+
+    #[test]
+    fn each_fate_names_its_reason_and_passes_its_by_filter() {
+        let rules = RuleOrigins(HashMap::from([(5, 2)]));
+        let blocked = |rule_id| PageOutcome::Blocked {
+            rule_id,
+            rule: "regex ^/x".into(),
+        };
+        let cases = [
+            (row(PageOutcome::RobotsDenied, &rules), "robots", "robots"),
+            (row(blocked(4), &rules), "rule", "rule 4"),
+            (row(blocked(5), &rules), "trap", "trap alert 2 (rule 5)"),
+            (
+                row(
+                    PageOutcome::Error {
+                        kind: "timeout".into(),
+                        message: "slow".into(),
+                    },
+                    &rules,
+                ),
+                "timeout",
+                "timeout",
+            ),
+        ];
+        for (row, by, reason) in &cases {
+            assert_eq!(row.reason.as_deref(), Some(*reason));
+            assert!(
+                row.passes(&query(None, Some(by))),
+                "{reason} passes --by {by}"
+            );
+            for (other, other_by, _) in &cases {
+                if other_by != by {
+                    assert!(!other.passes(&query(None, Some(by))));
+                }
+            }
+        }
+        assert!(cases[1].0.passes(&query(Some(Fate::Blocked), None)));
+        assert!(!cases[3].0.passes(&query(Some(Fate::Blocked), None)));
+        let filtered = Row::of_filtered(FilteredUrl {
+            url: "http://elsewhere.example/".into(),
+            host: "elsewhere.example".into(),
+            depth: 2,
+            reason: crate::engine::store::FilterReason::Scope,
+            found_at_unix_ms: 0,
+        });
+        assert!(filtered.passes(&query(Some(Fate::Blocked), Some("scope"))));
+        assert!(!filtered.passes(&query(Some(Fate::Blocked), Some("depth"))));
+    }
+}

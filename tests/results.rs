@@ -1,0 +1,329 @@
+//! `crawldeck pages` and `crawldeck links` on a crawl of the demo web: the
+//! real binary's output, parsed back with CSV and JSON readers; and a listing
+//! of a crawl that is still running, read through its engine.
+
+mod common;
+
+use std::collections::{BTreeSet, HashSet};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use crawldeck::demo::{blog_disallowed_paths, SiteKind, SHOP_BROKEN_PATH};
+use crawldeck::engine::telemetry::CrawlState;
+use serde_json::Value;
+
+/// No listing may take longer than this.
+const LISTING_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs the binary, killed if it outlives [`LISTING_LIMIT`].
+fn crawldeck(args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let started = Instant::now();
+    // Read while waiting, so a large listing cannot fill the pipe and stall.
+    let out = std::thread::spawn(move || child_output(child));
+    while !out.is_finished() {
+        assert!(started.elapsed() < LISTING_LIMIT, "listing {args:?} hangs");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    out.join().expect("output reader")
+}
+
+fn child_output(child: std::process::Child) -> Output {
+    child.wait_with_output().expect("the listing ends")
+}
+
+fn ok_stdout(args: &[&str]) -> String {
+    let out = crawldeck(args);
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+fn json_lines(args: &[&str]) -> Vec<Value> {
+    ok_stdout(args)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?} is not JSON: {e}")))
+        .collect()
+}
+
+fn path_of(url: &str) -> String {
+    url::Url::parse(url).expect("a URL").path().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_of_the_demo_web() {
+    let demo = common::start_demo(vec![
+        SiteKind::Shop,
+        SiteKind::Blog,
+        SiteKind::Dupes,
+        SiteKind::RedirectLoop,
+    ])
+    .await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    common::crawl(common::test_config(&demo), dir.path()).await;
+    let data = dir.path().to_str().expect("UTF-8 path").to_string();
+    let shop = demo.base_url(SiteKind::Shop);
+    let blog = demo.base_url(SiteKind::Blog);
+    let loops = demo.base_url(SiteKind::RedirectLoop);
+    tokio::task::spawn_blocking(move || {
+        broken_links_name_their_referrers(&data);
+        host_lists_keep_one_host(&data, &shop, &blog);
+        redirect_chains_end_where_the_shop_moved(&data, &shop);
+        a_redirect_loop_is_one_chain_that_says_so(&data, &loops);
+        robots_listing_is_exactly_what_robots_kept_out(&data);
+        near_duplicates_are_grouped(&data);
+        csv_and_json_parse_back(&data);
+    })
+    .await
+    .expect("checks pass");
+    drop(demo);
+}
+
+fn broken_links_name_their_referrers(data: &str) {
+    let broken = json_lines(&["links", data, "--broken", "--json"]);
+    let target = broken
+        .iter()
+        .find(|b| path_of(b["url"].as_str().unwrap()) == SHOP_BROKEN_PATH)
+        .unwrap_or_else(|| panic!("{SHOP_BROKEN_PATH} is listed as broken: {broken:?}"));
+    assert_eq!(target["status"], 404);
+    let referrers: BTreeSet<String> = target["referrers"]
+        .as_array()
+        .expect("referrers")
+        .iter()
+        .map(|r| path_of(r.as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        referrers,
+        BTreeSet::from(["/about.html".into(), "/sale/".into()])
+    );
+    assert!(
+        broken
+            .iter()
+            .all(|b| b["status"].as_u64().is_none_or(|s| s >= 400)),
+        "only 4xx, 5xx and failures are broken: {broken:?}"
+    );
+}
+
+/// `--host` keeps one host's URLs: what the detail view's lists use.
+fn host_lists_keep_one_host(data: &str, shop: &url::Url, blog: &url::Url) {
+    let host_of = |u: &url::Url| format!("{}:{}", u.host_str().unwrap(), u.port().unwrap());
+    let (shop_host, blog_host) = (host_of(shop), host_of(blog));
+    let shop_broken = json_lines(&["links", data, "--broken", "--host", &shop_host, "--json"]);
+    assert!(shop_broken
+        .iter()
+        .any(|b| path_of(b["url"].as_str().unwrap()) == SHOP_BROKEN_PATH));
+    let blog_broken = json_lines(&["links", data, "--broken", "--host", &blog_host, "--json"]);
+    assert!(blog_broken
+        .iter()
+        .all(|b| b["url"].as_str().unwrap().starts_with(blog.as_str())));
+    let blog_pages = json_lines(&["pages", data, "--host", blog.as_str(), "--json"]);
+    assert!(!blog_pages.is_empty());
+    assert!(blog_pages.iter().all(|p| p["host"] == blog_host.as_str()));
+}
+
+fn redirect_chains_end_where_the_shop_moved(data: &str, shop: &url::Url) {
+    let shop_host = format!("{}:{}", shop.host_str().unwrap(), shop.port().unwrap());
+    let chains = json_lines(&["links", data, "--redirects", "--host", &shop_host, "--json"]);
+    assert!(!chains.is_empty(), "the shop's /old-* pages redirect");
+    for chain in &chains {
+        let hops = chain["chain"].as_array().expect("hops");
+        let from = path_of(hops[0]["url"].as_str().unwrap());
+        let end = hops.last().unwrap();
+        assert!(from.starts_with("/old-"), "{chain}");
+        assert_eq!(hops[0]["status"], 301, "{chain}");
+        assert_eq!(
+            path_of(end["url"].as_str().unwrap()),
+            from.replacen("/old-", "/", 1)
+        );
+        assert_eq!(end["status"], 200, "{chain}");
+        assert!(hops[0]["url"].as_str().unwrap().starts_with(shop.as_str()));
+    }
+    let table = ok_stdout(&["links", data, "--redirects", "--host", &shop_host, "--tsv"]);
+    assert!(table.contains("/old-about.html [301] → "), "{table}");
+}
+
+fn a_redirect_loop_is_one_chain_that_says_so(data: &str, site: &url::Url) {
+    let host = format!("{}:{}", site.host_str().unwrap(), site.port().unwrap());
+    let chains = json_lines(&["links", data, "--redirects", "--host", &host, "--json"]);
+    let looped = chains
+        .iter()
+        .find(|c| path_of(c["from"].as_str().unwrap()) == "/a")
+        .unwrap_or_else(|| panic!("the /a ↔ /b loop is listed: {chains:?}"));
+    let hops: Vec<(String, Value)> = looped["chain"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (path_of(h["url"].as_str().unwrap()), h["fate"].clone()))
+        .collect();
+    assert_eq!(hops.len(), 3, "{hops:?}");
+    assert_eq!((hops[1].0.as_str(), hops[2].0.as_str()), ("/b", "/a"));
+    assert_eq!(hops[2].1, "loop");
+    assert!(
+        !chains
+            .iter()
+            .any(|c| path_of(c["from"].as_str().unwrap()) == "/b"),
+        "one loop is one chain"
+    );
+}
+
+fn robots_listing_is_exactly_what_robots_kept_out(data: &str) {
+    let denied = json_lines(&[
+        "pages", data, "--fate", "blocked", "--by", "robots", "--json",
+    ]);
+    let paths: BTreeSet<String> = denied
+        .iter()
+        .map(|p| {
+            assert_eq!(p["reason"], "robots");
+            assert!(p["status"].is_null(), "never fetched: {p}");
+            path_of(p["url"].as_str().unwrap())
+        })
+        .collect();
+    let expected: BTreeSet<String> = blog_disallowed_paths()
+        .iter()
+        .map(|p| p.to_string())
+        .collect();
+    assert_eq!(paths, expected);
+}
+
+fn near_duplicates_are_grouped(data: &str) {
+    let groups = json_lines(&["pages", data, "--duplicates", "--json"]);
+    let near = groups
+        .iter()
+        .filter(|g| g["kind"] == "near")
+        .find(|g| {
+            let urls = g["urls"].as_array().unwrap();
+            urls.iter()
+                .filter(|u| path_of(u.as_str().unwrap()).starts_with("/near/"))
+                .count()
+                >= 2
+        })
+        .unwrap_or_else(|| panic!("a near-duplicate group of the dupes host: {groups:?}"));
+    assert_eq!(near["first"], near["urls"][0]);
+    let exact = groups
+        .iter()
+        .find(|g| {
+            g["kind"] == "exact" && path_of(g["first"].as_str().unwrap()).starts_with("/copy/")
+        })
+        .expect("the byte-identical copies form an exact group");
+    assert!(exact["urls"].as_array().unwrap().len() >= 2);
+}
+
+fn csv_and_json_parse_back(data: &str) {
+    let json = json_lines(&["pages", data, "--json"]);
+    let csv_text = ok_stdout(&["pages", data, "--csv"]);
+    let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
+    let headers = reader.headers().expect("a header line").clone();
+    assert_eq!(&headers[0], "url");
+    let rows: Vec<csv::StringRecord> = reader.records().map(|r| r.expect("a CSV row")).collect();
+    assert_eq!(rows.len(), json.len(), "CSV and JSON list the same URLs");
+    for (row, value) in rows.iter().zip(&json) {
+        assert_eq!(&row[0], value["url"].as_str().unwrap());
+        assert_eq!(row.len(), headers.len());
+    }
+    let statuses = json_lines(&["pages", data, "--status", "4xx", "--json"]);
+    assert!(!statuses.is_empty());
+    assert!(statuses
+        .iter()
+        .all(|p| (400..500).contains(&p["status"].as_u64().unwrap())));
+    let limited = json_lines(&["pages", data, "--sort", "size", "--limit", "3", "--json"]);
+    let sizes: Vec<u64> = limited
+        .iter()
+        .map(|p| p["size"].as_u64().unwrap())
+        .collect();
+    let largest = json
+        .iter()
+        .map(|p| p["size"].as_u64().unwrap())
+        .max()
+        .unwrap();
+    assert_eq!(sizes.len(), 3);
+    assert_eq!(sizes[0], largest);
+    assert!(sizes.windows(2).all(|w| w[0] >= w[1]));
+}
+
+#[test]
+fn bad_filters_and_missing_crawls_are_named() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().to_str().unwrap();
+    let out = crawldeck(&["pages", data, "--status", "9xx"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("404,5xx"));
+    let out = crawldeck(&["pages", data, "--fate", "lost"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("blocked"));
+    let out = crawldeck(&["pages", data]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds no crawl"));
+    assert!(!dir.path().join("db").exists(), "a listing creates nothing");
+}
+
+/// While a crawl runs, its store is locked by the engine; a listing reads
+/// through the engine's results socket and gets whole, ordered records.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_running_crawl_is_listed_through_its_engine() {
+    let demo = common::start_demo(vec![SiteKind::Shop]).await;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = crawldeck::engine::start(common::test_config(&demo), dir.path(), async {
+        let _ = stop_rx.await;
+    })
+    .await
+    .expect("engine starts");
+    let mut snapshots = running.handle.snapshots.clone();
+    tokio::time::timeout(common::CRAWL_LIMIT, async {
+        while snapshots.borrow().counters.pages_fetched < 40 {
+            snapshots.changed().await.expect("engine runs");
+        }
+    })
+    .await
+    .expect("40 pages within the limit");
+    let data = dir.path().to_str().unwrap().to_string();
+    let live = {
+        let data = data.clone();
+        tokio::task::spawn_blocking(move || json_lines(&["pages", &data, "--json"]))
+            .await
+            .expect("listing runs")
+    };
+    let still_running = snapshots.borrow().state != CrawlState::Done;
+    assert!(
+        still_running,
+        "the crawl was still running during the listing"
+    );
+    assert!(live.len() >= 40, "{} records", live.len());
+    let urls: Vec<&str> = live.iter().map(|p| p["url"].as_str().unwrap()).collect();
+    assert!(
+        urls.windows(2).all(|w| w[0] < w[1]),
+        "URL order, each URL once"
+    );
+    assert!(live
+        .iter()
+        .all(|p| p["fate"].is_string() && p["host"].is_string()));
+
+    let _ = stop_tx.send(());
+    tokio::time::timeout(common::CRAWL_LIMIT, running.done)
+        .await
+        .expect("the crawl stops")
+        .expect("no panic")
+        .expect("no engine error");
+    assert!(
+        !dir.path().join("results.sock").exists(),
+        "the socket goes with the engine"
+    );
+    let after = tokio::task::spawn_blocking(move || json_lines(&["pages", &data, "--json"]))
+        .await
+        .expect("listing runs");
+    let after_urls: HashSet<&str> = after.iter().map(|p| p["url"].as_str().unwrap()).collect();
+    assert!(
+        urls.iter().all(|u| after_urls.contains(u)),
+        "nothing listed live is lost"
+    );
+    drop(demo);
+}
