@@ -83,7 +83,11 @@ pub const BLOCK_REASONS: &[&str] = &[
     "depth",
     "extension",
     "host",
+    PRIVATE_ADDRESS,
 ];
+
+/// The error kind of a URL the private-address guard refused: listed as blocked.
+pub const PRIVATE_ADDRESS: &str = "private-address";
 
 /// Error kinds the engine records (`PageOutcome::Error`), also taken by `--by`.
 pub const ERROR_KINDS: &[&str] = &[

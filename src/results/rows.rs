@@ -6,7 +6,7 @@ use std::iter::Peekable;
 
 use serde::Serialize;
 
-use super::query::{Fate, Query};
+use super::query::{Fate, Query, PRIVATE_ADDRESS};
 use crate::engine::store::remote::Results;
 use crate::engine::store::{FilteredUrl, PageOutcome, PageRecord, StoreError};
 
@@ -78,6 +78,10 @@ impl Row {
                 (Fate::Redirect, Some(status), None, Some(location))
             }
             PageOutcome::Duplicate { of } => (Fate::Duplicate, Some(200), None, Some(of)),
+            // Refused by policy, not failed: a private address is a reason for blocking.
+            PageOutcome::Error { kind, message } if kind == PRIVATE_ADDRESS => {
+                (Fate::Blocked, None, Some(kind), Some(message))
+            }
             PageOutcome::Error { kind, message } => (Fate::Error, None, Some(kind), Some(message)),
             PageOutcome::RobotsDenied => (Fate::Blocked, None, Some("robots".into()), None),
             PageOutcome::Blocked { rule_id, rule } => {
@@ -319,6 +323,15 @@ mod tests {
             found_at_unix_ms: 0,
         });
         assert!(filtered.passes(&query(Some(Fate::Blocked), Some("scope"))));
+        let refused = row(
+            PageOutcome::Error {
+                kind: PRIVATE_ADDRESS.into(),
+                message: "10.0.0.1 is a private (RFC 1918) address, refused".into(),
+            },
+            &rules,
+        );
+        assert!(refused.passes(&query(Some(Fate::Blocked), Some(PRIVATE_ADDRESS))));
+        assert!(!refused.passes(&query(Some(Fate::Error), None)));
         assert!(!filtered.passes(&query(Some(Fate::Blocked), Some("depth"))));
     }
 }
