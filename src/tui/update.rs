@@ -40,10 +40,25 @@ pub enum Msg {
     },
     /// SIGTERM or similar: checkpoint and exit as for Ctrl-C.
     Terminate,
+    /// The hosts table was drawn this many rows high.
+    HostRows(usize),
 }
 
-/// Applies one message to the model; returns what the run loop must do.
+/// Applies one message to the model; returns what the run loop must do,
+/// ending with the new hosts window when what is on screen changed.
 pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
+    let mut effects = apply(model, msg);
+    model.clamp_selection();
+    let window = model.host_window();
+    if window != model.window_sent {
+        model.window_sent = window.clone();
+        effects.push(Effect::Window(window));
+    }
+    effects
+}
+
+/// What one message does to the model.
+fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Key(key) if key.kind == KeyEventKind::Release => Vec::new(),
         Msg::Key(key) => on_key(model, key),
@@ -78,6 +93,10 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
         // A signal to a viewer ends the viewer, never the crawl it watches.
         Msg::Terminate if model.attached => vec![Effect::Quit(TuiExit::Detach)],
         Msg::Terminate => begin_quit(model),
+        Msg::HostRows(rows) => {
+            model.host_rows = rows;
+            Vec::new()
+        }
     }
 }
 
