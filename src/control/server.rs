@@ -1,7 +1,8 @@
 //! The engine's side of the control socket: accept viewers of this user only,
 //! shake hands, then for each connection forward its commands to the hub and
 //! write snapshots (latest wins, cut to the viewer's hosts window) and events
-//! (bounded, dropped with a count) until the engine stops or the viewer leaves. A viewer that vanishes changes
+//! (bounded, dropped with a count; fetches only of the open detail host) until
+//! the engine stops or the viewer leaves. A viewer that vanishes changes
 //! nothing in the crawl.
 
 use std::os::unix::fs::PermissionsExt;
@@ -19,7 +20,7 @@ use tokio::task::JoinHandle;
 use super::hub::{Hub, Viewer, VIEWER_QUEUE};
 use super::protocol::{recv, send, transport, ClientMsg, ServerMsg, WireError, PROTOCOL_VERSION};
 use crate::engine::host_window::HostWindow;
-use crate::engine::telemetry::{CrawlState, Snapshot};
+use crate::engine::telemetry::{CrawlState, EngineEvent, Snapshot};
 
 /// How long a new connection may take to say hello.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -178,7 +179,10 @@ where
     loop {
         tokio::select! {
             event = viewer.events.recv() => match event {
-                Some(event) => send(sink, &ServerMsg::Event(event)).await?,
+                Some(event) if for_window(&event, &window.borrow()) => {
+                    send(sink, &ServerMsg::Event(event)).await?
+                }
+                Some(_) => {}
                 None => break,
             },
             changed = viewer.snapshots.changed(), if snapshots_open => match changed {
@@ -211,6 +215,15 @@ where
     let msg = snapshot_msg(&viewer, &last, &window.borrow());
     send(sink, &msg).await?;
     send(sink, &ServerMsg::Gone { reason }).await
+}
+
+/// Whether the viewer gets `event`: a fetch is part of its host's detail,
+/// sent only while that detail is open; every other event goes to all.
+fn for_window(event: &EngineEvent, window: &HostWindow) -> bool {
+    match event {
+        EngineEvent::Fetched { host, .. } => window.detail.as_ref() == Some(host),
+        _ => true,
+    }
 }
 
 /// `whole` cut to the viewer's window, with the events it has lost.

@@ -8,7 +8,7 @@ use tokio::sync::watch;
 use super::client::loopback;
 use super::protocol::{encode, ServerMsg};
 use crate::engine::host_window::{ordered, HostWindow, SortColumn};
-use crate::engine::telemetry::{HostView, Snapshot};
+use crate::engine::telemetry::{EngineEvent, HostView, Level, Snapshot};
 use crate::engine::EngineHandle;
 
 /// A frame with a 20-row window stays under this, however many hosts there are.
@@ -128,4 +128,50 @@ async fn a_viewer_gets_its_window_of_hosts_and_the_detail_it_opened() {
     assert_eq!(detail, &whole.hosts[7]);
     assert_eq!(detail.queue_head.len(), 5);
     assert!(frame_len(&detailed) < WINDOW_FRAME_LIMIT);
+}
+
+fn fetched(host: &str) -> EngineEvent {
+    EngineEvent::Fetched {
+        host: host.into(),
+        url: format!("http://{host}/"),
+        status: Some(200),
+        latency: Duration::from_millis(5),
+        bytes: 100,
+        error: None,
+    }
+}
+
+#[tokio::test]
+async fn fetches_reach_a_viewer_only_for_the_host_whose_detail_is_open() {
+    let (handle, engine) = EngineHandle::channel();
+    engine.snapshots.send_replace(Arc::new(wide_snapshot(3)));
+    let mut viewer = loopback(handle).await.unwrap();
+    viewer.control.set_window(HostWindow {
+        detail: Some("host-001.bench.test".into()),
+        ..HostWindow::default()
+    });
+    // The server has the window once a snapshot carries its detail.
+    next_where(&mut viewer.snapshots, |s| s.detail.is_some()).await;
+    for host in [
+        "host-000.bench.test",
+        "host-001.bench.test",
+        "host-002.bench.test",
+    ] {
+        engine.events.send(fetched(host)).await.unwrap();
+    }
+    let marker = EngineEvent::Log {
+        level: Level::Info,
+        message: "end".into(),
+    };
+    engine.events.send(marker.clone()).await.unwrap();
+    let mut got = Vec::new();
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), viewer.events.recv()).await;
+        let event = event.expect("events in time").expect("events open");
+        if event == marker {
+            break;
+        }
+        got.push(event);
+    }
+    assert_eq!(got, [fetched("host-001.bench.test")]);
 }
