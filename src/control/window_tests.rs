@@ -7,7 +7,8 @@ use tokio::sync::watch;
 
 use super::client::loopback;
 use super::protocol::{encode, ServerMsg};
-use crate::engine::host_window::{ordered, HostWindow, SortColumn};
+use crate::engine::host_order::ordered;
+use crate::engine::host_window::{HostWindow, SortColumn};
 use crate::engine::telemetry::{EngineEvent, HostView, Level, Snapshot};
 use crate::engine::EngineHandle;
 

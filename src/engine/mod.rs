@@ -14,6 +14,7 @@ pub(crate) mod dedup;
 pub(crate) mod extract;
 pub(crate) mod fetch;
 pub(crate) mod frontier;
+pub mod host_order;
 pub mod host_window;
 mod hosts;
 mod outbox;

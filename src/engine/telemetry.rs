@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::control::{CommandResult, HostKey, RuleSpec};
+use super::host_window::HostWindow;
 
 /// Number of front-queue priority levels (0 = highest priority).
 pub const PRIORITY_LEVELS: usize = 5;
@@ -429,6 +430,8 @@ pub struct WindowInfo {
     pub listed: usize,
     /// Every listed host the operator paused, by key (`status` names them).
     pub paused: Vec<HostKey>,
+    /// The window this snapshot was cut to, as the viewer asked it.
+    pub asked: HostWindow,
 }
 
 /// The engine's whole state as the TUI and the headless printer show it.

@@ -9,8 +9,9 @@ use tui_input::Input;
 
 use super::keys::{KeyMap, Mode};
 use crate::engine::control::{CommandId, HostKey, PatternKind};
+use crate::engine::host_order::ordered;
+use crate::engine::host_window::HostWindow;
 pub use crate::engine::host_window::SortColumn;
-use crate::engine::host_window::{ordered, HostWindow};
 use crate::engine::telemetry::{HostView, Level, Snapshot};
 
 /// Log lines kept; the oldest go first.
@@ -268,10 +269,19 @@ impl Model {
                 .push_back((snap.pages_per_sec.max(0.0) * 10.0).round() as u64);
         }
         self.latest = snap.clone();
-        if !self.frozen {
+        if !self.frozen || self.answers_new_window(&snap) {
             self.shown = snap;
         }
         self.clamp_selection();
+    }
+
+    /// Whether `snap` is cut to the window now on screen while the shown
+    /// one is cut to an older window: a frozen table scrolled over the socket
+    /// needs the rows it scrolls to.
+    fn answers_new_window(&self, snap: &Snapshot) -> bool {
+        let asked = |s: &Snapshot| s.window.as_ref().map(|w| w.asked.clone());
+        let now = Some(self.window_sent.clone());
+        asked(snap) == now && asked(&self.shown) != now
     }
 
     /// Appends to the log, stamped with the crawl's elapsed time.

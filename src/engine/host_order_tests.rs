@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::host_window::{MAX_FILTER_CHARS, MAX_WINDOW_ROWS};
 
 fn host(name: &str, queued: u64) -> HostView {
     HostView {
