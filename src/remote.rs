@@ -106,12 +106,7 @@ impl StatusReport {
                 breaker_open: snapshot.hosts_breaker_open,
                 robots_pending: snapshot.hosts_robots_pending,
             },
-            paused_hosts: snapshot
-                .hosts
-                .iter()
-                .filter(|h| h.paused)
-                .map(|h| h.host.clone())
-                .collect(),
+            paused_hosts: snapshot.paused_hosts(),
             rules: snapshot
                 .rules
                 .iter()

@@ -14,6 +14,7 @@ use common::start_demo;
 use crawldeck::control::client::{self, Connection};
 use crawldeck::demo::SiteKind;
 use crawldeck::engine::control::{Command as EngineCommand, Target};
+use crawldeck::engine::host_window::{HostWindow, MAX_WINDOW_ROWS};
 use crawldeck::engine::telemetry::{CrawlState, EngineEvent, Snapshot};
 use crawldeck::engine::url_norm::host_key;
 use crawldeck::remote::StatusReport;
@@ -73,6 +74,14 @@ async fn connect(dir: &Path, read_only: bool) -> Connection {
     }
 }
 
+/// A window on the whole hosts list.
+fn every_host() -> HostWindow {
+    HostWindow {
+        rows: MAX_WINDOW_ROWS,
+        ..HostWindow::default()
+    }
+}
+
 /// Waits until a viewer's snapshot satisfies `pred`.
 async fn until(
     snapshots: &mut watch::Receiver<Arc<Snapshot>>,
@@ -112,6 +121,9 @@ async fn two_viewers_steer_one_crawl_and_it_outlives_them() {
     let (a_viewer, b_viewer) = (a.viewer, b.viewer);
     let (a, _) = a.into_handle();
     let (mut b, _) = b.into_handle();
+    // Each asks for every host: snapshots carry only the hosts a viewer shows.
+    a.control.set_window(every_host());
+    b.control.set_window(every_host());
     let mut a_snaps = a.snapshots.clone();
     until(&mut b.snapshots, "the paused start", |s| {
         s.state == CrawlState::Paused
@@ -227,6 +239,7 @@ async fn two_viewers_steer_one_crawl_and_it_outlives_them() {
     drop(b);
     let again = connect(&data, true).await;
     let (mut again, _) = again.into_handle();
+    again.control.set_window(every_host());
     until(&mut again.snapshots, "the state after re-attaching", |s| {
         s.state == CrawlState::Paused
             && steered(s)

@@ -18,3 +18,5 @@ pub mod server;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod window_tests;

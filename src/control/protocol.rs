@@ -1,7 +1,8 @@
 //! The wire form of the engine's control API: length-delimited frames
 //! (`tokio_util`'s codec), each one JSON message. A connection opens with
-//! `Hello` → `Welcome` (or `Refused`); then the client sends commands and the
-//! server sends snapshots and events until one side leaves.
+//! `Hello` → `Welcome` (or `Refused`); then the client sends commands and its
+//! hosts window, and the server sends snapshots (cut to that window) and
+//! events until one side leaves.
 
 use std::sync::Arc;
 
@@ -12,13 +13,14 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::{Framed, LengthDelimitedCodec};
 
 use crate::engine::control::{Command, CommandId};
+use crate::engine::host_window::HostWindow;
 use crate::engine::telemetry::{EngineEvent, Snapshot};
 
 /// Bumped whenever a message changes shape; both sides must agree exactly.
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
-/// The largest frame either side accepts. A snapshot of a wide crawl (500
-/// hosts with their queue heads) is well under this.
+/// The largest frame either side accepts. Even a whole snapshot of a wide
+/// crawl (500 hosts with their queue heads) is well under this.
 pub const MAX_FRAME: usize = 16 << 20;
 
 /// What a client says.
@@ -39,6 +41,9 @@ pub enum ClientMsg {
         /// What to do.
         command: Command,
     },
+    /// The part of the hosts list the viewer shows: snapshots carry only
+    /// those rows, and the detail host in full. Until the first one, none.
+    Window(HostWindow),
 }
 
 /// What the server says.
@@ -60,7 +65,7 @@ pub enum ServerMsg {
     },
     /// The engine's latest state (older ones not yet sent are skipped).
     Snapshot {
-        /// The snapshot as the engine published it.
+        /// The engine's snapshot cut to the viewer's window.
         snapshot: Arc<Snapshot>,
         /// Events this viewer lost because it read too slowly.
         dropped_events: u64,

@@ -1,6 +1,6 @@
-//! Feeds an [`EngineHandle`] from a connection: the handle's commands go out,
-//! snapshots and events come in. The front end reading the handle cannot tell
-//! it from the engine's own.
+//! Feeds an [`EngineHandle`] from a connection: the handle's commands and
+//! hosts window go out, snapshots and events come in. The front end reading
+//! the handle cannot tell it from the engine's own.
 
 use std::sync::Arc;
 
@@ -32,6 +32,16 @@ where
                 }
                 // The front end detached.
                 None => return None,
+            },
+            changed = ends.window.changed() => {
+                if changed.is_err() {
+                    // The handle is gone with its control: the front end detached.
+                    return None;
+                }
+                let window = ends.window.borrow_and_update().clone();
+                if send(&mut sink, &ClientMsg::Window(window)).await.is_err() {
+                    break lost(pid);
+                }
             },
             msg = recv::<_, ServerMsg>(&mut incoming) => match msg {
                 Ok(ServerMsg::Snapshot { snapshot, dropped_events }) => {

@@ -1,7 +1,8 @@
 //! The engine's side of the control socket: accept viewers of this user only,
 //! shake hands, then for each connection forward its commands to the hub and
-//! write snapshots (latest wins) and events (bounded, dropped with a count)
-//! until the engine stops or the viewer leaves. A viewer that vanishes changes
+//! write snapshots (latest wins, cut to the viewer's hosts window) and events
+//! (bounded, dropped with a count; fetches only of the open detail host) until
+//! the engine stops or the viewer leaves. A viewer that vanishes changes
 //! nothing in the crawl.
 
 use std::os::unix::fs::PermissionsExt;
@@ -13,11 +14,13 @@ use std::time::Duration;
 use futures_util::StreamExt;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use super::hub::{Hub, Viewer, VIEWER_QUEUE};
 use super::protocol::{recv, send, transport, ClientMsg, ServerMsg, WireError, PROTOCOL_VERSION};
-use crate::engine::telemetry::{CrawlState, Snapshot};
+use crate::engine::host_window::HostWindow;
+use crate::engine::telemetry::{CrawlState, EngineEvent, Snapshot};
 
 /// How long a new connection may take to say hello.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -123,7 +126,7 @@ where
             );
             return send(&mut wire, &ServerMsg::Refused { reason }).await;
         }
-        ClientMsg::Command { .. } => {
+        ClientMsg::Command { .. } | ClientMsg::Window(_) => {
             let reason = "a connection must start with Hello".to_string();
             return send(&mut wire, &ServerMsg::Refused { reason }).await;
         }
@@ -139,25 +142,31 @@ where
     let (mut sink, mut incoming) = wire.split();
     let commands = viewer.commands();
     let id = viewer.id;
+    let (window_tx, window) = watch::channel(HostWindow::default());
     let mut reader = tokio::spawn(async move {
         loop {
             match recv::<_, ClientMsg>(&mut incoming).await {
                 Ok(ClientMsg::Command { id, command }) => commands.send(id, command),
+                Ok(ClientMsg::Window(asked)) => {
+                    window_tx.send_replace(asked.bounded());
+                }
                 Ok(ClientMsg::Hello { .. }) => {}
                 Err(e) => return e,
             }
         }
     });
-    let result = write_updates(viewer, &mut sink, &mut reader).await;
+    let result = write_updates(viewer, window, &mut sink, &mut reader).await;
     reader.abort();
     tracing::info!(viewer = id, "viewer detached");
     result
 }
 
-/// Writes snapshots and events to the viewer until the engine stops (then a
-/// last snapshot and `Gone`) or the viewer's reader ends.
+/// Writes snapshots (again at once when the viewer's window changes) and
+/// events to the viewer until the engine stops (then a last snapshot and
+/// `Gone`) or the viewer's reader ends.
 async fn write_updates<W>(
     mut viewer: Viewer,
+    mut window: watch::Receiver<HostWindow>,
     sink: &mut W,
     reader: &mut JoinHandle<WireError>,
 ) -> Result<(), WireError>
@@ -166,19 +175,32 @@ where
 {
     viewer.snapshots.mark_changed();
     let mut snapshots_open = true;
+    let mut window_open = true;
     loop {
         tokio::select! {
             event = viewer.events.recv() => match event {
-                Some(event) => send(sink, &ServerMsg::Event(event)).await?,
+                Some(event) if for_window(&event, &window.borrow()) => {
+                    send(sink, &ServerMsg::Event(event)).await?
+                }
+                Some(_) => {}
                 None => break,
             },
             changed = viewer.snapshots.changed(), if snapshots_open => match changed {
                 Ok(()) => {
-                    let snapshot = viewer.snapshots.borrow_and_update().clone();
-                    let dropped_events = viewer.dropped.load(Ordering::Relaxed);
-                    send(sink, &ServerMsg::Snapshot { snapshot, dropped_events }).await?;
+                    let whole = viewer.snapshots.borrow_and_update().clone();
+                    let msg = snapshot_msg(&viewer, &whole, &window.borrow());
+                    send(sink, &msg).await?;
                 }
                 Err(_) => snapshots_open = false,
+            },
+            changed = window.changed(), if window_open => match changed {
+                Ok(()) => {
+                    let whole = viewer.snapshots.borrow().clone();
+                    let msg = snapshot_msg(&viewer, &whole, &window.borrow_and_update());
+                    send(sink, &msg).await?;
+                }
+                // The reader has ended; it says why below.
+                Err(_) => window_open = false,
             },
             left = &mut *reader => {
                 return match left {
@@ -189,17 +211,27 @@ where
         }
     }
     let last = viewer.snapshots.borrow().clone();
-    let dropped_events = viewer.dropped.load(Ordering::Relaxed);
     let reason = gone_reason(&last);
-    send(
-        sink,
-        &ServerMsg::Snapshot {
-            snapshot: last,
-            dropped_events,
-        },
-    )
-    .await?;
+    let msg = snapshot_msg(&viewer, &last, &window.borrow());
+    send(sink, &msg).await?;
     send(sink, &ServerMsg::Gone { reason }).await
+}
+
+/// Whether the viewer gets `event`: a fetch is part of its host's detail,
+/// sent only while that detail is open; every other event goes to all.
+fn for_window(event: &EngineEvent, window: &HostWindow) -> bool {
+    match event {
+        EngineEvent::Fetched { host, .. } => window.detail.as_ref() == Some(host),
+        _ => true,
+    }
+}
+
+/// `whole` cut to the viewer's window, with the events it has lost.
+fn snapshot_msg(viewer: &Viewer, whole: &Snapshot, window: &HostWindow) -> ServerMsg {
+    ServerMsg::Snapshot {
+        snapshot: Arc::new(whole.windowed(window)),
+        dropped_events: viewer.dropped.load(Ordering::Relaxed),
+    }
 }
 
 fn gone_reason(last: &Arc<Snapshot>) -> String {

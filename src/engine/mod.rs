@@ -14,6 +14,8 @@ pub(crate) mod dedup;
 pub(crate) mod extract;
 pub(crate) mod fetch;
 pub(crate) mod frontier;
+pub mod host_order;
+pub mod host_window;
 mod hosts;
 mod outbox;
 pub(crate) mod politeness;
@@ -40,6 +42,7 @@ use std::sync::Arc;
 use tokio::sync::{mpsc, watch};
 
 use control::{Command, CommandId};
+use host_window::HostWindow;
 use telemetry::{EngineEvent, Snapshot};
 
 /// Capacity of the event channel; when the receiver lags, events are dropped and counted.
@@ -50,6 +53,7 @@ pub const EVENT_CAPACITY: usize = 1024;
 pub struct EngineControl {
     commands: mpsc::UnboundedSender<(CommandId, Command)>,
     next_id: Arc<AtomicU64>,
+    window: Arc<watch::Sender<HostWindow>>,
 }
 
 impl EngineControl {
@@ -59,6 +63,17 @@ impl EngineControl {
         let id = CommandId(self.next_id.fetch_add(1, Ordering::Relaxed));
         let _ = self.commands.send((id, command));
         id
+    }
+
+    /// Says which part of the hosts list the front end shows. Over the
+    /// control socket snapshots then carry only those rows; the engine's own
+    /// handle keeps publishing the whole list.
+    pub fn set_window(&self, window: HostWindow) {
+        self.window.send_if_modified(|current| {
+            let changed = *current != window;
+            *current = window;
+            changed
+        });
     }
 }
 
@@ -80,6 +95,8 @@ pub struct EngineEnds {
     pub snapshots: watch::Sender<Arc<Snapshot>>,
     /// Where discrete events go (bounded; a lagging receiver loses events).
     pub events: mpsc::Sender<EngineEvent>,
+    /// The front end's hosts window (`EngineControl::set_window`).
+    pub window: watch::Receiver<HostWindow>,
 }
 
 impl EngineHandle {
@@ -89,11 +106,13 @@ impl EngineHandle {
         let (command_tx, command_rx) = mpsc::unbounded_channel();
         let (snapshot_tx, snapshot_rx) = watch::channel(Arc::new(Snapshot::default()));
         let (event_tx, event_rx) = mpsc::channel(EVENT_CAPACITY);
+        let (window_tx, window_rx) = watch::channel(HostWindow::default());
         (
             EngineHandle {
                 control: EngineControl {
                     commands: command_tx,
                     next_id: Arc::new(AtomicU64::new(1)),
+                    window: Arc::new(window_tx),
                 },
                 snapshots: snapshot_rx,
                 events: event_rx,
@@ -102,6 +121,7 @@ impl EngineHandle {
                 commands: command_rx,
                 snapshots: snapshot_tx,
                 events: event_tx,
+                window: window_rx,
             },
         )
     }

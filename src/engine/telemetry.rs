@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::control::{CommandResult, HostKey, RuleSpec};
+use super::host_window::HostWindow;
 
 /// Number of front-queue priority levels (0 = highest priority).
 pub const PRIORITY_LEVELS: usize = 5;
@@ -421,6 +422,21 @@ impl Counters {
     }
 }
 
+/// Where a viewer's snapshot's `hosts` sit in the whole sorted, filtered list.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct WindowInfo {
+    /// The row of `hosts[0]`.
+    pub first: usize,
+    /// Hosts that pass the filter: the table's length.
+    pub matching: usize,
+    /// Hosts in the engine's list before the filter.
+    pub listed: usize,
+    /// Every listed host the operator paused, by key (`status` names them).
+    pub paused: Vec<HostKey>,
+    /// The window this snapshot was cut to, as the viewer asked it.
+    pub asked: HostWindow,
+}
+
 /// The engine's whole state as the TUI and the headless printer show it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Snapshot {
@@ -454,8 +470,15 @@ pub struct Snapshot {
     /// Hosts the engine holds in memory (idle ones leave past 20 000); `hosts` lists at most
     /// 500 of them.
     pub hosts_total: u32,
-    /// Per-host views, busiest first; capped for very wide crawls.
+    /// Per-host views, busiest first; capped for very wide crawls. Over the
+    /// control socket: only the rows of the viewer's window (see `window`).
     pub hosts: Vec<HostView>,
+    /// Set when `hosts` is one viewer's window of the list, not all of it.
+    #[serde(default)]
+    pub window: Option<WindowInfo>,
+    /// The host whose detail the viewer's window names, in full.
+    #[serde(default)]
+    pub detail: Option<HostView>,
     /// Operator rules in the order they are added (the first match wins).
     pub rules: Vec<RuleView>,
     /// Every trap alert of the crawl, oldest first, decided ones included.

@@ -176,9 +176,16 @@ where
     loop {
         let now = Instant::now();
         if dirty && last_draw.is_none_or(|t| now >= t + FRAME) {
-            draw(terminal, &mut model)?;
+            let host_rows = draw(terminal, &mut model)?;
             last_draw = Some(now);
             dirty = false;
+            if host_rows != model.host_rows {
+                let effects = update(&mut model, Msg::HostRows(host_rows));
+                if let Some(exit) = perform(&mut model, &control, &listed, effects) {
+                    return Ok(exit);
+                }
+                dirty = true;
+            }
         }
         let next_frame = last_draw.map_or(now, |t| t + FRAME);
         let msg = match sources
@@ -325,22 +332,25 @@ impl<T: Future<Output = ()>> Sources<T> {
 }
 
 /// Draws one frame, with the cursor in an open prompt, and keeps the page
-/// size that page-up/down move by in step with the screen.
-fn draw<B>(terminal: &mut Terminal<B>, model: &mut Model) -> anyhow::Result<()>
+/// size that page-up/down move by in step with the screen. Returns the rows
+/// the hosts table has on this screen.
+fn draw<B>(terminal: &mut Terminal<B>, model: &mut Model) -> anyhow::Result<usize>
 where
     B: Backend,
     B::Error: Send + Sync + 'static,
 {
+    let mut host_rows = 0;
     terminal.draw(|frame| {
         let area = frame.area();
         ui::render(model, area, frame.buffer_mut());
         if let Some(pos) = ui::cursor(model, area) {
             frame.set_cursor_position(pos);
         }
+        host_rows = ui::host_rows(area);
     })?;
     let height = terminal.size()?.height;
     model.page_rows = height.saturating_sub(CHROME_ROWS).max(1) as usize;
-    Ok(())
+    Ok(host_rows)
 }
 
 /// Carries out `update`'s effects in order: commands go to the engine (and
@@ -371,6 +381,7 @@ fn perform(
                 // Recording a sent command has no effects of its own.
                 update(model, Msg::Sent { id, what });
             }
+            Effect::Window(window) => control.set_window(window),
             Effect::Quit(exit) => return Some(exit),
         }
     }

@@ -3,6 +3,7 @@
 
 use super::model::{HostList, Model};
 use crate::engine::control::Command;
+use crate::engine::host_window::HostWindow;
 use crate::engine::telemetry::Level;
 
 /// Why the TUI returned.
@@ -22,6 +23,9 @@ pub enum TuiExit {
 pub enum Effect {
     /// Send this command to the engine (the loop reports back with `Msg::Sent`).
     Send(Command),
+    /// Tell the engine which part of the hosts list is on screen (over the
+    /// control socket, snapshots then carry only those rows).
+    Window(HostWindow),
     /// Leave the UI with this exit.
     Quit(TuiExit),
     /// Read one of a host's lists from the store (answered by `Msg::HostListed`).

@@ -9,6 +9,9 @@ use tui_input::Input;
 
 use super::keys::{KeyMap, Mode};
 use crate::engine::control::{CommandId, HostKey, PatternKind};
+use crate::engine::host_order::ordered;
+use crate::engine::host_window::HostWindow;
+pub use crate::engine::host_window::SortColumn;
 use crate::engine::telemetry::{HostView, Level, Snapshot};
 
 /// Log lines kept; the oldest go first.
@@ -48,47 +51,6 @@ impl Pane {
             Pane::Rules => "Rules",
             Pane::Log => "Log",
             Pane::Queues => "Queues",
-        }
-    }
-}
-
-/// What the hosts table is sorted by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SortColumn {
-    Host,
-    Queued,
-    InFlight,
-    ReqPerSec,
-    Latency,
-    Delay,
-    Errors,
-    Breaker,
-}
-
-impl SortColumn {
-    /// Every column, in the order sort-next steps through.
-    pub const ALL: [SortColumn; 8] = [
-        SortColumn::Host,
-        SortColumn::Queued,
-        SortColumn::InFlight,
-        SortColumn::ReqPerSec,
-        SortColumn::Latency,
-        SortColumn::Delay,
-        SortColumn::Errors,
-        SortColumn::Breaker,
-    ];
-
-    /// The column as the status line names it.
-    pub fn label(self) -> &'static str {
-        match self {
-            SortColumn::Host => "host",
-            SortColumn::Queued => "queue",
-            SortColumn::InFlight => "in-flight",
-            SortColumn::ReqPerSec => "req/s",
-            SortColumn::Latency => "latency",
-            SortColumn::Delay => "delay",
-            SortColumn::Errors => "errors",
-            SortColumn::Breaker => "breaker",
         }
     }
 }
@@ -250,7 +212,14 @@ pub struct Model {
     pub data_dir: Option<std::path::PathBuf>,
     pub detail_scroll: usize,
     pub help_scroll: usize,
+    /// The selected host's row in the sorted, filtered list.
     pub host_selected: usize,
+    /// The first row the hosts table shows.
+    pub host_top: usize,
+    /// Rows the hosts table shows (0 until first drawn).
+    pub host_rows: usize,
+    /// The hosts window last told to the engine.
+    pub window_sent: HostWindow,
     pub alert_selected: usize,
     pub rule_selected: usize,
     /// Lines scrolled back from the newest log line.
@@ -293,6 +262,9 @@ impl Model {
             detail_scroll: 0,
             help_scroll: 0,
             host_selected: 0,
+            host_top: 0,
+            host_rows: 0,
+            window_sent: HostWindow::default(),
             alert_selected: 0,
             rule_selected: 0,
             log_scroll: 0,
@@ -338,10 +310,19 @@ impl Model {
                 .push_back((snap.pages_per_sec.max(0.0) * 10.0).round() as u64);
         }
         self.latest = snap.clone();
-        if !self.frozen {
+        if !self.frozen || self.answers_new_window(&snap) {
             self.shown = snap;
         }
         self.clamp_selection();
+    }
+
+    /// Whether `snap` is cut to the window now on screen while the shown
+    /// one is cut to an older window: a frozen table scrolled over the socket
+    /// needs the rows it scrolls to.
+    fn answers_new_window(&self, snap: &Snapshot) -> bool {
+        let asked = |s: &Snapshot| s.window.as_ref().map(|w| w.asked.clone());
+        let now = Some(self.window_sent.clone());
+        asked(snap) == now && asked(&self.shown) != now
     }
 
     /// Appends to the log, stamped with the crawl's elapsed time.
@@ -395,55 +376,65 @@ impl Model {
         });
     }
 
-    /// Hosts after filter and sort, as drawn in the table.
+    /// The hosts the snapshot holds, after filter and sort: the whole table,
+    /// or over the control socket the rows from [`Model::hosts_first`] on.
     pub fn visible_hosts(&self) -> Vec<&HostView> {
-        let filter = self.filter.to_ascii_lowercase();
-        let mut hosts: Vec<&HostView> = self
-            .shown
-            .hosts
-            .iter()
-            .filter(|h| filter.is_empty() || h.host.contains(&filter))
-            .collect();
-        let key = |h: &HostView| -> (u64, u64) {
-            match self.sort {
-                SortColumn::Host => (0, 0),
-                SortColumn::Queued => (h.queued, 0),
-                SortColumn::InFlight => (h.in_flight as u64, 0),
-                SortColumn::ReqPerSec => ((h.req_per_sec * 1000.0) as u64, 0),
-                SortColumn::Latency => (h.mean_latency.as_micros() as u64, 0),
-                SortColumn::Delay => (h.delay.as_micros() as u64, 0),
-                SortColumn::Errors => (h.status.errors + h.status.s5xx, h.status.s4xx),
-                SortColumn::Breaker => (breaker_rank(h), h.breaker.consecutive_failures as u64),
-            }
-        };
-        hosts.sort_by(|a, b| {
-            let ord = if self.sort == SortColumn::Host {
-                a.host.cmp(&b.host)
-            } else {
-                // Biggest first; host name breaks ties so the order is stable.
-                key(b).cmp(&key(a)).then_with(|| a.host.cmp(&b.host))
-            };
-            if self.sort_reverse {
-                ord.reverse()
-            } else {
-                ord
-            }
-        });
-        hosts
+        ordered(
+            &self.shown.hosts,
+            self.sort,
+            self.sort_reverse,
+            &self.filter,
+        )
+    }
+
+    /// The table row of `visible_hosts()[0]`.
+    pub fn hosts_first(&self) -> usize {
+        self.shown.window.as_ref().map_or(0, |w| w.first)
+    }
+
+    /// Rows of the whole table (hosts that pass the filter).
+    pub fn host_count(&self) -> usize {
+        match &self.shown.window {
+            Some(w) => w.matching,
+            None => self.visible_hosts().len(),
+        }
+    }
+
+    /// Hosts in the engine's list, before the filter.
+    pub fn hosts_listed(&self) -> usize {
+        self.shown
+            .window
+            .as_ref()
+            .map_or(self.shown.hosts.len(), |w| w.listed)
     }
 
     /// The host the operator means: the detail view's, or the selected row's.
     pub fn selected_host(&self) -> Option<&HostView> {
         if let Some(detail) = &self.detail {
-            return self.shown.hosts.iter().find(|h| &h.host == detail);
+            return self.shown.host_detail(detail);
         }
-        self.visible_hosts().get(self.host_selected).copied()
+        let row = self.host_selected.checked_sub(self.hosts_first())?;
+        self.visible_hosts().get(row).copied()
     }
 
-    /// Keeps every selection and scroll within what there is to select.
+    /// The part of the hosts list on screen, as the engine is told it.
+    pub fn host_window(&self) -> HostWindow {
+        HostWindow {
+            sort: self.sort,
+            reverse: self.sort_reverse,
+            filter: self.filter.clone(),
+            first: self.host_top,
+            rows: self.host_rows,
+            detail: self.detail.clone(),
+        }
+    }
+
+    /// Keeps every selection and scroll within what there is to select, and
+    /// the selected host on screen.
     pub fn clamp_selection(&mut self) {
-        let hosts = self.visible_hosts().len();
+        let hosts = self.host_count();
         self.host_selected = self.host_selected.min(hosts.saturating_sub(1));
+        self.follow_host_selection(hosts);
         self.alert_selected = self
             .alert_selected
             .min(self.shown.alerts.len().saturating_sub(1));
@@ -452,14 +443,18 @@ impl Model {
             .min(self.shown.rules.len().saturating_sub(1));
         self.log_scroll = self.log_scroll.min(self.log.len().saturating_sub(1));
     }
-}
 
-/// Breaker phases by how bad they are, for sorting.
-fn breaker_rank(h: &HostView) -> u64 {
-    use crate::engine::telemetry::BreakerPhase;
-    match h.breaker.phase {
-        BreakerPhase::Open => 2,
-        BreakerPhase::HalfOpen => 1,
-        BreakerPhase::Closed => 0,
+    /// Scrolls the hosts table as little as shows the selected row, and no
+    /// further than fills the screen.
+    fn follow_host_selection(&mut self, hosts: usize) {
+        if self.host_rows == 0 {
+            return;
+        }
+        if self.host_selected < self.host_top {
+            self.host_top = self.host_selected;
+        } else if self.host_selected >= self.host_top + self.host_rows {
+            self.host_top = self.host_selected + 1 - self.host_rows;
+        }
+        self.host_top = self.host_top.min(hosts.saturating_sub(self.host_rows));
     }
 }

@@ -46,10 +46,25 @@ pub enum Msg {
         list: HostList,
         lines: Result<Vec<String>, String>,
     },
+    /// The hosts table was drawn this many rows high.
+    HostRows(usize),
 }
 
-/// Applies one message to the model; returns what the run loop must do.
+/// Applies one message to the model; returns what the run loop must do,
+/// ending with the new hosts window when what is on screen changed.
 pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
+    let mut effects = apply(model, msg);
+    model.clamp_selection();
+    let window = model.host_window();
+    if window != model.window_sent {
+        model.window_sent = window.clone();
+        effects.push(Effect::Window(window));
+    }
+    effects
+}
+
+/// What one message does to the model.
+fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
     match msg {
         Msg::Key(key) if key.kind == KeyEventKind::Release => Vec::new(),
         Msg::Key(key) => on_key(model, key),
@@ -90,6 +105,10 @@ pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
                     listing.lines = Some(lines);
                 }
             }
+            Vec::new()
+        }
+        Msg::HostRows(rows) => {
+            model.host_rows = rows;
             Vec::new()
         }
     }

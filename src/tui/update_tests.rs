@@ -343,6 +343,35 @@ fn freeze_holds_the_display_while_snapshots_arrive() {
 }
 
 #[test]
+fn a_frozen_table_takes_the_rows_of_a_new_window_and_nothing_else() {
+    let mut m = model(false);
+    let whole = (*m.latest).clone();
+    // As the control socket cuts the engine's snapshot to the window asked.
+    let cut = |m: &Model, state| {
+        let mut snap = whole.windowed(&m.window_sent);
+        snap.state = state;
+        Msg::Snapshot(Arc::new(snap))
+    };
+    update(&mut m, Msg::HostRows(1));
+    let msg = cut(&m, CrawlState::Running);
+    update(&mut m, msg);
+    update(&mut m, key('f'));
+    let msg = cut(&m, CrawlState::Paused);
+    update(&mut m, msg);
+    assert_eq!(m.shown.state, CrawlState::Running, "frozen");
+    // Scrolling asks for another window; the snapshot cut to it is shown.
+    let effects = update(&mut m, code(KeyCode::Down));
+    assert!(matches!(&effects[..], [Effect::Window(w)] if w.first == 1));
+    let msg = cut(&m, CrawlState::Paused);
+    update(&mut m, msg);
+    assert_eq!(m.shown.state, CrawlState::Paused);
+    assert_eq!(m.selected_host().unwrap().host, "blog.localhost:8080");
+    let msg = cut(&m, CrawlState::Draining);
+    update(&mut m, msg);
+    assert_eq!(m.shown.state, CrawlState::Paused, "frozen again");
+}
+
+#[test]
 fn enter_opens_host_detail_and_esc_returns() {
     let mut m = model(false);
     update(&mut m, code(KeyCode::Enter));

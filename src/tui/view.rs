@@ -54,7 +54,7 @@ fn scroll(model: &mut Model, delta: isize) {
     } else {
         match model.pane {
             Pane::Hosts => {
-                let len = model.visible_hosts().len();
+                let len = model.host_count();
                 move_selection(&mut model.host_selected, len, delta);
             }
             Pane::Alerts => {

@@ -17,7 +17,7 @@ pub fn render(model: &Model, theme: &Theme, host: &str, area: Rect, buf: &mut Bu
     let block = Block::bordered().title(format!(" {} ", strip(host)));
     let inner = block.inner(area);
     block.render(area, buf);
-    let mut lines = match model.shown.hosts.iter().find(|h| h.host == host) {
+    let mut lines = match model.shown.host_detail(host) {
         None => vec![Line::from(
             "this host is not in the current snapshot (idle hosts may be left out)",
         )],

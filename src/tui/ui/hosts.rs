@@ -3,9 +3,9 @@
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::Span;
-use ratatui::widgets::{Cell, Row, StatefulWidget};
+use ratatui::widgets::{Cell, Row, StatefulWidget, TableState};
 
-use super::{count, selection, short, strip, table, Theme};
+use super::{count, short, strip, table, Theme};
 use crate::engine::telemetry::{BreakerPhase, DelaySource, HostView};
 use crate::tui::model::{Model, SortColumn};
 
@@ -64,13 +64,21 @@ impl Columns {
 pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let cols = Columns::fitting(area);
     let hosts = model.visible_hosts();
-    let mut title = format!(" Hosts {}/{} ", hosts.len(), model.shown.hosts.len());
+    let first = model.hosts_first();
+    let mut title = format!(" Hosts {}/{} ", model.host_count(), model.hosts_listed());
     if !model.filter.is_empty() {
         title.push_str(&format!("filter \"{}\" ", strip(&model.filter)));
     }
     let rows = hosts.iter().map(|h| row(h, theme, cols));
     let table = table(rows, Row::new(header(model, cols)), widths(cols), title);
-    let mut state = selection(hosts.len(), model.host_selected);
+    // Over the control socket the snapshot holds the rows from `first` on.
+    let selected = model
+        .host_selected
+        .checked_sub(first)
+        .filter(|row| *row < hosts.len());
+    let mut state = TableState::default()
+        .with_selected(selected)
+        .with_offset(model.host_top.saturating_sub(first));
     StatefulWidget::render(table, area, buf, &mut state);
 }
 

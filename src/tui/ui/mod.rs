@@ -39,6 +39,17 @@ fn too_small(area: Rect) -> bool {
     area.width < MIN_WIDTH || area.height < MIN_HEIGHT
 }
 
+/// Rows of hosts the hosts table shows on a screen of `area` (in the wide
+/// layout or not), whether or not it is the pane in front right now.
+pub fn host_rows(area: Rect) -> usize {
+    if too_small(area) {
+        return 0;
+    }
+    // Header 3, tabs 1, status 1; the wide layout's log 9; borders 2, titles 1.
+    let chrome = if is_wide(area) { 5 + 9 + 3 } else { 5 + 3 };
+    area.height.saturating_sub(chrome) as usize
+}
+
 /// Draws the whole screen from the model.
 pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
     let theme = Theme::new(model.no_color);
