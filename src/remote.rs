@@ -279,7 +279,9 @@ pub async fn attach(dir: &Path, options: TuiOptions, wait: bool) -> anyhow::Resu
     }
 }
 
-/// Connects, or with `wait` polls until an engine answers.
+/// Connects, or with `wait` polls until an engine answers. While waiting, an
+/// engine that is still dying or not yet listening (a reset, a lost
+/// handshake) is no answer yet; only a refusal ends the wait.
 async fn connect_or_wait(
     dir: &Path,
     read_only: bool,
@@ -287,19 +289,22 @@ async fn connect_or_wait(
 ) -> Result<client::Connection, ClientError> {
     let mut told = false;
     loop {
-        match client::connect(dir, read_only).await {
-            Err(ClientError::NotRunning { detail, .. }) if wait => {
-                if !told {
-                    eprintln!(
-                        "crawldeck: waiting for a crawl in {} ({detail})",
-                        dir.display()
-                    );
-                    told = true;
-                }
-                tokio::time::sleep(WAIT_POLL).await;
-            }
-            other => return other,
+        let detail =
+            match client::connect(dir, read_only).await {
+                Err(ClientError::NotRunning { detail, .. }) if wait => detail,
+                Err(
+                    e @ (ClientError::Gone(_) | ClientError::Wire(_) | ClientError::Timeout(_)),
+                ) if wait => e.to_string(),
+                other => return other,
+            };
+        if !told {
+            eprintln!(
+                "crawldeck: waiting for a crawl in {} ({detail})",
+                dir.display()
+            );
+            told = true;
         }
+        tokio::time::sleep(WAIT_POLL).await;
     }
 }
 
