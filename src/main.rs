@@ -251,6 +251,16 @@ async fn run_tui_attached(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<
     background::run(data_dir, options).await
 }
 
+/// An engine an operator watches: open alerts and storage faults wait for them.
+fn operator_options(run: &ResolvedRun) -> engine::EngineOptions {
+    engine::EngineOptions {
+        wait_for_operator: true,
+        recrawl: run.recrawl,
+        overrides: run.overrides,
+        ..engine::EngineOptions::default()
+    }
+}
+
 /// The background engine of `crawldeck URL`: serves its control socket until
 /// the crawl ends or is stopped (by a viewer, SIGTERM or SIGINT). Decisions
 /// on trap alerts wait for the operator.
@@ -259,17 +269,11 @@ async fn run_engine_process(
     data_dir: &Path,
     socket: Option<&Path>,
 ) -> anyhow::Result<()> {
-    let options = engine::EngineOptions {
-        wait_for_operator: true,
-        recrawl: run.recrawl,
-        overrides: run.overrides,
-        ..engine::EngineOptions::default()
-    };
     let running = engine::start_with(
         run.config.clone(),
         data_dir,
         shutdown_signal(false),
-        options,
+        operator_options(run),
     )
     .await?;
     run.config.save(&data_dir.join(CONFIG_FILE))?;
@@ -297,18 +301,12 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path, socket: Option<&Path>) -> a
             "the terminal UI needs a terminal; use `crawldeck crawl --headless …` for scripts and pipes"
         );
     }
-    let options = engine::EngineOptions {
-        wait_for_operator: true,
-        recrawl: run.recrawl,
-        overrides: run.overrides,
-        ..engine::EngineOptions::default()
-    };
     // The UI handles Ctrl-C (a key in raw mode) and SIGTERM itself.
     let running = engine::start_with(
         run.config.clone(),
         data_dir,
         std::future::pending(),
-        options,
+        operator_options(run),
     )
     .await?;
     run.config.save(&data_dir.join(CONFIG_FILE))?;

@@ -6,7 +6,9 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
+
+use common::Killed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,16 +24,6 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// A child process killed (SIGKILL) and reaped when dropped.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 fn binary() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_crawldeck"));

@@ -6,7 +6,9 @@ mod common;
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use common::Killed;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -16,15 +18,6 @@ use crawldeck::remote::StatusReport;
 use portable_pty::{native_pty_system, CommandBuilder, PtySize};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A viewer in a pseudo-terminal, its screen parsed.
 struct Viewer {

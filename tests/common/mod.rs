@@ -68,3 +68,14 @@ pub fn pages(dir: &Path) -> Vec<PageRecord> {
         .expect("pages readable");
     pages
 }
+
+/// A child process killed (SIGKILL) and reaped when dropped, so no test
+/// leaves a crawldeck behind.
+pub struct Killed(pub std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
