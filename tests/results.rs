@@ -327,3 +327,54 @@ async fn a_running_crawl_is_listed_through_its_engine() {
     );
     drop(demo);
 }
+
+/// Links an operator rule refuses when they are found are listed as blocked
+/// by that rule, like the queued URLs a new rule removes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn links_a_rule_refuses_on_sight_are_listed_with_the_rule() {
+    use crawldeck::engine::control::{Command as EngineCommand, PatternKind, RuleSpec, Target};
+    use crawldeck::engine::{EngineOptions, RunOverrides, RunningEngine};
+
+    let demo = common::start_demo(vec![SiteKind::Shop]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let options = EngineOptions {
+        overrides: RunOverrides {
+            paused: Some(true),
+            ..RunOverrides::default()
+        },
+        ..EngineOptions::default()
+    };
+    let RunningEngine { handle, done, .. } = crawldeck::engine::start_with(
+        common::test_config(&demo),
+        dir.path(),
+        std::future::pending(),
+        options,
+    )
+    .await
+    .expect("engine starts");
+    handle.control.send(EngineCommand::AddRule(RuleSpec {
+        kind: PatternKind::Regex,
+        pattern: "/p/lamps-".into(),
+        host: None,
+    }));
+    handle.control.send(EngineCommand::Resume(Target::Global));
+    tokio::time::timeout(common::CRAWL_LIMIT, done)
+        .await
+        .expect("crawl ends")
+        .expect("no panic")
+        .expect("no engine error");
+    drop(handle);
+
+    let data = dir.path().to_str().unwrap();
+    let blocked = json_lines(&["pages", data, "--fate", "blocked", "--by", "rule", "--json"]);
+    assert!(!blocked.is_empty(), "the lamps pages are listed");
+    for row in &blocked {
+        let url = row["url"].as_str().unwrap();
+        assert!(url.contains("/p/lamps-"), "{row}");
+        assert_eq!(row["reason"], "rule 1", "{row}");
+    }
+    let fetched = json_lines(&["pages", data, "--fate", "fetched", "--json"]);
+    assert!(fetched
+        .iter()
+        .all(|row| !row["url"].as_str().unwrap().contains("/p/lamps-")));
+}

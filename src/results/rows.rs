@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::query::{Fate, Query, PRIVATE_ADDRESS};
 use crate::engine::store::remote::Results;
-use crate::engine::store::{FilteredUrl, PageOutcome, PageRecord, StoreError};
+use crate::engine::store::{FilterReason, FilteredUrl, PageOutcome, PageRecord, StoreError};
 
 type Entries<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
 type ReferrerStream = Peekable<Entries<(String, Vec<String>)>>;
@@ -53,6 +53,15 @@ pub struct Row {
 pub struct RuleOrigins(HashMap<u64, u64>);
 
 impl RuleOrigins {
+    /// Why a rule blocked a URL: `rule N`, or `trap alert A (rule N)` for the
+    /// rule of an accepted alert.
+    fn reason(&self, rule_id: u64) -> String {
+        match self.0.get(&rule_id) {
+            Some(alert) => format!("trap alert {alert} (rule {rule_id})"),
+            None => format!("rule {rule_id}"),
+        }
+    }
+
     /// Reads the rules' origins (`… (alert #N)`).
     pub fn load(results: &Results) -> Result<RuleOrigins, StoreError> {
         let mut map = HashMap::new();
@@ -85,11 +94,7 @@ impl Row {
             PageOutcome::Error { kind, message } => (Fate::Error, None, Some(kind), Some(message)),
             PageOutcome::RobotsDenied => (Fate::Blocked, None, Some("robots".into()), None),
             PageOutcome::Blocked { rule_id, rule } => {
-                let reason = match rules.0.get(&rule_id) {
-                    Some(alert) => format!("trap alert {alert} (rule {rule_id})"),
-                    None => format!("rule {rule_id}"),
-                };
-                (Fate::Blocked, None, Some(reason), Some(rule))
+                (Fate::Blocked, None, Some(rules.reason(rule_id)), Some(rule))
             }
             PageOutcome::NotCrawled { reason } => {
                 (Fate::Blocked, None, Some("host".into()), Some(reason))
@@ -117,8 +122,12 @@ impl Row {
     }
 
     /// The row of a link that was not queued.
-    pub fn of_filtered(f: FilteredUrl) -> Row {
-        let reason = f.reason.label().to_string();
+    pub fn of_filtered(f: FilteredUrl, rules: &RuleOrigins) -> Row {
+        let reason = match f.reason {
+            FilterReason::Rule(id) => rules.reason(id),
+            other => other.label().to_string(),
+        };
+        let class = reason.split(' ').next().unwrap_or_default().to_string();
         Row {
             fetched_at: rfc3339(f.found_at_unix_ms),
             fetched_at_unix_ms: f.found_at_unix_ms,
@@ -131,7 +140,7 @@ impl Row {
             title: None,
             referrers: Vec::new(),
             fate: Fate::Blocked.label(),
-            reason_class: Some(reason.clone()),
+            reason_class: Some(class),
             reason: Some(reason),
             detail: None,
         }
@@ -210,7 +219,9 @@ impl Rows {
                     (None, _) => false,
                 };
                 if take {
-                    return filtered.next().map(|r| r.map(Row::of_filtered));
+                    return filtered
+                        .next()
+                        .map(|r| r.map(|f| Row::of_filtered(f, rules)));
                 }
                 break;
             }
@@ -315,13 +326,16 @@ mod tests {
         }
         assert!(cases[1].0.passes(&query(Some(Fate::Blocked), None)));
         assert!(!cases[3].0.passes(&query(Some(Fate::Blocked), None)));
-        let filtered = Row::of_filtered(FilteredUrl {
-            url: "http://elsewhere.example/".into(),
-            host: "elsewhere.example".into(),
-            depth: 2,
-            reason: crate::engine::store::FilterReason::Scope,
-            found_at_unix_ms: 0,
-        });
+        let filtered = Row::of_filtered(
+            FilteredUrl {
+                url: "http://elsewhere.example/".into(),
+                host: "elsewhere.example".into(),
+                depth: 2,
+                reason: FilterReason::Scope,
+                found_at_unix_ms: 0,
+            },
+            &rules,
+        );
         assert!(filtered.passes(&query(Some(Fate::Blocked), Some("scope"))));
         let refused = row(
             PageOutcome::Error {
@@ -333,5 +347,21 @@ mod tests {
         assert!(refused.passes(&query(Some(Fate::Blocked), Some(PRIVATE_ADDRESS))));
         assert!(!refused.passes(&query(Some(Fate::Error), None)));
         assert!(!filtered.passes(&query(Some(Fate::Blocked), Some("depth"))));
+        let ruled = |rule_id| {
+            Row::of_filtered(
+                FilteredUrl {
+                    url: "http://h.example/calendar/2031".into(),
+                    host: "h.example".into(),
+                    depth: 2,
+                    reason: FilterReason::Rule(rule_id),
+                    found_at_unix_ms: 0,
+                },
+                &rules,
+            )
+        };
+        assert_eq!(ruled(7).reason.as_deref(), Some("rule 7"));
+        assert!(ruled(7).passes(&query(Some(Fate::Blocked), Some("rule"))));
+        assert_eq!(ruled(5).reason.as_deref(), Some("trap alert 2 (rule 5)"));
+        assert!(ruled(5).passes(&query(Some(Fate::Blocked), Some("trap"))));
     }
 }

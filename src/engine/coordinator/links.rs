@@ -100,8 +100,8 @@ impl Coordinator {
     }
 
     /// The links, normalized, that pass depth, scope and operator rules, each
-    /// with its host key. Those left out for scope, depth or extension are
-    /// recorded so a listing can say why they were not fetched.
+    /// with its host key. Those left out for scope, depth, extension or a
+    /// rule are recorded so a listing can say why they were not fetched.
     fn in_scope(&mut self, links: Vec<Url>, depth: u32) -> Vec<(Url, HostKey)> {
         let too_deep = depth > self.cfg.max_depth;
         let mut kept = Vec::with_capacity(if too_deep { 0 } else { links.len() });
@@ -130,8 +130,15 @@ impl Coordinator {
                 continue;
             }
             let host = url_norm::host_key(&url);
-            if self.rules.matches(url.as_str(), &host).is_some() {
+            if let Some(rule) = self.rules.matches(url.as_str(), &host) {
                 self.stats.count().blocked_by_rules += 1;
+                filtered.push(FilteredUrl {
+                    url: url.into(),
+                    host,
+                    depth,
+                    reason: FilterReason::Rule(rule),
+                    found_at_unix_ms: unix_ms(),
+                });
                 continue;
             }
             kept.push((url, host));

@@ -22,6 +22,8 @@ pub enum FilterReason {
     Depth,
     /// A file extension the crawl does not fetch (`.jpg`, `.zip`, …).
     Extension,
+    /// An operator rule (by number) matched it when it was found.
+    Rule(u64),
 }
 
 impl FilterReason {
@@ -31,6 +33,7 @@ impl FilterReason {
             FilterReason::Scope => "scope",
             FilterReason::Depth => "depth",
             FilterReason::Extension => "extension",
+            FilterReason::Rule(_) => "rule",
         }
     }
 }
