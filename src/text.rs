@@ -39,6 +39,24 @@ pub fn strip_control(s: &str) -> Cow<'_, str> {
     )
 }
 
+/// `s` in at most `width` characters, cut in the middle with `…` so both
+/// ends stay readable: a host keeps its port, a URL its last segment.
+pub fn cut_middle(s: &str, width: usize) -> Cow<'_, str> {
+    let len = s.chars().count();
+    if len <= width {
+        return Cow::Borrowed(s);
+    }
+    if width == 0 {
+        return Cow::Borrowed("");
+    }
+    let head = (width - 1) / 2;
+    let tail = width - 1 - head;
+    let mut out: String = s.chars().take(head).collect();
+    out.push('…');
+    out.extend(s.chars().skip(len - tail));
+    Cow::Owned(out)
+}
+
 /// Zero-width characters and marks (U+200B–U+200F), bidi embeddings and
 /// overrides (U+202A–U+202E) and bidi isolates (U+2066–U+2069): they draw
 /// nothing but can reorder or hide what is around them ("Trojan Source").
@@ -49,6 +67,17 @@ fn is_invisible_format(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_names_are_cut_in_the_middle_and_keep_both_ends() {
+        let host = "very-long-subdomain-of-a-shop.example:8080";
+        let cut = cut_middle(host, 24);
+        assert_eq!(cut.chars().count(), 24);
+        assert_eq!(cut, "very-long-s…example:8080");
+        assert!(matches!(cut_middle("a.example", 24), Cow::Borrowed(_)));
+        assert_eq!(cut_middle("abcdef", 1), "…");
+        assert_eq!(cut_middle("abcdef", 0), "");
+    }
 
     #[test]
     fn escape_sequences_are_removed() {

@@ -323,7 +323,7 @@ fn control_characters_never_reach_the_screen() {
             assert!(detail.contains("/p/[2Jx"), "{detail}");
             m.detail = None;
             if pane == Pane::Hosts {
-                assert!(screen.contains("evil[31m.localhost"), "{screen}");
+                assert!(screen.contains("evil[31m."), "{screen}");
             } else {
                 assert!(screen.contains("title ]0;pwnedhere"), "{screen}");
             }
@@ -455,4 +455,28 @@ fn the_alerts_tab_and_pane_count_open_alerts_alike_and_show_the_last_sighting() 
         screen.contains("120 URLs of evidence, last seen 12:34:56 UTC"),
         "{screen}"
     );
+}
+
+#[test]
+fn long_host_names_are_cut_in_the_middle_and_keep_their_port() {
+    let mut m = model(true);
+    let mut snap = fixture();
+    let long = "a-very-long-subdomain-name-that-goes-on.and-on.shop.localhost:8080";
+    snap.hosts[0] = host(long, 5000, BreakerPhase::Closed);
+    let medium = "a-medium-name.example:81";
+    snap.hosts[1] = host(medium, 4000, BreakerPhase::Closed);
+    update(&mut m, Msg::Snapshot(Arc::new(snap)));
+    for (width, height) in [(120, 40), (80, 24)] {
+        let screen = text(draw(&m, width, height).backend().buffer());
+        let row = screen
+            .lines()
+            .find(|l| l.contains('…'))
+            .unwrap_or_else(|| panic!("no cut host at {width}:\n{screen}"));
+        assert!(row.contains("a-very-lo"), "{row}");
+        assert!(row.contains("host:8080 "), "the port stays: {row}");
+        if width == 120 {
+            // 24 cells: over the 20 a host always gets, so the column grew to it.
+            assert!(screen.contains(medium), "{screen}");
+        }
+    }
 }

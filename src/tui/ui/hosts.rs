@@ -7,6 +7,7 @@ use ratatui::widgets::{Cell, Row, StatefulWidget, TableState};
 
 use super::{count, short, strip, table, Theme};
 use crate::engine::telemetry::{BreakerPhase, DelaySource, HostView};
+use crate::text::cut_middle;
 use crate::tui::model::{Model, SortColumn};
 
 /// The breaker as a word (with time to the next probe while OPEN), in its colour.
@@ -39,31 +40,55 @@ pub fn host_state(host: &HostView) -> &'static str {
     }
 }
 
-/// Which optional columns fit.
+/// Which optional columns fit, and how wide the host column is.
 #[derive(Clone, Copy)]
 struct Columns {
     /// Where the delay comes from, beside the delay.
     source: bool,
     state: bool,
     robots: bool,
+    /// Cells for host names: the longest one shown, at least 20, at most
+    /// what the other columns leave (and never over half the table).
+    host: u16,
 }
 
+/// Cells the host column always gets.
+const MIN_HOST_WIDTH: u16 = 20;
+
 impl Columns {
-    /// Optional columns appear as width allows; the host column keeps >= 20 cells.
-    fn fitting(area: Rect) -> Self {
+    /// Optional columns appear as width allows (counted with a 20-cell host
+    /// column); the host column then grows to the longest visible name.
+    fn fitting(area: Rect, longest_host: usize) -> Self {
         let avail = area.width.saturating_sub(2);
-        Columns {
+        let mut cols = Columns {
             source: avail >= 85,
             state: avail >= 94,
             robots: avail >= 104,
-        }
+            host: MIN_HOST_WIDTH,
+        };
+        let others: u16 = widths(cols)
+            .iter()
+            .skip(1)
+            .map(|c| match c {
+                Constraint::Length(n) | Constraint::Min(n) => n + 1,
+                _ => 1,
+            })
+            .sum();
+        let room = avail
+            .saturating_sub(others)
+            .min(avail / 2)
+            .max(MIN_HOST_WIDTH);
+        let longest = u16::try_from(longest_host).unwrap_or(u16::MAX);
+        cols.host = longest.clamp(MIN_HOST_WIDTH, room);
+        cols
     }
 }
 
 /// The hosts table, filtered and sorted as the model says, the selected row highlighted.
 pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
-    let cols = Columns::fitting(area);
     let hosts = model.visible_hosts();
+    let longest = hosts.iter().map(|h| strip(&h.host).chars().count()).max();
+    let cols = Columns::fitting(area, longest.unwrap_or(0));
     let first = model.hosts_first();
     let mut title = format!(" Hosts {}/{} ", model.host_count(), model.hosts_listed());
     if !model.filter.is_empty() {
@@ -115,7 +140,7 @@ fn header(model: &Model, cols: Columns) -> Vec<String> {
 fn row<'a>(h: &HostView, theme: &Theme, cols: Columns) -> Row<'a> {
     let m = &h.status;
     let mut cells = vec![
-        Cell::from(strip(&h.host).into_owned()),
+        Cell::from(cut_middle(&strip(&h.host), usize::from(cols.host)).into_owned()),
         Cell::from(count(h.queued)),
         Cell::from(format!("{}/{}", h.in_flight, h.max_in_flight)),
         Cell::from(format!("{:.1}", h.req_per_sec)),
@@ -143,7 +168,7 @@ fn row<'a>(h: &HostView, theme: &Theme, cols: Columns) -> Row<'a> {
 /// Column widths, matching `header` and `row`.
 fn widths(cols: Columns) -> Vec<Constraint> {
     let mut widths = vec![
-        Constraint::Min(20),
+        Constraint::Min(cols.host),
         Constraint::Length(6),
         Constraint::Length(5),
         Constraint::Length(5),
