@@ -295,23 +295,29 @@ pub enum TrapKind {
     SessionId,
     /// Calendars and counters: numbers in the URL that keep moving the same way, hop after hop.
     Counter,
-    /// Many near-identical pages (by simhash) under one path prefix.
+    /// Many near-identical pages (by simhash) under one path prefix. Exact copies are not
+    /// counted here: the content digest already stores them as duplicates.
     NearDuplicates,
+    /// Near-identical pages that a probe for a path that cannot exist answers alike, with 200:
+    /// the host serves a "not found" page as a success.
+    SoftNotFound,
     /// A host handing out more new URLs per fetched page than `traps.max_new_urls_per_page`,
     /// over its budget window.
     HostBudget,
 }
 
 impl TrapKind {
-    /// Lower-case words for alert lists and the headless summary.
+    /// Lower-case words for alert lists and the headless summary: what was detected, not how.
+    /// (The stored variant names are kept as they were, so older crawls still load.)
     pub fn label(self) -> &'static str {
         match self {
-            TrapKind::RepeatedSegments => "repeated segments",
-            TrapKind::DepthGrowth => "depth growth",
-            TrapKind::QueryExplosion => "query explosion",
-            TrapKind::SessionId => "session id",
-            TrapKind::Counter => "calendar/counter",
+            TrapKind::RepeatedSegments => "repeating path",
+            TrapKind::DepthGrowth => "deep path",
+            TrapKind::QueryExplosion => "parameter explosion",
+            TrapKind::SessionId => "session ids",
+            TrapKind::Counter => "calendar",
             TrapKind::NearDuplicates => "near duplicates",
+            TrapKind::SoftNotFound => "soft 404",
             TrapKind::HostBudget => "host budget",
         }
     }
