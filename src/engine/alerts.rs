@@ -223,7 +223,6 @@ mod tests {
             ("RepeatedSegments", "repeating path"),
             ("SessionId", "session ids"),
             ("QueryExplosion", "parameter explosion"),
-            ("SoftNotFound", "soft 404"),
             ("NearDuplicates", "near duplicates"),
             ("HostBudget", "host budget"),
         ] {

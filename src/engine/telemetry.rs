@@ -298,9 +298,6 @@ pub enum TrapKind {
     /// Many near-identical pages (by simhash) under one path prefix. Exact copies are not
     /// counted here: the content digest already stores them as duplicates.
     NearDuplicates,
-    /// Near-identical pages that a probe for a path that cannot exist answers alike, with 200:
-    /// the host serves a "not found" page as a success.
-    SoftNotFound,
     /// A host handing out more new URLs per fetched page than `traps.max_new_urls_per_page`,
     /// over its budget window.
     HostBudget,
@@ -317,7 +314,6 @@ impl TrapKind {
             TrapKind::SessionId => "session ids",
             TrapKind::Counter => "calendar",
             TrapKind::NearDuplicates => "near duplicates",
-            TrapKind::SoftNotFound => "soft 404",
             TrapKind::HostBudget => "host budget",
         }
     }
