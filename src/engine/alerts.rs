@@ -215,6 +215,26 @@ mod tests {
     use super::*;
     use crate::engine::control::PatternKind;
 
+    #[test]
+    fn kinds_are_labelled_for_what_was_detected_and_old_names_still_load() {
+        for (stored, label) in [
+            ("Counter", "calendar"),
+            ("DepthGrowth", "deep path"),
+            ("RepeatedSegments", "repeating path"),
+            ("SessionId", "session ids"),
+            ("QueryExplosion", "parameter explosion"),
+            ("NearDuplicates", "near duplicates"),
+            ("HostBudget", "host budget"),
+        ] {
+            let kind: TrapKind = serde_json::from_str(&format!("\"{stored}\"")).unwrap();
+            assert_eq!(kind.label(), label);
+            assert_eq!(
+                serde_json::to_string(&kind).unwrap(),
+                format!("\"{stored}\"")
+            );
+        }
+    }
+
     fn detection(host: &str, pattern: &str) -> Detection {
         Detection {
             host: host.into(),

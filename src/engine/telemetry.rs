@@ -295,7 +295,8 @@ pub enum TrapKind {
     SessionId,
     /// Calendars and counters: numbers in the URL that keep moving the same way, hop after hop.
     Counter,
-    /// Many near-identical pages (by simhash) under one path prefix.
+    /// Many near-identical pages (by simhash) under one path prefix. Exact copies are not
+    /// counted here: the content digest already stores them as duplicates.
     NearDuplicates,
     /// A host handing out more new URLs per fetched page than `traps.max_new_urls_per_page`,
     /// over its budget window.
@@ -303,14 +304,15 @@ pub enum TrapKind {
 }
 
 impl TrapKind {
-    /// Lower-case words for alert lists and the headless summary.
+    /// Lower-case words for alert lists and the headless summary: what was detected, not how.
+    /// (The stored variant names are kept as they were, so older crawls still load.)
     pub fn label(self) -> &'static str {
         match self {
-            TrapKind::RepeatedSegments => "repeated segments",
-            TrapKind::DepthGrowth => "depth growth",
-            TrapKind::QueryExplosion => "query explosion",
-            TrapKind::SessionId => "session id",
-            TrapKind::Counter => "calendar/counter",
+            TrapKind::RepeatedSegments => "repeating path",
+            TrapKind::DepthGrowth => "deep path",
+            TrapKind::QueryExplosion => "parameter explosion",
+            TrapKind::SessionId => "session ids",
+            TrapKind::Counter => "calendar",
             TrapKind::NearDuplicates => "near duplicates",
             TrapKind::HostBudget => "host budget",
         }

@@ -100,17 +100,21 @@ impl TrapDetector {
         found.into_iter().find_map(|d| self.raise(d, child))
     }
 
-    /// A fetched page: its simhash (HTML only) and how many new URLs it yielded.
+    /// A fetched page: its simhash (HTML only), how many new URLs it yielded, and whether its
+    /// body is an exact copy of a stored page. Exact copies are left to the content digest
+    /// (their links are not followed, so they cannot grow a trap): labelling them "near
+    /// duplicates" would tell the operator less than the results already do.
     pub fn on_fetched(
         &mut self,
         url: &Url,
         simhash: Option<u64>,
         new_links: usize,
+        exact_copy: bool,
     ) -> Option<Detection> {
         let host = host_key(url)?;
         let (cfg, state) = self.host_state(&host);
         let mut found = Vec::new();
-        if let Some(h) = simhash {
+        if let (Some(h), false) = (simhash, exact_copy) {
             found.extend(state.near_dup.on_page(cfg, &host, url, h));
         }
         found.extend(state.budget.on_page(cfg, &host, url, simhash, new_links));

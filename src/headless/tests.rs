@@ -154,11 +154,11 @@ async fn prints_one_line_a_second_then_the_summary() {
     assert!(err.contains("not modified      9"), "{err}");
     assert!(err.contains("open trap alerts: 1"), "{err}");
     let raised = err
-        .find("\ntrap alert #7 cal.localhost:4000: calendar/counter")
+        .find("\ntrap alert #7 cal.localhost:4000: calendar")
         .unwrap();
     assert!(raised < err.find("crawl ended").unwrap(), "{err}");
     assert!(
-        err.contains("#7 cal.localhost:4000: calendar/counter, 25 URLs seen, 40 parked"),
+        err.contains("#7 cal.localhost:4000: calendar, 25 URLs seen, 40 parked"),
         "{err}"
     );
     assert!(
@@ -230,7 +230,7 @@ async fn terminal_gets_one_redrawn_bar() {
     let (_, _, err) = run_fake(opts).await;
     let (alert, rest) = err.split_once('\n').unwrap();
     assert!(
-        alert.ends_with("\r\u{1b}[2Ktrap alert #7 cal.localhost:4000: calendar/counter, 25 URLs seen, 40 parked — suggested rule regex:^http://cal\\.localhost:4000/day/ on cal.localhost:4000"),
+        alert.ends_with("\r\u{1b}[2Ktrap alert #7 cal.localhost:4000: calendar, 25 URLs seen, 40 parked — suggested rule regex:^http://cal\\.localhost:4000/day/ on cal.localhost:4000"),
         "the alert line replaces the bar: {alert:?}"
     );
     let (bar, summary) = rest.split_once('\n').unwrap();

@@ -240,11 +240,12 @@ impl Coordinator {
             record.outlinks = outlinks.len() as u32;
         }
         let new_links = outlinks.len();
+        let exact_copy = matches!(record.outcome, PageOutcome::Duplicate { .. });
         self.commit(&lease, &record, outlinks);
         if let (Some(extracted), Some(url)) = (&page.extracted, parent) {
-            if let Some(d) = self
-                .traps
-                .on_fetched(&url, Some(extracted.simhash), new_links)
+            if let Some(d) =
+                self.traps
+                    .on_fetched(&url, Some(extracted.simhash), new_links, exact_copy)
             {
                 self.raise_alert(d);
             }

@@ -71,7 +71,7 @@ pub(super) fn crawl(
             }
             queue.push_back((child, depth + 1));
         }
-        if let Some(detection) = sim.det.on_fetched(&page, simhash(&page), new_links) {
+        if let Some(detection) = sim.det.on_fetched(&page, simhash(&page), new_links, false) {
             sim.alerts.push(Alerted {
                 discovered: sim.discovered,
                 fetched: sim.fetched,

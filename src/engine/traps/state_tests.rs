@@ -33,13 +33,31 @@ fn an_alert_is_raised_once_and_suppress_silences_it() {
 }
 
 #[test]
+fn exact_copies_are_left_to_dedup_not_called_near_duplicates() {
+    let cfg = TrapConfig::default();
+    let pages = cfg.max_near_duplicates * 3;
+    let run = |exact_copy: bool| {
+        let mut det = TrapDetector::new(&cfg);
+        (0..pages)
+            .filter_map(|i| {
+                let u = Url::parse(&format!("http://h.org/copies/{i}.html")).unwrap();
+                det.on_fetched(&u, Some(0xfeed), 1, exact_copy)
+            })
+            .map(|d| d.kind)
+            .collect::<Vec<_>>()
+    };
+    assert!(run(false).contains(&TrapKind::NearDuplicates));
+    assert!(!run(true).contains(&TrapKind::NearDuplicates));
+}
+
+#[test]
 fn hosts_tracked_are_bounded() {
     let cfg = TrapConfig::default();
     let mut det = TrapDetector::new(&cfg);
     for i in 0..(MAX_HOSTS * 3) {
         let u = Url::parse(&format!("http://h{i}.org/list?q={i}")).unwrap();
         det.on_discovered(&u, &u, 1);
-        det.on_fetched(&u, Some(i as u64), 3);
+        det.on_fetched(&u, Some(i as u64), 3, false);
     }
     assert_eq!(det.hosts_tracked(), MAX_HOSTS);
 }
@@ -105,8 +123,8 @@ fn odd_urls_never_panic() {
         for child in &parsed {
             det.on_discovered(parent, child, 1);
         }
-        det.on_fetched(parent, Some(0), 1000);
-        det.on_fetched(parent, None, usize::MAX);
+        det.on_fetched(parent, Some(0), 1000, false);
+        det.on_fetched(parent, None, usize::MAX, false);
     }
 }
 
