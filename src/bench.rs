@@ -19,6 +19,21 @@ pub struct BenchOptions {
     pub warc: bool,
     /// Drive the TUI (80x24, in memory) during the crawl.
     pub tui: bool,
+    /// Ask for a rule preview every [`PREVIEW_EVERY`] during the crawl (not with `tui`).
+    pub previews: bool,
+}
+
+/// How often `--previews` asks: an operator typing a rule without pause, at
+/// the TUI's debounce.
+pub const PREVIEW_EVERY: Duration = crate::tui::preview::PREVIEW_DEBOUNCE;
+
+/// Rule previews asked during a `--previews` run, and how they were answered.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PreviewLoad {
+    pub asked: u64,
+    pub answered: u64,
+    /// Answers that hit the engine's time budget.
+    pub sampled: u64,
 }
 
 #[derive(Debug, Clone)]
@@ -34,6 +49,7 @@ pub struct BenchReport {
     /// Trap alerts raised, by kind: the synthetic site is a normal site, so
     /// any alert is a false positive.
     pub alerts: std::collections::BTreeMap<&'static str, u64>,
+    pub previews: Option<PreviewLoad>,
 }
 
 impl BenchReport {
@@ -76,6 +92,15 @@ impl BenchReport {
                 kinds.join(", ")
             ),
         });
+        if let Some(p) = self.previews {
+            out.push_str(&format!(
+                "rule previews  {} asked (one per {} ms), {} answered, {} sampled (over the time budget)\n",
+                p.asked,
+                PREVIEW_EVERY.as_millis(),
+                p.answered,
+                p.sampled
+            ));
+        }
         out.push_str(&format!(
             "errors         {}\nlink extraction (1 core, ~23 KB pages, ~50 links): {:.0} pages/s\n",
             self.errors, self.extraction_pages_per_sec
@@ -122,10 +147,13 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
     let cpu_before = process_cpu();
     let started = Instant::now();
     let running = crate::engine::start(cfg, &dir, std::future::pending()).await?;
-    let snapshot: Snapshot = if opts.tui {
-        with_tui(running).await?
-    } else {
-        running.done.await??
+    let (snapshot, previews) = match (opts.tui, opts.previews) {
+        (true, _) => (with_tui(running).await?, None),
+        (false, true) => {
+            let (snapshot, load) = with_previews(running).await?;
+            (snapshot, Some(load))
+        }
+        (false, false) => (running.done.await??, None),
     };
     let wall = started.elapsed();
     let cpu = match (cpu_before, process_cpu()) {
@@ -148,7 +176,46 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
                 *by_kind.entry(alert.kind.label()).or_default() += 1;
                 by_kind
             }),
+        previews,
     })
+}
+
+/// The crawl while a rule preview is asked for every [`PREVIEW_EVERY`], so the
+/// difference to a plain run is what previews cost the crawl.
+async fn with_previews(
+    running: crate::engine::RunningEngine,
+) -> anyhow::Result<(Snapshot, PreviewLoad)> {
+    use crate::engine::control::{Command, PatternKind, RuleSpec};
+    use crate::engine::telemetry::EngineEvent;
+
+    let crate::engine::RunningEngine { handle, done, .. } = running;
+    let (control, mut events) = (handle.control, handle.events);
+    let _snapshots = handle.snapshots;
+    let spec = RuleSpec {
+        kind: PatternKind::Regex,
+        pattern: r"/[a-z]*\d*7\d*$".into(),
+        host: None,
+    };
+    let mut load = PreviewLoad::default();
+    let mut ticker = tokio::time::interval(PREVIEW_EVERY);
+    tokio::pin!(done);
+    loop {
+        tokio::select! {
+            result = &mut done => return Ok((result??, load)),
+            _ = ticker.tick() => {
+                control.send(Command::Preview(spec.clone()));
+                load.asked += 1;
+            }
+            Some(event) = events.recv() => {
+                if let EngineEvent::CommandDone(result) = event {
+                    load.answered += 1;
+                    if result.outcome.is_ok_and(|text| text.contains("sampled")) {
+                        load.sampled += 1;
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// The crawl with the TUI's event loop drawing every frame into an 80x24

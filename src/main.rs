@@ -118,7 +118,12 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             }
             Mode::Tui => run_tui_attached(&run, &data_dir).await,
             Mode::Demo { headless } => run_demo(&run, &data_dir, headless, socket).await,
-            Mode::Bench { pages, hosts, tui } => run_bench(&data_dir, pages, hosts, tui).await,
+            Mode::Bench {
+                pages,
+                hosts,
+                tui,
+                previews,
+            } => run_bench(&data_dir, pages, hosts, tui, previews).await,
             Mode::Keys { .. }
             | Mode::Attach { .. }
             | Mode::Status { .. }
@@ -435,11 +440,17 @@ fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
 }
 
 /// `crawldeck bench`: a synthetic site crawled in-process, measured.
-async fn run_bench(data_dir: &Path, pages: u64, hosts: u32, tui: bool) -> anyhow::Result<()> {
-    let ui = if tui {
-        ", TUI drawing at 80x24 in memory"
-    } else {
-        ""
+async fn run_bench(
+    data_dir: &Path,
+    pages: u64,
+    hosts: u32,
+    tui: bool,
+    previews: bool,
+) -> anyhow::Result<()> {
+    let ui = match (tui, previews) {
+        (true, _) => ", TUI drawing at 80x24 in memory",
+        (false, true) => ", a rule preview asked every 300 ms",
+        (false, false) => "",
     };
     eprintln!(
         "crawldeck bench: {pages} pages on {hosts} hosts (127.0.0.1), no politeness delay{ui}"
@@ -450,6 +461,7 @@ async fn run_bench(data_dir: &Path, pages: u64, hosts: u32, tui: bool) -> anyhow
         data: Some(data_dir.to_path_buf()),
         warc: true,
         tui,
+        previews,
     })
     .await?;
     print!("{}", report.render());

@@ -219,7 +219,10 @@ pub async fn ctl(dir: &Path, words: &[String], out: &mut dyn Write) -> Result<()
     let mut connection = client::connect(dir, false).await?;
     match connection.command(command).await? {
         Ok(summary) => {
-            let _ = writeln!(out, "{}", strip_control(&summary));
+            // Line by line: a preview's answer is several lines.
+            for line in summary.lines() {
+                let _ = writeln!(out, "{}", strip_control(line));
+            }
             Ok(())
         }
         Err(why) => Err(CtlError::Refused(strip_control(&why).into_owned())),

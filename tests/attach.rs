@@ -218,6 +218,21 @@ async fn two_viewers_steer_one_crawl_and_it_outlives_them() {
     assert_ne!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("invalid regex \"cal(\""), "{err}");
+    // `ctl preview` answers what a rule would match, one fact per line, adding nothing.
+    let out = run(&["ctl", "preview", "glob:*/*", &shop], &data);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    let mut lines = text.lines();
+    let head = lines.next().unwrap_or_default();
+    assert!(head.starts_with("glob */* on "), "{text}");
+    assert!(
+        head.contains(" fetched URL(s)") && !head.contains(" 0 fetched"),
+        "{text}"
+    );
+    assert!(
+        lines.any(|l| l.starts_with(&format!("  {shop}: "))),
+        "{text}"
+    );
     let out = run(&["ctl", "pause", &shop], &data);
     assert_eq!(
         out.status.code(),

@@ -338,11 +338,15 @@ fn subcommand_names_are_not_taken_for_seeds() {
         Mode::Bench {
             pages: 100,
             hosts: 4,
-            tui: false
+            tui: false,
+            previews: false
         }
     );
     let run = resolve(&["bench", "--tui"]).unwrap();
     assert!(matches!(run.mode, Mode::Bench { tui: true, .. }));
+    let run = resolve(&["bench", "--previews"]).unwrap();
+    assert!(matches!(run.mode, Mode::Bench { previews: true, .. }));
+    assert!(Cli::try_parse_from(["crawldeck", "bench", "--previews", "--tui"]).is_err());
 }
 
 #[test]

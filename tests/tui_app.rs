@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crawldeck::control::client::loopback;
-use crawldeck::engine::control::{Command, PatternKind, RuleSpec, Target};
+use crawldeck::engine::control::{Command, CommandResult, PatternKind, RuleSpec, Target};
 use crawldeck::engine::telemetry::{CrawlState, EngineEvent, Level, Snapshot};
 use crawldeck::engine::{EngineEnds, EngineHandle};
 use crawldeck::tui::app::drive;
@@ -261,4 +261,74 @@ async fn an_attached_viewer_stops_the_crawl_with_s_unless_read_only() {
         engine.commands.try_recv().is_err(),
         "a read-only viewer neither stops nor pauses the crawl"
     );
+}
+
+both_ways!(a_rule_prompt_shows_its_preview_before_enter:
+    a_rule_prompt_shows_its_preview_before_enter_in_process,
+    a_rule_prompt_shows_its_preview_before_enter_over_the_socket);
+
+async fn a_rule_prompt_shows_its_preview_before_enter(over_socket: bool) {
+    let (handle, mut engine) = fake_engine(over_socket).await;
+    let (input, input_rx) = mpsc::channel(8);
+    let (term_tx, term_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut model = Model::new(keymap_from_str("").0, false, true);
+    // Attached, a signal leaves at once with the prompt still open on screen.
+    model.attached = true;
+    let ui = tokio::spawn(async move {
+        let mut terminal = Terminal::new(TestBackend::new(100, 30)).unwrap();
+        let terminate = async move {
+            let _ = term_rx.await;
+        };
+        let exit = drive(&mut terminal, handle, model, input_rx, terminate).await;
+        (exit.unwrap(), terminal)
+    });
+    let pause = std::time::Duration::from_millis(100);
+    // Typed with short pauses, then an invalid pattern: nothing is asked.
+    for ev in std::iter::once(key(KeyCode::Char('b'))).chain(chars("cal(")) {
+        input.send(ev).await.unwrap();
+        tokio::time::sleep(pause).await;
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert!(engine.commands.try_recv().is_err(), "no preview of cal(");
+
+    // Fixed: one preview, once typing has paused for the debounce.
+    input.send(key(KeyCode::Backspace)).await.unwrap();
+    let typed_at = tokio::time::Instant::now();
+    let (id, cmd) = engine.commands.recv().await.unwrap();
+    assert!(typed_at.elapsed() >= std::time::Duration::from_millis(300));
+    let rule = RuleSpec {
+        kind: PatternKind::Regex,
+        pattern: "cal".into(),
+        host: None,
+    };
+    assert_eq!(cmd, Command::Preview(rule));
+    let answer = "regex cal matches 2 queued, 0 parked, 1 fetched URL(s)\n  shop.test: 2 queued, 0 parked, 1 fetched\n    http://shop.test/cal/1";
+    engine
+        .events
+        .send(EngineEvent::CommandDone(CommandResult {
+            id,
+            outcome: Ok(answer.into()),
+        }))
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    assert!(engine.commands.try_recv().is_err(), "asked once");
+
+    term_tx.send(()).unwrap();
+    let (exit, terminal) = ui.await.unwrap();
+    assert_eq!(exit, TuiExit::Detach);
+    let screen: String = terminal
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
+    assert!(
+        screen.contains("blacklist regex: cal "),
+        "the prompt is open: {screen}"
+    );
+    for line in answer.lines() {
+        assert!(screen.contains(line), "{line:?} not on screen: {screen}");
+    }
 }

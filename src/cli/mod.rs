@@ -148,6 +148,10 @@ pub struct BenchArgs {
     /// memory, to measure what the UI costs.
     #[arg(long)]
     pub tui: bool,
+    /// Ask the engine for a rule preview every 300 ms during the crawl (an
+    /// operator typing a rule without pause), to measure what previews cost.
+    #[arg(long, conflicts_with = "tui")]
+    pub previews: bool,
 }
 
 #[derive(Debug, Args)]

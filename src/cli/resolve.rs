@@ -24,6 +24,7 @@ pub enum Mode {
         pages: u64,
         hosts: u32,
         tui: bool,
+        previews: bool,
     },
     Keys {
         file: Option<PathBuf>,
@@ -147,6 +148,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                     pages: b.pages,
                     hosts: b.hosts,
                     tui: b.tui,
+                    previews: b.previews,
                 },
                 config: CrawlConfig::default(),
                 data_dir: b.data,

@@ -115,6 +115,9 @@ pub enum Command {
         /// `TrapAlert::id` of the alert.
         alert_id: u64,
     },
+    /// Counts, without changing anything, the queued, parked and fetched URLs a rule would
+    /// match, per host with examples; over a time budget the counts are a sample.
+    Preview(RuleSpec),
     /// Writes what is kept in memory (counters, rule hits, WARC output) and flushes the store;
     /// the one command `--readonly` allows.
     Checkpoint,
@@ -125,7 +128,7 @@ pub enum Command {
 impl Command {
     /// Whether the command changes the crawl (refused in `--readonly`).
     pub fn is_mutating(&self) -> bool {
-        !matches!(self, Command::Checkpoint)
+        !matches!(self, Command::Checkpoint | Command::Preview(_))
     }
 
     /// One short phrase per command, for the status line and the log.
@@ -171,6 +174,7 @@ impl Command {
             Command::ForceOpenBreaker(h) => format!("open breaker {h}"),
             Command::AcceptAlert { alert_id, .. } => format!("accept alert #{alert_id}"),
             Command::DismissAlert { alert_id } => format!("dismiss alert #{alert_id}"),
+            Command::Preview(r) => format!("preview {}", r.pattern),
             Command::Checkpoint => "checkpoint".into(),
             Command::Shutdown => "shutdown".into(),
         }

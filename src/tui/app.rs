@@ -381,6 +381,17 @@ fn perform(
                 // Recording a sent command has no effects of its own.
                 update(model, Msg::Sent { id, what });
             }
+            Effect::PreviewAfter { generation, delay } => {
+                let due = listed.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    let _ = due.send(Msg::PreviewDue(generation));
+                });
+            }
+            Effect::SendPreview { generation, spec } => {
+                let id = control.send(crate::engine::control::Command::Preview(spec));
+                update(model, Msg::PreviewSent { generation, id });
+            }
             Effect::Window(window) => control.set_window(window),
             Effect::Quit(exit) => return Some(exit),
         }

@@ -22,6 +22,7 @@ pub enum CommandLine {
 pub const COMMANDS: &[(&str, &str)] = &[
     ("blacklist", "REGEX [HOST]"),
     ("glob", "PATTERN [HOST]"),
+    ("preview", "REGEX|glob:PATTERN [HOST]"),
     ("throttle", "HOST|* DURATION|off"),
     ("concurrency", "HOST|* N|off"),
     ("rate", "PAGES_PER_SEC|off"),
@@ -150,12 +151,28 @@ fn parse_id(args: &[&str], name: &str) -> Result<u64, String> {
 
 /// `:blacklist` and `:glob`: a pattern, and optionally the host it is limited to.
 fn rule(kind: PatternKind, args: &[&str], name: &str) -> Result<Command, String> {
+    rule_spec(kind, args, name).map(Command::AddRule)
+}
+
+/// A checked rule from a pattern and an optional host.
+fn rule_spec(kind: PatternKind, args: &[&str], name: &str) -> Result<RuleSpec, String> {
     let (pattern, host) = match args {
         [pattern] => (pattern, None),
         [pattern, host] => (pattern, Some(host.to_ascii_lowercase())),
         _ => return Err(usage(name)),
     };
-    checked_rule(kind, pattern.to_string(), host).map(Command::AddRule)
+    checked_rule(kind, pattern.to_string(), host)
+}
+
+/// `:preview REGEX|glob:PATTERN [HOST]`: what a rule would match, without adding it.
+fn preview(args: &[&str]) -> Result<Command, String> {
+    let mut args = args.to_vec();
+    let mut kind = PatternKind::Regex;
+    if let Some(glob) = args.first().and_then(|p| p.strip_prefix("glob:")) {
+        kind = PatternKind::Glob;
+        args[0] = glob;
+    }
+    rule_spec(kind, &args, "preview").map(Command::Preview)
 }
 
 /// A host argument; none or `*` means the whole crawl.
@@ -194,6 +211,7 @@ fn engine_command(name: &str, args: &[&str]) -> Option<Result<Command, String>> 
     let cmd = match (name, args) {
         ("blacklist" | "bl", _) => rule(PatternKind::Regex, args, "blacklist"),
         ("glob", _) => rule(PatternKind::Glob, args, "glob"),
+        ("preview", _) => preview(args),
         ("throttle", [host, value]) => throttle(host, value),
         ("concurrency", [host, value]) => concurrency(host, value),
         ("rate", [value]) => parse_rate(value).map(Command::SetGlobalRate),

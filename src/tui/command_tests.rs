@@ -172,3 +172,30 @@ fn breaker_thresholds_per_host() {
         .contains("failure count"));
     assert!(parse("breaker").unwrap_err().starts_with("usage: :breaker"));
 }
+
+#[test]
+fn preview_takes_a_regex_or_a_glob_and_an_optional_host() {
+    assert_eq!(
+        engine("preview /cal/\\d+"),
+        Command::Preview(RuleSpec {
+            kind: PatternKind::Regex,
+            pattern: "/cal/\\d+".into(),
+            host: None
+        })
+    );
+    assert_eq!(
+        engine("preview glob:*?sid=* Shop.test"),
+        Command::Preview(RuleSpec {
+            kind: PatternKind::Glob,
+            pattern: "*?sid=*".into(),
+            host: Some("shop.test".into())
+        })
+    );
+    assert!(!engine("preview x").is_mutating(), "allowed read-only");
+    let err = parse("preview cal(").unwrap_err();
+    assert!(err.contains("invalid regex \"cal(\""), "{err}");
+    assert_eq!(
+        parse("preview").unwrap_err(),
+        "usage: :preview REGEX|glob:PATTERN [HOST]"
+    );
+}

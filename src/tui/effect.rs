@@ -2,7 +2,7 @@
 //! deciding modules (`update`, `prompt`, `targets`) share without importing each other.
 
 use super::model::{HostList, Model};
-use crate::engine::control::Command;
+use crate::engine::control::{Command, RuleSpec};
 use crate::engine::host_window::HostWindow;
 use crate::engine::telemetry::Level;
 
@@ -28,6 +28,15 @@ pub enum Effect {
     Window(HostWindow),
     /// Leave the UI with this exit.
     Quit(TuiExit),
+    /// Report `Msg::PreviewDue(generation)` after `delay` (the rule preview's wait for
+    /// typing to pause).
+    PreviewAfter {
+        generation: u64,
+        delay: std::time::Duration,
+    },
+    /// Ask the engine what the rule would match (the loop reports back with
+    /// `Msg::PreviewSent`).
+    SendPreview { generation: u64, spec: RuleSpec },
     /// Read one of a host's lists from the store (answered by `Msg::HostListed`).
     ListHost {
         data_dir: std::path::PathBuf,

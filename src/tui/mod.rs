@@ -12,6 +12,7 @@ pub mod command;
 pub mod effect;
 pub mod keys;
 pub mod model;
+pub mod preview;
 mod prompt;
 mod targets;
 pub mod ui;

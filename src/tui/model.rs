@@ -1,7 +1,7 @@
 //! The TUI's state: the latest snapshot, what the operator is looking at, and
 //! what it keeps of the event stream (log, recent fetches, pages/s history).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -116,6 +116,21 @@ pub struct Prompt {
     pub error: Option<String>,
     /// Completion candidates after an ambiguous Tab.
     pub hint: Option<String>,
+}
+
+/// The live preview under a rule prompt: what the typed rule would match.
+#[derive(Debug, Clone, Default)]
+pub struct RulePreview {
+    /// The prompt kind and text last seen; a change starts a new wait.
+    pub watched: Option<(PromptKind, String)>,
+    /// Bumped on every change: a timer or an answer for an older text is dropped.
+    pub generation: u64,
+    /// The preview command asked for the current text.
+    pub asked: Option<CommandId>,
+    /// Preview commands not yet answered; their answers never reach the log.
+    pub in_flight: HashSet<CommandId>,
+    /// What is shown: the engine's answer as lines, or why the pattern is refused.
+    pub shown: Option<Result<Vec<String>, String>>,
 }
 
 /// What is drawn over the body.
@@ -234,6 +249,7 @@ pub struct Model {
     history_second: Option<u64>,
     pub status: Option<StatusLine>,
     pub pending: HashMap<CommandId, String>,
+    pub rule_preview: RulePreview,
     pub quitting: Quitting,
     pub engine_closed: bool,
     pub readonly: bool,
@@ -277,6 +293,7 @@ impl Model {
             history_second: None,
             status: None,
             pending: HashMap::new(),
+            rule_preview: RulePreview::default(),
             quitting: Quitting::No,
             engine_closed: false,
             readonly,

@@ -10,6 +10,7 @@ use super::action::Action;
 use super::effect::{send, Effect, TuiExit};
 use super::keys::Mode;
 use super::model::{FetchLine, HostList, HostListing, Model, Overlay, Quitting};
+use super::preview;
 use super::prompt::{self, Submitted};
 use super::targets::{alert_action, host_action, remove_rule};
 use super::view;
@@ -48,12 +49,20 @@ pub enum Msg {
     },
     /// The hosts table was drawn this many rows high.
     HostRows(usize),
+    /// Typing in a rule prompt paused (`Effect::PreviewAfter`).
+    PreviewDue(u64),
+    /// A rule preview left for the engine under this id.
+    PreviewSent {
+        generation: u64,
+        id: CommandId,
+    },
 }
 
 /// Applies one message to the model; returns what the run loop must do,
 /// ending with the new hosts window when what is on screen changed.
 pub fn update(model: &mut Model, msg: Msg) -> Vec<Effect> {
     let mut effects = apply(model, msg);
+    effects.extend(preview::watch(model));
     model.clamp_selection();
     let window = model.host_window();
     if window != model.window_sent {
@@ -109,6 +118,11 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
         }
         Msg::HostRows(rows) => {
             model.host_rows = rows;
+            Vec::new()
+        }
+        Msg::PreviewDue(generation) => preview::due(model, generation),
+        Msg::PreviewSent { generation, id } => {
+            preview::sent(model, generation, id);
             Vec::new()
         }
     }
@@ -191,6 +205,9 @@ fn on_event(model: &mut Model, ev: EngineEvent) {
 
 /// A command's result, named as it was sent, goes to the log and the status line.
 fn command_done(model: &mut Model, result: CommandResult) {
+    if preview::answered(model, &result) {
+        return;
+    }
     let what = model
         .pending
         .remove(&result.id)
@@ -199,8 +216,14 @@ fn command_done(model: &mut Model, result: CommandResult) {
         Ok(summary) => (Level::Info, format!("{what}: {summary}")),
         Err(why) => (Level::Error, format!("{what} failed: {why}")),
     };
-    model.push_log(level, text.clone());
-    model.set_status(level, text);
+    // A long answer (`:preview`) is one log line per line; the status shows its first.
+    let mut lines = text.lines();
+    let first = lines.next().unwrap_or_default().to_string();
+    model.push_log(level, first.clone());
+    for line in lines {
+        model.push_log(level, line.to_string());
+    }
+    model.set_status(level, first);
 }
 
 /// A key press: the quit question takes any key; a prompt takes keys as text
@@ -403,3 +426,7 @@ fn rate_down(model: &mut Model) -> Vec<Effect> {
 #[cfg(test)]
 #[path = "update_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "preview_tests.rs"]
+mod preview_tests;

@@ -4,11 +4,12 @@
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::preview::{preview, PreviewBudget};
 use super::Coordinator;
 use crate::engine::config::parse_seed;
-use crate::engine::control::{BreakerThresholds, Command, Target};
+use crate::engine::control::{BreakerThresholds, Command, RuleSpec, Target};
 use crate::engine::frontier::{FrontierEntry, Hold};
-use crate::engine::rules::describe;
+use crate::engine::rules::{describe, RuleSet};
 use crate::engine::store::{StoreError, Tree};
 use crate::engine::telemetry::CrawlState;
 use crate::engine::url_norm;
@@ -31,6 +32,10 @@ pub(super) const SETTINGS_KEY: &[u8] = b"settings";
 type Answer = Result<String, String>;
 
 pub(super) fn handle(c: &mut Coordinator, command: Command) -> Answer {
+    if let Command::Preview(spec) = &command {
+        // Reads only: nothing to store.
+        return c.preview_rule(spec, PreviewBudget::default());
+    }
     let now = Instant::now();
     let result = match command {
         Command::Pause(target) => c.pause(target, true),
@@ -72,6 +77,7 @@ pub(super) fn handle(c: &mut Coordinator, command: Command) -> Answer {
         }
         Command::AcceptAlert { alert_id, rule } => c.accept_alert(alert_id, rule, "operator"),
         Command::DismissAlert { alert_id } => c.dismiss_alert(alert_id),
+        Command::Preview(spec) => c.preview_rule(&spec, PreviewBudget::default()),
         Command::Checkpoint => {
             c.checkpoint();
             Ok("checkpoint written".into())
@@ -209,6 +215,14 @@ impl Coordinator {
             .push(vec![entry])
             .map_err(|e| format!("could not queue {url}: {e}"))?;
         Ok(format!("seed {url} queued"))
+    }
+
+    /// What `spec` would match, as terminal lines; reads only, within `budget`.
+    pub(super) fn preview_rule(&mut self, spec: &RuleSpec, budget: PreviewBudget) -> Answer {
+        let rule = RuleSet::compile(spec)?;
+        let found = preview(self.frontier.as_mut(), &self.store, &rule, budget)
+            .map_err(|e| format!("could not read the crawl for the preview: {e}"))?;
+        Ok(found.lines(&describe(spec)).join("\n"))
     }
 
     /// Stores the crawl-wide settings (after every command).

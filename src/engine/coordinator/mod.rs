@@ -8,6 +8,7 @@ mod commands;
 mod dispatch;
 mod health;
 mod links;
+mod preview;
 mod results;
 mod snapshot;
 mod triage;

@@ -27,6 +27,28 @@ pub struct FrontierCounts {
     pub front_queues: [u64; PRIORITY_LEVELS],
 }
 
+/// Which stored URLs [`FrontierStore::scan`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanRange {
+    /// Queued URLs, leased ones included.
+    Queued,
+    /// URLs parked under any alert.
+    Parked,
+}
+
+/// Where a scan goes on; opaque to callers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanCursor(pub(super) Vec<u8>);
+
+/// One chunk of a scan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanPage {
+    /// The entries read, in storage order.
+    pub entries: Vec<FrontierEntry>,
+    /// Where the next chunk starts; `None` when the range is done.
+    pub next: Option<ScanCursor>,
+}
+
 /// One host's queue, as the snapshot shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HostQueueView {
@@ -162,6 +184,16 @@ pub trait FrontierStore: Send {
         record: &dyn Fn(&FrontierEntry) -> PageRecord,
     ) -> Result<u64, StoreError>;
 
+    /// Reads at most `limit` entries of `range` from `from` (the start if
+    /// `None`) without changing anything, so a caller can bound its work per
+    /// call (rule previews).
+    fn scan(
+        &mut self,
+        range: ScanRange,
+        from: Option<&ScanCursor>,
+        limit: usize,
+    ) -> Result<ScanPage, StoreError>;
+
     /// Whole-frontier counters.
     fn counts(&mut self) -> Result<FrontierCounts, StoreError>;
 
@@ -277,6 +309,15 @@ impl FrontierStore for Frontier {
         record: &dyn Fn(&FrontierEntry) -> PageRecord,
     ) -> Result<u64, StoreError> {
         Frontier::drop_parked(self, alert_id, record)
+    }
+
+    fn scan(
+        &mut self,
+        range: ScanRange,
+        from: Option<&ScanCursor>,
+        limit: usize,
+    ) -> Result<ScanPage, StoreError> {
+        Frontier::scan(self, range, from, limit)
     }
 
     fn counts(&mut self) -> Result<FrontierCounts, StoreError> {

@@ -20,6 +20,7 @@ mod entry;
 mod host;
 mod ops;
 mod resume;
+mod scan;
 mod schedule;
 mod seen;
 
@@ -29,7 +30,7 @@ use tokio::time::Instant;
 
 #[cfg(test)]
 use api::FrontierCounts;
-pub use api::{FrontierStore, HostQueueView};
+pub use api::{FrontierStore, HostQueueView, ScanCursor, ScanRange};
 pub use entry::{FrontierEntry, Hold, Lease};
 #[cfg(test)]
 use schedule::LEVEL_WEIGHTS;

@@ -224,6 +224,20 @@ impl Store {
         }))
     }
 
+    /// At most `limit` page records after the one of URL `after` (from the
+    /// first if `None`), in URL order, so a caller can bound its work per call.
+    pub(crate) fn pages_after(
+        &self,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<PageRecord>, StoreError> {
+        let after = after.map(keys::page_key);
+        self.scan_after(&[keys::PAGE], after.as_deref(), limit.max(1), |_| false)?
+            .iter()
+            .map(|(_, v)| decode_json(v, "page record"))
+            .collect()
+    }
+
     /// Raw page records (their stored JSON), for the results socket.
     pub(crate) fn raw_page_records(&self, url_prefix: &str) -> Entries<sled::IVec> {
         let mut prefix = vec![keys::PAGE];

@@ -68,6 +68,9 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
     render_tabs(model, &theme, tabs, buf);
     render_body(model, &theme, body, is_wide(area), buf);
     render_status(model, &theme, status, buf);
+    if model.prompt.is_some() {
+        overlay::rule_preview(model, &theme, body, buf);
+    }
     match model.overlay {
         Overlay::Help => overlay::help(model, &theme, body, buf),
         Overlay::ConfirmQuit => overlay::confirm_quit(model, &theme, body, buf),

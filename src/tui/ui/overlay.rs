@@ -1,4 +1,5 @@
-//! Pop-ups drawn over the body: help (from the live key map) and quit confirmation.
+//! Pop-ups drawn over the body: help (from the live key map), quit
+//! confirmation and the rule preview.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Flex, Layout, Rect};
@@ -6,7 +7,8 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Clear, Paragraph, Widget, Wrap};
 
-use super::Theme;
+use super::{strip, Theme};
+use crate::engine::telemetry::Level;
 use crate::tui::keys::Mode;
 use crate::tui::model::Model;
 
@@ -88,4 +90,28 @@ pub fn confirm_quit(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) 
     .wrap(Wrap { trim: true })
     .block(Block::bordered().title(" Quit "))
     .render(popup, buf);
+}
+
+/// The rule preview, docked at the bottom of the body just above the prompt:
+/// what the typed rule would match, or why the pattern is refused.
+pub fn rule_preview(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
+    let Some(shown) = &model.rule_preview.shown else {
+        return;
+    };
+    let lines: Vec<Line> = match shown {
+        Ok(lines) => lines
+            .iter()
+            .map(|l| Line::from(strip(l).into_owned()))
+            .collect(),
+        Err(why) => vec![Line::styled(
+            format!("error: {}", strip(why)),
+            theme.level(Level::Error),
+        )],
+    };
+    let height = (lines.len() as u16 + 2).min(area.height);
+    let [_, dock] = Layout::vertical([Constraint::Fill(1), Constraint::Length(height)]).areas(area);
+    Clear.render(dock, buf);
+    Paragraph::new(lines)
+        .block(Block::bordered().title(" Rule preview (Enter applies, Esc cancels) "))
+        .render(dock, buf);
 }
