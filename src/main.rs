@@ -240,20 +240,30 @@ async fn run_headless(
 /// `crawldeck URL`: the engine in a background process of its own, the
 /// terminal UI attached to it (quitting offers to detach).
 async fn run_tui_attached(run: &ResolvedRun, data_dir: &Path) -> anyhow::Result<()> {
+    require_terminal()?;
+    background::run(data_dir, tui_options(run, true, data_dir)).await
+}
+
+/// The terminal UI needs one: scripts and pipes get a message instead.
+fn require_terminal() -> anyhow::Result<()> {
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
             "the terminal UI needs a terminal; use `crawldeck crawl --headless …` for scripts and pipes"
         );
     }
-    let options = tui::TuiOptions {
+    Ok(())
+}
+
+/// The UI's options as the command line set them, over the crawl in `data_dir`.
+fn tui_options(run: &ResolvedRun, attached: bool, data_dir: &Path) -> tui::TuiOptions {
+    tui::TuiOptions {
         no_color: !run.ui.color,
         no_mouse: !run.ui.mouse,
         readonly: run.ui.readonly,
-        attached: true,
+        attached,
         keys_file: run.ui.keys.clone(),
         data_dir: Some(data_dir.to_path_buf()),
-    };
-    background::run(data_dir, options).await
+    }
 }
 
 /// An engine an operator watches: open alerts and storage faults wait for them.
@@ -301,11 +311,7 @@ async fn run_engine_process(
 /// web lives here too). Decisions on trap alerts wait for the operator, so
 /// the engine keeps running until they quit.
 async fn run_tui(run: &ResolvedRun, data_dir: &Path, socket: Option<&Path>) -> anyhow::Result<()> {
-    if !std::io::stdout().is_terminal() {
-        anyhow::bail!(
-            "the terminal UI needs a terminal; use `crawldeck crawl --headless …` for scripts and pipes"
-        );
-    }
+    require_terminal()?;
     // The UI handles Ctrl-C (a key in raw mode) and SIGTERM itself.
     let running = engine::start_with(
         run.config.clone(),
@@ -315,14 +321,7 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path, socket: Option<&Path>) -> a
     )
     .await?;
     run.config.save(&data_dir.join(CONFIG_FILE))?;
-    let tui_options = tui::TuiOptions {
-        no_color: !run.ui.color,
-        no_mouse: !run.ui.mouse,
-        readonly: run.ui.readonly,
-        attached: false,
-        keys_file: run.ui.keys.clone(),
-        data_dir: Some(data_dir.to_path_buf()),
-    };
+    let tui_options = tui_options(run, false, data_dir);
     let (handle, _server) = serve(running.handle, socket)?;
     let control = handle.control.clone();
     let exit = tui::run(handle, tui_options).await;
@@ -410,29 +409,17 @@ fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async {
-        match run.mode {
-            Mode::Status { dir, json } => remote::status(&dir, json, &mut std::io::stdout()).await,
-            Mode::Ctl { dir, words } => {
-                Ok(remote::ctl(&dir, &words, &mut std::io::stdout()).await?)
-            }
-            Mode::Attach {
-                dir,
-                read_only,
-                wait,
-            } => {
+        match &run.mode {
+            Mode::Status { dir, json } => remote::status(dir, *json, &mut std::io::stdout()).await,
+            Mode::Ctl { dir, words } => Ok(remote::ctl(dir, words, &mut std::io::stdout()).await?),
+            Mode::Attach { dir, wait } => {
                 let dir = match dir {
-                    Some(dir) => dir,
+                    Some(dir) => dir.clone(),
                     None => remote::find_running_crawl(Path::new("."))?,
                 };
-                let options = tui::TuiOptions {
-                    no_color: !run.ui.color,
-                    no_mouse: !run.ui.mouse,
-                    readonly: read_only,
-                    attached: true,
-                    keys_file: run.ui.keys.clone(),
-                    data_dir: Some(dir.clone()),
-                };
-                remote::attach(&dir, options, wait).await.map(drop)
+                remote::attach(&dir, tui_options(&run, true, &dir), *wait)
+                    .await
+                    .map(drop)
             }
             _ => unreachable!("only viewers come here"),
         }

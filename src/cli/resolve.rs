@@ -30,9 +30,9 @@ pub enum Mode {
         file: Option<PathBuf>,
     },
     /// The TUI on a running crawl; `None`: find the one running crawl.
+    /// `--read-only` is `UiOptions::readonly`.
     Attach {
         dir: Option<PathBuf>,
-        read_only: bool,
         wait: bool,
     },
     Status {
@@ -172,7 +172,6 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
             },
             ..front_end(Mode::Attach {
                 dir: a.dir,
-                read_only: a.read_only,
                 wait: a.wait,
             })
         }),
