@@ -10,7 +10,6 @@ use axum::extract::{Request, State};
 use axum::http::header::{HeaderName, HeaderValue, CONTENT_TYPE, USER_AGENT};
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use crawldeck::engine::config::CrawlConfig;
 
 const UA: &str = "AcmeBot/2.0 (+https://acme.example/bot)";
 
@@ -97,15 +96,9 @@ async fn a_custom_user_agent_answers_to_its_product_token_everywhere() {
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = CrawlConfig {
-        seeds: vec![format!("http://{addr}/")],
-        ..CrawlConfig::default()
-    };
+    let mut cfg = common::seeded_config(vec![format!("http://{addr}/")]);
     // What `--user-agent` sets; the token is left to be derived.
     cfg.identity.user_agent = UA.into();
-    cfg.politeness.min_delay = std::time::Duration::from_millis(10);
-    cfg.politeness.delay_factor = 0.0;
-    cfg.storage.cache_bytes = 8 * 1024 * 1024;
     let snap = common::crawl(cfg, dir.path()).await;
 
     assert_eq!(snap.product_token, "acmebot");

@@ -11,7 +11,6 @@ use axum::extract::{Request, State};
 use axum::http::header::CONTENT_TYPE;
 use axum::response::{IntoResponse, Response};
 use axum::Router;
-use crawldeck::engine::config::CrawlConfig;
 
 const UA: &str = "AcmeBot/2.0 (+https://acme.example/bot)";
 
@@ -107,14 +106,8 @@ async fn bom_versioned_groups_long_files_and_cut_lines_follow_rfc_9309() {
     let (cut_url, cut_site) = start(cut_at_the_limit(), &["/kept", "/cutlery"]).await;
 
     let dir = tempfile::tempdir().unwrap();
-    let mut cfg = CrawlConfig {
-        seeds: vec![bom_url, many_url, cut_url],
-        ..CrawlConfig::default()
-    };
+    let mut cfg = common::seeded_config(vec![bom_url, many_url, cut_url]);
     cfg.identity.user_agent = UA.into();
-    cfg.politeness.min_delay = std::time::Duration::from_millis(10);
-    cfg.politeness.delay_factor = 0.0;
-    cfg.storage.cache_bytes = 8 * 1024 * 1024;
     let snap = common::crawl(cfg, dir.path()).await;
 
     let bom = paths(&bom_site);

@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{crawl, pages};
-use crawldeck::engine::config::CrawlConfig;
 use crawldeck::engine::store::PageOutcome;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -74,15 +73,10 @@ async fn serve(mut stream: TcpStream, log: Arc<Mutex<Vec<String>>>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn trickling_body_is_requested_twice_then_recorded_as_a_timeout() {
     let (base, log) = trickling_server().await;
-    let mut cfg = CrawlConfig {
-        seeds: vec![base.clone()],
-        ..CrawlConfig::default()
-    };
+    let mut cfg = common::seeded_config(vec![base.clone()]);
     cfg.politeness.min_delay = Duration::from_millis(20);
-    cfg.politeness.delay_factor = 0.0;
     cfg.fetch.read_timeout = Duration::from_millis(800);
     cfg.fetch.total_timeout = Duration::from_millis(400);
-    cfg.storage.cache_bytes = 8 * 1024 * 1024;
     let dir = tempfile::tempdir().unwrap();
     let snapshot = crawl(cfg, dir.path()).await;
 

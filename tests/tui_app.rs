@@ -41,6 +41,17 @@ macro_rules! both_ways {
     };
 }
 
+/// Every cell of the last frame, row after row.
+fn screen_text(terminal: &Terminal<TestBackend>) -> String {
+    terminal
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect()
+}
+
 fn key(code: KeyCode) -> Event {
     Event::Key(KeyEvent::new(code, KeyModifiers::NONE))
 }
@@ -116,13 +127,7 @@ async fn keys_become_commands_and_quit_waits_for_the_engine(over_socket: bool) {
     let (exit, terminal) = ui.await.unwrap();
     assert_eq!(exit, TuiExit::Quit);
     // Drawn while waiting: the visible checkpointing state.
-    let screen: String = terminal
-        .backend()
-        .buffer()
-        .content()
-        .iter()
-        .map(|c| c.symbol())
-        .collect();
+    let screen = screen_text(&terminal);
     assert!(screen.contains("checkpointing…"), "{screen}");
 }
 
@@ -317,13 +322,7 @@ async fn a_rule_prompt_shows_its_preview_before_enter(over_socket: bool) {
     term_tx.send(()).unwrap();
     let (exit, terminal) = ui.await.unwrap();
     assert_eq!(exit, TuiExit::Detach);
-    let screen: String = terminal
-        .backend()
-        .buffer()
-        .content()
-        .iter()
-        .map(|c| c.symbol())
-        .collect();
+    let screen = screen_text(&terminal);
     assert!(
         screen.contains("blacklist regex: cal "),
         "the prompt is open: {screen}"

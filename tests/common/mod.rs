@@ -34,6 +34,19 @@ pub fn test_config(demo: &DemoWeb) -> CrawlConfig {
     cfg
 }
 
+/// A crawl of hand-made loopback servers: no delay factor, a short delay, a
+/// small cache.
+pub fn seeded_config(seeds: Vec<String>) -> CrawlConfig {
+    let mut cfg = CrawlConfig {
+        seeds,
+        ..CrawlConfig::default()
+    };
+    cfg.politeness.min_delay = Duration::from_millis(10);
+    cfg.politeness.delay_factor = 0.0;
+    cfg.storage.cache_bytes = 8 * 1024 * 1024;
+    cfg
+}
+
 pub async fn start_demo(sites: Vec<SiteKind>) -> DemoWeb {
     DemoWeb::start(DemoOptions {
         sites,

@@ -94,11 +94,7 @@ async fn an_open_breaker_holds_the_host_and_lets_one_probe_through() {
     hosts.settle_robots(
         "f.test",
         &url("http://f.test/"),
-        RobotsAnswer {
-            verdict: RobotsVerdict::AllowAll,
-            ttl: Duration::from_secs(3600),
-            elapsed: Duration::ZERO,
-        },
+        answer(RobotsVerdict::AllowAll),
         now,
     );
     let opened = hosts
@@ -207,11 +203,7 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
     hosts.settle_robots(
         "k.test",
         &url("http://k.test/"),
-        RobotsAnswer {
-            verdict: RobotsVerdict::Parsed(rules),
-            ttl: Duration::from_secs(3600),
-            elapsed: Duration::ZERO,
-        },
+        answer(RobotsVerdict::Parsed(rules)),
         Instant::now(),
     );
 
@@ -228,11 +220,7 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
     let failed = hosts.settle_robots(
         "k.test",
         &url("http://k.test/"),
-        RobotsAnswer {
-            verdict: RobotsVerdict::Unavailable { retry_after: None },
-            ttl: Duration::ZERO,
-            elapsed: Duration::ZERO,
-        },
+        answer(RobotsVerdict::Unavailable { retry_after: None }),
         now,
     );
     let Some(RobotsSettled::KeptAfterFailure {
@@ -287,11 +275,7 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
         hosts.settle_robots(
             "k.test",
             &url("http://k.test/"),
-            RobotsAnswer {
-                verdict: RobotsVerdict::Unavailable { retry_after: None },
-                ttl: Duration::ZERO,
-                elapsed: Duration::ZERO,
-            },
+            answer(RobotsVerdict::Unavailable { retry_after: None }),
             now,
         ),
         Some(RobotsSettled::KeptAfterFailure { attempts: 2, .. })
@@ -308,11 +292,7 @@ async fn expired_rules_stay_in_force_when_their_refetch_fails() {
         hosts.settle_robots(
             "k.test",
             &url("http://k.test/"),
-            RobotsAnswer {
-                verdict: RobotsVerdict::Parsed(rules),
-                ttl: Duration::from_secs(3600),
-                elapsed: Duration::ZERO,
-            },
+            answer(RobotsVerdict::Parsed(rules)),
             now,
         ),
         Some(RobotsSettled::Open { .. })
