@@ -411,10 +411,17 @@ impl Model {
 
     /// Rows of the whole table (hosts that pass the filter).
     pub fn host_count(&self) -> usize {
-        match &self.shown.window {
-            Some(w) => w.matching,
-            None => self.visible_hosts().len(),
-        }
+        self.table_rows(|| self.visible_hosts().len())
+    }
+
+    /// Rows of the whole table, given how many of the snapshot's hosts pass
+    /// the filter (asked only when the snapshot holds them all), so a caller
+    /// that has sorted them already does not sort again.
+    pub fn table_rows(&self, visible: impl FnOnce() -> usize) -> usize {
+        self.shown
+            .window
+            .as_ref()
+            .map_or_else(visible, |w| w.matching)
     }
 
     /// Hosts in the engine's list, before the filter.

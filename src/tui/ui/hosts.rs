@@ -90,7 +90,8 @@ pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let longest = hosts.iter().map(|h| strip(&h.host).chars().count()).max();
     let cols = Columns::fitting(area, longest.unwrap_or(0));
     let first = model.hosts_first();
-    let mut title = format!(" Hosts {}/{} ", model.host_count(), model.hosts_listed());
+    let rows = model.table_rows(|| hosts.len());
+    let mut title = format!(" Hosts {rows}/{} ", model.hosts_listed());
     if !model.filter.is_empty() {
         title.push_str(&format!("filter \"{}\" ", strip(&model.filter)));
     }
