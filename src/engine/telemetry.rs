@@ -301,6 +301,9 @@ pub enum TrapKind {
     /// A host handing out more new URLs per fetched page than `traps.max_new_urls_per_page`,
     /// over its budget window.
     HostBudget,
+    /// Pages that answer 200 for paths that do not exist: a probe of a random path got the
+    /// same content as the suspect pages (the probe URL is among the samples).
+    SoftNotFound,
 }
 
 impl TrapKind {
@@ -315,6 +318,7 @@ impl TrapKind {
             TrapKind::Counter => "calendar",
             TrapKind::NearDuplicates => "near duplicates",
             TrapKind::HostBudget => "host budget",
+            TrapKind::SoftNotFound => "soft 404",
         }
     }
 }

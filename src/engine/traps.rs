@@ -12,6 +12,7 @@ mod content;
 mod counter;
 mod path;
 mod query;
+mod shape;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -164,6 +165,9 @@ impl TrapDetector {
     }
 
     fn raise(&mut self, mut d: Detection, trigger: &Url) -> Option<Detection> {
+        if let Some(narrow) = narrower_rules(&d, Some(trigger)).into_iter().next() {
+            d.rule = narrow;
+        }
         if self.suppressed.contains(&(d.host.clone(), d.rule.clone())) {
             return None;
         }
@@ -200,6 +204,35 @@ impl TrapDetector {
         }
         Some(d)
     }
+}
+
+/// Rules narrower than a content detector's directory rule, each covering
+/// the detection's evidence (its samples and `trigger`), broadest first.
+/// Empty for the shape detectors (paths, queries, session ids), whose own
+/// rule already follows the trap's shape and must keep covering URLs the
+/// trap has not generated yet, and when the evidence has no common shape.
+pub(crate) fn narrower_rules(d: &Detection, trigger: Option<&Url>) -> Vec<RuleSpec> {
+    if !matches!(
+        d.kind,
+        TrapKind::NearDuplicates
+            | TrapKind::HostBudget
+            | TrapKind::Counter
+            | TrapKind::SoftNotFound
+    ) {
+        return Vec::new();
+    }
+    let mut evidence: Vec<Url> = d
+        .samples
+        .iter()
+        .filter_map(|s| Url::parse(s).ok())
+        .collect();
+    evidence.extend(trigger.cloned());
+    evidence.retain(|u| host_key(u).as_deref() == Some(d.host.as_str()));
+    shape::narrowest_patterns(&d.host, &evidence)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|pattern| regex_rule(&d.host, pattern))
+        .collect()
 }
 
 /// `host` or `host:port` when the port is not the scheme's default, lowercase.
