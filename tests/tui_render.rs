@@ -97,6 +97,7 @@ fn fixture() -> Snapshot {
                 host: Some("shop.localhost:8080".into()),
             },
             matching_queued: 80,
+            impact: None,
             status: AlertStatus::Open,
         }],
         data_dir: "./crawl-data".into(),

@@ -96,6 +96,7 @@ impl Alerts {
             samples: d.samples,
             suggested_rule: d.rule,
             matching_queued: 0,
+            impact: None,
             status: AlertStatus::Open,
         };
         Ok((alert, compiled))

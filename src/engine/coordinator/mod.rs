@@ -4,6 +4,7 @@
 //! runs on its own thread so sled calls never stall the runtime's workers.
 
 mod boot;
+mod collateral;
 mod commands;
 mod dispatch;
 mod health;

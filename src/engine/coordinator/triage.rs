@@ -38,8 +38,10 @@ impl Coordinator {
     }
 
     /// Opens an alert for a detection; by policy it parks the URLs its rule
-    /// matches, only notes it, or accepts it at once.
-    pub(super) fn raise_alert(&mut self, d: Detection) {
+    /// matches, only notes it, or accepts it at once. The rule is first
+    /// narrowed so it spares the host's fetched good pages; one that cannot
+    /// be is never accepted automatically.
+    pub(super) fn raise_alert(&mut self, mut d: Detection) {
         let now = unix_now();
         if let Some(id) = self.alerts.covering(&d) {
             // One trap, one alert: another detector's view of it is more evidence.
@@ -48,6 +50,7 @@ impl Coordinator {
             tracing::info!("{} on {} belongs to alert #{id}", d.kind.label(), d.host);
             return;
         }
+        let mut impact = self.narrow_for_collateral(&mut d);
         let policy = self.cfg.traps.policy;
         let (mut alert, compiled) = match self.alerts.draft(d, now) {
             Ok(drafted) => drafted,
@@ -70,25 +73,35 @@ impl Coordinator {
                     self.storage_failed(&format!("parking URLs for alert #{id}"), e);
                     0
                 });
-                Some(compiled)
+                Some(compiled.clone())
             }
         };
+        self.count_blocked(&compiled, &mut impact);
+        let collateral = impact.good_fetched > 0;
         self.outbox.log(
             Level::Warn,
             format!(
-                "trap alert #{id} on {}: {} ({} URLs; suggested rule {}); {} queued URL(s) parked",
+                "trap alert #{id} on {}: {} ({} URLs; suggested rule {}); {}",
                 alert.host,
                 alert.kind.label(),
                 alert.evidence_count,
                 alert.suggested_rule.pattern,
-                alert.matching_queued
+                impact.summary()
             ),
         );
+        alert.impact = Some(impact);
         self.outbox.emit(EngineEvent::Alert(alert.clone()));
         if let Err(e) = self.alerts.insert(alert, quarantine) {
             self.storage_failed(&format!("storing alert #{id}"), e);
         }
-        if policy == TrapPolicy::Auto {
+        if policy == TrapPolicy::Auto && collateral {
+            self.outbox.log(
+                Level::Warn,
+                format!(
+                    "alert #{id} not applied automatically: its rule matches fetched good pages"
+                ),
+            );
+        } else if policy == TrapPolicy::Auto {
             if let Err(e) = self.accept_alert(id, None, "auto") {
                 self.outbox
                     .log(Level::Error, format!("auto-accepting alert #{id}: {e}"));
