@@ -13,6 +13,7 @@ mod preview;
 mod results;
 mod snapshot;
 mod triage;
+mod unblock;
 
 pub(super) use boot::build;
 
