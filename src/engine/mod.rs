@@ -20,6 +20,7 @@ mod hosts;
 mod outbox;
 pub(crate) mod politeness;
 pub(crate) mod prioritize;
+mod probes;
 mod recrawl;
 pub(crate) mod robots;
 pub(crate) mod rules;

@@ -132,7 +132,7 @@ impl Coordinator {
     }
 
     /// Simhashes of the evidence pages that were fetched.
-    fn evidence_hashes(&mut self, samples: &[String]) -> Vec<u64> {
+    pub(super) fn evidence_hashes(&mut self, samples: &[String]) -> Vec<u64> {
         samples
             .iter()
             .filter_map(|url| self.store.page(url).ok().flatten())

@@ -10,6 +10,7 @@ mod dispatch;
 mod health;
 mod links;
 mod preview;
+mod probe;
 mod results;
 mod snapshot;
 mod triage;
@@ -28,6 +29,7 @@ use super::control::{Command, CommandId, HostKey};
 use super::frontier::{FrontierStore, Hold, Lease};
 use super::hosts::HostTable;
 use super::outbox::Outbox;
+use super::probes::SoftProbes;
 use super::rules::OperatorRules;
 use super::slots::FetchSlots;
 use super::stats::CrawlStats;
@@ -71,6 +73,7 @@ pub(crate) struct Coordinator {
     rules: OperatorRules,
     traps: TrapDetector,
     alerts: Alerts,
+    probes: SoftProbes,
     hosts: HostTable,
     workers: Workers,
     results: mpsc::UnboundedReceiver<Work>,

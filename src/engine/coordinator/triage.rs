@@ -91,6 +91,7 @@ impl Coordinator {
         );
         alert.impact = Some(impact);
         self.outbox.emit(EngineEvent::Alert(alert.clone()));
+        self.probe_host(&alert);
         if let Err(e) = self.alerts.insert(alert, quarantine) {
             self.storage_failed(&format!("storing alert #{id}"), e);
         }
