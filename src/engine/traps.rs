@@ -165,8 +165,13 @@ impl TrapDetector {
     }
 
     fn raise(&mut self, mut d: Detection, trigger: &Url) -> Option<Detection> {
-        if let Some(narrow) = narrower_rules(&d, Some(trigger)).into_iter().next() {
-            d.rule = narrow;
+        // One shape: its pattern. Several (a trap varying its structure):
+        // the detector's rule, which later variants cannot escape; the
+        // collateral check may still fall back to the alternatives.
+        if let Some(narrow) = narrowest(&d, Some(trigger)).filter(|n| !n.alternatives) {
+            if let Some(pattern) = narrow.patterns.into_iter().next() {
+                d.rule = regex_rule(&d.host, pattern);
+            }
         }
         if self.suppressed.contains(&(d.host.clone(), d.rule.clone())) {
             return None;
@@ -212,6 +217,16 @@ impl TrapDetector {
 /// rule already follows the trap's shape and must keep covering URLs the
 /// trap has not generated yet, and when the evidence has no common shape.
 pub(crate) fn narrower_rules(d: &Detection, trigger: Option<&Url>) -> Vec<RuleSpec> {
+    narrowest(d, trigger)
+        .map(|n| n.patterns)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|pattern| regex_rule(&d.host, pattern))
+        .collect()
+}
+
+/// The narrowest shape of a content or counter detection's evidence.
+fn narrowest(d: &Detection, trigger: Option<&Url>) -> Option<shape::Narrowest> {
     if !matches!(
         d.kind,
         TrapKind::NearDuplicates
@@ -219,7 +234,7 @@ pub(crate) fn narrower_rules(d: &Detection, trigger: Option<&Url>) -> Vec<RuleSp
             | TrapKind::Counter
             | TrapKind::SoftNotFound
     ) {
-        return Vec::new();
+        return None;
     }
     let mut evidence: Vec<Url> = d
         .samples
@@ -228,11 +243,7 @@ pub(crate) fn narrower_rules(d: &Detection, trigger: Option<&Url>) -> Vec<RuleSp
         .collect();
     evidence.extend(trigger.cloned());
     evidence.retain(|u| host_key(u).as_deref() == Some(d.host.as_str()));
-    shape::narrowest_patterns(&d.host, &evidence)
-        .unwrap_or_default()
-        .into_iter()
-        .map(|pattern| regex_rule(&d.host, pattern))
-        .collect()
+    shape::narrowest(&d.host, &evidence)
 }
 
 /// `host` or `host:port` when the port is not the scheme's default, lowercase.

@@ -188,3 +188,62 @@ fn judge(
         .collect();
     Verdict { good }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::control::PatternKind;
+
+    fn rule(pattern: &str) -> CompiledRule {
+        RuleSet::compile(&RuleSpec {
+            kind: PatternKind::Regex,
+            pattern: pattern.into(),
+            host: Some("h".into()),
+        })
+        .unwrap()
+    }
+
+    fn page(path: &str, simhash: u64) -> Matched {
+        Matched {
+            url: format!("http://h{path}"),
+            simhash,
+        }
+    }
+
+    #[test]
+    fn distinct_pages_are_good_and_the_trap_pages_are_not() {
+        let trap = 0xF0F0_F0F0_F0F0_F0F0u64;
+        let matched = vec![
+            page("/docs/gone-1.html", trap),
+            page("/docs/gone-2.html", trap ^ 1),
+            page("/docs/gone-3.html", trap ^ 2),
+            page("/docs/page-1.html", 0x1234_5678_9ABC_DEF0),
+            page("/docs/page-2.html", 0x0FED_CBA9_8765_4321),
+        ];
+        let samples = HashSet::from(["http://h/docs/gone-1.html"]);
+        let directory = judge(
+            &matched,
+            &rule("^https?://h/docs/"),
+            "h",
+            &[trap],
+            &samples,
+            3,
+        );
+        assert_eq!(
+            directory.good,
+            ["http://h/docs/page-1.html", "http://h/docs/page-2.html"]
+        );
+        let narrow = judge(
+            &matched,
+            &rule(r"^https?://h/docs/gone\-\d+\.html$"),
+            "h",
+            &[trap],
+            &samples,
+            3,
+        );
+        assert!(narrow.good.is_empty());
+        // Without fetched evidence, trap pages still resemble each other.
+        let unfetched = judge(&matched, &rule(r"gone"), "h", &[], &HashSet::new(), 3);
+        assert!(unfetched.good.is_empty());
+    }
+}

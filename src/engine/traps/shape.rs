@@ -175,10 +175,19 @@ fn shapes(evidence: &[Url]) -> Option<Vec<Vec<Token>>> {
     (!shapes.is_empty() && shapes.len() <= MAX_SHAPES).then_some(shapes)
 }
 
-/// Patterns covering every evidence URL of `host`, broadest first: the
-/// shape with open lengths, then with the lengths seen. `None` when the
-/// evidence has no common shape (or is empty).
-pub fn narrowest_patterns(host: &str, evidence: &[Url]) -> Option<Vec<String>> {
+/// Patterns covering the evidence, broadest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Narrowest {
+    /// The shape with open lengths, then (if different) with the lengths seen.
+    pub patterns: Vec<String>,
+    /// The evidence has more than one shape: the patterns are alternations,
+    /// which a trap that keeps varying its structure soon escapes.
+    pub alternatives: bool,
+}
+
+/// Patterns covering every evidence URL of `host`. `None` when the evidence
+/// has no common shape (or is empty).
+pub fn narrowest(host: &str, evidence: &[Url]) -> Option<Narrowest> {
     let shapes = shapes(evidence)?;
     let render = |exact: bool| {
         let alts: Vec<String> = shapes
@@ -194,10 +203,14 @@ pub fn narrowest_patterns(host: &str, evidence: &[Url]) -> Option<Vec<String>> {
     };
     let open = render(false);
     let exact = render(true);
-    Some(if open == exact {
+    let patterns = if open == exact {
         vec![open]
     } else {
         vec![open, exact]
+    };
+    Some(Narrowest {
+        patterns,
+        alternatives: shapes.len() > 1,
     })
 }
 
@@ -207,7 +220,7 @@ mod tests {
 
     fn pattern(urls: &[&str]) -> String {
         let urls: Vec<Url> = urls.iter().map(|u| Url::parse(u).unwrap()).collect();
-        narrowest_patterns("h", &urls).unwrap().remove(0)
+        narrowest("h", &urls).unwrap().patterns.remove(0)
     }
 
     fn matches(pattern: &str, url: &str) -> bool {
@@ -250,7 +263,7 @@ mod tests {
             .iter()
             .map(|u| Url::parse(u).unwrap())
             .collect();
-        let all = narrowest_patterns("h", &urls).unwrap();
+        let all = narrowest("h", &urls).unwrap().patterns;
         assert_eq!(all[0], r"^https?://h/x/[a-z]+\.html$");
         assert_eq!(all[1], r"^https?://h/x/[a-z]{3}\.html$");
         assert!(!matches(&all[1], "http://h/x/index.html"));
@@ -268,20 +281,22 @@ mod tests {
 
     #[test]
     fn different_structures_are_alternatives_and_too_many_are_none() {
-        let p = pattern(&["http://h/a/1/", "http://h/b-2.html"]);
-        assert_eq!(p, r"^https?://h(?:/a/\d+/|/b\-\d+\.html)$");
+        let two = ["http://h/a/1/", "http://h/b-2.html"].map(|u| Url::parse(u).unwrap());
+        let found = narrowest("h", &two).unwrap();
+        assert!(found.alternatives);
+        assert_eq!(found.patterns[0], r"^https?://h(?:/a/\d+/|/b\-\d+\.html)$");
         let many: Vec<Url> = ["/a", "/a/b", "/a/b/c", "/a/b/c/d"]
             .iter()
             .map(|p| Url::parse(&format!("http://h{p}")).unwrap())
             .collect();
-        assert_eq!(narrowest_patterns("h", &many), None);
-        assert_eq!(narrowest_patterns("h", &[]), None);
+        assert_eq!(narrowest("h", &many), None);
+        assert_eq!(narrowest("h", &[]), None);
     }
 
     #[test]
     fn the_host_is_escaped_and_the_port_kept() {
         let urls = [Url::parse("http://a.b:8080/p1").unwrap()];
-        let p = narrowest_patterns("a.b:8080", &urls).unwrap().remove(0);
+        let p = narrowest("a.b:8080", &urls).unwrap().patterns.remove(0);
         assert_eq!(p, r"^https?://a\.b:8080/p\d+$");
     }
 }

@@ -325,7 +325,6 @@ fn near_duplicates_under_one_prefix() {
         d,
         &["http://dup.localhost:4000/p/item-9999/print"],
         &[
-            "http://dup.localhost:4000/p/item-3/",
             "http://dup.localhost:4000/about",
             "http://dup.localhost:4000/",
         ],
