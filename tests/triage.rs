@@ -219,3 +219,119 @@ async fn removing_a_rule_returns_the_urls_it_blocked_and_they_are_fetched() {
     drop(handle);
     demo.shutdown().await;
 }
+
+/// The number `k` of a generated archive tag page `/archive/tag-<word>-<k>.html`.
+fn trap_number(path: &str) -> Option<u64> {
+    let rest = path.strip_prefix("/archive/tag-")?.strip_suffix(".html")?;
+    rest.split_once('-')?.1.parse().ok()
+}
+
+/// The engine's answer to command `id`.
+async fn answer_to(
+    handle: &mut crawldeck::engine::EngineHandle,
+    id: crawldeck::engine::control::CommandId,
+) -> String {
+    tokio::time::timeout(common::CRAWL_LIMIT, async {
+        loop {
+            match handle.events.recv().await {
+                Some(EngineEvent::CommandDone(done)) if done.id == id => {
+                    return done.outcome.expect("the command succeeds")
+                }
+                Some(_) => {}
+                None => panic!("engine stopped"),
+            }
+        }
+    })
+    .await
+    .expect("the command is answered")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn removing_an_accepted_alerts_rule_returns_the_urls_it_blocked() {
+    let demo = start_demo(vec![SiteKind::Archive]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let options = EngineOptions {
+        wait_for_operator: true,
+        ..EngineOptions::default()
+    };
+    let RunningEngine {
+        mut handle, done, ..
+    } = crawldeck::engine::start_with(config(&demo), dir.path(), std::future::pending(), options)
+        .await
+        .expect("engine starts");
+    // Waiting for the operator: nothing queued or in flight, one open alert.
+    let alert_id = tokio::time::timeout(common::CRAWL_LIMIT, async {
+        loop {
+            handle.snapshots.changed().await.expect("engine runs");
+            let s = handle.snapshots.borrow().clone();
+            if s.frontier_size == 0 && s.in_flight == 0 && s.alerts.len() == 1 {
+                return s.alerts[0].id;
+            }
+        }
+    })
+    .await
+    .expect("the crawl waits on its alert");
+
+    let fetched_numbers = |log: &[RequestRecord]| -> Vec<u64> {
+        log.iter().filter_map(|r| trap_number(path(r))).collect()
+    };
+    let before = fetched_numbers(&demo.log().for_site(SiteKind::Archive));
+    // Every story links tag page n; every tag page k links k+1 and k+2.
+    let mut parked: HashSet<u64> = (1..=150).collect();
+    parked.extend(before.iter().flat_map(|k| [k + 1, k + 2]));
+    for k in &before {
+        parked.remove(k);
+    }
+    assert!(!parked.is_empty());
+
+    // Paused, or the crawl would end once the alert is decided.
+    handle
+        .control
+        .send(Command::Pause(crawldeck::engine::control::Target::Global));
+    let accept = handle.control.send(Command::AcceptAlert {
+        alert_id,
+        rule: None,
+    });
+    let accepted = answer_to(&mut handle, accept).await;
+    assert!(
+        accepted.ends_with(&format!("{} URL(s) blocked", parked.len())),
+        "{accepted} ({} parked)",
+        parked.len()
+    );
+    let removal = handle.control.send(Command::RemoveRule { rule_id: 1 });
+    let removed = answer_to(&mut handle, removal).await;
+    assert!(
+        removed.ends_with(&format!(
+            ": {} blocked URL(s) returned to the queue",
+            parked.len()
+        )),
+        "{removed}"
+    );
+    handle
+        .control
+        .send(Command::Resume(crawldeck::engine::control::Target::Global));
+    // They are fetched, once each (the trap grows again meanwhile: stop it).
+    let deadline = tokio::time::Instant::now() + common::CRAWL_LIMIT;
+    loop {
+        let now: HashSet<u64> = fetched_numbers(&demo.log().for_site(SiteKind::Archive))
+            .into_iter()
+            .collect();
+        if parked.is_subset(&now) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    handle.control.send(Command::Shutdown);
+    tokio::time::timeout(common::CRAWL_LIMIT, done)
+        .await
+        .expect("crawl stops")
+        .expect("no panic")
+        .expect("no engine error");
+    drop(handle);
+    let all = fetched_numbers(&demo.log().for_site(SiteKind::Archive));
+    for k in &parked {
+        assert_eq!(all.iter().filter(|n| *n == k).count(), 1, "tag page {k}");
+    }
+    demo.shutdown().await;
+}
