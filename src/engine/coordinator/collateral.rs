@@ -11,7 +11,7 @@
 use std::collections::HashSet;
 use std::time::Duration;
 
-use super::preview::{preview, was_fetched, PreviewBudget};
+use super::preview::{preview, PreviewBudget};
 use super::Coordinator;
 use crate::engine::control::RuleSpec;
 use crate::engine::rules::{CompiledRule, RuleSet};
@@ -145,7 +145,7 @@ impl Coordinator {
 fn html_page(page: PageRecord, rules: &[(RuleSpec, CompiledRule)]) -> Option<Matched> {
     let ok =
         matches!(page.outcome, PageOutcome::Fetched { status } if (200..300).contains(&status));
-    if !ok || !was_fetched(&page.outcome) {
+    if !ok {
         return None;
     }
     let simhash = page.simhash?;

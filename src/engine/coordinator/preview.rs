@@ -157,7 +157,7 @@ pub(crate) fn preview(
 }
 
 /// Whether the URL got an answer (not refused, given up or failed).
-pub(super) fn was_fetched(outcome: &PageOutcome) -> bool {
+fn was_fetched(outcome: &PageOutcome) -> bool {
     matches!(
         outcome,
         PageOutcome::Fetched { .. }

@@ -19,7 +19,10 @@ use crate::engine::telemetry::{Level, TrapAlert, TrapKind};
 impl Coordinator {
     /// After a near-duplicate or host-budget alert: probe its host once.
     pub(super) fn probe_host(&mut self, alert: &TrapAlert) {
-        if !matches!(alert.kind, TrapKind::NearDuplicates | TrapKind::HostBudget) {
+        if !matches!(alert.kind, TrapKind::NearDuplicates | TrapKind::HostBudget)
+            || self.hosts.finished_reason(&alert.host).is_some()
+        {
+            // A given-up host takes no new work: a probe would wait forever.
             return;
         }
         let Some(sample) = alert.samples.iter().find_map(|s| Url::parse(s).ok()) else {
