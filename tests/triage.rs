@@ -72,6 +72,11 @@ async fn soft_404_next_to_real_pages_is_probed_once_and_its_rule_spares_them() {
         in_trap.len()
     );
 
+    eprintln!(
+        "manual: {} requests inside the trap, {} real pages fetched",
+        in_trap.len(),
+        real.len()
+    );
     let probes: Vec<&RequestRecord> = log
         .iter()
         .filter(|r| path(r).starts_with("/crawldeck-probe-"))
