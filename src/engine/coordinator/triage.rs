@@ -7,8 +7,9 @@ use super::Coordinator;
 use crate::engine::config::TrapPolicy;
 use crate::engine::control::RuleSpec;
 use crate::engine::rules::describe;
+use crate::engine::rules::CompiledRule;
 use crate::engine::store::PageOutcome;
-use crate::engine::telemetry::{AlertStatus, EngineEvent, Level};
+use crate::engine::telemetry::{AlertStatus, EngineEvent, Level, TrapAlert};
 use crate::engine::traps::Detection;
 
 impl Coordinator {
@@ -60,22 +61,7 @@ impl Coordinator {
             }
         };
         let id = alert.id;
-        let quarantine = match policy {
-            TrapPolicy::AlertOnly => {
-                alert.status = AlertStatus::Noted;
-                None
-            }
-            TrapPolicy::Quarantine | TrapPolicy::Auto => {
-                let parked = self
-                    .frontier
-                    .park(id, &alert.host, &|e| compiled.is_match(&e.url, &e.host));
-                alert.matching_queued = parked.unwrap_or_else(|e| {
-                    self.storage_failed(&format!("parking URLs for alert #{id}"), e);
-                    0
-                });
-                Some(compiled.clone())
-            }
-        };
+        let quarantine = self.quarantine_for(&mut alert, compiled.clone(), policy);
         self.count_blocked(&compiled, &mut impact);
         let collateral = impact.good_fetched > 0;
         self.outbox.log(
@@ -95,18 +81,46 @@ impl Coordinator {
         if let Err(e) = self.alerts.insert(alert, quarantine) {
             self.storage_failed(&format!("storing alert #{id}"), e);
         }
-        if policy == TrapPolicy::Auto && collateral {
+        if policy == TrapPolicy::Auto {
+            self.auto_accept(id, collateral);
+        }
+    }
+
+    /// By policy, parks the URLs the new alert's rule matches (and returns
+    /// the rule, to park those found later) or only notes the alert.
+    fn quarantine_for(
+        &mut self,
+        alert: &mut TrapAlert,
+        compiled: CompiledRule,
+        policy: TrapPolicy,
+    ) -> Option<CompiledRule> {
+        if policy == TrapPolicy::AlertOnly {
+            alert.status = AlertStatus::Noted;
+            return None;
+        }
+        let id = alert.id;
+        let parked = self
+            .frontier
+            .park(id, &alert.host, &|e| compiled.is_match(&e.url, &e.host));
+        alert.matching_queued = parked.unwrap_or_else(|e| {
+            self.storage_failed(&format!("parking URLs for alert #{id}"), e);
+            0
+        });
+        Some(compiled)
+    }
+
+    /// Policy `auto`: accepts the alert, unless its rule has collateral.
+    fn auto_accept(&mut self, id: u64, collateral: bool) {
+        if collateral {
             self.outbox.log(
                 Level::Warn,
                 format!(
                     "alert #{id} not applied automatically: its rule matches fetched good pages"
                 ),
             );
-        } else if policy == TrapPolicy::Auto {
-            if let Err(e) = self.accept_alert(id, None, "auto") {
-                self.outbox
-                    .log(Level::Error, format!("auto-accepting alert #{id}: {e}"));
-            }
+        } else if let Err(e) = self.accept_alert(id, None, "auto") {
+            self.outbox
+                .log(Level::Error, format!("auto-accepting alert #{id}: {e}"));
         }
     }
 
