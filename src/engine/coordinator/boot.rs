@@ -137,6 +137,7 @@ pub(in crate::engine) fn build(
         },
         unsynced: false,
         settings_report,
+        returns: Default::default(),
         cfg: config,
     })
 }

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use super::preview::{preview, PreviewBudget};
 use super::Coordinator;
 use crate::engine::config::parse_seed;
-use crate::engine::control::{BreakerThresholds, Command, RuleSpec, Target};
+use crate::engine::control::{BreakerThresholds, Command, CommandId, RuleSpec, Target};
 use crate::engine::frontier::{FrontierEntry, Hold};
 use crate::engine::rules::{describe, RuleSet};
 use crate::engine::store::{StoreError, Tree};
@@ -31,10 +31,12 @@ pub(super) const SETTINGS_KEY: &[u8] = b"settings";
 /// An answer to the operator: what was done, or why not.
 type Answer = Result<String, String>;
 
-pub(super) fn handle(c: &mut Coordinator, command: Command) -> Answer {
+/// Carries out `command`; its answer, or `None` when it comes later (a rule
+/// removal is answered once the URLs it blocked are back).
+pub(super) fn handle(c: &mut Coordinator, id: CommandId, command: Command) -> Option<Answer> {
     if let Command::Preview(spec) = &command {
         // Reads only: nothing to store.
-        return c.preview_rule(spec, PreviewBudget::default());
+        return Some(c.preview_rule(spec, PreviewBudget::default()));
     }
     let now = Instant::now();
     let result = match command {
@@ -46,7 +48,10 @@ pub(super) fn handle(c: &mut Coordinator, command: Command) -> Answer {
                 format!("rule #{id} added ({text}); {removed} queued URL(s) blocked")
             })
         }
-        Command::RemoveRule { rule_id } => c.remove_rule(rule_id),
+        Command::RemoveRule { rule_id } => match c.remove_rule(id, rule_id) {
+            Ok(()) => return None,
+            Err(e) => Err(e),
+        },
         Command::SetHostDelay { host, delay } => c.set_host_delay(&host, delay),
         Command::SetHostConcurrency { host, max } => c.set_host_concurrency(&host, max),
         Command::SetGlobalDelay(d) => {
@@ -87,7 +92,7 @@ pub(super) fn handle(c: &mut Coordinator, command: Command) -> Answer {
     if let Err(e) = c.save_settings() {
         c.storage_failed("saving the crawl's settings", e);
     }
-    result
+    Some(result)
 }
 
 /// A refusal for a failed write of an operator setting.

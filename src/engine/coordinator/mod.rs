@@ -90,6 +90,8 @@ pub(crate) struct Coordinator {
     unsynced: bool,
     /// The crawl-wide settings at start and where each came from.
     settings_report: Vec<String>,
+    /// Removed rules whose blocked URLs are coming back.
+    returns: unblock::Returns,
 }
 
 impl Coordinator {
@@ -136,8 +138,9 @@ impl Coordinator {
                     self.begin_drain("shutdown requested (signal)");
                 }
                 Some((id, command)) = self.commands.recv() => {
-                    let outcome = self.handle_command(command);
-                    self.outbox.answer(id, outcome);
+                    if let Some(outcome) = commands::handle(&mut self, id, command) {
+                        self.outbox.answer(id, outcome);
+                    }
                     // Operator actions are durable at once.
                     self.unsynced = true;
                     self.sync();
@@ -150,6 +153,11 @@ impl Coordinator {
                     }
                     self.sync();
                 }
+                Some(walked) = self.returns.recv() => {
+                    self.apply_walked(walked);
+                    self.unsynced = true;
+                    self.sync();
+                }
                 _ = tick.tick() => {
                     self.note_repeated_traps();
                     self.publish();
@@ -158,6 +166,7 @@ impl Coordinator {
                 _ = sleep_until_opt(wake) => {}
             }
         }
+        self.end_removals();
         self.set_state(CrawlState::Done);
         self.checkpoint();
         let snapshot = self.publish();
@@ -241,7 +250,7 @@ impl Coordinator {
         if self.cfg.max_pages > 0 && pages >= self.cfg.max_pages {
             return Some(format!("page limit reached ({})", self.cfg.max_pages));
         }
-        let idle = self.slots.total() == 0;
+        let idle = self.slots.total() == 0 && self.returns.is_idle();
         if !idle || self.run.paused || !self.timers.is_empty() {
             return None;
         }
@@ -365,10 +374,6 @@ impl Coordinator {
         if let Err(e) = self.frontier.release(lease) {
             self.storage_failed("releasing a URL", e);
         }
-    }
-
-    fn handle_command(&mut self, command: Command) -> Result<String, String> {
-        commands::handle(self, command)
     }
 }
 
