@@ -167,17 +167,26 @@ impl Alerts {
         Ok(())
     }
 
-    /// A probe showed the alert's pages are a soft 404: relabelled, with
-    /// the probe's URL first in its evidence.
-    pub(crate) fn confirm_soft_404(&mut self, id: u64, probe_url: &str) -> Result<(), StoreError> {
+    /// A probe showed the alert's pages are a soft 404: an open alert is
+    /// relabelled, with the probe's URL first in its evidence; a decided one
+    /// is left as the operator saw it. Whether it was relabelled.
+    pub(crate) fn confirm_soft_404(
+        &mut self,
+        id: u64,
+        probe_url: &str,
+    ) -> Result<bool, StoreError> {
         let Some(alert) = self.alerts.get_mut(&id) else {
-            return Ok(());
+            return Ok(false);
         };
+        if alert.status != AlertStatus::Open {
+            return Ok(false);
+        }
         alert.kind = TrapKind::SoftNotFound;
         alert.samples.retain(|s| s != probe_url);
         alert.samples.insert(0, probe_url.to_string());
         self.by_key.insert(key_of(alert), id);
-        self.store.put(Tree::Alerts, &id.to_be_bytes(), &*alert)
+        self.store.put(Tree::Alerts, &id.to_be_bytes(), &*alert)?;
+        Ok(true)
     }
 
     /// An alert by number.
@@ -345,5 +354,43 @@ mod tests {
         let reopened = Alerts::load(&store).expect("reload");
         let stored = reopened.get(id).expect("stored");
         assert_eq!((stored.evidence_count, stored.last_seen), (55, 180));
+    }
+
+    #[test]
+    fn a_soft_404_verdict_relabels_an_open_alert_only() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path(), 1 << 20).expect("store");
+        let mut alerts = Alerts::load(&store).expect("load");
+        let mut ids = Vec::new();
+        for host in ["open.test", "dismissed.test", "accepted.test"] {
+            let mut d = detection(host, "/gone-");
+            d.kind = TrapKind::NearDuplicates;
+            let (alert, rule) = alerts.draft(d, 0).expect("draft");
+            ids.push(alert.id);
+            alerts.insert(alert, Some(rule)).expect("insert");
+        }
+        alerts.set_status(ids[1], AlertStatus::Dismissed).unwrap();
+        alerts.set_status(ids[2], AlertStatus::Accepted).unwrap();
+        let probe = "http://x.test/crawldeck-probe";
+        let relabelled: Vec<bool> = ids
+            .iter()
+            .map(|id| alerts.confirm_soft_404(*id, probe).expect("stored"))
+            .collect();
+        assert_eq!(relabelled, [true, false, false]);
+        let reopened = Alerts::load(&store).expect("reload");
+        let view = |id| reopened.get(id).expect("kept").clone();
+        assert_eq!(view(ids[0]).kind, TrapKind::SoftNotFound);
+        assert_eq!(view(ids[0]).samples[0], probe);
+        for (id, status) in [
+            (ids[1], AlertStatus::Dismissed),
+            (ids[2], AlertStatus::Accepted),
+        ] {
+            let decided = view(id);
+            assert_eq!(
+                (decided.kind, decided.status),
+                (TrapKind::NearDuplicates, status)
+            );
+            assert!(!decided.samples.iter().any(|s| s == probe));
+        }
     }
 }

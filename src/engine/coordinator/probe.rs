@@ -106,16 +106,29 @@ impl Coordinator {
     fn judge_probe(&mut self, host: &str, probe: &Probe, answer: &ProbeAnswer) -> String {
         let near = self.cfg.traps.near_duplicate_bits;
         if is_soft_404(answer.status, answer.simhash, probe, near) {
-            if let Err(e) = self.alerts.confirm_soft_404(probe.alert_id, &probe.url) {
-                self.storage_failed(&format!("relabelling alert #{}", probe.alert_id), e);
-            }
-            self.outbox.log(
-                Level::Warn,
-                format!(
-                    "alert #{} is a soft 404: {} answered {} with the suspect pages' content",
-                    probe.alert_id, probe.url, answer.status
+            let id = probe.alert_id;
+            let relabelled = self.alerts.confirm_soft_404(id, &probe.url);
+            let level = if matches!(relabelled, Ok(true)) {
+                Level::Warn
+            } else {
+                Level::Info
+            };
+            let line = match relabelled {
+                Ok(true) => format!(
+                    "alert #{id} is a soft 404: {} answered {} with the suspect pages' content",
+                    probe.url, answer.status
                 ),
-            );
+                // Decided already: the operator's view of it stays as it was.
+                Ok(false) => format!(
+                    "alert #{id} (decided, left as it is) looks like a soft 404: {} answered {} with the suspect pages' content",
+                    probe.url, answer.status
+                ),
+                Err(e) => {
+                    self.storage_failed(&format!("relabelling alert #{id}"), e);
+                    format!("alert #{id} is a soft 404 (relabel not stored): {}", probe.url)
+                }
+            };
+            self.outbox.log(level, line);
             return format!(
                 "{}, same content as the suspect pages: soft 404",
                 answer.status
