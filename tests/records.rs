@@ -1,5 +1,5 @@
 //! What a page record keeps of what extraction found: the canonical URL and
-//! how many links the per-page cap left out.
+//! how many links it had and how many the per-page cap left out.
 
 mod common;
 
@@ -40,6 +40,22 @@ async fn page_records_keep_the_canonical_url_and_the_links_past_the_cap() {
             .iter()
             .all(|p| p.links_dropped == 0 || p.outlinks <= 3),
         "a page that dropped links never queued more than the cap"
+    );
+    for p in pages.iter().filter(|p| p.simhash.is_some()) {
+        let found = p.links_found.expect("an HTML page counts the links it had");
+        assert!(
+            found >= p.outlinks + p.links_dropped,
+            "{}: {found} found, {} queued, {} past the cap",
+            p.url,
+            p.outlinks,
+            p.links_dropped
+        );
+    }
+    assert!(
+        pages
+            .iter()
+            .any(|p| p.links_found > Some(0) && p.outlinks == 0),
+        "links already seen are counted as found, not as queued"
     );
     drop(demo);
 }

@@ -115,6 +115,7 @@ pub fn keep_unchanged_page(store: &Store, record: &mut PageRecord) {
     record.content_digest = previous.content_digest;
     record.bytes = previous.bytes;
     record.outlinks = previous.outlinks;
+    record.links_found = previous.links_found;
     record.content_type = previous.content_type;
     record.simhash = previous.simhash;
     record.etag = record.etag.take().or(previous.etag);

@@ -35,6 +35,9 @@ const COUNT_BUDGET: PreviewBudget = PreviewBudget {
 struct Matched {
     url: String,
     simhash: u64,
+    /// It had links (or its record predates the count): a page without
+    /// any, like a typical soft-404 body, is no site page to spare.
+    had_links: bool,
 }
 
 /// What the fetched pages say about one rule.
@@ -149,18 +152,20 @@ fn html_page(page: PageRecord, rules: &[(RuleSpec, CompiledRule)]) -> Option<Mat
         return None;
     }
     let simhash = page.simhash?;
+    let had_links = page.links_found != Some(0);
     rules
         .iter()
         .any(|(_, r)| r.is_match(&page.url, &page.host))
         .then_some(Matched {
             url: page.url,
             simhash,
+            had_links,
         })
 }
 
-/// The good pages `rule` matches: content near neither the evidence nor
-/// another matched page (a trap's pages resemble each other, a site's real
-/// pages do not).
+/// The good pages `rule` matches: pages with links whose content is near
+/// neither the evidence nor another matched page (a trap's pages resemble
+/// each other, a site's real pages do not).
 fn judge(
     matched: &[Matched],
     rule: &CompiledRule,
@@ -178,7 +183,8 @@ fn judge(
         .iter()
         .enumerate()
         .filter(|(i, m)| {
-            !evidence.iter().any(|e| near(*e, m.simhash))
+            m.had_links
+                && !evidence.iter().any(|e| near(*e, m.simhash))
                 && !hits
                     .iter()
                     .enumerate()
@@ -207,6 +213,7 @@ mod tests {
         Matched {
             url: format!("http://h{path}"),
             simhash,
+            had_links: true,
         }
     }
 
@@ -245,5 +252,59 @@ mod tests {
         // Without fetched evidence, trap pages still resemble each other.
         let unfetched = judge(&matched, &rule(r"gone"), "h", &[], &HashSet::new(), 3);
         assert!(unfetched.good.is_empty());
+    }
+
+    #[test]
+    fn a_page_without_links_is_not_a_good_page() {
+        let linkless = Matched {
+            had_links: false,
+            ..page("/docs/missing.html", 0x0F0F_0F0F_0F0F_0F0F)
+        };
+        let matched = vec![page("/docs/page-1.html", 0x1234_5678_9ABC_DEF0), linkless];
+        let verdict = judge(
+            &matched,
+            &rule("^https?://h/docs/"),
+            "h",
+            &[],
+            &HashSet::new(),
+            3,
+        );
+        assert_eq!(verdict.good, ["http://h/docs/page-1.html"]);
+    }
+
+    #[test]
+    fn only_a_record_that_counted_no_links_is_linkless() {
+        let rules = [(
+            RuleSpec {
+                kind: PatternKind::Regex,
+                pattern: "/docs/".into(),
+                host: Some("h".into()),
+            },
+            rule("/docs/"),
+        )];
+        let mut record = PageRecord::without_fetch(
+            "http://h/docs/a.html",
+            "h",
+            1,
+            0,
+            PageOutcome::Fetched { status: 200 },
+        );
+        record.simhash = Some(7);
+        let had_links = |found: Option<u32>| {
+            let mut r = record.clone();
+            r.links_found = found;
+            html_page(r, &rules).expect("matched").had_links
+        };
+        assert!(!had_links(Some(0)));
+        assert!(had_links(Some(3)));
+        assert!(
+            had_links(None),
+            "a record from before the count is judged as before"
+        );
+        // Such an older record still reads.
+        let mut old = serde_json::to_value(&record).unwrap();
+        old.as_object_mut().unwrap().remove("links_found");
+        let read: PageRecord = serde_json::from_value(old).unwrap();
+        assert_eq!(read.links_found, None);
     }
 }

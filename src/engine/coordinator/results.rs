@@ -286,6 +286,11 @@ impl Coordinator {
             record.simhash = Some(extracted.simhash);
             record.canonical = extracted.canonical.as_ref().map(|u| u.to_string());
             record.links_dropped = u32::try_from(extracted.links_dropped).unwrap_or(u32::MAX);
+            let found = extracted
+                .links
+                .len()
+                .saturating_add(extracted.links_dropped);
+            record.links_found = Some(u32::try_from(found).unwrap_or(u32::MAX));
             let duplicate_of = page
                 .digest
                 .as_ref()

@@ -42,6 +42,10 @@ pub struct PageRecord {
     /// Simhash of an HTML 2xx page's visible text, for near-duplicate groups.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simhash: Option<u64>,
+    /// Links found on an HTML 2xx page, followed or not (unlike `outlinks`), past the cap
+    /// included; `None` for other answers and for records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub links_found: Option<u32>,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -156,6 +160,7 @@ impl PageRecord {
             links_dropped: 0,
             content_type: None,
             simhash: None,
+            links_found: None,
         }
     }
 }
