@@ -3,11 +3,14 @@
 //! and their decisions are stored so they survive a restart.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use tokio::time::Instant;
 
 use super::control::{HostKey, RuleSpec};
 use super::rules::{CompiledRule, RuleSet};
 use super::store::{Store, StoreError, Tree};
-use super::telemetry::{AlertStatus, TrapAlert, TrapKind};
+use super::telemetry::{AlertStatus, RuleImpact, TrapAlert, TrapKind};
 use super::traps::{Detection, TrapKey};
 
 /// The crawl's trap alerts; the one owner of the `alerts` tree.
@@ -20,9 +23,16 @@ pub(crate) struct Alerts {
     by_key: HashMap<TrapKey, u64>,
     /// Alerts whose evidence changed since they were last stored.
     changed: BTreeSet<u64>,
+    /// Undecided alerts whose evidence grew since their impact was measured.
+    grown: BTreeSet<u64>,
+    /// When each alert's impact was last measured.
+    measured_at: HashMap<u64, Instant>,
     next_id: u64,
     store: Store,
 }
+
+/// An alert's impact is measured again at most this often, when its evidence grows.
+pub(crate) const IMPACT_EVERY: Duration = Duration::from_secs(10);
 
 fn key_of(alert: &TrapAlert) -> TrapKey {
     (
@@ -54,6 +64,8 @@ impl Alerts {
             quarantine,
             by_key,
             changed: BTreeSet::new(),
+            grown: BTreeSet::new(),
+            measured_at: HashMap::new(),
             next_id,
             store: store.clone(),
         })
@@ -115,6 +127,7 @@ impl Alerts {
             self.quarantine.insert(alert.id, rule);
         }
         self.by_key.insert(key_of(&alert), alert.id);
+        self.measured_at.insert(alert.id, Instant::now());
         self.alerts.insert(alert.id, alert);
         Ok(())
     }
@@ -147,8 +160,36 @@ impl Alerts {
             return;
         };
         if let Some(alert) = self.alerts.get_mut(&id) {
+            let undecided = matches!(alert.status, AlertStatus::Open | AlertStatus::Noted);
+            if evidence > alert.evidence_count && undecided {
+                self.grown.insert(id);
+            }
             alert.evidence_count = alert.evidence_count.max(evidence);
             alert.last_seen = now_unix;
+            self.changed.insert(id);
+        }
+    }
+
+    /// An undecided alert whose evidence grew and whose impact was last
+    /// measured at least [`IMPACT_EVERY`] ago: its impact is due again.
+    pub(crate) fn impact_due(&mut self, now: Instant) -> Option<TrapAlert> {
+        let measured = |id: &u64| self.measured_at.get(id).copied();
+        let id = *self.grown.iter().find(|id| {
+            measured(id).is_none_or(|at| now.saturating_duration_since(at) >= IMPACT_EVERY)
+        })?;
+        self.grown.remove(&id);
+        let alert = self.alerts.get(&id)?;
+        if !matches!(alert.status, AlertStatus::Open | AlertStatus::Noted) {
+            return None;
+        }
+        self.measured_at.insert(id, now);
+        Some(alert.clone())
+    }
+
+    /// The alert's impact measured again; stored by `save_changed`.
+    pub(crate) fn set_impact(&mut self, id: u64, impact: RuleImpact) {
+        if let Some(alert) = self.alerts.get_mut(&id) {
+            alert.impact = Some(impact);
             self.changed.insert(id);
         }
     }
@@ -197,6 +238,7 @@ impl Alerts {
     /// Records the operator's decision; the alert stops quarantining.
     pub(crate) fn set_status(&mut self, id: u64, status: AlertStatus) -> Result<(), StoreError> {
         self.quarantine.remove(&id);
+        self.grown.remove(&id);
         let Some(alert) = self.alerts.get_mut(&id) else {
             return Ok(());
         };

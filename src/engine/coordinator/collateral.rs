@@ -16,7 +16,7 @@ use super::Coordinator;
 use crate::engine::control::RuleSpec;
 use crate::engine::rules::{CompiledRule, RuleSet};
 use crate::engine::store::{PageOutcome, PageRecord};
-use crate::engine::telemetry::RuleImpact;
+use crate::engine::telemetry::{RuleImpact, TrapAlert};
 use crate::engine::traps::{narrower_rules, Detection};
 
 /// Page records read per origin for one alert.
@@ -56,36 +56,62 @@ impl Coordinator {
                 candidates.push(rule);
             }
         }
+        let Some((spec, impact)) = self.first_clean(&d.host, &d.samples, candidates) else {
+            return RuleImpact::default();
+        };
+        d.rule = spec;
+        impact
+    }
+
+    /// An alert's impact measured now, for the rule it suggests.
+    pub(super) fn measure_impact(&mut self, alert: &TrapAlert) -> RuleImpact {
+        let rule = alert.suggested_rule.clone();
+        let mut impact = self
+            .first_clean(&alert.host, &alert.samples, vec![rule.clone()])
+            .map(|(_, impact)| impact)
+            .unwrap_or_default();
+        if let Ok(compiled) = RuleSet::compile(&rule) {
+            self.count_blocked(&compiled, &mut impact);
+        }
+        impact
+    }
+
+    /// The first of `candidates` that matches no good page of `host` (else
+    /// the last), with the good-page part of its impact.
+    fn first_clean(
+        &mut self,
+        host: &str,
+        evidence: &[String],
+        candidates: Vec<RuleSpec>,
+    ) -> Option<(RuleSpec, RuleImpact)> {
         let compiled: Vec<(RuleSpec, CompiledRule)> = candidates
             .into_iter()
             .filter_map(|spec| RuleSet::compile(&spec).ok().map(|c| (spec, c)))
             .collect();
         if compiled.is_empty() {
-            return RuleImpact::default();
+            return None;
         }
-        let (matched, sampled) = self.matched_pages(&d.host, &compiled);
-        let evidence = self.evidence_hashes(&d.samples);
-        let samples: HashSet<&str> = d.samples.iter().map(String::as_str).collect();
+        let (matched, sampled) = self.matched_pages(host, &compiled);
+        let hashes = self.evidence_hashes(evidence);
+        let samples: HashSet<&str> = evidence.iter().map(String::as_str).collect();
         let near = self.cfg.traps.near_duplicate_bits;
         let mut last = None;
         for (spec, rule) in &compiled {
-            let verdict = judge(&matched, rule, &d.host, &evidence, &samples, near);
+            let verdict = judge(&matched, rule, host, &hashes, &samples, near);
             let clean = verdict.good.is_empty();
             last = Some((spec.clone(), verdict));
             if clean {
                 break;
             }
         }
-        let Some((spec, verdict)) = last else {
-            return RuleImpact::default();
-        };
-        d.rule = spec;
-        RuleImpact {
+        let (spec, verdict) = last?;
+        let impact = RuleImpact {
             good_fetched: verdict.good.len() as u64,
             good_examples: verdict.good.into_iter().take(EXAMPLES).collect(),
             sampled,
             ..RuleImpact::default()
-        }
+        };
+        Some((spec, impact))
     }
 
     /// Fills in the queued and parked URLs `rule` matches now.

@@ -160,6 +160,7 @@ impl Coordinator {
                 }
                 _ = tick.tick() => {
                     self.note_repeated_traps();
+                    self.refresh_an_impact(Instant::now());
                     self.publish();
                     self.evict_idle_hosts();
                 }

@@ -11,6 +11,7 @@ use crate::engine::rules::CompiledRule;
 use crate::engine::store::PageOutcome;
 use crate::engine::telemetry::{AlertStatus, EngineEvent, Level, TrapAlert};
 use crate::engine::traps::Detection;
+use tokio::time::Instant;
 
 impl Coordinator {
     /// Adds a rule, stores it and blocks the queued URLs it matches; returns
@@ -132,6 +133,17 @@ impl Coordinator {
         }
     }
 
+    /// Measures again the impact of an alert whose evidence grew (one per
+    /// call, each alert at most once per `alerts::IMPACT_EVERY`), so the
+    /// operator does not decide on numbers from when it was raised.
+    pub(super) fn refresh_an_impact(&mut self, now: Instant) {
+        let Some(alert) = self.alerts.impact_due(now) else {
+            return;
+        };
+        let impact = self.measure_impact(&alert);
+        self.alerts.set_impact(alert.id, impact);
+    }
+
     pub(super) fn accept_alert(
         &mut self,
         id: u64,
@@ -203,3 +215,7 @@ fn unix_now() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
+
+#[cfg(test)]
+#[path = "triage_tests.rs"]
+mod tests;
