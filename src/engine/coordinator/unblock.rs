@@ -173,6 +173,8 @@ impl Coordinator {
     /// The crawl ended during a walk: its removal is answered with what came
     /// back; the rest stays recorded as blocked by the removed rule.
     pub(super) fn end_removals(&mut self) {
+        // The walks stop at their next check and let go of the store.
+        self.returns.rx.close();
         for (_, p) in std::mem::take(&mut self.returns.pending) {
             let answer = format!(
                 "{}: {} blocked URL(s) returned to the queue before the crawl stopped",

@@ -75,3 +75,32 @@ async fn a_removal_walks_the_store_off_the_loop_and_returns_its_urls_a_chunk_per
         }
     }
 }
+
+#[tokio::test]
+async fn a_crawl_that_ends_during_a_removal_answers_it_and_stops_the_walk() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = CrawlConfig {
+        seeds: vec!["http://127.0.0.1:9/".into()],
+        ..CrawlConfig::default()
+    };
+    let (mut handle, ends) = EngineHandle::channel();
+    let mut c = super::super::boot::build(cfg, dir.path(), ends, EngineOptions::default())
+        .expect("coordinator builds");
+    let spec = RuleSpec {
+        kind: PatternKind::Regex,
+        pattern: "/x/".into(),
+        host: None,
+    };
+    let (rule_id, _) = c.add_rule(spec, "operator".into()).expect("rule added");
+    c.remove_rule(CommandId(3), rule_id)
+        .expect("removal starts");
+    c.end_removals();
+    assert!(c.returns.is_idle());
+    assert!(c.returns.tx.is_closed(), "the walk sees the crawl is gone");
+    let answered = std::iter::from_fn(|| handle.events.try_recv().ok()).any(|e| {
+        matches!(e, EngineEvent::CommandDone(done)
+            if done.id == CommandId(3)
+                && done.outcome.as_deref().is_ok_and(|a| a.ends_with("before the crawl stopped")))
+    });
+    assert!(answered);
+}
