@@ -132,7 +132,7 @@ pub(in crate::engine) fn build(
             wait_for_operator: options.wait_for_operator,
             recrawl_pass,
         },
-        unsynced: false,
+        group_commit: Default::default(),
         settings_report,
         cfg: config,
     })

@@ -21,8 +21,14 @@ use crate::engine::timers::Timer;
 impl Coordinator {
     /// Sets when the host may be asked again, from its politeness state.
     pub(super) fn schedule_next(&mut self, host: &str, now: Instant) {
-        if let Some(delay) = self.hosts.next_delay(host) {
-            if let Err(e) = self.frontier.set_not_before(host, now + delay) {
+        let polite = self.hosts.next_delay(host).map(|delay| now + delay);
+        // Not before the flush that makes its last page durable (group_commit.rs).
+        let at = match (polite, self.group_commit.next_due()) {
+            (Some(polite), Some(flush)) => Some(polite.max(flush)),
+            (polite, flush) => polite.or(flush),
+        };
+        if let Some(at) = at {
+            if let Err(e) = self.frontier.set_not_before(host, at) {
                 self.storage_failed(&format!("scheduling {host}"), e);
             }
         }

@@ -6,6 +6,7 @@
 mod boot;
 mod commands;
 mod dispatch;
+mod group_commit;
 mod health;
 mod links;
 mod preview;
@@ -81,8 +82,8 @@ pub(crate) struct Coordinator {
     stats: CrawlStats,
     slots: FetchSlots,
     run: RunState,
-    /// Commits since the last flush.
-    unsynced: bool,
+    /// Commits not yet flushed, and when they must be.
+    group_commit: group_commit::GroupCommit,
     /// The crawl-wide settings at start and where each came from.
     settings_report: Vec<String>,
 }
@@ -114,6 +115,10 @@ impl Coordinator {
         });
         loop {
             let now = Instant::now();
+            if self.group_commit.is_due(now) {
+                // Before dispatch: a host waits for the flush of its last page.
+                self.sync();
+            }
             self.fire_timers(now);
             self.dispatch(now);
             if let Some(reason) = self.finished() {
@@ -134,16 +139,14 @@ impl Coordinator {
                     let outcome = self.handle_command(command);
                     self.outbox.answer(id, outcome);
                     // Operator actions are durable at once.
-                    self.unsynced = true;
                     self.sync();
                 }
                 Some(work) = self.results.recv() => {
                     self.handle_work(work);
-                    // Group commit: everything that finished meanwhile, then one flush.
+                    // Everything that finished meanwhile; flushed as a group (group_commit.rs).
                     while let Ok(work) = self.results.try_recv() {
                         self.handle_work(work);
                     }
-                    self.sync();
                 }
                 _ = tick.tick() => {
                     self.note_repeated_traps();
@@ -282,10 +285,15 @@ impl Coordinator {
                     }
                 }
             };
-        [frontier, self.timers.next_due(), self.slots.rate_wake()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            frontier,
+            self.timers.next_due(),
+            self.slots.rate_wake(),
+            self.group_commit.next_due(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn fire_timers(&mut self, now: Instant) {
@@ -300,10 +308,9 @@ impl Coordinator {
     /// Makes completed pages durable, so a `kill -9` re-fetches only what was
     /// in flight.
     fn sync(&mut self) {
-        if std::mem::take(&mut self.unsynced) {
-            if let Err(e) = self.store.flush() {
-                self.storage_failed("flush", e);
-            }
+        self.group_commit.flushed();
+        if let Err(e) = self.store.flush() {
+            self.storage_failed("flush", e);
         }
     }
 

@@ -159,14 +159,14 @@ impl Coordinator {
     }
 
     /// Ends a lease: the page record, the queue key's removal and the new
-    /// outlinks in one batch (made durable by the next `sync`).
+    /// outlinks in one batch (made durable by the group's flush).
     pub(super) fn commit(
         &mut self,
         lease: &Lease,
         record: &PageRecord,
         outlinks: Vec<FrontierEntry>,
     ) {
-        self.unsynced = true;
+        self.group_commit.committed(Instant::now());
         if let Err(e) = self.frontier.complete(lease, record, outlinks) {
             self.storage_failed(&format!("recording {}", lease.entry.url), e);
             // Nothing of the page was stored: its URL stays queued.
