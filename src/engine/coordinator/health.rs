@@ -21,14 +21,8 @@ use crate::engine::timers::Timer;
 impl Coordinator {
     /// Sets when the host may be asked again, from its politeness state.
     pub(super) fn schedule_next(&mut self, host: &str, now: Instant) {
-        let polite = self.hosts.next_delay(host).map(|delay| now + delay);
-        // Not before the flush that makes its last page durable (group_commit.rs).
-        let at = match (polite, self.group_commit.next_due()) {
-            (Some(polite), Some(flush)) => Some(polite.max(flush)),
-            (polite, flush) => polite.or(flush),
-        };
-        if let Some(at) = at {
-            if let Err(e) = self.frontier.set_not_before(host, at) {
+        if let Some(delay) = self.hosts.next_delay(host) {
+            if let Err(e) = self.frontier.set_not_before(host, now + delay) {
                 self.storage_failed(&format!("scheduling {host}"), e);
             }
         }
@@ -117,6 +111,8 @@ impl Coordinator {
     /// The host takes no more work: its queued URLs are recorded as
     /// `outcome`; returns how many.
     fn finish_host(&mut self, host: &str, outcome: PageOutcome) -> u64 {
+        // Links of pages awaiting their group commit must be queued to be dropped.
+        self.sync();
         if let Err(e) = self.hosts.give_up(host, outcome.clone()) {
             self.storage_failed(&format!("giving up {host}"), e);
         }

@@ -57,6 +57,8 @@ impl Coordinator {
         let rules_before = self.rules.next_id();
         for (url, host) in fresh {
             if let Some(d) = self.traps.on_discovered(parent, &url, depth) {
+                // The alert's sweep must find the group's links queued.
+                self.sync();
                 self.raise_alert(d);
             }
             let entry = FrontierEntry {

@@ -82,7 +82,7 @@ pub(crate) struct Coordinator {
     stats: CrawlStats,
     slots: FetchSlots,
     run: RunState,
-    /// Commits not yet flushed, and when they must be.
+    /// Pages finished but not yet written, and when they must be.
     group_commit: group_commit::GroupCommit,
     /// The crawl-wide settings at start and where each came from.
     settings_report: Vec<String>,
@@ -116,7 +116,6 @@ impl Coordinator {
         loop {
             let now = Instant::now();
             if self.group_commit.is_due(now) {
-                // Before dispatch: a host waits for the flush of its last page.
                 self.sync();
             }
             self.fire_timers(now);
@@ -136,6 +135,8 @@ impl Coordinator {
                     self.begin_drain("shutdown requested (signal)");
                 }
                 Some((id, command)) = self.commands.recv() => {
+                    // The command sees every finished page's links queued.
+                    self.sync();
                     let outcome = self.handle_command(command);
                     self.outbox.answer(id, outcome);
                     // Operator actions are durable at once.
@@ -239,7 +240,7 @@ impl Coordinator {
         if self.cfg.max_pages > 0 && pages >= self.cfg.max_pages {
             return Some(format!("page limit reached ({})", self.cfg.max_pages));
         }
-        let idle = self.slots.total() == 0;
+        let idle = self.slots.total() == 0 && self.group_commit.is_empty();
         if !idle || self.run.paused || !self.timers.is_empty() {
             return None;
         }
@@ -305,10 +306,20 @@ impl Coordinator {
         }
     }
 
-    /// Makes completed pages durable, so a `kill -9` re-fetches only what was
-    /// in flight.
+    /// Writes the finished pages' group and makes everything durable, so a
+    /// `kill -9` re-fetches only what was in flight.
     fn sync(&mut self) {
-        self.group_commit.flushed();
+        let group = self.group_commit.take();
+        if !group.is_empty() {
+            let leases: Vec<Lease> = group.iter().map(|c| c.lease.clone()).collect();
+            if let Err(e) = self.frontier.complete_all(group) {
+                self.storage_failed("recording finished pages", e);
+                // Nothing of them was stored: their URLs stay queued.
+                for lease in leases {
+                    self.release(lease);
+                }
+            }
+        }
         if let Err(e) = self.store.flush() {
             self.storage_failed("flush", e);
         }
@@ -316,6 +327,7 @@ impl Coordinator {
 
     /// Writes everything that is kept only in memory between checkpoints.
     fn checkpoint(&mut self) {
+        self.sync();
         if let Err(e) = self.workers.flush_warc() {
             self.storage_fault(format!("checkpoint: {e}"));
         }

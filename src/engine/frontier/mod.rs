@@ -30,7 +30,7 @@ use tokio::time::Instant;
 
 #[cfg(test)]
 use api::FrontierCounts;
-pub use api::{FrontierStore, HostQueueView, ScanCursor, ScanRange};
+pub use api::{Completion, FrontierStore, HostQueueView, ScanCursor, ScanRange};
 pub use entry::{FrontierEntry, Hold, Lease};
 #[cfg(test)]
 use schedule::LEVEL_WEIGHTS;
