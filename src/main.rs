@@ -152,6 +152,7 @@ async fn start_engine(
             paused: Some(run.overrides.paused.unwrap_or(false)),
             ..run.overrides
         },
+        cluster: run.cluster.clone(),
         ..engine::EngineOptions::default()
     };
     let engine = engine::start_with(run.config.clone(), data_dir, shutdown, options).await?;

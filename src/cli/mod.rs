@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::engine::config::{RobotsMode, Scope, TrapPolicy};
 
+mod cluster;
 mod resolve;
 pub mod results;
 
@@ -121,7 +122,26 @@ pub struct CrawlArgs {
     #[arg(long)]
     pub headless: bool,
     #[command(flatten)]
+    pub cluster: ClusterArgs,
+    #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// One crawl on several workers through a shared Redis frontier.
+#[derive(Debug, Args, Default, Clone)]
+pub struct ClusterArgs {
+    /// Share the frontier through this Redis server (redis://HOST:PORT/DB);
+    /// every worker of the crawl gives the same --redis and --crawl.
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// The shared crawl's name (letters, digits, '-', '_', '.'); a worker
+    /// given no seeds joins it.
+    #[arg(long = "crawl", value_name = "NAME")]
+    pub crawl_name: Option<String>,
+    /// How long a worker holds a host without renewing its lease: a dead
+    /// worker's hosts go to the others after this.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub lease_ttl: Option<Duration>,
 }
 
 #[derive(Debug, Args)]

@@ -74,6 +74,8 @@ pub struct ResolvedRun {
     pub ui: UiOptions,
     /// `--log-level`, checked to be a valid filter.
     pub log_filter: Option<String>,
+    /// `--redis` and `--crawl`: the frontier is shared with other workers.
+    pub cluster: Option<crate::engine::ClusterTarget>,
 }
 
 /// A usage or configuration error: exit code 2.
@@ -115,14 +117,17 @@ fn flag_for_key(key: &str) -> Option<&'static str> {
 /// and `<data>/crawl.toml` as needed.
 pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
     match cli.command {
-        None => resolve_run(cli.run, Mode::Tui),
+        None => resolve_run(cli.run, Mode::Tui, false),
         Some(CliCommand::Crawl(c)) => {
             let mode = if c.headless {
                 Mode::Headless
             } else {
                 Mode::Tui
             };
-            resolve_run(c.run, mode)
+            let cluster = super::cluster::resolve_cluster(&c.cluster, c.headless)?;
+            let mut resolved = resolve_run(c.run, mode, cluster.is_some())?;
+            resolved.cluster = cluster;
+            Ok(resolved)
         }
         Some(CliCommand::Demo(d)) => {
             if !d.run.urls.is_empty() || d.run.seeds.is_some() {
@@ -135,6 +140,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 Mode::Demo {
                     headless: d.headless,
                 },
+                false,
             )
         }
         Some(CliCommand::Bench(b)) => {
@@ -157,6 +163,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 overrides: RunOverrides::default(),
                 ui: UiOptions::default(),
                 log_filter: None,
+                cluster: None,
             })
         }
         Some(CliCommand::Pages(p)) => Ok(front_end(Mode::Results(super::results::pages_query(p)?))),
@@ -197,10 +204,11 @@ fn front_end(mode: Mode) -> ResolvedRun {
         overrides: RunOverrides::default(),
         ui: UiOptions::default(),
         log_filter: None,
+        cluster: None,
     }
 }
 
-fn resolve_run(run: RunArgs, mode: Mode) -> Result<ResolvedRun, UsageError> {
+fn resolve_run(run: RunArgs, mode: Mode, joins_cluster: bool) -> Result<ResolvedRun, UsageError> {
     let is_demo = matches!(mode, Mode::Demo { .. });
     let data_dir = match (&run.data, is_demo) {
         (Some(dir), _) => Some(dir.clone()),
@@ -242,7 +250,8 @@ fn resolve_run(run: RunArgs, mode: Mode) -> Result<ResolvedRun, UsageError> {
     add_seeds(&mut config, seeds);
     apply_flags(&mut config, &run);
 
-    if config.seeds.is_empty() && !resuming && !is_demo {
+    // A worker joining a shared crawl gets its seeds from the others.
+    if config.seeds.is_empty() && !resuming && !is_demo && !joins_cluster {
         let detail = match &run.data {
             Some(dir) => format!(" ({} holds no crawl)", dir.display()),
             None => String::new(),
@@ -283,6 +292,7 @@ fn resolve_run(run: RunArgs, mode: Mode) -> Result<ResolvedRun, UsageError> {
             keys: run.keys,
         },
         log_filter,
+        cluster: None,
     })
 }
 

@@ -14,6 +14,7 @@ pub(crate) mod dedup;
 pub(crate) mod extract;
 pub(crate) mod fetch;
 pub(crate) mod frontier;
+pub use frontier::{validate_crawl_name, ClusterTarget, DEFAULT_LEASE_TTL};
 pub mod host_order;
 pub mod host_window;
 mod hosts;
@@ -177,6 +178,9 @@ pub struct EngineOptions {
     /// How addresses are classified and names resolved (the real ways unless
     /// a test says otherwise).
     pub address_rules: address::AddressRules,
+    /// Share the frontier of a named crawl through Redis with other workers
+    /// instead of keeping it in the data directory.
+    pub cluster: Option<ClusterTarget>,
 }
 
 /// Settings the user gave for this run (flags). On resume they win over the

@@ -19,6 +19,7 @@ pub(crate) mod conformance;
 mod entry;
 mod host;
 mod ops;
+mod redis;
 mod resume;
 mod scan;
 mod schedule;
@@ -28,6 +29,7 @@ use std::collections::HashMap;
 
 use tokio::time::Instant;
 
+pub use self::redis::{validate_crawl_name, ClusterTarget, RedisFrontier, DEFAULT_LEASE_TTL};
 #[cfg(test)]
 use api::FrontierCounts;
 pub use api::{FrontierStore, HostQueueView, ScanCursor, ScanRange};

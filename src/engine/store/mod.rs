@@ -70,6 +70,14 @@ pub enum StoreError {
         /// The lease's URL.
         url: String,
     },
+    /// The shared frontier's Redis server failed or could not be reached.
+    #[error("shared frontier (Redis) {op} failed: {message}; check that the Redis server is running and reachable")]
+    Remote {
+        /// What was being done ("claiming a host", "queueing URLs", …).
+        op: &'static str,
+        /// The Redis client's error.
+        message: String,
+    },
     /// A record could not be serialised to JSON.
     #[error("cannot encode {what} for the crawl database: {source}")]
     Encode {
