@@ -57,3 +57,49 @@ pub(super) fn resolve_cluster(
         lease_ttl,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(redis: Option<&str>, crawl: Option<&str>) -> ClusterArgs {
+        ClusterArgs {
+            redis: redis.map(String::from),
+            crawl_name: crawl.map(String::from),
+            lease_ttl: None,
+        }
+    }
+
+    fn refused(a: ClusterArgs, headless: bool) -> String {
+        resolve_cluster(&a, headless).unwrap_err().0
+    }
+
+    #[test]
+    fn each_missing_or_bad_flag_is_named_with_the_fix() {
+        let url = Some("redis://127.0.0.1:6379/0");
+        assert!(refused(args(None, Some("news")), true).contains("give --redis"));
+        assert!(refused(args(url, None), true).contains("needs --crawl NAME"));
+        assert!(refused(args(url, Some("a b")), true).contains("letters, digits"));
+        assert!(refused(args(Some("127.0.0.1:6379"), Some("news")), true)
+            .contains("redis://HOST:PORT/DB"));
+        assert!(refused(args(url, Some("news")), false).contains("add --headless"));
+        let mut short = args(url, Some("news"));
+        short.lease_ttl = Some(std::time::Duration::from_millis(10));
+        assert!(refused(short, true).contains("at least 1s"));
+        let mut stray = args(None, None);
+        stray.lease_ttl = Some(std::time::Duration::from_secs(5));
+        assert!(refused(stray, true).contains("--lease-ttl applies"));
+    }
+
+    #[test]
+    fn a_complete_set_of_flags_names_the_shared_crawl() {
+        assert_eq!(resolve_cluster(&args(None, None), true).unwrap(), None);
+        let target = resolve_cluster(&args(Some("redis://10.0.0.5:6379/2"), Some("news")), true)
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (target.url.as_str(), target.crawl.as_str(), target.lease_ttl),
+            ("redis://10.0.0.5:6379/2", "news", DEFAULT_LEASE_TTL)
+        );
+    }
+}
