@@ -152,10 +152,13 @@ async fn three_workers_crawl_everything_once_and_one_request_per_host_at_a_time(
     let redis = RedisServer::for_test();
     let demo = start_demo(SITES.to_vec()).await;
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let before = redis_calls(&redis);
     let workers = start_three(&redis, "three", &demo, &dirs).await;
     for w in workers {
         finish(w).await;
     }
+    let (scripts, commands) = redis_calls(&redis);
+    let (scripts, commands) = (scripts - before.0, commands - before.1);
     let all = page_requests(&demo.log().records());
     assert_one_request_per_host(&demo);
     demo.shutdown().await;
@@ -174,6 +177,46 @@ async fn three_workers_crawl_everything_once_and_one_request_per_host_at_a_time(
         per_worker.iter().filter(|&&n| n > 0).count() >= 2,
         "the work was shared: {per_worker:?}"
     );
+    // Round trips stay batched: a handful of scripts per page (idle workers
+    // polling included), not one per URL seen.
+    let pages = reached.len() as f64;
+    println!(
+        "Redis per page: {:.1} script calls, {:.1} commands in all (scripts' own included)",
+        scripts as f64 / pages,
+        commands as f64 / pages
+    );
+    assert!(
+        scripts as f64 / pages < 12.0,
+        "{scripts} script calls for {pages} pages"
+    );
+}
+
+/// `(script calls, all commands)` the server has run so far, from INFO commandstats.
+fn redis_calls(redis: &RedisServer) -> (u64, u64) {
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut shared(redis))
+        .unwrap();
+    let mut scripts = 0;
+    let mut all = 0;
+    for line in info.lines() {
+        let Some((name, stats)) = line
+            .strip_prefix("cmdstat_")
+            .and_then(|l| l.split_once(':'))
+        else {
+            continue;
+        };
+        let calls: u64 = stats
+            .split(',')
+            .find_map(|kv| kv.strip_prefix("calls="))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        all += calls;
+        if name == "evalsha" || name == "eval" {
+            scripts += calls;
+        }
+    }
+    (scripts, all)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

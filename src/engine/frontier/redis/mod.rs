@@ -392,6 +392,25 @@ impl RedisFrontier {
     }
 }
 
+impl Drop for RedisFrontier {
+    /// Gives back the hosts with nothing in flight so the other workers need
+    /// not wait for their leases to expire; leases of URLs still in flight
+    /// stay, as after a crash (this worker's next start, or the reaper, requeues them).
+    fn drop(&mut self) {
+        for h in self.hosts.values_mut() {
+            if h.in_flight == 0 {
+                h.holds &= !Hold::Robots.bit();
+            }
+        }
+        if let Err(e) = self.release_idle_hosts() {
+            tracing::warn!(
+                "could not give hosts back at exit ({e}); their leases expire in {:?}",
+                self.ttl
+            );
+        }
+    }
+}
+
 /// The level encoded in a queue score (`level * 2^40 + sequence`).
 fn level_from_score(score: i128) -> usize {
     level_of((score >> 40).clamp(0, u8::MAX as i128) as u8)
