@@ -68,6 +68,11 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
     match &run.mode {
         Mode::Keys { file } => return print_keys(file.as_deref()),
         Mode::Attach { .. } | Mode::Status { .. } | Mode::Ctl { .. } => return run_viewer(run),
+        Mode::ClusterStatus { target, json } => {
+            let status = crawldeck::cluster::status::read(target).map_err(anyhow::Error::msg)?;
+            crawldeck::cluster::status::print(&status, *json, &mut std::io::stdout())?;
+            return Ok(());
+        }
         _ => {}
     }
     if let Mode::Results(query) = &run.mode {
@@ -127,6 +132,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             Mode::Keys { .. }
             | Mode::Attach { .. }
             | Mode::Status { .. }
+            | Mode::ClusterStatus { .. }
             | Mode::Ctl { .. }
             | Mode::Results(_) => {
                 unreachable!("handled before the runtime starts")

@@ -159,6 +159,7 @@ async fn three_workers_crawl_everything_once_and_one_request_per_host_at_a_time(
     }
     let (scripts, commands) = redis_calls(&redis);
     let (scripts, commands) = (scripts - before.0, commands - before.1);
+    let status = cluster_status(&redis, "three");
     let all = page_requests(&demo.log().records());
     assert_one_request_per_host(&demo);
     demo.shutdown().await;
@@ -177,6 +178,21 @@ async fn three_workers_crawl_everything_once_and_one_request_per_host_at_a_time(
         per_worker.iter().filter(|&&n| n > 0).count() >= 2,
         "the work was shared: {per_worker:?}"
     );
+    // The status of the crawl, from Redis alone: done, three workers gone.
+    assert_eq!(
+        (status["queued"].as_u64(), status["in_flight"].as_u64()),
+        (Some(0), Some(0)),
+        "{status}"
+    );
+    assert!(
+        status["seen"].as_u64().unwrap() >= reached.len() as u64,
+        "{status}"
+    );
+    let beats = status["workers"].as_array().unwrap();
+    assert_eq!(beats.len(), 3, "{status}");
+    let pages_beaten: u64 = beats.iter().map(|w| w["pages"].as_u64().unwrap()).sum();
+    assert_eq!(pages_beaten, reached.len() as u64, "{status}");
+    assert!(beats.iter().all(|w| w["alive"] == false), "{status}");
     // Round trips stay batched: a handful of scripts per page (idle workers
     // polling included), not one per URL seen.
     let pages = reached.len() as f64;
@@ -189,6 +205,20 @@ async fn three_workers_crawl_everything_once_and_one_request_per_host_at_a_time(
         scripts as f64 / pages < 12.0,
         "{scripts} script calls for {pages} pages"
     );
+}
+
+/// `crawldeck status --redis … --crawl NAME --json`, parsed.
+fn cluster_status(redis: &RedisServer, name: &str) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
+        .args(["status", "--json", "--redis", &redis.url(), "--crawl", name])
+        .output()
+        .expect("status runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
 }
 
 /// `(script calls, all commands)` the server has run so far, from INFO commandstats.

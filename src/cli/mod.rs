@@ -98,8 +98,18 @@ pub struct AttachArgs {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The crawl's data directory.
-    #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
+    #[arg(
+        value_name = "DIR",
+        required_unless_present = "redis",
+        conflicts_with = "redis"
+    )]
+    pub dir: Option<PathBuf>,
+    /// A shared crawl instead: its Redis server (redis://HOST:PORT/DB).
+    #[arg(long, value_name = "URL", requires = "crawl_name")]
+    pub redis: Option<String>,
+    /// The shared crawl's name.
+    #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
+    pub crawl_name: Option<String>,
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,

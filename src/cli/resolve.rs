@@ -39,6 +39,11 @@ pub enum Mode {
         dir: PathBuf,
         json: bool,
     },
+    /// `status --redis URL --crawl NAME`: a shared crawl, read from Redis.
+    ClusterStatus {
+        target: crate::engine::ClusterTarget,
+        json: bool,
+    },
     Ctl {
         dir: PathBuf,
         words: Vec<String>,
@@ -182,10 +187,22 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 wait: a.wait,
             })
         }),
-        Some(CliCommand::Status(s)) => Ok(front_end(Mode::Status {
-            dir: s.dir,
-            json: s.json,
-        })),
+        Some(CliCommand::Status(s)) => match s.dir {
+            Some(dir) => Ok(front_end(Mode::Status { dir, json: s.json })),
+            None => {
+                let args = super::ClusterArgs {
+                    redis: s.redis,
+                    crawl_name: s.crawl_name,
+                    lease_ttl: None,
+                };
+                let target = super::cluster::resolve_cluster(&args, true)?
+                    .expect("clap requires --redis and --crawl without DIR");
+                Ok(front_end(Mode::ClusterStatus {
+                    target,
+                    json: s.json,
+                }))
+            }
+        },
         Some(CliCommand::Ctl(c)) => Ok(front_end(Mode::Ctl {
             dir: c.dir,
             words: c.words,

@@ -2,3 +2,4 @@
 //! (and a local cluster) use.
 
 pub mod redis_server;
+pub mod status;

@@ -14,7 +14,7 @@ pub(crate) mod dedup;
 pub(crate) mod extract;
 pub(crate) mod fetch;
 pub(crate) mod frontier;
-pub use frontier::{validate_crawl_name, ClusterTarget, DEFAULT_LEASE_TTL};
+pub use frontier::{key_prefix, validate_crawl_name, ClusterTarget, Heartbeat, DEFAULT_LEASE_TTL};
 pub mod host_order;
 pub mod host_window;
 mod hosts;

@@ -29,7 +29,9 @@ use std::collections::HashMap;
 
 use tokio::time::Instant;
 
-pub use self::redis::{validate_crawl_name, ClusterTarget, RedisFrontier, DEFAULT_LEASE_TTL};
+pub use self::redis::{
+    key_prefix, validate_crawl_name, ClusterTarget, Heartbeat, RedisFrontier, DEFAULT_LEASE_TTL,
+};
 #[cfg(test)]
 use api::FrontierCounts;
 pub use api::{FrontierStore, HostQueueView, ScanCursor, ScanRange};

@@ -28,6 +28,7 @@ use tokio::time::Instant;
 
 pub use conn::{key_prefix, validate_crawl_name};
 use conn::{parse_score, Clock, Link};
+pub use meta::Heartbeat;
 use scripts::Scripts;
 
 use super::entry::{decode, encode, level_of};
@@ -93,6 +94,11 @@ pub struct RedisFrontier {
     last_now: Option<Instant>,
     last_upkeep: Option<std::time::Instant>,
     rng: fastrand::Rng,
+    /// Pages completed by this worker, and `(wall ms, pages)` at the last heartbeat.
+    pages: u64,
+    last_beat: (u64, u64),
+    /// The heartbeat is stale after three of these (the lease TTL; zero at exit).
+    ttl_for_beats: Duration,
 }
 
 impl RedisFrontier {
@@ -142,6 +148,9 @@ impl RedisFrontier {
             last_now: None,
             last_upkeep: None,
             rng: fastrand::Rng::with_seed(super::DEFAULT_SEED),
+            pages: 0,
+            last_beat: (0, 0),
+            ttl_for_beats: target.lease_ttl,
         };
         frontier.reap(true)?;
         Ok(frontier)
@@ -197,7 +206,7 @@ impl RedisFrontier {
             }
         }
         self.reap(false)?;
-        Ok(())
+        self.beat()
     }
 
     /// Gives back the leases of held hosts with nothing in flight and no
@@ -402,7 +411,9 @@ impl Drop for RedisFrontier {
                 h.holds &= !Hold::Robots.bit();
             }
         }
-        if let Err(e) = self.release_idle_hosts() {
+        // A last heartbeat that is stale at once: this worker is gone.
+        self.ttl_for_beats = Duration::ZERO;
+        if let Err(e) = self.release_idle_hosts().and_then(|()| self.beat()) {
             tracing::warn!(
                 "could not give hosts back at exit ({e}); their leases expire in {:?}",
                 self.ttl

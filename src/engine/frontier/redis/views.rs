@@ -51,7 +51,9 @@ impl FrontierStore for RedisFrontier {
         // The record first: a crash between the two fetches the URL again
         // rather than losing it.
         self.store.record_pages(std::slice::from_ref(record))?;
-        self.end_lease(lease, "complete", &outlinks)
+        let queued = self.end_lease(lease, "complete", &outlinks)?;
+        self.pages += 1;
+        Ok(queued)
     }
 
     fn release(&mut self, lease: Lease) -> Result<(), StoreError> {
