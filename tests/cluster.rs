@@ -193,6 +193,18 @@ async fn three_workers_crawl_everything_once_and_one_request_per_host_at_a_time(
     let pages_beaten: u64 = beats.iter().map(|w| w["pages"].as_u64().unwrap()).sum();
     assert_eq!(pages_beaten, reached.len() as u64, "{status}");
     assert!(beats.iter().all(|w| w["alive"] == false), "{status}");
+    // A worker's directory is not resumed by mistake as a crawl of its own.
+    let alone = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
+        .args(["crawl", "--headless", "--data"])
+        .arg(dirs[1].path())
+        .output()
+        .expect("runs");
+    let err = String::from_utf8_lossy(&alone.stderr);
+    assert!(!alone.status.success(), "{err}");
+    assert!(
+        err.contains("--redis redis://127.0.0.1:") && err.contains("--crawl three"),
+        "{err}"
+    );
     // Round trips stay batched: a handful of scripts per page (idle workers
     // polling included), not one per URL seen.
     let pages = reached.len() as f64;

@@ -14,7 +14,9 @@ use crate::engine::config::{parse_seed, CrawlConfig};
 use crate::engine::cpu_pool::CpuPool;
 use crate::engine::extract::ExtractOptions;
 use crate::engine::fetch::Fetcher;
-use crate::engine::frontier::{Frontier, FrontierEntry, FrontierStore, Hold, RedisFrontier};
+use crate::engine::frontier::{
+    refuse_worker_dir, Frontier, FrontierEntry, FrontierStore, Hold, RedisFrontier,
+};
 use crate::engine::hosts::HostTable;
 use crate::engine::outbox::Outbox;
 use crate::engine::recrawl;
@@ -76,7 +78,10 @@ pub(in crate::engine) fn build(
             ));
             Box::new(shared)
         }
-        None => Box::new(Frontier::open(&store).map_err(store_err)?),
+        None => {
+            refuse_worker_dir(data_dir).map_err(EngineError::Config)?;
+            Box::new(Frontier::open(&store).map_err(store_err)?)
+        }
     };
     // Robots first: every host the frontier creates waits for its robots.txt.
     frontier.set_initial_holds(&[Hold::Robots]);

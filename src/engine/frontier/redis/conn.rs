@@ -15,6 +15,36 @@ const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// File in the data directory naming this worker, so a restarted worker
 /// takes its own leases back at once.
 const WORKER_FILE: &str = "cluster-worker";
+/// File in the data directory naming the shared crawl it works for, so it is
+/// not resumed by mistake as a crawl of its own.
+const CRAWL_FILE: &str = "cluster-crawl";
+
+/// Notes in `data_dir` which shared crawl it works for.
+pub(super) fn record_crawl(data_dir: &Path, url: &str, crawl: &str) -> Result<(), StoreError> {
+    let path = data_dir.join(CRAWL_FILE);
+    crate::engine::store::private::write_private(&path, format!("{url}\n{crawl}\n").as_bytes())
+        .map_err(|e| StoreError::Remote {
+            op: "recording the shared crawl",
+            message: format!("{}: {e}", path.display()),
+        })
+}
+
+/// `Err` with what to run instead if `data_dir` is a worker of a shared crawl.
+pub fn refuse_worker_dir(data_dir: &Path) -> Result<(), String> {
+    let Ok(text) = std::fs::read_to_string(data_dir.join(CRAWL_FILE)) else {
+        return Ok(());
+    };
+    let mut lines = text.lines();
+    let (url, crawl) = (
+        lines.next().unwrap_or("URL"),
+        lines.next().unwrap_or("NAME"),
+    );
+    Err(format!(
+        "{} is a worker of the shared crawl {crawl}; resume it with `crawldeck crawl --headless --redis {url} --crawl {crawl} --data {}`",
+        data_dir.display(),
+        data_dir.display()
+    ))
+}
 
 /// A crawl name usable in Redis keys: 1 to 64 of `A-Z a-z 0-9 - _ .`.
 pub fn validate_crawl_name(name: &str) -> Result<(), String> {

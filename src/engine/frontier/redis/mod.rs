@@ -14,6 +14,7 @@
 
 mod bulk;
 mod conn;
+mod leases;
 mod meta;
 mod scripts;
 #[cfg(test)]
@@ -26,14 +27,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub use conn::{key_prefix, validate_crawl_name};
-use conn::{parse_score, Clock, Link};
+pub use conn::{key_prefix, refuse_worker_dir, validate_crawl_name};
+use conn::{Clock, Link};
 pub use meta::Heartbeat;
 use scripts::Scripts;
 
 use super::entry::{decode, encode, level_of};
-use super::schedule::LEVEL_WEIGHTS;
-use super::{FrontierEntry, Hold, Lease};
+use super::{FrontierEntry, Hold};
 use crate::engine::control::HostKey;
 use crate::engine::dedup::url_fingerprint;
 use crate::engine::store::{Store, StoreError};
@@ -44,8 +44,10 @@ const NEVER: i128 = -1_000_000_000_000_000_000;
 pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
 /// Hold bit of a host whose maximum in flight is 0 (beyond `Hold`'s bits).
 const CLOSED: u8 = 16;
-/// Hold bits every worker obeys; robots.txt stays per worker.
-const SHARED_HOLDS: u8 = 1 | 2 | 8 | CLOSED;
+/// Hold bits every worker obeys: the operator's pause and a maximum of 0.
+/// robots.txt, breakers and giving up stay per worker, so a worker that dies
+/// holding one cannot leave a host stuck for the others.
+const SHARED_HOLDS: u8 = 1 | CLOSED;
 /// Hosts tried per `next_ready` before giving the loop back.
 const CLAIM_TRIES: usize = 16;
 /// How often a worker polls when only other workers hold hosts with work.
@@ -65,8 +67,7 @@ pub struct ClusterTarget {
 /// What this worker knows of one host.
 #[derive(Debug, Default)]
 struct Local {
-    /// Only `Hold::Robots` (this worker's robots.txt) plus a mirror of the
-    /// shared holds this worker set.
+    /// This worker's own holds: robots.txt, breaker, given up.
     holds: u8,
     /// Leases of the host's URLs this worker has out.
     in_flight: usize,
@@ -152,6 +153,7 @@ impl RedisFrontier {
             last_beat: (0, 0),
             ttl_for_beats: target.lease_ttl,
         };
+        conn::record_crawl(data_dir, &target.url, &target.crawl)?;
         frontier.reap(true)?;
         Ok(frontier)
     }
@@ -233,170 +235,6 @@ impl RedisFrontier {
                 h.head_level = None;
             }
         }
-        Ok(())
-    }
-
-    fn max_of(&self, h: &Local) -> usize {
-        h.max_in_flight.unwrap_or(self.default_max_in_flight)
-    }
-
-    /// Held hosts that can hand out one more URL now: `(level, since, host)`.
-    fn local_candidates(&self, now: Instant) -> Vec<(usize, i128, HostKey)> {
-        self.hosts
-            .iter()
-            .filter(|(_, h)| {
-                h.leased
-                    && h.holds == 0
-                    && h.in_flight < self.max_of(h)
-                    && h.not_before.is_none_or(|t| t <= now)
-            })
-            .filter_map(|(k, h)| {
-                let since = h.not_before.map_or(NEVER, |t| self.clock.score(t));
-                Some((h.head_level?, since, k.clone()))
-            })
-            .collect()
-    }
-
-    fn try_next_ready(&mut self, now: Instant) -> Result<Option<Lease>, StoreError> {
-        self.last_now = Some(now);
-        self.upkeep()?;
-        self.release_idle_hosts()?;
-        for _ in 0..CLAIM_TRIES {
-            let candidates = self.local_candidates(now);
-            let mut inv = self.scripts.claim.prepare_invoke();
-            inv.arg(&self.prefix)
-                .arg(&self.worker)
-                .arg(self.ttl_ms())
-                .arg(self.clock.score(now).to_string())
-                .arg(self.rng.f64().to_string());
-            for weight in LEVEL_WEIGHTS {
-                inv.arg(weight);
-            }
-            for (level, since, host) in &candidates {
-                inv.arg(level).arg(since.to_string()).arg(host);
-            }
-            let out = self.link.run("choosing the next host", &inv)?;
-            let (verdict, host) = match out.as_slice() {
-                [] => return Ok(None),
-                [v, host] => (v.as_slice(), String::from_utf8_lossy(host).into_owned()),
-                _ => continue,
-            };
-            if verdict == b"claimed" && !self.adopt_claimed(&host) {
-                continue;
-            }
-            if let Some(lease) = self.take(&host)? {
-                return Ok(Some(lease));
-            }
-        }
-        Ok(None)
-    }
-
-    /// A host just leased: `false` if it must wait (robots.txt) first.
-    fn adopt_claimed(&mut self, host: &str) -> bool {
-        let initial = self.initial_holds;
-        let known = self.hosts.contains_key(host);
-        let h = self.hosts.entry(host.to_string()).or_default();
-        h.leased = true;
-        if !known || h.holds & Hold::Robots.bit() != 0 {
-            h.holds |= initial;
-            self.new_hosts.push(host.to_string());
-        }
-        h.holds == 0
-    }
-
-    /// Takes the head URL of a host this worker holds.
-    fn take(&mut self, host: &str) -> Result<Option<Lease>, StoreError> {
-        let mut inv = self.scripts.take.prepare_invoke();
-        inv.arg(&self.prefix)
-            .arg(&self.worker)
-            .arg(self.ttl_ms())
-            .arg(host);
-        let out = self.link.run("taking a URL", &inv)?;
-        let h = self.hosts.entry(host.to_string()).or_default();
-        match out.as_slice() {
-            [verdict, member, _score, next] if verdict.as_slice() == b"taken" => {
-                h.in_flight += 1;
-                h.head_level = parse_score(next).map(level_from_score);
-                let entry = decode(member)?;
-                Ok(Some(Lease {
-                    entry,
-                    key: member.clone(),
-                }))
-            }
-            [verdict] if verdict.as_slice() == b"lost" => {
-                h.leased = false;
-                h.head_level = None;
-                Ok(None)
-            }
-            _ => {
-                h.head_level = None;
-                Ok(None)
-            }
-        }
-    }
-
-    /// Ends a lease in Redis; `outlinks` only for `complete`.
-    fn end_lease(
-        &mut self,
-        lease: &Lease,
-        mode: &str,
-        outlinks: &[FrontierEntry],
-    ) -> Result<usize, StoreError> {
-        let host = &lease.entry.host;
-        let mut inv = self.scripts.end_lease.prepare_invoke();
-        inv.arg(&self.prefix)
-            .arg(&self.worker)
-            .arg(self.ttl_ms())
-            .arg(host)
-            .arg(&lease.key)
-            .arg(mode);
-        push_args(&mut inv, outlinks);
-        let out = self.link.run("ending a lease", &inv)?;
-        if out.first().map(Vec::as_slice) == Some(b"-1") {
-            return Err(StoreError::UnknownLease {
-                url: lease.entry.url.clone(),
-            });
-        }
-        if let Some(h) = self.hosts.get_mut(host) {
-            h.in_flight = h.in_flight.saturating_sub(1);
-            if mode == "release" {
-                // The URL is the host's head again.
-                h.head_level = Some(level_of(lease.entry.priority));
-            }
-        }
-        Ok(self.note_pushed(&out))
-    }
-
-    /// Reads a push's answer: how many were queued, and the hosts leased to
-    /// this worker because they are new to the crawl.
-    fn note_pushed(&mut self, out: &[Vec<u8>]) -> usize {
-        let added = out
-            .first()
-            .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok())
-            .unwrap_or(0);
-        for host in out.iter().skip(1) {
-            let host = String::from_utf8_lossy(host).into_owned();
-            self.adopt_claimed(&host);
-        }
-        added
-    }
-
-    fn push_entries(&mut self, entries: &[FrontierEntry]) -> Result<usize, StoreError> {
-        if entries.is_empty() {
-            return Ok(0);
-        }
-        let mut inv = self.scripts.push.prepare_invoke();
-        inv.arg(&self.prefix).arg(&self.worker).arg(self.ttl_ms());
-        push_args(&mut inv, entries);
-        let out = self.link.run("queueing URLs", &inv)?;
-        Ok(self.note_pushed(&out))
-    }
-
-    fn set_shared_hold(&mut self, host: &str, bits: u8, on: bool) -> Result<(), StoreError> {
-        let (set, clear) = if on { (bits, 0) } else { (0, bits) };
-        let mut inv = self.scripts.hold.prepare_invoke();
-        inv.arg(&self.prefix).arg(host).arg(set).arg(clear);
-        self.link.run("holding a host", &inv)?;
         Ok(())
     }
 }

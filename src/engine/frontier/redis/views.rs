@@ -65,8 +65,8 @@ impl FrontierStore for RedisFrontier {
     }
 
     fn set_initial_holds(&mut self, holds: &[Hold]) {
-        // Only robots.txt is per worker; shared holds are set explicitly.
-        self.initial_holds = holds.iter().fold(0, |acc, h| acc | h.bit()) & Hold::Robots.bit();
+        // Shared holds are set explicitly, never as a host's initial state.
+        self.initial_holds = holds.iter().fold(0, |acc, h| acc | h.bit()) & !SHARED_HOLDS;
     }
 
     fn set_default_max_in_flight(&mut self, max: usize) -> Result<(), StoreError> {
@@ -85,7 +85,7 @@ impl FrontierStore for RedisFrontier {
     }
 
     fn set_hold(&mut self, host: &str, hold: Hold, on: bool) -> Result<(), StoreError> {
-        if hold == Hold::Robots {
+        if hold.bit() & SHARED_HOLDS == 0 {
             let h = self.hosts.entry(host.to_string()).or_default();
             if on {
                 h.holds |= hold.bit();
