@@ -143,6 +143,17 @@ fn assert_one_request_per_host(demo: &DemoWeb) {
             1,
             "{site:?} had two requests in flight at once"
         );
+        // Each worker settles robots.txt once for a host it takes (not yet once per cluster).
+        let robots = demo
+            .log()
+            .for_site(site)
+            .iter()
+            .filter(|r| r.path_and_query == "/robots.txt")
+            .count();
+        assert!(
+            (1..=3).contains(&robots),
+            "{site:?}: robots.txt fetched {robots} times"
+        );
     }
 }
 

@@ -20,17 +20,16 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts a server that lives at most `lifetime`, and waits until it answers.
     pub fn start(lifetime: Duration) -> Result<RedisServer, String> {
+        RedisServer::start_program("redis-server", lifetime)
+    }
+
+    fn start_program(program: &str, lifetime: Duration) -> Result<RedisServer, String> {
         let mut last_error = String::new();
         // A free port may be taken between the probe and the server's bind: retry.
         for _ in 0..5 {
             let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
             let child = Command::new("timeout")
-                .args([
-                    "-k",
-                    "5",
-                    &lifetime.as_secs().max(1).to_string(),
-                    "redis-server",
-                ])
+                .args(["-k", "5", &lifetime.as_secs().max(1).to_string(), program])
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                 .args([
                     "--save",
@@ -85,7 +84,9 @@ impl RedisServer {
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(match status.code() {
-                    Some(127) => format!("redis-server is not installed; {INSTALL_HINT}"),
+                    Some(127) => {
+                        format!("redis-server is not installed (not found on PATH); {INSTALL_HINT}")
+                    }
                     _ => format!("redis-server exited at start ({status})"),
                 });
             }
@@ -120,4 +121,34 @@ fn free_port() -> std::io::Result<u16> {
     Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
         .local_addr()?
         .port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_server_says_how_to_install_it() {
+        let Err(e) =
+            RedisServer::start_program("crawldeck-no-such-redis-server", Duration::from_secs(5))
+        else {
+            panic!("a server that does not exist started");
+        };
+        assert!(
+            e.contains("not installed") && e.contains("apt-get install -y redis-server"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_server_answers_on_loopback_and_is_gone_after_drop() {
+        let server = RedisServer::for_test();
+        assert_eq!(server.command("PING").unwrap(), "+PONG");
+        let port = server.port();
+        drop(server);
+        assert!(
+            TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err(),
+            "still listening on {port}"
+        );
+    }
 }
