@@ -55,7 +55,9 @@ impl RedisFrontier {
             return Ok(0);
         }
         let mut inv = self.scripts.park_new.prepare_invoke();
-        inv.arg(&self.prefix).arg(self.parked_key(alert_id));
+        inv.arg(&self.prefix)
+            .arg(self.parked_key(alert_id))
+            .arg(format!("{}claims:{}", self.prefix, self.worker));
         push_args(&mut inv, entries);
         let out = self.link.run("parking URLs", &inv)?;
         Ok(count_of(&out))

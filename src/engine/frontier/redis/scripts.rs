@@ -62,6 +62,7 @@ local function push_entries(first, worker, ttl)
       fresh[host] = redis.call('EXISTS', P .. 'q:' .. host, P .. 'inflight:' .. host, P .. 'lease:' .. host) == 0
     end
     redis.call('SADD', P .. 'seen', fp)
+    redis.call('SREM', P .. 'claims:' .. worker, fp)
     added = added + enqueue(host, member, level, nil)
   end
   local out = {tostring(added)}
@@ -73,6 +74,14 @@ local function push_entries(first, worker, ttl)
     resched(host)
   end
   return out
+end
+local function unsee_claims(worker)
+  local key = P .. 'claims:' .. worker
+  local fps = redis.call('SMEMBERS', key)
+  for i = 1, #fps, 1000 do
+    redis.call('SREM', P .. 'seen', unpack(fps, i, math.min(i + 999, #fps)))
+  end
+  redis.call('DEL', key)
 end
 local function requeue_inflight(host)
   local inflight = redis.call('HGETALL', P .. 'inflight:' .. host)
@@ -94,6 +103,9 @@ pub(super) struct Scripts {
     /// `P worker ttl (member level fp host)…` → `added, hosts leased…`.
     /// A host new to the crawl is leased to the pusher, which settles its robots.txt.
     pub push: Script,
+    /// `P worker fp…` → `1` or `0` each: new to the seen set (then claimed
+    /// by the worker until it queues or parks it).
+    pub claim_unseen: Script,
     /// `P worker ttl now r w0..w4 (level since host)…` → `[]`, `retry`,
     /// `local HOST` or `claimed HOST`: the level by weight, then the host
     /// waiting longest, among the unheld due hosts and the caller's own.
@@ -107,7 +119,9 @@ pub(super) struct Scripts {
     pub release_hosts: Script,
     /// `P host on off`: sets and clears hold bits every worker obeys.
     pub hold: Script,
-    /// `P host score`: the host's not-before.
+    /// `P host score worker`: the host's not-before; the worker (unless
+    /// empty) gives the host back in the same step, so nobody sees it idle
+    /// with its old time.
     pub not_before: Script,
     /// `P worker`: hosts whose lease expired (and, at start, the caller's
     /// own) get their in-flight URLs back in their queues → how many.
@@ -119,7 +133,7 @@ pub(super) struct Scripts {
     /// `P host target member…` → removed members; moved into the parked
     /// set `target` unless it is empty.
     pub remove: Script,
-    /// `P key (member level fp host)…` → parked count.
+    /// `P key claims (member level fp host)…` → parked count.
     pub park_new: Script,
     /// `P key mode (member host)…` → count; mode unpark or drop.
     pub unpark: Script,
@@ -130,13 +144,12 @@ impl Scripts {
         Scripts {
             push: script("return push_entries(4, ARGV[2], ARGV[3])"),
             claim: script(CLAIM),
+            claim_unseen: script(CLAIM_UNSEEN),
             take: script(TAKE),
             end_lease: script(END_LEASE),
             release_hosts: script(RELEASE_HOSTS),
             hold: script(HOLD),
-            not_before: script(
-                "redis.call('HSET', P .. 'nb', ARGV[2], ARGV[3]) resched(ARGV[2]) return {}",
-            ),
+            not_before: script(NOT_BEFORE),
             reap: script(REAP),
             renew: script(RENEW),
             wakeup: script(WAKEUP),
@@ -146,6 +159,19 @@ impl Scripts {
         }
     }
 }
+
+const CLAIM_UNSEEN: &str = r#"
+local out = {}
+for i = 3, #ARGV do
+  if redis.call('SADD', P .. 'seen', ARGV[i]) == 1 then
+    redis.call('SADD', P .. 'claims:' .. ARGV[2], ARGV[i])
+    out[#out + 1] = '1'
+  else
+    out[#out + 1] = '0'
+  end
+end
+return out
+"#;
 
 const CLAIM: &str = r#"
 local worker, ttl, now, r = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
@@ -220,6 +246,17 @@ resched(host)
 return out
 "#;
 
+const NOT_BEFORE: &str = r#"
+local host = ARGV[2]
+redis.call('HSET', P .. 'nb', host, ARGV[3])
+if ARGV[4] ~= '' and redis.call('GET', P .. 'lease:' .. host) == ARGV[4] then
+  redis.call('DEL', P .. 'lease:' .. host)
+  redis.call('HDEL', P .. 'held', host)
+end
+resched(host)
+return {}
+"#;
+
 const RELEASE_HOSTS: &str = r#"
 for i = 3, #ARGV do
   local host = ARGV[i]
@@ -243,7 +280,7 @@ return {}
 
 const REAP: &str = r#"
 local held = redis.call('HGETALL', P .. 'held')
-local n = 0
+local n, dead = 0, {}
 for i = 1, #held, 2 do
   local host, owner = held[i], held[i + 1]
   local lease = redis.call('GET', P .. 'lease:' .. host)
@@ -252,8 +289,13 @@ for i = 1, #held, 2 do
     n = n + requeue_inflight(host)
     redis.call('HDEL', P .. 'held', host)
     resched(host)
+    dead[owner] = true
   end
 end
+-- Links a lost worker claimed but never queued are unseen again: the pages
+-- that had them are fetched again and find them anew.
+if ARGV[2] ~= '' then dead[ARGV[2]] = true end
+for owner, _ in pairs(dead) do unsee_claims(owner) end
 return {tostring(n)}
 "#;
 
@@ -302,10 +344,11 @@ return out
 "#;
 
 const PARK_NEW: &str = r#"
-local key, n = ARGV[2], 0
-for i = 3, #ARGV, 4 do
+local key, claims, n = ARGV[2], ARGV[3], 0
+for i = 4, #ARGV, 4 do
   local member, level, host = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 3]
   redis.call('SADD', P .. 'seen', ARGV[i + 2])
+  redis.call('SREM', claims, ARGV[i + 2])
   local score = level * LEVEL + redis.call('INCR', P .. 'seq')
   if redis.call('ZADD', key, 'NX', score, member) == 1 then
     redis.call('HINCRBY', P .. 'parked_hosts', host, 1)

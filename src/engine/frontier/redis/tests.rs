@@ -98,6 +98,11 @@ fn a_dead_workers_urls_return_after_its_lease_expires() {
             .unwrap();
         let lease = dead.next_ready(now).unwrap().expect("a URL");
         assert_eq!(lease.entry.url, "http://h.example/a");
+        // A link of the page, claimed but not yet queued when the worker dies.
+        assert_eq!(
+            dead.claim_unseen(&["http://h.example/link"]).unwrap(),
+            [true]
+        );
         // Dropped holding the lease, like a killed process.
     }
     let mut heir = worker_in(&server, "reaped", d2.path(), ttl);
@@ -118,4 +123,10 @@ fn a_dead_workers_urls_return_after_its_lease_expires() {
         .unwrap()
         .expect("taken over");
     assert_eq!(lease.entry.url, "http://h.example/a", "back at the head");
+    // Fetched again, the page finds its link anew; queued URLs stay seen.
+    assert_eq!(
+        heir.claim_unseen(&["http://h.example/link", "http://h.example/b"])
+            .unwrap(),
+        [true, false]
+    );
 }

@@ -18,16 +18,13 @@ impl FrontierStore for RedisFrontier {
         if urls.is_empty() {
             return Ok(Vec::new());
         }
-        let key = format!("{}seen", self.prefix);
-        self.link.query("checking the seen set", |c| {
-            let mut pipe = redis::pipe();
-            for url in urls {
-                pipe.cmd("SADD")
-                    .arg(&key)
-                    .arg(crate::engine::dedup::url_fingerprint(url));
-            }
-            pipe.query::<Vec<bool>>(c)
-        })
+        let mut inv = self.scripts.claim_unseen.prepare_invoke();
+        inv.arg(&self.prefix).arg(&self.worker);
+        for url in urls {
+            inv.arg(crate::engine::dedup::url_fingerprint(url));
+        }
+        let out = self.link.run("checking the seen set", &inv)?;
+        Ok(out.iter().map(|new| new.as_slice() == b"1").collect())
     }
 
     fn push(&mut self, entries: Vec<FrontierEntry>) -> Result<usize, StoreError> {
@@ -75,12 +72,23 @@ impl FrontierStore for RedisFrontier {
     }
 
     fn set_not_before(&mut self, host: &str, at: Instant) -> Result<(), StoreError> {
+        // Usually called as a fetch ends: give the host back in the same round trip.
+        let give_back = self
+            .hosts
+            .get(host)
+            .is_some_and(|h| h.leased && h.in_flight == 0 && h.holds & Hold::Robots.bit() == 0);
         let mut inv = self.scripts.not_before.prepare_invoke();
         inv.arg(&self.prefix)
             .arg(host)
-            .arg(self.clock.score(at).to_string());
+            .arg(self.clock.score(at).to_string())
+            .arg(if give_back { self.worker.as_str() } else { "" });
         self.link.run("setting a host's next fetch time", &inv)?;
-        self.hosts.entry(host.to_string()).or_default().not_before = Some(at);
+        let h = self.hosts.entry(host.to_string()).or_default();
+        h.not_before = Some(at);
+        if give_back {
+            h.leased = false;
+            h.head_level = None;
+        }
         Ok(())
     }
 
@@ -227,7 +235,14 @@ impl FrontierStore for RedisFrontier {
             return Ok(Vec::new());
         }
         let p = self.prefix.clone();
-        type Row = (u64, u64, Option<u64>, Option<u8>, Vec<Vec<u8>>);
+        type Row = (
+            u64,
+            u64,
+            Option<u64>,
+            Option<u8>,
+            Option<String>,
+            Vec<Vec<u8>>,
+        );
         let rows: Vec<Row> = self.link.query("reading host queues", |c| {
             let mut pipe = redis::pipe();
             for host in hosts {
@@ -235,6 +250,7 @@ impl FrontierStore for RedisFrontier {
                 pipe.cmd("HLEN").arg(format!("{p}inflight:{host}"));
                 pipe.cmd("HGET").arg(format!("{p}parked_hosts")).arg(host);
                 pipe.cmd("HGET").arg(format!("{p}holds")).arg(host);
+                pipe.cmd("HGET").arg(format!("{p}nb")).arg(host);
                 let last = head as isize - 1;
                 pipe.cmd("ZRANGE")
                     .arg(format!("{p}q:{host}"))
@@ -242,7 +258,7 @@ impl FrontierStore for RedisFrontier {
                     .arg(last);
             }
             let flat: Vec<redis::Value> = pipe.query(c)?;
-            flat.chunks(5)
+            flat.chunks(6)
                 .map(|row| {
                     Ok((
                         redis::from_redis_value(&row[0])?,
@@ -250,18 +266,27 @@ impl FrontierStore for RedisFrontier {
                         redis::from_redis_value(&row[2])?,
                         redis::from_redis_value(&row[3])?,
                         redis::from_redis_value(&row[4])?,
+                        redis::from_redis_value(&row[5])?,
                     ))
                 })
                 .collect()
         })?;
         let mut views = Vec::with_capacity(hosts.len());
-        for (host, (queued, in_flight, parked, shared, members)) in hosts.iter().zip(rows) {
+        for (host, (queued, in_flight, parked, holds, nb, members)) in hosts.iter().zip(rows) {
             let head = if head == 0 { Vec::new() } else { members };
             let head = head
                 .iter()
                 .map(|m| super::decode(m).map(|e| e.url))
                 .collect::<Result<_, _>>()?;
-            let activity = self.activity(host, now, queued, in_flight, shared.unwrap_or(0));
+            let shared = SharedState {
+                queued,
+                in_flight,
+                holds: holds.unwrap_or(0),
+                not_before: nb
+                    .and_then(|s| parse_score(s.as_bytes()))
+                    .map(|score| self.clock.instant(score)),
+            };
+            let activity = self.activity(host, now, &shared);
             views.push(HostQueueView {
                 queued,
                 in_flight,
@@ -274,17 +299,21 @@ impl FrontierStore for RedisFrontier {
     }
 }
 
+/// What Redis says of a host, for its activity.
+struct SharedState {
+    queued: u64,
+    /// On any worker.
+    in_flight: u64,
+    holds: u8,
+    not_before: Option<Instant>,
+}
+
 impl RedisFrontier {
-    fn activity(
-        &self,
-        host: &str,
-        now: Instant,
-        queued: u64,
-        in_flight: u64,
-        shared: u8,
-    ) -> HostActivity {
+    fn activity(&self, host: &str, now: Instant, shared: &SharedState) -> HostActivity {
         let local = self.hosts.get(host);
-        let holds = (shared & SHARED_HOLDS) | local.map_or(0, |h| h.holds);
+        let holds = (shared.holds & SHARED_HOLDS) | local.map_or(0, |h| h.holds);
+        let (queued, in_flight) = (shared.queued, shared.in_flight as usize);
+        let max = local.map_or(self.default_max_in_flight, |h| self.max_of(h));
         if holds & Hold::Finished.bit() != 0 {
             HostActivity::Finished
         } else if holds & Hold::Paused.bit() != 0 {
@@ -299,11 +328,14 @@ impl RedisFrontier {
             } else {
                 HostActivity::Idle
             }
-        } else if holds & CLOSED != 0
-            || local.is_some_and(|h| h.in_flight > 0 && h.in_flight >= self.max_of(h))
-        {
+        } else if holds & CLOSED != 0 || (in_flight > 0 && in_flight >= max) {
             HostActivity::Busy
-        } else if local.and_then(|h| h.not_before).is_some_and(|t| t > now) {
+        } else if shared
+            .not_before
+            .into_iter()
+            .chain(local.and_then(|h| h.not_before))
+            .any(|t| t > now)
+        {
             HostActivity::Waiting
         } else {
             HostActivity::Ready
