@@ -7,7 +7,8 @@
 //! host → worker, what the reaper walks), `sched:LEVEL` (hosts nobody holds,
 //! by the time they may be fetched), `nb` (hash: host → not-before), `holds`
 //! (hash: host → hold bits every worker obeys), `hosts` (hosts with URLs),
-//! `seen` (set of URL fingerprints), `n` (hash of counters), `seq`,
+//! `seen` (set of URL fingerprints), `claims:WORKER` (fingerprints the
+//! worker claimed and has not queued yet), `n` (hash of counters), `seq`,
 //! `parked:WORKER:ALERT` (sorted sets), `parked_keys`, `parked_hosts`.
 //!
 //! Scores and times travel as strings: Lua would print a number with 14
