@@ -144,3 +144,60 @@ pub fn print(status: &ClusterStatus, json: bool, out: &mut impl Write) -> std::i
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_status_names_each_worker_without_control_characters() {
+        let beat = |worker: &str, at_ms| Heartbeat {
+            worker: worker.to_string(),
+            version: "0.1.0".into(),
+            pages: 12,
+            pages_per_s: 3.5,
+            hosts_held: 2,
+            in_flight: 1,
+            at_ms,
+            stale_after_ms: 30_000,
+        };
+        let status = ClusterStatus {
+            crawl: "news".into(),
+            queued: 40,
+            in_flight: 1,
+            parked: 0,
+            seen: 90,
+            hosts: 3,
+            hosts_held: 2,
+            workers: vec![
+                WorkerRow {
+                    beat: beat("a1", 0),
+                    alive: true,
+                    last_beat_ms_ago: 1500,
+                },
+                WorkerRow {
+                    beat: beat("\u{1b}[2Jb2", 0),
+                    alive: false,
+                    last_beat_ms_ago: 90_000,
+                },
+            ],
+        };
+        let mut out = Vec::new();
+        print(&status, false, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "crawl news: 40 queued, 1 in flight, 0 parked, 90 URLs seen, 3 hosts (2 held)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("workers: 1 alive of 2"), "{text}");
+        assert!(text.contains("a1 alive v0.1.0 12 pages, 3.5 pages/s, 2 hosts held, 1 in flight, last heartbeat 1.5s ago"), "{text}");
+        assert!(text.contains("gone"), "{text}");
+        assert!(!text.contains('\u{1b}'), "{text:?}");
+        let mut json = Vec::new();
+        print(&status, true, &mut json).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(value["workers"][0]["pages_per_s"], 3.5);
+    }
+}
