@@ -17,6 +17,7 @@ pub(crate) mod frontier;
 pub mod host_order;
 pub mod host_window;
 mod hosts;
+pub mod inspect;
 mod outbox;
 pub(crate) mod politeness;
 pub(crate) mod prioritize;

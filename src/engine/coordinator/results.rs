@@ -264,6 +264,7 @@ impl Coordinator {
         record.last_modified = page.last_modified.clone();
         record.content_digest = page.digest.as_ref().map(|d| d.warc_label());
         record.set_content_type(page.content_type.as_deref());
+        record.warc = page.warc_at.clone();
         let mut links = Vec::new();
         if status == 304 {
             self.stats.count().not_modified += 1;

@@ -1,0 +1,163 @@
+//! The page inspector's data: a fetched page read back from its WARC record
+//! and the store, off the crawl loop (a results-socket reader thread, or a
+//! process of its own when no crawl runs). Everything is capped: a page
+//! archived at any size yields at most [`MAX_BODY`] bytes of HTML and
+//! bounded lists. Strings are as the network sent them; front ends strip
+//! control characters before showing them.
+
+mod diff;
+mod fates;
+mod html;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+pub use diff::{side_by_side, DiffRow, DiffSide};
+pub use fates::LinkFate;
+pub use html::{select, SelectError};
+
+use super::store::{read_response, PageOutcome, Store, StoreError};
+
+/// Most body bytes read back from the archive.
+pub const MAX_BODY: usize = 5 * 1024 * 1024;
+/// Most bytes of text lines kept (for the outline and the diff).
+pub const MAX_TEXT: usize = 1024 * 1024;
+/// Most lines of text kept.
+pub const MAX_TEXT_LINES: usize = 5_000;
+/// Most characters of one line of text, heading or selected element.
+pub const MAX_LINE_CHARS: usize = 400;
+/// Most outline entries.
+pub const MAX_OUTLINE: usize = 300;
+/// Lines of body text the outline shows besides the headings.
+pub const OUTLINE_TEXT_LINES: usize = 20;
+/// Most links listed with their fate.
+pub const MAX_LINKS: usize = 1_000;
+
+/// One fetched page as the inspector shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PageInspection {
+    /// The page's URL.
+    pub url: String,
+    /// What became of it (`fetched`, `duplicate`, …), from its record.
+    pub outcome: String,
+    /// The HTTP status, from the archive (or the record without one).
+    pub status: Option<u16>,
+    /// The response's header fields, from the archive.
+    pub headers: Vec<(String, String)>,
+    /// When it was fetched, in ms since the Unix epoch.
+    pub fetched_at_unix_ms: u64,
+    /// The `<title>`.
+    pub title: Option<String>,
+    /// Headings (level 1-6) and the first lines of text (level 0), in page order.
+    pub outline: Vec<OutlineEntry>,
+    /// The page's visible text, one line per text block (capped), for diffs.
+    pub text: Vec<String>,
+    /// The page's links with what became of each.
+    pub links: Vec<InspectedLink>,
+    /// The links past [`MAX_LINKS`], not listed.
+    pub links_not_listed: usize,
+    /// The body as archived (at most [`MAX_BODY`] bytes, as UTF-8), for `:select`.
+    pub html: String,
+    /// The archived body was longer than [`MAX_BODY`] and was cut.
+    pub truncated: bool,
+    /// Why there is no archived copy to show, if there is none.
+    pub archive_note: Option<String>,
+}
+
+/// A heading (`level` 1-6) or a line of text (`level` 0).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OutlineEntry {
+    /// 1-6 for `<h1>`-`<h6>`, 0 for text.
+    pub level: u8,
+    /// Its text, whitespace collapsed, capped.
+    pub text: String,
+}
+
+/// A link of the page and what the crawl did with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InspectedLink {
+    /// The link, resolved and normalized as the crawl keys it.
+    pub url: String,
+    /// What became of it.
+    pub fate: LinkFate,
+}
+
+/// Inspects the page of `url` in the crawl of `data_dir`; `None` if the
+/// store has no record of it. A missing or unreadable archive copy is not an
+/// error: the record's fields are shown with [`PageInspection::archive_note`].
+pub fn inspect(
+    store: &Store,
+    data_dir: &Path,
+    url: &str,
+) -> Result<Option<PageInspection>, StoreError> {
+    let Some(record) = store.page(url)? else {
+        return Ok(None);
+    };
+    let record_status = match &record.outcome {
+        PageOutcome::Fetched { status } | PageOutcome::Redirect { status, .. } => Some(*status),
+        _ => None,
+    };
+    let mut page = PageInspection {
+        url: record.url.clone(),
+        outcome: record.outcome.label().to_string(),
+        status: record_status,
+        headers: Vec::new(),
+        fetched_at_unix_ms: record.fetched_at_unix_ms,
+        title: record.title.clone(),
+        outline: Vec::new(),
+        text: Vec::new(),
+        links: Vec::new(),
+        links_not_listed: 0,
+        html: String::new(),
+        truncated: false,
+        archive_note: None,
+    };
+    let Some(at) = &record.warc else {
+        page.archive_note = Some(no_archive_reason(&record.outcome).into());
+        return Ok(Some(page));
+    };
+    let archived = match read_response(data_dir, at, MAX_BODY) {
+        Ok(archived) => archived,
+        Err(e) => {
+            page.archive_note = Some(format!("the archived copy cannot be read: {e}"));
+            return Ok(Some(page));
+        }
+    };
+    page.status = archived.status.or(record_status);
+    page.headers = archived.headers;
+    page.truncated = archived.truncated;
+    page.html = String::from_utf8_lossy(&archived.body).into_owned();
+    let doc = html::Document::parse(&page.html, &record.url);
+    if page.title.is_none() {
+        page.title = doc.title();
+    }
+    let text = doc.text();
+    page.outline = text.outline;
+    page.text = text.lines;
+    let links = doc.links();
+    page.links_not_listed = links.len().saturating_sub(MAX_LINKS);
+    page.links = fates::of_links(store, links.into_iter().take(MAX_LINKS).collect())?;
+    Ok(Some(page))
+}
+
+/// Why a page with this outcome has no archived copy.
+fn no_archive_reason(outcome: &PageOutcome) -> &'static str {
+    match outcome {
+        PageOutcome::Fetched { .. } | PageOutcome::Duplicate { .. } | PageOutcome::NotModified => {
+            "no archived copy (WARC off, noarchive, or fetched by an older crawldeck)"
+        }
+        _ => "no archived copy: the URL was not fetched",
+    }
+}
+
+/// `s` cut to `max` characters, with `…` when cut.
+pub(crate) fn cap_chars(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests;
