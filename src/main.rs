@@ -70,6 +70,12 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
         Mode::Attach { .. } | Mode::Status { .. } | Mode::Ctl { .. } => return run_viewer(run),
         _ => {}
     }
+    if let Mode::Page(query) = &run.mode {
+        return crawldeck::results::page::run(
+            query,
+            std::io::BufWriter::new(std::io::stdout().lock()),
+        );
+    }
     if let Mode::Results(query) = &run.mode {
         return crawldeck::results::run(query, std::io::BufWriter::new(std::io::stdout().lock()));
     }
@@ -128,7 +134,8 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             | Mode::Attach { .. }
             | Mode::Status { .. }
             | Mode::Ctl { .. }
-            | Mode::Results(_) => {
+            | Mode::Results(_)
+            | Mode::Page(_) => {
                 unreachable!("handled before the runtime starts")
             }
         }

@@ -12,6 +12,9 @@ use super::{
 };
 use crate::engine::url_norm;
 
+/// Longest line of the page's text; longer text is wrapped.
+const WRAP: usize = 100;
+
 /// Most elements `:select` lists.
 pub const MAX_SELECTED: usize = 200;
 
@@ -131,20 +134,19 @@ impl Document {
 }
 
 impl PageText {
+    /// A text node: into the outline (first lines only) and, wrapped, into the text.
     fn push_line(&mut self, line: &str, bytes: &mut usize) {
-        if line.is_empty() || *bytes >= MAX_TEXT || self.lines.len() >= MAX_TEXT_LINES {
+        if line.is_empty() {
             return;
         }
-        let line = cap_chars(line, MAX_LINE_CHARS);
-        *bytes += line.len();
         let body_lines = self.outline.iter().filter(|e| e.level == 0).count();
         if body_lines < OUTLINE_TEXT_LINES && self.outline.len() < MAX_OUTLINE {
             self.outline.push(OutlineEntry {
                 level: 0,
-                text: line.clone(),
+                text: cap_chars(line, MAX_LINE_CHARS),
             });
         }
-        self.lines.push(line);
+        self.push_wrapped(line, bytes);
     }
 
     fn push_heading(&mut self, level: u8, words: &str, bytes: &mut usize) {
@@ -159,15 +161,36 @@ impl PageText {
         }
         // A heading is a line of the text too, so diffs see it.
         let hashes = "#".repeat(usize::from(level));
-        self.push_line_only(&format!("{hashes} {words}"), bytes);
+        self.push_wrapped(&format!("{hashes} {words}"), bytes);
     }
 
-    fn push_line_only(&mut self, line: &str, bytes: &mut usize) {
-        if *bytes < MAX_TEXT && self.lines.len() < MAX_TEXT_LINES {
-            let line = cap_chars(line, MAX_LINE_CHARS);
-            *bytes += line.len();
-            self.lines.push(line);
+    /// Adds `text` as lines of at most [`WRAP`] characters, cut between
+    /// words, so a diff shows where a long paragraph differs.
+    fn push_wrapped(&mut self, text: &str, bytes: &mut usize) {
+        let mut line = String::new();
+        for word in text.split(' ') {
+            let full = !line.is_empty() && line.chars().count() + 1 + word.chars().count() > WRAP;
+            if full && !self.push_text_line(std::mem::take(&mut line), bytes) {
+                return;
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(&cap_chars(word, WRAP));
         }
+        if !line.is_empty() {
+            self.push_text_line(line, bytes);
+        }
+    }
+
+    /// False once the text is full.
+    fn push_text_line(&mut self, line: String, bytes: &mut usize) -> bool {
+        if *bytes >= MAX_TEXT || self.lines.len() >= MAX_TEXT_LINES {
+            return false;
+        }
+        *bytes += line.len();
+        self.lines.push(line);
+        true
     }
 }
 

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 pub use diff::{side_by_side, DiffRow, DiffSide};
 pub use fates::LinkFate;
-pub use html::{select, SelectError};
+pub use html::{select, SelectError, MAX_SELECTED};
 
 use super::store::{read_response, PageOutcome, Store, StoreError};
 

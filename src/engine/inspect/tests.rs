@@ -1,5 +1,6 @@
 use super::html::Document;
 use super::*;
+use std::path::Path;
 
 const PAGE: &str = r#"<html><head><title> Shop  home </title><style>p{}</style></head>
 <body><h1>Welcome</h1><p>First line</p><script>var x = "hidden";</script>
@@ -67,7 +68,7 @@ fn a_huge_flat_or_deep_page_stays_within_the_caps() {
     let doc = Document::parse(&body, "http://h.localhost/");
     let text = doc.text();
     assert!(text.lines.len() <= MAX_TEXT_LINES);
-    assert!(text.lines.iter().map(String::len).sum::<usize>() <= MAX_TEXT + 4 * MAX_LINE_CHARS);
+    assert!(text.lines.iter().map(String::len).sum::<usize>() <= MAX_TEXT + 4 * 101);
     assert!(text
         .lines
         .iter()
@@ -92,4 +93,77 @@ fn the_diff_pairs_equal_lines_and_shows_the_differing_ones() {
             (DiffSide::Same, Some("foot"), Some("foot")),
         ]
     );
+}
+
+/// Archives `body` as the answer to `url` and records its page, as a crawl does.
+fn archived_page(dir: &Path, url: &str, body: &[u8]) -> Store {
+    use crate::engine::store::warc::{WarcExchange, WarcWriter};
+    let mut writer = WarcWriter::open(dir, 1 << 30).unwrap();
+    let at = writer
+        .write_exchange(&WarcExchange {
+            url,
+            ip: None,
+            date: std::time::SystemTime::now(),
+            request_head: b"GET / HTTP/1.1\r\n",
+            response_head: b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n",
+            body,
+            payload_digest: "sha1:X",
+        })
+        .unwrap();
+    let store = Store::open(dir, 1 << 20).unwrap();
+    let mut record = crate::engine::store::PageRecord::without_fetch(
+        url,
+        "h.localhost",
+        0,
+        1,
+        PageOutcome::Fetched { status: 200 },
+    );
+    record.warc = Some(at);
+    store.record_pages(&[record]).unwrap();
+    store
+}
+
+#[test]
+fn a_six_megabyte_page_opens_within_the_caps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = String::from("<html><head><title>Big</title></head><body><h1>Top</h1>");
+    let mut i = 0;
+    while body.len() < 6 * 1024 * 1024 {
+        body.push_str(&format!("<p>paragraph {i}</p><a href=\"/p/{i}\">{i}</a>\n"));
+        i += 1;
+    }
+    let url = "http://h.localhost/";
+    let store = archived_page(dir.path(), url, body.as_bytes());
+    let page = inspect(&store, dir.path(), url).unwrap().expect("a record");
+    assert_eq!(page.status, Some(200));
+    assert_eq!(page.title.as_deref(), Some("Big"));
+    assert!(page.truncated);
+    assert!(page.html.len() <= MAX_BODY);
+    assert!(page.text.iter().map(String::len).sum::<usize>() <= MAX_TEXT + 101);
+    assert!(page.outline.len() <= MAX_OUTLINE);
+    assert_eq!(page.links.len(), MAX_LINKS);
+    assert!(page.links_not_listed > 0);
+    let selected = select(&page.html, "p").unwrap();
+    assert_eq!(selected.len(), MAX_SELECTED);
+}
+
+#[test]
+fn a_page_without_an_archived_copy_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let record = crate::engine::store::PageRecord::without_fetch(
+        "http://h.localhost/x",
+        "h.localhost",
+        1,
+        1,
+        PageOutcome::RobotsDenied,
+    );
+    store.record_pages(&[record]).unwrap();
+    let page = inspect(&store, dir.path(), "http://h.localhost/x")
+        .unwrap()
+        .unwrap();
+    assert!(page.archive_note.unwrap().contains("not fetched"));
+    assert!(inspect(&store, dir.path(), "http://h.localhost/none")
+        .unwrap()
+        .is_none());
 }

@@ -67,9 +67,10 @@ impl ResultsServer {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let dir = data_dir.to_path_buf();
         let acceptor = std::thread::Builder::new()
             .name("results-socket".into())
-            .spawn(move || accept_loop(listener, store, flag))?;
+            .spawn(move || accept_loop(listener, store, dir, flag))?;
         Ok(ResultsServer {
             path,
             stop,
@@ -88,7 +89,7 @@ impl Drop for ResultsServer {
     }
 }
 
-fn accept_loop(listener: UnixListener, store: Store, stop: Arc<AtomicBool>) {
+fn accept_loop(listener: UnixListener, store: Store, data_dir: PathBuf, stop: Arc<AtomicBool>) {
     let active = Arc::new(AtomicUsize::new(0));
     let mut readers: Vec<(JoinHandle<()>, UnixStream)> = Vec::new();
     while !stop.load(Ordering::SeqCst) {
@@ -114,10 +115,11 @@ fn accept_loop(listener: UnixListener, store: Store, stop: Arc<AtomicBool>) {
         };
         active.fetch_add(1, Ordering::SeqCst);
         let (store, stop, active) = (store.clone(), stop.clone(), active.clone());
+        let data_dir = data_dir.clone();
         let spawned = std::thread::Builder::new()
             .name("results-reader".into())
             .spawn(move || {
-                if let Err(e) = serve(conn, &store, &stop) {
+                if let Err(e) = serve(conn, &store, &data_dir, &stop) {
                     tracing::debug!("results reader ended: {e}");
                 }
                 active.fetch_sub(1, Ordering::SeqCst);
@@ -135,7 +137,12 @@ fn accept_loop(listener: UnixListener, store: Store, stop: Arc<AtomicBool>) {
     }
 }
 
-fn serve(conn: UnixStream, store: &Store, stop: &AtomicBool) -> std::io::Result<()> {
+fn serve(
+    conn: UnixStream,
+    store: &Store,
+    data_dir: &Path,
+    stop: &AtomicBool,
+) -> std::io::Result<()> {
     conn.set_read_timeout(Some(IDLE_LIMIT))?;
     conn.set_write_timeout(Some(IDLE_LIMIT))?;
     let mut reader = BufReader::new(conn.try_clone()?).take(MAX_REQUEST as u64);
@@ -149,7 +156,12 @@ fn serve(conn: UnixStream, store: &Store, stop: &AtomicBool) -> std::io::Result<
         }
         let request = line.trim_end_matches('\n');
         let (verb, arg) = request.split_once('\t').unwrap_or((request, ""));
-        match answer(verb, arg, store, stop, &mut out) {
+        let reading = Reading {
+            store,
+            data_dir,
+            stop,
+        };
+        match answer(verb, arg, &reading, &mut out) {
             Ok(()) => writeln!(out, "end")?,
             Err(Answer::Io(e)) => return Err(e),
             Err(Answer::Store(e)) => writeln!(out, "error\t{}", one_line(&e.to_string()))?,
@@ -175,13 +187,15 @@ impl From<StoreError> for Answer {
     }
 }
 
-fn answer(
-    verb: &str,
-    arg: &str,
-    store: &Store,
-    stop: &AtomicBool,
-    out: &mut impl Write,
-) -> Result<(), Answer> {
+/// What a reader thread reads from.
+struct Reading<'a> {
+    store: &'a Store,
+    data_dir: &'a Path,
+    stop: &'a AtomicBool,
+}
+
+fn answer(verb: &str, arg: &str, reading: &Reading, out: &mut impl Write) -> Result<(), Answer> {
+    let (store, stop) = (reading.store, reading.stop);
     match verb {
         "pages" => {
             for raw in store.raw_page_records(arg) {
@@ -197,6 +211,10 @@ fn answer(
         "page" => send_line(&store.page(arg)?, out)?,
         "referrers-of" => send_line(&store.referrers(arg)?, out)?,
         "rules" => send_line(&store.rule_origins()?, out)?,
+        "inspect" => send_line(
+            &crate::engine::inspect::inspect(store, reading.data_dir, arg)?,
+            out,
+        )?,
         _ => {
             return Err(Answer::Store(StoreError::Corrupt {
                 what: "results request",
@@ -410,6 +428,20 @@ impl Results {
         match self {
             Results::Local(s) => s.rule_origins(),
             Results::Remote(r) => r.one("rules", ""),
+        }
+    }
+
+    /// The page inspector's view of one URL of the crawl in `data_dir`; `None`
+    /// if the crawl has no record of it. Read on the engine's reader thread
+    /// when a crawl runs, so the crawl loop never waits on it.
+    pub fn inspect(
+        &self,
+        data_dir: &Path,
+        url: &str,
+    ) -> Result<Option<crate::engine::inspect::PageInspection>, StoreError> {
+        match self {
+            Results::Local(s) => crate::engine::inspect::inspect(s, data_dir, url),
+            Results::Remote(r) => r.one("inspect", url),
         }
     }
 
