@@ -103,7 +103,11 @@ async fn a_demo_page_is_inspected_with_its_links_fates_and_near_duplicates_diff(
         .any(|(name, value)| name.eq_ignore_ascii_case("content-type")
             && value.starts_with("text/html")));
     assert!(home.title.as_deref().is_some_and(|t| !t.is_empty()));
-    assert!(home.outline.iter().any(|e| e.level == 1), "{:?}", home.outline);
+    assert!(
+        home.outline.iter().any(|e| e.level == 1),
+        "{:?}",
+        home.outline
+    );
     assert!(matches!(
         fate_of(&home, "/c/tools/"),
         LinkFate::Fetched {
@@ -192,7 +196,10 @@ async fn a_running_crawl_is_inspected_through_its_engine() {
     let shown = tokio::task::spawn_blocking(move || ok_stdout(&["page", &data, &home]))
         .await
         .unwrap();
-    assert!(dir.path().join("results.sock").exists(), "read while running");
+    assert!(
+        dir.path().join("results.sock").exists(),
+        "read while running"
+    );
     assert!(shown.contains("status   200"), "{shown}");
     assert!(shown.contains("links ("), "{shown}");
     let _ = stop_tx.send(());

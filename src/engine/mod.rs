@@ -244,7 +244,7 @@ fn serve_results(
     store: &store::Store,
     data_dir: &std::path::Path,
 ) -> Option<store::remote::ResultsServer> {
-    store::remote::ResultsServer::start(store.clone(), data_dir)
+    store::remote::ResultsServer::start(store.clone(), data_dir, inspect::SOCKET_READS)
         .map_err(|e| {
             tracing::warn!(
                 "cannot serve results on {}: {e}; listings of this crawl must wait until it ends",

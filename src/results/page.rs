@@ -47,7 +47,8 @@ pub fn run(query: &PageQuery, mut out: impl Write) -> anyhow::Result<()> {
     if let Some(other) = &query.diff {
         let other = read(&query.data_dir, other)?;
         lines.push(String::new());
-        lines.extend(diff_lines(&page, &other, CLI_DIFF_SIDE));
+        let rows = inspect::side_by_side(&page.text, &other.text);
+        lines.extend(diff_lines(&page, &other, &rows, CLI_DIFF_SIDE));
     }
     for line in lines {
         writeln!(out, "{line}")?;
@@ -59,7 +60,7 @@ pub fn run(query: &PageQuery, mut out: impl Write) -> anyhow::Result<()> {
 pub fn read(data_dir: &Path, url: &str) -> anyhow::Result<PageInspection> {
     let results = Results::open(data_dir)
         .with_context(|| format!("cannot read the crawl in {}", data_dir.display()))?;
-    match results.inspect(data_dir, url)? {
+    match inspect::read(&results, data_dir, url)? {
         Some(page) => Ok(page),
         None => bail!(
             "the crawl in {} has no record of {}; give a URL as `crawldeck pages` lists it",
@@ -124,17 +125,22 @@ pub fn select_lines(css: &str, found: &Result<Vec<String>, SelectError>) -> Vec<
             } else {
                 ""
             };
-            let mut lines = vec![format!("`{css}`: {} elements{capped}", found.len())];
+            let plural = if found.len() == 1 { "" } else { "s" };
+            let mut lines = vec![format!("`{css}`: {} element{plural}{capped}", found.len())];
             lines.extend(found.iter().map(|s| format!("  {}", strip_control(s))));
             lines
         }
     }
 }
 
-/// A side-by-side diff of two pages' text, each side `side` characters wide;
-/// differing rows are marked `|`, equal ones with a space.
-pub fn diff_lines(left: &PageInspection, right: &PageInspection, side: usize) -> Vec<String> {
-    let rows = inspect::side_by_side(&left.text, &right.text);
+/// A side-by-side diff of two pages' text (`rows` from `inspect::side_by_side`),
+/// each side `side` characters wide; differing rows are marked `|`.
+pub fn diff_lines(
+    left: &PageInspection,
+    right: &PageInspection,
+    rows: &[DiffRow],
+    side: usize,
+) -> Vec<String> {
     let changed = rows.iter().filter(|r| r.side == DiffSide::Changed).count();
     let mut lines = vec![
         format!("diff of the text: {changed} differing lines"),
@@ -166,4 +172,46 @@ fn diff_row(row: &DiffRow, side: usize) -> String {
 fn pad(s: &str, width: usize) -> String {
     let len = s.chars().count();
     format!("{s}{}", " ".repeat(width.saturating_sub(len)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::inspect::{InspectedLink, LinkFate, OutlineEntry};
+
+    #[test]
+    fn network_strings_lose_their_control_characters() {
+        let evil = "a\u{1b}[31mb\u{7}\u{202e}c";
+        let page = PageInspection {
+            url: format!("http://h/{evil}"),
+            outcome: "fetched".into(),
+            status: Some(200),
+            headers: vec![(evil.into(), evil.into())],
+            fetched_at_unix_ms: 0,
+            title: Some(evil.into()),
+            outline: vec![OutlineEntry {
+                level: 1,
+                text: evil.into(),
+            }],
+            text: vec![evil.into()],
+            links: vec![InspectedLink {
+                url: evil.into(),
+                fate: LinkFate::Queued,
+            }],
+            links_not_listed: 0,
+            html: String::new(),
+            truncated: false,
+            archive_note: Some(evil.into()),
+        };
+        let rows = inspect::side_by_side(&page.text, &[]);
+        let mut lines = inspection_lines(&page);
+        lines.extend(diff_lines(&page, &page, &rows, 20));
+        lines.extend(select_lines(evil, &Ok(vec![evil.into()])));
+        for line in lines {
+            assert!(
+                !line.chars().any(|c| c.is_control() || c == '\u{202e}'),
+                "{line:?}"
+            );
+        }
+    }
 }

@@ -7,6 +7,8 @@ use crate::engine::telemetry::Level;
 
 /// How far help and the detail view scroll at most (lines).
 const SCROLL_LIMIT: usize = 200;
+/// How far the page inspector scrolls at most (its lines are capped too).
+const INSPECTOR_SCROLL_LIMIT: usize = 100_000;
 
 /// Applies a view action; any other action is left alone.
 pub(super) fn apply(model: &mut Model, action: Action) {
@@ -49,6 +51,9 @@ fn move_selection(index: &mut usize, len: usize, delta: isize) {
 fn scroll(model: &mut Model, delta: isize) {
     if model.overlay == Overlay::Help {
         move_selection(&mut model.help_scroll, SCROLL_LIMIT, delta);
+    } else if let Some(inspector) = model.inspector.as_mut() {
+        // Clamped to the page's lines when drawn.
+        move_selection(&mut inspector.scroll, INSPECTOR_SCROLL_LIMIT, delta);
     } else if model.detail.is_some() {
         move_selection(&mut model.detail_scroll, SCROLL_LIMIT, delta);
     } else {
@@ -82,6 +87,8 @@ fn toggle_help(model: &mut Model) {
 fn back(model: &mut Model) {
     if model.overlay == Overlay::Help {
         model.overlay = Overlay::None;
+    } else if model.inspector.is_some() {
+        model.inspector = None;
     } else if model.host_listing.is_some() {
         model.host_listing = None;
         model.detail_scroll = 0;

@@ -17,6 +17,8 @@ pub use diff::{side_by_side, DiffRow, DiffSide};
 pub use fates::LinkFate;
 pub use html::{select, SelectError, MAX_SELECTED};
 
+#[cfg(unix)]
+use super::store::remote::{ExtraRead, Results};
 use super::store::{read_response, PageOutcome, Store, StoreError};
 
 /// Most body bytes read back from the archive.
@@ -81,6 +83,41 @@ pub struct InspectedLink {
     pub url: String,
     /// What became of it.
     pub fate: LinkFate,
+}
+
+/// The inspector's request on a running engine's results socket, answered on
+/// its reader threads so the crawl loop never waits on it.
+#[cfg(unix)]
+pub(crate) const SOCKET_READS: &[ExtraRead] = &[ExtraRead {
+    name: "inspect",
+    read: inspect_as_json,
+}];
+
+#[cfg(unix)]
+fn inspect_as_json(
+    store: &Store,
+    data_dir: &Path,
+    url: &str,
+) -> Result<serde_json::Value, StoreError> {
+    let page = inspect(store, data_dir, url)?;
+    serde_json::to_value(page).map_err(|source| StoreError::Encode {
+        what: "page inspection",
+        source,
+    })
+}
+
+/// The inspection of `url` through `results`: the store itself, or a
+/// running engine's results socket (read on its reader threads).
+#[cfg(unix)]
+pub fn read(
+    results: &Results,
+    data_dir: &Path,
+    url: &str,
+) -> Result<Option<PageInspection>, StoreError> {
+    match results {
+        Results::Local(store) => inspect(store, data_dir, url),
+        Results::Remote(remote) => remote.one("inspect", url),
+    }
 }
 
 /// Inspects the page of `url` in the crawl of `data_dir`; `None` if the

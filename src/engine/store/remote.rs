@@ -41,6 +41,16 @@ const READ_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 /// The longest request line accepted (a verb and a URL).
 const MAX_REQUEST: usize = 16 * 1024;
 
+/// A read served beside the store's own, by a module above the store (the
+/// page inspector): `name` is its request verb, `read` answers one argument.
+#[derive(Clone, Copy)]
+pub struct ExtraRead {
+    /// The request verb.
+    pub name: &'static str,
+    /// Answers the request's argument from the store and the data directory.
+    pub read: fn(&Store, &Path, &str) -> Result<serde_json::Value, StoreError>,
+}
+
 /// Serves the store's reads on `<data>/results.sock` until dropped.
 pub struct ResultsServer {
     path: PathBuf,
@@ -51,7 +61,11 @@ pub struct ResultsServer {
 impl ResultsServer {
     /// Starts serving `store` in `data_dir`. A leftover socket file (from a
     /// crash) is replaced: whoever holds the store owns the socket.
-    pub fn start(store: Store, data_dir: &Path) -> std::io::Result<ResultsServer> {
+    pub fn start(
+        store: Store,
+        data_dir: &Path,
+        extra: &'static [ExtraRead],
+    ) -> std::io::Result<ResultsServer> {
         let path = data_dir.join(SOCKET_FILE);
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -70,7 +84,7 @@ impl ResultsServer {
         let dir = data_dir.to_path_buf();
         let acceptor = std::thread::Builder::new()
             .name("results-socket".into())
-            .spawn(move || accept_loop(listener, store, dir, flag))?;
+            .spawn(move || accept_loop(listener, store, (dir, extra), flag))?;
         Ok(ResultsServer {
             path,
             stop,
@@ -89,7 +103,12 @@ impl Drop for ResultsServer {
     }
 }
 
-fn accept_loop(listener: UnixListener, store: Store, data_dir: PathBuf, stop: Arc<AtomicBool>) {
+fn accept_loop(
+    listener: UnixListener,
+    store: Store,
+    (data_dir, extra): (PathBuf, &'static [ExtraRead]),
+    stop: Arc<AtomicBool>,
+) {
     let active = Arc::new(AtomicUsize::new(0));
     let mut readers: Vec<(JoinHandle<()>, UnixStream)> = Vec::new();
     while !stop.load(Ordering::SeqCst) {
@@ -119,7 +138,13 @@ fn accept_loop(listener: UnixListener, store: Store, data_dir: PathBuf, stop: Ar
         let spawned = std::thread::Builder::new()
             .name("results-reader".into())
             .spawn(move || {
-                if let Err(e) = serve(conn, &store, &data_dir, &stop) {
+                let reading = Reading {
+                    store: &store,
+                    data_dir: &data_dir,
+                    extra,
+                    stop: &stop,
+                };
+                if let Err(e) = serve(conn, &reading) {
                     tracing::debug!("results reader ended: {e}");
                 }
                 active.fetch_sub(1, Ordering::SeqCst);
@@ -137,12 +162,7 @@ fn accept_loop(listener: UnixListener, store: Store, data_dir: PathBuf, stop: Ar
     }
 }
 
-fn serve(
-    conn: UnixStream,
-    store: &Store,
-    data_dir: &Path,
-    stop: &AtomicBool,
-) -> std::io::Result<()> {
+fn serve(conn: UnixStream, reading: &Reading) -> std::io::Result<()> {
     conn.set_read_timeout(Some(IDLE_LIMIT))?;
     conn.set_write_timeout(Some(IDLE_LIMIT))?;
     let mut reader = BufReader::new(conn.try_clone()?).take(MAX_REQUEST as u64);
@@ -151,17 +171,12 @@ fn serve(
     loop {
         line.clear();
         reader.set_limit(MAX_REQUEST as u64);
-        if reader.read_line(&mut line)? == 0 || stop.load(Ordering::SeqCst) {
+        if reader.read_line(&mut line)? == 0 || reading.stop.load(Ordering::SeqCst) {
             return Ok(());
         }
         let request = line.trim_end_matches('\n');
         let (verb, arg) = request.split_once('\t').unwrap_or((request, ""));
-        let reading = Reading {
-            store,
-            data_dir,
-            stop,
-        };
-        match answer(verb, arg, &reading, &mut out) {
+        match answer(verb, arg, reading, &mut out) {
             Ok(()) => writeln!(out, "end")?,
             Err(Answer::Io(e)) => return Err(e),
             Err(Answer::Store(e)) => writeln!(out, "error\t{}", one_line(&e.to_string()))?,
@@ -191,6 +206,7 @@ impl From<StoreError> for Answer {
 struct Reading<'a> {
     store: &'a Store,
     data_dir: &'a Path,
+    extra: &'static [ExtraRead],
     stop: &'a AtomicBool,
 }
 
@@ -211,15 +227,15 @@ fn answer(verb: &str, arg: &str, reading: &Reading, out: &mut impl Write) -> Res
         "page" => send_line(&store.page(arg)?, out)?,
         "referrers-of" => send_line(&store.referrers(arg)?, out)?,
         "rules" => send_line(&store.rule_origins()?, out)?,
-        "inspect" => send_line(
-            &crate::engine::inspect::inspect(store, reading.data_dir, arg)?,
-            out,
-        )?,
         _ => {
+            if let Some(extra) = reading.extra.iter().find(|e| e.name == verb) {
+                send_line(&(extra.read)(store, reading.data_dir, arg)?, out)?;
+                return Ok(());
+            }
             return Err(Answer::Store(StoreError::Corrupt {
                 what: "results request",
                 message: format!("unknown request {:?}", one_line(verb)),
-            }))
+            }));
         }
     }
     Ok(())
@@ -428,20 +444,6 @@ impl Results {
         match self {
             Results::Local(s) => s.rule_origins(),
             Results::Remote(r) => r.one("rules", ""),
-        }
-    }
-
-    /// The page inspector's view of one URL of the crawl in `data_dir`; `None`
-    /// if the crawl has no record of it. Read on the engine's reader thread
-    /// when a crawl runs, so the crawl loop never waits on it.
-    pub fn inspect(
-        &self,
-        data_dir: &Path,
-        url: &str,
-    ) -> Result<Option<crate::engine::inspect::PageInspection>, StoreError> {
-        match self {
-            Results::Local(s) => crate::engine::inspect::inspect(s, data_dir, url),
-            Results::Remote(r) => r.one("inspect", url),
         }
     }
 
