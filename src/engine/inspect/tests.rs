@@ -167,3 +167,41 @@ fn a_page_without_an_archived_copy_says_why() {
         .unwrap()
         .is_none());
 }
+
+#[test]
+fn parked_queued_and_unknown_links_get_their_fates() {
+    use crate::engine::frontier::{encode_entry, FrontierEntry};
+    use crate::engine::store::{keys, CrawlBatch};
+    let dir = tempfile::tempdir().unwrap();
+    let body = br#"<a href="/parked">p</a><a href="/queued">q</a><a href="/never">n</a>"#;
+    let store = archived_page(dir.path(), "http://h.localhost/", body);
+    let mut batch = CrawlBatch::default();
+    let parked = FrontierEntry {
+        url: "http://h.localhost/parked".into(),
+        host: "h.localhost".into(),
+        depth: 1,
+        priority: 0,
+        redirects: 0,
+    };
+    batch.enqueue(&keys::parked_key(7, 1), &encode_entry(&parked));
+    batch.mark_seen("http://h.localhost/parked");
+    batch.mark_seen("http://h.localhost/queued");
+    store.apply(batch).unwrap();
+    let page = inspect(&store, dir.path(), "http://h.localhost/")
+        .unwrap()
+        .unwrap();
+    let fates: Vec<(&str, &LinkFate)> = page
+        .links
+        .iter()
+        .map(|l| (l.url.as_str(), &l.fate))
+        .collect();
+    assert_eq!(
+        fates[0],
+        (
+            "http://h.localhost/parked",
+            &LinkFate::ParkedByAlert { alert_id: 7 }
+        )
+    );
+    assert_eq!(fates[1], ("http://h.localhost/queued", &LinkFate::Queued));
+    assert!(matches!(fates[2].1, LinkFate::NotFollowed { .. }));
+}
