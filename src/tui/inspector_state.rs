@@ -38,6 +38,20 @@ impl Inspector {
             .then(|| self.urls[(self.at + 1) % self.urls.len()].as_str())
     }
 
+    /// Lines the inspector shows (about: a diff row is one line), so scrolling stops at the end.
+    pub fn line_count(&self) -> usize {
+        let page = match self.page() {
+            Some(Ok(page)) => crate::results::page::inspection_lines(page).len(),
+            _ => 1,
+        };
+        let selected = self
+            .selected
+            .as_ref()
+            .map_or(0, |(_, lines)| 1 + lines.as_ref().map_or(1, Vec::len));
+        let diff = self.diff_rows.as_ref().map_or(0, |rows| 3 + rows.len());
+        page + selected + diff
+    }
+
     /// The shown page, once read.
     pub fn page(&self) -> Option<&Result<Arc<PageInspection>, String>> {
         self.pages.get(self.url())

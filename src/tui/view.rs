@@ -7,8 +7,6 @@ use crate::engine::telemetry::Level;
 
 /// How far help and the detail view scroll at most (lines).
 const SCROLL_LIMIT: usize = 200;
-/// How far the page inspector scrolls at most (its lines are capped too).
-const INSPECTOR_SCROLL_LIMIT: usize = 100_000;
 
 /// Applies a view action; any other action is left alone.
 pub(super) fn apply(model: &mut Model, action: Action) {
@@ -52,8 +50,8 @@ fn scroll(model: &mut Model, delta: isize) {
     if model.overlay == Overlay::Help {
         move_selection(&mut model.help_scroll, SCROLL_LIMIT, delta);
     } else if let Some(inspector) = model.inspector.as_mut() {
-        // Clamped to the page's lines when drawn.
-        move_selection(&mut inspector.scroll, INSPECTOR_SCROLL_LIMIT, delta);
+        let lines = inspector.line_count();
+        move_selection(&mut inspector.scroll, lines, delta);
     } else if model.detail.is_some() {
         move_selection(&mut model.detail_scroll, SCROLL_LIMIT, delta);
     } else {

@@ -164,7 +164,7 @@ pub fn inspect(
     page.status = archived.status.or(record_status);
     page.headers = archived.headers;
     page.truncated = archived.truncated;
-    page.html = String::from_utf8_lossy(&archived.body).into_owned();
+    page.html = decode_body(&page.headers, &archived.body);
     let doc = html::Document::parse(&page.html, &record.url);
     if page.title.is_none() {
         page.title = doc.title();
@@ -176,6 +176,25 @@ pub fn inspect(
     page.links_not_listed = links.len().saturating_sub(MAX_LINKS);
     page.links = fates::of_links(store, links.into_iter().take(MAX_LINKS).collect())?;
     Ok(Some(page))
+}
+
+/// The body as text, in the charset its Content-Type names (as the crawl's
+/// own extraction reads it), else UTF-8 with bad bytes replaced.
+fn decode_body(headers: &[(String, String)], body: &[u8]) -> String {
+    let charset = headers
+        .iter()
+        .filter(|(name, _)| name.eq_ignore_ascii_case("content-type"))
+        .flat_map(|(_, value)| value.split(';').skip(1))
+        .find_map(|param| {
+            let (key, value) = param.split_once('=')?;
+            key.trim()
+                .eq_ignore_ascii_case("charset")
+                .then(|| value.trim().trim_matches(['"', '\'']))
+        });
+    match charset.and_then(|c| encoding_rs::Encoding::for_label(c.as_bytes())) {
+        Some(encoding) => encoding.decode_without_bom_handling(body).0.into_owned(),
+        None => String::from_utf8_lossy(body).into_owned(),
+    }
 }
 
 /// Why a page with this outcome has no archived copy.

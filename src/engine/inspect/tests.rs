@@ -205,3 +205,13 @@ fn parked_queued_and_unknown_links_get_their_fates() {
     assert_eq!(fates[1], ("http://h.localhost/queued", &LinkFate::Queued));
     assert!(matches!(fates[2].1, LinkFate::NotFollowed { .. }));
 }
+
+#[test]
+fn a_body_is_read_in_the_charset_its_content_type_names() {
+    let headers = vec![(
+        "Content-Type".to_string(),
+        "text/html; charset=ISO-8859-1".to_string(),
+    )];
+    assert_eq!(decode_body(&headers, b"caf\xe9"), "caf\u{e9}");
+    assert_eq!(decode_body(&[], b"caf\xc3\xa9"), "caf\u{e9}");
+}
