@@ -25,6 +25,9 @@ pub struct PageQuery {
     pub json: bool,
 }
 
+/// Equal lines shown on each side of a difference; longer equal runs fold.
+const DIFF_CONTEXT: usize = 3;
+
 /// Width of one side of a diff on the command line.
 const CLI_DIFF_SIDE: usize = 60;
 
@@ -142,15 +145,28 @@ pub fn diff_lines(
     side: usize,
 ) -> Vec<String> {
     let changed = rows.iter().filter(|r| r.side == DiffSide::Changed).count();
+    let plural = if changed == 1 { "" } else { "s" };
     let mut lines = vec![
-        format!("diff of the text: {changed} differing lines"),
+        format!("diff of the text: {changed} differing line{plural}"),
         format!(
             "  {}   {}",
             pad(&cut_middle(&strip_control(&left.url), side), side),
             cut_middle(&strip_control(&right.url), side)
         ),
     ];
-    lines.extend(rows.iter().map(|row| diff_row(row, side)));
+    // Long runs of equal lines fold to their ends, so the differences show.
+    for run in rows.chunk_by(|a, b| a.side == b.side) {
+        let folds = run[0].side == DiffSide::Same && run.len() > 2 * DIFF_CONTEXT + 1;
+        if folds {
+            let hidden = run.len() - 2 * DIFF_CONTEXT;
+            lines.extend(run[..DIFF_CONTEXT].iter().map(|row| diff_row(row, side)));
+            lines.push(format!("  … {hidden} equal lines …"));
+            let tail = &run[run.len() - DIFF_CONTEXT..];
+            lines.extend(tail.iter().map(|row| diff_row(row, side)));
+        } else {
+            lines.extend(run.iter().map(|row| diff_row(row, side)));
+        }
+    }
     lines
 }
 
@@ -213,5 +229,40 @@ mod tests {
                 "{line:?}"
             );
         }
+    }
+
+    #[test]
+    fn long_equal_runs_fold_and_differences_stay() {
+        let mut left: Vec<String> = (0..30).map(|i| format!("line {i}")).collect();
+        let right = left.clone();
+        left[20] = "changed".into();
+        let page = |text: Vec<String>| PageInspection {
+            url: "http://h/".into(),
+            outcome: "fetched".into(),
+            status: Some(200),
+            headers: Vec::new(),
+            fetched_at_unix_ms: 0,
+            title: None,
+            outline: Vec::new(),
+            text,
+            links: Vec::new(),
+            links_not_listed: 0,
+            html: String::new(),
+            truncated: false,
+            archive_note: None,
+        };
+        let (a, b) = (page(left), page(right));
+        let rows = inspect::side_by_side(&a.text, &b.text);
+        let lines = diff_lines(&a, &b, &rows, 12);
+        assert_eq!(lines[0], "diff of the text: 1 differing line");
+        assert!(
+            lines.contains(&"  … 14 equal lines …".to_string()),
+            "{lines:#?}"
+        );
+        assert!(
+            lines.contains(&"| changed      | line 20".to_string()),
+            "{lines:#?}"
+        );
+        assert!(lines.len() < 20, "{lines:#?}");
     }
 }
