@@ -215,3 +215,18 @@ fn a_body_is_read_in_the_charset_its_content_type_names() {
     assert_eq!(decode_body(&headers, b"caf\xe9"), "caf\u{e9}");
     assert_eq!(decode_body(&[], b"caf\xc3\xa9"), "caf\u{e9}");
 }
+
+#[test]
+fn a_damaged_archive_is_a_note_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = "http://h.localhost/";
+    let store = archived_page(dir.path(), url, b"<title>T</title>");
+    let mut record = store.page(url).unwrap().unwrap();
+    let at = record.warc.as_mut().unwrap();
+    at.offset += 3;
+    store.record_pages(&[record]).unwrap();
+    let page = inspect(&store, dir.path(), url).unwrap().unwrap();
+    let note = page.archive_note.expect("a note");
+    assert!(note.contains("cannot be read"), "{note}");
+    assert_eq!(page.status, Some(200), "the record's fields remain");
+}
