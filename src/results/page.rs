@@ -77,12 +77,18 @@ pub fn read(data_dir: &Path, url: &str) -> anyhow::Result<PageInspection> {
 pub fn inspection_lines(page: &PageInspection) -> Vec<String> {
     let clean = |s: &str| strip_control(s).into_owned();
     let status = page.status.map_or("-".to_string(), |s| s.to_string());
-    let when = humantime::format_rfc3339_seconds(
-        std::time::UNIX_EPOCH + std::time::Duration::from_millis(page.fetched_at_unix_ms),
-    );
+    let when = match page.fetched_at_unix_ms {
+        0 => String::new(),
+        ms => format!(
+            ", fetched {}",
+            humantime::format_rfc3339_seconds(
+                std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms)
+            )
+        ),
+    };
     let mut lines = vec![
         format!("url      {}", clean(&page.url)),
-        format!("status   {status} ({}), fetched {when}", page.outcome),
+        format!("status   {status} ({}){when}", page.outcome),
         format!("title    {}", clean(page.title.as_deref().unwrap_or("-"))),
     ];
     if let Some(note) = &page.archive_note {

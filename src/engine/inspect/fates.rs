@@ -97,6 +97,20 @@ pub(super) fn of_links(
     Ok(out)
 }
 
+/// The fate of a URL the crawl found but has no page record of (parked,
+/// queued, left out); `None` if the crawl never met it.
+pub(super) fn of_unrecorded(store: &Store, url: &str) -> Result<Option<LinkFate>, StoreError> {
+    let link = FoundLink {
+        url: url.to_string(),
+        nofollow: false,
+    };
+    let parked = parked_alerts(store, &HashSet::from([url]))?;
+    match unrecorded_fate(store, &link, &parked)? {
+        LinkFate::NotFollowed { .. } => Ok(None),
+        fate => Ok(Some(fate)),
+    }
+}
+
 /// The fate a page record says.
 fn recorded_fate(store: &Store, url: &str) -> Result<Option<LinkFate>, StoreError> {
     let Some(record) = store.page(url)? else {

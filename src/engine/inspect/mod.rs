@@ -129,7 +129,7 @@ pub fn inspect(
     url: &str,
 ) -> Result<Option<PageInspection>, StoreError> {
     let Some(record) = store.page(url)? else {
-        return Ok(None);
+        return unfetched(store, url);
     };
     let record_status = match &record.outcome {
         PageOutcome::Fetched { status } | PageOutcome::Redirect { status, .. } => Some(*status),
@@ -176,6 +176,38 @@ pub fn inspect(
     page.links_not_listed = links.len().saturating_sub(MAX_LINKS);
     page.links = fates::of_links(store, links.into_iter().take(MAX_LINKS).collect())?;
     Ok(Some(page))
+}
+
+/// A URL found but not fetched (parked by an alert, queued, left out): what
+/// became of it and the pages it was found on.
+fn unfetched(store: &Store, url: &str) -> Result<Option<PageInspection>, StoreError> {
+    let Some(fate) = fates::of_unrecorded(store, url)? else {
+        return Ok(None);
+    };
+    let found_on = store.referrers(url)?;
+    let note = match found_on.is_empty() {
+        true => format!("not fetched ({})", fate.label()),
+        false => format!(
+            "not fetched ({}); found on {}",
+            fate.label(),
+            found_on.join(", ")
+        ),
+    };
+    Ok(Some(PageInspection {
+        url: url.to_string(),
+        outcome: fate.label(),
+        status: None,
+        headers: Vec::new(),
+        fetched_at_unix_ms: 0,
+        title: None,
+        outline: Vec::new(),
+        text: Vec::new(),
+        links: Vec::new(),
+        links_not_listed: 0,
+        html: String::new(),
+        truncated: false,
+        archive_note: Some(note),
+    }))
 }
 
 /// The body as text, in the charset its Content-Type names (as the crawl's

@@ -204,6 +204,15 @@ fn parked_queued_and_unknown_links_get_their_fates() {
     );
     assert_eq!(fates[1], ("http://h.localhost/queued", &LinkFate::Queued));
     assert!(matches!(fates[2].1, LinkFate::NotFollowed { .. }));
+    // A parked URL itself: not fetched, with what holds it.
+    let parked = inspect(&store, dir.path(), "http://h.localhost/parked")
+        .unwrap()
+        .expect("found by the crawl");
+    assert_eq!(parked.outcome, "parked by alert #7");
+    assert!(parked.archive_note.unwrap().starts_with("not fetched"));
+    assert!(inspect(&store, dir.path(), "http://h.localhost/never")
+        .unwrap()
+        .is_none());
 }
 
 #[test]
