@@ -21,6 +21,7 @@ pub mod inspect;
 mod outbox;
 pub(crate) mod politeness;
 pub(crate) mod prioritize;
+mod probes;
 mod recrawl;
 pub(crate) mod robots;
 pub(crate) mod rules;

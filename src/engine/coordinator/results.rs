@@ -89,6 +89,11 @@ impl Coordinator {
                 self.slots.end_robots();
                 self.robots_settled(&host, &origin, answer, now);
             }
+            Work::Probe { lease, result } => {
+                self.slots.end_page();
+                self.hosts.fetch_ended(&lease.entry.host);
+                self.probe_answered(lease, result, now);
+            }
         }
     }
 

@@ -201,6 +201,18 @@ impl Store {
             .map_err(StoreError::sled("filtered URL write"))
     }
 
+    /// Forgets why these links were left out (they are queued after all).
+    pub(crate) fn forget_filtered(&self, urls: &[&str]) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        for url in urls {
+            batch.remove(url.as_bytes());
+        }
+        self.inner
+            .filtered
+            .apply_batch(batch)
+            .map_err(StoreError::sled("filtered URL removal"))
+    }
+
     /// The referrers of `url`: the page it was first found on, then the
     /// others in the order they were found (at most [`MAX_REFERRERS`]).
     pub fn referrers(&self, url: &str) -> Result<Vec<String>, StoreError> {
