@@ -75,6 +75,12 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
         }
         _ => {}
     }
+    if let Mode::Page(query) = &run.mode {
+        return crawldeck::results::page::run(
+            query,
+            std::io::BufWriter::new(std::io::stdout().lock()),
+        );
+    }
     if let Mode::Results(query) = &run.mode {
         return crawldeck::results::run(query, std::io::BufWriter::new(std::io::stdout().lock()));
     }
@@ -134,7 +140,8 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             | Mode::Status { .. }
             | Mode::ClusterStatus { .. }
             | Mode::Ctl { .. }
-            | Mode::Results(_) => {
+            | Mode::Results(_)
+            | Mode::Page(_) => {
                 unreachable!("handled before the runtime starts")
             }
         }

@@ -39,7 +39,8 @@ crawldeck attach ./crawl1      (the UI on a crawl running there; q detaches)\n  
 crawldeck status ./crawl1 --json\n  \
 crawldeck ctl ./crawl1 pause\n  \
 crawldeck pages ./crawl1 --status 4xx,5xx\n  \
-crawldeck links ./crawl1 --broken"
+crawldeck links ./crawl1 --broken\n  \
+crawldeck page ./crawl1 https://example.org/ --select h2"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -70,6 +71,9 @@ pub enum CliCommand {
     Pages(results::PagesArgs),
     /// List a crawl's broken links (with the pages linking to them) or its redirect chains.
     Links(results::LinksArgs),
+    /// Show one fetched page from the archive: status, headers, title, outline, its links and
+    /// what became of each; `--select CSS` lists matching elements, `--diff URL` compares texts.
+    Page(results::PageArgs),
 }
 
 #[derive(Debug, Args)]

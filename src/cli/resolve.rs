@@ -50,6 +50,8 @@ pub enum Mode {
     },
     /// `pages` or `links`: a listing of what a crawl found.
     Results(crate::results::Query),
+    /// `page`: one page read back from the archive.
+    Page(crate::results::page::PageQuery),
 }
 
 /// Front-end options that are not crawl settings.
@@ -173,6 +175,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         }
         Some(CliCommand::Pages(p)) => Ok(front_end(Mode::Results(super::results::pages_query(p)?))),
         Some(CliCommand::Links(l)) => Ok(front_end(Mode::Results(super::results::links_query(l)?))),
+        Some(CliCommand::Page(p)) => Ok(front_end(Mode::Page(super::results::page_query(p)))),
         Some(CliCommand::Keys(k)) => Ok(front_end(Mode::Keys { file: k.keys })),
         Some(CliCommand::Attach(a)) => Ok(ResolvedRun {
             ui: UiOptions {

@@ -18,9 +18,11 @@ pub use frontier::{key_prefix, validate_crawl_name, ClusterTarget, Heartbeat, DE
 pub mod host_order;
 pub mod host_window;
 mod hosts;
+pub mod inspect;
 mod outbox;
 pub(crate) mod politeness;
 pub(crate) mod prioritize;
+mod probes;
 mod recrawl;
 pub(crate) mod robots;
 pub(crate) mod rules;
@@ -247,7 +249,7 @@ fn serve_results(
     store: &store::Store,
     data_dir: &std::path::Path,
 ) -> Option<store::remote::ResultsServer> {
-    store::remote::ResultsServer::start(store.clone(), data_dir)
+    store::remote::ResultsServer::start(store.clone(), data_dir, inspect::SOCKET_READS)
         .map_err(|e| {
             tracing::warn!(
                 "cannot serve results on {}: {e}; listings of this crawl must wait until it ends",

@@ -19,6 +19,7 @@ use crate::engine::frontier::{
 };
 use crate::engine::hosts::HostTable;
 use crate::engine::outbox::Outbox;
+use crate::engine::probes::SoftProbes;
 use crate::engine::recrawl;
 use crate::engine::rules::OperatorRules;
 use crate::engine::slots::FetchSlots;
@@ -103,6 +104,7 @@ pub(in crate::engine) fn build(
         // A decided or open pattern is not raised again after a restart.
         traps.mark_raised(&host, kind, &rule);
     }
+    let probes = SoftProbes::load(&store).map_err(store_err)?;
     let operator = restore_settings(&store, &config, &options.overrides, &mut rules, &mut alerts)?;
     let recrawl_pass = if options.recrawl {
         let (pass, queued) = recrawl::start_pass(&store, frontier.as_mut())?;
@@ -134,6 +136,7 @@ pub(in crate::engine) fn build(
         rules,
         traps,
         alerts,
+        probes,
         hosts,
         workers,
         results,
