@@ -25,10 +25,13 @@ const LEASE_TTL: Duration = Duration::from_secs(2);
 /// No worker may run longer than this.
 const WORKER_LIMIT: Duration = Duration::from_secs(150);
 
+/// The site's pages requested: not robots.txt, and not soft-404 probes, whose
+/// random paths differ between crawls (each worker probes on its own).
 fn page_requests(records: &[RequestRecord]) -> Vec<(SiteKind, String)> {
     records
         .iter()
         .filter(|r| r.path_and_query != "/robots.txt")
+        .filter(|r| !r.path_and_query.starts_with("/crawldeck-probe-"))
         .map(|r| (r.site, r.path_and_query.clone()))
         .collect()
 }
