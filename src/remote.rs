@@ -73,6 +73,9 @@ pub struct OpenAlert {
     pub rule: String,
     /// Parked URLs the rule matches.
     pub matching_queued: u64,
+    /// What the rule would block: `would block N queued, M parked; K fetched good pages match`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub impact: Option<String>,
 }
 
 impl StatusReport {
@@ -88,6 +91,7 @@ impl StatusReport {
                 kind: a.kind.label().to_string(),
                 rule: a.suggested_rule.pattern.clone(),
                 matching_queued: a.matching_queued,
+                impact: a.impact.as_ref().map(|i| i.summary()),
             })
             .collect();
         StatusReport {
@@ -153,6 +157,9 @@ impl StatusReport {
                 "\n  #{} {} on {}: {} ({} queued)",
                 a.id, a.kind, a.host, a.rule, a.matching_queued
             ));
+            if let Some(impact) = &a.impact {
+                out.push_str(&format!("\n    {impact}"));
+            }
         }
         // Host names and patterns come from the network and the operator.
         out.lines().map(|l| strip_control(l) + "\n").collect()
@@ -204,6 +211,11 @@ pub async fn ctl(dir: &Path, words: &[String], out: &mut dyn Write) -> Result<()
                 let _ = writeln!(out, "{}", l.trim_start_matches(':'));
             }
             return Ok(());
+        }
+        Ok(CommandLine::Select(_)) => {
+            return Err(CtlError::Usage(format!(
+                "`{line}` works in the UI's page inspector; `crawldeck page DIR URL --select CSS` selects from the command line"
+            )))
         }
         Ok(CommandLine::Quit | CommandLine::Freeze) => {
             return Err(CtlError::Usage(format!(

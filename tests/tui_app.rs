@@ -331,3 +331,105 @@ async fn a_rule_prompt_shows_its_preview_before_enter(over_socket: bool) {
         assert!(screen.contains(line), "{line:?} not on screen: {screen}");
     }
 }
+
+both_ways!(a_fresh_alert_becomes_a_rule_in_three_keys_with_its_preview_first:
+    a_fresh_alert_becomes_a_rule_in_three_keys_with_its_preview_first_in_process,
+    a_fresh_alert_becomes_a_rule_in_three_keys_with_its_preview_first_over_the_socket);
+
+/// `2` (alerts pane), `e` (edit the suggested rule), then `Enter` when
+/// `press_enter`: returns the commands the engine got and the last screen.
+/// The engine answers the preview it is asked for.
+async fn alert_keys(over_socket: bool, press_enter: bool) -> (Vec<Command>, String) {
+    use crawldeck::engine::telemetry::{AlertStatus, RuleImpact, TrapAlert, TrapKind};
+    let (handle, mut engine) = fake_engine(over_socket).await;
+    let rule = RuleSpec {
+        kind: PatternKind::Regex,
+        pattern: r"^https?://manual\.test/docs/gone\-[0-9a-f]+\.html$".into(),
+        host: Some("manual.test".into()),
+    };
+    let alert = TrapAlert {
+        id: 1,
+        host: "manual.test".into(),
+        kind: TrapKind::SoftNotFound,
+        evidence_count: 21,
+        last_seen: 0,
+        samples: vec!["http://manual.test/crawldeck-probe-0a1b.html".into()],
+        suggested_rule: rule.clone(),
+        matching_queued: 40,
+        status: AlertStatus::Open,
+        impact: Some(RuleImpact {
+            parked: 40,
+            ..RuleImpact::default()
+        }),
+    };
+    engine
+        .snapshots
+        .send(Arc::new(Snapshot {
+            state: CrawlState::Running,
+            alerts: vec![alert],
+            ..Default::default()
+        }))
+        .unwrap();
+    let (input, input_rx) = mpsc::channel(8);
+    let (term_tx, term_rx) = tokio::sync::oneshot::channel::<()>();
+    let mut model = Model::new(keymap_from_str("").0, false, true);
+    model.attached = true;
+    let ui = tokio::spawn(async move {
+        let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
+        let terminate = async move {
+            let _ = term_rx.await;
+        };
+        let exit = drive(&mut terminal, handle, model, input_rx, terminate).await;
+        (exit.unwrap(), terminal)
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    for c in ['2', 'e'] {
+        input.send(key(KeyCode::Char(c))).await.unwrap();
+    }
+    let (id, cmd) = engine.commands.recv().await.unwrap();
+    assert_eq!(cmd, Command::Preview(rule));
+    let answer = "matches 0 queued, 40 parked, 0 fetched URL(s)";
+    engine
+        .events
+        .send(EngineEvent::CommandDone(CommandResult {
+            id,
+            outcome: Ok(answer.into()),
+        }))
+        .await
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    let mut commands = vec![cmd];
+    if press_enter {
+        input.send(key(KeyCode::Enter)).await.unwrap();
+        commands.push(engine.commands.recv().await.unwrap().1);
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+    term_tx.send(()).unwrap();
+    let (_, terminal) = ui.await.unwrap();
+    (commands, screen_text(&terminal))
+}
+
+async fn a_fresh_alert_becomes_a_rule_in_three_keys_with_its_preview_first(over_socket: bool) {
+    // Before the last key: the prompt holds the suggested rule, the preview
+    // and what the alert measured are on screen, and nothing was applied.
+    let (commands, screen) = alert_keys(over_socket, false).await;
+    assert_eq!(commands.len(), 1, "{commands:?}");
+    assert!(
+        screen.contains("matches 0 queued, 40 parked, 0 fetched URL(s)"),
+        "{screen}"
+    );
+    assert!(screen.contains("gone\\-[0-9a-f]+"), "{screen}");
+    assert!(
+        screen.contains("would block 0 queued, 40 parked; 0 fetched good pages match"),
+        "{screen}"
+    );
+    // The same keys and Enter: the rule is applied.
+    let (commands, _) = alert_keys(over_socket, true).await;
+    assert!(
+        matches!(
+            &commands[1],
+            Command::AcceptAlert { alert_id: 1, rule: Some(r) } if r.pattern.contains(r"gone\-[0-9a-f]+")
+        ),
+        "{commands:?}"
+    );
+}

@@ -97,6 +97,10 @@ fn fixture() -> Snapshot {
                 host: Some("shop.localhost:8080".into()),
             },
             matching_queued: 80,
+            impact: Some(crawldeck::engine::telemetry::RuleImpact {
+                parked: 80,
+                ..Default::default()
+            }),
             status: AlertStatus::Open,
         }],
         data_dir: "./crawl-data".into(),

@@ -32,7 +32,7 @@ pub use sites::shop::{
     SHOP_BROKEN_PATH, SHOP_HIDDEN_PATHS, SHOP_META_NOFOLLOW_PATH, SHOP_NOFOLLOW_ONLY_PATH,
     SHOP_NOINDEX_PATH,
 };
-pub use sites::{blog_allowed_paths, blog_disallowed_paths};
+pub use sites::{archive_real_paths, blog_allowed_paths, blog_disallowed_paths, MANUAL_PAGES};
 
 /// One site of the demo web and what it exercises in a crawler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -80,6 +80,14 @@ pub enum SiteKind {
     /// A faceted search whose result pages link ever more filter and sort
     /// combinations of `/search` (a query-parameter explosion), plus 20 products.
     Facets,
+    /// 320 real pages `/docs/page-N.html` next to soft-404 pages in the same directory:
+    /// each page links a broken `/docs/gone-<hex>.html`, and every unknown path answers 200
+    /// with one "moved" page suggesting three more.
+    Manual,
+    /// 150 stories and 10 tag pages under `/archive/`, next to generated empty tag pages
+    /// `/archive/tag-<word>-<n>.html` that link two more each: a rule for the directory
+    /// would block every story.
+    Archive,
     /// Test site: robots.txt answers this status (401, 403, 404, 410, 500, 503…); 5 pages.
     RobotsStatus(u16),
     /// Test site: `/a` → `/b` → `/a`, and `/hop/0` → … → `/hop/15` (15 hops).
@@ -107,6 +115,8 @@ impl SiteKind {
             SiteKind::DeepFinite => "deep-finite",
             SiteKind::Soft404 => "soft404",
             SiteKind::Facets => "facets",
+            SiteKind::Manual => "manual",
+            SiteKind::Archive => "archive",
             SiteKind::RobotsStatus(401) => "robots-401",
             SiteKind::RobotsStatus(403) => "robots-403",
             SiteKind::RobotsStatus(404) => "robots-404",
@@ -182,6 +192,8 @@ impl DemoOptions {
                 SiteKind::DeepFinite,
                 SiteKind::Soft404,
                 SiteKind::Facets,
+                SiteKind::Manual,
+                SiteKind::Archive,
             ],
             latency_scale: 1.0,
         }

@@ -96,6 +96,7 @@ impl Alerts {
             samples: d.samples,
             suggested_rule: d.rule,
             matching_queued: 0,
+            impact: None,
             status: AlertStatus::Open,
         };
         Ok((alert, compiled))
@@ -164,6 +165,19 @@ impl Alerts {
             }
         }
         Ok(())
+    }
+
+    /// A probe showed the alert's pages are a soft 404: relabelled, with
+    /// the probe's URL first in its evidence.
+    pub(crate) fn confirm_soft_404(&mut self, id: u64, probe_url: &str) -> Result<(), StoreError> {
+        let Some(alert) = self.alerts.get_mut(&id) else {
+            return Ok(());
+        };
+        alert.kind = TrapKind::SoftNotFound;
+        alert.samples.retain(|s| s != probe_url);
+        alert.samples.insert(0, probe_url.to_string());
+        self.by_key.insert(key_of(alert), id);
+        self.store.put(Tree::Alerts, &id.to_be_bytes(), &*alert)
     }
 
     /// An alert by number.

@@ -1,4 +1,5 @@
-//! The work the coordinator hands out: one page fetch or one robots.txt fetch.
+//! The work the coordinator hands out: one page fetch, one robots.txt fetch
+//! or one soft-404 probe.
 //! Network waits run on the async runtime; parsing, hashing and WARC writing
 //! run on the engine's CPU pool. Results go back to the coordinator on a channel.
 
@@ -16,6 +17,7 @@ use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
 use super::frontier::Lease;
 use super::robots::{self, RobotsAnswer};
 use super::store::warc::{EncodedExchange, WarcExchange, WarcWriter};
+use super::store::WarcLocation;
 use crate::engine::config::RobotsConfig;
 
 pub enum Work {
@@ -29,6 +31,20 @@ pub enum Work {
         origin: Url,
         answer: RobotsAnswer,
     },
+    /// A soft-404 probe came back: neither archived nor a page of the crawl.
+    Probe {
+        lease: Lease,
+        result: Result<ProbeAnswer, FetchError>,
+    },
+}
+
+/// What a soft-404 probe needs of its answer.
+pub struct ProbeAnswer {
+    pub status: u16,
+    pub elapsed: Duration,
+    pub retry_after: Option<Duration>,
+    /// Simhash of a 2xx HTML body.
+    pub simhash: Option<u64>,
 }
 
 /// A response as the coordinator needs it; the body itself stays in the task.
@@ -46,6 +62,8 @@ pub struct Fetched {
     /// Present for HTML 2xx responses.
     pub extracted: Option<Extracted>,
     pub warc_error: Option<String>,
+    /// Where the response was archived.
+    pub warc_at: Option<WarcLocation>,
 }
 
 /// One page fetch and everything it needs, moved into its task.
@@ -127,6 +145,7 @@ fn process(
     }
     let digest = ok.then(|| ContentDigest::of(&response.body));
     let mut warc_error = None;
+    let mut warc_at = None;
     if let (Some(warc), true) = (warc, !directives.noarchive) {
         let label = digest.as_ref().map_or_else(
             || ContentDigest::of(&response.body).warc_label(),
@@ -145,8 +164,9 @@ fn process(
             let mut writer = warc.lock().unwrap_or_else(|p| p.into_inner());
             writer.append(&encoded)
         });
-        if let Err(e) = written {
-            warc_error = Some(format!("WARC write failed: {e}"));
+        match written {
+            Ok(at) => warc_at = Some(at),
+            Err(e) => warc_error = Some(format!("WARC write failed: {e}")),
         }
     }
     Fetched {
@@ -162,6 +182,51 @@ fn process(
         digest,
         extracted,
         warc_error,
+        warc_at,
+    }
+}
+
+async fn run_probe(
+    fetcher: Fetcher,
+    lease: Lease,
+    url: Url,
+    max_body: u64,
+    extract: Arc<ExtractOptions>,
+    cpu: CpuPool,
+    done: mpsc::UnboundedSender<Work>,
+) {
+    match fetcher.fetch(&url, None, max_body).await {
+        Ok(response) => cpu.spawn(move || {
+            let ok = (200..300).contains(&response.status);
+            let simhash = (ok && is_html(response.content_type.as_deref())).then(|| {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    extract::extract(
+                        &response.body,
+                        &response.final_url,
+                        response.content_type.as_deref(),
+                        &extract,
+                    )
+                    .simhash
+                }))
+                .ok()
+            });
+            let answer = ProbeAnswer {
+                status: response.status,
+                elapsed: response.elapsed,
+                retry_after: response.retry_after,
+                simhash: simhash.flatten(),
+            };
+            let _ = done.send(Work::Probe {
+                lease,
+                result: Ok(answer),
+            });
+        }),
+        Err(e) => {
+            let _ = done.send(Work::Probe {
+                lease,
+                result: Err(e),
+            });
+        }
     }
 }
 
@@ -237,6 +302,19 @@ impl Workers {
             cpu: self.cpu.clone(),
             done: self.done.clone(),
         }));
+    }
+
+    /// Fetches a soft-404 probe (no WARC record); the answer arrives as `Work::Probe`.
+    pub(crate) fn spawn_probe(&self, lease: Lease, url: Url) {
+        tokio::spawn(run_probe(
+            self.fetcher.clone(),
+            lease,
+            url,
+            self.max_body,
+            self.extract.clone(),
+            self.cpu.clone(),
+            self.done.clone(),
+        ));
     }
 
     /// Fetches a host's robots.txt; the verdict arrives as `Work::Robots`.

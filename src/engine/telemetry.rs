@@ -301,6 +301,9 @@ pub enum TrapKind {
     /// A host handing out more new URLs per fetched page than `traps.max_new_urls_per_page`,
     /// over its budget window.
     HostBudget,
+    /// Pages that answer 200 for paths that do not exist: a probe of a random path got the
+    /// same content as the suspect pages (the probe URL is among the samples).
+    SoftNotFound,
 }
 
 impl TrapKind {
@@ -315,6 +318,7 @@ impl TrapKind {
             TrapKind::Counter => "calendar",
             TrapKind::NearDuplicates => "near duplicates",
             TrapKind::HostBudget => "host budget",
+            TrapKind::SoftNotFound => "soft 404",
         }
     }
 }
@@ -369,6 +373,43 @@ pub struct TrapAlert {
     pub matching_queued: u64,
     /// Where the decision on it stands.
     pub status: AlertStatus,
+    /// What the suggested rule would block besides the trap, measured when the alert was
+    /// raised (`None` for alerts stored before this was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub impact: Option<RuleImpact>,
+}
+
+/// What a suggested rule would block: the URLs it would hold back and the already fetched
+/// good pages it matches (distinct content, unlike the trap's evidence).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleImpact {
+    /// Queued URLs the rule matches (left queued under policy alert-only).
+    pub queued: u64,
+    /// URLs parked under the rule.
+    pub parked: u64,
+    /// Fetched pages of the host the rule matches whose content is distinct from the trap's.
+    pub good_fetched: u64,
+    /// A few of those pages.
+    pub good_examples: Vec<String>,
+    /// The scan stopped at its bound: the counts are lower bounds.
+    pub sampled: bool,
+}
+
+impl RuleImpact {
+    /// `would block N queued, M parked; K fetched good pages match`, and what that means.
+    pub fn summary(&self) -> String {
+        let bound = if self.sampled { "≥ " } else { "" };
+        let mut text = format!(
+            "would block {bound}{} queued, {bound}{} parked; {bound}{} fetched good pages match",
+            self.queued, self.parked, self.good_fetched
+        );
+        if self.good_fetched > 0 {
+            text.push_str(
+                " (no narrower rule avoids them: review before accepting; never auto-applied)",
+            );
+        }
+        text
+    }
 }
 
 /// What the crawl has done, over all its runs (stored at checkpoints; a recrawl pass starts

@@ -12,6 +12,7 @@ mod content;
 mod counter;
 mod path;
 mod query;
+mod shape;
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
@@ -164,6 +165,14 @@ impl TrapDetector {
     }
 
     fn raise(&mut self, mut d: Detection, trigger: &Url) -> Option<Detection> {
+        // One shape: its pattern. Several (a trap varying its structure):
+        // the detector's rule, which later variants cannot escape; the
+        // collateral check may still fall back to the alternatives.
+        if let Some(narrow) = narrowest(&d, Some(trigger)).filter(|n| !n.alternatives) {
+            if let Some(pattern) = narrow.patterns.into_iter().next() {
+                d.rule = regex_rule(&d.host, pattern);
+            }
+        }
         if self.suppressed.contains(&(d.host.clone(), d.rule.clone())) {
             return None;
         }
@@ -200,6 +209,41 @@ impl TrapDetector {
         }
         Some(d)
     }
+}
+
+/// Rules narrower than a content detector's directory rule, each covering
+/// the detection's evidence (its samples and `trigger`), broadest first.
+/// Empty for the shape detectors (paths, queries, session ids), whose own
+/// rule already follows the trap's shape and must keep covering URLs the
+/// trap has not generated yet, and when the evidence has no common shape.
+pub(crate) fn narrower_rules(d: &Detection, trigger: Option<&Url>) -> Vec<RuleSpec> {
+    narrowest(d, trigger)
+        .map(|n| n.patterns)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|pattern| regex_rule(&d.host, pattern))
+        .collect()
+}
+
+/// The narrowest shape of a content or counter detection's evidence.
+fn narrowest(d: &Detection, trigger: Option<&Url>) -> Option<shape::Narrowest> {
+    if !matches!(
+        d.kind,
+        TrapKind::NearDuplicates
+            | TrapKind::HostBudget
+            | TrapKind::Counter
+            | TrapKind::SoftNotFound
+    ) {
+        return None;
+    }
+    let mut evidence: Vec<Url> = d
+        .samples
+        .iter()
+        .filter_map(|s| Url::parse(s).ok())
+        .collect();
+    evidence.extend(trigger.cloned());
+    evidence.retain(|u| host_key(u).as_deref() == Some(d.host.as_str()));
+    shape::narrowest(&d.host, &evidence)
 }
 
 /// `host` or `host:port` when the port is not the scheme's default, lowercase.

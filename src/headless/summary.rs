@@ -53,6 +53,9 @@ pub struct AlertSummary {
     pub suggested_rule: String,
     pub rule_host: Option<String>,
     pub samples: Vec<String>,
+    /// `would block N queued, M parked; K fetched good pages match`, when measured.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub impact: Option<String>,
 }
 
 pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions) -> Summary {
@@ -126,6 +129,7 @@ pub(super) fn alert_summary(a: &TrapAlert) -> AlertSummary {
             .take(3)
             .map(|u| strip_control(u).into_owned())
             .collect(),
+        impact: a.impact.as_ref().map(|i| i.summary()),
     }
 }
 
@@ -196,6 +200,9 @@ pub fn summary_text(s: &Summary) -> String {
         ));
         for a in &s.open_alerts {
             text.push_str(&format!("  {}\n", alert_text(a)));
+            if let Some(impact) = &a.impact {
+                text.push_str(&format!("      {impact}\n"));
+            }
             for sample in &a.samples {
                 text.push_str(&format!("      e.g. {sample}\n"));
             }

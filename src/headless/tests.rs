@@ -52,6 +52,7 @@ fn final_snapshot() -> Snapshot {
             host: Some("cal.localhost:4000".into()),
         },
         matching_queued: 40,
+        impact: None,
         status,
     };
     s.alerts = vec![

@@ -37,6 +37,7 @@ fn model(readonly: bool) -> Model {
             host: Some("shop.localhost:8080".into()),
         },
         matching_queued: 80,
+        impact: None,
         status: AlertStatus::Open,
     });
     update(&mut m, Msg::Snapshot(Arc::new(snap)));

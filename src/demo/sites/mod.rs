@@ -8,6 +8,7 @@ pub(crate) mod faults;
 pub(crate) mod hostile;
 pub(crate) mod shop;
 mod traps;
+mod triage;
 
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
@@ -20,6 +21,7 @@ use super::SiteKind;
 
 pub use blog::{blog_allowed_paths, blog_disallowed_paths};
 pub(crate) use hostile::huge_chunk;
+pub use triage::{archive_real_paths, MANUAL_PAGES};
 
 /// Everything a site generator may consult besides the request.
 pub(crate) struct SiteCtx {
@@ -159,6 +161,8 @@ pub(crate) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
         SiteKind::Session => traps::session(ctx, req),
         SiteKind::Soft404 => traps::soft404(ctx, req),
         SiteKind::Facets => traps::facets(ctx, req),
+        SiteKind::Manual => triage::manual(ctx, req),
+        SiteKind::Archive => triage::archive(ctx, req),
         SiteKind::RobotsFlaky => faults::robots_flaky(ctx, req),
         SiteKind::Flaky => faults::flaky(ctx, req),
         SiteKind::RobotsStatus(code) => faults::robots_status(ctx, req, code),

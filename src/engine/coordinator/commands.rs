@@ -46,10 +46,7 @@ pub(super) fn handle(c: &mut Coordinator, command: Command) -> Answer {
                 format!("rule #{id} added ({text}); {removed} queued URL(s) blocked")
             })
         }
-        Command::RemoveRule { rule_id } => c
-            .rules
-            .remove(rule_id)
-            .map(|spec| format!("rule #{rule_id} removed ({})", describe(&spec))),
+        Command::RemoveRule { rule_id } => c.remove_rule(rule_id),
         Command::SetHostDelay { host, delay } => c.set_host_delay(&host, delay),
         Command::SetHostConcurrency { host, max } => c.set_host_concurrency(&host, max),
         Command::SetGlobalDelay(d) => {

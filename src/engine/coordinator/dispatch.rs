@@ -84,6 +84,7 @@ impl Coordinator {
                     self.hold(&host, Hold::Robots, true);
                     self.start_robots(&host);
                 }
+                FetchGate::RobotsDenied if self.is_probe(&lease) => self.probe_denied(lease),
                 FetchGate::RobotsDenied => self.record_robots_denied(lease),
                 FetchGate::BreakerHeld => {
                     self.release(lease);
@@ -95,6 +96,10 @@ impl Coordinator {
                     }
                     self.hosts.fetch_started(&host, now);
                     self.slots.start_page();
+                    if self.is_probe(&lease) {
+                        self.workers.spawn_probe(lease, url);
+                        continue;
+                    }
                     let validators = self.validators_for(&lease.entry.url);
                     self.workers.spawn_page(lease, url, validators);
                 }

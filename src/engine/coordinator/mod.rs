@@ -4,15 +4,18 @@
 //! runs on its own thread so sled calls never stall the runtime's workers.
 
 mod boot;
+mod collateral;
 mod commands;
 mod dispatch;
 mod group_commit;
 mod health;
 mod links;
 mod preview;
+mod probe;
 mod results;
 mod snapshot;
 mod triage;
+mod unblock;
 
 pub(super) use boot::build;
 
@@ -27,6 +30,7 @@ use super::control::{Command, CommandId, HostKey};
 use super::frontier::{FrontierStore, Hold, Lease};
 use super::hosts::HostTable;
 use super::outbox::Outbox;
+use super::probes::SoftProbes;
 use super::rules::OperatorRules;
 use super::slots::FetchSlots;
 use super::stats::CrawlStats;
@@ -70,6 +74,7 @@ pub(crate) struct Coordinator {
     rules: OperatorRules,
     traps: TrapDetector,
     alerts: Alerts,
+    probes: SoftProbes,
     hosts: HostTable,
     workers: Workers,
     results: mpsc::UnboundedReceiver<Work>,

@@ -91,6 +91,11 @@ impl Coordinator {
                 self.sync();
                 self.robots_settled(&host, &origin, answer, now);
             }
+            Work::Probe { lease, result } => {
+                self.slots.end_page();
+                self.hosts.fetch_ended(&lease.entry.host);
+                self.probe_answered(lease, result, now);
+            }
         }
     }
 
@@ -279,6 +284,7 @@ impl Coordinator {
         record.last_modified = page.last_modified.clone();
         record.content_digest = page.digest.as_ref().map(|d| d.warc_label());
         record.set_content_type(page.content_type.as_deref());
+        record.warc = page.warc_at.clone();
         let mut links = Vec::new();
         if status == 304 {
             self.stats.count().not_modified += 1;

@@ -7,8 +7,9 @@ use super::Coordinator;
 use crate::engine::config::TrapPolicy;
 use crate::engine::control::RuleSpec;
 use crate::engine::rules::describe;
+use crate::engine::rules::CompiledRule;
 use crate::engine::store::PageOutcome;
-use crate::engine::telemetry::{AlertStatus, EngineEvent, Level};
+use crate::engine::telemetry::{AlertStatus, EngineEvent, Level, TrapAlert};
 use crate::engine::traps::Detection;
 
 impl Coordinator {
@@ -38,8 +39,10 @@ impl Coordinator {
     }
 
     /// Opens an alert for a detection; by policy it parks the URLs its rule
-    /// matches, only notes it, or accepts it at once.
-    pub(super) fn raise_alert(&mut self, d: Detection) {
+    /// matches, only notes it, or accepts it at once. The rule is first
+    /// narrowed so it spares the host's fetched good pages; one that cannot
+    /// be is never accepted automatically.
+    pub(super) fn raise_alert(&mut self, mut d: Detection) {
         let now = unix_now();
         if let Some(id) = self.alerts.covering(&d) {
             // One trap, one alert: another detector's view of it is more evidence.
@@ -48,6 +51,7 @@ impl Coordinator {
             tracing::info!("{} on {} belongs to alert #{id}", d.kind.label(), d.host);
             return;
         }
+        let mut impact = self.narrow_for_collateral(&mut d);
         let policy = self.cfg.traps.policy;
         let (mut alert, compiled) = match self.alerts.draft(d, now) {
             Ok(drafted) => drafted,
@@ -57,42 +61,66 @@ impl Coordinator {
             }
         };
         let id = alert.id;
-        let quarantine = match policy {
-            TrapPolicy::AlertOnly => {
-                alert.status = AlertStatus::Noted;
-                None
-            }
-            TrapPolicy::Quarantine | TrapPolicy::Auto => {
-                let parked = self
-                    .frontier
-                    .park(id, &alert.host, &|e| compiled.is_match(&e.url, &e.host));
-                alert.matching_queued = parked.unwrap_or_else(|e| {
-                    self.storage_failed(&format!("parking URLs for alert #{id}"), e);
-                    0
-                });
-                Some(compiled)
-            }
-        };
+        let quarantine = self.quarantine_for(&mut alert, compiled.clone(), policy);
+        self.count_blocked(&compiled, &mut impact);
+        let collateral = impact.good_fetched > 0;
         self.outbox.log(
             Level::Warn,
             format!(
-                "trap alert #{id} on {}: {} ({} URLs; suggested rule {}); {} queued URL(s) parked",
+                "trap alert #{id} on {}: {} ({} URLs; suggested rule {}); {}",
                 alert.host,
                 alert.kind.label(),
                 alert.evidence_count,
                 alert.suggested_rule.pattern,
-                alert.matching_queued
+                impact.summary()
             ),
         );
+        alert.impact = Some(impact);
         self.outbox.emit(EngineEvent::Alert(alert.clone()));
+        self.probe_host(&alert);
         if let Err(e) = self.alerts.insert(alert, quarantine) {
             self.storage_failed(&format!("storing alert #{id}"), e);
         }
         if policy == TrapPolicy::Auto {
-            if let Err(e) = self.accept_alert(id, None, "auto") {
-                self.outbox
-                    .log(Level::Error, format!("auto-accepting alert #{id}: {e}"));
-            }
+            self.auto_accept(id, collateral);
+        }
+    }
+
+    /// By policy, parks the URLs the new alert's rule matches (and returns
+    /// the rule, to park those found later) or only notes the alert.
+    fn quarantine_for(
+        &mut self,
+        alert: &mut TrapAlert,
+        compiled: CompiledRule,
+        policy: TrapPolicy,
+    ) -> Option<CompiledRule> {
+        if policy == TrapPolicy::AlertOnly {
+            alert.status = AlertStatus::Noted;
+            return None;
+        }
+        let id = alert.id;
+        let parked = self
+            .frontier
+            .park(id, &alert.host, &|e| compiled.is_match(&e.url, &e.host));
+        alert.matching_queued = parked.unwrap_or_else(|e| {
+            self.storage_failed(&format!("parking URLs for alert #{id}"), e);
+            0
+        });
+        Some(compiled)
+    }
+
+    /// Policy `auto`: accepts the alert, unless its rule has collateral.
+    fn auto_accept(&mut self, id: u64, collateral: bool) {
+        if collateral {
+            self.outbox.log(
+                Level::Warn,
+                format!(
+                    "alert #{id} not applied automatically: its rule matches fetched good pages"
+                ),
+            );
+        } else if let Err(e) = self.accept_alert(id, None, "auto") {
+            self.outbox
+                .log(Level::Error, format!("auto-accepting alert #{id}: {e}"));
         }
     }
 

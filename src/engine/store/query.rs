@@ -201,6 +201,18 @@ impl Store {
             .map_err(StoreError::sled("filtered URL write"))
     }
 
+    /// Forgets why these links were left out (they are queued after all).
+    pub(crate) fn forget_filtered(&self, urls: &[&str]) -> Result<(), StoreError> {
+        let mut batch = sled::Batch::default();
+        for url in urls {
+            batch.remove(url.as_bytes());
+        }
+        self.inner
+            .filtered
+            .apply_batch(batch)
+            .map_err(StoreError::sled("filtered URL removal"))
+    }
+
     /// The referrers of `url`: the page it was first found on, then the
     /// others in the order they were found (at most [`MAX_REFERRERS`]).
     pub fn referrers(&self, url: &str) -> Result<Vec<String>, StoreError> {
@@ -256,6 +268,19 @@ impl Store {
             let (_, v) = item.map_err(StoreError::sled("filtered URL scan"))?;
             decode_json(&v, "filtered URL")
         }))
+    }
+
+    /// The record of one link left out, if it was.
+    pub fn filtered_url(&self, url: &str) -> Result<Option<FilteredUrl>, StoreError> {
+        match self
+            .inner
+            .filtered
+            .get(url)
+            .map_err(StoreError::sled("filtered URL lookup"))?
+        {
+            Some(v) => decode_json(&v, "filtered URL").map(Some),
+            None => Ok(None),
+        }
     }
 
     /// `(url, referrers)` for URLs starting with `url_prefix`, in URL order.

@@ -42,6 +42,21 @@ pub struct PageRecord {
     /// Simhash of an HTML 2xx page's visible text, for near-duplicate groups.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simhash: Option<u64>,
+    /// Where the answer's WARC response record is, to read the page back; `None` for
+    /// URLs without an archived answer and records stored before this was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warc: Option<WarcLocation>,
+}
+
+/// One WARC record in the data directory's `warc/`: its file and its gzip member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarcLocation {
+    /// The file's name (`crawldeck-00003.warc.gz`), never a path.
+    pub file: String,
+    /// Where the record's gzip member starts in the file.
+    pub offset: u64,
+    /// The member's compressed length.
+    pub length: u64,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -156,6 +171,7 @@ impl PageRecord {
             links_dropped: 0,
             content_type: None,
             simhash: None,
+            warc: None,
         }
     }
 }

@@ -240,7 +240,11 @@ fn calendar_running_both_ways() {
     // Two URLs per hop (one each way): 25 hops past the first month.
     let bound = 3 + 2 * (cfg.max_counter_run + 1);
     assert!(at <= bound, "raised after {at} URLs, bound {bound}");
-    assert_eq!(d.rule.pattern, r"^http://cal\.localhost:4000/calendar/\d");
+    // The months vary, the path around them stays literal.
+    assert_eq!(
+        d.rule.pattern,
+        r"^https?://cal\.localhost:4000/calendar/\d+/\d+$"
+    );
     assert_rule(
         d,
         &[
@@ -319,7 +323,7 @@ fn near_duplicates_under_one_prefix() {
     assert_eq!(d.evidence_count, cfg.max_near_duplicates as u64 + 1);
     assert_rule(
         d,
-        &["http://dup.localhost:4000/p/x/y"],
+        &["http://dup.localhost:4000/p/item-9999/print"],
         &[
             "http://dup.localhost:4000/about",
             "http://dup.localhost:4000/",
@@ -367,7 +371,7 @@ fn soft_404_host_blows_its_budget() {
     assert!(fetched <= cfg.budget_window, "after {fetched} pages");
     assert_rule(
         d,
-        &["http://soft.localhost:4000/missing/zzz"],
+        &["http://soft.localhost:4000/missing/r977x12"],
         &[
             "http://soft.localhost:4000/page3",
             "http://soft.localhost:4000/",

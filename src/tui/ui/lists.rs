@@ -45,7 +45,7 @@ pub fn alerts(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     ];
     let header = header(&["Id", "Host", "Kind", "Evid", "Parked", "Status"]);
     // The selected alert's suggested rule and samples get full lines below the table.
-    let [area, below] = Layout::vertical([Constraint::Fill(1), Constraint::Length(5)]).areas(area);
+    let [area, below] = Layout::vertical([Constraint::Fill(1), Constraint::Length(6)]).areas(area);
     let lines = alerts
         .get(model.alert_selected)
         .map_or_else(Vec::new, |a| suggestion_lines(a, theme));
@@ -82,7 +82,7 @@ fn alert_row<'a>(a: &TrapAlert, theme: &Theme) -> Row<'a> {
     ])
 }
 
-/// The alert's suggested rule and two sample URLs.
+/// The alert's suggested rule, what it would block and two sample URLs.
 fn suggestion_lines<'a>(a: &TrapAlert, theme: &Theme) -> Vec<Line<'a>> {
     let rule = &a.suggested_rule;
     let mut lines = vec![Line::from(vec![
@@ -94,6 +94,17 @@ fn suggestion_lines<'a>(a: &TrapAlert, theme: &Theme) -> Vec<Line<'a>> {
             scope(rule)
         )),
     ])];
+    if let Some(impact) = &a.impact {
+        let style = if impact.good_fetched > 0 {
+            theme.warn()
+        } else {
+            Style::new()
+        };
+        lines.push(Line::from(Span::styled(
+            format!("  {}", impact.summary()),
+            style,
+        )));
+    }
     if a.last_seen > 0 {
         let secs = a.last_seen % 86_400;
         lines.push(Line::from(format!(

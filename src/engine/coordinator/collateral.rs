@@ -1,0 +1,249 @@
+//! A suggested rule's collateral: the already fetched good pages of its host
+//! that it would have blocked. A detection's rule is narrowed until it spares
+//! them; when no narrower rule covering the evidence does, the alert says so
+//! and policy `auto` does not apply it.
+//!
+//! Bounded and off the hot path: it runs only when an alert is raised, reads
+//! at most [`PAGES_READ`] page records per origin of the host (http and
+//! https) from the store's `pages` tree and keeps at most [`PAGES_KEPT`] of
+//! those the candidate rules match.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use super::preview::{preview, PreviewBudget};
+use super::Coordinator;
+use crate::engine::control::RuleSpec;
+use crate::engine::rules::{CompiledRule, RuleSet};
+use crate::engine::store::{PageOutcome, PageRecord};
+use crate::engine::telemetry::RuleImpact;
+use crate::engine::traps::{narrower_rules, Detection};
+
+/// Page records read per origin for one alert.
+const PAGES_READ: usize = 20_000;
+/// Matched pages kept for the verdict.
+const PAGES_KEPT: usize = 4_096;
+/// Good pages named in an alert.
+const EXAMPLES: usize = 3;
+/// The queued and parked count is a preview with this (smaller) budget.
+const COUNT_BUDGET: PreviewBudget = PreviewBudget {
+    time: Duration::from_millis(20),
+    rows: 50_000,
+};
+
+/// A fetched HTML page some candidate rule matches.
+struct Matched {
+    url: String,
+    simhash: u64,
+}
+
+/// What the fetched pages say about one rule.
+struct Verdict {
+    good: Vec<String>,
+}
+
+impl Coordinator {
+    /// Narrows `d.rule` to the broadest candidate that matches no good page;
+    /// returns the impact's good-page part for the rule kept (the narrowest
+    /// one when every candidate has collateral).
+    pub(super) fn narrow_for_collateral(&mut self, d: &mut Detection) -> RuleImpact {
+        let mut candidates = vec![d.rule.clone()];
+        for rule in narrower_rules(d, None) {
+            if !candidates.contains(&rule) {
+                candidates.push(rule);
+            }
+        }
+        let compiled: Vec<(RuleSpec, CompiledRule)> = candidates
+            .into_iter()
+            .filter_map(|spec| RuleSet::compile(&spec).ok().map(|c| (spec, c)))
+            .collect();
+        if compiled.is_empty() {
+            return RuleImpact::default();
+        }
+        let (matched, sampled) = self.matched_pages(&d.host, &compiled);
+        let evidence = self.evidence_hashes(&d.samples);
+        let samples: HashSet<&str> = d.samples.iter().map(String::as_str).collect();
+        let near = self.cfg.traps.near_duplicate_bits;
+        let mut last = None;
+        for (spec, rule) in &compiled {
+            let verdict = judge(&matched, rule, &d.host, &evidence, &samples, near);
+            let clean = verdict.good.is_empty();
+            last = Some((spec.clone(), verdict));
+            if clean {
+                break;
+            }
+        }
+        let Some((spec, verdict)) = last else {
+            return RuleImpact::default();
+        };
+        d.rule = spec;
+        RuleImpact {
+            good_fetched: verdict.good.len() as u64,
+            good_examples: verdict.good.into_iter().take(EXAMPLES).collect(),
+            sampled,
+            ..RuleImpact::default()
+        }
+    }
+
+    /// Fills in the queued and parked URLs `rule` matches now.
+    pub(super) fn count_blocked(&mut self, rule: &CompiledRule, impact: &mut RuleImpact) {
+        match preview(self.frontier.as_mut(), &self.store, rule, COUNT_BUDGET) {
+            Ok(found) => {
+                impact.queued = found.total.queued;
+                impact.parked = found.total.parked;
+                impact.sampled |= found.sampled;
+            }
+            Err(e) => self.storage_failed("counting the URLs an alert's rule matches", e),
+        }
+    }
+
+    /// The host's fetched HTML pages any of `rules` matches, and whether the
+    /// read stopped at its bound.
+    fn matched_pages(
+        &mut self,
+        host: &str,
+        rules: &[(RuleSpec, CompiledRule)],
+    ) -> (Vec<Matched>, bool) {
+        let mut matched = Vec::new();
+        let mut sampled = false;
+        for scheme in ["http", "https"] {
+            let prefix = format!("{scheme}://{host}/");
+            for (read, raw) in self.store.raw_page_records(&prefix).enumerate() {
+                if read >= PAGES_READ || matched.len() >= PAGES_KEPT {
+                    sampled = true;
+                    break;
+                }
+                let raw = match raw {
+                    Ok(raw) => raw,
+                    Err(e) => {
+                        self.storage_failed("reading fetched pages for an alert's rule", e);
+                        return (matched, true);
+                    }
+                };
+                let Ok(page) = serde_json::from_slice::<PageRecord>(&raw) else {
+                    continue;
+                };
+                if let Some(m) = html_page(page, rules) {
+                    matched.push(m);
+                }
+            }
+        }
+        (matched, sampled)
+    }
+
+    /// Simhashes of the evidence pages that were fetched.
+    pub(super) fn evidence_hashes(&mut self, samples: &[String]) -> Vec<u64> {
+        samples
+            .iter()
+            .filter_map(|url| self.store.page(url).ok().flatten())
+            .filter_map(|page| page.simhash)
+            .collect()
+    }
+}
+
+/// A fetched 2xx HTML page that one of `rules` matches.
+fn html_page(page: PageRecord, rules: &[(RuleSpec, CompiledRule)]) -> Option<Matched> {
+    let ok =
+        matches!(page.outcome, PageOutcome::Fetched { status } if (200..300).contains(&status));
+    if !ok {
+        return None;
+    }
+    let simhash = page.simhash?;
+    rules
+        .iter()
+        .any(|(_, r)| r.is_match(&page.url, &page.host))
+        .then_some(Matched {
+            url: page.url,
+            simhash,
+        })
+}
+
+/// The good pages `rule` matches: content near neither the evidence nor
+/// another matched page (a trap's pages resemble each other, a site's real
+/// pages do not).
+fn judge(
+    matched: &[Matched],
+    rule: &CompiledRule,
+    host: &str,
+    evidence: &[u64],
+    samples: &HashSet<&str>,
+    near_bits: u32,
+) -> Verdict {
+    let hits: Vec<&Matched> = matched
+        .iter()
+        .filter(|m| rule.is_match(&m.url, host) && !samples.contains(m.url.as_str()))
+        .collect();
+    let near = |a: u64, b: u64| (a ^ b).count_ones() <= near_bits;
+    let good = hits
+        .iter()
+        .enumerate()
+        .filter(|(i, m)| {
+            !evidence.iter().any(|e| near(*e, m.simhash))
+                && !hits
+                    .iter()
+                    .enumerate()
+                    .any(|(j, o)| j != *i && near(o.simhash, m.simhash))
+        })
+        .map(|(_, m)| m.url.clone())
+        .collect();
+    Verdict { good }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::control::PatternKind;
+
+    fn rule(pattern: &str) -> CompiledRule {
+        RuleSet::compile(&RuleSpec {
+            kind: PatternKind::Regex,
+            pattern: pattern.into(),
+            host: Some("h".into()),
+        })
+        .unwrap()
+    }
+
+    fn page(path: &str, simhash: u64) -> Matched {
+        Matched {
+            url: format!("http://h{path}"),
+            simhash,
+        }
+    }
+
+    #[test]
+    fn distinct_pages_are_good_and_the_trap_pages_are_not() {
+        let trap = 0xF0F0_F0F0_F0F0_F0F0u64;
+        let matched = vec![
+            page("/docs/gone-1.html", trap),
+            page("/docs/gone-2.html", trap ^ 1),
+            page("/docs/gone-3.html", trap ^ 2),
+            page("/docs/page-1.html", 0x1234_5678_9ABC_DEF0),
+            page("/docs/page-2.html", 0x0FED_CBA9_8765_4321),
+        ];
+        let samples = HashSet::from(["http://h/docs/gone-1.html"]);
+        let directory = judge(
+            &matched,
+            &rule("^https?://h/docs/"),
+            "h",
+            &[trap],
+            &samples,
+            3,
+        );
+        assert_eq!(
+            directory.good,
+            ["http://h/docs/page-1.html", "http://h/docs/page-2.html"]
+        );
+        let narrow = judge(
+            &matched,
+            &rule(r"^https?://h/docs/gone\-\d+\.html$"),
+            "h",
+            &[trap],
+            &samples,
+            3,
+        );
+        assert!(narrow.good.is_empty());
+        // Without fetched evidence, trap pages still resemble each other.
+        let unfetched = judge(&matched, &rule(r"gone"), "h", &[], &HashSet::new(), 3);
+        assert!(unfetched.good.is_empty());
+    }
+}

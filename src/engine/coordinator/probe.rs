@@ -1,0 +1,153 @@
+//! Soft-404 probes as the crawl loop runs them: queued at the head of the
+//! suspect host's queue (through the seen set), handed out by `dispatch`
+//! like a page, so robots.txt, the host's delay and in-flight limit, the
+//! breaker, the global slots and the private-address guard all apply; sent
+//! without a WARC record; recorded as `not crawled` with the verdict.
+
+use tokio::time::Instant;
+use url::Url;
+
+use super::results::record_for;
+use super::Coordinator;
+use crate::engine::fetch::FetchError;
+use crate::engine::frontier::{FrontierEntry, Lease};
+use crate::engine::probes::{is_soft_404, Probe};
+use crate::engine::store::PageOutcome;
+use crate::engine::tasks::ProbeAnswer;
+use crate::engine::telemetry::{Level, TrapAlert, TrapKind};
+
+impl Coordinator {
+    /// After a near-duplicate or host-budget alert: probe its host once.
+    pub(super) fn probe_host(&mut self, alert: &TrapAlert) {
+        if !matches!(alert.kind, TrapKind::NearDuplicates | TrapKind::HostBudget)
+            || self.hosts.finished_reason(&alert.host).is_some()
+        {
+            // A given-up host takes no new work: a probe would wait forever.
+            return;
+        }
+        let Some(sample) = alert.samples.iter().find_map(|s| Url::parse(s).ok()) else {
+            return;
+        };
+        let suspects = self.evidence_hashes(&alert.samples);
+        let probe = match self.probes.want(&alert.host, &sample, alert.id, suspects) {
+            Ok(Some(probe)) => probe,
+            Ok(None) => return,
+            Err(e) => return self.storage_failed("storing a soft-404 probe", e),
+        };
+        match self.frontier.claim_unseen(&[probe.url.as_str()]) {
+            Ok(fresh) if fresh.first() == Some(&true) => {}
+            Ok(_) => return,
+            Err(e) => return self.storage_failed("claiming a soft-404 probe", e),
+        }
+        let entry = FrontierEntry {
+            priority: 0,
+            url: probe.url.clone(),
+            host: alert.host.clone(),
+            depth: 0,
+            redirects: 0,
+        };
+        if let Err(e) = self.frontier.push(vec![entry]) {
+            return self.storage_failed("queueing a soft-404 probe", e);
+        }
+        self.outbox.log(
+            Level::Info,
+            format!(
+                "alert #{}: probing {} for soft 404s with {}",
+                alert.id, alert.host, probe.url
+            ),
+        );
+    }
+
+    /// Whether this lease is an outstanding probe rather than a page.
+    pub(super) fn is_probe(&self, lease: &Lease) -> bool {
+        self.probes
+            .pending(&lease.entry.host, &lease.entry.url)
+            .is_some()
+    }
+
+    /// robots.txt disallows the probe's path: it is not sent.
+    pub(super) fn probe_denied(&mut self, lease: Lease) {
+        self.end_probe(&lease, "robots.txt disallows the path, not sent".into());
+    }
+
+    /// A probe came back: a 2xx with the suspect pages' content makes its
+    /// alert a soft 404.
+    pub(super) fn probe_answered(
+        &mut self,
+        lease: Lease,
+        result: Result<ProbeAnswer, FetchError>,
+        now: Instant,
+    ) {
+        let host = lease.entry.host.clone();
+        let Some(probe) = self.probes.pending(&host, &lease.entry.url).cloned() else {
+            return self.end_probe(&lease, "no longer expected".into());
+        };
+        let verdict = match result {
+            Ok(answer) => {
+                self.hosts.record_answer(
+                    &host,
+                    answer.status,
+                    answer.elapsed,
+                    answer.retry_after,
+                    now,
+                );
+                self.judge_probe(&host, &probe, &answer)
+            }
+            Err(e) => {
+                self.hosts.record_failure(&host, e.elapsed, now);
+                format!("failed ({}): {}", e.kind.label(), e.message)
+            }
+        };
+        self.schedule_next(&host, now);
+        self.end_probe(&lease, verdict);
+    }
+
+    /// The probe's verdict in words; relabels the alert on a soft 404.
+    fn judge_probe(&mut self, host: &str, probe: &Probe, answer: &ProbeAnswer) -> String {
+        let near = self.cfg.traps.near_duplicate_bits;
+        if is_soft_404(answer.status, answer.simhash, probe, near) {
+            if let Err(e) = self.alerts.confirm_soft_404(probe.alert_id, &probe.url) {
+                self.storage_failed(&format!("relabelling alert #{}", probe.alert_id), e);
+            }
+            self.outbox.log(
+                Level::Warn,
+                format!(
+                    "alert #{} is a soft 404: {} answered {} with the suspect pages' content",
+                    probe.alert_id, probe.url, answer.status
+                ),
+            );
+            return format!(
+                "{}, same content as the suspect pages: soft 404",
+                answer.status
+            );
+        }
+        let verdict = match answer.status {
+            404 | 410 => "a real not-found: not a soft 404".to_string(),
+            s if (200..300).contains(&s) => "content unlike the suspect pages".to_string(),
+            _ => "neither a page nor a not-found".to_string(),
+        };
+        self.outbox.log(
+            Level::Info,
+            format!(
+                "{host}: probe {} answered {}: {verdict}",
+                probe.url, answer.status
+            ),
+        );
+        format!("{}, {verdict}", answer.status)
+    }
+
+    /// Records the probe's URL as not crawled (with the verdict) and never
+    /// probes the host again.
+    fn end_probe(&mut self, lease: &Lease, verdict: String) {
+        let record = record_for(
+            &lease.entry,
+            PageOutcome::NotCrawled {
+                reason: format!("soft-404 probe: {verdict}"),
+            },
+        );
+        self.commit(lease, &record, Vec::new());
+        if let Err(e) = self.probes.finish(&lease.entry.host) {
+            self.storage_failed("storing a soft-404 probe's end", e);
+        }
+    }
+}
