@@ -10,6 +10,9 @@ use crate::demo::DemoWeb;
 use crate::engine::config::{CrawlConfig, TrapPolicy};
 use crate::engine::telemetry::Snapshot;
 
+mod usage;
+use usage::{current_rss, peak_rss, Usage};
+
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
     pub pages: usize,
@@ -41,8 +44,8 @@ pub struct BenchReport {
     pub pages: u64,
     pub wall: Duration,
     pub bytes: u64,
-    /// User + system CPU of the whole process (crawler and demo server).
-    pub cpu: Option<Duration>,
+    /// CPU time and context switches of the whole process (crawler and demo server).
+    pub usage: Option<Usage>,
     pub peak_rss_bytes: Option<u64>,
     pub extraction_pages_per_sec: f64,
     pub errors: u64,
@@ -67,12 +70,21 @@ impl BenchReport {
             mb / self.wall.as_secs_f64().max(1e-9),
             mb
         );
-        match self.cpu {
-            Some(cpu) => out.push_str(&format!(
-                "CPU time       {:.2} s ({:.0}% of one core; crawler + demo server)\n",
-                cpu.as_secs_f64(),
-                100.0 * cpu.as_secs_f64() / self.wall.as_secs_f64().max(1e-9)
-            )),
+        match self.usage {
+            Some(usage) => {
+                let cpu = usage.cpu.as_secs_f64();
+                let pages = self.pages.max(1) as f64;
+                out.push_str(&format!(
+                    "CPU time       {cpu:.2} s ({:.0}% of one core; crawler + demo server)\n",
+                    100.0 * cpu / self.wall.as_secs_f64().max(1e-9)
+                ));
+                out.push_str(&format!(
+                    "per page       {:.3} ms CPU, {:.2} context switches ({:.2} voluntary)\n",
+                    1e3 * cpu / pages,
+                    usage.switches() as f64 / pages,
+                    usage.voluntary_switches as f64 / pages,
+                ));
+            }
             None => out.push_str("CPU time       n/a on this platform\n"),
         }
         match self.peak_rss_bytes {
@@ -144,7 +156,7 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
     };
     let mut cfg = bench_config(&demo, opts.pages);
     cfg.storage.warc = opts.warc;
-    let cpu_before = process_cpu();
+    let usage_before = Usage::now();
     let started = Instant::now();
     let running = crate::engine::start(cfg, &dir, std::future::pending()).await?;
     let (snapshot, previews) = match (opts.tui, opts.previews) {
@@ -153,11 +165,11 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
             let (snapshot, load) = with_previews(running).await?;
             (snapshot, Some(load))
         }
-        (false, false) => (running.done.await??, None),
+        (false, false) => (with_progress(running, opts.pages as u64).await?, None),
     };
     let wall = started.elapsed();
-    let cpu = match (cpu_before, process_cpu()) {
-        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+    let usage = match (usage_before, Usage::now()) {
+        (Some(before), Some(after)) => Some(after.since(&before)),
         _ => None,
     };
     demo.shutdown().await;
@@ -165,7 +177,7 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
         pages: snapshot.counters.pages_fetched,
         wall,
         bytes: snapshot.counters.bytes,
-        cpu,
+        usage,
         peak_rss_bytes: peak_rss(),
         extraction_pages_per_sec,
         errors: snapshot.counters.errors,
@@ -178,6 +190,72 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
             }),
         previews,
     })
+}
+
+/// Pages between two progress lines: a tenth of the run, at least 1,000.
+fn progress_step(pages: u64) -> u64 {
+    (pages / 10).max(1000)
+}
+
+/// Where the crawl was at one progress line.
+struct Progress {
+    pages: u64,
+    /// Since the crawl started.
+    at: Duration,
+    /// Process CPU time so far.
+    cpu: Duration,
+}
+
+impl Progress {
+    /// Pages, pages/s and CPU per page since `earlier`, and the RSS now: a
+    /// crawl that slows down or grows as it goes shows it here.
+    fn line(&self, earlier: &Progress, rss: Option<u64>) -> String {
+        let pages = self.pages.saturating_sub(earlier.pages).max(1) as f64;
+        let secs = self.at.saturating_sub(earlier.at).as_secs_f64().max(1e-9);
+        let cpu = self.cpu.saturating_sub(earlier.cpu).as_secs_f64();
+        let rss = rss.map_or("n/a".into(), |b| format!("{:.0} MB", b as f64 / 1e6));
+        format!(
+            "progress       {} pages  {:.1} s  {:.0} pages/s  {:.3} ms CPU/page  RSS {rss}",
+            self.pages,
+            self.at.as_secs_f64(),
+            pages / secs,
+            1e3 * cpu / pages,
+        )
+    }
+}
+
+/// The plain crawl, with a progress line on stderr every [`progress_step`] pages.
+async fn with_progress(
+    running: crate::engine::RunningEngine,
+    pages: u64,
+) -> anyhow::Result<Snapshot> {
+    let crate::engine::RunningEngine { handle, done, .. } = running;
+    let mut snapshots = handle.snapshots;
+    let started = Instant::now();
+    let cpu = || Usage::now().map_or(Duration::ZERO, |u| u.cpu);
+    let mut last = Progress {
+        pages: 0,
+        at: Duration::ZERO,
+        cpu: cpu(),
+    };
+    let step = progress_step(pages);
+    tokio::pin!(done);
+    loop {
+        tokio::select! {
+            result = &mut done => return Ok(result??),
+            changed = snapshots.changed() => {
+                if changed.is_err() {
+                    return Ok(done.await??);
+                }
+                let fetched = snapshots.borrow_and_update().counters.pages_fetched;
+                if fetched >= last.pages + step {
+                    let now = Progress { pages: fetched, at: started.elapsed(), cpu: cpu() };
+                    eprintln!("{}", now.line(&last, current_rss()));
+                    last = now;
+                }
+            }
+        }
+    }
 }
 
 /// The crawl while a rule preview is asked for every [`PREVIEW_EVERY`], so the
@@ -241,35 +319,33 @@ async fn with_tui(running: crate::engine::RunningEngine) -> anyhow::Result<Snaps
     Ok(snapshot)
 }
 
-/// User + system CPU time of this process (Linux `/proc/self/stat`).
-fn process_cpu() -> Option<Duration> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // Fields after the parenthesised command name; utime and stime are 14th and 15th.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: u64 = fields.get(11)?.parse().ok()?;
-    let stime: u64 = fields.get(12)?.parse().ok()?;
-    // Clock ticks are 100 Hz on every Linux this runs on (USER_HZ).
-    Some(Duration::from_millis((utime + stime) * 10))
-}
-
-/// Peak resident set size (Linux `VmHWM`).
-fn peak_rss() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn proc_readings_parse_on_linux() {
-        if cfg!(target_os = "linux") {
-            assert!(process_cpu().is_some());
-            assert!(peak_rss().unwrap() > 1024 * 1024);
-        }
+    fn progress_marks_every_tenth_of_the_run_and_at_least_every_thousand_pages() {
+        assert_eq!(progress_step(1_000_000), 100_000);
+        assert_eq!(progress_step(20_000), 2_000);
+        assert_eq!(progress_step(500), 1_000);
+    }
+
+    #[test]
+    fn progress_line_gives_the_interval_rate_and_cpu_per_page() {
+        let before = Progress {
+            pages: 0,
+            at: Duration::ZERO,
+            cpu: Duration::ZERO,
+        };
+        let after = Progress {
+            pages: 1000,
+            at: Duration::from_secs(2),
+            cpu: Duration::from_millis(500),
+        };
+        let line = after.line(&before, Some(50_000_000));
+        assert_eq!(
+            line,
+            "progress       1000 pages  2.0 s  500 pages/s  0.500 ms CPU/page  RSS 50 MB"
+        );
     }
 }

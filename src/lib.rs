@@ -4,6 +4,7 @@
 pub mod background;
 pub mod bench;
 pub mod cli;
+pub mod cluster;
 pub mod control;
 pub mod demo;
 pub mod engine;

@@ -68,7 +68,18 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
     match &run.mode {
         Mode::Keys { file } => return print_keys(file.as_deref()),
         Mode::Attach { .. } | Mode::Status { .. } | Mode::Ctl { .. } => return run_viewer(run),
+        Mode::ClusterStatus { target, json } => {
+            let status = crawldeck::cluster::status::read(target).map_err(anyhow::Error::msg)?;
+            crawldeck::cluster::status::print(&status, *json, &mut std::io::stdout())?;
+            return Ok(());
+        }
         _ => {}
+    }
+    if let Mode::Page(query) = &run.mode {
+        return crawldeck::results::page::run(
+            query,
+            std::io::BufWriter::new(std::io::stdout().lock()),
+        );
     }
     if let Mode::Results(query) = &run.mode {
         return crawldeck::results::run(query, std::io::BufWriter::new(std::io::stdout().lock()));
@@ -127,8 +138,10 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             Mode::Keys { .. }
             | Mode::Attach { .. }
             | Mode::Status { .. }
+            | Mode::ClusterStatus { .. }
             | Mode::Ctl { .. }
-            | Mode::Results(_) => {
+            | Mode::Results(_)
+            | Mode::Page(_) => {
                 unreachable!("handled before the runtime starts")
             }
         }
@@ -152,6 +165,7 @@ async fn start_engine(
             paused: Some(run.overrides.paused.unwrap_or(false)),
             ..run.overrides
         },
+        cluster: run.cluster.clone(),
         ..engine::EngineOptions::default()
     };
     let engine = engine::start_with(run.config.clone(), data_dir, shutdown, options).await?;

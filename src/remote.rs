@@ -212,6 +212,11 @@ pub async fn ctl(dir: &Path, words: &[String], out: &mut dyn Write) -> Result<()
             }
             return Ok(());
         }
+        Ok(CommandLine::Select(_)) => {
+            return Err(CtlError::Usage(format!(
+                "`{line}` works in the UI's page inspector; `crawldeck page DIR URL --select CSS` selects from the command line"
+            )))
+        }
         Ok(CommandLine::Quit | CommandLine::Freeze) => {
             return Err(CtlError::Usage(format!(
                 "`{line}` only means something in the terminal UI; `crawldeck ctl DIR stop` stops the crawl"

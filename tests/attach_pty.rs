@@ -4,105 +4,21 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
-
-use common::Killed;
-use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::term::{Term, WAIT};
+use common::Killed;
 use crawldeck::demo::SiteKind;
 use crawldeck::remote::StatusReport;
-use portable_pty::{native_pty_system, CommandBuilder, PtySize};
-
-const WAIT: Duration = Duration::from_secs(60);
 
 /// A viewer in a pseudo-terminal, its screen parsed.
-struct Viewer {
-    child: Box<dyn portable_pty::Child + Send + Sync>,
-    parser: Arc<Mutex<vt100::Parser>>,
-    updates: mpsc::Receiver<()>,
-    keys: Box<dyn Write + Send>,
-    // The child's terminal lives as long as the viewer.
-    _master: Box<dyn portable_pty::MasterPty + Send>,
-}
-
-impl Drop for Viewer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Viewer {
-    fn attach(args: &[&str], dir: &Path) -> Viewer {
-        let mut all = vec!["attach", dir.to_str().unwrap()];
-        all.extend_from_slice(args);
-        Viewer::spawn(&all)
-    }
-
-    fn spawn(args: &[&str]) -> Viewer {
-        let pty = native_pty_system()
-            .openpty(PtySize {
-                rows: 40,
-                cols: 120,
-                pixel_width: 0,
-                pixel_height: 0,
-            })
-            .expect("a pseudo-terminal");
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_crawldeck"));
-        cmd.args(args);
-        cmd.env("TERM", "xterm-256color");
-        let child = pty
-            .slave
-            .spawn_command(cmd)
-            .expect("crawldeck attach starts");
-        drop(pty.slave);
-        let parser = Arc::new(Mutex::new(vt100::Parser::new(40, 120, 0)));
-        let (tx, updates) = mpsc::channel();
-        let mut reader = pty.master.try_clone_reader().unwrap();
-        let feed = parser.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 || tx.send(()).is_err() {
-                    break;
-                }
-                feed.lock().unwrap().process(&buf[..n]);
-            }
-        });
-        let keys = pty.master.take_writer().unwrap();
-        Viewer {
-            child,
-            parser,
-            updates,
-            keys,
-            _master: pty.master,
-        }
-    }
-
-    fn text(&self) -> String {
-        self.parser.lock().unwrap().screen().contents()
-    }
-
-    fn press(&mut self, bytes: &[u8]) {
-        self.keys.write_all(bytes).unwrap();
-        self.keys.flush().unwrap();
-    }
-
-    /// Waits (on output from the program, not on a timer) until `pred` holds.
-    fn wait_for(&self, what: &str, pred: impl Fn(&str) -> bool) {
-        let deadline = Instant::now() + WAIT;
-        while !pred(&self.text()) {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.updates.recv_timeout(left) {
-                Ok(()) => {}
-                Err(_) => panic!("no {what}; screen:\n{}", self.text()),
-            }
-        }
-    }
+/// `crawldeck attach DIR ARGS` in a terminal.
+fn attach(args: &[&str], dir: &Path) -> Term {
+    let mut all = vec!["attach", dir.to_str().unwrap()];
+    all.extend_from_slice(args);
+    Term::spawn(&all, 40, 120)
 }
 
 fn status(dir: &Path) -> StatusReport {
@@ -150,7 +66,7 @@ async fn a_viewer_in_a_terminal_watches_is_killed_and_detaches_while_the_crawl_r
     tokio::task::spawn_blocking(move || {
         wait_until("the control socket", || data.join("control.sock").exists());
 
-        let mut watcher = Viewer::attach(&["--read-only"], &data);
+        let mut watcher = attach(&["--read-only"], &data);
         watcher.wait_for("the paused crawl", |s| s.contains("PAUSED"));
         watcher.press(b"p");
         watcher.wait_for("the read-only notice", |s| s.contains("read-only"));
@@ -164,21 +80,14 @@ async fn a_viewer_in_a_terminal_watches_is_killed_and_detaches_while_the_crawl_r
             "the crawl outlives its viewer"
         );
 
-        let mut steerer = Viewer::attach(&[], &data);
+        let mut steerer = attach(&[], &data);
         steerer.wait_for("the paused crawl", |s| s.contains("PAUSED"));
         steerer.press(b"p");
         steerer.wait_for("the crawl resumed", |s| s.contains("RUNNING"));
         steerer.press(b"q");
         steerer.wait_for("the detach question", |s| s.contains("Detach"));
         steerer.press(b"\r");
-        let deadline = Instant::now() + WAIT;
-        let exit = loop {
-            if let Some(exit) = steerer.child.try_wait().unwrap() {
-                break exit;
-            }
-            assert!(Instant::now() < deadline, "attach did not exit on detach");
-            let _ = steerer.updates.recv_timeout(Duration::from_millis(100));
-        };
+        let exit = steerer.wait_exit("detach");
         assert!(exit.success());
         // Snapshots are published a few times a second: the next one shows it.
         wait_until("the crawl running on after the detach", || {
@@ -214,7 +123,7 @@ async fn attach_wait_shows_the_engine_gone_and_comes_back_with_it() {
     tokio::task::spawn_blocking(move || {
         let engine = paused_engine(&data, &seeds);
         wait_until("the control socket", || data.join("control.sock").exists());
-        let mut viewer = Viewer::attach(&["--wait"], &data);
+        let mut viewer = attach(&["--wait"], &data);
         viewer.wait_for("the paused crawl", |s| s.contains("PAUSED"));
         drop(engine); // kill -9
         viewer.wait_for("the engine gone", |s| {
@@ -225,11 +134,7 @@ async fn attach_wait_shows_the_engine_gone_and_comes_back_with_it() {
         viewer.press(b"q");
         viewer.wait_for("the detach question", |s| s.contains("Detach"));
         viewer.press(b"\r");
-        let deadline = Instant::now() + WAIT;
-        while viewer.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "attach did not exit on detach");
-            let _ = viewer.updates.recv_timeout(Duration::from_millis(100));
-        }
+        viewer.wait_exit("detach");
         drop(engine);
     })
     .await
@@ -258,11 +163,11 @@ fn alive(pid: u32) -> bool {
 }
 
 /// Runs the binary in a pseudo-terminal with `args` and `--data dir`.
-fn in_terminal(args: &[&str], dir: &Path) -> Viewer {
+fn in_terminal(args: &[&str], dir: &Path) -> Term {
     let mut all: Vec<&str> = args.to_vec();
     all.push("--data");
     all.push(dir.to_str().unwrap());
-    Viewer::spawn(&all)
+    Term::spawn(&all, 40, 120)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -284,18 +189,14 @@ async fn crawldeck_url_runs_the_engine_in_the_background_and_quitting_detaches()
         ui.press(b"q");
         ui.wait_for("the detach question", |s| s.contains("Detach"));
         ui.press(b"\r");
-        let deadline = Instant::now() + WAIT;
-        while ui.child.try_wait().unwrap().is_none() {
-            assert!(Instant::now() < deadline, "the UI did not exit on detach");
-            let _ = ui.updates.recv_timeout(Duration::from_millis(100));
-        }
+        ui.wait_exit("detach");
         wait_until("the crawl running on without its terminal", || {
             let now = status(&data);
             now.pid == engine_pid && now.state == "RUNNING" && now.pages > 0
         });
 
         // Attach again and stop it: the engine checkpoints and exits.
-        let mut viewer = Viewer::attach(&[], &data);
+        let mut viewer = attach(&[], &data);
         viewer.wait_for("the running crawl", |s| s.contains("RUNNING"));
         viewer.press(b"q");
         viewer.wait_for("the detach question", |s| s.contains("Detach"));

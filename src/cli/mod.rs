@@ -8,6 +8,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::engine::config::{RobotsMode, Scope, TrapPolicy};
 
+mod cluster;
 mod resolve;
 pub mod results;
 
@@ -38,7 +39,8 @@ crawldeck attach ./crawl1      (the UI on a crawl running there; q detaches)\n  
 crawldeck status ./crawl1 --json\n  \
 crawldeck ctl ./crawl1 pause\n  \
 crawldeck pages ./crawl1 --status 4xx,5xx\n  \
-crawldeck links ./crawl1 --broken"
+crawldeck links ./crawl1 --broken\n  \
+crawldeck page ./crawl1 https://example.org/ --select h2"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -69,6 +71,9 @@ pub enum CliCommand {
     Pages(results::PagesArgs),
     /// List a crawl's broken links (with the pages linking to them) or its redirect chains.
     Links(results::LinksArgs),
+    /// Show one fetched page from the archive: status, headers, title, outline, its links and
+    /// what became of each; `--select CSS` lists matching elements, `--diff URL` compares texts.
+    Page(results::PageArgs),
 }
 
 #[derive(Debug, Args)]
@@ -97,8 +102,18 @@ pub struct AttachArgs {
 #[derive(Debug, Args)]
 pub struct StatusArgs {
     /// The crawl's data directory.
-    #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
+    #[arg(
+        value_name = "DIR",
+        required_unless_present = "redis",
+        conflicts_with = "redis"
+    )]
+    pub dir: Option<PathBuf>,
+    /// A shared crawl instead: its Redis server (redis://HOST:PORT/DB).
+    #[arg(long, value_name = "URL", requires = "crawl_name")]
+    pub redis: Option<String>,
+    /// The shared crawl's name.
+    #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
+    pub crawl_name: Option<String>,
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -121,7 +136,26 @@ pub struct CrawlArgs {
     #[arg(long)]
     pub headless: bool,
     #[command(flatten)]
+    pub cluster: ClusterArgs,
+    #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// One crawl on several workers through a shared Redis frontier.
+#[derive(Debug, Args, Default, Clone)]
+pub struct ClusterArgs {
+    /// Share the frontier through this Redis server (redis://HOST:PORT/DB);
+    /// every worker of the crawl gives the same --redis and --crawl.
+    #[arg(long, value_name = "URL")]
+    pub redis: Option<String>,
+    /// The shared crawl's name (letters, digits, '-', '_', '.'); a worker
+    /// given no seeds joins it.
+    #[arg(long = "crawl", value_name = "NAME")]
+    pub crawl_name: Option<String>,
+    /// How long a worker holds a host without renewing its lease: a dead
+    /// worker's hosts go to the others after this.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub lease_ttl: Option<Duration>,
 }
 
 #[derive(Debug, Args)]

@@ -39,12 +39,19 @@ pub enum Mode {
         dir: PathBuf,
         json: bool,
     },
+    /// `status --redis URL --crawl NAME`: a shared crawl, read from Redis.
+    ClusterStatus {
+        target: crate::engine::ClusterTarget,
+        json: bool,
+    },
     Ctl {
         dir: PathBuf,
         words: Vec<String>,
     },
     /// `pages` or `links`: a listing of what a crawl found.
     Results(crate::results::Query),
+    /// `page`: one page read back from the archive.
+    Page(crate::results::page::PageQuery),
 }
 
 /// Front-end options that are not crawl settings.
@@ -74,6 +81,8 @@ pub struct ResolvedRun {
     pub ui: UiOptions,
     /// `--log-level`, checked to be a valid filter.
     pub log_filter: Option<String>,
+    /// `--redis` and `--crawl`: the frontier is shared with other workers.
+    pub cluster: Option<crate::engine::ClusterTarget>,
 }
 
 /// A usage or configuration error: exit code 2.
@@ -115,14 +124,17 @@ fn flag_for_key(key: &str) -> Option<&'static str> {
 /// and `<data>/crawl.toml` as needed.
 pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
     match cli.command {
-        None => resolve_run(cli.run, Mode::Tui),
+        None => resolve_run(cli.run, Mode::Tui, false),
         Some(CliCommand::Crawl(c)) => {
             let mode = if c.headless {
                 Mode::Headless
             } else {
                 Mode::Tui
             };
-            resolve_run(c.run, mode)
+            let cluster = super::cluster::resolve_cluster(&c.cluster, c.headless)?;
+            let mut resolved = resolve_run(c.run, mode, cluster.is_some())?;
+            resolved.cluster = cluster;
+            Ok(resolved)
         }
         Some(CliCommand::Demo(d)) => {
             if !d.run.urls.is_empty() || d.run.seeds.is_some() {
@@ -135,6 +147,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 Mode::Demo {
                     headless: d.headless,
                 },
+                false,
             )
         }
         Some(CliCommand::Bench(b)) => {
@@ -157,10 +170,12 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 overrides: RunOverrides::default(),
                 ui: UiOptions::default(),
                 log_filter: None,
+                cluster: None,
             })
         }
         Some(CliCommand::Pages(p)) => Ok(front_end(Mode::Results(super::results::pages_query(p)?))),
         Some(CliCommand::Links(l)) => Ok(front_end(Mode::Results(super::results::links_query(l)?))),
+        Some(CliCommand::Page(p)) => Ok(front_end(Mode::Page(super::results::page_query(p)))),
         Some(CliCommand::Keys(k)) => Ok(front_end(Mode::Keys { file: k.keys })),
         Some(CliCommand::Attach(a)) => Ok(ResolvedRun {
             ui: UiOptions {
@@ -175,10 +190,22 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 wait: a.wait,
             })
         }),
-        Some(CliCommand::Status(s)) => Ok(front_end(Mode::Status {
-            dir: s.dir,
-            json: s.json,
-        })),
+        Some(CliCommand::Status(s)) => match s.dir {
+            Some(dir) => Ok(front_end(Mode::Status { dir, json: s.json })),
+            None => {
+                let args = super::ClusterArgs {
+                    redis: s.redis,
+                    crawl_name: s.crawl_name,
+                    lease_ttl: None,
+                };
+                let target = super::cluster::resolve_cluster(&args, true)?
+                    .expect("clap requires --redis and --crawl without DIR");
+                Ok(front_end(Mode::ClusterStatus {
+                    target,
+                    json: s.json,
+                }))
+            }
+        },
         Some(CliCommand::Ctl(c)) => Ok(front_end(Mode::Ctl {
             dir: c.dir,
             words: c.words,
@@ -197,10 +224,11 @@ fn front_end(mode: Mode) -> ResolvedRun {
         overrides: RunOverrides::default(),
         ui: UiOptions::default(),
         log_filter: None,
+        cluster: None,
     }
 }
 
-fn resolve_run(run: RunArgs, mode: Mode) -> Result<ResolvedRun, UsageError> {
+fn resolve_run(run: RunArgs, mode: Mode, joins_cluster: bool) -> Result<ResolvedRun, UsageError> {
     let is_demo = matches!(mode, Mode::Demo { .. });
     let data_dir = match (&run.data, is_demo) {
         (Some(dir), _) => Some(dir.clone()),
@@ -242,7 +270,8 @@ fn resolve_run(run: RunArgs, mode: Mode) -> Result<ResolvedRun, UsageError> {
     add_seeds(&mut config, seeds);
     apply_flags(&mut config, &run);
 
-    if config.seeds.is_empty() && !resuming && !is_demo {
+    // A worker joining a shared crawl gets its seeds from the others.
+    if config.seeds.is_empty() && !resuming && !is_demo && !joins_cluster {
         let detail = match &run.data {
             Some(dir) => format!(" ({} holds no crawl)", dir.display()),
             None => String::new(),
@@ -283,6 +312,7 @@ fn resolve_run(run: RunArgs, mode: Mode) -> Result<ResolvedRun, UsageError> {
             keys: run.keys,
         },
         log_filter,
+        cluster: None,
     })
 }
 

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::UsageError;
+use crate::results::page::PageQuery;
 use crate::results::query::{parse_host, Fate, Format, Listing, Query, SortKey};
 
 /// Output and filter flags shared by `pages` and `links`.
@@ -138,4 +139,35 @@ pub fn links_query(args: LinksArgs) -> Result<Query, UsageError> {
         Listing::Redirects
     };
     base_query(args.list, listing)
+}
+
+/// `crawldeck page`: one page read back from the archive.
+#[derive(Debug, Args, Clone)]
+pub struct PageArgs {
+    /// The crawl's data directory (a running crawl is read through its engine).
+    #[arg(value_name = "DIR")]
+    pub data: PathBuf,
+    /// The page's URL, as `crawldeck pages` lists it.
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Also list the elements matching this CSS selector (e.g. `h2`, `a.next`).
+    #[arg(long, value_name = "CSS")]
+    pub select: Option<String>,
+    /// Also show a side-by-side diff of the text of this other page.
+    #[arg(long, value_name = "URL")]
+    pub diff: Option<String>,
+    /// One JSON object (without the HTML).
+    #[arg(long, conflicts_with_all = ["select", "diff"])]
+    pub json: bool,
+}
+
+/// The query of `crawldeck page`.
+pub fn page_query(args: PageArgs) -> PageQuery {
+    PageQuery {
+        data_dir: args.data,
+        url: args.url,
+        select: args.select,
+        diff: args.diff,
+        json: args.json,
+    }
 }

@@ -233,13 +233,24 @@ impl DemoWeb {
         let hosts = hosts.clamp(1, 10_000) as u32;
         let per_host = (pages / hosts as usize).clamp(1, u32::MAX as usize) as u32;
         let kinds: Vec<SiteKind> = (0..hosts).map(SiteKind::Bench).collect();
-        Self::start_sites(&kinds, 0.0, (per_host, hosts)).await
+        // Requests are only counted: a million kept records would weigh more
+        // than the crawler being measured.
+        Self::start_sites_logged(&kinds, 0.0, (per_host, hosts), RequestLog::with_capacity(0)).await
     }
 
     async fn start_sites(
         kinds: &[SiteKind],
         latency_scale: f64,
         bench: (u32, u32),
+    ) -> std::io::Result<DemoWeb> {
+        Self::start_sites_logged(kinds, latency_scale, bench, RequestLog::new()).await
+    }
+
+    async fn start_sites_logged(
+        kinds: &[SiteKind],
+        latency_scale: f64,
+        bench: (u32, u32),
+        log: RequestLog,
     ) -> std::io::Result<DemoWeb> {
         let mut unique: Vec<SiteKind> = Vec::with_capacity(kinds.len());
         for k in kinds {
@@ -270,7 +281,6 @@ impl DemoWeb {
             bound.push((*kind, base, listener));
         }
         let peers = Arc::new(peers);
-        let log = RequestLog::new();
         let (shutdown, stop_rx) = watch::channel(false);
         let mut sites = Vec::with_capacity(bound.len());
         for (kind, base, listener) in bound {

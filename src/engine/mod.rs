@@ -14,9 +14,11 @@ pub(crate) mod dedup;
 pub(crate) mod extract;
 pub(crate) mod fetch;
 pub(crate) mod frontier;
+pub use frontier::{key_prefix, validate_crawl_name, ClusterTarget, Heartbeat, DEFAULT_LEASE_TTL};
 pub mod host_order;
 pub mod host_window;
 mod hosts;
+pub mod inspect;
 mod outbox;
 pub(crate) mod politeness;
 pub(crate) mod prioritize;
@@ -178,6 +180,9 @@ pub struct EngineOptions {
     /// How addresses are classified and names resolved (the real ways unless
     /// a test says otherwise).
     pub address_rules: address::AddressRules,
+    /// Share the frontier of a named crawl through Redis with other workers
+    /// instead of keeping it in the data directory.
+    pub cluster: Option<ClusterTarget>,
 }
 
 /// Settings the user gave for this run (flags). On resume they win over the
@@ -244,7 +249,7 @@ fn serve_results(
     store: &store::Store,
     data_dir: &std::path::Path,
 ) -> Option<store::remote::ResultsServer> {
-    store::remote::ResultsServer::start(store.clone(), data_dir)
+    store::remote::ResultsServer::start(store.clone(), data_dir, inspect::SOCKET_READS)
         .map_err(|e| {
             tracing::warn!(
                 "cannot serve results on {}: {e}; listings of this crawl must wait until it ends",

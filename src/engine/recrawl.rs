@@ -118,6 +118,8 @@ pub fn keep_unchanged_page(store: &Store, record: &mut PageRecord) {
     record.links_found = previous.links_found;
     record.content_type = previous.content_type;
     record.simhash = previous.simhash;
+    // A 304 is archived as a revisit without a body: the page is the earlier record.
+    record.warc = previous.warc.or(record.warc.take());
     record.etag = record.etag.take().or(previous.etag);
     record.last_modified = record.last_modified.take().or(previous.last_modified);
 }

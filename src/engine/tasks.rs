@@ -17,6 +17,7 @@ use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
 use super::frontier::Lease;
 use super::robots::{self, RobotsAnswer};
 use super::store::warc::{EncodedExchange, WarcExchange, WarcWriter};
+use super::store::WarcLocation;
 use crate::engine::config::RobotsConfig;
 
 pub enum Work {
@@ -61,6 +62,8 @@ pub struct Fetched {
     /// Present for HTML 2xx responses.
     pub extracted: Option<Extracted>,
     pub warc_error: Option<String>,
+    /// Where the response was archived.
+    pub warc_at: Option<WarcLocation>,
 }
 
 /// One page fetch and everything it needs, moved into its task.
@@ -142,6 +145,7 @@ fn process(
     }
     let digest = ok.then(|| ContentDigest::of(&response.body));
     let mut warc_error = None;
+    let mut warc_at = None;
     if let (Some(warc), true) = (warc, !directives.noarchive) {
         let label = digest.as_ref().map_or_else(
             || ContentDigest::of(&response.body).warc_label(),
@@ -160,8 +164,9 @@ fn process(
             let mut writer = warc.lock().unwrap_or_else(|p| p.into_inner());
             writer.append(&encoded)
         });
-        if let Err(e) = written {
-            warc_error = Some(format!("WARC write failed: {e}"));
+        match written {
+            Ok(at) => warc_at = Some(at),
+            Err(e) => warc_error = Some(format!("WARC write failed: {e}")),
         }
     }
     Fetched {
@@ -177,6 +182,7 @@ fn process(
         digest,
         extracted,
         warc_error,
+        warc_at,
     }
 }
 

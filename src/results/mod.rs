@@ -5,6 +5,7 @@
 mod dupes;
 mod links;
 pub mod output;
+pub mod page;
 pub mod query;
 pub mod rows;
 

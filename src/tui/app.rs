@@ -375,6 +375,25 @@ fn perform(
                     let _ = listed.send(Msg::HostListed { host, list, lines });
                 });
             }
+            Effect::Inspect { data_dir, url } => {
+                // Through the crawl's read path, off the loop.
+                let listed = listed.clone();
+                tokio::task::spawn_blocking(move || {
+                    let page = crate::results::page::read(&data_dir, &url)
+                        .map(std::sync::Arc::new)
+                        .map_err(|e| format!("{e:#}"));
+                    let _ = listed.send(Msg::Inspected { url, page });
+                });
+            }
+            Effect::Select { page, css } => {
+                let listed = listed.clone();
+                tokio::task::spawn_blocking(move || {
+                    let found = crate::engine::inspect::select(&page.html, &css);
+                    let lines = crate::results::page::select_lines(&css, &found);
+                    let url = page.url.clone();
+                    let _ = listed.send(Msg::Selected { url, css, lines });
+                });
+            }
             Effect::Send(cmd) => {
                 let what = command_label(&cmd);
                 let id = control.send(cmd);

@@ -16,6 +16,8 @@ pub enum CommandLine {
     Quit,
     Help,
     Freeze,
+    /// `:select CSS`: the page inspector's elements matching a selector.
+    Select(String),
 }
 
 /// Command names with their argument hint, for completion and error messages.
@@ -38,6 +40,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("checkpoint", ""),
     ("stop", ""),
     ("freeze", ""),
+    ("select", "CSS"),
     ("help", ""),
     ("quit", ""),
 ];
@@ -189,6 +192,14 @@ pub fn parse(line: &str) -> Result<CommandLine, String> {
     let Some((&name, args)) = words.split_first() else {
         return Err("empty command".into());
     };
+    if name == "select" {
+        // A selector may hold spaces: the rest of the line, as typed.
+        let css = line.trim_start()["select".len()..].trim();
+        if css.is_empty() {
+            return Err(usage(name));
+        }
+        return Ok(CommandLine::Select(css.to_string()));
+    }
     match (name, args) {
         ("freeze", []) => return Ok(CommandLine::Freeze),
         ("help", []) => return Ok(CommandLine::Help),

@@ -85,6 +85,15 @@ fn parses_every_command() {
 }
 
 #[test]
+fn select_takes_the_rest_of_the_line_as_its_selector() {
+    assert_eq!(
+        parse("select  div > a.next[href]"),
+        Ok(CommandLine::Select("div > a.next[href]".into()))
+    );
+    assert!(parse("select").unwrap_err().contains("select CSS"));
+}
+
+#[test]
 fn bad_input_says_what_is_wrong() {
     assert_eq!(
         parse("throttle a 500"),

@@ -37,6 +37,17 @@ pub enum Effect {
     /// Ask the engine what the rule would match (the loop reports back with
     /// `Msg::PreviewSent`).
     SendPreview { generation: u64, spec: RuleSpec },
+    /// Read a page for the inspector through the crawl's read path (answered by
+    /// `Msg::Inspected`).
+    Inspect {
+        data_dir: std::path::PathBuf,
+        url: String,
+    },
+    /// Run `:select` on an inspected page (answered by `Msg::Selected`).
+    Select {
+        page: std::sync::Arc<crate::engine::inspect::PageInspection>,
+        css: String,
+    },
     /// Read one of a host's lists from the store (answered by `Msg::HostListed`).
     ListHost {
         data_dir: std::path::PathBuf,

@@ -20,16 +20,18 @@ pub enum Mode {
     Command,
     Help,
     Detail,
+    Inspector,
 }
 
 impl Mode {
     /// Every mode, in the order `crawldeck keys` prints them.
-    pub const ALL: [Mode; 5] = [
+    pub const ALL: [Mode; 6] = [
         Mode::Normal,
         Mode::Prompt,
         Mode::Command,
         Mode::Help,
         Mode::Detail,
+        Mode::Inspector,
     ];
 
     /// The table name in keybindings.toml.
@@ -40,6 +42,7 @@ impl Mode {
             Mode::Command => "command",
             Mode::Help => "help",
             Mode::Detail => "detail",
+            Mode::Inspector => "inspector",
         }
     }
 
@@ -245,7 +248,7 @@ fn merge(map: &mut KeyMap, text: &str, origin: &str) -> Vec<String> {
     for (mode_name, value) in table {
         let Some(mode) = Mode::from_name(&mode_name) else {
             warnings.push(format!(
-                "{origin}: unknown mode [{mode_name}] (modes: normal, prompt, command, help, detail)"
+                "{origin}: unknown mode [{mode_name}] (modes: normal, prompt, command, help, detail, inspector)"
             ));
             continue;
         };

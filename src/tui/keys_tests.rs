@@ -76,7 +76,7 @@ fn invalid_files_give_warnings_not_errors() {
     );
 
     let (_, w) = keymap_from_str("[visual]\nquit = \"q\"\n");
-    assert_eq!(w, ["user keybindings: unknown mode [visual] (modes: normal, prompt, command, help, detail)"]);
+    assert_eq!(w, ["user keybindings: unknown mode [visual] (modes: normal, prompt, command, help, detail, inspector)"]);
 
     let (map, w) =
         keymap_from_str("[normal]\nlaunch-rockets = \"l\"\nquit = \"hyper-q\"\nhelp = 3\n");

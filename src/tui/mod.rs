@@ -10,6 +10,8 @@ pub mod action;
 pub mod app;
 pub mod command;
 pub mod effect;
+mod inspector;
+pub mod inspector_state;
 pub mod keys;
 pub mod model;
 pub mod preview;

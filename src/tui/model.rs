@@ -220,6 +220,8 @@ pub struct Model {
     pub prompt: Option<Prompt>,
     /// Host whose detail view is open.
     pub detail: Option<HostKey>,
+    /// The page inspector, drawn over everything but prompts while open.
+    pub inspector: Option<super::inspector_state::Inspector>,
     /// A list of the detail view's host read from the store, shown instead of
     /// its recent fetches.
     pub host_listing: Option<HostListing>,
@@ -273,6 +275,7 @@ impl Model {
             overlay: Overlay::None,
             prompt: None,
             detail: None,
+            inspector: None,
             host_listing: None,
             data_dir: None,
             detail_scroll: 0,
@@ -310,6 +313,7 @@ impl Model {
             (Some(p), _, _) if p.kind == PromptKind::Command => Mode::Command,
             (Some(_), _, _) => Mode::Prompt,
             (None, Overlay::Help, _) => Mode::Help,
+            (None, _, _) if self.inspector.is_some() => Mode::Inspector,
             (None, _, Some(_)) => Mode::Detail,
             _ => Mode::Normal,
         }

@@ -103,6 +103,8 @@ pub(super) enum Submitted {
     Effects(Vec<Effect>),
     /// The command line named an action (`:quit`, `:help`, `:freeze`); `update` runs it.
     Dispatch(Action),
+    /// `:select CSS`, for the page inspector.
+    Select(String),
 }
 
 /// What a prompt's text asks for, once parsed.
@@ -171,6 +173,7 @@ pub(super) fn submit(model: &mut Model) -> Submitted {
         Request::Line(CommandLine::Quit) => return Submitted::Dispatch(Action::Quit),
         Request::Line(CommandLine::Help) => return Submitted::Dispatch(Action::Help),
         Request::Line(CommandLine::Freeze) => return Submitted::Dispatch(Action::Freeze),
+        Request::Line(CommandLine::Select(css)) => return Submitted::Select(css),
     };
     Submitted::Effects(effects)
 }

@@ -8,8 +8,9 @@ use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 
 use super::action::Action;
 use super::effect::{send, Effect, TuiExit};
+use super::inspector;
 use super::keys::Mode;
-use super::model::{FetchLine, HostList, HostListing, Model, Overlay, Quitting};
+use super::model::{FetchLine, HostList, HostListing, Model, Overlay, Pane, Quitting};
 use super::preview;
 use super::prompt::{self, Submitted};
 use super::targets::{alert_action, host_action, remove_rule};
@@ -55,6 +56,17 @@ pub enum Msg {
     PreviewSent {
         generation: u64,
         id: CommandId,
+    },
+    /// A page read for the inspector (`Effect::Inspect`), or why it could not be.
+    Inspected {
+        url: String,
+        page: Result<Arc<crate::engine::inspect::PageInspection>, String>,
+    },
+    /// What `:select` found on an inspected page (`Effect::Select`), as lines.
+    Selected {
+        url: String,
+        css: String,
+        lines: Vec<String>,
     },
 }
 
@@ -114,6 +126,14 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
                     listing.lines = Some(lines);
                 }
             }
+            Vec::new()
+        }
+        Msg::Inspected { url, page } => {
+            inspector::inspected(model, url, page);
+            Vec::new()
+        }
+        Msg::Selected { url, css, lines } => {
+            inspector::selected(model, url, css, lines);
             Vec::new()
         }
         Msg::HostRows(rows) => {
@@ -281,6 +301,7 @@ fn on_prompt_key(model: &mut Model, action: Option<Action>, key: &KeyEvent) -> V
         Some(Action::Submit) => match prompt::submit(model) {
             Submitted::Effects(effects) => effects,
             Submitted::Dispatch(action) => on_action(model, action),
+            Submitted::Select(css) => inspector::select(model, css),
         },
         Some(Action::Cancel) => {
             prompt::cancel(model);
@@ -342,7 +363,6 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
         | Action::PaneRules
         | Action::PaneLog
         | Action::PaneQueues
-        | Action::Open
         | Action::SortNext
         | Action::SortReverse
         | Action::Freeze => {
@@ -358,6 +378,16 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
             prompt::open_for(model, action);
             Vec::new()
         }
+        Action::Open if model.pane == Pane::Alerts && model.detail.is_none() => {
+            inspector::open(model)
+        }
+        Action::Open => {
+            view::apply(model, action);
+            Vec::new()
+        }
+        Action::InspectPages => inspector::open(model),
+        Action::NextPage => inspector::step(model, true),
+        Action::PrevPage => inspector::step(model, false),
         Action::HostErrors => list_host(model, HostList::Errors),
         Action::HostRedirects => list_host(model, HostList::Redirects),
         Action::HostBlocked => list_host(model, HostList::Blocked),

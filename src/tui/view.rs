@@ -49,6 +49,9 @@ fn move_selection(index: &mut usize, len: usize, delta: isize) {
 fn scroll(model: &mut Model, delta: isize) {
     if model.overlay == Overlay::Help {
         move_selection(&mut model.help_scroll, SCROLL_LIMIT, delta);
+    } else if let Some(inspector) = model.inspector.as_mut() {
+        let lines = inspector.line_count();
+        move_selection(&mut inspector.scroll, lines, delta);
     } else if model.detail.is_some() {
         move_selection(&mut model.detail_scroll, SCROLL_LIMIT, delta);
     } else {
@@ -82,6 +85,8 @@ fn toggle_help(model: &mut Model) {
 fn back(model: &mut Model) {
     if model.overlay == Overlay::Help {
         model.overlay = Overlay::None;
+    } else if model.inspector.is_some() {
+        model.inspector = None;
     } else if model.host_listing.is_some() {
         model.host_listing = None;
         model.detail_scroll = 0;

@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod term;
+
 use std::path::Path;
 use std::time::Duration;
 

@@ -190,6 +190,11 @@ async fn bench_pages_are_20kb_with_50_links_and_all_reachable() {
     assert_eq!(seen.len(), 400);
     assert!(cross_host > 0);
     assert_eq!(web.log().count(), 400);
+    assert_eq!(
+        web.log().dropped(),
+        400,
+        "counted, not kept: memory stays flat"
+    );
     let (status, _) = get(&client, start.join("/p/200.html").unwrap().as_str()).await;
     assert_eq!(status, 404, "pages beyond the host's count do not exist");
     web.shutdown().await;

@@ -14,7 +14,9 @@ use crate::engine::config::{parse_seed, CrawlConfig};
 use crate::engine::cpu_pool::CpuPool;
 use crate::engine::extract::ExtractOptions;
 use crate::engine::fetch::Fetcher;
-use crate::engine::frontier::{Frontier, FrontierEntry, FrontierStore, Hold};
+use crate::engine::frontier::{
+    refuse_worker_dir, Frontier, FrontierEntry, FrontierStore, Hold, RedisFrontier,
+};
 use crate::engine::hosts::HostTable;
 use crate::engine::outbox::Outbox;
 use crate::engine::probes::SoftProbes;
@@ -62,7 +64,26 @@ pub(in crate::engine) fn build(
         options.disk_faults.clone(),
     )
     .map_err(store_err)?;
-    let mut frontier: Box<dyn FrontierStore> = Box::new(Frontier::open(&store).map_err(store_err)?);
+    let mut seeds = all_seeds(&store, &config)?;
+    let mut cluster_line = None;
+    let mut frontier: Box<dyn FrontierStore> = match &options.cluster {
+        Some(target) => {
+            let mut shared = RedisFrontier::open(target, data_dir, &store).map_err(store_err)?;
+            seeds = shared_seeds(&mut shared, &seeds)?;
+            cluster_line = Some(format!(
+                "shared frontier: crawl {} on {}, this worker is {} (host leases of {:?})",
+                target.crawl,
+                target.url,
+                shared.worker(),
+                target.lease_ttl
+            ));
+            Box::new(shared)
+        }
+        None => {
+            refuse_worker_dir(data_dir).map_err(EngineError::Config)?;
+            Box::new(Frontier::open(&store).map_err(store_err)?)
+        }
+    };
     // Robots first: every host the frontier creates waits for its robots.txt.
     frontier.set_initial_holds(&[Hold::Robots]);
     frontier
@@ -71,7 +92,6 @@ pub(in crate::engine) fn build(
     let fetcher = Fetcher::with_rules(&config, &options.address_rules)
         .map_err(|e| EngineError::Config(e.to_string()))?;
 
-    let seeds = all_seeds(&store, &config)?;
     for seed in &seeds {
         fetcher.guard().add_seed(seed);
     }
@@ -107,6 +127,7 @@ pub(in crate::engine) fn build(
     );
     let mut settings_report = operator.report;
     settings_report.push(workers.address_guard().describe());
+    settings_report.extend(cluster_line);
     Ok(Coordinator {
         data_dir: data_dir.display().to_string(),
         store,
@@ -135,7 +156,7 @@ pub(in crate::engine) fn build(
             wait_for_operator: options.wait_for_operator,
             recrawl_pass,
         },
-        unsynced: false,
+        group_commit: Default::default(),
         settings_report,
         returns: Default::default(),
         cfg: config,
@@ -265,6 +286,16 @@ fn all_seeds(store: &Store, config: &CrawlConfig) -> Result<Vec<Url>, EngineErro
         })
         .collect::<Result<_, _>>()
         .map_err(EngineError::Config)
+}
+
+/// The seeds of every worker of a shared crawl (scope and allowed address
+/// classes come from them, also on a worker that joined without seeds).
+fn shared_seeds(frontier: &mut RedisFrontier, mine: &[Url]) -> Result<Vec<Url>, EngineError> {
+    let texts: Vec<String> = mine.iter().map(Url::to_string).collect();
+    let all = frontier.share_seeds(&texts).map_err(store_err)?;
+    all.iter()
+        .map(|s| Url::parse(s).map_err(|e| EngineError::Config(format!("shared seed {s}: {e}"))))
+        .collect()
 }
 
 /// Queues the seeds the crawl has not seen yet.

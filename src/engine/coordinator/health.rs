@@ -111,6 +111,8 @@ impl Coordinator {
     /// The host takes no more work: its queued URLs are recorded as
     /// `outcome`; returns how many.
     fn finish_host(&mut self, host: &str, outcome: PageOutcome) -> u64 {
+        // Links of pages awaiting their group commit must be queued to be dropped.
+        self.sync();
         if let Err(e) = self.hosts.give_up(host, outcome.clone()) {
             self.storage_failed(&format!("giving up {host}"), e);
         }

@@ -48,7 +48,8 @@ impl Coordinator {
         } else {
             0
         };
-        let candidates = self.in_scope(links, depth);
+        // Extraction normalizes the links it finds; a Location header is not.
+        let candidates = self.in_scope(links, depth, redirect);
         let fresh = self.claim_unseen(&parent_entry.url, candidates);
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
@@ -56,6 +57,8 @@ impl Coordinator {
         let rules_before = self.rules.next_id();
         for (url, host) in fresh {
             if let Some(d) = self.traps.on_discovered(parent, &url, depth) {
+                // The alert's sweep must find the group's links queued.
+                self.sync();
                 self.raise_alert(d);
             }
             let entry = FrontierEntry {
@@ -99,15 +102,17 @@ impl Coordinator {
         admitted
     }
 
-    /// The links, normalized, that pass depth, scope and operator rules, each
-    /// with its host key. Those left out for scope, depth, extension or a
-    /// rule are recorded so a listing can say why they were not fetched.
-    fn in_scope(&mut self, links: Vec<Url>, depth: u32) -> Vec<(Url, HostKey)> {
+    /// The links (normalized first if `normalize`) that pass depth, scope and
+    /// operator rules, each with its host key. Those left out for scope, depth,
+    /// extension or a rule are recorded so a listing can say why they were not fetched.
+    fn in_scope(&mut self, links: Vec<Url>, depth: u32, normalize: bool) -> Vec<(Url, HostKey)> {
         let too_deep = depth > self.cfg.max_depth;
         let mut kept = Vec::with_capacity(if too_deep { 0 } else { links.len() });
         let mut filtered = Vec::new();
         for mut url in links {
-            url_norm::normalize(&mut url);
+            if normalize {
+                url_norm::normalize(&mut url);
+            }
             let reason = match self.filter.check(&url) {
                 Ok(()) if too_deep => Some(FilterReason::Depth),
                 Ok(()) => None,

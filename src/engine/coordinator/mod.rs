@@ -7,6 +7,7 @@ mod boot;
 mod collateral;
 mod commands;
 mod dispatch;
+mod group_commit;
 mod health;
 mod links;
 mod preview;
@@ -86,8 +87,8 @@ pub(crate) struct Coordinator {
     stats: CrawlStats,
     slots: FetchSlots,
     run: RunState,
-    /// Commits since the last flush.
-    unsynced: bool,
+    /// Pages finished but not yet written, and when they must be.
+    group_commit: group_commit::GroupCommit,
     /// The crawl-wide settings at start and where each came from.
     settings_report: Vec<String>,
     /// Removed rules whose blocked URLs are coming back.
@@ -121,6 +122,9 @@ impl Coordinator {
         });
         loop {
             let now = Instant::now();
+            if self.group_commit.is_due(now) {
+                self.sync();
+            }
             self.fire_timers(now);
             self.dispatch(now);
             if let Some(reason) = self.finished() {
@@ -138,24 +142,23 @@ impl Coordinator {
                     self.begin_drain("shutdown requested (signal)");
                 }
                 Some((id, command)) = self.commands.recv() => {
+                    // The command sees every finished page's links queued.
+                    self.sync();
                     if let Some(outcome) = commands::handle(&mut self, id, command) {
                         self.outbox.answer(id, outcome);
                     }
                     // Operator actions are durable at once.
-                    self.unsynced = true;
                     self.sync();
                 }
                 Some(work) = self.results.recv() => {
                     self.handle_work(work);
-                    // Group commit: everything that finished meanwhile, then one flush.
+                    // Everything that finished meanwhile; flushed as a group (group_commit.rs).
                     while let Ok(work) = self.results.try_recv() {
                         self.handle_work(work);
                     }
-                    self.sync();
                 }
                 Some(walked) = self.returns.recv() => {
                     self.apply_walked(walked);
-                    self.unsynced = true;
                     self.sync();
                 }
                 _ = tick.tick() => {
@@ -251,7 +254,8 @@ impl Coordinator {
         if self.cfg.max_pages > 0 && pages >= self.cfg.max_pages {
             return Some(format!("page limit reached ({})", self.cfg.max_pages));
         }
-        let idle = self.slots.total() == 0 && self.returns.is_idle();
+        let idle =
+            self.slots.total() == 0 && self.group_commit.is_empty() && self.returns.is_idle();
         if !idle || self.run.paused || !self.timers.is_empty() {
             return None;
         }
@@ -297,10 +301,15 @@ impl Coordinator {
                     }
                 }
             };
-        [frontier, self.timers.next_due(), self.slots.rate_wake()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            frontier,
+            self.timers.next_due(),
+            self.slots.rate_wake(),
+            self.group_commit.next_due(),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn fire_timers(&mut self, now: Instant) {
@@ -312,18 +321,28 @@ impl Coordinator {
         }
     }
 
-    /// Makes completed pages durable, so a `kill -9` re-fetches only what was
-    /// in flight.
+    /// Writes the finished pages' group and makes everything durable, so a
+    /// `kill -9` re-fetches only what was in flight.
     fn sync(&mut self) {
-        if std::mem::take(&mut self.unsynced) {
-            if let Err(e) = self.store.flush() {
-                self.storage_failed("flush", e);
+        let group = self.group_commit.take();
+        if !group.is_empty() {
+            let leases: Vec<Lease> = group.iter().map(|c| c.lease.clone()).collect();
+            if let Err(e) = self.frontier.complete_all(group) {
+                self.storage_failed("recording finished pages", e);
+                // Nothing of them was stored: their URLs stay queued.
+                for lease in leases {
+                    self.release(lease);
+                }
             }
+        }
+        if let Err(e) = self.store.flush() {
+            self.storage_failed("flush", e);
         }
     }
 
     /// Writes everything that is kept only in memory between checkpoints.
     fn checkpoint(&mut self) {
+        self.sync();
         if let Err(e) = self.workers.flush_warc() {
             self.storage_fault(format!("checkpoint: {e}"));
         }

@@ -67,7 +67,7 @@ impl Coordinator {
 
     /// robots.txt disallows the probe's path: it is not sent.
     pub(super) fn probe_denied(&mut self, lease: Lease) {
-        self.end_probe(&lease, "robots.txt disallows the path, not sent".into());
+        self.end_probe(lease, "robots.txt disallows the path, not sent".into());
     }
 
     /// A probe came back: a 2xx with the suspect pages' content makes its
@@ -80,7 +80,7 @@ impl Coordinator {
     ) {
         let host = lease.entry.host.clone();
         let Some(probe) = self.probes.pending(&host, &lease.entry.url).cloned() else {
-            return self.end_probe(&lease, "no longer expected".into());
+            return self.end_probe(lease, "no longer expected".into());
         };
         let verdict = match result {
             Ok(answer) => {
@@ -99,7 +99,7 @@ impl Coordinator {
             }
         };
         self.schedule_next(&host, now);
-        self.end_probe(&lease, verdict);
+        self.end_probe(lease, verdict);
     }
 
     /// The probe's verdict in words; relabels the alert on a soft 404.
@@ -151,15 +151,16 @@ impl Coordinator {
 
     /// Records the probe's URL as not crawled (with the verdict) and never
     /// probes the host again.
-    fn end_probe(&mut self, lease: &Lease, verdict: String) {
+    fn end_probe(&mut self, lease: Lease, verdict: String) {
+        let host = lease.entry.host.clone();
         let record = record_for(
             &lease.entry,
             PageOutcome::NotCrawled {
                 reason: format!("soft-404 probe: {verdict}"),
             },
         );
-        self.commit(lease, &record, Vec::new());
-        if let Err(e) = self.probes.finish(&lease.entry.host) {
+        self.commit(lease, record, Vec::new());
+        if let Err(e) = self.probes.finish(&host) {
             self.storage_failed("storing a soft-404 probe's end", e);
         }
     }

@@ -11,7 +11,7 @@ use super::Coordinator;
 use crate::engine::breaker::Outcome;
 use crate::engine::dedup::url_fingerprint;
 use crate::engine::fetch::{FetchError, FetchErrorKind, Validators};
-use crate::engine::frontier::{FrontierEntry, Lease};
+use crate::engine::frontier::{Completion, FrontierEntry, Lease};
 use crate::engine::recrawl;
 use crate::engine::store::{PageOutcome, PageRecord};
 use crate::engine::tasks::{Fetched, Work};
@@ -87,6 +87,8 @@ impl Coordinator {
                 answer,
             } => {
                 self.slots.end_robots();
+                // A verdict may give the host up: its queue must be complete.
+                self.sync();
                 self.robots_settled(&host, &origin, answer, now);
             }
             Work::Probe { lease, result } => {
@@ -133,7 +135,7 @@ impl Coordinator {
                 message: error.message,
             },
         );
-        self.commit(&lease, &record, Vec::new());
+        self.commit(lease, record, Vec::new());
         self.schedule_next(&host, now);
     }
 
@@ -163,26 +165,37 @@ impl Coordinator {
         true
     }
 
-    /// Ends a lease: the page record, the queue key's removal and the new
-    /// outlinks in one batch (made durable by the next `sync`).
+    /// Ends a fetched page's lease: the page record, the queue key's removal
+    /// and the new outlinks are written together with the rest of its group
+    /// (group_commit.rs).
     pub(super) fn commit(
         &mut self,
-        lease: &Lease,
-        record: &PageRecord,
+        lease: Lease,
+        record: PageRecord,
         outlinks: Vec<FrontierEntry>,
     ) {
-        self.unsynced = true;
-        if let Err(e) = self.frontier.complete(lease, record, outlinks) {
+        let completion = Completion {
+            lease,
+            record,
+            outlinks,
+        };
+        self.group_commit.add(completion, Instant::now());
+    }
+
+    /// Ends a lease that made no request (robots.txt denied, unfetchable) in
+    /// a batch of its own, so such URLs do not wait for a group each.
+    fn commit_now(&mut self, lease: Lease, record: &PageRecord) {
+        if let Err(e) = self.frontier.complete(&lease, record, Vec::new()) {
             self.storage_failed(&format!("recording {}", lease.entry.url), e);
             // Nothing of the page was stored: its URL stays queued.
-            self.release(lease.clone());
+            self.release(lease);
         }
     }
 
     pub(super) fn record_robots_denied(&mut self, lease: Lease) {
         self.stats.count().robots_denied += 1;
         let record = record_for(&lease.entry, PageOutcome::RobotsDenied);
-        self.commit(&lease, &record, Vec::new());
+        self.commit_now(lease, &record);
     }
 
     pub(super) fn record_unfetchable(&mut self, lease: Lease, why: &str) {
@@ -194,7 +207,7 @@ impl Coordinator {
                 message: why.into(),
             },
         );
-        self.commit(&lease, &record, Vec::new());
+        self.commit_now(lease, &record);
     }
 
     fn page_fetched(&mut self, lease: Lease, page: Fetched, now: Instant) {
@@ -246,12 +259,14 @@ impl Coordinator {
         }
         let new_links = outlinks.len();
         let exact_copy = matches!(record.outcome, PageOutcome::Duplicate { .. });
-        self.commit(&lease, &record, outlinks);
+        self.commit(lease, record, outlinks);
         if let (Some(extracted), Some(url)) = (&page.extracted, parent) {
             if let Some(d) =
                 self.traps
                     .on_fetched(&url, Some(extracted.simhash), new_links, exact_copy)
             {
+                // The alert's sweep must find the group's links queued.
+                self.sync();
                 self.raise_alert(d);
             }
         }
@@ -269,6 +284,7 @@ impl Coordinator {
         record.last_modified = page.last_modified.clone();
         record.content_digest = page.digest.as_ref().map(|d| d.warc_label());
         record.set_content_type(page.content_type.as_deref());
+        record.warc = page.warc_at.clone();
         let mut links = Vec::new();
         if status == 304 {
             self.stats.count().not_modified += 1;

@@ -37,6 +37,15 @@ pub enum ScanRange {
 }
 
 /// Where a scan goes on; opaque to callers.
+/// A lease to end for good, with what its fetch produced (see
+/// [`FrontierStore::complete`]).
+#[derive(Debug, Clone)]
+pub struct Completion {
+    pub lease: Lease,
+    pub record: PageRecord,
+    pub outlinks: Vec<FrontierEntry>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScanCursor(pub(super) Vec<u8>);
 
@@ -110,6 +119,17 @@ pub trait FrontierStore: Send {
         record: &PageRecord,
         outlinks: Vec<FrontierEntry>,
     ) -> Result<usize, StoreError>;
+
+    /// [`FrontierStore::complete`] for several leases, written together: one
+    /// atomic write for all is allowed (and cheaper). On `Err` the caller
+    /// releases the leases still out. Returns how many outlinks were queued.
+    fn complete_all(&mut self, done: Vec<Completion>) -> Result<usize, StoreError> {
+        let mut queued = 0;
+        for c in done {
+            queued += self.complete(&c.lease, &c.record, c.outlinks)?;
+        }
+        Ok(queued)
+    }
 
     /// Ends a lease by putting the URL back where it was: at its host's head.
     /// `StoreError::UnknownLease` if the lease already ended.
@@ -231,6 +251,10 @@ impl FrontierStore for Frontier {
         outlinks: Vec<FrontierEntry>,
     ) -> Result<usize, StoreError> {
         Frontier::complete(self, lease, record, outlinks)
+    }
+
+    fn complete_all(&mut self, done: Vec<Completion>) -> Result<usize, StoreError> {
+        Frontier::complete_all(self, done)
     }
 
     fn release(&mut self, lease: Lease) -> Result<(), StoreError> {

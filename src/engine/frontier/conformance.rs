@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{FrontierEntry, FrontierStore, Hold, HostQueueView, Lease, LEVEL_WEIGHTS};
+use super::{Completion, FrontierEntry, FrontierStore, Hold, HostQueueView, Lease, LEVEL_WEIGHTS};
 use crate::engine::store::{PageOutcome, PageRecord, StoreError};
 use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
 
@@ -36,6 +36,7 @@ macro_rules! frontier_conformance_tests {
             park_unpark_and_drop_parked_keep_the_counts,
             bulk_operations_leave_leased_urls_alone,
             a_host_scoped_removal_leaves_other_hosts_alone,
+            complete_all_ends_every_lease_and_queues_their_links,
         );
     };
     (@each $open:expr; $($name:ident),* $(,)?) => {
@@ -638,4 +639,47 @@ pub(crate) fn a_host_scoped_removal_leaves_other_hosts_alone<F: FrontierStore>(
     assert_eq!(queued(&mut f), 4);
     assert_eq!(f.remove_matching(None, &is_cal, &record).unwrap(), 3);
     assert_eq!(queued(&mut f), 1);
+}
+
+pub(crate) fn complete_all_ends_every_lease_and_queues_their_links<F: FrontierStore>(
+    open: &mut impl FnMut(&Path) -> F,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Instant::now();
+    let done_urls: Vec<String>;
+    {
+        let mut f = open(dir.path());
+        f.set_default_max_in_flight(2).unwrap();
+        f.push(
+            (0..3)
+                .map(|i| entry("a.example", &i.to_string(), 0))
+                .collect(),
+        )
+        .unwrap();
+        f.push(vec![entry("b.example", "0", 0)]).unwrap();
+        let leases = [lease(&mut f, now), lease(&mut f, now), lease(&mut f, now)];
+        done_urls = leases.iter().map(|l| l.entry.url.clone()).collect();
+        let group: Vec<Completion> = leases
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| Completion {
+                record: record(&l.entry),
+                outlinks: vec![entry("c.example", &format!("from{i}"), 0)],
+                lease: l,
+            })
+            .collect();
+        assert_eq!(f.complete_all(group).unwrap(), 3);
+        let counts = f.counts().unwrap();
+        assert_eq!((counts.queued, counts.in_flight), (1 + 3, 0));
+        // Dropped without a checkpoint, like a killed process.
+    }
+    let mut f = open(dir.path());
+    let left: HashSet<String> = drain(&mut f, now).into_iter().collect();
+    assert_eq!(left.len(), 4, "{left:?}");
+    for url in &done_urls {
+        assert!(!left.contains(url), "{url} handed out again");
+    }
+    for i in 0..3 {
+        assert!(left.contains(&format!("http://c.example/from{i}")));
+    }
 }

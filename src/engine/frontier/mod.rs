@@ -19,6 +19,7 @@ pub(crate) mod conformance;
 mod entry;
 mod host;
 mod ops;
+mod redis;
 mod resume;
 mod scan;
 mod schedule;
@@ -28,9 +29,17 @@ use std::collections::HashMap;
 
 use tokio::time::Instant;
 
+pub use self::redis::{
+    key_prefix, refuse_worker_dir, validate_crawl_name, ClusterTarget, Heartbeat, RedisFrontier,
+    DEFAULT_LEASE_TTL,
+};
 #[cfg(test)]
 use api::FrontierCounts;
-pub use api::{FrontierStore, HostQueueView, ScanCursor, ScanRange};
+pub use api::{Completion, FrontierStore, HostQueueView, ScanCursor, ScanRange};
+/// Decodes a stored queue or parked entry (the page inspector reads parked URLs).
+pub(crate) use entry::decode as decode_entry;
+#[cfg(test)]
+pub(crate) use entry::encode as encode_entry;
 pub use entry::{FrontierEntry, Hold, Lease};
 #[cfg(test)]
 use schedule::LEVEL_WEIGHTS;

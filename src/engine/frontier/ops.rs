@@ -7,7 +7,7 @@ use tokio::time::Instant;
 
 use super::entry::{decode, encode, level_of};
 use super::schedule::HostId;
-use super::{Frontier, FrontierEntry, Lease, SCAN_CHUNK};
+use super::{Completion, Frontier, FrontierEntry, Lease, SCAN_CHUNK};
 use crate::engine::dedup::url_fingerprint;
 use crate::engine::store::{keys, CrawlBatch, PageRecord, StoreError};
 
@@ -56,6 +56,46 @@ impl Frontier {
         let queued = self.admit_all(staged);
         self.reschedule(id);
         self.maybe_forget(id);
+        queued
+    }
+
+    /// Finishes several leases as [`Frontier::complete`] does, in one atomic
+    /// batch: one write instead of one per page. All or nothing.
+    pub fn complete_all(&mut self, done: Vec<Completion>) -> Result<usize, StoreError> {
+        for c in &done {
+            self.leasing_host(&c.lease)?;
+        }
+        let mut batch = CrawlBatch::default();
+        let mut staged_all = Vec::with_capacity(done.len());
+        let mut encoded = Ok(());
+        for Completion {
+            lease,
+            record,
+            outlinks,
+        } in done
+        {
+            batch.dequeue(&lease.key);
+            encoded = encoded.and_then(|()| batch.record_page(&record));
+            staged_all.push((lease, self.stage_queued(&mut batch, outlinks)));
+        }
+        if let Err(e) = encoded.and_then(|()| self.store.apply(batch)) {
+            let urls: Vec<String> = staged_all
+                .iter()
+                .flat_map(|(_, staged)| staged.iter().map(|(_, entry)| entry.url.clone()))
+                .collect();
+            self.forget_claims(urls.iter().map(String::as_str));
+            return Err(e);
+        }
+        let mut queued = Ok(0);
+        for (lease, staged) in staged_all {
+            let id = self.leasing_host(&lease)?;
+            self.host_mut(id).end_lease(&lease.key);
+            self.in_flight = self.in_flight.saturating_sub(1);
+            let admitted = self.admit_all(staged);
+            queued = queued.and_then(|n| admitted.map(|m| n + m));
+            self.reschedule(id);
+            self.maybe_forget(id);
+        }
         queued
     }
 

@@ -144,3 +144,55 @@ fn memory_stays_bounded_with_200k_queued_urls_over_50_hosts() {
     assert_eq!(queued_hosts(&f).len(), 50);
     assert_eq!(store.pages_count(), 5_000);
 }
+
+#[test]
+fn a_failed_group_write_records_nothing_and_leaves_links_unclaimed() {
+    use crate::engine::store::faults::DiskFaults;
+
+    let dir = tempfile::tempdir().unwrap();
+    // One write for the push below; the group's write finds the disk full.
+    let faults = DiskFaults::full_after(1);
+    let store = Store::open_with_faults(dir.path(), 8 << 20, faults.clone()).unwrap();
+    let mut f = Frontier::open(&store).unwrap();
+    f.set_default_max_in_flight(4);
+    f.push(
+        (0..2)
+            .map(|i| entry("a.example", &i.to_string(), 0))
+            .collect(),
+    )
+    .unwrap();
+    let now = Instant::now();
+    let leases = [
+        f.try_next_ready(now).unwrap().expect("ready"),
+        f.try_next_ready(now).unwrap().expect("ready"),
+    ];
+    let link = "http://b.example/new";
+    assert_eq!(f.claim_unseen(&[link]).unwrap(), [true]);
+    let group: Vec<Completion> = leases
+        .iter()
+        .map(|l| Completion {
+            lease: l.clone(),
+            record: record(&l.entry),
+            outlinks: vec![entry("b.example", "new", 0)],
+        })
+        .collect();
+
+    assert!(f.complete_all(group).is_err(), "the disk is full");
+    assert_eq!(f.in_flight(), 2, "every lease is still out");
+    for l in &leases {
+        assert!(
+            store.page(&l.entry.url).unwrap().is_none(),
+            "nothing recorded"
+        );
+    }
+    faults.heal();
+    assert_eq!(
+        f.claim_unseen(&[link]).unwrap(),
+        [true],
+        "the link was never marked seen in the store"
+    );
+    for l in leases {
+        f.try_release(l).unwrap();
+    }
+    assert_counts_match_store(&f, &store);
+}

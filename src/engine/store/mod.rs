@@ -12,6 +12,7 @@ mod records;
 #[cfg(unix)]
 pub mod remote;
 pub(crate) mod warc;
+mod warc_read;
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -24,7 +25,8 @@ use serde::Serialize;
 pub(crate) use batch::CrawlBatch;
 use faults::DiskFaults;
 pub use query::{FilterReason, FilteredUrl, MAX_REFERRERS};
-pub use records::{PageOutcome, PageRecord};
+pub use records::{PageOutcome, PageRecord, WarcLocation};
+pub use warc_read::{read_response, ArchivedResponse};
 
 /// Why a read or write of the crawl database failed.
 #[derive(Debug, thiserror::Error)]
@@ -69,6 +71,14 @@ pub enum StoreError {
     UnknownLease {
         /// The lease's URL.
         url: String,
+    },
+    /// The shared frontier's Redis server failed or could not be reached.
+    #[error("shared frontier (Redis) {op} failed: {message}; check that the Redis server is running and reachable")]
+    Remote {
+        /// What was being done ("claiming a host", "queueing URLs", …).
+        op: &'static str,
+        /// The Redis client's error.
+        message: String,
     },
     /// A record could not be serialised to JSON.
     #[error("cannot encode {what} for the crawl database: {source}")]

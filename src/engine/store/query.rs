@@ -270,6 +270,19 @@ impl Store {
         }))
     }
 
+    /// The record of one link left out, if it was.
+    pub fn filtered_url(&self, url: &str) -> Result<Option<FilteredUrl>, StoreError> {
+        match self
+            .inner
+            .filtered
+            .get(url)
+            .map_err(StoreError::sled("filtered URL lookup"))?
+        {
+            Some(v) => decode_json(&v, "filtered URL").map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// `(url, referrers)` for URLs starting with `url_prefix`, in URL order.
     pub fn referrer_entries(&self, url_prefix: &str) -> Entries<(String, Vec<String>)> {
         Box::new(ReferrerEntries {

@@ -46,6 +46,21 @@ pub struct PageRecord {
     /// included; `None` for other answers and for records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub links_found: Option<u32>,
+    /// Where the answer's WARC response record is, to read the page back; `None` for
+    /// URLs without an archived answer and records stored before this was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warc: Option<WarcLocation>,
+}
+
+/// One WARC record in the data directory's `warc/`: its file and its gzip member.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WarcLocation {
+    /// The file's name (`crawldeck-00003.warc.gz`), never a path.
+    pub file: String,
+    /// Where the record's gzip member starts in the file.
+    pub offset: u64,
+    /// The member's compressed length.
+    pub length: u64,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -161,6 +176,7 @@ impl PageRecord {
             content_type: None,
             simhash: None,
             links_found: None,
+            warc: None,
         }
     }
 }

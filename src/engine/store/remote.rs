@@ -41,6 +41,16 @@ const READ_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 /// The longest request line accepted (a verb and a URL).
 const MAX_REQUEST: usize = 16 * 1024;
 
+/// A read served beside the store's own, by a module above the store (the
+/// page inspector): `name` is its request verb, `read` answers one argument.
+#[derive(Clone, Copy)]
+pub struct ExtraRead {
+    /// The request verb.
+    pub name: &'static str,
+    /// Answers the request's argument from the store and the data directory.
+    pub read: fn(&Store, &Path, &str) -> Result<serde_json::Value, StoreError>,
+}
+
 /// Serves the store's reads on `<data>/results.sock` until dropped.
 pub struct ResultsServer {
     path: PathBuf,
@@ -51,7 +61,11 @@ pub struct ResultsServer {
 impl ResultsServer {
     /// Starts serving `store` in `data_dir`. A leftover socket file (from a
     /// crash) is replaced: whoever holds the store owns the socket.
-    pub fn start(store: Store, data_dir: &Path) -> std::io::Result<ResultsServer> {
+    pub fn start(
+        store: Store,
+        data_dir: &Path,
+        extra: &'static [ExtraRead],
+    ) -> std::io::Result<ResultsServer> {
         let path = data_dir.join(SOCKET_FILE);
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
@@ -67,9 +81,10 @@ impl ResultsServer {
         }
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
+        let dir = data_dir.to_path_buf();
         let acceptor = std::thread::Builder::new()
             .name("results-socket".into())
-            .spawn(move || accept_loop(listener, store, flag))?;
+            .spawn(move || accept_loop(listener, store, (dir, extra), flag))?;
         Ok(ResultsServer {
             path,
             stop,
@@ -88,7 +103,12 @@ impl Drop for ResultsServer {
     }
 }
 
-fn accept_loop(listener: UnixListener, store: Store, stop: Arc<AtomicBool>) {
+fn accept_loop(
+    listener: UnixListener,
+    store: Store,
+    (data_dir, extra): (PathBuf, &'static [ExtraRead]),
+    stop: Arc<AtomicBool>,
+) {
     let active = Arc::new(AtomicUsize::new(0));
     let mut readers: Vec<(JoinHandle<()>, UnixStream)> = Vec::new();
     while !stop.load(Ordering::SeqCst) {
@@ -114,10 +134,17 @@ fn accept_loop(listener: UnixListener, store: Store, stop: Arc<AtomicBool>) {
         };
         active.fetch_add(1, Ordering::SeqCst);
         let (store, stop, active) = (store.clone(), stop.clone(), active.clone());
+        let data_dir = data_dir.clone();
         let spawned = std::thread::Builder::new()
             .name("results-reader".into())
             .spawn(move || {
-                if let Err(e) = serve(conn, &store, &stop) {
+                let reading = Reading {
+                    store: &store,
+                    data_dir: &data_dir,
+                    extra,
+                    stop: &stop,
+                };
+                if let Err(e) = serve(conn, &reading) {
                     tracing::debug!("results reader ended: {e}");
                 }
                 active.fetch_sub(1, Ordering::SeqCst);
@@ -135,7 +162,7 @@ fn accept_loop(listener: UnixListener, store: Store, stop: Arc<AtomicBool>) {
     }
 }
 
-fn serve(conn: UnixStream, store: &Store, stop: &AtomicBool) -> std::io::Result<()> {
+fn serve(conn: UnixStream, reading: &Reading) -> std::io::Result<()> {
     conn.set_read_timeout(Some(IDLE_LIMIT))?;
     conn.set_write_timeout(Some(IDLE_LIMIT))?;
     let mut reader = BufReader::new(conn.try_clone()?).take(MAX_REQUEST as u64);
@@ -144,12 +171,12 @@ fn serve(conn: UnixStream, store: &Store, stop: &AtomicBool) -> std::io::Result<
     loop {
         line.clear();
         reader.set_limit(MAX_REQUEST as u64);
-        if reader.read_line(&mut line)? == 0 || stop.load(Ordering::SeqCst) {
+        if reader.read_line(&mut line)? == 0 || reading.stop.load(Ordering::SeqCst) {
             return Ok(());
         }
         let request = line.trim_end_matches('\n');
         let (verb, arg) = request.split_once('\t').unwrap_or((request, ""));
-        match answer(verb, arg, store, stop, &mut out) {
+        match answer(verb, arg, reading, &mut out) {
             Ok(()) => writeln!(out, "end")?,
             Err(Answer::Io(e)) => return Err(e),
             Err(Answer::Store(e)) => writeln!(out, "error\t{}", one_line(&e.to_string()))?,
@@ -175,13 +202,16 @@ impl From<StoreError> for Answer {
     }
 }
 
-fn answer(
-    verb: &str,
-    arg: &str,
-    store: &Store,
-    stop: &AtomicBool,
-    out: &mut impl Write,
-) -> Result<(), Answer> {
+/// What a reader thread reads from.
+struct Reading<'a> {
+    store: &'a Store,
+    data_dir: &'a Path,
+    extra: &'static [ExtraRead],
+    stop: &'a AtomicBool,
+}
+
+fn answer(verb: &str, arg: &str, reading: &Reading, out: &mut impl Write) -> Result<(), Answer> {
+    let (store, stop) = (reading.store, reading.stop);
     match verb {
         "pages" => {
             for raw in store.raw_page_records(arg) {
@@ -198,10 +228,14 @@ fn answer(
         "referrers-of" => send_line(&store.referrers(arg)?, out)?,
         "rules" => send_line(&store.rule_origins()?, out)?,
         _ => {
+            if let Some(extra) = reading.extra.iter().find(|e| e.name == verb) {
+                send_line(&(extra.read)(store, reading.data_dir, arg)?, out)?;
+                return Ok(());
+            }
             return Err(Answer::Store(StoreError::Corrupt {
                 what: "results request",
                 message: format!("unknown request {:?}", one_line(verb)),
-            }))
+            }));
         }
     }
     Ok(())

@@ -11,6 +11,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use sha1::{Digest, Sha1};
 
 use super::faults::DiskFaults;
+use super::WarcLocation;
 
 const FILE_PREFIX: &str = "crawldeck-";
 const FILE_SUFFIX: &str = ".warc.gz";
@@ -103,23 +104,35 @@ impl WarcWriter {
     /// Writes a `request` and a `response` record; the request names the
     /// response in `WARC-Concurrent-To`. Both land in the same file.
     #[cfg(test)]
-    pub fn write_exchange(&mut self, ex: &WarcExchange) -> io::Result<()> {
+    pub fn write_exchange(&mut self, ex: &WarcExchange) -> io::Result<WarcLocation> {
         let encoded = EncodedExchange::new(ex)?;
         self.append(&encoded)
     }
 
     /// Appends an exchange compressed beforehand, rotating to a new file
-    /// first if the current one is full. On `Err` the file is as it was.
-    pub fn append(&mut self, exchange: &EncodedExchange) -> io::Result<()> {
+    /// first if the current one is full; returns where its response record
+    /// went. On `Err` the file is as it was.
+    pub fn append(&mut self, exchange: &EncodedExchange) -> io::Result<WarcLocation> {
         if self.current_bytes >= self.max_file_bytes && self.exchanges_in_file > 0 {
             self.rotate()?;
         }
         if self.warcinfo_pending {
             self.write_warcinfo()?;
         }
+        let start = self.current_bytes;
         self.append_members(&exchange.members)?;
         self.exchanges_in_file += 1;
-        Ok(())
+        let file = self
+            .current_path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        Ok(WarcLocation {
+            file,
+            offset: start + exchange.request_len as u64,
+            length: (exchange.members.len() - exchange.request_len) as u64,
+        })
     }
 
     /// Makes what was appended durable.
@@ -208,6 +221,8 @@ impl WarcWriter {
 /// part of archiving, so page threads do it before they take the shared writer.
 pub struct EncodedExchange {
     members: Vec<u8>,
+    /// Bytes of the request record's member; the response's follows it.
+    request_len: usize,
 }
 
 impl EncodedExchange {
@@ -231,6 +246,7 @@ impl EncodedExchange {
         headers.push(("WARC-Concurrent-To", response_id.clone()));
         headers.push(("Content-Type", "application/http;msgtype=request".into()));
         let mut members = encode_record(headers, &request_block)?;
+        let request_len = members.len();
 
         let response_block = [ex.response_head, head_terminator(ex.response_head), ex.body];
         // A 304 to a conditional request (a recrawl) is a revisit: the
@@ -253,7 +269,10 @@ impl EncodedExchange {
         }
         headers.push(("Content-Type", "application/http;msgtype=response".into()));
         members.extend_from_slice(&encode_record(headers, &response_block)?);
-        Ok(EncodedExchange { members })
+        Ok(EncodedExchange {
+            members,
+            request_len,
+        })
     }
 }
 
@@ -300,7 +319,7 @@ fn create_file(dir: &Path, number: u32) -> io::Result<(File, PathBuf)> {
 }
 
 /// `crawldeck-00042.warc.gz` -> 42.
-fn file_number(name: &str) -> Option<u32> {
+pub(super) fn file_number(name: &str) -> Option<u32> {
     let digits = name.strip_prefix(FILE_PREFIX)?.strip_suffix(FILE_SUFFIX)?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;

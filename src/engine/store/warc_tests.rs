@@ -263,7 +263,9 @@ fn write_numbered(writer: &mut WarcWriter, n: usize) -> io::Result<()> {
     let url = format!("http://h.localhost/{n}");
     let body = format!("page {n} {}", "x".repeat(3_000));
     let digest = ContentDigest::of(body.as_bytes()).warc_label();
-    writer.write_exchange(&exchange(&url, body.as_bytes(), &digest, None))
+    writer
+        .write_exchange(&exchange(&url, body.as_bytes(), &digest, None))
+        .map(drop)
 }
 
 fn target_uris(records: &[Record]) -> Vec<String> {

@@ -28,7 +28,7 @@ pub fn render(model: &Model, theme: &Theme, host: &str, area: Rect, buf: &mut Bu
         Some(listing) => lines.extend(listing_lines(listing, theme)),
         None => {
             lines.push(Line::styled(
-                "recent fetches (newest first)   e: errors  w: redirects  b: not fetched",
+                "recent fetches (newest first)   enter: inspect  e: errors  w: redirects  b: not fetched",
                 theme.accent(),
             ));
             lines.extend(fetch_lines(model.recent.get(host)));

@@ -5,6 +5,7 @@ mod detail;
 mod format;
 mod header;
 mod hosts;
+mod inspector;
 mod lists;
 mod overlay;
 mod queues;
@@ -68,6 +69,9 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
     render_tabs(model, &theme, tabs, buf);
     render_body(model, &theme, body, is_wide(area), buf);
     render_status(model, &theme, status, buf);
+    if let Some(inspector) = &model.inspector {
+        inspector::render(inspector, &theme, body, buf);
+    }
     if model.prompt.is_some() {
         overlay::rule_preview(model, &theme, body, buf);
     }

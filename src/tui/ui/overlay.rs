@@ -25,7 +25,9 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
 
 /// The lines of the help overlay: the view's own mode first, then the prompts.
 pub fn help_lines(model: &Model) -> Vec<Line<'static>> {
-    let first = if model.detail.is_some() {
+    let first = if model.inspector.is_some() {
+        Mode::Inspector
+    } else if model.detail.is_some() {
         Mode::Detail
     } else {
         Mode::Normal

@@ -1,0 +1,203 @@
+//! `crawldeck status --redis URL --crawl NAME`: the shared crawl as Redis
+//! holds it — queues, seen URLs, hosts held, and each worker's heartbeat.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::engine::{key_prefix, ClusterTarget, Heartbeat};
+use crate::text::strip_control;
+
+/// One worker as the status shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerRow {
+    /// Its last heartbeat.
+    #[serde(flatten)]
+    pub beat: Heartbeat,
+    /// A heartbeat came within its staleness limit.
+    pub alive: bool,
+    /// Milliseconds since its last heartbeat.
+    pub last_beat_ms_ago: u64,
+}
+
+/// The shared crawl at one moment.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClusterStatus {
+    pub crawl: String,
+    pub queued: u64,
+    pub in_flight: u64,
+    pub parked: u64,
+    /// URLs in the seen set (fingerprints).
+    pub seen: u64,
+    /// Hosts with queued or leased URLs.
+    pub hosts: u64,
+    /// Hosts a worker holds the lease of.
+    pub hosts_held: u64,
+    pub workers: Vec<WorkerRow>,
+}
+
+/// Reads the crawl's state from Redis.
+pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
+    let fail = |e: redis::RedisError| {
+        format!(
+            "cannot read crawl {} from {}: {e}; check that the Redis server is running",
+            target.crawl, target.url
+        )
+    };
+    let client = redis::Client::open(target.url.as_str()).map_err(fail)?;
+    let mut con = client
+        .get_connection_with_timeout(Duration::from_secs(5))
+        .map_err(fail)?;
+    let p = key_prefix(&target.crawl);
+    #[allow(clippy::type_complexity)]
+    let (counts, seen, hosts, held, beats): (
+        HashMap<String, i64>,
+        u64,
+        u64,
+        u64,
+        HashMap<String, String>,
+    ) = redis::pipe()
+        .cmd("HGETALL")
+        .arg(format!("{p}n"))
+        .cmd("SCARD")
+        .arg(format!("{p}seen"))
+        .cmd("SCARD")
+        .arg(format!("{p}hosts"))
+        .cmd("HLEN")
+        .arg(format!("{p}held"))
+        .cmd("HGETALL")
+        .arg(format!("{p}beats"))
+        .query(&mut con)
+        .map_err(fail)?;
+    if seen == 0 && beats.is_empty() {
+        return Err(format!(
+            "no crawl named {} on {}; start one with `crawldeck crawl --headless --redis {} --crawl {} URL`",
+            target.crawl, target.url, target.url, target.crawl
+        ));
+    }
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let mut workers: Vec<WorkerRow> = beats
+        .values()
+        .filter_map(|json| serde_json::from_str::<Heartbeat>(json).ok())
+        .map(|beat| {
+            let ago = now.saturating_sub(beat.at_ms);
+            WorkerRow {
+                alive: ago <= beat.stale_after_ms,
+                last_beat_ms_ago: ago,
+                beat,
+            }
+        })
+        .collect();
+    workers.sort_by(|a, b| a.beat.worker.cmp(&b.beat.worker));
+    let count = |k: &str| counts.get(k).copied().unwrap_or(0).max(0) as u64;
+    Ok(ClusterStatus {
+        crawl: target.crawl.clone(),
+        queued: count("queued"),
+        in_flight: count("inflight"),
+        parked: count("parked"),
+        seen,
+        hosts,
+        hosts_held: held,
+        workers,
+    })
+}
+
+/// Prints the status as text (or one JSON object).
+pub fn print(status: &ClusterStatus, json: bool, out: &mut impl Write) -> std::io::Result<()> {
+    if json {
+        return writeln!(
+            out,
+            "{}",
+            serde_json::to_string(status).map_err(std::io::Error::other)?
+        );
+    }
+    writeln!(
+        out,
+        "crawl {}: {} queued, {} in flight, {} parked, {} URLs seen, {} hosts ({} held)",
+        status.crawl,
+        status.queued,
+        status.in_flight,
+        status.parked,
+        status.seen,
+        status.hosts,
+        status.hosts_held
+    )?;
+    let alive = status.workers.iter().filter(|w| w.alive).count();
+    writeln!(out, "workers: {alive} alive of {}", status.workers.len())?;
+    for w in &status.workers {
+        writeln!(
+            out,
+            "  {} {:5} v{} {} pages, {:.1} pages/s, {} hosts held, {} in flight, last heartbeat {:.1}s ago",
+            strip_control(&w.beat.worker),
+            if w.alive { "alive" } else { "gone" },
+            strip_control(&w.beat.version),
+            w.beat.pages,
+            w.beat.pages_per_s,
+            w.beat.hosts_held,
+            w.beat.in_flight,
+            w.last_beat_ms_ago as f64 / 1000.0
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn text_status_names_each_worker_without_control_characters() {
+        let beat = |worker: &str, at_ms| Heartbeat {
+            worker: worker.to_string(),
+            version: "0.1.0".into(),
+            pages: 12,
+            pages_per_s: 3.5,
+            hosts_held: 2,
+            in_flight: 1,
+            at_ms,
+            stale_after_ms: 30_000,
+        };
+        let status = ClusterStatus {
+            crawl: "news".into(),
+            queued: 40,
+            in_flight: 1,
+            parked: 0,
+            seen: 90,
+            hosts: 3,
+            hosts_held: 2,
+            workers: vec![
+                WorkerRow {
+                    beat: beat("a1", 0),
+                    alive: true,
+                    last_beat_ms_ago: 1500,
+                },
+                WorkerRow {
+                    beat: beat("\u{1b}[2Jb2", 0),
+                    alive: false,
+                    last_beat_ms_ago: 90_000,
+                },
+            ],
+        };
+        let mut out = Vec::new();
+        print(&status, false, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(
+            text.contains(
+                "crawl news: 40 queued, 1 in flight, 0 parked, 90 URLs seen, 3 hosts (2 held)"
+            ),
+            "{text}"
+        );
+        assert!(text.contains("workers: 1 alive of 2"), "{text}");
+        assert!(text.contains("a1 alive v0.1.0 12 pages, 3.5 pages/s, 2 hosts held, 1 in flight, last heartbeat 1.5s ago"), "{text}");
+        assert!(text.contains("gone"), "{text}");
+        assert!(!text.contains('\u{1b}'), "{text:?}");
+        let mut json = Vec::new();
+        print(&status, true, &mut json).unwrap();
+        let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        assert_eq!(value["workers"][0]["pages_per_s"], 3.5);
+    }
+}

@@ -1,0 +1,183 @@
+//! Handing out URLs: choosing and claiming a host, taking its head, ending
+//! leases, and queueing (a host new to the crawl is leased to its pusher).
+
+use tokio::time::Instant;
+
+use super::conn::parse_score;
+use super::{level_from_score, push_args, Local, RedisFrontier, CLAIM_TRIES, NEVER};
+use crate::engine::control::HostKey;
+use crate::engine::frontier::entry::{decode, level_of};
+use crate::engine::frontier::schedule::LEVEL_WEIGHTS;
+use crate::engine::frontier::{FrontierEntry, Hold, Lease};
+use crate::engine::store::StoreError;
+
+impl RedisFrontier {
+    pub(super) fn max_of(&self, h: &Local) -> usize {
+        h.max_in_flight.unwrap_or(self.default_max_in_flight)
+    }
+
+    /// Held hosts that can hand out one more URL now: `(level, since, host)`.
+    pub(super) fn local_candidates(&self, now: Instant) -> Vec<(usize, i128, HostKey)> {
+        self.hosts
+            .iter()
+            .filter(|(_, h)| {
+                h.leased
+                    && h.holds == 0
+                    && h.in_flight < self.max_of(h)
+                    && h.not_before.is_none_or(|t| t <= now)
+            })
+            .filter_map(|(k, h)| {
+                let since = h.not_before.map_or(NEVER, |t| self.clock.score(t));
+                Some((h.head_level?, since, k.clone()))
+            })
+            .collect()
+    }
+
+    pub(super) fn try_next_ready(&mut self, now: Instant) -> Result<Option<Lease>, StoreError> {
+        self.last_now = Some(now);
+        self.upkeep()?;
+        self.release_idle_hosts()?;
+        for _ in 0..CLAIM_TRIES {
+            let candidates = self.local_candidates(now);
+            let mut inv = self.scripts.claim.prepare_invoke();
+            inv.arg(&self.prefix)
+                .arg(&self.worker)
+                .arg(self.ttl_ms())
+                .arg(self.clock.score(now).to_string())
+                .arg(self.rng.f64().to_string());
+            for weight in LEVEL_WEIGHTS {
+                inv.arg(weight);
+            }
+            for (level, since, host) in &candidates {
+                inv.arg(level).arg(since.to_string()).arg(host);
+            }
+            let out = self.link.run("choosing the next host", &inv)?;
+            let (verdict, host) = match out.as_slice() {
+                [] => return Ok(None),
+                [v, host] => (v.as_slice(), String::from_utf8_lossy(host).into_owned()),
+                _ => continue,
+            };
+            if verdict == b"claimed" && !self.adopt_claimed(&host) {
+                continue;
+            }
+            if let Some(lease) = self.take(&host)? {
+                return Ok(Some(lease));
+            }
+        }
+        Ok(None)
+    }
+
+    /// A host just leased: `false` if it must wait (robots.txt) first.
+    fn adopt_claimed(&mut self, host: &str) -> bool {
+        let initial = self.initial_holds;
+        let known = self.hosts.contains_key(host);
+        let h = self.hosts.entry(host.to_string()).or_default();
+        h.leased = true;
+        if !known || h.holds & Hold::Robots.bit() != 0 {
+            h.holds |= initial;
+            self.new_hosts.push(host.to_string());
+        }
+        h.holds == 0
+    }
+
+    /// Takes the head URL of a host this worker holds.
+    fn take(&mut self, host: &str) -> Result<Option<Lease>, StoreError> {
+        let mut inv = self.scripts.take.prepare_invoke();
+        inv.arg(&self.prefix)
+            .arg(&self.worker)
+            .arg(self.ttl_ms())
+            .arg(host);
+        let out = self.link.run("taking a URL", &inv)?;
+        let h = self.hosts.entry(host.to_string()).or_default();
+        match out.as_slice() {
+            [verdict, member, _score, next] if verdict.as_slice() == b"taken" => {
+                h.in_flight += 1;
+                h.head_level = parse_score(next).map(level_from_score);
+                let entry = decode(member)?;
+                Ok(Some(Lease {
+                    entry,
+                    key: member.clone(),
+                }))
+            }
+            [verdict] if verdict.as_slice() == b"lost" => {
+                h.leased = false;
+                h.head_level = None;
+                Ok(None)
+            }
+            _ => {
+                h.head_level = None;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Ends a lease in Redis; `outlinks` only for `complete`.
+    pub(super) fn end_lease(
+        &mut self,
+        lease: &Lease,
+        mode: &str,
+        outlinks: &[FrontierEntry],
+    ) -> Result<usize, StoreError> {
+        let host = &lease.entry.host;
+        let mut inv = self.scripts.end_lease.prepare_invoke();
+        inv.arg(&self.prefix)
+            .arg(&self.worker)
+            .arg(self.ttl_ms())
+            .arg(host)
+            .arg(&lease.key)
+            .arg(mode);
+        push_args(&mut inv, outlinks);
+        let out = self.link.run("ending a lease", &inv)?;
+        if out.first().map(Vec::as_slice) == Some(b"-1") {
+            return Err(StoreError::UnknownLease {
+                url: lease.entry.url.clone(),
+            });
+        }
+        if let Some(h) = self.hosts.get_mut(host) {
+            h.in_flight = h.in_flight.saturating_sub(1);
+            if mode == "release" {
+                // The URL is the host's head again.
+                h.head_level = Some(level_of(lease.entry.priority));
+            }
+        }
+        Ok(self.note_pushed(&out))
+    }
+
+    /// Reads a push's answer: how many were queued, and the hosts leased to
+    /// this worker because they are new to the crawl.
+    fn note_pushed(&mut self, out: &[Vec<u8>]) -> usize {
+        let added = out
+            .first()
+            .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok())
+            .unwrap_or(0);
+        for host in out.iter().skip(1) {
+            let host = String::from_utf8_lossy(host).into_owned();
+            self.adopt_claimed(&host);
+        }
+        added
+    }
+
+    pub(super) fn push_entries(&mut self, entries: &[FrontierEntry]) -> Result<usize, StoreError> {
+        if entries.is_empty() {
+            return Ok(0);
+        }
+        let mut inv = self.scripts.push.prepare_invoke();
+        inv.arg(&self.prefix).arg(&self.worker).arg(self.ttl_ms());
+        push_args(&mut inv, entries);
+        let out = self.link.run("queueing URLs", &inv)?;
+        Ok(self.note_pushed(&out))
+    }
+
+    pub(super) fn set_shared_hold(
+        &mut self,
+        host: &str,
+        bits: u8,
+        on: bool,
+    ) -> Result<(), StoreError> {
+        let (set, clear) = if on { (bits, 0) } else { (0, bits) };
+        let mut inv = self.scripts.hold.prepare_invoke();
+        inv.arg(&self.prefix).arg(host).arg(set).arg(clear);
+        self.link.run("holding a host", &inv)?;
+        Ok(())
+    }
+}

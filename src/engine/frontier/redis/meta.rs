@@ -1,0 +1,91 @@
+//! What workers of one crawl share besides the frontier: the seeds (scope
+//! and allowed address classes derive from them, so a worker that joins
+//! without seeds needs them) and each worker's heartbeat.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+use super::RedisFrontier;
+use crate::engine::store::StoreError;
+
+/// What a worker says of itself, in the hash `beats` (worker → JSON), at
+/// every upkeep (a third of the lease TTL).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Heartbeat {
+    /// The worker's name (its data directory keeps it).
+    pub worker: String,
+    /// crawldeck's version.
+    pub version: String,
+    /// Pages this worker completed since it started.
+    pub pages: u64,
+    /// Pages per second since the previous heartbeat.
+    pub pages_per_s: f64,
+    /// Hosts whose lease it holds.
+    pub hosts_held: u64,
+    /// URLs it has in flight.
+    pub in_flight: u64,
+    /// Wall clock of the heartbeat, ms since the Unix epoch.
+    pub at_ms: u64,
+    /// The worker counts as gone when no heartbeat came for this long.
+    pub stale_after_ms: u64,
+}
+
+pub(super) fn wall_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+impl RedisFrontier {
+    /// Adds `mine` to the crawl's seeds and returns all of them, sorted.
+    pub fn share_seeds(&mut self, mine: &[String]) -> Result<Vec<String>, StoreError> {
+        let key = format!("{}seeds", self.prefix);
+        let mut all: Vec<String> = self.link.query("sharing the seeds", |c| {
+            let mut pipe = ::redis::pipe();
+            if !mine.is_empty() {
+                pipe.cmd("SADD").arg(&key).arg(mine).ignore();
+            }
+            pipe.cmd("SMEMBERS").arg(&key);
+            pipe.query::<(Vec<String>,)>(c).map(|(all,)| all)
+        })?;
+        all.sort();
+        Ok(all)
+    }
+
+    /// Publishes this worker's heartbeat.
+    pub(super) fn beat(&mut self) -> Result<(), StoreError> {
+        let at_ms = wall_ms();
+        let (last_ms, last_pages) = self.last_beat;
+        let seconds = at_ms.saturating_sub(last_ms) as f64 / 1000.0;
+        let pages_per_s = if last_ms == 0 || seconds <= 0.0 {
+            0.0
+        } else {
+            self.pages.saturating_sub(last_pages) as f64 / seconds
+        };
+        self.last_beat = (at_ms, self.pages);
+        let beat = Heartbeat {
+            worker: self.worker.clone(),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            pages: self.pages,
+            pages_per_s,
+            hosts_held: self.hosts.values().filter(|h| h.leased).count() as u64,
+            in_flight: self.hosts.values().map(|h| h.in_flight as u64).sum(),
+            at_ms,
+            stale_after_ms: 3 * self.ttl_for_beats.as_millis() as u64,
+        };
+        let json = serde_json::to_string(&beat).map_err(|source| StoreError::Encode {
+            what: "heartbeat",
+            source,
+        })?;
+        let key = format!("{}beats", self.prefix);
+        let worker = self.worker.clone();
+        self.link.query("publishing the heartbeat", |c| {
+            ::redis::cmd("HSET")
+                .arg(&key)
+                .arg(&worker)
+                .arg(&json)
+                .query::<()>(c)
+        })
+    }
+}

@@ -1,0 +1,276 @@
+//! The frontier shared by several workers through Redis: one crawl, many
+//! processes. All state lives under `crawldeck:{crawl}:` (see `scripts`);
+//! each worker keeps only its page records (in its own sled store) and what
+//! it knows of the hosts it holds.
+//!
+//! A host is fetched by one worker at a time: the worker holds the host's
+//! lease (a key with a TTL, renewed while held). The URLs it takes are
+//! recorded under the host, so when a lease expires (a dead worker) any
+//! worker's reaper puts them back in the queue. A worker gives a host back
+//! as soon as nothing of it is in flight, with its not-before time in Redis,
+//! so the next worker waits the same politeness delay. robots.txt verdicts
+//! stay per worker: a host new to a worker is announced by `take_new_hosts`
+//! while the worker holds its lease, and settled before any page.
+
+mod bulk;
+mod conn;
+mod leases;
+mod meta;
+mod scripts;
+#[cfg(test)]
+mod tests;
+mod views;
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+pub use conn::{key_prefix, refuse_worker_dir, validate_crawl_name};
+use conn::{Clock, Link};
+pub use meta::Heartbeat;
+use scripts::Scripts;
+
+use super::entry::{decode, encode, level_of};
+use super::{FrontierEntry, Hold};
+use crate::engine::control::HostKey;
+use crate::engine::dedup::url_fingerprint;
+use crate::engine::store::{Store, StoreError};
+
+/// The not-before score of a host that never had one (as in the scripts).
+const NEVER: i128 = -1_000_000_000_000_000_000;
+/// How long a host lease lasts without renewal.
+pub const DEFAULT_LEASE_TTL: Duration = Duration::from_secs(10);
+/// Hold bit of a host whose maximum in flight is 0 (beyond `Hold`'s bits).
+const CLOSED: u8 = 16;
+/// Hold bits every worker obeys: the operator's pause and a maximum of 0.
+/// robots.txt, breakers and giving up stay per worker, so a worker that dies
+/// holding one cannot leave a host stuck for the others.
+const SHARED_HOLDS: u8 = 1 | CLOSED;
+/// Hosts tried per `next_ready` before giving the loop back.
+const CLAIM_TRIES: usize = 16;
+/// How often a worker polls when only other workers hold hosts with work.
+const CLUSTER_POLL: Duration = Duration::from_millis(200);
+
+/// Where a shared frontier lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterTarget {
+    /// `redis://host:port/db`.
+    pub url: String,
+    /// The crawl's name; its keys are `crawldeck:{name}:…`.
+    pub crawl: String,
+    /// Host lease lifetime without renewal.
+    pub lease_ttl: Duration,
+}
+
+/// What this worker knows of one host.
+#[derive(Debug, Default)]
+struct Local {
+    /// This worker's own holds: robots.txt, breaker, given up.
+    holds: u8,
+    /// Leases of the host's URLs this worker has out.
+    in_flight: usize,
+    max_in_flight: Option<usize>,
+    not_before: Option<Instant>,
+    /// This worker holds the host's lease.
+    leased: bool,
+    /// The level of the host's head (while leased), from the last take.
+    head_level: Option<usize>,
+}
+
+/// The Redis-backed [`super::FrontierStore`].
+pub struct RedisFrontier {
+    link: Link,
+    scripts: Scripts,
+    prefix: String,
+    worker: String,
+    ttl: Duration,
+    clock: Clock,
+    store: Store,
+    hosts: HashMap<HostKey, Local>,
+    default_max_in_flight: usize,
+    initial_holds: u8,
+    new_hosts: Vec<HostKey>,
+    last_now: Option<Instant>,
+    last_upkeep: Option<std::time::Instant>,
+    rng: fastrand::Rng,
+    /// Pages completed by this worker, and `(wall ms, pages)` at the last heartbeat.
+    pages: u64,
+    last_beat: (u64, u64),
+    /// The heartbeat is stale after three of these (the lease TTL; zero at exit).
+    ttl_for_beats: Duration,
+}
+
+impl RedisFrontier {
+    /// Joins the crawl `target.crawl`: page records go to `store`, the worker's
+    /// name is kept in `data_dir`, and URLs this worker had in flight when it
+    /// last stopped go back to their queues.
+    pub fn open(
+        target: &ClusterTarget,
+        data_dir: &Path,
+        store: &Store,
+    ) -> Result<Self, StoreError> {
+        validate_crawl_name(&target.crawl).map_err(|message| StoreError::Remote {
+            op: "opening the crawl",
+            message,
+        })?;
+        let mut link = Link::open(&target.url)?;
+        let prefix = key_prefix(&target.crawl);
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i128);
+        let epoch_key = format!("{prefix}epoch");
+        let epoch: String = link.query("reading the crawl's clock", |c| {
+            redis::pipe()
+                .cmd("SET")
+                .arg(&epoch_key)
+                .arg(now_ms.to_string())
+                .arg("NX")
+                .ignore()
+                .cmd("GET")
+                .arg(&epoch_key)
+                .query::<(String,)>(c)
+                .map(|(e,)| e)
+        })?;
+        let epoch_ms = epoch.parse::<i128>().unwrap_or(now_ms);
+        let mut frontier = RedisFrontier {
+            link,
+            scripts: Scripts::new(),
+            prefix,
+            worker: conn::worker_id(data_dir)?,
+            ttl: target.lease_ttl,
+            clock: Clock::new(epoch_ms),
+            store: store.clone(),
+            hosts: HashMap::new(),
+            default_max_in_flight: 1,
+            initial_holds: 0,
+            new_hosts: Vec::new(),
+            last_now: None,
+            last_upkeep: None,
+            rng: fastrand::Rng::with_seed(super::DEFAULT_SEED),
+            pages: 0,
+            last_beat: (0, 0),
+            ttl_for_beats: target.lease_ttl,
+        };
+        conn::record_crawl(data_dir, &target.url, &target.crawl)?;
+        frontier.reap(true)?;
+        Ok(frontier)
+    }
+
+    /// This worker's name in the cluster.
+    pub fn worker(&self) -> &str {
+        &self.worker
+    }
+
+    fn ttl_ms(&self) -> String {
+        self.ttl.as_millis().to_string()
+    }
+
+    /// Requeues the in-flight URLs of expired leases (`own`: and of this
+    /// worker's leases from an earlier run).
+    fn reap(&mut self, own: bool) -> Result<u64, StoreError> {
+        let mut inv = self.scripts.reap.prepare_invoke();
+        inv.arg(&self.prefix)
+            .arg(if own { self.worker.as_str() } else { "" });
+        let out = self.link.run("requeueing expired leases", &inv)?;
+        Ok(out
+            .first()
+            .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok())
+            .unwrap_or(0))
+    }
+
+    /// Renews held leases and reaps expired ones, at most every third of the TTL.
+    fn upkeep(&mut self) -> Result<(), StoreError> {
+        let due = self.last_upkeep.is_none_or(|t| t.elapsed() >= self.ttl / 3);
+        if !due {
+            return Ok(());
+        }
+        self.last_upkeep = Some(std::time::Instant::now());
+        let held: Vec<HostKey> = self
+            .hosts
+            .iter()
+            .filter(|(_, h)| h.leased)
+            .map(|(k, _)| k.clone())
+            .collect();
+        if !held.is_empty() {
+            let mut inv = self.scripts.renew.prepare_invoke();
+            inv.arg(&self.prefix).arg(&self.worker).arg(self.ttl_ms());
+            for host in &held {
+                inv.arg(host);
+            }
+            for lost in self.link.run("renewing host leases", &inv)? {
+                let host = String::from_utf8_lossy(&lost).into_owned();
+                tracing::warn!("lease of {host} expired while held; another worker may fetch it");
+                if let Some(h) = self.hosts.get_mut(&host) {
+                    h.leased = false;
+                }
+            }
+        }
+        self.reap(false)?;
+        self.beat()
+    }
+
+    /// Gives back the leases of held hosts with nothing in flight and no
+    /// robots.txt to settle, so any worker may take them when they are due.
+    fn release_idle_hosts(&mut self) -> Result<(), StoreError> {
+        let idle: Vec<HostKey> = self
+            .hosts
+            .iter()
+            .filter(|(_, h)| h.leased && h.in_flight == 0 && h.holds & Hold::Robots.bit() == 0)
+            .map(|(k, _)| k.clone())
+            .collect();
+        if idle.is_empty() {
+            return Ok(());
+        }
+        let mut inv = self.scripts.release_hosts.prepare_invoke();
+        inv.arg(&self.prefix).arg(&self.worker);
+        for host in &idle {
+            inv.arg(host);
+        }
+        self.link.run("giving hosts back", &inv)?;
+        for host in idle {
+            if let Some(h) = self.hosts.get_mut(&host) {
+                h.leased = false;
+                h.head_level = None;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Drop for RedisFrontier {
+    /// Gives back the hosts with nothing in flight so the other workers need
+    /// not wait for their leases to expire; leases of URLs still in flight
+    /// stay, as after a crash (this worker's next start, or the reaper, requeues them).
+    fn drop(&mut self) {
+        for h in self.hosts.values_mut() {
+            if h.in_flight == 0 {
+                h.holds &= !Hold::Robots.bit();
+            }
+        }
+        // A last heartbeat that is stale at once: this worker is gone.
+        self.ttl_for_beats = Duration::ZERO;
+        if let Err(e) = self.release_idle_hosts().and_then(|()| self.beat()) {
+            tracing::warn!(
+                "could not give hosts back at exit ({e}); their leases expire in {:?}",
+                self.ttl
+            );
+        }
+    }
+}
+
+/// The level encoded in a queue score (`level * 2^40 + sequence`).
+fn level_from_score(score: i128) -> usize {
+    level_of((score >> 40).clamp(0, u8::MAX as i128) as u8)
+}
+
+/// Appends `member level fingerprint host` for each entry.
+fn push_args(inv: &mut redis::ScriptInvocation<'_>, entries: &[FrontierEntry]) {
+    for e in entries {
+        inv.arg(encode(e))
+            .arg(level_of(e.priority))
+            .arg(url_fingerprint(&e.url))
+            .arg(&e.host);
+    }
+}

@@ -1,0 +1,383 @@
+//! The Lua scripts that change the shared frontier. Each runs atomically in
+//! Redis, so no worker ever acts on a state it read before another changed it.
+//!
+//! Keys (P is `crawldeck:{crawl}:`): `q:HOST` (sorted set of encoded entries
+//! by `level * 2^40 + sequence`), `inflight:HOST` (hash: entry → its score),
+//! `lease:HOST` (the worker holding the host, with a TTL), `held` (hash:
+//! host → worker, what the reaper walks), `sched:LEVEL` (hosts nobody holds,
+//! by the time they may be fetched), `nb` (hash: host → not-before), `holds`
+//! (hash: host → hold bits every worker obeys), `hosts` (hosts with URLs),
+//! `seen` (set of URL fingerprints), `claims:WORKER` (fingerprints the
+//! worker claimed and has not queued yet), `n` (hash of counters), `seq`,
+//! `parked:WORKER:ALERT` (sorted sets), `parked_keys`, `parked_hosts`.
+//!
+//! Scores and times travel as strings: Lua would print a number with 14
+//! digits only.
+
+use redis::Script;
+
+/// Shared helpers, prepended to every script.
+const PRELUDE: &str = r#"
+local P = ARGV[1]
+local LEVEL = 1099511627776
+-- The not-before of a host that never had one: due at any time.
+local NEVER = '-1000000000000000000'
+local function level_of(score) return math.floor(tonumber(score) / LEVEL) end
+local function count(field, by) redis.call('HINCRBY', P .. 'n', field, by) end
+local function resched(host)
+  for l = 0, 4 do redis.call('ZREM', P .. 'sched:' .. l, host) end
+  local head = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
+  if #head == 0 then
+    if redis.call('EXISTS', P .. 'inflight:' .. host) == 0 then redis.call('SREM', P .. 'hosts', host) end
+    return
+  end
+  redis.call('SADD', P .. 'hosts', host)
+  if redis.call('EXISTS', P .. 'lease:' .. host) == 1 then return end
+  if tonumber(redis.call('HGET', P .. 'holds', host) or '0') ~= 0 then return end
+  redis.call('ZADD', P .. 'sched:' .. level_of(head[2]), redis.call('HGET', P .. 'nb', host) or NEVER, host)
+end
+local function enqueue(host, member, level, score)
+  if not score then score = level * LEVEL + redis.call('INCR', P .. 'seq') end
+  if redis.call('ZADD', P .. 'q:' .. host, 'NX', score, member) == 1 then
+    count('queued', 1)
+    count('l' .. level_of(score), 1)
+    return 1
+  end
+  return 0
+end
+local function dequeue(host, member)
+  local score = redis.call('ZSCORE', P .. 'q:' .. host, member)
+  if not score then return nil end
+  redis.call('ZREM', P .. 'q:' .. host, member)
+  count('queued', -1)
+  count('l' .. level_of(score), -1)
+  return score
+end
+local function push_entries(first, worker, ttl)
+  local added, touched, order, fresh = 0, {}, {}, {}
+  for i = first, #ARGV, 4 do
+    local member, level, fp, host = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
+    if not touched[host] then
+      touched[host] = true
+      order[#order + 1] = host
+      fresh[host] = redis.call('EXISTS', P .. 'q:' .. host, P .. 'inflight:' .. host, P .. 'lease:' .. host) == 0
+    end
+    redis.call('SADD', P .. 'seen', fp)
+    redis.call('SREM', P .. 'claims:' .. worker, fp)
+    added = added + enqueue(host, member, level, nil)
+  end
+  local out = {tostring(added)}
+  for _, host in ipairs(order) do
+    if fresh[host] and redis.call('SET', P .. 'lease:' .. host, worker, 'NX', 'PX', ttl) then
+      redis.call('HSET', P .. 'held', host, worker)
+      out[#out + 1] = host
+    end
+    resched(host)
+  end
+  return out
+end
+local function unsee_claims(worker)
+  local key = P .. 'claims:' .. worker
+  local fps = redis.call('SMEMBERS', key)
+  for i = 1, #fps, 1000 do
+    redis.call('SREM', P .. 'seen', unpack(fps, i, math.min(i + 999, #fps)))
+  end
+  redis.call('DEL', key)
+end
+local function requeue_inflight(host)
+  local inflight = redis.call('HGETALL', P .. 'inflight:' .. host)
+  for j = 1, #inflight, 2 do
+    enqueue(host, inflight[j], 0, inflight[j + 1])
+    count('inflight', -1)
+  end
+  redis.call('DEL', P .. 'inflight:' .. host)
+  return #inflight / 2
+end
+"#;
+
+fn script(body: &str) -> Script {
+    Script::new(&format!("{PRELUDE}{body}"))
+}
+
+/// Every script the frontier runs, loaded once per connection.
+pub(super) struct Scripts {
+    /// `P worker ttl (member level fp host)…` → `added, hosts leased…`.
+    /// A host new to the crawl is leased to the pusher, which settles its robots.txt.
+    pub push: Script,
+    /// `P worker fp…` → `1` or `0` each: new to the seen set (then claimed
+    /// by the worker until it queues or parks it).
+    pub claim_unseen: Script,
+    /// `P worker ttl now r w0..w4 (level since host)…` → `[]`, `retry`,
+    /// `local HOST` or `claimed HOST`: the level by weight, then the host
+    /// waiting longest, among the unheld due hosts and the caller's own.
+    pub claim: Script,
+    /// `P worker ttl host` → `lost`, `empty` or `taken member score next_score`.
+    pub take: Script,
+    /// `P worker ttl host member mode (member level fp host)…` → `added, hosts leased…`
+    /// or `-1` if the URL is not in flight; mode is complete, release or requeue.
+    pub end_lease: Script,
+    /// `P worker host…`: gives up the caller's leases of idle hosts.
+    pub release_hosts: Script,
+    /// `P host on off`: sets and clears hold bits every worker obeys.
+    pub hold: Script,
+    /// `P host score worker`: the host's not-before; the worker (unless
+    /// empty) gives the host back in the same step, so nobody sees it idle
+    /// with its old time.
+    pub not_before: Script,
+    /// `P worker`: hosts whose lease expired (and, at start, the caller's
+    /// own) get their in-flight URLs back in their queues → how many.
+    pub reap: Script,
+    /// `P worker ttl host…` → the hosts whose lease the caller lost.
+    pub renew: Script,
+    /// `P worker` → `earliest due score or '', hosts held by other workers`.
+    pub wakeup: Script,
+    /// `P host target member…` → removed members; moved into the parked
+    /// set `target` unless it is empty.
+    pub remove: Script,
+    /// `P key claims (member level fp host)…` → parked count.
+    pub park_new: Script,
+    /// `P key mode (member host)…` → count; mode unpark or drop.
+    pub unpark: Script,
+}
+
+impl Scripts {
+    pub(super) fn new() -> Scripts {
+        Scripts {
+            push: script("return push_entries(4, ARGV[2], ARGV[3])"),
+            claim: script(CLAIM),
+            claim_unseen: script(CLAIM_UNSEEN),
+            take: script(TAKE),
+            end_lease: script(END_LEASE),
+            release_hosts: script(RELEASE_HOSTS),
+            hold: script(HOLD),
+            not_before: script(NOT_BEFORE),
+            reap: script(REAP),
+            renew: script(RENEW),
+            wakeup: script(WAKEUP),
+            remove: script(REMOVE),
+            park_new: script(PARK_NEW),
+            unpark: script(UNPARK),
+        }
+    }
+}
+
+const CLAIM_UNSEEN: &str = r#"
+local out = {}
+for i = 3, #ARGV do
+  if redis.call('SADD', P .. 'seen', ARGV[i]) == 1 then
+    redis.call('SADD', P .. 'claims:' .. ARGV[2], ARGV[i])
+    out[#out + 1] = '1'
+  else
+    out[#out + 1] = '0'
+  end
+end
+return out
+"#;
+
+const CLAIM: &str = r#"
+local worker, ttl, now, r = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local best = {}
+for l = 0, 4 do
+  local top = redis.call('ZRANGEBYSCORE', P .. 'sched:' .. l, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
+  if #top > 0 then best[l] = {top[1], tonumber(top[2]), false} end
+end
+for i = 11, #ARGV, 3 do
+  local l, since, host = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), ARGV[i + 2]
+  local b = best[l]
+  if b == nil or since < b[2] or (since == b[2] and not b[3]) then best[l] = {host, since, true} end
+end
+local total = 0
+for l = 0, 4 do if best[l] then total = total + tonumber(ARGV[6 + l]) end end
+if total == 0 then return {} end
+local x, pick = r * total, nil
+for l = 0, 4 do
+  if best[l] then
+    pick = l
+    x = x - tonumber(ARGV[6 + l])
+    if x < 0 then break end
+  end
+end
+local host, is_local = best[pick][1], best[pick][3]
+if is_local then return {'local', host} end
+if not redis.call('SET', P .. 'lease:' .. host, worker, 'NX', 'PX', ttl) then
+  resched(host)
+  return {'retry'}
+end
+redis.call('HSET', P .. 'held', host, worker)
+resched(host)
+return {'claimed', host}
+"#;
+
+const TAKE: &str = r#"
+local worker, host = ARGV[2], ARGV[4]
+if redis.call('GET', P .. 'lease:' .. host) ~= worker then return {'lost'} end
+redis.call('PEXPIRE', P .. 'lease:' .. host, ARGV[3])
+local head = redis.call('ZPOPMIN', P .. 'q:' .. host)
+if #head == 0 then
+  resched(host)
+  return {'empty'}
+end
+count('queued', -1)
+count('l' .. level_of(head[2]), -1)
+count('inflight', 1)
+redis.call('HSET', P .. 'inflight:' .. host, head[1], head[2])
+local after = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
+return {'taken', head[1], head[2], after[2] or ''}
+"#;
+
+const END_LEASE: &str = r#"
+local host, member, mode = ARGV[4], ARGV[5], ARGV[6]
+local score = redis.call('HGET', P .. 'inflight:' .. host, member)
+if score then
+  redis.call('HDEL', P .. 'inflight:' .. host, member)
+  count('inflight', -1)
+  if mode == 'release' then
+    enqueue(host, member, 0, score)
+  elseif mode == 'requeue' then
+    enqueue(host, member, level_of(score), nil)
+  end
+elseif mode == 'complete' and redis.call('GET', P .. 'lease:' .. host) ~= ARGV[2] and dequeue(host, member) then
+  -- The host's lease expired and the reaper queued the URL again; it is done all the same.
+else
+  return {'-1'}
+end
+local out = {'0'}
+if mode == 'complete' then out = push_entries(7, ARGV[2], ARGV[3]) end
+resched(host)
+return out
+"#;
+
+const NOT_BEFORE: &str = r#"
+local host = ARGV[2]
+redis.call('HSET', P .. 'nb', host, ARGV[3])
+if ARGV[4] ~= '' and redis.call('GET', P .. 'lease:' .. host) == ARGV[4] then
+  redis.call('DEL', P .. 'lease:' .. host)
+  redis.call('HDEL', P .. 'held', host)
+end
+resched(host)
+return {}
+"#;
+
+const RELEASE_HOSTS: &str = r#"
+for i = 3, #ARGV do
+  local host = ARGV[i]
+  if redis.call('GET', P .. 'lease:' .. host) == ARGV[2] then
+    redis.call('DEL', P .. 'lease:' .. host)
+    redis.call('HDEL', P .. 'held', host)
+  end
+  resched(host)
+end
+return {}
+"#;
+
+const HOLD: &str = r#"
+local host = ARGV[2]
+local bits = tonumber(redis.call('HGET', P .. 'holds', host) or '0')
+bits = bit.band(bit.bor(bits, tonumber(ARGV[3])), bit.bnot(tonumber(ARGV[4])))
+if bits == 0 then redis.call('HDEL', P .. 'holds', host) else redis.call('HSET', P .. 'holds', host, bits) end
+resched(host)
+return {}
+"#;
+
+const REAP: &str = r#"
+local held = redis.call('HGETALL', P .. 'held')
+local n, dead = 0, {}
+for i = 1, #held, 2 do
+  local host, owner = held[i], held[i + 1]
+  local lease = redis.call('GET', P .. 'lease:' .. host)
+  if not lease or (owner == ARGV[2] and lease == owner) then
+    if lease then redis.call('DEL', P .. 'lease:' .. host) end
+    n = n + requeue_inflight(host)
+    redis.call('HDEL', P .. 'held', host)
+    resched(host)
+    dead[owner] = true
+  end
+end
+-- Links a lost worker claimed but never queued are unseen again: the pages
+-- that had them are fetched again and find them anew.
+if ARGV[2] ~= '' then dead[ARGV[2]] = true end
+for owner, _ in pairs(dead) do unsee_claims(owner) end
+return {tostring(n)}
+"#;
+
+const RENEW: &str = r#"
+local lost = {}
+for i = 4, #ARGV do
+  local host = ARGV[i]
+  if redis.call('GET', P .. 'lease:' .. host) == ARGV[2] then
+    redis.call('PEXPIRE', P .. 'lease:' .. host, ARGV[3])
+  else
+    lost[#lost + 1] = host
+  end
+end
+return lost
+"#;
+
+const WAKEUP: &str = r#"
+local min = nil
+for l = 0, 4 do
+  local top = redis.call('ZRANGE', P .. 'sched:' .. l, 0, 0, 'WITHSCORES')
+  if #top > 0 and (min == nil or tonumber(top[2]) < tonumber(min)) then min = top[2] end
+end
+local others = 0
+for _, w in ipairs(redis.call('HVALS', P .. 'held')) do
+  if w ~= ARGV[2] then others = others + 1 end
+end
+return {min or '', tostring(others)}
+"#;
+
+const REMOVE: &str = r#"
+local host, target, out = ARGV[2], ARGV[3], {}
+for i = 4, #ARGV do
+  local score = dequeue(host, ARGV[i])
+  if score then
+    if target ~= '' then
+      redis.call('ZADD', target, score, ARGV[i])
+      redis.call('SADD', P .. 'parked_keys', target)
+      redis.call('HINCRBY', P .. 'parked_hosts', host, 1)
+      count('parked', 1)
+    end
+    out[#out + 1] = ARGV[i]
+  end
+end
+resched(host)
+return out
+"#;
+
+const PARK_NEW: &str = r#"
+local key, claims, n = ARGV[2], ARGV[3], 0
+for i = 4, #ARGV, 4 do
+  local member, level, host = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 3]
+  redis.call('SADD', P .. 'seen', ARGV[i + 2])
+  redis.call('SREM', claims, ARGV[i + 2])
+  local score = level * LEVEL + redis.call('INCR', P .. 'seq')
+  if redis.call('ZADD', key, 'NX', score, member) == 1 then
+    redis.call('HINCRBY', P .. 'parked_hosts', host, 1)
+    count('parked', 1)
+    n = n + 1
+  end
+end
+redis.call('SADD', P .. 'parked_keys', key)
+return {tostring(n)}
+"#;
+
+const UNPARK: &str = r#"
+local key, mode, n, touched = ARGV[2], ARGV[3], 0, {}
+for i = 4, #ARGV, 2 do
+  local member, host = ARGV[i], ARGV[i + 1]
+  local score = redis.call('ZSCORE', key, member)
+  if score then
+    redis.call('ZREM', key, member)
+    redis.call('HINCRBY', P .. 'parked_hosts', host, -1)
+    count('parked', -1)
+    if mode == 'unpark' then
+      enqueue(host, member, 0, score)
+      touched[host] = true
+    end
+    n = n + 1
+  end
+end
+for host, _ in pairs(touched) do resched(host) end
+if redis.call('EXISTS', key) == 0 then redis.call('SREM', P .. 'parked_keys', key) end
+return {tostring(n)}
+"#;

@@ -1,0 +1,132 @@
+//! The conformance suite against Redis, and what only a shared frontier has:
+//! leases between workers, and the reaper.
+
+use std::path::Path;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::{ClusterTarget, RedisFrontier};
+use crate::cluster::redis_server::RedisServer;
+use crate::engine::frontier::conformance::{entry, frontier_conformance_tests, record};
+use crate::engine::frontier::FrontierStore;
+use crate::engine::store::Store;
+
+/// A frontier per directory: the crawl is named after the directory and the
+/// sled store (page records) lives in it.
+fn opener(server: &RedisServer, ttl: Duration) -> impl FnMut(&Path) -> RedisFrontier + '_ {
+    move |dir| {
+        let name = format!(
+            "t{:x}",
+            crate::engine::dedup::url_fingerprint(&dir.display().to_string())
+        );
+        worker_in(server, &name, dir, ttl)
+    }
+}
+
+fn worker_in(server: &RedisServer, crawl: &str, dir: &Path, ttl: Duration) -> RedisFrontier {
+    let store = Store::open(dir, 1 << 20).unwrap();
+    let target = ClusterTarget {
+        url: server.url(),
+        crawl: crawl.to_string(),
+        lease_ttl: ttl,
+    };
+    RedisFrontier::open(&target, dir, &store).unwrap()
+}
+
+mod conformance {
+    use super::*;
+
+    fn open_redis() -> impl FnMut(&Path) -> RedisFrontier {
+        let server = RedisServer::for_test();
+        move |dir| opener(&server, Duration::from_secs(30))(dir)
+    }
+
+    frontier_conformance_tests!(open_redis());
+}
+
+#[test]
+fn a_host_is_leased_to_one_worker_at_a_time() {
+    let server = RedisServer::for_test();
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut w1 = worker_in(&server, "shared", d1.path(), Duration::from_secs(30));
+    let mut w2 = worker_in(&server, "shared", d2.path(), Duration::from_secs(30));
+    let now = Instant::now();
+    w1.push(
+        (0..3)
+            .map(|i| entry("one.example", &i.to_string(), 0))
+            .collect(),
+    )
+    .unwrap();
+    w1.push(vec![entry("two.example", "0", 0)]).unwrap();
+    let first = w1.next_ready(now).unwrap().expect("w1 gets a host");
+    // w2 may take the other host, never the one w1 has in flight.
+    let second = w2.next_ready(now).unwrap().expect("w2 gets the other host");
+    assert_ne!(first.entry.host, second.entry.host);
+    assert!(w2.next_ready(now).unwrap().is_none());
+    // Done and given back: now w2 may take w1's host, after its not-before.
+    w1.set_not_before(&first.entry.host, now + Duration::from_secs(1))
+        .unwrap();
+    w1.complete(&first, &record(&first.entry), Vec::new())
+        .unwrap();
+    assert!(
+        w1.next_ready(now).unwrap().is_none(),
+        "w1 is waiting out the delay"
+    );
+    assert!(
+        w2.next_ready(now).unwrap().is_none(),
+        "so is w2: the delay is shared"
+    );
+    // Each worker maps its clock to the crawl's on its own: allow for the jitter.
+    let later = now + Duration::from_millis(1010);
+    w2.complete(&second, &record(&second.entry), Vec::new())
+        .unwrap();
+    let third = w2.next_ready(later).unwrap().expect("the delay passed");
+    assert_eq!(third.entry.host, first.entry.host);
+    assert_eq!(w2.counts().unwrap().queued, 1);
+}
+
+#[test]
+fn a_dead_workers_urls_return_after_its_lease_expires() {
+    let server = RedisServer::for_test();
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ttl = Duration::from_millis(1500);
+    let now = Instant::now();
+    {
+        let mut dead = worker_in(&server, "reaped", d1.path(), ttl);
+        dead.push(vec![entry("h.example", "a", 0), entry("h.example", "b", 0)])
+            .unwrap();
+        let lease = dead.next_ready(now).unwrap().expect("a URL");
+        assert_eq!(lease.entry.url, "http://h.example/a");
+        // A link of the page, claimed but not yet queued when the worker dies.
+        assert_eq!(
+            dead.claim_unseen(&["http://h.example/link"]).unwrap(),
+            [true]
+        );
+        // Dropped holding the lease, like a killed process.
+    }
+    let mut heir = worker_in(&server, "reaped", d2.path(), ttl);
+    assert!(
+        heir.next_ready(now).unwrap().is_none(),
+        "the lease still holds"
+    );
+    assert_eq!(
+        heir.counts().unwrap().queued,
+        2,
+        "a + b are still the crawl's work"
+    );
+    // Real time: the lease is a Redis key with a TTL.
+    std::thread::sleep(ttl + Duration::from_millis(150));
+    heir.last_upkeep = None;
+    let lease = heir
+        .next_ready(Instant::now())
+        .unwrap()
+        .expect("taken over");
+    assert_eq!(lease.entry.url, "http://h.example/a", "back at the head");
+    // Fetched again, the page finds its link anew; queued URLs stay seen.
+    assert_eq!(
+        heir.claim_unseen(&["http://h.example/link", "http://h.example/b"])
+            .unwrap(),
+        [true, false]
+    );
+}

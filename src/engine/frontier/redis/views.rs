@@ -1,0 +1,344 @@
+//! [`FrontierStore`] for [`RedisFrontier`]: leases and settings here, the
+//! bulk operations in `bulk`.
+
+use tokio::time::Instant;
+
+use super::conn::parse_score;
+use super::{RedisFrontier, CLOSED, CLUSTER_POLL, SHARED_HOLDS};
+use crate::engine::control::HostKey;
+use crate::engine::frontier::api::{
+    FrontierCounts, FrontierStore, HostQueueView, ScanCursor, ScanPage,
+};
+use crate::engine::frontier::{FrontierEntry, Hold, Lease, ScanRange};
+use crate::engine::store::{PageRecord, StoreError};
+use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
+
+impl FrontierStore for RedisFrontier {
+    fn claim_unseen(&mut self, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
+        if urls.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut inv = self.scripts.claim_unseen.prepare_invoke();
+        inv.arg(&self.prefix).arg(&self.worker);
+        for url in urls {
+            inv.arg(crate::engine::dedup::url_fingerprint(url));
+        }
+        let out = self.link.run("checking the seen set", &inv)?;
+        Ok(out.iter().map(|new| new.as_slice() == b"1").collect())
+    }
+
+    fn push(&mut self, entries: Vec<FrontierEntry>) -> Result<usize, StoreError> {
+        self.push_entries(&entries)
+    }
+
+    fn park_new(&mut self, alert_id: u64, entries: Vec<FrontierEntry>) -> Result<u64, StoreError> {
+        self.park_entries(alert_id, &entries)
+    }
+
+    fn next_ready(&mut self, now: Instant) -> Result<Option<Lease>, StoreError> {
+        self.try_next_ready(now)
+    }
+
+    fn complete(
+        &mut self,
+        lease: &Lease,
+        record: &PageRecord,
+        outlinks: Vec<FrontierEntry>,
+    ) -> Result<usize, StoreError> {
+        // The record first: a crash between the two fetches the URL again
+        // rather than losing it.
+        self.store.record_pages(std::slice::from_ref(record))?;
+        let queued = self.end_lease(lease, "complete", &outlinks)?;
+        self.pages += 1;
+        Ok(queued)
+    }
+
+    fn release(&mut self, lease: Lease) -> Result<(), StoreError> {
+        self.end_lease(&lease, "release", &[]).map(drop)
+    }
+
+    fn requeue(&mut self, lease: Lease) -> Result<(), StoreError> {
+        self.end_lease(&lease, "requeue", &[]).map(drop)
+    }
+
+    fn set_initial_holds(&mut self, holds: &[Hold]) {
+        // Shared holds are set explicitly, never as a host's initial state.
+        self.initial_holds = holds.iter().fold(0, |acc, h| acc | h.bit()) & !SHARED_HOLDS;
+    }
+
+    fn set_default_max_in_flight(&mut self, max: usize) -> Result<(), StoreError> {
+        self.default_max_in_flight = max;
+        Ok(())
+    }
+
+    fn set_not_before(&mut self, host: &str, at: Instant) -> Result<(), StoreError> {
+        // Usually called as a fetch ends: give the host back in the same round trip.
+        let give_back = self
+            .hosts
+            .get(host)
+            .is_some_and(|h| h.leased && h.in_flight == 0 && h.holds & Hold::Robots.bit() == 0);
+        let mut inv = self.scripts.not_before.prepare_invoke();
+        inv.arg(&self.prefix)
+            .arg(host)
+            .arg(self.clock.score(at).to_string())
+            .arg(if give_back { self.worker.as_str() } else { "" });
+        self.link.run("setting a host's next fetch time", &inv)?;
+        let h = self.hosts.entry(host.to_string()).or_default();
+        h.not_before = Some(at);
+        if give_back {
+            h.leased = false;
+            h.head_level = None;
+        }
+        Ok(())
+    }
+
+    fn set_hold(&mut self, host: &str, hold: Hold, on: bool) -> Result<(), StoreError> {
+        if hold.bit() & SHARED_HOLDS == 0 {
+            let h = self.hosts.entry(host.to_string()).or_default();
+            if on {
+                h.holds |= hold.bit();
+            } else {
+                h.holds &= !hold.bit();
+            }
+            return Ok(());
+        }
+        self.set_shared_hold(host, hold.bit(), on)
+    }
+
+    fn set_max_in_flight(&mut self, host: &str, max: usize) -> Result<(), StoreError> {
+        self.set_shared_hold(host, CLOSED, max == 0)?;
+        self.hosts
+            .entry(host.to_string())
+            .or_default()
+            .max_in_flight = Some(max);
+        Ok(())
+    }
+
+    fn take_new_hosts(&mut self) -> Result<Vec<HostKey>, StoreError> {
+        Ok(std::mem::take(&mut self.new_hosts))
+    }
+
+    fn next_wakeup(&mut self) -> Result<Option<Instant>, StoreError> {
+        self.upkeep()?;
+        let mut inv = self.scripts.wakeup.prepare_invoke();
+        inv.arg(&self.prefix).arg(&self.worker);
+        let out = self.link.run("asking when a host is ready", &inv)?;
+        let due = out.first().and_then(|s| parse_score(s));
+        let others_hold = out
+            .get(1)
+            .and_then(|n| std::str::from_utf8(n).ok()?.parse::<u64>().ok())
+            .unwrap_or(0)
+            > 0;
+        let last = self.last_now;
+        let now = last.unwrap_or_else(Instant::now);
+        let local = self
+            .local_candidates(now)
+            .into_iter()
+            .map(|(_, since, _)| since)
+            .min();
+        let earliest = match (due, local) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let mut wake = earliest.map(|score| {
+            let at = self.clock.instant(score);
+            match last {
+                Some(last) if at <= last => last,
+                _ => at,
+            }
+        });
+        if others_hold {
+            // Hosts held elsewhere come back without a sign: look again soon.
+            let poll = Instant::now() + CLUSTER_POLL;
+            wake = Some(wake.map_or(poll, |w| w.min(poll)));
+        }
+        Ok(wake)
+    }
+
+    fn remove_matching(
+        &mut self,
+        host: Option<&str>,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+    ) -> Result<u64, StoreError> {
+        self.remove_where(host, pred, Some(record), None)
+    }
+
+    fn drop_host(
+        &mut self,
+        host: &str,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+    ) -> Result<u64, StoreError> {
+        self.remove_where(Some(host), &|_| true, Some(record), None)
+    }
+
+    fn park(
+        &mut self,
+        alert_id: u64,
+        host: &str,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+    ) -> Result<u64, StoreError> {
+        self.remove_where(Some(host), pred, None, Some(alert_id))
+    }
+
+    fn unpark(&mut self, alert_id: u64) -> Result<u64, StoreError> {
+        self.end_parked(alert_id, None)
+    }
+
+    fn drop_parked(
+        &mut self,
+        alert_id: u64,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+    ) -> Result<u64, StoreError> {
+        self.end_parked(alert_id, Some(record))
+    }
+
+    fn scan(
+        &mut self,
+        range: ScanRange,
+        from: Option<&ScanCursor>,
+        limit: usize,
+    ) -> Result<ScanPage, StoreError> {
+        self.scan_range(range, from, limit)
+    }
+
+    fn counts(&mut self) -> Result<FrontierCounts, StoreError> {
+        self.upkeep()?;
+        let key = format!("{}n", self.prefix);
+        let mut fields = vec!["queued".to_string(), "inflight".into(), "parked".into()];
+        fields.extend((0..PRIORITY_LEVELS).map(|l| format!("l{l}")));
+        let values: Vec<Option<i64>> = self.link.query("counting the frontier", |c| {
+            redis::cmd("HMGET").arg(&key).arg(&fields).query(c)
+        })?;
+        let value = |i: usize| values.get(i).copied().flatten().unwrap_or(0).max(0) as u64;
+        let mine: u64 = self.hosts.values().map(|h| h.in_flight as u64).sum();
+        let mut front_queues = [0; PRIORITY_LEVELS];
+        for (level, depth) in front_queues.iter_mut().enumerate() {
+            *depth = value(3 + level);
+        }
+        Ok(FrontierCounts {
+            // URLs in flight on other workers are work this worker still waits for.
+            queued: value(0) + value(1).saturating_sub(mine),
+            in_flight: mine,
+            parked: value(2),
+            front_queues,
+        })
+    }
+
+    fn host_views(
+        &mut self,
+        hosts: &[&str],
+        now: Instant,
+        head: usize,
+    ) -> Result<Vec<HostQueueView>, StoreError> {
+        if hosts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let p = self.prefix.clone();
+        type Row = (
+            u64,
+            u64,
+            Option<u64>,
+            Option<u8>,
+            Option<String>,
+            Vec<Vec<u8>>,
+        );
+        let rows: Vec<Row> = self.link.query("reading host queues", |c| {
+            let mut pipe = redis::pipe();
+            for host in hosts {
+                pipe.cmd("ZCARD").arg(format!("{p}q:{host}"));
+                pipe.cmd("HLEN").arg(format!("{p}inflight:{host}"));
+                pipe.cmd("HGET").arg(format!("{p}parked_hosts")).arg(host);
+                pipe.cmd("HGET").arg(format!("{p}holds")).arg(host);
+                pipe.cmd("HGET").arg(format!("{p}nb")).arg(host);
+                let last = head as isize - 1;
+                pipe.cmd("ZRANGE")
+                    .arg(format!("{p}q:{host}"))
+                    .arg(0)
+                    .arg(last);
+            }
+            let flat: Vec<redis::Value> = pipe.query(c)?;
+            flat.chunks(6)
+                .map(|row| {
+                    Ok((
+                        redis::from_redis_value(&row[0])?,
+                        redis::from_redis_value(&row[1])?,
+                        redis::from_redis_value(&row[2])?,
+                        redis::from_redis_value(&row[3])?,
+                        redis::from_redis_value(&row[4])?,
+                        redis::from_redis_value(&row[5])?,
+                    ))
+                })
+                .collect()
+        })?;
+        let mut views = Vec::with_capacity(hosts.len());
+        for (host, (queued, in_flight, parked, holds, nb, members)) in hosts.iter().zip(rows) {
+            let head = if head == 0 { Vec::new() } else { members };
+            let head = head
+                .iter()
+                .map(|m| super::decode(m).map(|e| e.url))
+                .collect::<Result<_, _>>()?;
+            let shared = SharedState {
+                queued,
+                in_flight,
+                holds: holds.unwrap_or(0),
+                not_before: nb
+                    .and_then(|s| parse_score(s.as_bytes()))
+                    .map(|score| self.clock.instant(score)),
+            };
+            let activity = self.activity(host, now, &shared);
+            views.push(HostQueueView {
+                queued,
+                in_flight,
+                parked: parked.unwrap_or(0),
+                activity,
+                head,
+            });
+        }
+        Ok(views)
+    }
+}
+
+/// What Redis says of a host, for its activity.
+struct SharedState {
+    queued: u64,
+    /// On any worker.
+    in_flight: u64,
+    holds: u8,
+    not_before: Option<Instant>,
+}
+
+impl RedisFrontier {
+    fn activity(&self, host: &str, now: Instant, shared: &SharedState) -> HostActivity {
+        let local = self.hosts.get(host);
+        let holds = (shared.holds & SHARED_HOLDS) | local.map_or(0, |h| h.holds);
+        let (queued, in_flight) = (shared.queued, shared.in_flight as usize);
+        let max = local.map_or(self.default_max_in_flight, |h| self.max_of(h));
+        if holds & Hold::Finished.bit() != 0 {
+            HostActivity::Finished
+        } else if holds & Hold::Paused.bit() != 0 {
+            HostActivity::PausedByOperator
+        } else if holds & Hold::Breaker.bit() != 0 {
+            HostActivity::BreakerOpen
+        } else if holds & Hold::Robots.bit() != 0 {
+            HostActivity::RobotsPending
+        } else if queued == 0 {
+            if in_flight > 0 {
+                HostActivity::Busy
+            } else {
+                HostActivity::Idle
+            }
+        } else if holds & CLOSED != 0 || (in_flight > 0 && in_flight >= max) {
+            HostActivity::Busy
+        } else if shared
+            .not_before
+            .into_iter()
+            .chain(local.and_then(|h| h.not_before))
+            .any(|t| t > now)
+        {
+            HostActivity::Waiting
+        } else {
+            HostActivity::Ready
+        }
+    }
+}

@@ -1,0 +1,241 @@
+use super::html::Document;
+use super::*;
+use std::path::Path;
+
+const PAGE: &str = r#"<html><head><title> Shop  home </title><style>p{}</style></head>
+<body><h1>Welcome</h1><p>First line</p><script>var x = "hidden";</script>
+<h2>Offers <b>today</b></h2><div>Second<p>Third</p></div>
+<a href="/a">a</a><a href="b?x=1#frag">b</a><a href="/a">again</a>
+<a href="mailto:x@y">mail</a><a rel="nofollow" href="http://other.example/">o</a></body></html>"#;
+
+#[test]
+fn title_outline_and_text_skip_hidden_elements() {
+    let doc = Document::parse(PAGE, "http://h.localhost/dir/");
+    assert_eq!(doc.title().as_deref(), Some("Shop home"));
+    let text = doc.text();
+    let outline: Vec<(u8, &str)> = text
+        .outline
+        .iter()
+        .map(|e| (e.level, e.text.as_str()))
+        .collect();
+    assert_eq!(
+        &outline[..5],
+        &[
+            (1, "Welcome"),
+            (0, "First line"),
+            (2, "Offers today"),
+            (0, "Second"),
+            (0, "Third")
+        ]
+    );
+    assert!(!text.lines.iter().any(|l| l.contains("hidden")));
+}
+
+#[test]
+fn links_are_resolved_normalized_and_listed_once() {
+    let doc = Document::parse(PAGE, "http://h.localhost/dir/");
+    let links: Vec<(String, bool)> = doc
+        .links()
+        .into_iter()
+        .map(|l| (l.url, l.nofollow))
+        .collect();
+    assert_eq!(
+        links,
+        vec![
+            ("http://h.localhost/a".to_string(), false),
+            ("http://h.localhost/dir/b?x=1".to_string(), false),
+            ("http://other.example/".to_string(), true),
+        ]
+    );
+}
+
+#[test]
+fn select_lists_matches_says_none_and_reports_bad_selectors() {
+    let found = select(PAGE, "h2").unwrap();
+    assert_eq!(found, vec!["<h2> Offers today".to_string()]);
+    assert_eq!(select(PAGE, "table.none").unwrap(), Vec::<String>::new());
+    let e = select(PAGE, "h2[").unwrap_err();
+    assert!(e.to_string().starts_with("bad CSS selector `h2[`"), "{e}");
+}
+
+#[test]
+fn a_huge_flat_or_deep_page_stays_within_the_caps() {
+    let mut body = String::from("<html><body>");
+    for i in 0..20_000 {
+        body.push_str(&format!("<p>line {i} {}</p>", "x".repeat(600)));
+    }
+    body.push_str(&"<div>".repeat(5_000));
+    let doc = Document::parse(&body, "http://h.localhost/");
+    let text = doc.text();
+    assert!(text.lines.len() <= MAX_TEXT_LINES);
+    assert!(text.lines.iter().map(String::len).sum::<usize>() <= MAX_TEXT + 4 * 101);
+    assert!(text
+        .lines
+        .iter()
+        .all(|l| l.chars().count() <= MAX_LINE_CHARS + 1));
+    assert!(text.outline.len() <= MAX_OUTLINE);
+}
+
+#[test]
+fn the_diff_pairs_equal_lines_and_shows_the_differing_ones() {
+    let lines = |s: &str| s.split(',').map(str::to_string).collect::<Vec<_>>();
+    let rows = side_by_side(&lines("head,item 1,foot"), &lines("head,item 2,extra,foot"));
+    let shown: Vec<(DiffSide, Option<&str>, Option<&str>)> = rows
+        .iter()
+        .map(|r| (r.side, r.left.as_deref(), r.right.as_deref()))
+        .collect();
+    assert_eq!(
+        shown,
+        vec![
+            (DiffSide::Same, Some("head"), Some("head")),
+            (DiffSide::Changed, Some("item 1"), Some("item 2")),
+            (DiffSide::Changed, None, Some("extra")),
+            (DiffSide::Same, Some("foot"), Some("foot")),
+        ]
+    );
+}
+
+/// Archives `body` as the answer to `url` and records its page, as a crawl does.
+fn archived_page(dir: &Path, url: &str, body: &[u8]) -> Store {
+    use crate::engine::store::warc::{WarcExchange, WarcWriter};
+    let mut writer = WarcWriter::open(dir, 1 << 30).unwrap();
+    let at = writer
+        .write_exchange(&WarcExchange {
+            url,
+            ip: None,
+            date: std::time::SystemTime::now(),
+            request_head: b"GET / HTTP/1.1\r\n",
+            response_head: b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n",
+            body,
+            payload_digest: "sha1:X",
+        })
+        .unwrap();
+    let store = Store::open(dir, 1 << 20).unwrap();
+    let mut record = crate::engine::store::PageRecord::without_fetch(
+        url,
+        "h.localhost",
+        0,
+        1,
+        PageOutcome::Fetched { status: 200 },
+    );
+    record.warc = Some(at);
+    store.record_pages(&[record]).unwrap();
+    store
+}
+
+#[test]
+fn a_six_megabyte_page_opens_within_the_caps() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut body = String::from("<html><head><title>Big</title></head><body><h1>Top</h1>");
+    let mut i = 0;
+    while body.len() < 6 * 1024 * 1024 {
+        body.push_str(&format!("<p>paragraph {i}</p><a href=\"/p/{i}\">{i}</a>\n"));
+        i += 1;
+    }
+    let url = "http://h.localhost/";
+    let store = archived_page(dir.path(), url, body.as_bytes());
+    let page = inspect(&store, dir.path(), url).unwrap().expect("a record");
+    assert_eq!(page.status, Some(200));
+    assert_eq!(page.title.as_deref(), Some("Big"));
+    assert!(page.truncated);
+    assert!(page.html.len() <= MAX_BODY);
+    assert!(page.text.iter().map(String::len).sum::<usize>() <= MAX_TEXT + 101);
+    assert!(page.outline.len() <= MAX_OUTLINE);
+    assert_eq!(page.links.len(), MAX_LINKS);
+    assert!(page.links_not_listed > 0);
+    let selected = select(&page.html, "p").unwrap();
+    assert_eq!(selected.len(), MAX_SELECTED);
+}
+
+#[test]
+fn a_page_without_an_archived_copy_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    let record = crate::engine::store::PageRecord::without_fetch(
+        "http://h.localhost/x",
+        "h.localhost",
+        1,
+        1,
+        PageOutcome::RobotsDenied,
+    );
+    store.record_pages(&[record]).unwrap();
+    let page = inspect(&store, dir.path(), "http://h.localhost/x")
+        .unwrap()
+        .unwrap();
+    assert!(page.archive_note.unwrap().contains("not fetched"));
+    assert!(inspect(&store, dir.path(), "http://h.localhost/none")
+        .unwrap()
+        .is_none());
+}
+
+#[test]
+fn parked_queued_and_unknown_links_get_their_fates() {
+    use crate::engine::frontier::{encode_entry, FrontierEntry};
+    use crate::engine::store::{keys, CrawlBatch};
+    let dir = tempfile::tempdir().unwrap();
+    let body = br#"<a href="/parked">p</a><a href="/queued">q</a><a href="/never">n</a>"#;
+    let store = archived_page(dir.path(), "http://h.localhost/", body);
+    let mut batch = CrawlBatch::default();
+    let parked = FrontierEntry {
+        url: "http://h.localhost/parked".into(),
+        host: "h.localhost".into(),
+        depth: 1,
+        priority: 0,
+        redirects: 0,
+    };
+    batch.enqueue(&keys::parked_key(7, 1), &encode_entry(&parked));
+    batch.mark_seen("http://h.localhost/parked");
+    batch.mark_seen("http://h.localhost/queued");
+    store.apply(batch).unwrap();
+    let page = inspect(&store, dir.path(), "http://h.localhost/")
+        .unwrap()
+        .unwrap();
+    let fates: Vec<(&str, &LinkFate)> = page
+        .links
+        .iter()
+        .map(|l| (l.url.as_str(), &l.fate))
+        .collect();
+    assert_eq!(
+        fates[0],
+        (
+            "http://h.localhost/parked",
+            &LinkFate::ParkedByAlert { alert_id: 7 }
+        )
+    );
+    assert_eq!(fates[1], ("http://h.localhost/queued", &LinkFate::Queued));
+    assert!(matches!(fates[2].1, LinkFate::NotFollowed { .. }));
+    // A parked URL itself: not fetched, with what holds it.
+    let parked = inspect(&store, dir.path(), "http://h.localhost/parked")
+        .unwrap()
+        .expect("found by the crawl");
+    assert_eq!(parked.outcome, "parked by alert #7");
+    assert!(parked.archive_note.unwrap().starts_with("not fetched"));
+    assert!(inspect(&store, dir.path(), "http://h.localhost/never")
+        .unwrap()
+        .is_none());
+}
+
+#[test]
+fn a_body_is_read_in_the_charset_its_content_type_names() {
+    let headers = vec![(
+        "Content-Type".to_string(),
+        "text/html; charset=ISO-8859-1".to_string(),
+    )];
+    assert_eq!(decode_body(&headers, b"caf\xe9"), "caf\u{e9}");
+    assert_eq!(decode_body(&[], b"caf\xc3\xa9"), "caf\u{e9}");
+}
+
+#[test]
+fn a_damaged_archive_is_a_note_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = "http://h.localhost/";
+    let store = archived_page(dir.path(), url, b"<title>T</title>");
+    let mut record = store.page(url).unwrap().unwrap();
+    let at = record.warc.as_mut().unwrap();
+    at.offset += 3;
+    store.record_pages(&[record]).unwrap();
+    let page = inspect(&store, dir.path(), url).unwrap().unwrap();
+    let note = page.archive_note.expect("a note");
+    assert!(note.contains("cannot be read"), "{note}");
+    assert_eq!(page.status, Some(200), "the record's fields remain");
+}
