@@ -159,6 +159,7 @@ pub(in crate::engine) fn build(
         group_commit: Default::default(),
         settings_report,
         returns: Default::default(),
+        previews: Default::default(),
         cfg: config,
     })
 }

@@ -32,12 +32,9 @@ pub(super) const SETTINGS_KEY: &[u8] = b"settings";
 type Answer = Result<String, String>;
 
 /// Carries out `command`; its answer, or `None` when it comes later (a rule
-/// removal is answered once the URLs it blocked are back).
+/// removal is answered once the URLs it blocked are back, a preview once its
+/// scan is done).
 pub(super) fn handle(c: &mut Coordinator, id: CommandId, command: Command) -> Option<Answer> {
-    if let Command::Preview(spec) = &command {
-        // Reads only: nothing to store.
-        return Some(c.preview_rule(spec, PreviewBudget::default()));
-    }
     let now = Instant::now();
     let result = match command {
         Command::Pause(target) => c.pause(target, true),
@@ -79,7 +76,8 @@ pub(super) fn handle(c: &mut Coordinator, id: CommandId, command: Command) -> Op
         }
         Command::AcceptAlert { alert_id, rule } => c.accept_alert(alert_id, rule, "operator"),
         Command::DismissAlert { alert_id } => c.dismiss_alert(alert_id),
-        Command::Preview(spec) => c.preview_rule(&spec, PreviewBudget::default()),
+        // Reads only: nothing to store; answered when the scan is done.
+        Command::Preview(spec) => return c.request_preview(id, spec, PreviewBudget::default()),
         Command::Checkpoint => {
             c.checkpoint();
             Ok("checkpoint written".into())

@@ -11,6 +11,7 @@ mod group_commit;
 mod health;
 mod links;
 mod preview;
+mod preview_job;
 mod probe;
 mod results;
 mod snapshot;
@@ -93,6 +94,8 @@ pub(crate) struct Coordinator {
     settings_report: Vec<String>,
     /// Removed rules whose blocked URLs are coming back.
     returns: unblock::Returns,
+    /// The rule preview running off the loop, and one waiting.
+    previews: preview_job::Previews,
 }
 
 impl Coordinator {
@@ -161,6 +164,7 @@ impl Coordinator {
                     self.apply_walked(walked);
                     self.sync();
                 }
+                Some(finished) = self.previews.recv() => self.finish_preview(finished),
                 _ = tick.tick() => {
                     self.note_repeated_traps();
                     self.refresh_an_impact(Instant::now());
@@ -171,6 +175,7 @@ impl Coordinator {
             }
         }
         self.end_removals();
+        self.end_previews().await;
         self.set_state(CrawlState::Done);
         self.checkpoint();
         let snapshot = self.publish();

@@ -1,10 +1,10 @@
 //! Rule preview: how many queued, parked and fetched URLs a rule would match,
-//! read in chunks under a time budget so the crawl loop is held up only briefly.
+//! read in chunks under a time budget (off the crawl loop: `preview_job.rs`).
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
-use crate::engine::frontier::{FrontierEntry, FrontierStore, ScanCursor, ScanRange};
+use crate::engine::frontier::{FrontierEntry, FrontierStore, ScanCursor, ScanPage, ScanRange};
 use crate::engine::rules::CompiledRule;
 use crate::engine::store::{PageOutcome, Store, StoreError};
 
@@ -26,7 +26,7 @@ pub(crate) struct PreviewBudget {
 
 impl Default for PreviewBudget {
     fn default() -> Self {
-        // Small enough that a preview per keystroke pause costs the crawl little.
+        // An answer within a keystroke pause; on the loop (Redis frontier) a short stall.
         PreviewBudget {
             time: Duration::from_millis(40),
             rows: 200_000,
@@ -109,6 +109,21 @@ pub(crate) fn preview(
     rule: &CompiledRule,
     budget: PreviewBudget,
 ) -> Result<RulePreview, StoreError> {
+    preview_over(
+        |range, from, limit| frontier.scan(range, from, limit),
+        store,
+        rule,
+        budget,
+    )
+}
+
+/// [`preview`] with the frontier read through `scan`.
+pub(crate) fn preview_over(
+    mut scan: impl FnMut(ScanRange, Option<&ScanCursor>, usize) -> Result<ScanPage, StoreError>,
+    store: &Store,
+    rule: &CompiledRule,
+    budget: PreviewBudget,
+) -> Result<RulePreview, StoreError> {
     let started = Instant::now();
     let mut tally = Tally::default();
     let over = |t: &Tally| t.scanned >= budget.rows || started.elapsed() >= budget.time;
@@ -124,7 +139,7 @@ pub(crate) fn preview(
             if over(&tally) {
                 return Ok(tally.into_preview(true));
             }
-            let page = frontier.scan(range, cursor.as_ref(), CHUNK)?;
+            let page = scan(range, cursor.as_ref(), CHUNK)?;
             tally.scanned += page.entries.len() as u64;
             for FrontierEntry { url, host, .. } in &page.entries {
                 if rule.is_match(url, host) {

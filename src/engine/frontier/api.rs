@@ -9,7 +9,7 @@
 
 use tokio::time::Instant;
 
-use super::{Frontier, FrontierEntry, Hold, Lease};
+use super::{Frontier, FrontierEntry, FrontierReader, Hold, Lease};
 use crate::engine::control::HostKey;
 use crate::engine::store::{PageRecord, StoreError};
 use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
@@ -214,6 +214,12 @@ pub trait FrontierStore: Send {
         limit: usize,
     ) -> Result<ScanPage, StoreError>;
 
+    /// A handle that scans like [`FrontierStore::scan`] from another thread,
+    /// or `None` when scans must go through the frontier itself.
+    fn reader(&self) -> Option<FrontierReader> {
+        None
+    }
+
     /// Whole-frontier counters.
     fn counts(&mut self) -> Result<FrontierCounts, StoreError>;
 
@@ -342,6 +348,10 @@ impl FrontierStore for Frontier {
         limit: usize,
     ) -> Result<ScanPage, StoreError> {
         Frontier::scan(self, range, from, limit)
+    }
+
+    fn reader(&self) -> Option<FrontierReader> {
+        Some(Frontier::reader(self))
     }
 
     fn counts(&mut self) -> Result<FrontierCounts, StoreError> {

@@ -35,12 +35,13 @@ pub use self::redis::{
 };
 #[cfg(test)]
 use api::FrontierCounts;
-pub use api::{Completion, FrontierStore, HostQueueView, ScanCursor, ScanRange};
+pub use api::{Completion, FrontierStore, HostQueueView, ScanCursor, ScanPage, ScanRange};
 /// Decodes a stored queue or parked entry (the page inspector reads parked URLs).
 pub(crate) use entry::decode as decode_entry;
 #[cfg(test)]
 pub(crate) use entry::encode as encode_entry;
 pub use entry::{FrontierEntry, Hold, Lease};
+pub use scan::FrontierReader;
 #[cfg(test)]
 use schedule::LEVEL_WEIGHTS;
 

@@ -3,9 +3,18 @@
 use super::api::{ScanCursor, ScanPage, ScanRange};
 use super::entry::decode;
 use super::Frontier;
-use crate::engine::store::{keys, StoreError};
+use crate::engine::store::{keys, Store, StoreError};
 
-impl Frontier {
+/// Reads the queued and parked URLs of the sled frontier without the
+/// frontier itself, so a scan can run on another thread. Every queued URL,
+/// leased or in a host's head buffer, is a row of the store, so it reads
+/// exactly what [`Frontier::scan`] reads.
+#[derive(Clone)]
+pub struct FrontierReader {
+    store: Store,
+}
+
+impl FrontierReader {
     /// See [`super::FrontierStore::scan`]; unreadable rows are skipped.
     pub fn scan(
         &self,
@@ -32,5 +41,24 @@ impl Frontier {
             .filter_map(|(_, value)| decode(value).ok())
             .collect();
         Ok(ScanPage { entries, next })
+    }
+}
+
+impl Frontier {
+    /// A read handle over this frontier's stored URLs.
+    pub fn reader(&self) -> FrontierReader {
+        FrontierReader {
+            store: self.store.clone(),
+        }
+    }
+
+    /// See [`super::FrontierStore::scan`]; unreadable rows are skipped.
+    pub fn scan(
+        &self,
+        range: ScanRange,
+        from: Option<&ScanCursor>,
+        limit: usize,
+    ) -> Result<ScanPage, StoreError> {
+        self.reader().scan(range, from, limit)
     }
 }
