@@ -72,6 +72,7 @@ impl Coordinator {
         let spawned = std::thread::Builder::new()
             .name("rule-preview".into())
             .spawn(move || {
+                lower_priority();
                 let scan = |range, from: Option<&_>, limit| reader.scan(range, from, limit);
                 let answer = preview_over(scan, &store, &rule, budget)
                     .map(|found| found.lines(&describe(&spec)).join("\n"))
@@ -110,6 +111,21 @@ impl Coordinator {
         }
     }
 }
+
+/// Lets the crawl have the CPU when both want it: the preview may be slow,
+/// and then says "sampled".
+#[cfg(target_os = "linux")]
+fn lower_priority() {
+    // On Linux the nice value is per thread, so this lowers only the calling
+    // thread; a failure leaves it at the crawl's priority.
+    // SAFETY: setpriority takes plain integers and touches no memory of ours.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 10);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lower_priority() {}
 
 #[cfg(test)]
 #[path = "preview_job_tests.rs"]
