@@ -74,6 +74,38 @@ pub async fn crawl(cfg: CrawlConfig, dir: &Path) -> Snapshot {
     result
 }
 
+/// Crawls to the end with the regex rule `pattern` (any host) in force from
+/// before the first fetch: the engine starts paused, takes the rule, resumes.
+pub async fn crawl_with_rule(cfg: CrawlConfig, dir: &Path, pattern: &str) -> Snapshot {
+    use crawldeck::engine::control::{Command, PatternKind, RuleSpec, Target};
+    use crawldeck::engine::{EngineOptions, RunOverrides, RunningEngine};
+
+    let options = EngineOptions {
+        overrides: RunOverrides {
+            paused: Some(true),
+            ..RunOverrides::default()
+        },
+        ..EngineOptions::default()
+    };
+    let RunningEngine { handle, done, .. } =
+        crawldeck::engine::start_with(cfg, dir, std::future::pending(), options)
+            .await
+            .expect("engine starts");
+    handle.control.send(Command::AddRule(RuleSpec {
+        kind: PatternKind::Regex,
+        pattern: pattern.into(),
+        host: None,
+    }));
+    handle.control.send(Command::Resume(Target::Global));
+    let result = tokio::time::timeout(CRAWL_LIMIT, done)
+        .await
+        .expect("crawl ends within the limit")
+        .expect("engine task does not panic")
+        .expect("engine runs without error");
+    drop(handle);
+    result
+}
+
 /// All page records of a finished crawl.
 pub fn pages(dir: &Path) -> Vec<PageRecord> {
     let store = Store::open(dir, 8 * 1024 * 1024).expect("store reopens after the crawl");
