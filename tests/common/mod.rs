@@ -63,8 +63,13 @@ pub async fn crawl(cfg: CrawlConfig, dir: &Path) -> Snapshot {
     let running = crawldeck::engine::start(cfg, dir, std::future::pending())
         .await
         .expect("engine starts");
+    run_to_end(running).await
+}
+
+/// Waits for a started crawl to end, its handle kept alive until then (so its
+/// command channel stays open).
+async fn run_to_end(running: crawldeck::engine::RunningEngine) -> Snapshot {
     let crawldeck::engine::RunningEngine { handle, done, .. } = running;
-    // Keep the handle alive (dropping the event receiver is fine; keep commands open).
     let result = tokio::time::timeout(CRAWL_LIMIT, done)
         .await
         .expect("crawl ends within the limit")
@@ -78,7 +83,7 @@ pub async fn crawl(cfg: CrawlConfig, dir: &Path) -> Snapshot {
 /// before the first fetch: the engine starts paused, takes the rule, resumes.
 pub async fn crawl_with_rule(cfg: CrawlConfig, dir: &Path, pattern: &str) -> Snapshot {
     use crawldeck::engine::control::{Command, PatternKind, RuleSpec, Target};
-    use crawldeck::engine::{EngineOptions, RunOverrides, RunningEngine};
+    use crawldeck::engine::{EngineOptions, RunOverrides};
 
     let options = EngineOptions {
         overrides: RunOverrides {
@@ -87,23 +92,16 @@ pub async fn crawl_with_rule(cfg: CrawlConfig, dir: &Path, pattern: &str) -> Sna
         },
         ..EngineOptions::default()
     };
-    let RunningEngine { handle, done, .. } =
-        crawldeck::engine::start_with(cfg, dir, std::future::pending(), options)
-            .await
-            .expect("engine starts");
-    handle.control.send(Command::AddRule(RuleSpec {
+    let running = crawldeck::engine::start_with(cfg, dir, std::future::pending(), options)
+        .await
+        .expect("engine starts");
+    running.handle.control.send(Command::AddRule(RuleSpec {
         kind: PatternKind::Regex,
         pattern: pattern.into(),
         host: None,
     }));
-    handle.control.send(Command::Resume(Target::Global));
-    let result = tokio::time::timeout(CRAWL_LIMIT, done)
-        .await
-        .expect("crawl ends within the limit")
-        .expect("engine task does not panic")
-        .expect("engine runs without error");
-    drop(handle);
-    result
+    running.handle.control.send(Command::Resume(Target::Global));
+    run_to_end(running).await
 }
 
 /// All page records of a finished crawl.
