@@ -8,10 +8,8 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use crawldeck::demo::SiteKind;
-use crawldeck::engine::control::{Command as EngineCommand, PatternKind, RuleSpec, Target};
 use crawldeck::engine::inspect::{self, DiffSide, LinkFate, PageInspection};
 use crawldeck::engine::store::Store;
-use crawldeck::engine::{EngineOptions, RunOverrides, RunningEngine};
 
 /// No `crawldeck page` may take longer than this.
 const RUN_LIMIT: Duration = Duration::from_secs(60);
@@ -61,33 +59,7 @@ fn fate_of<'a>(page: &'a PageInspection, path: &str) -> &'a LinkFate {
 async fn a_demo_page_is_inspected_with_its_links_fates_and_near_duplicates_diff() {
     let demo = common::start_demo(vec![SiteKind::Shop, SiteKind::Dupes]).await;
     let dir = tempfile::tempdir().unwrap();
-    let options = EngineOptions {
-        overrides: RunOverrides {
-            paused: Some(true),
-            ..RunOverrides::default()
-        },
-        ..EngineOptions::default()
-    };
-    let RunningEngine { handle, done, .. } = crawldeck::engine::start_with(
-        common::test_config(&demo),
-        dir.path(),
-        std::future::pending(),
-        options,
-    )
-    .await
-    .expect("engine starts");
-    handle.control.send(EngineCommand::AddRule(RuleSpec {
-        kind: PatternKind::Regex,
-        pattern: "/c/lamps/$".into(),
-        host: None,
-    }));
-    handle.control.send(EngineCommand::Resume(Target::Global));
-    tokio::time::timeout(common::CRAWL_LIMIT, done)
-        .await
-        .expect("crawl ends")
-        .expect("no panic")
-        .expect("no engine error");
-    drop(handle);
+    common::crawl_with_rule(common::test_config(&demo), dir.path(), "/c/lamps/$").await;
     let shop = demo.base_url(SiteKind::Shop);
     let dupes = demo.base_url(SiteKind::Dupes);
     drop(demo);

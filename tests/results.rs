@@ -332,38 +332,9 @@ async fn a_running_crawl_is_listed_through_its_engine() {
 /// by that rule, like the queued URLs a new rule removes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn links_a_rule_refuses_on_sight_are_listed_with_the_rule() {
-    use crawldeck::engine::control::{Command as EngineCommand, PatternKind, RuleSpec, Target};
-    use crawldeck::engine::{EngineOptions, RunOverrides, RunningEngine};
-
     let demo = common::start_demo(vec![SiteKind::Shop]).await;
     let dir = tempfile::tempdir().unwrap();
-    let options = EngineOptions {
-        overrides: RunOverrides {
-            paused: Some(true),
-            ..RunOverrides::default()
-        },
-        ..EngineOptions::default()
-    };
-    let RunningEngine { handle, done, .. } = crawldeck::engine::start_with(
-        common::test_config(&demo),
-        dir.path(),
-        std::future::pending(),
-        options,
-    )
-    .await
-    .expect("engine starts");
-    handle.control.send(EngineCommand::AddRule(RuleSpec {
-        kind: PatternKind::Regex,
-        pattern: "/p/lamps-".into(),
-        host: None,
-    }));
-    handle.control.send(EngineCommand::Resume(Target::Global));
-    tokio::time::timeout(common::CRAWL_LIMIT, done)
-        .await
-        .expect("crawl ends")
-        .expect("no panic")
-        .expect("no engine error");
-    drop(handle);
+    common::crawl_with_rule(common::test_config(&demo), dir.path(), "/p/lamps-").await;
 
     let data = dir.path().to_str().unwrap();
     let blocked = json_lines(&["pages", data, "--fate", "blocked", "--by", "rule", "--json"]);

@@ -63,8 +63,13 @@ pub async fn crawl(cfg: CrawlConfig, dir: &Path) -> Snapshot {
     let running = crawldeck::engine::start(cfg, dir, std::future::pending())
         .await
         .expect("engine starts");
+    run_to_end(running).await
+}
+
+/// Waits for a started crawl to end, its handle kept alive until then (so its
+/// command channel stays open).
+async fn run_to_end(running: crawldeck::engine::RunningEngine) -> Snapshot {
     let crawldeck::engine::RunningEngine { handle, done, .. } = running;
-    // Keep the handle alive (dropping the event receiver is fine; keep commands open).
     let result = tokio::time::timeout(CRAWL_LIMIT, done)
         .await
         .expect("crawl ends within the limit")
@@ -72,6 +77,31 @@ pub async fn crawl(cfg: CrawlConfig, dir: &Path) -> Snapshot {
         .expect("engine runs without error");
     drop(handle);
     result
+}
+
+/// Crawls to the end with the regex rule `pattern` (any host) in force from
+/// before the first fetch: the engine starts paused, takes the rule, resumes.
+pub async fn crawl_with_rule(cfg: CrawlConfig, dir: &Path, pattern: &str) -> Snapshot {
+    use crawldeck::engine::control::{Command, PatternKind, RuleSpec, Target};
+    use crawldeck::engine::{EngineOptions, RunOverrides};
+
+    let options = EngineOptions {
+        overrides: RunOverrides {
+            paused: Some(true),
+            ..RunOverrides::default()
+        },
+        ..EngineOptions::default()
+    };
+    let running = crawldeck::engine::start_with(cfg, dir, std::future::pending(), options)
+        .await
+        .expect("engine starts");
+    running.handle.control.send(Command::AddRule(RuleSpec {
+        kind: PatternKind::Regex,
+        pattern: pattern.into(),
+        host: None,
+    }));
+    running.handle.control.send(Command::Resume(Target::Global));
+    run_to_end(running).await
 }
 
 /// All page records of a finished crawl.
