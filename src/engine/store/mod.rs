@@ -304,7 +304,10 @@ impl Store {
     }
 
     /// Records pages outside a frontier operation (e.g. URLs refused at discovery).
-    pub(crate) fn record_pages(&self, records: &[PageRecord]) -> Result<(), StoreError> {
+    pub(crate) fn record_pages<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a PageRecord>,
+    ) -> Result<(), StoreError> {
         let mut batch = CrawlBatch::default();
         for record in records {
             batch.record_page(record)?;

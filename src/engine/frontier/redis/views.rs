@@ -9,7 +9,7 @@ use crate::engine::control::HostKey;
 use crate::engine::frontier::api::{
     FrontierCounts, FrontierStore, HostQueueView, ScanCursor, ScanPage,
 };
-use crate::engine::frontier::{FrontierEntry, Hold, Lease, ScanRange};
+use crate::engine::frontier::{Completion, FrontierEntry, Hold, Lease, ScanRange};
 use crate::engine::store::{PageRecord, StoreError};
 use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
 
@@ -47,9 +47,21 @@ impl FrontierStore for RedisFrontier {
     ) -> Result<usize, StoreError> {
         // The record first: a crash between the two fetches the URL again
         // rather than losing it.
-        self.store.record_pages(std::slice::from_ref(record))?;
+        self.store.record_pages([record])?;
         let queued = self.end_lease(lease, "complete", &outlinks)?;
         self.pages += 1;
+        Ok(queued)
+    }
+
+    fn complete_all(&mut self, done: Vec<Completion>) -> Result<usize, StoreError> {
+        // The group's records in one sled write, before any lease ends (as in
+        // `complete`).
+        self.store.record_pages(done.iter().map(|c| &c.record))?;
+        let mut queued = 0;
+        for c in done {
+            queued += self.end_lease(&c.lease, "complete", &c.outlinks)?;
+            self.pages += 1;
+        }
         Ok(queued)
     }
 
