@@ -145,12 +145,12 @@ impl Coordinator {
                     self.begin_drain("shutdown requested (signal)");
                 }
                 Some((id, command)) = self.commands.recv() => {
-                    // The command sees every finished page's links queued.
-                    self.sync();
+                    // The command sees every finished page's links queued;
+                    // the one sync after it makes both durable (one flush).
+                    self.write_group();
                     if let Some(outcome) = commands::handle(&mut self, id, command) {
                         self.outbox.answer(id, outcome);
                     }
-                    // Operator actions are durable at once.
                     self.sync();
                 }
                 Some(work) = self.results.recv() => {
@@ -329,6 +329,16 @@ impl Coordinator {
     /// Writes the finished pages' group and makes everything durable, so a
     /// `kill -9` re-fetches only what was in flight.
     fn sync(&mut self) {
+        self.write_group();
+        if let Err(e) = self.store.flush() {
+            self.storage_failed("flush", e);
+        }
+    }
+
+    /// Writes the finished pages' group without making it durable: only for
+    /// a caller that syncs before the loop dispatches again, since a host may
+    /// be handed out once its last page's lease has ended.
+    fn write_group(&mut self) {
         let group = self.group_commit.take();
         if !group.is_empty() {
             let leases: Vec<Lease> = group.iter().map(|c| c.lease.clone()).collect();
@@ -339,9 +349,6 @@ impl Coordinator {
                     self.release(lease);
                 }
             }
-        }
-        if let Err(e) = self.store.flush() {
-            self.storage_failed("flush", e);
         }
     }
 
@@ -409,10 +416,31 @@ async fn sleep_until_opt(at: Option<Instant>) {
     }
 }
 
+/// A coordinator over `dir` that is not running, for tests that drive its
+/// parts directly, and the handle that sees its answers.
+#[cfg(test)]
+pub(super) fn for_test(
+    cfg: CrawlConfig,
+    dir: &std::path::Path,
+) -> (crate::engine::EngineHandle, Coordinator) {
+    let (handle, ends) = crate::engine::EngineHandle::channel();
+    let c = boot::build(cfg, dir, ends, crate::engine::EngineOptions::default())
+        .expect("coordinator builds");
+    (handle, c)
+}
+
+/// Settings whose one seed is a closed loopback port.
+#[cfg(test)]
+pub(super) fn closed_port_config() -> CrawlConfig {
+    CrawlConfig {
+        seeds: vec!["http://127.0.0.1:9/".into()],
+        ..CrawlConfig::default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::{EngineHandle, EngineOptions};
 
     #[tokio::test]
     async fn a_saturated_scheduler_waits_for_a_fetch_instead_of_spinning() {
@@ -422,9 +450,7 @@ mod tests {
             concurrency: 4,
             ..CrawlConfig::default()
         };
-        let (_handle, ends) = EngineHandle::channel();
-        let mut coordinator = super::boot::build(cfg, dir.path(), ends, EngineOptions::default())
-            .expect("coordinator builds");
+        let (_handle, mut coordinator) = for_test(cfg, dir.path());
         let now = Instant::now();
         coordinator.adopt_new_hosts(now);
         coordinator.hold("127.0.0.1:9", Hold::Robots, false);

@@ -1,11 +1,11 @@
 use std::time::Duration;
 
 use super::*;
-use crate::engine::config::CrawlConfig;
 use crate::engine::control::{Command, PatternKind};
+use crate::engine::coordinator::{closed_port_config, for_test};
 use crate::engine::frontier::conformance::entry;
 use crate::engine::telemetry::EngineEvent;
-use crate::engine::{EngineHandle, EngineOptions};
+use crate::engine::EngineHandle;
 
 /// Queued URLs of the test frontier; every third is under /cal/.
 const QUEUED: usize = 30_000;
@@ -38,13 +38,7 @@ fn answers(handle: &mut EngineHandle) -> Vec<(u64, Result<String, String>)> {
 #[tokio::test]
 async fn a_preview_runs_off_the_loop_which_keeps_handling_commands_meanwhile() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let cfg = CrawlConfig {
-        seeds: vec!["http://127.0.0.1:9/".into()],
-        ..CrawlConfig::default()
-    };
-    let (mut handle, ends) = EngineHandle::channel();
-    let mut c = super::super::boot::build(cfg, dir.path(), ends, EngineOptions::default())
-        .expect("coordinator builds");
+    let (mut handle, mut c) = for_test(closed_port_config(), dir.path());
     let queued: Vec<_> = (0..QUEUED)
         .map(|i| match i % 3 {
             0 => entry("127.0.0.2:9", &format!("cal/{i}"), 1),
@@ -98,13 +92,7 @@ async fn a_preview_runs_off_the_loop_which_keeps_handling_commands_meanwhile() {
 #[tokio::test]
 async fn a_preview_thread_stops_at_its_budget_and_says_sampled() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let cfg = CrawlConfig {
-        seeds: vec!["http://127.0.0.1:9/".into()],
-        ..CrawlConfig::default()
-    };
-    let (mut handle, ends) = EngineHandle::channel();
-    let mut c = super::super::boot::build(cfg, dir.path(), ends, EngineOptions::default())
-        .expect("coordinator builds");
+    let (mut handle, mut c) = for_test(closed_port_config(), dir.path());
     let queued: Vec<_> = (0..2000)
         .map(|i| entry("127.0.0.2:9", &format!("cal/{i}"), 1))
         .collect();
@@ -126,13 +114,7 @@ async fn a_preview_thread_stops_at_its_budget_and_says_sampled() {
 #[tokio::test]
 async fn an_invalid_pattern_is_refused_at_once() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let (_handle, ends) = EngineHandle::channel();
-    let cfg = CrawlConfig {
-        seeds: vec!["http://127.0.0.1:9/".into()],
-        ..CrawlConfig::default()
-    };
-    let mut c = super::super::boot::build(cfg, dir.path(), ends, EngineOptions::default())
-        .expect("coordinator builds");
+    let (_handle, mut c) = for_test(closed_port_config(), dir.path());
     let spec = RuleSpec {
         kind: PatternKind::Regex,
         pattern: "(".into(),

@@ -5,7 +5,6 @@ use crate::engine::config::CrawlConfig;
 use crate::engine::control::PatternKind;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::telemetry::{RuleImpact, TrapKind};
-use crate::engine::{EngineHandle, EngineOptions};
 
 const HOST: &str = "127.0.0.1:9";
 
@@ -27,9 +26,7 @@ async fn an_alerts_impact_is_measured_again_when_its_evidence_grows_at_most_ever
         ..CrawlConfig::default()
     };
     cfg.traps.policy = TrapPolicy::AlertOnly;
-    let (_handle, ends) = EngineHandle::channel();
-    let mut c = super::super::boot::build(cfg, dir.path(), ends, EngineOptions::default())
-        .expect("coordinator builds");
+    let (_handle, mut c) = super::super::for_test(cfg, dir.path());
     let raised_at = Instant::now();
     c.raise_alert(Detection {
         host: HOST.into(),

@@ -1,9 +1,8 @@
 use super::*;
-use crate::engine::config::CrawlConfig;
 use crate::engine::control::{PatternKind, RuleSpec};
+use crate::engine::coordinator::{closed_port_config, for_test};
 use crate::engine::store::FilteredUrl;
 use crate::engine::telemetry::EngineEvent;
-use crate::engine::{EngineHandle, EngineOptions};
 
 /// Links a rule with no host kept out: more than a few chunks' worth.
 const KEPT_OUT: usize = 3 * CHUNK + 17;
@@ -11,13 +10,7 @@ const KEPT_OUT: usize = 3 * CHUNK + 17;
 #[tokio::test]
 async fn a_removal_walks_the_store_off_the_loop_and_returns_its_urls_a_chunk_per_turn() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let cfg = CrawlConfig {
-        seeds: vec!["http://127.0.0.1:9/".into()],
-        ..CrawlConfig::default()
-    };
-    let (mut handle, ends) = EngineHandle::channel();
-    let mut c = super::super::boot::build(cfg, dir.path(), ends, EngineOptions::default())
-        .expect("coordinator builds");
+    let (mut handle, mut c) = for_test(closed_port_config(), dir.path());
     let spec = RuleSpec {
         kind: PatternKind::Regex,
         pattern: "/kept-out/".into(),
@@ -79,13 +72,7 @@ async fn a_removal_walks_the_store_off_the_loop_and_returns_its_urls_a_chunk_per
 #[tokio::test]
 async fn a_crawl_that_ends_during_a_removal_answers_it_and_stops_the_walk() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let cfg = CrawlConfig {
-        seeds: vec!["http://127.0.0.1:9/".into()],
-        ..CrawlConfig::default()
-    };
-    let (mut handle, ends) = EngineHandle::channel();
-    let mut c = super::super::boot::build(cfg, dir.path(), ends, EngineOptions::default())
-        .expect("coordinator builds");
+    let (mut handle, mut c) = for_test(closed_port_config(), dir.path());
     let spec = RuleSpec {
         kind: PatternKind::Regex,
         pattern: "/x/".into(),
