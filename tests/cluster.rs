@@ -182,11 +182,20 @@ async fn three_workers_crawl_everything_once_and_one_request_per_host_at_a_time(
     let missing: Vec<_> = reference.difference(&reached).collect();
     assert!(missing.is_empty(), "never fetched: {missing:?}");
     assert_eq!(repeated(&all), [], "fetched twice");
-    let per_worker: Vec<usize> = dirs.iter().map(|d| pages(d.path()).len()).collect();
+    // A worker that raised a near-duplicates alert also recorded its
+    // soft-404 probe (which worker does depends on how hosts were shared).
+    let records: Vec<_> = dirs.iter().map(|d| pages(d.path())).collect();
+    let probes = records
+        .iter()
+        .flatten()
+        .filter(|p| p.url.contains("/crawldeck-probe-"))
+        .count();
+    let per_worker: Vec<usize> = records.iter().map(Vec::len).collect();
+    println!("pages per worker: {per_worker:?}, soft-404 probes: {probes}");
     assert_eq!(
         per_worker.iter().sum::<usize>(),
-        reached.len(),
-        "{per_worker:?}"
+        reached.len() + probes,
+        "{per_worker:?}, {probes} probe(s)"
     );
     assert!(
         per_worker.iter().filter(|&&n| n > 0).count() >= 2,
@@ -205,7 +214,7 @@ async fn three_workers_crawl_everything_once_and_one_request_per_host_at_a_time(
     let beats = status["workers"].as_array().unwrap();
     assert_eq!(beats.len(), 3, "{status}");
     let pages_beaten: u64 = beats.iter().map(|w| w["pages"].as_u64().unwrap()).sum();
-    assert_eq!(pages_beaten, reached.len() as u64, "{status}");
+    assert_eq!(pages_beaten, (reached.len() + probes) as u64, "{status}");
     assert!(beats.iter().all(|w| w["alive"] == false), "{status}");
     // A worker's directory is not resumed by mistake as a crawl of its own.
     let alone = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
