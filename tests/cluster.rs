@@ -13,6 +13,7 @@ use std::time::Duration;
 use common::{crawl, pages, start_demo, test_config, Killed};
 use crawldeck::cluster::redis_server::RedisServer;
 use crawldeck::demo::{DemoWeb, RequestRecord, SiteKind};
+use crawldeck::engine::store::PageOutcome;
 use tokio::time::Instant;
 
 const SITES: [SiteKind; 4] = [
@@ -192,10 +193,16 @@ async fn three_workers_crawl_everything_once_and_one_request_per_host_at_a_time(
         .count();
     let per_worker: Vec<usize> = records.iter().map(Vec::len).collect();
     println!("pages per worker: {per_worker:?}, soft-404 probes: {probes}");
+    let unfetched: Vec<_> = records
+        .iter()
+        .flatten()
+        .filter(|p| !matches!(p.outcome, PageOutcome::Fetched { .. }))
+        .map(|p| (&p.url, &p.outcome))
+        .collect();
     assert_eq!(
         per_worker.iter().sum::<usize>(),
         reached.len() + probes,
-        "{per_worker:?}, {probes} probe(s)"
+        "{per_worker:?}, {probes} probe(s); records without a plain fetch: {unfetched:?}"
     );
     assert!(
         per_worker.iter().filter(|&&n| n > 0).count() >= 2,
