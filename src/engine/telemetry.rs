@@ -550,6 +550,11 @@ pub struct Snapshot {
     /// A write failed (what, where, and the error): the crawl is paused until
     /// the operator resumes it (headless: it stopped). Cleared by resuming.
     pub fault: Option<String>,
+    /// The shared frontier's server is out of reach: why, and when the crawl
+    /// tries again (`Redis at URL: connection refused; retrying in 4 s`). The
+    /// crawl is paused meanwhile and resumes by itself.
+    #[serde(default)]
+    pub outage: Option<String>,
 }
 
 /// How serious a log line is; front ends colour by it.

@@ -155,6 +155,7 @@ pub(in crate::engine) fn build(
             fault: None,
             wait_for_operator: options.wait_for_operator,
             recrawl_pass,
+            outage: None,
         },
         group_commit: Default::default(),
         settings_report,

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::outage;
 use super::preview::{preview, PreviewBudget};
 use super::Coordinator;
 use crate::engine::config::parse_seed;
@@ -36,6 +37,11 @@ type Answer = Result<String, String>;
 /// scan is done).
 pub(super) fn handle(c: &mut Coordinator, id: CommandId, command: Command) -> Option<Answer> {
     let now = Instant::now();
+    if outage::needs_frontier(&command) {
+        if let Some(refusal) = c.refusal_while_unreachable() {
+            return Some(Err(refusal));
+        }
+    }
     let result = match command {
         Command::Pause(target) => c.pause(target, true),
         Command::Resume(target) => c.pause(target, false),
@@ -108,6 +114,11 @@ impl Coordinator {
             }
             Target::Global => {
                 self.run.paused = false;
+                if let Some(line) = self.outage_line() {
+                    return Ok(format!(
+                        "operator pause lifted; the crawl resumes by itself once Redis answers ({line})"
+                    ));
+                }
                 if !self.run.draining {
                     self.set_state(CrawlState::Running);
                 }

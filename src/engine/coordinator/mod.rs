@@ -10,6 +10,7 @@ mod dispatch;
 mod group_commit;
 mod health;
 mod links;
+mod outage;
 mod preview;
 mod preview_job;
 mod probe;
@@ -63,6 +64,8 @@ struct RunState {
     /// The recrawl pass under way (0: the first crawl); from pass 1 on,
     /// fetches carry the validators of the page's last fetch.
     recrawl_pass: u32,
+    /// The shared frontier's server is out of reach: paused until it answers.
+    outage: Option<outage::Outage>,
 }
 
 /// The crawl loop and the parts it coordinates.
@@ -129,6 +132,7 @@ impl Coordinator {
                 self.sync();
             }
             self.fire_timers(now);
+            self.watch_frontier(now);
             self.dispatch(now);
             if let Some(reason) = self.finished() {
                 if self.slots.total() == 0 {
@@ -218,7 +222,12 @@ impl Coordinator {
     /// A write the crawl's consistency depends on failed: the work it was
     /// for stays queued, and the crawl pauses until the operator has freed
     /// space and resumes it (headless: stops, and the run fails).
+    /// A shared frontier out of reach is no storage fault: the crawl waits
+    /// for it (outage.rs).
     fn storage_failed(&mut self, what: &str, e: StoreError) {
+        if e.is_unreachable() {
+            return self.frontier_unreachable(e);
+        }
         let db = std::path::Path::new(&self.data_dir).join("db");
         self.storage_fault(format!("{what} in {}: {e}", db.display()));
     }
@@ -254,6 +263,10 @@ impl Coordinator {
                     .clone()
                     .unwrap_or_else(|| "stopped".into()),
             );
+        }
+        if self.run.outage.is_some() {
+            // What the frontier holds is not written yet: it may add work.
+            return None;
         }
         let pages = self.stats.counters().pages_fetched;
         if self.cfg.max_pages > 0 && pages >= self.cfg.max_pages {
@@ -294,23 +307,28 @@ impl Coordinator {
     /// dispatch cannot start anything: that would spin until a fetch ends.
     fn next_wakeup(&mut self, now: Instant) -> Option<Instant> {
         let saturated = !self.slots.has_room() || self.page_budget_spent();
-        let frontier =
-            if self.run.paused || self.run.draining || saturated || self.slots.rate_limited(now) {
-                None
-            } else {
-                match self.frontier.next_wakeup() {
-                    Ok(at) => at,
-                    Err(e) => {
-                        self.storage_failed("asking the frontier when a host is ready", e);
-                        None
-                    }
+        let frontier = if self.run.paused
+            || self.run.draining
+            || self.run.outage.is_some()
+            || saturated
+            || self.slots.rate_limited(now)
+        {
+            None
+        } else {
+            match self.frontier.next_wakeup() {
+                Ok(at) => at,
+                Err(e) => {
+                    self.storage_failed("asking the frontier when a host is ready", e);
+                    None
                 }
-            };
+            }
+        };
         [
             frontier,
             self.timers.next_due(),
             self.slots.rate_wake(),
             self.group_commit.next_due(),
+            self.run.outage.as_ref().map(outage::Outage::retry_at),
         ]
         .into_iter()
         .flatten()

@@ -223,6 +223,20 @@ pub trait FrontierStore: Send {
     /// Whole-frontier counters.
     fn counts(&mut self) -> Result<FrontierCounts, StoreError>;
 
+    /// A shared frontier whose server is out of reach: why. Writes that need
+    /// no answer are held meanwhile; the rest fail with this error. A local
+    /// frontier is never out of reach.
+    fn unreachable(&self) -> Option<StoreError> {
+        None
+    }
+
+    /// After [`FrontierStore::unreachable`]: connects again and writes what
+    /// was held, in order; returns how many writes were held. An error
+    /// leaves what is not written held.
+    fn reconnect(&mut self) -> Result<usize, StoreError> {
+        Ok(0)
+    }
+
     /// One view per host of `hosts`, in the same order, as of `now`, with at
     /// most `head` URLs of each host's head. Unknown hosts are idle and empty.
     fn host_views(

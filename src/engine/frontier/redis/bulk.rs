@@ -1,7 +1,8 @@
 //! Operations over many queued or parked URLs, in chunks: the predicate runs
 //! here, and a script removes exactly the chosen URLs still queued.
 
-use super::{push_args, RedisFrontier};
+use super::outage::Write;
+use super::RedisFrontier;
 use crate::engine::frontier::api::{ScanCursor, ScanPage, ScanRange};
 use crate::engine::frontier::entry::decode;
 use crate::engine::frontier::{FrontierEntry, SCAN_CHUNK};
@@ -54,13 +55,12 @@ impl RedisFrontier {
         if entries.is_empty() {
             return Ok(0);
         }
-        let mut inv = self.scripts.park_new.prepare_invoke();
-        inv.arg(&self.prefix)
-            .arg(self.parked_key(alert_id))
-            .arg(format!("{}claims:{}", self.prefix, self.worker));
-        push_args(&mut inv, entries);
-        let out = self.link.run("parking URLs", &inv)?;
-        Ok(count_of(&out))
+        let out = self.write(Write::Park {
+            key: self.parked_key(alert_id),
+            entries: entries.to_vec(),
+        })?;
+        // Held through an outage: counted when written.
+        Ok(out.map_or(0, |out| count_of(&out)))
     }
 
     /// Removes queued URLs matching `pred` (of `host`, or of every host):

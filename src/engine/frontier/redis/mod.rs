@@ -16,12 +16,15 @@ mod bulk;
 mod conn;
 mod leases;
 mod meta;
+mod outage;
 mod scripts;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_outage;
 mod views;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::time::Duration;
 
@@ -32,6 +35,7 @@ use conn::{Clock, Link};
 pub use meta::Heartbeat;
 use scripts::Scripts;
 
+use super::api::FrontierCounts;
 use super::entry::{decode, encode, level_of};
 use super::{FrontierEntry, Hold};
 use crate::engine::control::HostKey;
@@ -100,6 +104,10 @@ pub struct RedisFrontier {
     last_beat: (u64, u64),
     /// The heartbeat is stale after three of these (the lease TTL; zero at exit).
     ttl_for_beats: Duration,
+    /// Writes waiting for the server to answer again (see `outage`).
+    held: VecDeque<outage::Write>,
+    /// The counts last read, shown while the server is out of reach.
+    last_counts: FrontierCounts,
 }
 
 impl RedisFrontier {
@@ -152,6 +160,8 @@ impl RedisFrontier {
             pages: 0,
             last_beat: (0, 0),
             ttl_for_beats: target.lease_ttl,
+            held: VecDeque::new(),
+            last_counts: FrontierCounts::default(),
         };
         conn::record_crawl(data_dir, &target.url, &target.crawl)?;
         frontier.reap(true)?;
@@ -251,6 +261,13 @@ impl Drop for RedisFrontier {
         }
         // A last heartbeat that is stale at once: this worker is gone.
         self.ttl_for_beats = Duration::ZERO;
+        if !self.held.is_empty() {
+            tracing::warn!(
+                "{} write(s) to Redis could not be made before exit; the URLs they \
+                 completed are fetched again once their leases expire",
+                self.held.len()
+            );
+        }
         if let Err(e) = self.release_idle_hosts().and_then(|()| self.beat()) {
             tracing::warn!(
                 "could not give hosts back at exit ({e}); their leases expire in {:?}",

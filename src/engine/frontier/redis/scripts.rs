@@ -53,7 +53,10 @@ local function dequeue(host, member)
   count('l' .. level_of(score), -1)
   return score
 end
-local function push_entries(first, worker, ttl)
+-- checked: queue only links new to the seen set or claimed by the worker (a
+-- page's links, whose seen check may have been answered while Redis was
+-- out of reach); else queue every entry not queued yet.
+local function push_entries(first, worker, ttl, checked)
   local added, touched, order, fresh = 0, {}, {}, {}
   for i = first, #ARGV, 4 do
     local member, level, fp, host = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
@@ -62,9 +65,11 @@ local function push_entries(first, worker, ttl)
       order[#order + 1] = host
       fresh[host] = redis.call('EXISTS', P .. 'q:' .. host, P .. 'inflight:' .. host, P .. 'lease:' .. host) == 0
     end
-    redis.call('SADD', P .. 'seen', fp)
-    redis.call('SREM', P .. 'claims:' .. worker, fp)
-    added = added + enqueue(host, member, level, nil)
+    local new = redis.call('SADD', P .. 'seen', fp)
+    local mine = redis.call('SREM', P .. 'claims:' .. worker, fp)
+    if not checked or new + mine > 0 then
+      added = added + enqueue(host, member, level, nil)
+    end
   end
   local out = {tostring(added)}
   for _, host in ipairs(order) do
@@ -113,8 +118,13 @@ pub(super) struct Scripts {
     pub claim: Script,
     /// `P worker ttl host` → `lost`, `empty` or `taken member score next_score`.
     pub take: Script,
-    /// `P worker ttl host member mode (member level fp host)…` → `added, hosts leased…`
-    /// or `-1` if the URL is not in flight; mode is complete, release or requeue.
+    /// `P worker ttl host member mode replay (member level fp host)…` →
+    /// `added, hosts leased…`, or `-1` if the caller holds the host and the
+    /// URL is not in flight (unless `replay` is `1`: a write held through an
+    /// outage may have been applied before the connection failed); mode is
+    /// complete, release or requeue. A lease lost meanwhile is no error: the
+    /// reaper queued the URL again (complete takes it out) or another worker
+    /// has it. The links are queued checked (see `push_entries`).
     pub end_lease: Script,
     /// `P worker host…`: gives up the caller's leases of idle hosts.
     pub release_hosts: Script,
@@ -143,7 +153,7 @@ pub(super) struct Scripts {
 impl Scripts {
     pub(super) fn new() -> Scripts {
         Scripts {
-            push: script("return push_entries(4, ARGV[2], ARGV[3])"),
+            push: script("return push_entries(4, ARGV[2], ARGV[3], false)"),
             claim: script(CLAIM),
             claim_unseen: script(CLAIM_UNSEEN),
             take: script(TAKE),
@@ -236,13 +246,15 @@ if score then
   elseif mode == 'requeue' then
     enqueue(host, member, level_of(score), nil)
   end
-elseif mode == 'complete' and redis.call('GET', P .. 'lease:' .. host) ~= ARGV[2] and dequeue(host, member) then
-  -- The host's lease expired and the reaper queued the URL again; it is done all the same.
-else
+elseif redis.call('GET', P .. 'lease:' .. host) ~= ARGV[2] then
+  -- The host's lease expired: the reaper queued the URL again (a completed
+  -- one is done all the same) or another worker has it.
+  if mode == 'complete' then dequeue(host, member) end
+elseif ARGV[7] ~= '1' then
   return {'-1'}
 end
 local out = {'0'}
-if mode == 'complete' then out = push_entries(7, ARGV[2], ARGV[3]) end
+if mode == 'complete' then out = push_entries(8, ARGV[2], ARGV[3], true) end
 resched(host)
 return out
 "#;
