@@ -126,7 +126,9 @@ pub(super) struct Scripts {
     /// reaper queued the URL again (complete takes it out) or another worker
     /// has it. The links are queued checked (see `push_entries`).
     pub end_lease: Script,
-    /// `P worker host…`: gives up the caller's leases of idle hosts.
+    /// `P worker host…`: gives up the caller's leases of idle hosts (the
+    /// caller has nothing of them in flight: URLs recorded in flight are
+    /// takes whose answer was lost, and go back to the queue).
     pub release_hosts: Script,
     /// `P host on off`: sets and clears hold bits every worker obeys.
     pub hold: Script,
@@ -263,6 +265,9 @@ const NOT_BEFORE: &str = r#"
 local host = ARGV[2]
 redis.call('HSET', P .. 'nb', host, ARGV[3])
 if ARGV[4] ~= '' and redis.call('GET', P .. 'lease:' .. host) == ARGV[4] then
+  -- The worker has nothing of the host out: anything in flight is a take
+  -- whose answer the connection lost.
+  requeue_inflight(host)
   redis.call('DEL', P .. 'lease:' .. host)
   redis.call('HDEL', P .. 'held', host)
 end
@@ -274,6 +279,8 @@ const RELEASE_HOSTS: &str = r#"
 for i = 3, #ARGV do
   local host = ARGV[i]
   if redis.call('GET', P .. 'lease:' .. host) == ARGV[2] then
+    -- As in NOT_BEFORE: a take whose answer was lost.
+    requeue_inflight(host)
     redis.call('DEL', P .. 'lease:' .. host)
     redis.call('HDEL', P .. 'held', host)
   end
