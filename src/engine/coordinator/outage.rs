@@ -174,6 +174,96 @@ impl Coordinator {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cluster::redis_server::RedisServer;
+    use crate::engine::frontier::ClusterTarget;
+    use crate::engine::telemetry::EngineEvent;
+
+    /// The log lines the coordinator sent so far.
+    fn logged(handle: &mut crate::engine::EngineHandle) -> Vec<String> {
+        let mut lines = Vec::new();
+        while let Ok(event) = handle.events.try_recv() {
+            if let EngineEvent::Log { message, .. } = event {
+                lines.push(message);
+            }
+        }
+        lines
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_worker_pauses_while_redis_is_away_retries_with_backoff_and_resumes() {
+        let mut server = RedisServer::for_test();
+        let dir = tempfile::tempdir().unwrap();
+        let options = crate::engine::EngineOptions {
+            cluster: Some(ClusterTarget {
+                url: server.url(),
+                crawl: "paused".into(),
+                lease_ttl: Duration::from_secs(30),
+            }),
+            ..Default::default()
+        };
+        let (mut handle, ends) = crate::engine::EngineHandle::channel();
+        let cfg = super::super::closed_port_config();
+        let mut c = super::super::boot::build(cfg, dir.path(), ends, options).unwrap();
+        let start = Instant::now();
+        c.next_wakeup(start);
+        assert!(c.run.outage.is_none());
+        logged(&mut handle);
+
+        server.kill9().unwrap();
+        c.next_wakeup(start);
+        let url = server.url();
+        assert_eq!(c.run.state, CrawlState::Paused);
+        assert!(
+            c.run.fault.is_none(),
+            "no storage fault: the crawl resumes by itself"
+        );
+        assert!(!c.run.draining, "headless too, the worker waits");
+        let first = format!("Redis at {url}: connection lost; retrying in 0.5 s");
+        assert_eq!(c.publish().outage.as_deref(), Some(first.as_str()));
+        let log = logged(&mut handle);
+        assert!(log.iter().any(|l| l.starts_with(&first)), "{log:?}");
+        assert_eq!(
+            c.next_wakeup(start),
+            Some(start + backoff(0)),
+            "only the retry"
+        );
+        assert_eq!(c.finished(), None, "a crawl waiting for Redis is not over");
+        let refused = super::super::commands::handle(
+            &mut c,
+            crate::engine::control::CommandId(1),
+            Command::AddSeed("http://127.0.0.1:9/x".into()),
+        );
+        assert!(
+            matches!(&refused, Some(Err(e)) if e.contains("try again then")),
+            "{refused:?}"
+        );
+
+        // Still down: each retry waits twice as long.
+        for attempt in 0..3 {
+            tokio::time::advance(backoff(attempt)).await;
+            c.watch_frontier(Instant::now());
+            let waited = c.run.outage.as_ref().expect("still away").retry_at() - Instant::now();
+            assert_eq!(waited, backoff(attempt + 1));
+        }
+        let log = logged(&mut handle);
+        assert_eq!(
+            log.last().map(String::as_str),
+            Some(format!("Redis at {url}: connection refused; retrying in 4 s").as_str())
+        );
+
+        server.restart().unwrap();
+        tokio::time::advance(backoff(3)).await;
+        c.watch_frontier(Instant::now());
+        assert!(c.run.outage.is_none());
+        assert_eq!(c.run.state, CrawlState::Running);
+        assert!(c.publish().outage.is_none());
+        let log = logged(&mut handle);
+        assert!(
+            log.iter()
+                .any(|l| l.starts_with("shared frontier answers again after 8 s")),
+            "{log:?}"
+        );
+    }
 
     #[test]
     fn retries_double_from_half_a_second_up_to_thirty() {
