@@ -389,6 +389,10 @@ impl Coordinator {
 
     /// Idle hosts leave memory once the host table is over its cap.
     fn evict_idle_hosts(&mut self) {
+        if self.run.outage.is_some() {
+            // Whether a host is idle is in the server that is out of reach.
+            return;
+        }
         let candidates = self.hosts.eviction_candidates();
         if candidates.is_empty() {
             return;

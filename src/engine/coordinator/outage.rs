@@ -9,9 +9,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::results::record_for;
 use super::Coordinator;
-use crate::engine::control::Command;
-use crate::engine::store::StoreError;
+use crate::engine::control::{Command, HostKey};
+use crate::engine::store::{PageOutcome, StoreError};
 use crate::engine::telemetry::{CrawlState, Level};
 
 /// The first retry after the server is found out of reach.
@@ -33,6 +34,8 @@ pub(super) struct Outage {
     since: Instant,
     attempts: u32,
     retry_at: Instant,
+    /// Hosts given up meanwhile whose queued URLs are still to be recorded.
+    unfinished: Vec<(HostKey, PageOutcome)>,
 }
 
 impl Outage {
@@ -42,6 +45,7 @@ impl Outage {
             since: now,
             attempts: 0,
             retry_at: now + backoff(0),
+            unfinished: Vec::new(),
         }
     }
 
@@ -120,6 +124,32 @@ impl Coordinator {
         }
     }
 
+    /// A host given up while the server is out of reach: its queued URLs
+    /// are recorded (and leave the shared queues) once it answers.
+    pub(super) fn finish_after_outage(&mut self, host: &str, outcome: PageOutcome) {
+        if let Some(outage) = self.run.outage.as_mut() {
+            outage.unfinished.push((host.to_string(), outcome));
+        }
+    }
+
+    /// Records the queued URLs of a host given up during the outage.
+    fn drop_given_up(&mut self, host: &str, outcome: PageOutcome) {
+        let dropped = self
+            .frontier
+            .drop_host(host, &|e| record_for(e, outcome.clone()));
+        match dropped {
+            Ok(n) => self.outbox.log(
+                Level::Info,
+                format!("{host}: {n} queued URL(s) recorded as not crawled after the outage"),
+            ),
+            Err(e) if e.is_unreachable() => {
+                self.storage_failed(&format!("recording the queued URLs of {host}"), e);
+                self.finish_after_outage(host, outcome);
+            }
+            Err(e) => self.storage_failed(&format!("recording the queued URLs of {host}"), e),
+        }
+    }
+
     /// Why the crawl waits for the shared frontier, while it does.
     pub(super) fn outage_line(&self) -> Option<String> {
         Some(self.run.outage.as_ref()?.describe(Instant::now()))
@@ -155,6 +185,9 @@ impl Coordinator {
                 } else {
                     CrawlState::Running
                 });
+                for (host, outcome) in outage.unfinished {
+                    self.drop_given_up(&host, outcome);
+                }
             }
             Err(e) if e.is_unreachable() => {
                 if let Some(outage) = self.run.outage.as_mut() {
