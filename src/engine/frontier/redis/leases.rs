@@ -93,6 +93,7 @@ impl RedisFrontier {
         match out.as_slice() {
             [verdict, member, _score, next] if verdict.as_slice() == b"taken" => {
                 h.in_flight += 1;
+                *self.out.entry(member.clone()).or_default() += 1;
                 h.head_level = parse_score(next).map(level_from_score);
                 let entry = decode(member)?;
                 Ok(Some(Lease {
@@ -120,17 +121,25 @@ impl RedisFrontier {
         outlinks: &[FrontierEntry],
     ) -> Result<usize, StoreError> {
         let host = &lease.entry.host;
+        // This worker's own record decides whether the lease is out: Redis
+        // may have requeued the URL meanwhile (an expired lease).
+        match self.out.get_mut(&lease.key) {
+            Some(n) if *n > 1 => *n -= 1,
+            Some(_) => {
+                self.out.remove(&lease.key);
+            }
+            None => {
+                return Err(StoreError::UnknownLease {
+                    url: lease.entry.url.clone(),
+                })
+            }
+        }
         let out = self.write(Write::EndLease {
             host: host.clone(),
             member: lease.key.clone(),
             mode,
             outlinks: outlinks.to_vec(),
         })?;
-        if out.as_ref().and_then(|o| o.first()).map(Vec::as_slice) == Some(b"-1") {
-            return Err(StoreError::UnknownLease {
-                url: lease.entry.url.clone(),
-            });
-        }
         if let Some(h) = self.hosts.get_mut(host) {
             h.in_flight = h.in_flight.saturating_sub(1);
             if mode == "release" {

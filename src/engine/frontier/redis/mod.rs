@@ -104,6 +104,9 @@ pub struct RedisFrontier {
     last_beat: (u64, u64),
     /// The heartbeat is stale after three of these (the lease TTL; zero at exit).
     ttl_for_beats: Duration,
+    /// Leases this worker has out (entry → how many times), so ending one
+    /// twice is caught here whatever Redis did with the URL meanwhile.
+    out: HashMap<Vec<u8>, u32>,
     /// Writes waiting for the server to answer again (see `outage`).
     held: VecDeque<outage::Write>,
     /// The counts last read, shown while the server is out of reach.
@@ -160,6 +163,7 @@ impl RedisFrontier {
             pages: 0,
             last_beat: (0, 0),
             ttl_for_beats: target.lease_ttl,
+            out: HashMap::new(),
             held: VecDeque::new(),
             last_counts: FrontierCounts::default(),
         };

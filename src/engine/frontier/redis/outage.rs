@@ -7,8 +7,9 @@
 //! by it.
 //!
 //! A held write may have been applied before its connection failed (the
-//! answer was lost): replayed, it is recognised (`END_LEASE` in replay mode,
-//! the other scripts are idempotent). Leases may have expired meanwhile:
+//! answer was lost): replayed, it changes nothing (`END_LEASE` finds the URL
+//! no longer in flight, the other scripts are idempotent). Leases may have
+//! expired meanwhile:
 //! `END_LEASE` then takes a completed URL out of the queue the reaper put it
 //! back in, and queues the page's links checked against the seen set.
 
@@ -53,7 +54,7 @@ impl RedisFrontier {
             self.held.push_back(write);
             return Ok(None);
         }
-        match self.apply(&write, false) {
+        match self.apply(&write) {
             Ok(out) => Ok(Some(out)),
             Err(e) if e.is_unreachable() => {
                 tracing::warn!("{e}; holding writes until it answers");
@@ -79,7 +80,7 @@ impl RedisFrontier {
         self.link.reconnect()?;
         let mut written = 0;
         while let Some(write) = self.held.pop_front() {
-            match self.apply(&write, true) {
+            match self.apply(&write) {
                 Ok(out) => {
                     if matches!(write, Write::EndLease { .. } | Write::Push(_)) {
                         self.note_pushed(&out);
@@ -104,7 +105,7 @@ impl RedisFrontier {
         self.held.len()
     }
 
-    fn apply(&mut self, write: &Write, replay: bool) -> Result<Vec<Vec<u8>>, StoreError> {
+    fn apply(&mut self, write: &Write) -> Result<Vec<Vec<u8>>, StoreError> {
         let ttl = self.ttl_ms();
         match write {
             Write::EndLease {
@@ -119,8 +120,7 @@ impl RedisFrontier {
                     .arg(ttl)
                     .arg(host)
                     .arg(member)
-                    .arg(*mode)
-                    .arg(if replay { "1" } else { "0" });
+                    .arg(*mode);
                 push_args(&mut inv, outlinks);
                 self.link.run("ending a lease", &inv)
             }

@@ -118,13 +118,12 @@ pub(super) struct Scripts {
     pub claim: Script,
     /// `P worker ttl host` → `lost`, `empty` or `taken member score next_score`.
     pub take: Script,
-    /// `P worker ttl host member mode replay (member level fp host)…` →
-    /// `added, hosts leased…`, or `-1` if the caller holds the host and the
-    /// URL is not in flight (unless `replay` is `1`: a write held through an
-    /// outage may have been applied before the connection failed); mode is
-    /// complete, release or requeue. A lease lost meanwhile is no error: the
-    /// reaper queued the URL again (complete takes it out) or another worker
-    /// has it. The links are queued checked (see `push_entries`).
+    /// `P worker ttl host member mode (member level fp host)…` →
+    /// `added, hosts leased…`; mode is complete, release or requeue. A URL
+    /// no longer in flight is no error (the worker checks its own leases):
+    /// its lease expired and the reaper queued it again (complete takes it
+    /// out) or another worker has it, or this end was applied before its
+    /// answer was lost. The links are queued checked (see `push_entries`).
     pub end_lease: Script,
     /// `P worker host…`: gives up the caller's leases of idle hosts (the
     /// caller has nothing of them in flight: URLs recorded in flight are
@@ -248,15 +247,12 @@ if score then
   elseif mode == 'requeue' then
     enqueue(host, member, level_of(score), nil)
   end
-elseif redis.call('GET', P .. 'lease:' .. host) ~= ARGV[2] then
-  -- The host's lease expired: the reaper queued the URL again (a completed
-  -- one is done all the same) or another worker has it.
-  if mode == 'complete' then dequeue(host, member) end
-elseif ARGV[7] ~= '1' then
-  return {'-1'}
+elseif mode == 'complete' then
+  -- Queued again by the reaper after the lease expired: done all the same.
+  dequeue(host, member)
 end
 local out = {'0'}
-if mode == 'complete' then out = push_entries(8, ARGV[2], ARGV[3], true) end
+if mode == 'complete' then out = push_entries(7, ARGV[2], ARGV[3], true) end
 resched(host)
 return out
 "#;

@@ -144,3 +144,31 @@ fn a_redis_restart_that_lost_the_lease_loses_no_url_and_repeats_none() {
     );
     assert_eq!(w1.counts().unwrap(), Default::default());
 }
+
+#[test]
+fn a_url_requeued_while_its_fetch_was_out_may_end_twice_but_not_three_times() {
+    let server = RedisServer::for_test();
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = worker_in(&server, "twice", dir.path(), TTL);
+    w.push(["a", "b"].map(|p| entry("h.example", p, 0)).to_vec())
+        .unwrap();
+    let first = take(&mut w);
+    // The lease runs out while a is fetched (a long outage, a stalled
+    // worker): the worker's own reaper queues a again, and it takes it again.
+    let expire = format!("DEL {}lease:h.example", super::key_prefix("twice"));
+    assert_eq!(server.command(&expire).unwrap(), ":1");
+    w.last_upkeep = None;
+    let second = take(&mut w);
+    assert_eq!(second.entry.url, first.entry.url);
+
+    w.complete(&first, &record(&first.entry), Vec::new())
+        .unwrap();
+    w.complete(&second, &record(&second.entry), Vec::new())
+        .unwrap();
+    let err = w
+        .complete(&second, &record(&second.entry), Vec::new())
+        .unwrap_err();
+    assert!(matches!(err, StoreError::UnknownLease { .. }), "{err}");
+    assert_eq!(drain(&mut w), ["http://h.example/b"]);
+    assert_eq!(w.counts().unwrap(), Default::default());
+}
