@@ -3,5 +3,7 @@
 //! the status read from Redis.
 
 pub mod commands;
+pub mod ctl;
+pub mod follow;
 pub mod redis_server;
 pub mod status;
