@@ -235,7 +235,7 @@ enum FollowError {
 }
 
 #[cfg(test)]
-mod tests {
+mod entry_tests {
     use super::entry_ms;
 
     #[test]
@@ -244,3 +244,7 @@ mod tests {
         assert_eq!(entry_ms("garbage"), 0);
     }
 }
+
+#[cfg(test)]
+#[path = "follow_tests.rs"]
+mod tests;
