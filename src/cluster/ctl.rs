@@ -67,8 +67,23 @@ pub fn run(
         expected = vec![only.to_string()];
     }
     let from = commands::sender("ctl");
-    let entry =
-        commands::publish(&mut con, &target.crawl, command, &from, worker).map_err(|e| fail(&e))?;
+    let entry = match command {
+        Command::RemoveRule { rule_id } => {
+            let rules = commands::shared_rules(&mut con, &target.crawl).map_err(|e| fail(&e))?;
+            let Some(rule) = rules.get((*rule_id as usize).wrapping_sub(1)) else {
+                return Err(ClusterCtlError::Usage(format!(
+                    "crawl {} has no shared rule #{rule_id} ({} rules); `crawldeck status --redis {} --crawl {}` lists them",
+                    target.crawl,
+                    rules.len(),
+                    target.url,
+                    target.crawl
+                )));
+            };
+            commands::publish_remove_rule(&mut con, &target.crawl, rule, &from)
+        }
+        _ => commands::publish(&mut con, &target.crawl, command, &from, worker),
+    }
+    .map_err(|e| fail(&e))?;
     let answers =
         wait_for_answers(&mut con, &target.crawl, &entry, &expected).map_err(|e| fail(&e))?;
     report(command, &entry, &expected, &answers, out)

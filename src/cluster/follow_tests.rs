@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::*;
 use crate::cluster::redis_server::RedisServer;
 use crate::engine::control::{PatternKind, Target};
-use crate::engine::telemetry::{AlertStatus, TrapAlert, TrapKind};
+use crate::engine::telemetry::{AlertStatus, RuleView, TrapAlert, TrapKind};
 use crate::engine::EngineHandle;
 
 const CRAWL: &str = "follow";
@@ -24,6 +24,7 @@ fn rule(pattern: &str) -> RuleSpec {
 /// and shows `alerts` in its snapshot. Dropping the returned sender stops it.
 fn fake_engine(
     alerts: Vec<TrapAlert>,
+    rules: Vec<RuleView>,
 ) -> (
     Hub,
     Arc<Mutex<Vec<Command>>>,
@@ -34,6 +35,7 @@ fn fake_engine(
     let seen = got.clone();
     ends.snapshots.send_replace(Arc::new(Snapshot {
         alerts,
+        rules,
         ..Snapshot::default()
     }));
     let (stop, mut stopped) = tokio::sync::oneshot::channel::<()>();
@@ -106,7 +108,7 @@ async fn a_joining_worker_replays_state_and_answers_live_commands_once() {
     let mut con = connect(&server);
     old_entry(&mut con, "1000-1", &Command::AddRule(rule("old")));
     old_entry(&mut con, "1000-2", &Command::Shutdown);
-    let (hub, got, stop) = fake_engine(Vec::new());
+    let (hub, got, stop) = fake_engine(Vec::new(), Vec::new());
     start(&hub, &target(&server), "w1".into()).unwrap();
     let pause = Command::Pause(Target::Global);
     let live = commands::publish(&mut con, CRAWL, &pause, "ctl on here pid 2", None).unwrap();
@@ -127,7 +129,7 @@ async fn a_joining_worker_replays_state_and_answers_live_commands_once() {
 
     // Restarted with the same name: nothing is applied twice.
     drop(stop);
-    let (hub, got, _stop) = fake_engine(Vec::new());
+    let (hub, got, _stop) = fake_engine(Vec::new(), Vec::new());
     // The old follower notices within one blocking read.
     tokio::time::sleep(BLOCK + Duration::from_millis(200)).await;
     start(&hub, &target(&server), "w1".into()).unwrap();
@@ -152,7 +154,7 @@ async fn an_accepted_alert_shares_its_rule_with_the_other_workers() {
         status: AlertStatus::Open,
         impact: None,
     };
-    let (hub, got, _stop) = fake_engine(vec![alert]);
+    let (hub, got, _stop) = fake_engine(vec![alert], Vec::new());
     start(&hub, &target(&server), "w1".into()).unwrap();
     let accept = Command::AcceptAlert {
         alert_id: 3,
@@ -175,4 +177,38 @@ async fn an_accepted_alert_shares_its_rule_with_the_other_workers() {
     // w1 does not apply its own rule a second time.
     cursor_at(&mut con, "w1", &after[0].entry).await;
     assert_eq!(got.lock().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_rule_is_removed_by_its_pattern_under_this_workers_number() {
+    let server = RedisServer::for_test();
+    let mut con = connect(&server);
+    let view = RuleView {
+        id: 7,
+        spec: rule("cal/"),
+        hits: 0,
+        origin: "operator".into(),
+    };
+    let (hub, got, _stop) = fake_engine(Vec::new(), vec![view]);
+    start(&hub, &target(&server), "w1".into()).unwrap();
+    let by_pattern = commands::publish_remove_rule(&mut con, CRAWL, &rule("cal/"), "t").unwrap();
+    let by_number = commands::publish(
+        &mut con,
+        CRAWL,
+        &Command::RemoveRule { rule_id: 7 },
+        "t",
+        None,
+    )
+    .unwrap();
+    cursor_at(&mut con, "w1", &by_number).await;
+    assert_eq!(*got.lock().unwrap(), [Command::RemoveRule { rule_id: 7 }]);
+    assert_eq!(
+        commands::answers(&mut con, CRAWL, &by_pattern).unwrap(),
+        [("w1".to_string(), Ok("did remove rule #7".to_string()))]
+    );
+    let refused = commands::answers(&mut con, CRAWL, &by_number).unwrap();
+    assert!(
+        matches!(&refused[0].1, Err(why) if why.contains("rule numbers differ between workers")),
+        "{refused:?}"
+    );
 }
