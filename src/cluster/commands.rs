@@ -293,8 +293,8 @@ pub fn answers(
 
 /// Whether a worker that joins later applies the command: what sets the
 /// crawl's state (rules, overrides, pauses) does; one-off actions (stop,
-/// checkpoint, preview, a breaker reset, a seed already queued, an alert of
-/// the worker that raised it) do not.
+/// checkpoint, preview, a breaker reset, an alert of the worker that raised
+/// it) do not.
 pub fn replays(command: &Command) -> bool {
     match command {
         Command::Pause(_)
@@ -306,9 +306,10 @@ pub fn replays(command: &Command) -> bool {
         | Command::SetGlobalDelay(_)
         | Command::SetGlobalConcurrency(_)
         | Command::SetGlobalRate(_)
-        | Command::SetHostBreaker { .. } => true,
-        Command::AddSeed(_)
-        | Command::ResetBreaker(_)
+        | Command::SetHostBreaker { .. }
+        // A seed widens each worker's scope (queued once, by whichever worker comes first).
+        | Command::AddSeed(_) => true,
+        Command::ResetBreaker(_)
         | Command::ForceOpenBreaker(_)
         | Command::AcceptAlert { .. }
         | Command::DismissAlert { .. }
