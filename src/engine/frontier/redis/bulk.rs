@@ -1,49 +1,28 @@
 //! Operations over many queued or parked URLs, in chunks: the predicate runs
 //! here, and a script removes exactly the chosen URLs still queued.
 
+use super::reader::{self, Rows};
 use super::{push_args, RedisFrontier};
-use crate::engine::frontier::api::{ScanCursor, ScanPage, ScanRange};
 use crate::engine::frontier::entry::decode;
 use crate::engine::frontier::{FrontierEntry, SCAN_CHUNK};
 use crate::engine::store::{PageRecord, StoreError};
-
-/// `(member, score)` rows of a sorted set.
-type Rows = Vec<(Vec<u8>, String)>;
 
 impl RedisFrontier {
     fn parked_key(&self, alert_id: u64) -> String {
         format!("{}parked:{}:{alert_id}", self.prefix, self.worker)
     }
 
-    /// Rows of `key` after the score `after` (exclusive), in score order.
     fn rows_after(
         &mut self,
         key: &str,
         after: Option<&str>,
         limit: usize,
     ) -> Result<Rows, StoreError> {
-        let min = after.map_or("-inf".to_string(), |s| format!("({s}"));
-        self.link.query("reading a queue", |c| {
-            redis::cmd("ZRANGEBYSCORE")
-                .arg(key)
-                .arg(&min)
-                .arg("+inf")
-                .arg("WITHSCORES")
-                .arg("LIMIT")
-                .arg(0)
-                .arg(limit)
-                .query(c)
-        })
+        reader::rows_after(&mut self.link, key, after, limit)
     }
 
-    /// Hosts with queued or leased URLs, sorted.
     fn queue_hosts(&mut self) -> Result<Vec<String>, StoreError> {
-        let key = format!("{}hosts", self.prefix);
-        let mut hosts: Vec<String> = self.link.query("listing hosts", |c| {
-            redis::cmd("SMEMBERS").arg(&key).query(c)
-        })?;
-        hosts.sort();
-        Ok(hosts)
+        reader::queue_hosts(&mut self.link, &self.prefix)
     }
 
     pub(super) fn park_entries(
@@ -163,76 +142,6 @@ impl RedisFrontier {
                 return Ok(total);
             }
         }
-    }
-
-    /// Reads queued (leased included) or parked URLs in `(key, score)` order.
-    /// The cursor is `key \0 score` of the last row read.
-    pub(super) fn scan_range(
-        &mut self,
-        range: ScanRange,
-        from: Option<&ScanCursor>,
-        limit: usize,
-    ) -> Result<ScanPage, StoreError> {
-        let keys: Vec<String> = match range {
-            ScanRange::Queued => self
-                .queue_hosts()?
-                .into_iter()
-                .map(|h| format!("{}q:{h}", self.prefix))
-                .collect(),
-            ScanRange::Parked => {
-                let set = format!("{}parked_keys", self.prefix);
-                let mut keys: Vec<String> = self.link.query("listing parked URLs", |c| {
-                    redis::cmd("SMEMBERS").arg(&set).query(c)
-                })?;
-                keys.sort();
-                keys
-            }
-        };
-        let (start_key, start_score) = match from {
-            Some(ScanCursor(bytes)) => {
-                let text = String::from_utf8_lossy(bytes).into_owned();
-                let (k, s) = text.split_once('\0').unwrap_or((&text, ""));
-                (
-                    Some(k.to_string()),
-                    Some(s.to_string()).filter(|s| !s.is_empty()),
-                )
-            }
-            None => (None, None),
-        };
-        let mut entries = Vec::new();
-        for key in keys {
-            if start_key.as_ref().is_some_and(|s| key < *s) {
-                continue;
-            }
-            let resume = start_key.as_ref() == Some(&key);
-            if !resume && range == ScanRange::Queued {
-                entries.extend(self.leased_entries(&key)?);
-            }
-            let after = if resume { start_score.clone() } else { None };
-            let room = limit.saturating_sub(entries.len()).max(1);
-            let rows = self.rows_after(&key, after.as_deref(), room)?;
-            for (member, _) in &rows {
-                entries.push(decode(member)?);
-            }
-            if entries.len() >= limit {
-                let score = rows.last().map_or("", |(_, score)| score.as_str());
-                let next = Some(ScanCursor(format!("{key}\0{score}").into_bytes()));
-                return Ok(ScanPage { entries, next });
-            }
-        }
-        Ok(ScanPage {
-            entries,
-            next: None,
-        })
-    }
-
-    /// The in-flight entries of the host whose queue is `queue_key`.
-    fn leased_entries(&mut self, queue_key: &str) -> Result<Vec<FrontierEntry>, StoreError> {
-        let key = queue_key.replacen(":q:", ":inflight:", 1);
-        let members: Vec<Vec<u8>> = self.link.query("reading leased URLs", |c| {
-            redis::cmd("HKEYS").arg(&key).query(c)
-        })?;
-        members.iter().map(|m| decode(m)).collect()
     }
 }
 

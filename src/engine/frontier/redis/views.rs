@@ -4,12 +4,13 @@
 use tokio::time::Instant;
 
 use super::conn::parse_score;
+use super::reader::{self, RedisReader};
 use super::{RedisFrontier, CLOSED, CLUSTER_POLL, SHARED_HOLDS};
 use crate::engine::control::HostKey;
 use crate::engine::frontier::api::{
     FrontierCounts, FrontierStore, HostQueueView, ScanCursor, ScanPage,
 };
-use crate::engine::frontier::{Completion, FrontierEntry, Hold, Lease, ScanRange};
+use crate::engine::frontier::{Completion, FrontierEntry, FrontierReader, Hold, Lease, ScanRange};
 use crate::engine::store::{PageRecord, StoreError};
 use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
 
@@ -211,7 +212,14 @@ impl FrontierStore for RedisFrontier {
         from: Option<&ScanCursor>,
         limit: usize,
     ) -> Result<ScanPage, StoreError> {
-        self.scan_range(range, from, limit)
+        reader::scan_range(&mut self.link, &self.prefix, range, from, limit)
+    }
+
+    fn reader(&self) -> Option<FrontierReader> {
+        Some(FrontierReader::redis(RedisReader::new(
+            &self.url,
+            &self.prefix,
+        )))
     }
 
     fn counts(&mut self) -> Result<FrontierCounts, StoreError> {
