@@ -3,6 +3,7 @@
 
 use super::reader::{self, Rows};
 use super::{push_args, RedisFrontier};
+use crate::engine::frontier::api::ScanCursor;
 use crate::engine::frontier::entry::decode;
 use crate::engine::frontier::{FrontierEntry, SCAN_CHUNK};
 use crate::engine::store::{PageRecord, StoreError};
@@ -82,6 +83,64 @@ impl RedisFrontier {
         Ok(removed)
     }
 
+    /// One step of a removal over every host: at most about `max_rows`
+    /// queued rows after `from` (`host \0 score` of the last row read).
+    pub(super) fn remove_step(
+        &mut self,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+        from: Option<&ScanCursor>,
+        max_rows: usize,
+    ) -> Result<(u64, Option<ScanCursor>), StoreError> {
+        let (start_host, start_score) = match from {
+            Some(ScanCursor(bytes)) => {
+                let text = String::from_utf8_lossy(bytes).into_owned();
+                let (h, s) = text.split_once('\0').unwrap_or((&text, ""));
+                (
+                    Some(h.to_string()),
+                    Some(s.to_string()).filter(|s| !s.is_empty()),
+                )
+            }
+            None => (None, None),
+        };
+        let (mut removed, mut read) = (0, 0);
+        for host in self.queue_hosts()? {
+            if start_host.as_ref().is_some_and(|s| host < *s) {
+                continue;
+            }
+            let key = format!("{}q:{host}", self.prefix);
+            let mut after = match start_host.as_ref() == Some(&host) {
+                true => start_score.clone(),
+                false => None,
+            };
+            loop {
+                if read >= max_rows {
+                    let at = format!("{host}\0{}", after.unwrap_or_default());
+                    return Ok((removed, Some(ScanCursor(at.into_bytes()))));
+                }
+                let chunk = SCAN_CHUNK.min(max_rows - read);
+                let rows = self.rows_after(&key, after.as_deref(), chunk)?;
+                let Some((_, last)) = rows.last() else { break };
+                after = Some(last.clone());
+                read += rows.len();
+                let mut chosen = Vec::new();
+                for (member, _) in &rows {
+                    let entry = decode(member)?;
+                    if pred(&entry) {
+                        chosen.push((member.clone(), entry));
+                    }
+                }
+                if !chosen.is_empty() {
+                    removed += self.remove_chunk(&host, "", chosen, Some(record))?;
+                }
+                if rows.len() < chunk {
+                    break;
+                }
+            }
+        }
+        Ok((removed, None))
+    }
+
     fn remove_chunk(
         &mut self,
         host: &str,
@@ -107,19 +166,25 @@ impl RedisFrontier {
         Ok(gone.len() as u64)
     }
 
-    /// Unparks (`record` is `None`) or drops an alert's parked URLs.
-    pub(super) fn end_parked(
+    /// Unparks (`record` is `None`) or drops at most `max` of an alert's
+    /// parked URLs; also says whether any may remain.
+    pub(super) fn end_parked_some(
         &mut self,
         alert_id: u64,
         record: Option<&dyn Fn(&FrontierEntry) -> PageRecord>,
-    ) -> Result<u64, StoreError> {
+        max: usize,
+    ) -> Result<(u64, bool), StoreError> {
         let key = self.parked_key(alert_id);
-        let mut total = 0;
+        let (mut total, mut read) = (0, 0);
         loop {
-            let rows = self.rows_after(&key, None, SCAN_CHUNK)?;
-            if rows.is_empty() {
-                return Ok(total);
+            if read >= max {
+                return Ok((total, true));
             }
+            let rows = self.rows_after(&key, None, SCAN_CHUNK.min(max - read))?;
+            if rows.is_empty() {
+                return Ok((total, false));
+            }
+            read += rows.len();
             let entries = rows
                 .iter()
                 .map(|(m, _)| decode(m))
@@ -139,7 +204,7 @@ impl RedisFrontier {
             total += n;
             if n == 0 {
                 // Nothing moved: another worker took them meanwhile.
-                return Ok(total);
+                return Ok((total, false));
             }
         }
     }

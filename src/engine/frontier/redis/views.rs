@@ -194,16 +194,23 @@ impl FrontierStore for RedisFrontier {
         self.remove_where(Some(host), pred, None, Some(alert_id))
     }
 
-    fn unpark(&mut self, alert_id: u64) -> Result<u64, StoreError> {
-        self.end_parked(alert_id, None)
+    fn remove_matching_step(
+        &mut self,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+        from: Option<&ScanCursor>,
+        max_rows: usize,
+    ) -> Result<(u64, Option<ScanCursor>), StoreError> {
+        self.remove_step(pred, record, from, max_rows.max(1))
     }
 
-    fn drop_parked(
+    fn release_parked_step(
         &mut self,
         alert_id: u64,
-        record: &dyn Fn(&FrontierEntry) -> PageRecord,
-    ) -> Result<u64, StoreError> {
-        self.end_parked(alert_id, Some(record))
+        record: Option<&dyn Fn(&FrontierEntry) -> PageRecord>,
+        max: usize,
+    ) -> Result<(u64, bool), StoreError> {
+        self.end_parked_some(alert_id, record, max.max(1))
     }
 
     fn scan(
