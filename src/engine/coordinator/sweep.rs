@@ -72,6 +72,24 @@ impl Sweeps {
         self.queue.is_empty()
     }
 
+    /// Rule `rule_id` was removed: no sweep blocks with it any more, and the
+    /// parked URLs an accepting sweep has not blocked yet go back to the
+    /// queue (those it blocked come back with the rule's other URLs).
+    pub(super) fn forget_rule(&mut self, rule_id: u64) {
+        for sweep in &mut self.queue {
+            sweep
+                .work
+                .retain(|w| !matches!(w, Work::Block { rule_id: r, .. } if *r == rule_id));
+            for work in &mut sweep.work {
+                if let Work::Release { blocked, .. } = work {
+                    if blocked.as_ref().is_some_and(|(r, _)| *r == rule_id) {
+                        *blocked = None;
+                    }
+                }
+            }
+        }
+    }
+
     /// A sweep will decide alert `alert_id`.
     pub(super) fn decides(&self, alert_id: u64) -> bool {
         self.queue.iter().any(|s| match s.then {

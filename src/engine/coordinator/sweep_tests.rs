@@ -137,3 +137,41 @@ async fn a_rule_for_every_host_blocks_queued_urls_over_several_turns() {
     let counts = c.frontier.counts().expect("counts");
     assert_eq!((counts.queued, counts.parked), (URLS as u64, URLS as u64));
 }
+
+#[tokio::test]
+async fn removing_a_rule_during_its_sweep_stops_it_and_returns_what_it_blocked() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (mut handle, mut c) =
+        for_test(crate::engine::coordinator::closed_port_config(), dir.path());
+    let queued = ["127.0.0.2:9", "127.0.0.3:9"]
+        .iter()
+        .flat_map(|h| (0..URLS).map(move |i| entry(h, &format!("cal/{i}"), 1)));
+    c.frontier.push(queued.collect()).expect("queued");
+    let total = c.frontier.counts().expect("counts").queued;
+    let rule = RuleSpec {
+        kind: PatternKind::Regex,
+        pattern: "/cal/".into(),
+        host: None,
+    };
+    assert_eq!(
+        commands::handle(&mut c, CommandId(1), Command::AddRule(rule)),
+        None
+    );
+    c.sweep_step();
+    let blocked = total - c.frontier.counts().expect("counts").queued;
+    assert!(blocked > 0 && blocked <= STEP as u64, "{blocked}");
+    let rule_id = c.rules.views().last().expect("added").id;
+    c.remove_rule(CommandId(2), rule_id)
+        .expect("removal starts");
+    run_sweeps(&mut c);
+    while !c.returns.is_idle() {
+        let walked = c.returns.recv().await.expect("the walk reports");
+        c.apply_walked(walked);
+    }
+    let text = answer(&mut handle, 2).expect("removed");
+    assert!(
+        text.contains(&format!("{blocked} blocked URL(s) returned")),
+        "{text}"
+    );
+    assert_eq!(c.frontier.counts().expect("counts").queued, total);
+}
