@@ -166,6 +166,7 @@ pub(in crate::engine) fn build(
         settings_report,
         returns: Default::default(),
         previews: Default::default(),
+        sweeps: Default::default(),
         cfg: config,
     })
 }

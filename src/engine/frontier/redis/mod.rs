@@ -17,6 +17,7 @@ mod bulk;
 mod conn;
 mod leases;
 mod meta;
+mod reader;
 mod scripts;
 #[cfg(test)]
 mod tests;
@@ -31,6 +32,7 @@ use tokio::time::Instant;
 pub use conn::{key_prefix, refuse_worker_dir, validate_crawl_name, worker_id};
 use conn::{Clock, Link};
 pub use meta::Heartbeat;
+pub use reader::RedisReader;
 use scripts::Scripts;
 
 use super::entry::{decode, encode, level_of};
@@ -83,6 +85,8 @@ struct Local {
 /// The Redis-backed [`super::FrontierStore`].
 pub struct RedisFrontier {
     link: Link,
+    /// The server's URL, for readers with connections of their own.
+    url: String,
     scripts: Scripts,
     prefix: String,
     worker: String,
@@ -137,6 +141,7 @@ impl RedisFrontier {
         let epoch_ms = epoch.parse::<i128>().unwrap_or(now_ms);
         let mut frontier = RedisFrontier {
             link,
+            url: target.url.clone(),
             scripts: Scripts::new(),
             prefix,
             worker: conn::worker_id(data_dir)?,
