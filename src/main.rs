@@ -68,6 +68,11 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
     match &run.mode {
         Mode::Keys { file } => return print_keys(file.as_deref()),
         Mode::Attach { .. } | Mode::Status { .. } | Mode::Ctl { .. } => return run_viewer(run),
+        Mode::ClusterCtl {
+            target,
+            words,
+            worker,
+        } => return cluster_ctl(target, words, worker.as_deref()),
         Mode::ClusterStatus { target, json } => {
             let status = crawldeck::cluster::status::read(target).map_err(anyhow::Error::msg)?;
             crawldeck::cluster::status::print(&status, *json, &mut std::io::stdout())?;
@@ -139,6 +144,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             | Mode::Attach { .. }
             | Mode::Status { .. }
             | Mode::ClusterStatus { .. }
+            | Mode::ClusterCtl { .. }
             | Mode::Ctl { .. }
             | Mode::Results(_)
             | Mode::Page(_) => {
@@ -162,7 +168,9 @@ async fn start_engine(
         recrawl: run.recrawl,
         overrides: engine::RunOverrides {
             // Nobody can resume a paused headless crawl: it runs unless asked.
-            paused: Some(run.overrides.paused.unwrap_or(false)),
+            // A worker of a shared crawl waits until it has replayed the
+            // crawl's commands (`cluster::follow` resumes it).
+            paused: Some(run.overrides.paused.unwrap_or(false) || run.cluster.is_some()),
             ..run.overrides
         },
         cluster: run.cluster.clone(),
@@ -227,11 +235,20 @@ async fn run_headless(
         for line in &engine.settings {
             eprintln!("crawldeck: {line}");
         }
+        if run.cluster.is_some() && run.overrides.paused != Some(true) {
+            eprintln!("crawldeck: this worker crawls once it has replayed the crawl's commands (rules, overrides, pauses) from Redis");
+        }
     }
     let hub = Hub::new(engine.handle);
     let _server = socket
         .map(|path| ControlServer::bind(hub.clone(), path))
         .transpose()?;
+    if let Some(target) = &run.cluster {
+        let worker = engine::worker_id(data_dir)?;
+        let resume = !run.overrides.paused.unwrap_or(false);
+        crawldeck::cluster::follow::start(&hub, target, worker, resume)
+            .context("cannot start the command stream's reader thread")?;
+    }
     let handle = hub.local_handle();
     let done = after_drained(engine.done, hub.drained());
     if !json {
@@ -416,6 +433,24 @@ fn demo_pace(config: &mut CrawlConfig) {
 
 /// `attach`, `status` and `ctl`: viewers of a crawl another process runs.
 /// They write nothing into its data directory.
+/// `ctl --redis URL --crawl NAME WORDS…`: usage errors exit 2, the rest 1.
+fn cluster_ctl(
+    target: &engine::ClusterTarget,
+    words: &[String],
+    worker: Option<&str>,
+) -> anyhow::Result<()> {
+    use crawldeck::cluster::ctl::{self, ClusterCtlError};
+    let mut out = std::io::stdout();
+    let Some(command) = remote::ctl_command(words, &mut out)? else {
+        return Ok(());
+    };
+    match ctl::run(target, &command, worker, &mut out) {
+        Ok(()) => Ok(()),
+        Err(ClusterCtlError::Usage(why)) => Err(CtlError::Usage(why).into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

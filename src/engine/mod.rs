@@ -14,7 +14,9 @@ pub(crate) mod dedup;
 pub(crate) mod extract;
 pub(crate) mod fetch;
 pub(crate) mod frontier;
-pub use frontier::{key_prefix, validate_crawl_name, ClusterTarget, Heartbeat, DEFAULT_LEASE_TTL};
+pub use frontier::{
+    key_prefix, validate_crawl_name, worker_id, ClusterTarget, Heartbeat, DEFAULT_LEASE_TTL,
+};
 pub mod host_order;
 pub mod host_window;
 mod hosts;

@@ -16,6 +16,7 @@ mod preview_job;
 mod probe;
 mod results;
 mod snapshot;
+mod sweep;
 mod triage;
 mod unblock;
 
@@ -99,6 +100,8 @@ pub(crate) struct Coordinator {
     returns: unblock::Returns,
     /// The rule preview running off the loop, and one waiting.
     previews: preview_job::Previews,
+    /// Alert decisions and rules for every host sweeping the frontier.
+    sweeps: sweep::Sweeps,
 }
 
 impl Coordinator {
@@ -133,6 +136,9 @@ impl Coordinator {
             }
             self.fire_timers(now);
             self.watch_frontier(now);
+            if self.run.outage.is_none() {
+                self.sweep_step();
+            }
             self.dispatch(now);
             if let Some(reason) = self.finished() {
                 if self.slots.total() == 0 {
@@ -179,6 +185,7 @@ impl Coordinator {
             }
         }
         self.end_removals();
+        self.end_sweeps();
         self.end_previews().await;
         self.set_state(CrawlState::Done);
         self.checkpoint();
@@ -272,8 +279,10 @@ impl Coordinator {
         if self.cfg.max_pages > 0 && pages >= self.cfg.max_pages {
             return Some(format!("page limit reached ({})", self.cfg.max_pages));
         }
-        let idle =
-            self.slots.total() == 0 && self.group_commit.is_empty() && self.returns.is_idle();
+        let idle = self.slots.total() == 0
+            && self.group_commit.is_empty()
+            && self.returns.is_idle()
+            && self.sweeps.is_idle();
         if !idle || self.run.paused || !self.timers.is_empty() {
             return None;
         }
@@ -323,8 +332,12 @@ impl Coordinator {
                 }
             }
         };
+        // A sweep under way goes on at once, after what is ready (biased select);
+        // not while the frontier is out of reach.
+        let sweeping = (!self.sweeps.is_idle() && self.run.outage.is_none()).then_some(now);
         [
             frontier,
+            sweeping,
             self.timers.next_due(),
             self.slots.rate_wake(),
             self.group_commit.next_due(),

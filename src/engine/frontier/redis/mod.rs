@@ -8,15 +8,17 @@
 //! recorded under the host, so when a lease expires (a dead worker) any
 //! worker's reaper puts them back in the queue. A worker gives a host back
 //! as soon as nothing of it is in flight, with its not-before time in Redis,
-//! so the next worker waits the same politeness delay. robots.txt verdicts
-//! stay per worker: a host new to a worker is announced by `take_new_hosts`
-//! while the worker holds its lease, and settled before any page.
+//! so the next worker waits the same politeness delay. A host new to a
+//! worker is announced by `take_new_hosts` while the worker holds its
+//! lease, and its robots.txt settled before any page (the answer shared
+//! through `robots::shared`).
 
 mod bulk;
 mod conn;
 mod leases;
 mod meta;
 mod outage;
+mod reader;
 mod scripts;
 #[cfg(test)]
 mod tests;
@@ -30,9 +32,10 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub use conn::{key_prefix, refuse_worker_dir, validate_crawl_name};
+pub use conn::{key_prefix, refuse_worker_dir, validate_crawl_name, worker_id};
 use conn::{Clock, Link};
 pub use meta::Heartbeat;
+pub use reader::RedisReader;
 use scripts::Scripts;
 
 use super::api::FrontierCounts;
@@ -86,6 +89,8 @@ struct Local {
 /// The Redis-backed [`super::FrontierStore`].
 pub struct RedisFrontier {
     link: Link,
+    /// The server's URL, for readers with connections of their own.
+    url: String,
     scripts: Scripts,
     prefix: String,
     worker: String,
@@ -147,6 +152,7 @@ impl RedisFrontier {
         let epoch_ms = epoch.parse::<i128>().unwrap_or(now_ms);
         let mut frontier = RedisFrontier {
             link,
+            url: target.url.clone(),
             scripts: Scripts::new(),
             prefix,
             worker: conn::worker_id(data_dir)?,

@@ -5,12 +5,13 @@ use tokio::time::Instant;
 
 use super::conn::parse_score;
 use super::outage::Write;
+use super::reader::{self, RedisReader};
 use super::{RedisFrontier, CLOSED, CLUSTER_POLL, SHARED_HOLDS};
 use crate::engine::control::HostKey;
 use crate::engine::frontier::api::{
     FrontierCounts, FrontierStore, HostQueueView, ScanCursor, ScanPage,
 };
-use crate::engine::frontier::{Completion, FrontierEntry, Hold, Lease, ScanRange};
+use crate::engine::frontier::{Completion, FrontierEntry, FrontierReader, Hold, Lease, ScanRange};
 use crate::engine::store::{PageRecord, StoreError};
 use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
 
@@ -203,16 +204,23 @@ impl FrontierStore for RedisFrontier {
         self.remove_where(Some(host), pred, None, Some(alert_id))
     }
 
-    fn unpark(&mut self, alert_id: u64) -> Result<u64, StoreError> {
-        self.end_parked(alert_id, None)
+    fn remove_matching_step(
+        &mut self,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+        from: Option<&ScanCursor>,
+        max_rows: usize,
+    ) -> Result<(u64, Option<ScanCursor>), StoreError> {
+        self.remove_step(pred, record, from, max_rows.max(1))
     }
 
-    fn drop_parked(
+    fn release_parked_step(
         &mut self,
         alert_id: u64,
-        record: &dyn Fn(&FrontierEntry) -> PageRecord,
-    ) -> Result<u64, StoreError> {
-        self.end_parked(alert_id, Some(record))
+        record: Option<&dyn Fn(&FrontierEntry) -> PageRecord>,
+        max: usize,
+    ) -> Result<(u64, bool), StoreError> {
+        self.end_parked_some(alert_id, record, max.max(1))
     }
 
     fn scan(
@@ -221,7 +229,14 @@ impl FrontierStore for RedisFrontier {
         from: Option<&ScanCursor>,
         limit: usize,
     ) -> Result<ScanPage, StoreError> {
-        self.scan_range(range, from, limit)
+        reader::scan_range(&mut self.link, &self.prefix, range, from, limit)
+    }
+
+    fn reader(&self) -> Option<FrontierReader> {
+        Some(FrontierReader::redis(RedisReader::new(
+            &self.url,
+            &self.prefix,
+        )))
     }
 
     fn unreachable(&self) -> Option<StoreError> {
