@@ -16,6 +16,7 @@ use std::time::Duration;
 use crawldeck::background;
 use crawldeck::bench::{self, BenchOptions};
 use crawldeck::cli::{self, Cli, Mode, ResolvedRun, CONFIG_FILE, LOG_FILE};
+use crawldeck::cluster::publish::SnapshotPublisher;
 use crawldeck::control::hub::Hub;
 use crawldeck::control::lock::DataDirLock;
 use crawldeck::control::server::ControlServer;
@@ -233,6 +234,10 @@ async fn run_headless(
         .map(|path| ControlServer::bind(hub.clone(), path))
         .transpose()?;
     let handle = hub.local_handle();
+    let publisher = match &run.cluster {
+        Some(target) => Some(publish_snapshots(target, data_dir, &handle)?),
+        None => None,
+    };
     let done = after_drained(engine.done, hub.drained());
     if !json {
         eprintln!(
@@ -247,8 +252,28 @@ async fn run_headless(
         data_dir: data_dir.to_path_buf(),
         allow_private: run.config.fetch.allow_private,
     };
-    headless::run(handle, done, opts).await?;
+    let result = headless::run(handle, done, opts).await;
+    if let Some(publisher) = publisher {
+        tokio::task::spawn_blocking(move || publisher.stop()).await?;
+    }
+    result?;
     Ok(())
+}
+
+/// A worker of a shared crawl writes its snapshots to Redis for the cluster view.
+fn publish_snapshots(
+    target: &engine::ClusterTarget,
+    data_dir: &Path,
+    handle: &EngineHandle,
+) -> anyhow::Result<SnapshotPublisher> {
+    let worker = engine::worker_id(data_dir)?;
+    SnapshotPublisher::start(
+        &target.url,
+        &target.crawl,
+        &worker,
+        handle.snapshots.clone(),
+    )
+    .map_err(anyhow::Error::msg)
 }
 
 /// `crawldeck URL`: the engine in a background process of its own, the

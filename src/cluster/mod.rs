@@ -1,5 +1,7 @@
 //! Running one crawl on several workers: the local Redis server the tests
-//! (and a local cluster) use.
+//! (and a local cluster) use, the status read from Redis, and the snapshots
+//! workers publish for the cluster view.
 
+pub mod publish;
 pub mod redis_server;
 pub mod status;
