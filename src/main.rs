@@ -68,7 +68,10 @@ fn main() -> ExitCode {
 fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
     match &run.mode {
         Mode::Keys { file } => return print_keys(file.as_deref()),
-        Mode::Attach { .. } | Mode::Status { .. } | Mode::Ctl { .. } => return run_viewer(run),
+        Mode::Attach { .. }
+        | Mode::ClusterAttach { .. }
+        | Mode::Status { .. }
+        | Mode::Ctl { .. } => return run_viewer(run),
         Mode::ClusterStatus { target, json } => {
             let status = crawldeck::cluster::status::read(target).map_err(anyhow::Error::msg)?;
             crawldeck::cluster::status::print(&status, *json, &mut std::io::stdout())?;
@@ -140,6 +143,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             | Mode::Attach { .. }
             | Mode::Status { .. }
             | Mode::ClusterStatus { .. }
+            | Mode::ClusterAttach { .. }
             | Mode::Ctl { .. }
             | Mode::Results(_)
             | Mode::Page(_) => {
@@ -459,6 +463,13 @@ fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
                 remote::attach(&dir, tui_options(&run, true, &dir), *wait)
                     .await
                     .map(drop)
+            }
+            Mode::ClusterAttach { target } => {
+                let options = tui::TuiOptions {
+                    data_dir: None,
+                    ..tui_options(&run, true, Path::new("."))
+                };
+                crawldeck::cluster::attach::attach(target, options).await
             }
             _ => unreachable!("only viewers come here"),
         }

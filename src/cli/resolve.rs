@@ -39,6 +39,10 @@ pub enum Mode {
         dir: PathBuf,
         json: bool,
     },
+    /// `attach --redis URL --crawl NAME`: the TUI over a shared crawl's workers.
+    ClusterAttach {
+        target: crate::engine::ClusterTarget,
+    },
     /// `status --redis URL --crawl NAME`: a shared crawl, read from Redis.
     ClusterStatus {
         target: crate::engine::ClusterTarget,
@@ -185,20 +189,18 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 readonly: a.read_only,
                 keys: a.keys,
             },
-            ..front_end(Mode::Attach {
-                dir: a.dir,
-                wait: a.wait,
+            ..front_end(match shared_crawl(a.redis, a.crawl_name)? {
+                Some(target) => Mode::ClusterAttach { target },
+                None => Mode::Attach {
+                    dir: a.dir,
+                    wait: a.wait,
+                },
             })
         }),
         Some(CliCommand::Status(s)) => match s.dir {
             Some(dir) => Ok(front_end(Mode::Status { dir, json: s.json })),
             None => {
-                let args = super::ClusterArgs {
-                    redis: s.redis,
-                    crawl_name: s.crawl_name,
-                    lease_ttl: None,
-                };
-                let target = super::cluster::resolve_cluster(&args, true)?
+                let target = shared_crawl(s.redis, s.crawl_name)?
                     .expect("clap requires --redis and --crawl without DIR");
                 Ok(front_end(Mode::ClusterStatus {
                     target,
@@ -211,6 +213,19 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
             words: c.words,
         })),
     }
+}
+
+/// The shared crawl a viewer's `--redis` and `--crawl` name, if any.
+fn shared_crawl(
+    redis: Option<String>,
+    crawl_name: Option<String>,
+) -> Result<Option<crate::engine::ClusterTarget>, UsageError> {
+    let args = super::ClusterArgs {
+        redis,
+        crawl_name,
+        lease_ttl: None,
+    };
+    super::cluster::resolve_cluster(&args, true)
 }
 
 /// A run that starts no engine: settings are defaults and unused.

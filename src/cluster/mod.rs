@@ -2,6 +2,9 @@
 //! (and a local cluster) use, the status read from Redis, and the snapshots
 //! workers publish for the cluster view.
 
+pub mod attach;
+pub mod merge;
 pub mod publish;
 pub mod redis_server;
 pub mod status;
+pub mod view;

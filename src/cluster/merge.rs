@@ -1,0 +1,259 @@
+//! The workers' snapshots merged into one, as the TUI shows a single crawl:
+//! counters and rates summed, queue depths from the shared frontier, hosts
+//! merged by key with the worker holding each, alerts from every worker
+//! numbered anew (each worker numbers its own from 1) with the worker named.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::status::WorkerRow;
+use crate::engine::cluster_view::{ClusterView, WorkerView};
+use crate::engine::control::HostKey;
+use crate::engine::telemetry::{CrawlState, HostActivity, HostView, RuleView, Snapshot};
+
+/// Hosts the merged snapshot lists, busiest first (as one engine's does).
+const MERGED_HOSTS: usize = 500;
+
+/// One reading of the shared crawl from Redis.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterRead {
+    /// The crawl's name.
+    pub crawl: String,
+    /// Where it is read from, shown where one crawl shows its data directory.
+    pub source: String,
+    /// Every worker with a heartbeat.
+    pub workers: Vec<WorkerRow>,
+    /// The snapshots workers published, by worker.
+    pub snapshots: Vec<(String, Snapshot)>,
+    /// Host → the worker holding its lease.
+    pub held: HashMap<HostKey, String>,
+    /// URLs queued in the shared frontier.
+    pub queued: u64,
+    /// Hosts with queued or leased URLs.
+    pub hosts: u64,
+}
+
+/// Merges readings, keeping each alert's number from one reading to the next.
+#[derive(Debug, Default)]
+pub struct Merger {
+    /// (worker, the worker's alert id) → the merged id.
+    alert_ids: HashMap<(String, u64), u64>,
+    /// The merged id → (worker, the worker's alert id).
+    origins: BTreeMap<u64, (String, u64)>,
+}
+
+impl Merger {
+    /// The worker and its own number of the merged alert `id`.
+    pub fn alert_origin(&self, id: u64) -> Option<(&str, u64)> {
+        self.origins.get(&id).map(|(w, n)| (w.as_str(), *n))
+    }
+
+    /// The merged snapshot of `read`.
+    pub fn merge(&mut self, read: &ClusterRead) -> Snapshot {
+        let snaps = &read.snapshots;
+        let first = snaps.first().map(|(_, s)| s.clone()).unwrap_or_default();
+        let mut merged = Snapshot {
+            state: merged_state(snaps.iter().map(|(_, s)| s.state)),
+            elapsed: snaps
+                .iter()
+                .map(|(_, s)| s.elapsed)
+                .max()
+                .unwrap_or_default(),
+            frontier_size: read.queued,
+            front_queues: first.front_queues,
+            data_dir: read.source.clone(),
+            product_token: first.product_token.clone(),
+            user_agent: first.user_agent.clone(),
+            global_delay: first.global_delay,
+            global_concurrency: first.global_concurrency,
+            global_rate: first.global_rate,
+            ..Snapshot::default()
+        };
+        for (_, s) in snaps {
+            add_counters(&mut merged, s);
+        }
+        merged.finish_reason = (merged.state == CrawlState::Done)
+            .then(|| named(snaps, |s| s.finish_reason.as_deref()))
+            .flatten();
+        merged.fault = named(snaps, |s| s.fault.as_deref());
+        merged.rules = merged_rules(snaps);
+        let alert_workers = self.merge_alerts(&mut merged, snaps);
+        merged.hosts = merged_hosts(snaps, &read.held);
+        count_hosts(&mut merged, read.hosts);
+        let held_by = merged
+            .hosts
+            .iter()
+            .filter_map(|h| Some((h.host.clone(), read.held.get(&h.host)?.clone())))
+            .collect();
+        merged.cluster = Some(ClusterView {
+            crawl: read.crawl.clone(),
+            workers: read.workers.iter().map(worker_view).collect(),
+            held_by,
+            alert_workers,
+        });
+        merged
+    }
+
+    /// Every worker's alerts, in the order they were first seen, numbered anew.
+    fn merge_alerts(
+        &mut self,
+        merged: &mut Snapshot,
+        snaps: &[(String, Snapshot)],
+    ) -> BTreeMap<u64, String> {
+        let mut alerts = Vec::new();
+        let mut workers = BTreeMap::new();
+        for (worker, s) in snaps {
+            for alert in &s.alerts {
+                let key = (worker.clone(), alert.id);
+                let next = self.origins.len() as u64 + 1;
+                let id = *self.alert_ids.entry(key.clone()).or_insert(next);
+                self.origins.entry(id).or_insert(key);
+                let mut alert = alert.clone();
+                alert.id = id;
+                workers.insert(id, worker.clone());
+                alerts.push(alert);
+            }
+        }
+        alerts.sort_by_key(|a| a.id);
+        merged.alerts = alerts;
+        workers
+    }
+}
+
+/// The crawl runs while any worker runs; it is done when every worker is.
+fn merged_state(states: impl Iterator<Item = CrawlState>) -> CrawlState {
+    let states: Vec<CrawlState> = states.collect();
+    let any = |s| states.contains(&s);
+    if any(CrawlState::Running) {
+        CrawlState::Running
+    } else if any(CrawlState::Paused) {
+        CrawlState::Paused
+    } else if any(CrawlState::Draining) {
+        CrawlState::Draining
+    } else if any(CrawlState::Starting) || states.is_empty() {
+        CrawlState::Starting
+    } else {
+        CrawlState::Done
+    }
+}
+
+/// `worker: text` for each worker that has one, joined.
+fn named(snaps: &[(String, Snapshot)], text: impl Fn(&Snapshot) -> Option<&str>) -> Option<String> {
+    let all: Vec<String> = snaps
+        .iter()
+        .filter_map(|(w, s)| Some(format!("{w}: {}", text(s)?)))
+        .collect();
+    (!all.is_empty()).then(|| all.join("; "))
+}
+
+/// Sums what each worker counted.
+fn add_counters(into: &mut Snapshot, s: &Snapshot) {
+    let (c, o) = (&mut into.counters, &s.counters);
+    c.pages_fetched += o.pages_fetched;
+    c.bytes += o.bytes;
+    c.errors += o.errors;
+    for (kind, n) in &o.errors_by_kind {
+        *c.errors_by_kind.entry(kind.clone()).or_insert(0) += n;
+    }
+    c.duplicates += o.duplicates;
+    c.robots_denied += o.robots_denied;
+    c.blocked_by_rules += o.blocked_by_rules;
+    c.filtered += o.filtered;
+    c.redirects += o.redirects;
+    c.not_modified += o.not_modified;
+    c.refused_private += o.refused_private;
+    into.pages_per_sec += s.pages_per_sec;
+    into.bytes_per_sec += s.bytes_per_sec;
+    into.in_flight += s.in_flight;
+    into.quarantined += s.quarantined;
+    into.dropped_events += s.dropped_events;
+}
+
+/// The rules of every worker, one per pattern and scope, hits summed.
+fn merged_rules(snaps: &[(String, Snapshot)]) -> Vec<RuleView> {
+    let mut rules: Vec<RuleView> = Vec::new();
+    for (_, s) in snaps {
+        for rule in &s.rules {
+            match rules.iter_mut().find(|r| r.spec == rule.spec) {
+                Some(known) => known.hits += rule.hits,
+                None => rules.push(rule.clone()),
+            }
+        }
+    }
+    rules
+}
+
+/// Hosts by key: the holder's view (else the first seen) with the workers'
+/// counts summed; the queue is shared, so its depth is the largest reported.
+fn merged_hosts(snaps: &[(String, Snapshot)], held: &HashMap<HostKey, String>) -> Vec<HostView> {
+    let mut hosts: HashMap<HostKey, HostView> = HashMap::new();
+    for (worker, s) in snaps {
+        for view in &s.hosts {
+            let holder = held.get(&view.host) == Some(worker);
+            let merged = match hosts.remove(&view.host) {
+                None => view.clone(),
+                Some(known) if holder => combine(view.clone(), &known),
+                Some(known) => combine(known, view),
+            };
+            hosts.insert(view.host.clone(), merged);
+        }
+    }
+    let mut hosts: Vec<HostView> = hosts.into_values().collect();
+    hosts.sort_by(|a, b| {
+        (b.in_flight, b.queued, b.fetched)
+            .cmp(&(a.in_flight, a.queued, a.fetched))
+            .then_with(|| a.host.cmp(&b.host))
+    });
+    hosts.truncate(MERGED_HOSTS);
+    hosts
+}
+
+/// `base` with `other`'s counts added.
+fn combine(mut base: HostView, other: &HostView) -> HostView {
+    base.queued = base.queued.max(other.queued);
+    base.in_flight += other.in_flight;
+    base.fetched += other.fetched;
+    base.req_per_sec += other.req_per_sec;
+    base.quarantined += other.quarantined;
+    let (m, o) = (&mut base.status, &other.status);
+    m.s2xx += o.s2xx;
+    m.s3xx += o.s3xx;
+    m.s4xx += o.s4xx;
+    m.s5xx += o.s5xx;
+    m.errors += o.errors;
+    m.refused += o.refused;
+    base
+}
+
+/// Hosts by activity, counted over the merged list; the total is the shared frontier's.
+fn count_hosts(merged: &mut Snapshot, shared_hosts: u64) {
+    for view in &merged.hosts {
+        match view.activity {
+            HostActivity::Ready => merged.hosts_ready += 1,
+            HostActivity::Waiting | HostActivity::Busy => merged.hosts_waiting += 1,
+            HostActivity::PausedByOperator => merged.hosts_paused += 1,
+            HostActivity::BreakerOpen => merged.hosts_breaker_open += 1,
+            HostActivity::RobotsPending => merged.hosts_robots_pending += 1,
+            HostActivity::Idle | HostActivity::Finished => {}
+        }
+    }
+    merged.hosts_total = u32::try_from(shared_hosts)
+        .unwrap_or(u32::MAX)
+        .max(merged.hosts.len() as u32);
+}
+
+fn worker_view(row: &WorkerRow) -> WorkerView {
+    WorkerView {
+        worker: row.beat.worker.clone(),
+        version: row.beat.version.clone(),
+        alive: row.alive,
+        pages: row.beat.pages,
+        pages_per_s: row.beat.pages_per_s,
+        hosts_held: row.beat.hosts_held,
+        in_flight: row.beat.in_flight,
+        last_beat_ms_ago: row.last_beat_ms_ago,
+    }
+}
+
+#[cfg(test)]
+#[path = "merge_tests.rs"]
+mod tests;

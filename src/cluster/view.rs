@@ -1,0 +1,261 @@
+//! The cluster view: every ~500 ms a thread reads the workers' heartbeats and
+//! published snapshots, the held hosts and the shared counts from Redis,
+//! merges them (`merge`) and publishes the result through an
+//! [`EngineHandle`], so the TUI runs over the whole cluster unchanged.
+//! Commands from the TUI are answered by `commands_task`.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+
+use super::merge::{ClusterRead, Merger};
+use super::publish::snapshot_key;
+use super::status::worker_rows;
+use crate::engine::control::{Command, CommandId, CommandResult};
+use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
+use crate::engine::{key_prefix, EngineHandle};
+
+/// How often the view reads the cluster.
+pub const READ_EVERY: Duration = Duration::from_millis(500);
+/// A published snapshot larger than this is left out (workers write about 50 KB).
+const MAX_SNAPSHOT_BYTES: usize = 8 << 20;
+
+/// Reads one shared crawl from Redis.
+pub struct ClusterReader {
+    url: String,
+    crawl: String,
+    client: redis::Client,
+    con: Option<redis::Connection>,
+}
+
+impl ClusterReader {
+    /// A reader of the crawl `crawl` on the Redis at `url`; it connects on first read.
+    pub fn new(url: &str, crawl: &str) -> Result<ClusterReader, String> {
+        let client = redis::Client::open(url).map_err(|e| {
+            format!("--redis {url}: {e}; write redis://HOST:PORT/DB, e.g. redis://127.0.0.1:6379/0")
+        })?;
+        Ok(ClusterReader {
+            url: url.to_string(),
+            crawl: crawl.to_string(),
+            client,
+            con: None,
+        })
+    }
+
+    /// Where the crawl is read from, in words.
+    pub fn source(&self) -> String {
+        format!("{} crawl {}", self.url, self.crawl)
+    }
+
+    /// The crawl as Redis holds it now.
+    pub fn read(&mut self) -> Result<ClusterRead, String> {
+        let result = self.read_once();
+        if result.is_err() {
+            // Reconnect on the next read.
+            self.con = None;
+        }
+        result.map_err(|e| {
+            format!(
+                "cannot read crawl {} from {}: {e}; check that the Redis server is running",
+                self.crawl, self.url
+            )
+        })
+    }
+
+    fn connection(&mut self) -> redis::RedisResult<&mut redis::Connection> {
+        if self.con.is_none() {
+            let con = self
+                .client
+                .get_connection_with_timeout(Duration::from_secs(2))?;
+            con.set_read_timeout(Some(Duration::from_secs(2)))?;
+            con.set_write_timeout(Some(Duration::from_secs(2)))?;
+            self.con = Some(con);
+        }
+        Ok(self.con.as_mut().expect("connected above"))
+    }
+
+    fn read_once(&mut self) -> redis::RedisResult<ClusterRead> {
+        let p = key_prefix(&self.crawl);
+        let crawl = self.crawl.clone();
+        let source = self.source();
+        let con = self.connection()?;
+        #[allow(clippy::type_complexity)]
+        let (counts, hosts, held, beats): (
+            HashMap<String, i64>,
+            u64,
+            HashMap<String, String>,
+            HashMap<String, String>,
+        ) = redis::pipe()
+            .cmd("HGETALL")
+            .arg(format!("{p}n"))
+            .cmd("SCARD")
+            .arg(format!("{p}hosts"))
+            .cmd("HGETALL")
+            .arg(format!("{p}held"))
+            .cmd("HGETALL")
+            .arg(format!("{p}beats"))
+            .query(con)?;
+        let workers = worker_rows(&beats);
+        let mut names: Vec<&String> = beats.keys().collect();
+        names.sort();
+        let snapshots = if names.is_empty() {
+            Vec::new()
+        } else {
+            let keys: Vec<String> = names.iter().map(|w| snapshot_key(&crawl, w)).collect();
+            let texts: Vec<Option<String>> = redis::cmd("MGET").arg(&keys).query(con)?;
+            names
+                .iter()
+                .zip(texts)
+                .filter_map(|(worker, text)| Some(((*worker).clone(), parse_snapshot(&text?)?)))
+                .collect()
+        };
+        Ok(ClusterRead {
+            crawl,
+            source,
+            workers,
+            snapshots,
+            held,
+            queued: counts.get("queued").copied().unwrap_or(0).max(0) as u64,
+            hosts,
+        })
+    }
+}
+
+fn parse_snapshot(text: &str) -> Option<Snapshot> {
+    if text.len() > MAX_SNAPSHOT_BYTES {
+        tracing::warn!("a worker's snapshot of {} bytes was left out", text.len());
+        return None;
+    }
+    serde_json::from_str(text)
+        .map_err(|e| tracing::warn!("a worker's snapshot does not parse: {e}"))
+        .ok()
+}
+
+/// How the view treats the commands it gets.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ViewOptions {
+    /// This process started the workers (`demo --cluster`): stopping the
+    /// crawl ends the view, and the caller stops the workers.
+    pub owns_workers: bool,
+}
+
+/// Starts reading the cluster every [`READ_EVERY`]; the returned handle ends
+/// (its events close) when every receiver is dropped or, with
+/// `owns_workers`, on `Command::Shutdown`.
+pub fn start(reader: ClusterReader, options: ViewOptions) -> EngineHandle {
+    let (handle, ends) = EngineHandle::channel();
+    let merger = Arc::new(Mutex::new(Merger::default()));
+    let stop = Arc::new(AtomicBool::new(false));
+    let events = ends.events.clone();
+    let reading = (merger.clone(), stop.clone());
+    std::thread::Builder::new()
+        .name("cluster-view".into())
+        .spawn(move || read_loop(reader, reading.0, ends.snapshots, events, reading.1))
+        .expect("a thread for the cluster view");
+    tokio::spawn(commands_task(
+        ends.commands,
+        ends.events,
+        merger,
+        stop,
+        options,
+    ));
+    handle
+}
+
+fn read_loop(
+    mut reader: ClusterReader,
+    merger: Arc<Mutex<Merger>>,
+    snapshots: watch::Sender<Arc<Snapshot>>,
+    events: mpsc::Sender<EngineEvent>,
+    stop: Arc<AtomicBool>,
+) {
+    let mut last = Snapshot::default();
+    let mut known: HashMap<String, bool> = HashMap::new();
+    let mut failing = false;
+    while !stop.load(Ordering::Relaxed) {
+        let snapshot = match reader.read() {
+            Ok(read) => {
+                for line in worker_changes(&mut known, &read) {
+                    let _ = events.try_send(log(Level::Info, line));
+                }
+                if std::mem::take(&mut failing) {
+                    let _ = events.try_send(log(Level::Info, "reading the cluster again".into()));
+                }
+                last = merger.lock().expect("merger").merge(&read);
+                last.clone()
+            }
+            Err(e) => {
+                if !std::mem::replace(&mut failing, true) {
+                    let _ = events.try_send(log(Level::Error, e.clone()));
+                }
+                Snapshot {
+                    fault: Some(format!("{e}; retrying")),
+                    ..last.clone()
+                }
+            }
+        };
+        if snapshots.send(Arc::new(snapshot)).is_err() {
+            return;
+        }
+        std::thread::sleep(READ_EVERY);
+    }
+}
+
+/// Log lines for workers that joined, went or came back since the last read.
+fn worker_changes(known: &mut HashMap<String, bool>, read: &ClusterRead) -> Vec<String> {
+    let mut lines = Vec::new();
+    for row in &read.workers {
+        let name = &row.beat.worker;
+        let before = known.insert(name.clone(), row.alive);
+        match (before, row.alive) {
+            (None, true) => lines.push(format!("worker {name} joined")),
+            (Some(false), true) => lines.push(format!("worker {name} is back")),
+            (Some(true), false) => lines.push(format!(
+                "worker {name} gone: no heartbeat for {:.1}s",
+                row.last_beat_ms_ago as f64 / 1000.0
+            )),
+            _ => {}
+        }
+    }
+    lines
+}
+
+fn log(level: Level, message: String) -> EngineEvent {
+    EngineEvent::Log { level, message }
+}
+
+/// Answers the TUI's commands.
+async fn commands_task(
+    mut commands: mpsc::UnboundedReceiver<(CommandId, Command)>,
+    events: mpsc::Sender<EngineEvent>,
+    _merger: Arc<Mutex<Merger>>,
+    stop: Arc<AtomicBool>,
+    options: ViewOptions,
+) {
+    while let Some((id, command)) = commands.recv().await {
+        let outcome = match (&command, options.owns_workers) {
+            (Command::Checkpoint, true) => Ok("the workers checkpoint as they stop".to_string()),
+            (Command::Shutdown, true) => {
+                stop.store(true, Ordering::Relaxed);
+                let _ = events
+                    .send(EngineEvent::CommandDone(CommandResult {
+                        id,
+                        outcome: Ok("stopping the workers".into()),
+                    }))
+                    .await;
+                return;
+            }
+            _ => Err(format!(
+                "{} not sent: commands to a whole cluster are not available yet; steer one worker with `crawldeck attach DIR` or `crawldeck ctl DIR …` on its data directory",
+                command.label()
+            )),
+        };
+        let done = EngineEvent::CommandDone(CommandResult { id, outcome });
+        if events.send(done).await.is_err() {
+            return;
+        }
+    }
+}
