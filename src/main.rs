@@ -132,7 +132,9 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
                 run_engine_process(&run, &data_dir, socket).await
             }
             Mode::Tui => run_tui_attached(&run, &data_dir).await,
-            Mode::Demo { headless } => run_demo(&run, &data_dir, headless, socket).await,
+            Mode::Demo { headless, cluster } => {
+                run_demo(&run, &data_dir, headless, cluster, socket).await
+            }
             Mode::Bench {
                 pages,
                 hosts,
@@ -393,6 +395,7 @@ async fn run_demo(
     run: &ResolvedRun,
     data_dir: &Path,
     headless: bool,
+    cluster: Option<usize>,
     socket: Option<&Path>,
 ) -> anyhow::Result<()> {
     if run.resuming {
@@ -413,7 +416,14 @@ async fn run_demo(
             demo.seeds().len()
         );
     }
-    let result = if headless {
+    let result = if let Some(workers) = cluster {
+        let options = tui::TuiOptions {
+            data_dir: None,
+            ..tui_options(&run, false, data_dir)
+        };
+        let kept = run.data_dir.is_some();
+        crawldeck::cluster::demo::run(workers, data_dir, kept, &run.config, options).await
+    } else if headless {
         run_headless(&run, data_dir, socket).await
     } else {
         run_tui(&run, data_dir, socket).await

@@ -172,6 +172,10 @@ pub struct DemoArgs {
     /// No terminal UI: progress on stderr, a summary at the end.
     #[arg(long)]
     pub headless: bool,
+    /// Crawl with N worker processes (1 to 8) sharing a local redis-server,
+    /// in the cluster UI (needs redis-server installed).
+    #[arg(long, value_name = "N", conflicts_with = "headless")]
+    pub cluster: Option<usize>,
     #[command(flatten)]
     pub run: RunArgs,
 }

@@ -19,6 +19,8 @@ pub enum Mode {
     Headless,
     Demo {
         headless: bool,
+        /// `--cluster N`: N worker processes through a local redis-server.
+        cluster: Option<usize>,
     },
     Bench {
         pages: u64,
@@ -146,10 +148,14 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                     "demo crawls its own local web and takes no seeds; use `crawldeck crawl URL` for other sites".into(),
                 ));
             }
+            if let Some(n) = d.cluster {
+                crate::cluster::local::check_size(n).map_err(UsageError)?;
+            }
             resolve_run(
                 d.run,
                 Mode::Demo {
                     headless: d.headless,
+                    cluster: d.cluster,
                 },
                 false,
             )

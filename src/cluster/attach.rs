@@ -14,7 +14,7 @@ pub async fn open_reader(target: &ClusterTarget) -> anyhow::Result<ClusterReader
     let (url, crawl) = (target.url.clone(), target.crawl.clone());
     tokio::task::spawn_blocking(move || {
         let mut reader = ClusterReader::new(&url, &crawl).map_err(anyhow::Error::msg)?;
-        let first = reader.read().map_err(anyhow::Error::msg)?;
+        let first = reader.read(&[]).map_err(anyhow::Error::msg)?;
         if first.workers.is_empty() && first.queued == 0 && first.hosts == 0 {
             anyhow::bail!(
                 "no crawl named {crawl} on {url}; start one with `crawldeck crawl --headless --redis {url} --crawl {crawl} URL`"

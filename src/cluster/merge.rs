@@ -12,6 +12,8 @@ use crate::engine::telemetry::{CrawlState, HostActivity, HostView, RuleView, Sna
 
 /// Hosts the merged snapshot lists, busiest first (as one engine's does).
 const MERGED_HOSTS: usize = 500;
+/// Workers remembered after they end (their pages still count).
+const REMEMBERED_WORKERS: usize = 256;
 
 /// One reading of the shared crawl from Redis.
 #[derive(Debug, Clone, Default)]
@@ -32,9 +34,14 @@ pub struct ClusterRead {
     pub hosts: u64,
 }
 
-/// Merges readings, keeping each alert's number from one reading to the next.
+/// Merges readings, keeping each alert's number from one reading to the
+/// next, and what workers that ended had done.
 #[derive(Debug, Default)]
 pub struct Merger {
+    /// Each worker's latest snapshot, ended ones included.
+    last: BTreeMap<String, Snapshot>,
+    /// Each worker's latest heartbeat, ended ones included.
+    workers: BTreeMap<String, WorkerView>,
     /// (worker, the worker's alert id) → the merged id.
     alert_ids: HashMap<(String, u64), u64>,
     /// The merged id → (worker, the worker's alert id).
@@ -42,6 +49,11 @@ pub struct Merger {
 }
 
 impl Merger {
+    /// Every worker seen so far (up to a bound).
+    pub fn known_workers(&self) -> Vec<String> {
+        self.workers.keys().cloned().collect()
+    }
+
     /// The worker and its own number of the merged alert `id`.
     pub fn alert_origin(&self, id: u64) -> Option<(&str, u64)> {
         self.origins.get(&id).map(|(w, n)| (w.as_str(), *n))
@@ -49,7 +61,7 @@ impl Merger {
 
     /// The merged snapshot of `read`.
     pub fn merge(&mut self, read: &ClusterRead) -> Snapshot {
-        let snaps = &read.snapshots;
+        let snaps = &self.remember(read);
         let first = snaps.first().map(|(_, s)| s.clone()).unwrap_or_default();
         let mut merged = Snapshot {
             state: merged_state(snaps.iter().map(|(_, s)| s.state)),
@@ -86,11 +98,52 @@ impl Merger {
             .collect();
         merged.cluster = Some(ClusterView {
             crawl: read.crawl.clone(),
-            workers: read.workers.iter().map(worker_view).collect(),
+            workers: self.workers.values().cloned().collect(),
             held_by,
             alert_workers,
         });
         merged
+    }
+
+    /// The workers' snapshots: those published now, and the last one of
+    /// each worker that stopped publishing (its pages, rules and alerts
+    /// still count; it holds nothing and fetches nothing any more).
+    fn remember(&mut self, read: &ClusterRead) -> Vec<(String, Snapshot)> {
+        for (worker, s) in &read.snapshots {
+            self.last.insert(worker.clone(), s.clone());
+        }
+        for view in self.workers.values_mut() {
+            view.alive = false;
+        }
+        for row in &read.workers {
+            self.workers
+                .insert(row.beat.worker.clone(), worker_view(row));
+        }
+        // Forget ended workers past the bound (their snapshots come from heartbeats' names).
+        let excess = self.workers.len().saturating_sub(REMEMBERED_WORKERS);
+        let forgotten: Vec<String> = self
+            .workers
+            .iter()
+            .filter(|(_, w)| !w.alive)
+            .map(|(name, _)| name.clone())
+            .take(excess)
+            .collect();
+        for name in forgotten {
+            self.workers.remove(&name);
+            self.last.remove(&name);
+        }
+        let publishing: Vec<&String> = read.snapshots.iter().map(|(w, _)| w).collect();
+        self.last
+            .iter()
+            .map(|(worker, s)| {
+                let s = if publishing.contains(&worker) {
+                    s.clone()
+                } else {
+                    ended(s)
+                };
+                (worker.clone(), s)
+            })
+            .collect()
     }
 
     /// Every worker's alerts, in the order they were first seen, numbered anew.
@@ -116,6 +169,22 @@ impl Merger {
         alerts.sort_by_key(|a| a.id);
         merged.alerts = alerts;
         workers
+    }
+}
+
+/// A worker's last snapshot once it stopped publishing.
+fn ended(s: &Snapshot) -> Snapshot {
+    Snapshot {
+        state: CrawlState::Done,
+        finish_reason: match s.state {
+            CrawlState::Done => s.finish_reason.clone(),
+            _ => Some("stopped publishing its snapshot (gone)".into()),
+        },
+        pages_per_sec: 0.0,
+        bytes_per_sec: 0.0,
+        in_flight: 0,
+        hosts: Vec::new(),
+        ..s.clone()
     }
 }
 

@@ -177,3 +177,22 @@ fn a_crawl_is_done_when_every_worker_is_and_faults_name_their_worker() {
     let empty = Merger::default().merge(&ClusterRead::default());
     assert_eq!(empty.state, CrawlState::Starting);
 }
+
+#[test]
+fn a_worker_that_ended_keeps_its_pages_and_shows_as_gone() {
+    let mut merger = Merger::default();
+    merger.merge(&reading());
+    let mut later = reading();
+    later.snapshots.retain(|(w, _)| w == "w2");
+    later.workers.retain(|r| r.beat.worker == "w2");
+    let merged = merger.merge(&later);
+    assert_eq!(merged.counters.pages_fetched, 30, "w1's pages still count");
+    assert_eq!(merged.pages_per_sec, 2.0, "only w2 fetches");
+    assert_eq!(merged.state, CrawlState::Running);
+    assert_eq!(merged.alerts.len(), 2);
+    let workers = &merged.cluster.as_ref().unwrap().workers;
+    let w1 = workers.iter().find(|w| w.worker == "w1").unwrap();
+    assert!(!w1.alive);
+    let shared = merged.host_detail("shared.test").unwrap();
+    assert_eq!(shared.fetched, 5, "an ended worker holds no host");
+}

@@ -3,6 +3,8 @@
 //! workers publish for the cluster view.
 
 pub mod attach;
+pub mod demo;
+pub mod local;
 pub mod merge;
 pub mod publish;
 pub mod redis_server;

@@ -2,7 +2,8 @@
 //! a thread of its own (with its own connection, off the crawl loop) writes
 //! the latest snapshot, cut to a bounded size, to
 //! `crawldeck:{NAME}:snapshot:<worker>` with a short expiry, so a worker
-//! that dies leaves no snapshot behind for long.
+//! that dies leaves no snapshot behind for long. The last one written, at
+//! the end, is the worker's final snapshot (state done, final counts).
 
 use std::sync::mpsc;
 use std::sync::Arc;
@@ -48,7 +49,7 @@ pub fn bounded(snapshot: &Snapshot) -> Snapshot {
     cut
 }
 
-/// The publishing thread; stopping it deletes the worker's snapshot.
+/// The publishing thread.
 pub struct SnapshotPublisher {
     stop: mpsc::Sender<()>,
     thread: Option<JoinHandle<()>>,
@@ -75,7 +76,7 @@ impl SnapshotPublisher {
         })
     }
 
-    /// Publishes the last snapshot, deletes it and waits for the thread.
+    /// Publishes the last snapshot and waits for the thread.
     pub fn stop(mut self) {
         self.finish();
     }
@@ -108,7 +109,7 @@ fn publish_loop(
             Err(mpsc::RecvTimeoutError::Timeout)
         );
         let snapshot = snapshots.borrow().clone();
-        let result = write(&client, &mut con, &key, &snapshot, stop);
+        let result = write(&client, &mut con, &key, &snapshot);
         match (&result, &last_error) {
             // Once per failure, not twice a second: the crawl itself reports Redis trouble.
             (Err(e), None) => tracing::warn!("publishing the snapshot for the cluster view: {e}"),
@@ -122,13 +123,12 @@ fn publish_loop(
     }
 }
 
-/// Writes (or at the end deletes) the snapshot, reconnecting after a failure.
+/// Writes the snapshot, reconnecting after a failure.
 fn write(
     client: &redis::Client,
     con: &mut Option<redis::Connection>,
     key: &str,
     snapshot: &Snapshot,
-    delete: bool,
 ) -> Result<(), String> {
     if con.is_none() {
         let opened = client
@@ -141,21 +141,17 @@ fn write(
         *con = Some(opened);
     }
     let c = con.as_mut().expect("connected above");
-    let done = if delete {
-        redis::cmd("DEL").arg(key).query::<()>(c)
-    } else {
-        let json = serde_json::to_string(&bounded(snapshot)).map_err(|e| e.to_string())?;
-        redis::cmd("SET")
-            .arg(key)
-            .arg(json)
-            .arg("PX")
-            .arg(SNAPSHOT_TTL.as_millis() as u64)
-            .query::<()>(c)
-    };
-    done.map_err(|e| {
-        *con = None;
-        e.to_string()
-    })
+    let json = serde_json::to_string(&bounded(snapshot)).map_err(|e| e.to_string())?;
+    redis::cmd("SET")
+        .arg(key)
+        .arg(json)
+        .arg("PX")
+        .arg(SNAPSHOT_TTL.as_millis() as u64)
+        .query::<()>(c)
+        .map_err(|e| {
+            *con = None;
+            e.to_string()
+        })
 }
 
 #[cfg(test)]

@@ -64,6 +64,12 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/0", self.port)
     }
 
+    /// The pid of the process that runs the server (`timeout`, whose child
+    /// redis-server is and which it stops with itself).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// The server's port on 127.0.0.1.
     pub fn port(&self) -> u16 {
         self.port

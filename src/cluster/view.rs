@@ -50,9 +50,11 @@ impl ClusterReader {
         format!("{} crawl {}", self.url, self.crawl)
     }
 
-    /// The crawl as Redis holds it now.
-    pub fn read(&mut self) -> Result<ClusterRead, String> {
-        let result = self.read_once();
+    /// The crawl as Redis holds it now; the snapshots of the workers with a
+    /// heartbeat and of `also` (workers seen before: a worker that ended
+    /// has no heartbeat but leaves its final snapshot for a few seconds).
+    pub fn read(&mut self, also: &[String]) -> Result<ClusterRead, String> {
+        let result = self.read_once(also);
         if result.is_err() {
             // Reconnect on the next read.
             self.con = None;
@@ -77,7 +79,7 @@ impl ClusterReader {
         Ok(self.con.as_mut().expect("connected above"))
     }
 
-    fn read_once(&mut self) -> redis::RedisResult<ClusterRead> {
+    fn read_once(&mut self, also: &[String]) -> redis::RedisResult<ClusterRead> {
         let p = key_prefix(&self.crawl);
         let crawl = self.crawl.clone();
         let source = self.source();
@@ -99,8 +101,9 @@ impl ClusterReader {
             .arg(format!("{p}beats"))
             .query(con)?;
         let workers = worker_rows(&beats);
-        let mut names: Vec<&String> = beats.keys().collect();
+        let mut names: Vec<&String> = beats.keys().chain(also).collect();
         names.sort();
+        names.dedup();
         let snapshots = if names.is_empty() {
             Vec::new()
         } else {
@@ -176,7 +179,8 @@ fn read_loop(
     let mut known: HashMap<String, bool> = HashMap::new();
     let mut failing = false;
     while !stop.load(Ordering::Relaxed) {
-        let snapshot = match reader.read() {
+        let seen_before = merger.lock().expect("merger").known_workers();
+        let snapshot = match reader.read(&seen_before) {
             Ok(read) => {
                 for line in worker_changes(&mut known, &read) {
                     let _ = events.try_send(log(Level::Info, line));
