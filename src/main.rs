@@ -72,6 +72,11 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
         | Mode::ClusterAttach { .. }
         | Mode::Status { .. }
         | Mode::Ctl { .. } => return run_viewer(run),
+        Mode::ClusterCtl {
+            target,
+            words,
+            worker,
+        } => return cluster_ctl(target, words, worker.as_deref()),
         Mode::ClusterStatus { target, json } => {
             let status = crawldeck::cluster::status::read(target).map_err(anyhow::Error::msg)?;
             crawldeck::cluster::status::print(&status, *json, &mut std::io::stdout())?;
@@ -146,6 +151,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             | Mode::Status { .. }
             | Mode::ClusterStatus { .. }
             | Mode::ClusterAttach { .. }
+            | Mode::ClusterCtl { .. }
             | Mode::Ctl { .. }
             | Mode::Results(_)
             | Mode::Page(_) => {
@@ -239,6 +245,11 @@ async fn run_headless(
     let _server = socket
         .map(|path| ControlServer::bind(hub.clone(), path))
         .transpose()?;
+    if let Some(target) = &run.cluster {
+        let worker = engine::worker_id(data_dir)?;
+        crawldeck::cluster::follow::start(&hub, target, worker)
+            .context("cannot start the command stream's reader thread")?;
+    }
     let handle = hub.local_handle();
     let publisher = match &run.cluster {
         Some(target) => Some(publish_snapshots(target, data_dir, &handle)?),
@@ -455,6 +466,24 @@ fn demo_pace(config: &mut CrawlConfig) {
 
 /// `attach`, `status` and `ctl`: viewers of a crawl another process runs.
 /// They write nothing into its data directory.
+/// `ctl --redis URL --crawl NAME WORDS…`: usage errors exit 2, the rest 1.
+fn cluster_ctl(
+    target: &engine::ClusterTarget,
+    words: &[String],
+    worker: Option<&str>,
+) -> anyhow::Result<()> {
+    use crawldeck::cluster::ctl::{self, ClusterCtlError};
+    let mut out = std::io::stdout();
+    let Some(command) = remote::ctl_command(words, &mut out)? else {
+        return Ok(());
+    };
+    match ctl::run(target, &command, worker, &mut out) {
+        Ok(()) => Ok(()),
+        Err(ClusterCtlError::Usage(why)) => Err(CtlError::Usage(why).into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -129,14 +129,26 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_missing_positional = true)]
 pub struct CtlArgs {
-    /// The crawl's data directory.
+    /// The crawl's data directory (not with --redis).
     #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
+    pub dir: Option<PathBuf>,
     /// The command and its arguments, e.g. `pause`, `blacklist 'cal/\d{4}'`,
     /// `throttle example.org 2s`, `accept 3`, `stop`.
     #[arg(value_name = "COMMAND", required = true, num_args = 1.., allow_hyphen_values = true)]
     pub words: Vec<String>,
+    /// A shared crawl instead: its Redis server (redis://HOST:PORT/DB); every
+    /// live worker applies the command and answers.
+    #[arg(long, value_name = "URL", requires = "crawl_name")]
+    pub redis: Option<String>,
+    /// The shared crawl's name.
+    #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
+    pub crawl_name: Option<String>,
+    /// With --redis: send the command to this worker only (alerts are
+    /// numbered per worker, so `accept` and `dismiss` need it).
+    #[arg(long, value_name = "NAME", requires = "redis")]
+    pub worker: Option<String>,
 }
 
 #[derive(Debug, Args)]

@@ -54,6 +54,12 @@ pub enum Mode {
         dir: PathBuf,
         words: Vec<String>,
     },
+    /// `ctl --redis URL --crawl NAME`: a command for every worker of a shared crawl.
+    ClusterCtl {
+        target: crate::engine::ClusterTarget,
+        words: Vec<String>,
+        worker: Option<String>,
+    },
     /// `pages` or `links`: a listing of what a crawl found.
     Results(crate::results::Query),
     /// `page`: one page read back from the archive.
@@ -214,10 +220,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 }))
             }
         },
-        Some(CliCommand::Ctl(c)) => Ok(front_end(Mode::Ctl {
-            dir: c.dir,
-            words: c.words,
-        })),
+        Some(CliCommand::Ctl(c)) => resolve_ctl(c),
     }
 }
 
@@ -232,6 +235,40 @@ fn shared_crawl(
         lease_ttl: None,
     };
     super::cluster::resolve_cluster(&args, true)
+}
+
+/// `ctl DIR WORDS…` or `ctl --redis URL --crawl NAME WORDS…`.
+fn resolve_ctl(c: super::CtlArgs) -> Result<ResolvedRun, UsageError> {
+    if c.redis.is_none() {
+        let dir = c.dir.ok_or_else(|| {
+            UsageError(
+                "ctl needs the crawl's data directory: `crawldeck ctl DIR COMMAND`, or `--redis URL --crawl NAME` for a shared crawl".into(),
+            )
+        })?;
+        return Ok(front_end(Mode::Ctl {
+            dir,
+            words: c.words,
+        }));
+    }
+    let args = super::ClusterArgs {
+        redis: c.redis,
+        crawl_name: c.crawl_name,
+        lease_ttl: None,
+    };
+    let target =
+        super::cluster::resolve_cluster(&args, true)?.expect("clap requires --crawl with --redis");
+    // Without DIR the first word of the command lands in `dir`.
+    let words = c
+        .dir
+        .map(|first| first.display().to_string())
+        .into_iter()
+        .chain(c.words)
+        .collect();
+    Ok(front_end(Mode::ClusterCtl {
+        target,
+        words,
+        worker: c.worker,
+    }))
 }
 
 /// A run that starts no engine: settings are defaults and unused.

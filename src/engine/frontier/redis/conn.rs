@@ -184,7 +184,7 @@ pub(super) fn parse_score(bytes: &[u8]) -> Option<i128> {
         .or_else(|| text.parse::<f64>().ok().map(|f| f as i128))
 }
 
-/// The name of the worker whose data directory is `data_dir`: kept there, made once.
+/// This worker's name: kept in the data directory, made once.
 pub fn worker_id(data_dir: &Path) -> Result<String, StoreError> {
     let path = data_dir.join(WORKER_FILE);
     let io = |e: std::io::Error| StoreError::Remote {
