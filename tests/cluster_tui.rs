@@ -1,6 +1,6 @@
 //! The TUI over a shared crawl, in a real pseudo-terminal: `attach --redis`
-//! on two worker processes shows both in the workers pane and their pages
-//! summed; `demo --cluster 2` starts its redis-server and two workers, shows
+//! on two worker processes shows both in the workers pane, pauses and
+//! resumes both through the command stream, and shows their pages summed; `demo --cluster 2` starts its redis-server and two workers, shows
 //! them, and leaves no process behind after `q`. Every process is bounded
 //! in time and stopped by pid.
 
@@ -87,7 +87,7 @@ fn heartbeats(redis: &RedisServer, crawl: &str) -> usize {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn attach_redis_shows_both_workers_and_their_pages_summed() {
+async fn attach_redis_shows_both_workers_steers_both_and_sums_their_pages() {
     let redis = RedisServer::for_test();
     let sites = vec![
         SiteKind::Shop,
@@ -110,11 +110,25 @@ async fn attach_redis_shows_both_workers_and_their_pages_summed() {
         term.wait_for("the cluster view", |s| s.contains("6 Workers"));
         term.press(b"6");
         term.wait_for("both workers alive", |s| s.contains("2 alive of 2"));
+        let names: Vec<String> = dirs
+            .iter()
+            .map(|d| std::fs::read_to_string(d.join("cluster-worker")).unwrap())
+            .collect();
         let screen = term.text();
-        for dir in &dirs {
-            let name = std::fs::read_to_string(dir.join("cluster-worker")).unwrap();
+        for name in &names {
             assert!(screen.contains(name.trim()), "{name} missing:\n{screen}");
         }
+        // A command goes to every worker; the answer names who applied it.
+        let applied_by_both =
+            |s: &str| s.contains("applied by") && names.iter().all(|n| s.contains(n.trim()));
+        term.press(b"p");
+        term.wait_for("the pause applied by both workers", |s| {
+            applied_by_both(s) && s.contains("PAUSED")
+        });
+        term.press(b"p");
+        term.wait_for("the resume applied by both workers", |s| {
+            applied_by_both(s) && s.contains("RUNNING")
+        });
         let [w1, w2] = workers;
         let total = summary_pages(w1) + summary_pages(w2);
         assert!(total > 100, "the workers crawled the sites ({total} pages)");

@@ -36,7 +36,11 @@ pub async fn attach(target: &ClusterTarget, options: TuiOptions) -> anyhow::Resu
         );
     }
     let reader = open_reader(target).await?;
-    let handle = view::start(reader, ViewOptions::default());
+    let view_options = ViewOptions {
+        owns_workers: false,
+        read_only: options.readonly,
+    };
+    let handle = view::start(reader, view_options);
     tui::run(handle, options).await?;
     eprintln!(
         "crawldeck: left the cluster view; the workers of {} run on",

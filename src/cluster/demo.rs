@@ -37,7 +37,11 @@ pub async fn run(
         "demo cluster started"
     );
     let reader = ClusterReader::new(&target.url, &target.crawl).map_err(anyhow::Error::msg)?;
-    let handle = view::start(reader, ViewOptions { owns_workers: true });
+    let view_options = ViewOptions {
+        owns_workers: true,
+        read_only: options.readonly,
+    };
+    let handle = view::start(reader, view_options);
     let exit = tui::run(handle, options).await;
     eprintln!("crawldeck: stopping the {workers} workers (they checkpoint) and redis-server…");
     tokio::task::spawn_blocking(move || cluster.stop()).await?;

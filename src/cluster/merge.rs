@@ -1,13 +1,14 @@
 //! The workers' snapshots merged into one, as the TUI shows a single crawl:
 //! counters and rates summed, queue depths from the shared frontier, hosts
 //! merged by key with the worker holding each, alerts from every worker
-//! numbered anew (each worker numbers its own from 1) with the worker named.
+//! numbered anew (each worker numbers its own from 1) with the worker named,
+//! rules once per pattern (numbered anew too: each worker numbers its own).
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::status::WorkerRow;
 use crate::engine::cluster_view::{ClusterView, WorkerView};
-use crate::engine::control::HostKey;
+use crate::engine::control::{HostKey, RuleSpec};
 use crate::engine::telemetry::{CrawlState, HostActivity, HostView, RuleView, Snapshot};
 
 /// Hosts the merged snapshot lists, busiest first (as one engine's does).
@@ -46,12 +47,34 @@ pub struct Merger {
     alert_ids: HashMap<(String, u64), u64>,
     /// The merged id → (worker, the worker's alert id).
     origins: BTreeMap<u64, (String, u64)>,
+    /// A rule's pattern and scope → its merged id.
+    rule_ids: HashMap<RuleSpec, u64>,
 }
 
 impl Merger {
     /// Every worker seen so far (up to a bound).
     pub fn known_workers(&self) -> Vec<String> {
         self.workers.keys().cloned().collect()
+    }
+
+    /// Each live worker that has the merged rule `id`, with its own number of it.
+    pub fn rule_holders(&self, id: u64) -> Vec<(String, u64)> {
+        let Some(spec) = self
+            .rule_ids
+            .iter()
+            .find(|(_, n)| **n == id)
+            .map(|(s, _)| s)
+        else {
+            return Vec::new();
+        };
+        self.last
+            .iter()
+            .filter(|(worker, _)| self.workers.get(*worker).is_some_and(|w| w.alive))
+            .filter_map(|(worker, s)| {
+                let rule = s.rules.iter().find(|r| r.spec == *spec)?;
+                Some((worker.clone(), rule.id))
+            })
+            .collect()
     }
 
     /// The worker and its own number of the merged alert `id`.
@@ -87,7 +110,7 @@ impl Merger {
             .then(|| named(snaps, |s| s.finish_reason.as_deref()))
             .flatten();
         merged.fault = named(snaps, |s| s.fault.as_deref());
-        merged.rules = merged_rules(snaps);
+        merged.rules = self.merge_rules(snaps);
         let alert_workers = self.merge_alerts(&mut merged, snaps);
         merged.hosts = merged_hosts(snaps, &read.held);
         count_hosts(&mut merged, read.hosts);
@@ -144,6 +167,26 @@ impl Merger {
                 (worker.clone(), s)
             })
             .collect()
+    }
+
+    /// The rules of every worker, one per pattern and scope, hits summed,
+    /// numbered in the order they were first seen.
+    fn merge_rules(&mut self, snaps: &[(String, Snapshot)]) -> Vec<RuleView> {
+        let mut rules: Vec<RuleView> = Vec::new();
+        for (_, s) in snaps {
+            for rule in &s.rules {
+                match rules.iter_mut().find(|r| r.spec == rule.spec) {
+                    Some(known) => known.hits += rule.hits,
+                    None => {
+                        let next = self.rule_ids.len() as u64 + 1;
+                        let id = *self.rule_ids.entry(rule.spec.clone()).or_insert(next);
+                        rules.push(RuleView { id, ..rule.clone() });
+                    }
+                }
+            }
+        }
+        rules.sort_by_key(|r| r.id);
+        rules
     }
 
     /// Every worker's alerts, in the order they were first seen, numbered anew.
@@ -235,20 +278,6 @@ fn add_counters(into: &mut Snapshot, s: &Snapshot) {
     into.in_flight += s.in_flight;
     into.quarantined += s.quarantined;
     into.dropped_events += s.dropped_events;
-}
-
-/// The rules of every worker, one per pattern and scope, hits summed.
-fn merged_rules(snaps: &[(String, Snapshot)]) -> Vec<RuleView> {
-    let mut rules: Vec<RuleView> = Vec::new();
-    for (_, s) in snaps {
-        for rule in &s.rules {
-            match rules.iter_mut().find(|r| r.spec == rule.spec) {
-                Some(known) => known.hits += rule.hits,
-                None => rules.push(rule.clone()),
-            }
-        }
-    }
-    rules
 }
 
 /// Hosts by key: the holder's view (else the first seen) with the workers'

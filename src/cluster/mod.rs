@@ -13,4 +13,5 @@ pub mod merge;
 pub mod publish;
 pub mod redis_server;
 pub mod status;
+pub mod steer;
 pub mod view;

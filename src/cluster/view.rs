@@ -2,7 +2,8 @@
 //! published snapshots, the held hosts and the shared counts from Redis,
 //! merges them (`merge`) and publishes the result through an
 //! [`EngineHandle`], so the TUI runs over the whole cluster unchanged.
-//! Commands from the TUI are answered by `commands_task`.
+//! Commands from the TUI go onto the crawl's command stream (`steer`), and
+//! the workers' answers come back as the TUI's command answers.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -11,9 +12,11 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, watch};
 
+use super::commands::{self, Answer};
 use super::merge::{ClusterRead, Merger};
 use super::publish::snapshot_key;
 use super::status::worker_rows;
+use super::steer::{self, Route};
 use crate::engine::control::{Command, CommandId, CommandResult};
 use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
 use crate::engine::{key_prefix, EngineHandle};
@@ -43,6 +46,16 @@ impl ClusterReader {
             client,
             con: None,
         })
+    }
+
+    /// The Redis URL.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The shared crawl's name.
+    pub fn crawl(&self) -> &str {
+        &self.crawl
     }
 
     /// Where the crawl is read from, in words.
@@ -143,6 +156,8 @@ pub struct ViewOptions {
     /// This process started the workers (`demo --cluster`): stopping the
     /// crawl ends the view, and the caller stops the workers.
     pub owns_workers: bool,
+    /// Commands that change the crawl are refused (`attach --read-only`).
+    pub read_only: bool,
 }
 
 /// Starts reading the cluster every [`READ_EVERY`]; the returned handle ends
@@ -154,6 +169,7 @@ pub fn start(reader: ClusterReader, options: ViewOptions) -> EngineHandle {
     let stop = Arc::new(AtomicBool::new(false));
     let events = ends.events.clone();
     let reading = (merger.clone(), stop.clone());
+    let stream = (reader.url().to_string(), reader.crawl().to_string());
     std::thread::Builder::new()
         .name("cluster-view".into())
         .spawn(move || read_loop(reader, reading.0, ends.snapshots, events, reading.1))
@@ -164,6 +180,7 @@ pub fn start(reader: ClusterReader, options: ViewOptions) -> EngineHandle {
         merger,
         stop,
         options,
+        stream,
     ));
     handle
 }
@@ -231,35 +248,65 @@ fn log(level: Level, message: String) -> EngineEvent {
     EngineEvent::Log { level, message }
 }
 
-/// Answers the TUI's commands.
+/// Answers the TUI's commands: each is routed and published on its own
+/// task, so a slow answer holds up no other command.
 async fn commands_task(
     mut commands: mpsc::UnboundedReceiver<(CommandId, Command)>,
     events: mpsc::Sender<EngineEvent>,
-    _merger: Arc<Mutex<Merger>>,
+    merger: Arc<Mutex<Merger>>,
     stop: Arc<AtomicBool>,
     options: ViewOptions,
+    (url, crawl): (String, String),
 ) {
+    let from = commands::sender("cluster view");
     while let Some((id, command)) = commands.recv().await {
-        let outcome = match (&command, options.owns_workers) {
-            (Command::Checkpoint, true) => Ok("the workers checkpoint as they stop".to_string()),
+        let label = command.label();
+        let local = match (&command, options.owns_workers) {
+            (Command::Checkpoint, true) => Some(Ok("the workers checkpoint as they stop".into())),
             (Command::Shutdown, true) => {
                 stop.store(true, Ordering::Relaxed);
-                let _ = events
-                    .send(EngineEvent::CommandDone(CommandResult {
-                        id,
-                        outcome: Ok("stopping the workers".into()),
-                    }))
-                    .await;
+                let done = answer(id, Ok("stopping the workers".into()));
+                let _ = events.send(done).await;
                 return;
             }
-            _ => Err(format!(
-                "{} not sent: commands to a whole cluster are not available yet; steer one worker with `crawldeck attach DIR` or `crawldeck ctl DIR …` on its data directory",
-                command.label()
-            )),
+            // Leaving the demo stops its workers, read-only or not; steering does not.
+            _ if options.read_only && command.is_mutating() => {
+                Some(Err(format!("read-only viewer: {label} not sent")))
+            }
+            _ => None,
         };
-        let done = EngineEvent::CommandDone(CommandResult { id, outcome });
-        if events.send(done).await.is_err() {
-            return;
+        if let Some(outcome) = local {
+            if events.send(answer(id, outcome)).await.is_err() {
+                return;
+            }
+            continue;
         }
+        let routed = steer::route(&command, &merger.lock().expect("merger"));
+        let (url, crawl, from, events) = (url.clone(), crawl.clone(), from.clone(), events.clone());
+        tokio::spawn(async move {
+            let outcome = match routed {
+                Err(why) => Err(format!("{label} not sent: {why}")),
+                Ok(route) => {
+                    tokio::task::spawn_blocking(move || publish(&url, &crawl, &label, route, &from))
+                        .await
+                        .unwrap_or_else(|e| Err(format!("publishing the command failed: {e}")))
+                }
+            };
+            let _ = events.send(answer(id, outcome)).await;
+        });
     }
+}
+
+fn answer(id: CommandId, outcome: Answer) -> EngineEvent {
+    EngineEvent::CommandDone(CommandResult { id, outcome })
+}
+
+/// Publishes on a connection of its own and waits for the workers' answers.
+fn publish(url: &str, crawl: &str, label: &str, route: Route, from: &str) -> Answer {
+    let con = redis::Client::open(url)
+        .and_then(|client| client.get_connection_with_timeout(Duration::from_secs(2)));
+    let mut con = con.map_err(|e| {
+        format!("{label} not sent: cannot reach {url}: {e}; check that the Redis server is running")
+    })?;
+    steer::send(&mut con, crawl, label, route, from)
 }
