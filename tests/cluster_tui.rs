@@ -1,8 +1,9 @@
 //! The TUI over a shared crawl, in a real pseudo-terminal: `attach --redis`
 //! on two worker processes shows both in the workers pane, pauses and
-//! resumes both through the command stream, and shows their pages summed; `demo --cluster 2` starts its redis-server and two workers, shows
-//! them, and leaves no process behind after `q`. Every process is bounded
-//! in time and stopped by pid.
+//! resumes both through the command stream, and shows their pages summed;
+//! `demo --cluster 2` starts its redis-server and two workers, shows them,
+//! and leaves no process behind after `q`, nor after `kill -9`. Every
+//! process is bounded in time and stopped by pid.
 
 mod common;
 
@@ -173,10 +174,9 @@ fn running(pid: u32) -> bool {
     })
 }
 
-#[test]
-fn demo_cluster_shows_its_workers_and_leaves_no_process_behind() {
-    let dir = tempfile::tempdir().unwrap();
-    let data = dir.path().join("demo");
+/// `demo --cluster 2` in a terminal, once both workers are alive; the pids
+/// of its redis-server and workers, all running.
+fn demo_cluster(data: &Path) -> (Term, Vec<u32>) {
     let mut term = Term::spawn(
         &["demo", "--cluster", "2", "--data", data.to_str().unwrap()],
         40,
@@ -188,14 +188,38 @@ fn demo_cluster_shows_its_workers_and_leaves_no_process_behind() {
     let log = std::fs::read_to_string(data.join("crawldeck.log")).unwrap();
     let (redis_pid, worker_pids) = logged_pids(&log);
     assert_eq!(worker_pids.len(), 2, "{log}");
-    for pid in worker_pids.iter().chain([&redis_pid]) {
+    let pids: Vec<u32> = worker_pids.into_iter().chain([redis_pid]).collect();
+    for pid in &pids {
         assert!(running(*pid), "process {pid} runs during the demo");
     }
+    (term, pids)
+}
+
+#[test]
+fn demo_cluster_shows_its_workers_and_leaves_no_process_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut term, pids) = demo_cluster(&dir.path().join("demo"));
     term.press(b"q");
     term.wait_for("the quit question", |s| s.contains("quit?"));
     term.press(b"y");
     assert!(term.wait_exit("q then y").success());
-    for pid in worker_pids.iter().chain([&redis_pid]) {
+    for pid in &pids {
         assert!(!running(*pid), "process {pid} outlived the demo");
     }
+}
+
+#[test]
+fn a_killed_demo_cluster_takes_its_processes_with_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut term, pids) = demo_cluster(&dir.path().join("demo"));
+    let demo = term.child.process_id().expect("a pid");
+    let killed = Command::new("kill")
+        .args(["-9", &demo.to_string()])
+        .status();
+    assert!(killed.unwrap().success());
+    let _ = term.wait_exit("kill -9");
+    // The workers checkpoint on their SIGTERM; the server stops at once.
+    wait_until("the demo's processes to stop", WAIT, || {
+        pids.iter().all(|pid| !running(*pid))
+    });
 }

@@ -1,7 +1,8 @@
 //! A cluster on this machine, as `crawldeck demo --cluster N` runs it: a
 //! private redis-server and N worker processes of this executable, each
 //! with its own data directory. Dropping it (on quit, on a panic's unwind)
-//! stops the workers and the server by their pids.
+//! stops the workers and the server by their pids; on Linux a worker also
+//! gets SIGTERM when this process dies without that (SIGKILL).
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -10,6 +11,7 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{kill_process, Pid, Signal};
 
+use super::keeper::{spawn_tied, Keeper};
 use super::redis_server::RedisServer;
 use crate::engine::config::CrawlConfig;
 use crate::engine::ClusterTarget;
@@ -29,6 +31,9 @@ pub struct LocalCluster {
     redis: Option<RedisServer>,
     workers: Vec<Child>,
     target: ClusterTarget,
+    /// The thread that started the server and the workers: the parent
+    /// their death signal follows, so it lives until they are stopped.
+    keeper: Option<Keeper>,
 }
 
 /// `1 ≤ n ≤ MAX_WORKERS`, or what to give instead.
@@ -54,7 +59,9 @@ impl LocalCluster {
                 old.display()
             );
         }
-        let redis = RedisServer::start(REDIS_LIFETIME)
+        let keeper = Keeper::start()?;
+        let redis = keeper
+            .run(|| RedisServer::start_tied(REDIS_LIFETIME))
             .map_err(|e| anyhow::anyhow!("demo --cluster needs a local redis-server: {e}"))?;
         let config_file = dir.join("crawl.toml");
         config.save(&config_file)?;
@@ -67,24 +74,24 @@ impl LocalCluster {
             redis: Some(redis),
             workers: Vec::new(),
             target,
+            keeper: Some(keeper),
         };
-        let exe = std::env::current_exe()?;
         for k in 1..=n {
-            let child = cluster.spawn_worker(&exe, &config_file, dir, k)?;
+            let command = cluster.worker_command(&config_file, dir, k)?;
+            let keeper = cluster.keeper.as_ref().expect("set above");
+            // Dropping the cluster stops the workers started before a failure.
+            let child = keeper
+                .run(move || spawn_tied(command))
+                .map_err(|e| anyhow::anyhow!("cannot start a worker: {e}"))?;
             cluster.workers.push(child);
         }
         Ok(cluster)
     }
 
-    fn spawn_worker(
-        &self,
-        exe: &Path,
-        config_file: &Path,
-        dir: &Path,
-        k: usize,
-    ) -> anyhow::Result<Child> {
+    fn worker_command(&self, config_file: &Path, dir: &Path, k: usize) -> anyhow::Result<Command> {
         let out = File::create(dir.join(format!("w{k}.out")))?;
-        let child = Command::new(exe)
+        let mut command = Command::new(std::env::current_exe()?);
+        command
             .args(["crawl", "--headless"])
             .args(["--redis", &self.target.url, "--crawl", &self.target.crawl])
             .arg("--config")
@@ -93,9 +100,8 @@ impl LocalCluster {
             .arg(worker_dir(dir, k))
             .stdin(Stdio::null())
             .stdout(out.try_clone()?)
-            .stderr(out)
-            .spawn()?;
-        Ok(child)
+            .stderr(out);
+        Ok(command)
     }
 
     /// The shared crawl the workers run.
@@ -136,6 +142,8 @@ impl LocalCluster {
             let _ = child.wait();
         }
         self.workers.clear();
+        // The keeper's end sends the server SIGTERM too; dropping it waits for its exit.
+        self.keeper = None;
         self.redis = None;
     }
 }

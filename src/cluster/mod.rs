@@ -8,6 +8,7 @@ pub mod commands;
 pub mod ctl;
 pub mod demo;
 pub mod follow;
+pub mod keeper;
 pub mod local;
 pub mod merge;
 pub mod publish;
