@@ -29,6 +29,8 @@ const ANSWER_WAIT: Duration = Duration::from_secs(30);
 /// Entries younger than this when the follower starts count as live: a
 /// `ctl` that saw this worker's first heartbeat may be waiting for it.
 const REPLAY_GRACE: Duration = Duration::from_secs(5);
+/// How long a rule to remove may take to show in the engine's snapshot.
+const RULE_WAIT: Duration = Duration::from_secs(3);
 /// Pause before reconnecting after Redis failed.
 const RETRY: Duration = Duration::from_secs(1);
 
@@ -143,6 +145,10 @@ impl Follower {
         if replay && !commands::replays(&command) {
             return None;
         }
+        let command = match self.local_rule(command, entry) {
+            Ok(command) => command,
+            Err(why) => return Some(Err(why)),
+        };
         let accepted_rule = self.rule_of_accept(&command);
         let answer = self.apply(command.clone());
         tracing::info!(
@@ -160,6 +166,35 @@ impl Follower {
             self.share_accepted_rule(con, &command, rule, &entry.entry);
         }
         Some(answer)
+    }
+
+    /// A shared rule's removal names the rule by its pattern: this worker's
+    /// number for it comes from its snapshot (which may lag an `AddRule`
+    /// just applied, hence the short wait).
+    fn local_rule(&self, command: Command, entry: &StreamCommand) -> Result<Command, String> {
+        let Command::RemoveRule { .. } = command else {
+            return Ok(command);
+        };
+        let Some(spec) = &entry.rule else {
+            return Err("rule numbers differ between workers: remove a shared rule with `crawldeck ctl --redis URL --crawl NAME unrule N` (N as `crawldeck status --redis URL --crawl NAME` lists it)".into());
+        };
+        let deadline = std::time::Instant::now() + RULE_WAIT;
+        loop {
+            let found = self
+                .snapshots
+                .borrow()
+                .rules
+                .iter()
+                .find(|r| r.spec == *spec)
+                .map(|r| r.id);
+            match found {
+                Some(rule_id) => return Ok(Command::RemoveRule { rule_id }),
+                None if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                None => return Err(format!("no rule {:?} on this worker", spec.pattern)),
+            }
+        }
     }
 
     /// Sends `command` to the engine and waits for its answer.
@@ -235,7 +270,7 @@ enum FollowError {
 }
 
 #[cfg(test)]
-mod tests {
+mod entry_tests {
     use super::entry_ms;
 
     #[test]
@@ -244,3 +279,7 @@ mod tests {
         assert_eq!(entry_ms("garbage"), 0);
     }
 }
+
+#[cfg(test)]
+#[path = "follow_tests.rs"]
+mod tests;
