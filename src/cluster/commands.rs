@@ -20,7 +20,7 @@ use std::time::Duration;
 use redis::streams::{StreamId, StreamRangeReply, StreamReadOptions, StreamReadReply};
 use redis::{Commands, ConnectionLike};
 
-use crate::engine::control::{Command, RuleSpec};
+use crate::engine::control::{Command, RuleSpec, Target};
 use crate::engine::key_prefix;
 
 /// Entries the stream keeps (approximately): a worker that joins replays
@@ -218,6 +218,41 @@ pub fn shared_rules(
                 _ => {}
             }
         }
+    }
+}
+
+/// Whether the stream's last crawl-wide pause or resume was a pause.
+pub fn crawl_paused(con: &mut impl ConnectionLike, crawl: &str) -> Result<bool, StreamError> {
+    let mut before = "+".to_string();
+    loop {
+        let reply: StreamRangeReply = con
+            .xrevrange_count(stream_key(crawl), &before, "-", 1000)
+            .map_err(failed("reading the command stream"))?;
+        let Some(oldest) = reply.ids.last() else {
+            return Ok(false);
+        };
+        for raw in &reply.ids {
+            match StreamCommand::parse(raw).command {
+                Ok(Command::Pause(Target::Global)) => return Ok(true),
+                Ok(Command::Resume(Target::Global)) => return Ok(false),
+                _ => {}
+            }
+        }
+        match previous_id(&oldest.id) {
+            Some(id) => before = id,
+            None => return Ok(false),
+        }
+    }
+}
+
+/// The largest stream id before `id`, if there is one.
+fn previous_id(id: &str) -> Option<String> {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    let (ms, seq): (u64, u64) = (ms.parse().ok()?, seq.parse().ok()?);
+    match (ms, seq) {
+        (0, 0) => None,
+        (ms, 0) => Some(format!("{}-{}", ms - 1, u64::MAX)),
+        (ms, seq) => Some(format!("{ms}-{}", seq - 1)),
     }
 }
 

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::cluster::commands::{self, Answer, StreamCommand, StreamError, READ_BATCH};
 use crate::control::hub::{CommandSender, Hub};
-use crate::engine::control::{Command, CommandId, CommandResult, RuleSpec};
+use crate::engine::control::{Command, CommandId, CommandResult, RuleSpec, Target};
 use crate::engine::telemetry::{EngineEvent, Snapshot};
 use crate::engine::ClusterTarget;
 use crate::text::strip_control;
@@ -36,7 +36,14 @@ const RETRY: Duration = Duration::from_secs(1);
 
 /// Starts following the crawl's command stream for `worker`. The thread
 /// ends once the engine has stopped.
-pub fn start(hub: &Hub, target: &ClusterTarget, worker: String) -> std::io::Result<()> {
+/// With `resume`, the engine was started paused and is resumed once the
+/// stream is replayed (unless the crawl is paused).
+pub fn start(
+    hub: &Hub,
+    target: &ClusterTarget,
+    worker: String,
+    resume: bool,
+) -> std::io::Result<()> {
     let viewer = hub.join(false, READ_BATCH * 4);
     let sender = viewer.commands();
     let snapshots = viewer.snapshots.clone();
@@ -62,6 +69,7 @@ pub fn start(hub: &Hub, target: &ClusterTarget, worker: String) -> std::io::Resu
         answers,
         snapshots,
         next_id: 0,
+        resume_when_caught_up: Some(resume),
     };
     std::thread::Builder::new()
         .name("command-stream".into())
@@ -77,6 +85,8 @@ struct Follower {
     answers: mpsc::Receiver<CommandResult>,
     snapshots: tokio::sync::watch::Receiver<Arc<Snapshot>>,
     next_id: u64,
+    /// `Some` until the stream is first replayed: whether to resume then.
+    resume_when_caught_up: Option<bool>,
 }
 
 impl Follower {
@@ -107,7 +117,10 @@ impl Follower {
         let live_from_ms =
             (secs * 1000 + micros / 1000).saturating_sub(REPLAY_GRACE.as_millis() as u64);
         while !stopped.load(Ordering::Relaxed) {
-            let batch = commands::read_after(&mut con, &self.crawl, &cursor, Some(BLOCK))?;
+            // Without waiting until caught up, so the crawl starts at once.
+            let block = self.resume_when_caught_up.is_none().then_some(BLOCK);
+            let batch = commands::read_after(&mut con, &self.crawl, &cursor, block)?;
+            let caught_up = batch.len() < READ_BATCH;
             for entry in batch {
                 let replay = entry_ms(&entry.entry) < live_from_ms;
                 let answer = self.handle(&mut con, &entry, replay);
@@ -120,7 +133,25 @@ impl Follower {
                 )?;
                 cursor = entry.entry;
             }
+            if caught_up {
+                self.start_crawling(&mut con)?;
+            }
         }
+        Ok(())
+    }
+
+    /// Once the stream is replayed, resumes the worker (started paused, so
+    /// that it fetches nothing a rule would block) unless the crawl is paused.
+    fn start_crawling(&mut self, con: &mut redis::Connection) -> Result<(), FollowError> {
+        if self.resume_when_caught_up.take() != Some(true) {
+            return Ok(());
+        }
+        if commands::crawl_paused(con, &self.crawl)? {
+            tracing::info!("command stream replayed; the crawl is paused, so this worker waits");
+            return Ok(());
+        }
+        let answer = self.apply(Command::Resume(Target::Global));
+        tracing::info!("command stream replayed; crawling: {answer:?}");
         Ok(())
     }
 

@@ -109,7 +109,7 @@ async fn a_joining_worker_replays_state_and_answers_live_commands_once() {
     old_entry(&mut con, "1000-1", &Command::AddRule(rule("old")));
     old_entry(&mut con, "1000-2", &Command::Shutdown);
     let (hub, got, stop) = fake_engine(Vec::new(), Vec::new());
-    start(&hub, &target(&server), "w1".into()).unwrap();
+    start(&hub, &target(&server), "w1".into(), false).unwrap();
     let pause = Command::Pause(Target::Global);
     let live = commands::publish(&mut con, CRAWL, &pause, "ctl on here pid 2", None).unwrap();
     let other = commands::publish(&mut con, CRAWL, &Command::Checkpoint, "t", Some("w2")).unwrap();
@@ -132,7 +132,7 @@ async fn a_joining_worker_replays_state_and_answers_live_commands_once() {
     let (hub, got, _stop) = fake_engine(Vec::new(), Vec::new());
     // The old follower notices within one blocking read.
     tokio::time::sleep(BLOCK + Duration::from_millis(200)).await;
-    start(&hub, &target(&server), "w1".into()).unwrap();
+    start(&hub, &target(&server), "w1".into(), false).unwrap();
     let next = commands::publish(&mut con, CRAWL, &Command::Checkpoint, "t", None).unwrap();
     cursor_at(&mut con, "w1", &next).await;
     assert_eq!(*got.lock().unwrap(), [Command::Checkpoint]);
@@ -155,7 +155,7 @@ async fn an_accepted_alert_shares_its_rule_with_the_other_workers() {
         impact: None,
     };
     let (hub, got, _stop) = fake_engine(vec![alert], Vec::new());
-    start(&hub, &target(&server), "w1".into()).unwrap();
+    start(&hub, &target(&server), "w1".into(), false).unwrap();
     let accept = Command::AcceptAlert {
         alert_id: 3,
         rule: None,
@@ -190,7 +190,7 @@ async fn a_shared_rule_is_removed_by_its_pattern_under_this_workers_number() {
         origin: "operator".into(),
     };
     let (hub, got, _stop) = fake_engine(Vec::new(), vec![view]);
-    start(&hub, &target(&server), "w1".into()).unwrap();
+    start(&hub, &target(&server), "w1".into(), false).unwrap();
     let by_pattern = commands::publish_remove_rule(&mut con, CRAWL, &rule("cal/"), "t").unwrap();
     let by_number = commands::publish(
         &mut con,
@@ -210,5 +210,43 @@ async fn a_shared_rule_is_removed_by_its_pattern_under_this_workers_number() {
     assert!(
         matches!(&refused[0].1, Err(why) if why.contains("rule numbers differ between workers")),
         "{refused:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_started_paused_crawls_once_replayed_unless_the_crawl_is_paused() {
+    let server = RedisServer::for_test();
+    let mut con = connect(&server);
+    old_entry(&mut con, "1000-1", &Command::AddRule(rule("old")));
+    let (hub, got, _stop) = fake_engine(Vec::new(), Vec::new());
+    start(&hub, &target(&server), "w1".into(), true).unwrap();
+    cursor_at(&mut con, "w1", "1000-1").await;
+    let resumed = [
+        Command::AddRule(rule("old")),
+        Command::Resume(Target::Global),
+    ];
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while got.lock().unwrap().len() < 2 {
+        assert!(Instant::now() < deadline, "never resumed");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(*got.lock().unwrap(), resumed);
+
+    // The operator paused the crawl: a worker that joins stays paused.
+    old_entry(&mut con, "1000-2", &Command::Pause(Target::Global));
+    old_entry(&mut con, "1000-3", &Command::AddRule(rule("later")));
+    let (hub, got, _stop) = fake_engine(Vec::new(), Vec::new());
+    start(&hub, &target(&server), "w2".into(), true).unwrap();
+    cursor_at(&mut con, "w2", "1000-3").await;
+    let last = commands::publish(&mut con, CRAWL, &Command::Checkpoint, "t", None).unwrap();
+    cursor_at(&mut con, "w2", &last).await;
+    assert_eq!(
+        *got.lock().unwrap(),
+        [
+            Command::AddRule(rule("old")),
+            Command::Pause(Target::Global),
+            Command::AddRule(rule("later")),
+            Command::Checkpoint
+        ]
     );
 }
