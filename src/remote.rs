@@ -42,6 +42,10 @@ pub struct StatusReport {
     pub open_alerts: Vec<OpenAlert>,
     /// URLs parked by open alerts.
     pub quarantined: u64,
+    /// Why the crawl is paused by itself: the shared frontier out of reach
+    /// (it resumes by itself) or a storage fault (the operator resumes it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused_because: Option<String>,
 }
 
 /// Hosts by state, as the snapshot counts them.
@@ -119,6 +123,16 @@ impl StatusReport {
                 .collect(),
             open_alerts,
             quarantined: snapshot.quarantined,
+            paused_because: snapshot
+                .outage
+                .as_ref()
+                .map(|o| format!("shared frontier unreachable: {o}"))
+                .or_else(|| {
+                    snapshot
+                        .fault
+                        .as_ref()
+                        .map(|f| format!("storage fault: {f}"))
+                }),
         }
     }
 
@@ -144,6 +158,9 @@ impl StatusReport {
             h.breaker_open,
             h.robots_pending,
         );
+        if let Some(why) = &self.paused_because {
+            out.push_str(&format!("paused: {why}\n"));
+        }
         out.push_str(&format!("rules {}", self.rules.len()));
         for rule in &self.rules {
             out.push_str(&format!("\n  {rule}"));

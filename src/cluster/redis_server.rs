@@ -1,9 +1,11 @@
-//! A private `redis-server` on a free loopback port, without persistence,
-//! stopped by its pid when dropped (a panicking test included) and, should
-//! its owner die first, by `timeout` after a bounded lifetime.
+//! A private `redis-server` on a free loopback port, without persistence
+//! (or with an append-only file in a given directory, to be killed and
+//! restarted), stopped by its pid when dropped (a panicking test included)
+//! and, should its owner die first, by `timeout` after a bounded lifetime.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,54 +17,123 @@ pub const INSTALL_HINT: &str =
 pub struct RedisServer {
     child: Child,
     port: u16,
+    program: String,
+    /// Arguments after the port: persistence settings.
+    args: Vec<String>,
+    lifetime: Duration,
+    /// Started through `keeper::spawn_tied`: stops with its starting thread.
+    tied: bool,
 }
 
 impl RedisServer {
     /// Starts a server that lives at most `lifetime`, and waits until it answers.
     pub fn start(lifetime: Duration) -> Result<RedisServer, String> {
-        RedisServer::start_program("redis-server", lifetime, false)
+        RedisServer::start_program("redis-server", lifetime, no_persistence(), false)
     }
 
     /// As [`RedisServer::start`], and on Linux the server also stops when
     /// the calling thread ends (`keeper::spawn_tied`): for a long-lived
     /// thread such as a `keeper::Keeper`'s, so a killed owner leaves no server.
     pub fn start_tied(lifetime: Duration) -> Result<RedisServer, String> {
-        RedisServer::start_program("redis-server", lifetime, true)
+        RedisServer::start_program("redis-server", lifetime, no_persistence(), true)
     }
 
-    fn start_program(program: &str, lifetime: Duration, tied: bool) -> Result<RedisServer, String> {
+    /// Starts a server that writes every change to an append-only file in
+    /// `dir` before answering (`appendfsync always`), so a restart after
+    /// `kill -9` finds every acknowledged write.
+    pub fn start_persistent(dir: &Path, lifetime: Duration) -> Result<RedisServer, String> {
+        let args = [
+            "--save",
+            "",
+            "--appendonly",
+            "yes",
+            "--appendfsync",
+            "always",
+            "--dir",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .chain([dir.display().to_string()])
+        .collect();
+        RedisServer::start_program("redis-server", lifetime, args, false)
+    }
+
+    fn start_program(
+        program: &str,
+        lifetime: Duration,
+        args: Vec<String>,
+        tied: bool,
+    ) -> Result<RedisServer, String> {
         let mut last_error = String::new();
         // A free port may be taken between the probe and the server's bind: retry.
         for _ in 0..5 {
             let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
-            let mut command = Command::new("timeout");
-            command
-                .args(["-k", "5", &lifetime.as_secs().max(1).to_string(), program])
-                .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
-                .args([
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--protected-mode",
-                    "yes",
-                ])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-            let child = if tied {
-                super::keeper::spawn_tied(command)
-            } else {
-                command.spawn()
-            }
-            .map_err(|e| format!("cannot run timeout/redis-server: {e}; {INSTALL_HINT}"))?;
-            let mut server = RedisServer { child, port };
+            let child = spawn(program, port, &args, lifetime, tied)?;
+            let mut server = RedisServer {
+                child,
+                port,
+                program: program.to_string(),
+                args: args.clone(),
+                lifetime,
+                tied,
+            };
             match server.wait_ready() {
                 Ok(()) => return Ok(server),
                 Err(e) => last_error = e,
             }
         }
         Err(last_error)
+    }
+
+    /// Kills `redis-server` with SIGKILL (no shutdown, no final write) and
+    /// waits until it is gone.
+    pub fn kill9(&mut self) -> Result<(), String> {
+        let pid = self
+            .server_pid()
+            .map_err(|e| format!("cannot ask redis-server for its pid: {e}"))?;
+        let pid = rustix::process::Pid::from_raw(pid as i32).ok_or("redis-server pid 0")?;
+        rustix::process::kill_process(pid, rustix::process::Signal::KILL)
+            .map_err(|e| format!("cannot kill redis-server: {e}"))?;
+        // `timeout` exits once its child is gone.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Err("redis-server did not end within 10 s of SIGKILL".into())
+    }
+
+    /// Starts the server again on the same port with the same settings (and
+    /// so the same append-only file), and waits until it answers.
+    pub fn restart(&mut self) -> Result<(), String> {
+        if self.child.try_wait().ok().flatten().is_none() {
+            return Err("redis-server is still running; kill it first".into());
+        }
+        self.child = spawn(
+            &self.program,
+            self.port,
+            &self.args,
+            self.lifetime,
+            self.tied,
+        )?;
+        self.wait_ready()
+    }
+
+    /// The pid of `redis-server` itself (the child is `timeout`).
+    pub fn server_pid(&self) -> std::io::Result<u32> {
+        let mut stream = TcpStream::connect((Ipv4Addr::LOCALHOST, self.port))?;
+        stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+        stream.write_all(b"INFO server\r\n")?;
+        for line in BufReader::new(stream).lines() {
+            if let Some(pid) = line?.trim_end().strip_prefix("process_id:") {
+                return pid
+                    .parse()
+                    .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e));
+            }
+        }
+        Err(std::io::ErrorKind::UnexpectedEof.into())
     }
 
     /// Starts a server for a test, panicking with how to install Redis if it cannot.
@@ -135,6 +206,38 @@ impl Drop for RedisServer {
     }
 }
 
+fn no_persistence() -> Vec<String> {
+    ["--save", "", "--appendonly", "no"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect()
+}
+
+/// `timeout` running `program` on `127.0.0.1:port` for at most `lifetime`.
+fn spawn(
+    program: &str,
+    port: u16,
+    args: &[String],
+    lifetime: Duration,
+    tied: bool,
+) -> Result<Child, String> {
+    let mut command = Command::new("timeout");
+    command
+        .args(["-k", "5", &lifetime.as_secs().max(1).to_string(), program])
+        .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
+        .args(["--protected-mode", "yes"])
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    if tied {
+        super::keeper::spawn_tied(command)
+    } else {
+        command.spawn()
+    }
+    .map_err(|e| format!("cannot run timeout/redis-server: {e}; {INSTALL_HINT}"))
+}
+
 fn free_port() -> std::io::Result<u16> {
     Ok(TcpListener::bind((Ipv4Addr::LOCALHOST, 0))?
         .local_addr()?
@@ -150,6 +253,7 @@ mod tests {
         let Err(e) = RedisServer::start_program(
             "crawldeck-no-such-redis-server",
             Duration::from_secs(5),
+            no_persistence(),
             false,
         ) else {
             panic!("a server that does not exist started");
@@ -170,5 +274,20 @@ mod tests {
             TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err(),
             "still listening on {port}"
         );
+    }
+
+    #[test]
+    fn a_persistent_server_keeps_its_data_through_kill_9_and_restart() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut server =
+            RedisServer::start_persistent(dir.path(), Duration::from_secs(60)).unwrap();
+        assert_eq!(server.command("SET kept 1").unwrap(), "+OK");
+        let port = server.port();
+        server.kill9().unwrap();
+        assert!(TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err());
+        assert!(server.command("PING").is_err());
+        server.restart().unwrap();
+        assert_eq!(server.port(), port);
+        assert_eq!(server.command("GET kept").unwrap(), "$1");
     }
 }

@@ -131,6 +131,7 @@ impl Snapshot {
             finish_reason: self.finish_reason.clone(),
             fault: self.fault.clone(),
             cluster: self.cluster.clone(),
+            outage: self.outage.clone(),
             window: None,
             detail: None,
         }

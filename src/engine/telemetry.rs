@@ -553,6 +553,11 @@ pub struct Snapshot {
     /// Set when the snapshot merges the workers of a shared crawl.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<super::cluster_view::ClusterView>,
+    /// The shared frontier's server is out of reach: why, and when the crawl
+    /// tries again (`Redis at URL: connection refused; retrying in 4 s`). The
+    /// crawl is paused meanwhile and resumes by itself.
+    #[serde(default)]
+    pub outage: Option<String>,
 }
 
 /// How serious a log line is; front ends colour by it.

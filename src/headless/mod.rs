@@ -51,6 +51,9 @@ struct Progress {
     hosts_breaker_open: u32,
     hosts_robots_pending: u32,
     hosts_paused: u32,
+    /// The crawl waits for its shared frontier: why, and when it tries again.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    waiting_for: Option<String>,
 }
 
 /// Runs until the engine task ends; returns its final snapshot.
@@ -128,6 +131,12 @@ pub async fn run_with(
         write!(err, "{}", summary_text(&summary))?;
         err.flush()?;
     }
+    if let Some(outage) = &snapshot.outage {
+        anyhow::bail!(
+            "stopped while the shared frontier was out of reach ({outage}); the pages fetched meanwhile \
+             are stored here and fetched again once their leases expire; run the same command again to resume"
+        );
+    }
     if let Some(fault) = &snapshot.fault {
         anyhow::bail!(
             "storage fault: {fault}; what the crawl stored before it is kept: free space (or fix the permissions), \
@@ -152,6 +161,10 @@ fn progress_of(s: &Snapshot, elapsed: Duration) -> Progress {
         hosts_breaker_open: s.hosts_breaker_open,
         hosts_robots_pending: s.hosts_robots_pending,
         hosts_paused: s.hosts_paused,
+        waiting_for: s
+            .outage
+            .as_deref()
+            .map(|o| crate::text::strip_control(o).into_owned()),
     }
 }
 
@@ -172,8 +185,12 @@ fn figures(p: &Progress) -> String {
     } else {
         format!(" ({})", held.join(", "))
     };
+    let waiting = p
+        .waiting_for
+        .as_ref()
+        .map_or(String::new(), |why| format!(" | waiting: {why}"));
     format!(
-        "frontier {} | in flight {} | hosts {}{held} | errors {} | {}",
+        "frontier {} | in flight {} | hosts {}{held} | errors {} | {}{waiting}",
         p.frontier,
         p.in_flight,
         p.hosts,

@@ -161,11 +161,13 @@ pub(in crate::engine) fn build(
             fault: None,
             wait_for_operator: options.wait_for_operator,
             recrawl_pass,
+            outage: None,
         },
         group_commit: Default::default(),
         settings_report,
         returns: Default::default(),
         previews: Default::default(),
+        sweeps: Default::default(),
         cfg: config,
     })
 }

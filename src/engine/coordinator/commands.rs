@@ -4,7 +4,10 @@
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::outage;
 use super::preview::{preview, PreviewBudget};
+use super::sweep::Then;
+use super::triage::Blocking;
 use super::Coordinator;
 use crate::engine::config::parse_seed;
 use crate::engine::control::{BreakerThresholds, Command, CommandId, RuleSpec, Target};
@@ -33,17 +36,36 @@ type Answer = Result<String, String>;
 
 /// Carries out `command`; its answer, or `None` when it comes later (a rule
 /// removal is answered once the URLs it blocked are back, a preview once its
-/// scan is done).
+/// scan is done, an alert's decision or a rule for every host once its sweep
+/// of the frontier is done).
 pub(super) fn handle(c: &mut Coordinator, id: CommandId, command: Command) -> Option<Answer> {
     let now = Instant::now();
+    if outage::needs_frontier(&command) {
+        if let Some(refusal) = c.refusal_while_unreachable() {
+            return Some(Err(refusal));
+        }
+    }
+    // Answered when its sweep of the frontier is done (sweep.rs).
+    let mut later = false;
+    let mut sweeping = |started: Result<(), String>| {
+        later = started.is_ok();
+        started.map(|()| String::new())
+    };
     let result = match command {
         Command::Pause(target) => c.pause(target, true),
         Command::Resume(target) => c.pause(target, false),
         Command::AddRule(spec) => {
             let text = describe(&spec);
-            c.add_rule(spec, "operator".into()).map(|(id, removed)| {
-                format!("rule #{id} added ({text}); {removed} queued URL(s) blocked")
-            })
+            match c.add_rule(spec, "operator".into()) {
+                Ok((id, Blocking::Done(removed))) => Ok(format!(
+                    "rule #{id} added ({text}); {removed} queued URL(s) blocked"
+                )),
+                Ok((rule_id, Blocking::Sweep(work))) => {
+                    c.start_sweep(Some(id), vec![work], Then::RuleAdded { rule_id, text }, 0);
+                    sweeping(Ok(()))
+                }
+                Err(e) => Err(e),
+            }
         }
         Command::RemoveRule { rule_id } => match c.remove_rule(id, rule_id) {
             Ok(()) => return None,
@@ -74,8 +96,10 @@ pub(super) fn handle(c: &mut Coordinator, id: CommandId, command: Command) -> Op
             }
             Ok(format!("{host}: breaker opened"))
         }
-        Command::AcceptAlert { alert_id, rule } => c.accept_alert(alert_id, rule, "operator"),
-        Command::DismissAlert { alert_id } => c.dismiss_alert(alert_id),
+        Command::AcceptAlert { alert_id, rule } => {
+            sweeping(c.accept_alert(alert_id, rule, "operator", Some(id)))
+        }
+        Command::DismissAlert { alert_id } => sweeping(c.dismiss_alert(alert_id, id)),
         // Reads only: nothing to store; answered when the scan is done.
         Command::Preview(spec) => return c.request_preview(id, spec, PreviewBudget::default()),
         Command::Checkpoint => {
@@ -90,7 +114,7 @@ pub(super) fn handle(c: &mut Coordinator, id: CommandId, command: Command) -> Op
     if let Err(e) = c.save_settings() {
         c.storage_failed("saving the crawl's settings", e);
     }
-    Some(result)
+    (!later).then_some(result)
 }
 
 /// A refusal for a failed write of an operator setting.
@@ -108,6 +132,11 @@ impl Coordinator {
             }
             Target::Global => {
                 self.run.paused = false;
+                if let Some(line) = self.outage_line() {
+                    return Ok(format!(
+                        "operator pause lifted; the crawl resumes by itself once Redis answers ({line})"
+                    ));
+                }
                 if !self.run.draining {
                     self.set_state(CrawlState::Running);
                 }

@@ -19,15 +19,22 @@ impl Coordinator {
             Err(e) => return self.storage_failed("listing new hosts", e),
         };
         let keys: Vec<&str> = new_hosts.iter().map(String::as_str).collect();
-        let heads = match self.frontier.host_views(&keys, now, 1) {
-            Ok(views) => views,
+        let heads: Vec<Option<String>> = match self.frontier.host_views(&keys, now, 1) {
+            Ok(views) => views
+                .into_iter()
+                .map(|v| v.head.into_iter().next())
+                .collect(),
+            Err(e) if e.is_unreachable() => {
+                // Taken from the frontier already: adopted with an http origin
+                // (https answers robots.txt by a redirect) rather than lost.
+                self.frontier_unreachable(e);
+                keys.iter().map(|k| Some(format!("http://{k}/"))).collect()
+            }
             Err(e) => return self.storage_failed("reading new hosts' queues", e),
         };
         let default_max = self.cfg.politeness.per_host;
-        for (key, queue) in new_hosts.iter().zip(heads) {
-            let holds = self
-                .hosts
-                .adopt(key, queue.head.first().map(String::as_str), now);
+        for (key, head) in new_hosts.iter().zip(heads) {
+            let holds = self.hosts.adopt(key, head.as_deref(), now);
             // Explicit both ways: hosts restored by `Frontier::open` predate the initial holds.
             self.hold(key, Hold::Robots, !holds.robots_settled);
             if !holds.robots_settled {
@@ -52,6 +59,10 @@ impl Coordinator {
 
     /// Starts every fetch that politeness, robots, breakers and limits allow.
     pub(super) fn dispatch(&mut self, now: Instant) {
+        if self.run.outage.is_some() {
+            // New hosts' queues and the next URLs are in the server: wait for it.
+            return;
+        }
         self.adopt_new_hosts(now);
         if self.run.paused || self.run.draining {
             return;

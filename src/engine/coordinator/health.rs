@@ -122,6 +122,11 @@ impl Coordinator {
             .drop_host(host, &|e| record_for(e, outcome.clone()))
         {
             Ok(n) => n,
+            Err(e) if e.is_unreachable() => {
+                self.storage_failed(&format!("recording the queued URLs of {host}"), e);
+                self.finish_after_outage(host, outcome);
+                0
+            }
             Err(e) => {
                 self.storage_failed(&format!("recording the queued URLs of {host}"), e);
                 0

@@ -10,11 +10,13 @@ mod dispatch;
 mod group_commit;
 mod health;
 mod links;
+mod outage;
 mod preview;
 mod preview_job;
 mod probe;
 mod results;
 mod snapshot;
+mod sweep;
 mod triage;
 mod unblock;
 
@@ -63,6 +65,8 @@ struct RunState {
     /// The recrawl pass under way (0: the first crawl); from pass 1 on,
     /// fetches carry the validators of the page's last fetch.
     recrawl_pass: u32,
+    /// The shared frontier's server is out of reach: paused until it answers.
+    outage: Option<outage::Outage>,
 }
 
 /// The crawl loop and the parts it coordinates.
@@ -96,6 +100,8 @@ pub(crate) struct Coordinator {
     returns: unblock::Returns,
     /// The rule preview running off the loop, and one waiting.
     previews: preview_job::Previews,
+    /// Alert decisions and rules for every host sweeping the frontier.
+    sweeps: sweep::Sweeps,
 }
 
 impl Coordinator {
@@ -129,6 +135,10 @@ impl Coordinator {
                 self.sync();
             }
             self.fire_timers(now);
+            self.watch_frontier(now);
+            if self.run.outage.is_none() {
+                self.sweep_step();
+            }
             self.dispatch(now);
             if let Some(reason) = self.finished() {
                 if self.slots.total() == 0 {
@@ -175,6 +185,7 @@ impl Coordinator {
             }
         }
         self.end_removals();
+        self.end_sweeps();
         self.end_previews().await;
         self.set_state(CrawlState::Done);
         self.checkpoint();
@@ -218,7 +229,12 @@ impl Coordinator {
     /// A write the crawl's consistency depends on failed: the work it was
     /// for stays queued, and the crawl pauses until the operator has freed
     /// space and resumes it (headless: stops, and the run fails).
+    /// A shared frontier out of reach is no storage fault: the crawl waits
+    /// for it (outage.rs).
     fn storage_failed(&mut self, what: &str, e: StoreError) {
+        if e.is_unreachable() {
+            return self.frontier_unreachable(e);
+        }
         let db = std::path::Path::new(&self.data_dir).join("db");
         self.storage_fault(format!("{what} in {}: {e}", db.display()));
     }
@@ -255,12 +271,18 @@ impl Coordinator {
                     .unwrap_or_else(|| "stopped".into()),
             );
         }
+        if self.run.outage.is_some() {
+            // What the frontier holds is not written yet: it may add work.
+            return None;
+        }
         let pages = self.stats.counters().pages_fetched;
         if self.cfg.max_pages > 0 && pages >= self.cfg.max_pages {
             return Some(format!("page limit reached ({})", self.cfg.max_pages));
         }
-        let idle =
-            self.slots.total() == 0 && self.group_commit.is_empty() && self.returns.is_idle();
+        let idle = self.slots.total() == 0
+            && self.group_commit.is_empty()
+            && self.returns.is_idle()
+            && self.sweeps.is_idle();
         if !idle || self.run.paused || !self.timers.is_empty() {
             return None;
         }
@@ -294,23 +316,32 @@ impl Coordinator {
     /// dispatch cannot start anything: that would spin until a fetch ends.
     fn next_wakeup(&mut self, now: Instant) -> Option<Instant> {
         let saturated = !self.slots.has_room() || self.page_budget_spent();
-        let frontier =
-            if self.run.paused || self.run.draining || saturated || self.slots.rate_limited(now) {
-                None
-            } else {
-                match self.frontier.next_wakeup() {
-                    Ok(at) => at,
-                    Err(e) => {
-                        self.storage_failed("asking the frontier when a host is ready", e);
-                        None
-                    }
+        let frontier = if self.run.paused
+            || self.run.draining
+            || self.run.outage.is_some()
+            || saturated
+            || self.slots.rate_limited(now)
+        {
+            None
+        } else {
+            match self.frontier.next_wakeup() {
+                Ok(at) => at,
+                Err(e) => {
+                    self.storage_failed("asking the frontier when a host is ready", e);
+                    None
                 }
-            };
+            }
+        };
+        // A sweep under way goes on at once, after what is ready (biased select);
+        // not while the frontier is out of reach.
+        let sweeping = (!self.sweeps.is_idle() && self.run.outage.is_none()).then_some(now);
         [
             frontier,
+            sweeping,
             self.timers.next_due(),
             self.slots.rate_wake(),
             self.group_commit.next_due(),
+            self.run.outage.as_ref().map(outage::Outage::retry_at),
         ]
         .into_iter()
         .flatten()
@@ -371,6 +402,10 @@ impl Coordinator {
 
     /// Idle hosts leave memory once the host table is over its cap.
     fn evict_idle_hosts(&mut self) {
+        if self.run.outage.is_some() {
+            // Whether a host is idle is in the server that is out of reach.
+            return;
+        }
         let candidates = self.hosts.eviction_candidates();
         if candidates.is_empty() {
             return;

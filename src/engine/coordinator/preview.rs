@@ -26,7 +26,8 @@ pub(crate) struct PreviewBudget {
 
 impl Default for PreviewBudget {
     fn default() -> Self {
-        // An answer within a keystroke pause; on the loop (Redis frontier) a short stall.
+        // An answer within a keystroke pause (and a short stall where a
+        // frontier without a read handle is scanned on the loop).
         PreviewBudget {
             time: Duration::from_millis(40),
             rows: 200_000,

@@ -1,5 +1,6 @@
-//! Rule previews off the crawl loop: with a sled frontier the scan runs on
-//! its own thread over read handles, and the loop answers the command when
+//! Rule previews off the crawl loop: the scan runs on its own thread over
+//! the frontier's read handle (sled: the store's; Redis: a connection of its
+//! own), and the loop answers the command when
 //! the result comes back (like a rule removal's walk, `unblock.rs`). One
 //! preview thread at a time: a request made meanwhile waits, and a newer
 //! request replaces a waiting one, which is answered as superseded.
@@ -51,8 +52,8 @@ impl Coordinator {
         spec: RuleSpec,
         budget: PreviewBudget,
     ) -> Option<Result<String, String>> {
-        let Some(reader) = self.frontier.reader() else {
-            // A frontier without a read handle (Redis) is scanned on the loop.
+        let Some(mut reader) = self.frontier.reader() else {
+            // A frontier without a read handle is scanned on the loop.
             return Some(self.preview_rule(&spec, budget));
         };
         if self.previews.running.is_some() {

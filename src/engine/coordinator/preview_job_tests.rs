@@ -124,3 +124,54 @@ async fn an_invalid_pattern_is_refused_at_once() {
     assert!(matches!(answer, Some(Err(_))), "{answer:?}");
     assert!(c.previews.running.is_none());
 }
+
+#[tokio::test]
+async fn a_preview_on_the_redis_frontier_runs_off_the_loop_through_its_own_connection() {
+    let server = crate::cluster::redis_server::RedisServer::for_test();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (mut handle, ends) = crate::engine::EngineHandle::channel();
+    let options = crate::engine::EngineOptions {
+        cluster: Some(crate::engine::frontier::ClusterTarget {
+            url: server.url(),
+            crawl: "preview".into(),
+            lease_ttl: Duration::from_secs(30),
+        }),
+        ..Default::default()
+    };
+    let mut c = super::super::boot::build(closed_port_config(), dir.path(), ends, options)
+        .expect("coordinator builds on Redis");
+    let queued: Vec<_> = (0..3000)
+        .map(|i| match i % 3 {
+            0 => entry("127.0.0.2:9", &format!("cal/{i}"), 1),
+            _ => entry("127.0.0.2:9", &format!("page/{i}"), 1),
+        })
+        .collect();
+    c.frontier.push(queued).expect("queued");
+    let before = c.frontier.counts().expect("counts").queued;
+
+    assert_eq!(
+        c.request_preview(CommandId(1), cal(), unbounded()),
+        None,
+        "the preview is answered later, from its own thread"
+    );
+    // The thread reads through a connection of its own; the loop keeps the
+    // frontier's and goes on meanwhile.
+    let seed = super::super::commands::handle(
+        &mut c,
+        CommandId(2),
+        Command::AddSeed("http://127.0.0.3:9/".into()),
+    );
+    assert!(matches!(seed, Some(Ok(_))), "{seed:?}");
+    assert_eq!(c.frontier.counts().expect("counts").queued, before + 1);
+
+    let done = c.previews.recv().await.expect("the preview answers");
+    c.finish_preview(done);
+    let done = answers(&mut handle);
+    let [(1, Ok(text))] = &done[..] else {
+        panic!("{done:?}");
+    };
+    assert!(
+        text.contains("matches 1000 queued") && !text.contains("sampled"),
+        "{text}"
+    );
+}

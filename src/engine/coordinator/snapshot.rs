@@ -40,6 +40,7 @@ impl Coordinator {
             global_rate: self.slots.rate(),
             finish_reason: self.run.finish_reason.clone(),
             fault: self.run.fault.clone(),
+            outage: self.outage_line(),
             ..Snapshot::default()
         };
         let mut views = self.host_views(now);
@@ -68,6 +69,10 @@ impl Coordinator {
 
     /// Every host in memory with its queue.
     fn host_views(&mut self, now: Instant) -> Vec<HostView> {
+        if self.run.outage.is_some() {
+            // Their queues are in the server that is out of reach.
+            return Vec::new();
+        }
         let keys = self.hosts.keys();
         let refs: Vec<&str> = keys.iter().map(String::as_str).collect();
         let queues = match self.frontier.host_views(&refs, now, HEAD_SHOWN) {

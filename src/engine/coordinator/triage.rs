@@ -3,9 +3,10 @@
 //! records the parked URLs as blocked; dismissing returns them to the frontier.
 
 use super::results::record_for;
+use super::sweep::{Then, Work};
 use super::Coordinator;
 use crate::engine::config::TrapPolicy;
-use crate::engine::control::RuleSpec;
+use crate::engine::control::{CommandId, RuleSpec};
 use crate::engine::rules::describe;
 use crate::engine::rules::CompiledRule;
 use crate::engine::store::PageOutcome;
@@ -13,30 +14,47 @@ use crate::engine::telemetry::{AlertStatus, EngineEvent, Level, TrapAlert};
 use crate::engine::traps::Detection;
 use tokio::time::Instant;
 
+/// How a new rule blocks the queued URLs it matches.
+pub(super) enum Blocking {
+    /// At once: this many.
+    Done(u64),
+    /// In the steps of a sweep.
+    Sweep(Work),
+}
+
 impl Coordinator {
-    /// Adds a rule, stores it and blocks the queued URLs it matches; returns
-    /// the rule's id and how many URLs it blocked.
+    /// Adds a rule, stores it and blocks the queued URLs it matches: those
+    /// of its host at once, those of every host (a rule with no host) in
+    /// steps of a sweep. Returns the rule's id and how many it blocked, or
+    /// the sweep's work.
     pub(super) fn add_rule(
         &mut self,
         spec: RuleSpec,
         origin: String,
-    ) -> Result<(u64, u64), String> {
+    ) -> Result<(u64, Blocking), String> {
         let (id, compiled) = self.rules.add(spec.clone(), origin)?;
         let outcome = PageOutcome::Blocked {
             rule_id: id,
             rule: describe(&spec),
         };
+        let Some(host) = spec.host.as_deref() else {
+            let work = Work::Block {
+                rule_id: id,
+                rule: compiled,
+                outcome,
+                from: None,
+            };
+            return Ok((id, Blocking::Sweep(work)));
+        };
         let removed = self
             .frontier
-            .remove_matching(
-                spec.host.as_deref(),
-                &|e| compiled.is_match(&e.url, &e.host),
-                &|e| record_for(e, outcome.clone()),
-            )
+            .remove_matching(Some(host), &|e| compiled.is_match(&e.url, &e.host), &|e| {
+                record_for(e, outcome.clone())
+            })
             .map_err(|e| format!("rule stored, but blocking queued URLs failed: {e}"))?;
         self.stats.count().blocked_by_rules += removed;
         self.rules.add_hits(id, removed);
-        Ok((id, removed))
+        Ok((id, Blocking::Done(removed)))
     }
 
     /// Opens an alert for a detection; by policy it parks the URLs its rule
@@ -119,7 +137,7 @@ impl Coordinator {
                     "alert #{id} not applied automatically: its rule matches fetched good pages"
                 ),
             );
-        } else if let Err(e) = self.accept_alert(id, None, "auto") {
+        } else if let Err(e) = self.accept_alert(id, None, "auto", None) {
             self.outbox
                 .log(Level::Error, format!("auto-accepting alert #{id}: {e}"));
         }
@@ -144,61 +162,71 @@ impl Coordinator {
         self.alerts.set_impact(alert.id, impact);
     }
 
+    /// Accepts alert `id`: its rule (or `edited`) becomes an operator rule,
+    /// and its parked URLs are recorded as blocked by it, in the steps of a
+    /// sweep answered to `answer_to` (none: logged).
     pub(super) fn accept_alert(
         &mut self,
         id: u64,
         edited: Option<RuleSpec>,
         origin: &str,
-    ) -> Result<String, String> {
-        let alert = self
-            .alerts
-            .get(id)
-            .cloned()
-            .ok_or_else(|| format!("no alert #{id}"))?;
-        if alert.status != AlertStatus::Open && alert.status != AlertStatus::Noted {
-            return Err(format!("alert #{id} is already {}", alert.status.label()));
-        }
+        answer_to: Option<CommandId>,
+    ) -> Result<(), String> {
+        let alert = self.undecided(id, &[AlertStatus::Open, AlertStatus::Noted])?;
         let spec = edited.unwrap_or(alert.suggested_rule);
         let origin = format!("{origin} (alert #{id})");
-        let (rule_id, removed) = self.add_rule(spec.clone(), origin)?;
+        let (rule_id, blocking) = self.add_rule(spec.clone(), origin)?;
+        let mut work = Vec::new();
+        let mut already = 0;
+        match blocking {
+            Blocking::Done(n) => already = n,
+            Blocking::Sweep(block) => work.push(block),
+        }
         let outcome = PageOutcome::Blocked {
             rule_id,
             rule: describe(&spec),
         };
-        let parked = self
-            .frontier
-            .drop_parked(id, &|e| record_for(e, outcome.clone()))
-            .map_err(|e| format!("rule added, but recording parked URLs failed: {e}"))?;
-        self.stats.count().blocked_by_rules += parked;
-        self.rules.add_hits(rule_id, parked);
-        self.set_alert_status(id, AlertStatus::Accepted);
-        Ok(format!(
-            "alert #{id} accepted: rule #{rule_id} added, {} URL(s) blocked",
-            parked + removed
-        ))
+        work.push(Work::Release {
+            alert_id: id,
+            blocked: Some((rule_id, outcome)),
+        });
+        let then = Then::Accepted {
+            alert_id: id,
+            rule_id,
+        };
+        self.start_sweep(answer_to, work, then, already);
+        Ok(())
     }
 
-    pub(super) fn dismiss_alert(&mut self, id: u64) -> Result<String, String> {
+    /// Dismisses alert `id`: its parked URLs go back to the frontier in the
+    /// steps of a sweep answered to `answer_to`.
+    pub(super) fn dismiss_alert(&mut self, id: u64, answer_to: CommandId) -> Result<(), String> {
+        self.undecided(id, &[AlertStatus::Open])?;
+        let work = vec![Work::Release {
+            alert_id: id,
+            blocked: None,
+        }];
+        self.start_sweep(Some(answer_to), work, Then::Dismissed { alert_id: id }, 0);
+        Ok(())
+    }
+
+    /// Alert `id`, if its status is one of `open` and no sweep is deciding it.
+    fn undecided(&self, id: u64, open: &[AlertStatus]) -> Result<TrapAlert, String> {
         let alert = self
             .alerts
             .get(id)
             .cloned()
             .ok_or_else(|| format!("no alert #{id}"))?;
-        if alert.status != AlertStatus::Open {
+        if self.sweeps.decides(id) {
+            return Err(format!("alert #{id} is being decided already"));
+        }
+        if !open.contains(&alert.status) {
             return Err(format!("alert #{id} is already {}", alert.status.label()));
         }
-        let back = self
-            .frontier
-            .unpark(id)
-            .map_err(|e| format!("returning parked URLs failed: {e}"))?;
-        self.traps.suppress(&alert.host, &alert.suggested_rule);
-        self.set_alert_status(id, AlertStatus::Dismissed);
-        Ok(format!(
-            "alert #{id} dismissed: {back} URL(s) back in the frontier; this pattern will not alert again"
-        ))
+        Ok(alert)
     }
 
-    fn set_alert_status(&mut self, id: u64, status: AlertStatus) {
+    pub(super) fn set_alert_status(&mut self, id: u64, status: AlertStatus) {
         if let Err(e) = self.alerts.set_status(id, status) {
             self.storage_failed(&format!("storing the decision on alert #{id}"), e);
         }

@@ -99,6 +99,7 @@ impl Coordinator {
     /// is answered when they are back ([`Coordinator::apply_walked`]).
     pub(super) fn remove_rule(&mut self, answer_to: CommandId, rule_id: u64) -> Result<(), String> {
         let spec = self.rules.remove(rule_id)?;
+        self.sweeps.forget_rule(rule_id);
         let prefixes = match &spec.host {
             Some(host) => vec![format!("http://{host}/"), format!("https://{host}/")],
             None => vec![String::new()],

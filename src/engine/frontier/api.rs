@@ -192,17 +192,48 @@ pub trait FrontierStore: Send {
         pred: &dyn Fn(&FrontierEntry) -> bool,
     ) -> Result<u64, StoreError>;
 
-    /// Queues an alert's parked URLs again, in the order they were first
-    /// queued. Returns how many. Works in chunks like `remove_matching`.
-    fn unpark(&mut self, alert_id: u64) -> Result<u64, StoreError>;
+    /// One step of `remove_matching` over every host, so a caller can bound
+    /// its work per call: reads at most about `max_rows` queued URLs after
+    /// `from` (the start if `None`), removes and records those `pred`
+    /// matches; returns how many and where the next step starts (`None`:
+    /// done). URLs queued meanwhile behind the cursor are not seen.
+    fn remove_matching_step(
+        &mut self,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+        from: Option<&ScanCursor>,
+        max_rows: usize,
+    ) -> Result<(u64, Option<ScanCursor>), StoreError>;
 
-    /// Removes an alert's parked URLs for good, storing `record` of each.
-    /// Returns how many. Works in chunks like `remove_matching`.
+    /// Takes at most `max` of an alert's parked URLs out of quarantine:
+    /// queued again in the order they were first queued (`record` is
+    /// `None`), or removed for good with `record` of each stored. Returns
+    /// how many and whether any may remain. Works in chunks like
+    /// `remove_matching`.
+    fn release_parked_step(
+        &mut self,
+        alert_id: u64,
+        record: Option<&dyn Fn(&FrontierEntry) -> PageRecord>,
+        max: usize,
+    ) -> Result<(u64, bool), StoreError>;
+
+    /// All of an alert's parked URLs queued again; how many.
+    #[cfg(test)]
+    fn unpark(&mut self, alert_id: u64) -> Result<u64, StoreError> {
+        Ok(self.release_parked_step(alert_id, None, usize::MAX)?.0)
+    }
+
+    /// All of an alert's parked URLs removed and recorded; how many.
+    #[cfg(test)]
     fn drop_parked(
         &mut self,
         alert_id: u64,
         record: &dyn Fn(&FrontierEntry) -> PageRecord,
-    ) -> Result<u64, StoreError>;
+    ) -> Result<u64, StoreError> {
+        Ok(self
+            .release_parked_step(alert_id, Some(record), usize::MAX)?
+            .0)
+    }
 
     /// Reads at most `limit` entries of `range` from `from` (the start if
     /// `None`) without changing anything, so a caller can bound its work per
@@ -222,6 +253,20 @@ pub trait FrontierStore: Send {
 
     /// Whole-frontier counters.
     fn counts(&mut self) -> Result<FrontierCounts, StoreError>;
+
+    /// A shared frontier whose server is out of reach: why. Writes that need
+    /// no answer are held meanwhile; the rest fail with this error. A local
+    /// frontier is never out of reach.
+    fn unreachable(&self) -> Option<StoreError> {
+        None
+    }
+
+    /// After [`FrontierStore::unreachable`]: connects again and writes what
+    /// was held, in order; returns how many writes were held. An error
+    /// leaves what is not written held.
+    fn reconnect(&mut self) -> Result<usize, StoreError> {
+        Ok(0)
+    }
 
     /// One view per host of `hosts`, in the same order, as of `now`, with at
     /// most `head` URLs of each host's head. Unknown hosts are idle and empty.
@@ -329,16 +374,23 @@ impl FrontierStore for Frontier {
         Frontier::park(self, alert_id, host, pred)
     }
 
-    fn unpark(&mut self, alert_id: u64) -> Result<u64, StoreError> {
-        Frontier::unpark(self, alert_id)
+    fn remove_matching_step(
+        &mut self,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+        from: Option<&ScanCursor>,
+        max_rows: usize,
+    ) -> Result<(u64, Option<ScanCursor>), StoreError> {
+        Frontier::remove_matching_step(self, pred, record, from, max_rows)
     }
 
-    fn drop_parked(
+    fn release_parked_step(
         &mut self,
         alert_id: u64,
-        record: &dyn Fn(&FrontierEntry) -> PageRecord,
-    ) -> Result<u64, StoreError> {
-        Frontier::drop_parked(self, alert_id, record)
+        record: Option<&dyn Fn(&FrontierEntry) -> PageRecord>,
+        max: usize,
+    ) -> Result<(u64, bool), StoreError> {
+        Frontier::release_parked_step(self, alert_id, record, max)
     }
 
     fn scan(

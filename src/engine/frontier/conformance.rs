@@ -36,6 +36,7 @@ macro_rules! frontier_conformance_tests {
             park_unpark_and_drop_parked_keep_the_counts,
             bulk_operations_leave_leased_urls_alone,
             a_host_scoped_removal_leaves_other_hosts_alone,
+            stepwise_removal_and_release_cover_everything_in_bounded_steps,
             complete_all_ends_every_lease_and_queues_their_links,
         );
     };
@@ -639,6 +640,61 @@ pub(crate) fn a_host_scoped_removal_leaves_other_hosts_alone<F: FrontierStore>(
     assert_eq!(queued(&mut f), 4);
     assert_eq!(f.remove_matching(None, &is_cal, &record).unwrap(), 3);
     assert_eq!(queued(&mut f), 1);
+}
+
+pub(crate) fn stepwise_removal_and_release_cover_everything_in_bounded_steps<F: FrontierStore>(
+    open: &mut impl FnMut(&Path) -> F,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = open(dir.path());
+    let urls = ["a.example", "b.example", "c.example"]
+        .iter()
+        .flat_map(|h| (0..200).map(move |i| entry(h, &format!("{}/{i}", ["x", "y"][i % 2]), 1)))
+        .collect();
+    f.push(urls).unwrap();
+    let is_x = |e: &FrontierEntry| e.url.contains("/x/");
+    let (mut removed, mut steps) = (0, 0);
+    let mut cursor = None;
+    loop {
+        let (n, next) = f
+            .remove_matching_step(&is_x, &record, cursor.as_ref(), 100)
+            .unwrap();
+        assert!(n <= 100, "a step of 100 rows removed {n}");
+        (removed, steps) = (removed + n, steps + 1);
+        match next {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    assert_eq!(removed, 300);
+    assert!(steps >= 6, "{steps} steps");
+    assert_eq!(queued(&mut f), 300);
+
+    assert_eq!(f.park(7, "a.example", &|_| true).unwrap(), 100);
+    assert_eq!(f.park(8, "b.example", &|_| true).unwrap(), 100);
+    let release = |f: &mut F, alert: u64, drop: bool| {
+        let (mut total, mut steps) = (0, 0);
+        loop {
+            let recording: &dyn Fn(&FrontierEntry) -> PageRecord = &record;
+            let (n, more) = f
+                .release_parked_step(alert, drop.then_some(recording), 30)
+                .unwrap();
+            assert!(n <= 30, "a step of 30 released {n}");
+            (total, steps) = (total + n, steps + 1);
+            if !more {
+                return (total, steps);
+            }
+        }
+    };
+    let (back, steps) = release(&mut f, 7, false);
+    assert_eq!(back, 100);
+    assert!(steps >= 4, "{steps} steps");
+    let counts = f.counts().unwrap();
+    assert_eq!((counts.queued, counts.parked), (200, 100));
+    assert_eq!(release(&mut f, 8, true).0, 100);
+    let counts = f.counts().unwrap();
+    assert_eq!((counts.queued, counts.parked), (200, 0));
+    assert_eq!(release(&mut f, 8, true).0, 0);
 }
 
 pub(crate) fn complete_all_ends_every_lease_and_queues_their_links<F: FrontierStore>(

@@ -31,7 +31,7 @@ use tokio::time::Instant;
 
 pub use self::redis::{
     key_prefix, refuse_worker_dir, validate_crawl_name, worker_id, ClusterTarget, Heartbeat,
-    RedisFrontier, DEFAULT_LEASE_TTL,
+    RedisFrontier, RedisReader, DEFAULT_LEASE_TTL,
 };
 #[cfg(test)]
 use api::FrontierCounts;

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 
 use super::entry::{decode, encode, level_of};
 use super::schedule::HostId;
-use super::{Completion, Frontier, FrontierEntry, Lease, SCAN_CHUNK};
+use super::{Completion, Frontier, FrontierEntry, Lease, ScanCursor, SCAN_CHUNK};
 use crate::engine::dedup::url_fingerprint;
 use crate::engine::store::{keys, CrawlBatch, PageRecord, StoreError};
 
@@ -169,18 +169,37 @@ impl Frontier {
         Ok(count)
     }
 
-    /// Returns an alert's parked URLs to the frontier, in their old order.
-    pub fn unpark(&mut self, alert_id: u64) -> Result<u64, StoreError> {
-        self.sweep_parked(alert_id, None)
+    /// One step of [`Frontier::remove_matching`] over every host: at most
+    /// about `max_rows` queued rows after `from`; returns how many were
+    /// removed and where the next step starts (`None`: done).
+    pub fn remove_matching_step(
+        &mut self,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+        from: Option<&ScanCursor>,
+        max_rows: usize,
+    ) -> Result<(u64, Option<ScanCursor>), StoreError> {
+        let from = from.map(|c| c.0.clone());
+        let (n, next) = self.sweep_from(
+            None,
+            pred,
+            SweepAction::Record(record),
+            from,
+            max_rows.max(1),
+        )?;
+        Ok((n, next.map(ScanCursor)))
     }
 
-    /// Removes an alert's parked URLs for good, recording each.
-    pub fn drop_parked(
+    /// At most `max` of an alert's parked URLs out of quarantine: queued
+    /// again (`record` is `None`) or recorded; returns how many and whether
+    /// any may remain.
+    pub fn release_parked_step(
         &mut self,
         alert_id: u64,
-        record: &dyn Fn(&FrontierEntry) -> PageRecord,
-    ) -> Result<u64, StoreError> {
-        self.sweep_parked(alert_id, Some(record))
+        record: Option<&dyn Fn(&FrontierEntry) -> PageRecord>,
+        max: usize,
+    ) -> Result<(u64, bool), StoreError> {
+        self.sweep_parked_some(alert_id, record, max.max(1))
     }
 
     // ---- internals ----
@@ -321,6 +340,20 @@ impl Frontier {
         pred: &dyn Fn(&FrontierEntry) -> bool,
         action: SweepAction<'_>,
     ) -> Result<u64, StoreError> {
+        Ok(self.sweep_from(host, pred, action, None, usize::MAX)?.0)
+    }
+
+    /// [`Frontier::sweep`] from the queue key after `from`, reading at most
+    /// about `max_rows` rows; also returns the last key read when it stopped
+    /// before the end.
+    fn sweep_from(
+        &mut self,
+        host: Option<&str>,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        action: SweepAction<'_>,
+        from: Option<Vec<u8>>,
+        max_rows: usize,
+    ) -> Result<(u64, Option<Vec<u8>>), StoreError> {
         let prefix = match host {
             Some(h) => keys::queue_prefix(h),
             None => vec![keys::QUEUE],
@@ -331,17 +364,23 @@ impl Frontier {
             .flatten()
             .flat_map(|h| h.leased.iter().cloned())
             .collect();
-        let mut after: Option<Vec<u8>> = None;
+        let mut after: Option<Vec<u8>> = from;
         let mut touched = BTreeSet::new();
         let mut total = 0u64;
+        let mut read = 0usize;
+        let mut stopped = false;
         loop {
+            if read >= max_rows {
+                stopped = true;
+                break;
+            }
+            let chunk = SCAN_CHUNK.min(max_rows - read);
             let rows = self
                 .store
-                .scan_after(&prefix, after.as_deref(), SCAN_CHUNK, |k| {
-                    leased.contains(k)
-                })?;
+                .scan_after(&prefix, after.as_deref(), chunk, |k| leased.contains(k))?;
             let Some((last, _)) = rows.last() else { break };
             after = Some(last.clone());
+            read += rows.len();
             let mut batch = CrawlBatch::default();
             let mut removed = Vec::new();
             for (key, value) in rows {
@@ -378,26 +417,33 @@ impl Frontier {
             }
         }
         self.refresh_all(touched)?;
-        Ok(total)
+        Ok((total, after.filter(|_| stopped)))
     }
 
-    /// Takes an alert's parked entries out of quarantine: back to the queue,
-    /// or (with `record`) out of the crawl with a page record.
-    fn sweep_parked(
+    /// Takes at most `max` of an alert's parked entries out of quarantine:
+    /// back to the queue, or (with `record`) out of the crawl with a page
+    /// record; also says whether any may remain.
+    fn sweep_parked_some(
         &mut self,
         alert_id: u64,
         record: Option<&dyn Fn(&FrontierEntry) -> PageRecord>,
-    ) -> Result<u64, StoreError> {
+        max: usize,
+    ) -> Result<(u64, bool), StoreError> {
         let prefix = keys::parked_prefix(alert_id);
         let mut total = 0u64;
+        let mut read = 0usize;
         loop {
+            if read >= max {
+                return Ok((total, true));
+            }
             // Every row found is removed, so each scan starts at the prefix again.
             let rows = self
                 .store
-                .scan_after(&prefix, None, SCAN_CHUNK, |_| false)?;
+                .scan_after(&prefix, None, SCAN_CHUNK.min(max - read), |_| false)?;
             if rows.is_empty() {
                 break;
             }
+            read += rows.len();
             let mut batch = CrawlBatch::default();
             let mut moved = Vec::new();
             let mut hosts = Vec::new();
@@ -427,6 +473,6 @@ impl Frontier {
             self.admit_all(moved)?;
         }
         self.parked.remove(&alert_id);
-        Ok(total)
+        Ok((total, false))
     }
 }

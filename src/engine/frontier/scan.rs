@@ -2,54 +2,72 @@
 
 use super::api::{ScanCursor, ScanPage, ScanRange};
 use super::entry::decode;
-use super::Frontier;
+use super::{Frontier, RedisReader};
 use crate::engine::store::{keys, Store, StoreError};
 
-/// Reads the queued and parked URLs of the sled frontier without the
-/// frontier itself, so a scan can run on another thread. Every queued URL,
-/// leased or in a host's head buffer, is a row of the store, so it reads
-/// exactly what [`Frontier::scan`] reads.
-#[derive(Clone)]
-pub struct FrontierReader {
-    store: Store,
+/// Reads a frontier's queued and parked URLs without the frontier itself,
+/// so a scan can run on another thread.
+pub struct FrontierReader(Source);
+
+enum Source {
+    /// Every queued URL of the sled frontier, leased or in a host's head
+    /// buffer, is a row of the store: this reads exactly what
+    /// [`Frontier::scan`] reads.
+    Sled(Store),
+    /// The shared frontier, through a connection of the reader's own.
+    Redis(Box<RedisReader>),
 }
 
 impl FrontierReader {
+    pub(super) fn redis(reader: RedisReader) -> Self {
+        FrontierReader(Source::Redis(Box::new(reader)))
+    }
+
     /// See [`super::FrontierStore::scan`]; unreadable rows are skipped.
     pub fn scan(
-        &self,
+        &mut self,
         range: ScanRange,
         from: Option<&ScanCursor>,
         limit: usize,
     ) -> Result<ScanPage, StoreError> {
-        let prefix = match range {
-            ScanRange::Queued => keys::QUEUE,
-            ScanRange::Parked => keys::PARKED,
-        };
-        let rows = self.store.scan_after(
-            &[prefix],
-            from.map(|c| c.0.as_slice()),
-            limit.max(1),
-            |_| false,
-        )?;
-        let next = match rows.last() {
-            Some((last, _)) if rows.len() >= limit.max(1) => Some(ScanCursor(last.clone())),
-            _ => None,
-        };
-        let entries = rows
-            .iter()
-            .filter_map(|(_, value)| decode(value).ok())
-            .collect();
-        Ok(ScanPage { entries, next })
+        match &mut self.0 {
+            Source::Sled(store) => scan_sled(store, range, from, limit),
+            Source::Redis(reader) => reader.scan(range, from, limit),
+        }
     }
+}
+
+fn scan_sled(
+    store: &Store,
+    range: ScanRange,
+    from: Option<&ScanCursor>,
+    limit: usize,
+) -> Result<ScanPage, StoreError> {
+    let prefix = match range {
+        ScanRange::Queued => keys::QUEUE,
+        ScanRange::Parked => keys::PARKED,
+    };
+    let rows = store.scan_after(
+        &[prefix],
+        from.map(|c| c.0.as_slice()),
+        limit.max(1),
+        |_| false,
+    )?;
+    let next = match rows.last() {
+        Some((last, _)) if rows.len() >= limit.max(1) => Some(ScanCursor(last.clone())),
+        _ => None,
+    };
+    let entries = rows
+        .iter()
+        .filter_map(|(_, value)| decode(value).ok())
+        .collect();
+    Ok(ScanPage { entries, next })
 }
 
 impl Frontier {
     /// A read handle over this frontier's stored URLs.
     pub fn reader(&self) -> FrontierReader {
-        FrontierReader {
-            store: self.store.clone(),
-        }
+        FrontierReader(Source::Sled(self.store.clone()))
     }
 
     /// See [`super::FrontierStore::scan`]; unreadable rows are skipped.
@@ -59,6 +77,6 @@ impl Frontier {
         from: Option<&ScanCursor>,
         limit: usize,
     ) -> Result<ScanPage, StoreError> {
-        self.reader().scan(range, from, limit)
+        scan_sled(&self.store, range, from, limit)
     }
 }

@@ -80,6 +80,15 @@ pub enum StoreError {
         /// The Redis client's error.
         message: String,
     },
+    /// The shared frontier's Redis server cannot be reached (refused, reset,
+    /// timed out, loading its data): the crawl pauses and retries.
+    #[error("Redis at {server}: {reason}")]
+    Unreachable {
+        /// The server's URL, without credentials.
+        server: String,
+        /// What went wrong, in a few words ("connection refused", …).
+        reason: String,
+    },
     /// A record could not be serialised to JSON.
     #[error("cannot encode {what} for the crawl database: {source}")]
     Encode {
@@ -91,6 +100,11 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// The shared frontier's server is out of reach: retrying may succeed.
+    pub fn is_unreachable(&self) -> bool {
+        matches!(self, StoreError::Unreachable { .. })
+    }
+
     pub(crate) fn sled(op: &'static str) -> impl FnOnce(sled::Error) -> StoreError {
         move |source| StoreError::Sled { op, source }
     }

@@ -13,16 +13,41 @@ use crate::engine::telemetry::TrapKind;
 const PREFIXES: usize = 32;
 /// Distinct page clusters kept per prefix.
 const CLUSTERS: usize = 16;
+/// A cluster is a trap only if at least one in this many of its prefix's
+/// pages since its first one belong to it. Pages sharing a site's template
+/// have correlated simhashes, so on a big site a few land within a few bits
+/// of one another by chance, scattered over thousands of pages; a trap's
+/// copies are a large share of what its prefix yields.
+const MIN_SHARE: u32 = 10;
 
 struct Cluster {
     simhash: u64,
     pages: u32,
+    /// The prefix's page count before this cluster's first page.
+    since: u32,
     samples: VecDeque<String>,
+}
+
+impl Cluster {
+    /// Enough pages, and a large enough share of the prefix's pages since
+    /// its first one.
+    fn is_trap(&self, cfg: &TrapConfig, prefix_pages: u32) -> bool {
+        let span = prefix_pages.saturating_sub(self.since);
+        (self.pages as usize) > cfg.max_near_duplicates
+            && u64::from(self.pages) * u64::from(MIN_SHARE) >= u64::from(span)
+    }
+}
+
+/// The pages seen under one path prefix and their clusters.
+#[derive(Default)]
+struct Prefix {
+    pages: u32,
+    clusters: Vec<Cluster>,
 }
 
 #[derive(Default)]
 pub struct NearDupState {
-    prefixes: Option<GenMap<String, Vec<Cluster>>>,
+    prefixes: Option<GenMap<String, Prefix>>,
 }
 
 /// The path prefix a page is grouped under: its first directory, or for a
@@ -48,7 +73,10 @@ impl NearDupState {
     ) -> Option<Detection> {
         let prefix = group_prefix(url);
         let prefixes = self.prefixes.get_or_insert_with(|| GenMap::new(PREFIXES));
-        let clusters = prefixes.get_or_insert_with(prefix.clone(), Vec::new);
+        let state = prefixes.get_or_insert_with(prefix.clone(), Prefix::default);
+        let since = state.pages;
+        state.pages = state.pages.saturating_add(1);
+        let clusters = &mut state.clusters;
         let near = |c: &&mut Cluster| (c.simhash ^ simhash).count_ones() <= cfg.near_duplicate_bits;
         let cluster = match clusters.iter_mut().find(near) {
             Some(c) => c,
@@ -61,6 +89,7 @@ impl NearDupState {
                 clusters.push(Cluster {
                     simhash,
                     pages: 0,
+                    since,
                     samples: VecDeque::new(),
                 });
                 clusters.last_mut()?
@@ -70,7 +99,7 @@ impl NearDupState {
         if cluster.samples.len() < MAX_SAMPLES {
             push_sample(&mut cluster.samples, url.as_str());
         }
-        if (cluster.pages as usize) <= cfg.max_near_duplicates {
+        if !cluster.is_trap(cfg, state.pages) {
             return None;
         }
         let (path, tail) = match prefix.strip_suffix('?') {

@@ -322,3 +322,41 @@ fn hex_item_ids_are_not_session_ids() {
     );
     assert_quiet(&sim, 450);
 }
+
+/// `n` of `/p/n.html`; 0 for any other page.
+fn page_number(page: &Url) -> u64 {
+    page.path()
+        .strip_prefix("/p/")
+        .and_then(|p| p.strip_suffix(".html"))
+        .map_or(0, |n| n.parse().unwrap())
+}
+
+/// A tree of `pages` pages under `/p/`, 40 children a page, like the bench site.
+fn tree_links(page: &Url, pages: u64) -> Vec<String> {
+    let i = page_number(page);
+    (i * 40 + 1..(i * 40 + 41).min(pages))
+        .map(|c| format!("/p/{c}.html"))
+        .collect()
+}
+
+#[test]
+fn near_pages_scattered_over_a_large_site_raise_nothing() {
+    // 30,000 distinct pages sharing a template, a few of which land within
+    // two bits of one another by chance: two early on, so their cluster is
+    // kept, then one in 997 (the bench site's 100,000 pages had 21 such pages
+    // under `/p/` by page 35,696). Scattered, they are no trap.
+    let cfg = TrapConfig::default();
+    let stub = 0x5eed_0000_0000_5eedu64;
+    let sim = crawl(
+        &cfg,
+        &["http://big.localhost:4000/"],
+        30_000,
+        |page, _| tree_links(page, 30_000),
+        |url| match page_number(url) {
+            n @ (1 | 2) => Some(stub ^ (1 << n)),
+            n if n % 997 == 0 && n > 0 => Some(stub ^ (1 << (n % 64))),
+            _ => distinct(url),
+        },
+    );
+    assert_quiet(&sim, 30_000);
+}

@@ -331,6 +331,47 @@ fn near_duplicates_under_one_prefix() {
     );
 }
 
+#[test]
+fn near_duplicates_beside_as_many_distinct_pages_still_raise() {
+    // Every real page under /p/ links one dead /p/gone-N.html that answers
+    // the same "not found" page: half of the prefix's pages are copies.
+    let cfg = TrapConfig::default();
+    let sim = crawl(
+        &cfg,
+        &["http://mixed.localhost:4000/p/1.html"],
+        200,
+        |page, _| {
+            let n: u64 = page
+                .path()
+                .strip_prefix("/p/")
+                .and_then(|p| p.strip_suffix(".html"))
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(0);
+            if n == 0 {
+                return vec![];
+            }
+            vec![format!("/p/{}.html", n + 1), format!("/p/gone-{n}.html")]
+        },
+        |u| {
+            if u.path().starts_with("/p/gone-") {
+                Some(0x0bad_f00d_0bad_f00d ^ (1 << (hash_str(u.as_str()) % 64)))
+            } else {
+                distinct(u)
+            }
+        },
+    );
+    let (_, fetched, d) = only_alert(&sim, TrapKind::NearDuplicates);
+    assert!(
+        fetched <= 2 * (cfg.max_near_duplicates + 2),
+        "after {fetched} pages"
+    );
+    assert_rule(
+        d,
+        &["http://mixed.localhost:4000/p/gone-9999.html"],
+        &["http://mixed.localhost:4000/p/7.html"],
+    );
+}
+
 /// Pages under `/missing/` share one template (a soft 404); the others differ.
 fn soft_404_template(url: &Url) -> Option<u64> {
     if url.path().starts_with("/missing/") {

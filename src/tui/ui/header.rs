@@ -14,6 +14,14 @@ pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let [top, spark, bottom] = Layout::vertical([Constraint::Length(1); 3]).areas(area);
     gauges(&model.shown, theme, area.width >= 100).render(top, buf);
     sparkline(model, theme, spark, buf);
+    if let Some(outage) = &model.shown.outage {
+        // The crawl waits for the shared frontier and resumes by itself.
+        return Line::from(Span::styled(
+            format!(" PAUSED, shared frontier unreachable: {}", strip(outage)),
+            theme.level(crate::engine::telemetry::Level::Error),
+        ))
+        .render(bottom, buf);
+    }
     match &model.shown.fault {
         // A failed write outranks the settings: the crawl waits on the operator.
         Some(fault) => Line::from(Span::styled(

@@ -1,49 +1,30 @@
 //! Operations over many queued or parked URLs, in chunks: the predicate runs
 //! here, and a script removes exactly the chosen URLs still queued.
 
-use super::{push_args, RedisFrontier};
-use crate::engine::frontier::api::{ScanCursor, ScanPage, ScanRange};
+use super::outage::Write;
+use super::reader::{self, Rows};
+use super::RedisFrontier;
+use crate::engine::frontier::api::ScanCursor;
 use crate::engine::frontier::entry::decode;
 use crate::engine::frontier::{FrontierEntry, SCAN_CHUNK};
 use crate::engine::store::{PageRecord, StoreError};
-
-/// `(member, score)` rows of a sorted set.
-type Rows = Vec<(Vec<u8>, String)>;
 
 impl RedisFrontier {
     fn parked_key(&self, alert_id: u64) -> String {
         format!("{}parked:{}:{alert_id}", self.prefix, self.worker)
     }
 
-    /// Rows of `key` after the score `after` (exclusive), in score order.
     fn rows_after(
         &mut self,
         key: &str,
         after: Option<&str>,
         limit: usize,
     ) -> Result<Rows, StoreError> {
-        let min = after.map_or("-inf".to_string(), |s| format!("({s}"));
-        self.link.query("reading a queue", |c| {
-            redis::cmd("ZRANGEBYSCORE")
-                .arg(key)
-                .arg(&min)
-                .arg("+inf")
-                .arg("WITHSCORES")
-                .arg("LIMIT")
-                .arg(0)
-                .arg(limit)
-                .query(c)
-        })
+        reader::rows_after(&mut self.link, key, after, limit)
     }
 
-    /// Hosts with queued or leased URLs, sorted.
     fn queue_hosts(&mut self) -> Result<Vec<String>, StoreError> {
-        let key = format!("{}hosts", self.prefix);
-        let mut hosts: Vec<String> = self.link.query("listing hosts", |c| {
-            redis::cmd("SMEMBERS").arg(&key).query(c)
-        })?;
-        hosts.sort();
-        Ok(hosts)
+        reader::queue_hosts(&mut self.link, &self.prefix)
     }
 
     pub(super) fn park_entries(
@@ -54,13 +35,12 @@ impl RedisFrontier {
         if entries.is_empty() {
             return Ok(0);
         }
-        let mut inv = self.scripts.park_new.prepare_invoke();
-        inv.arg(&self.prefix)
-            .arg(self.parked_key(alert_id))
-            .arg(format!("{}claims:{}", self.prefix, self.worker));
-        push_args(&mut inv, entries);
-        let out = self.link.run("parking URLs", &inv)?;
-        Ok(count_of(&out))
+        let out = self.write(Write::Park {
+            key: self.parked_key(alert_id),
+            entries: entries.to_vec(),
+        })?;
+        // Held through an outage: counted when written.
+        Ok(out.map_or(0, |out| count_of(&out)))
     }
 
     /// Removes queued URLs matching `pred` (of `host`, or of every host):
@@ -103,6 +83,64 @@ impl RedisFrontier {
         Ok(removed)
     }
 
+    /// One step of a removal over every host: at most about `max_rows`
+    /// queued rows after `from` (`host \0 score` of the last row read).
+    pub(super) fn remove_step(
+        &mut self,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+        from: Option<&ScanCursor>,
+        max_rows: usize,
+    ) -> Result<(u64, Option<ScanCursor>), StoreError> {
+        let (start_host, start_score) = match from {
+            Some(ScanCursor(bytes)) => {
+                let text = String::from_utf8_lossy(bytes).into_owned();
+                let (h, s) = text.split_once('\0').unwrap_or((&text, ""));
+                (
+                    Some(h.to_string()),
+                    Some(s.to_string()).filter(|s| !s.is_empty()),
+                )
+            }
+            None => (None, None),
+        };
+        let (mut removed, mut read) = (0, 0);
+        for host in self.queue_hosts()? {
+            if start_host.as_ref().is_some_and(|s| host < *s) {
+                continue;
+            }
+            let key = format!("{}q:{host}", self.prefix);
+            let mut after = match start_host.as_ref() == Some(&host) {
+                true => start_score.clone(),
+                false => None,
+            };
+            loop {
+                if read >= max_rows {
+                    let at = format!("{host}\0{}", after.unwrap_or_default());
+                    return Ok((removed, Some(ScanCursor(at.into_bytes()))));
+                }
+                let chunk = SCAN_CHUNK.min(max_rows - read);
+                let rows = self.rows_after(&key, after.as_deref(), chunk)?;
+                let Some((_, last)) = rows.last() else { break };
+                after = Some(last.clone());
+                read += rows.len();
+                let mut chosen = Vec::new();
+                for (member, _) in &rows {
+                    let entry = decode(member)?;
+                    if pred(&entry) {
+                        chosen.push((member.clone(), entry));
+                    }
+                }
+                if !chosen.is_empty() {
+                    removed += self.remove_chunk(&host, "", chosen, Some(record))?;
+                }
+                if rows.len() < chunk {
+                    break;
+                }
+            }
+        }
+        Ok((removed, None))
+    }
+
     fn remove_chunk(
         &mut self,
         host: &str,
@@ -128,19 +166,25 @@ impl RedisFrontier {
         Ok(gone.len() as u64)
     }
 
-    /// Unparks (`record` is `None`) or drops an alert's parked URLs.
-    pub(super) fn end_parked(
+    /// Unparks (`record` is `None`) or drops at most `max` of an alert's
+    /// parked URLs; also says whether any may remain.
+    pub(super) fn end_parked_some(
         &mut self,
         alert_id: u64,
         record: Option<&dyn Fn(&FrontierEntry) -> PageRecord>,
-    ) -> Result<u64, StoreError> {
+        max: usize,
+    ) -> Result<(u64, bool), StoreError> {
         let key = self.parked_key(alert_id);
-        let mut total = 0;
+        let (mut total, mut read) = (0, 0);
         loop {
-            let rows = self.rows_after(&key, None, SCAN_CHUNK)?;
-            if rows.is_empty() {
-                return Ok(total);
+            if read >= max {
+                return Ok((total, true));
             }
+            let rows = self.rows_after(&key, None, SCAN_CHUNK.min(max - read))?;
+            if rows.is_empty() {
+                return Ok((total, false));
+            }
+            read += rows.len();
             let entries = rows
                 .iter()
                 .map(|(m, _)| decode(m))
@@ -160,79 +204,9 @@ impl RedisFrontier {
             total += n;
             if n == 0 {
                 // Nothing moved: another worker took them meanwhile.
-                return Ok(total);
+                return Ok((total, false));
             }
         }
-    }
-
-    /// Reads queued (leased included) or parked URLs in `(key, score)` order.
-    /// The cursor is `key \0 score` of the last row read.
-    pub(super) fn scan_range(
-        &mut self,
-        range: ScanRange,
-        from: Option<&ScanCursor>,
-        limit: usize,
-    ) -> Result<ScanPage, StoreError> {
-        let keys: Vec<String> = match range {
-            ScanRange::Queued => self
-                .queue_hosts()?
-                .into_iter()
-                .map(|h| format!("{}q:{h}", self.prefix))
-                .collect(),
-            ScanRange::Parked => {
-                let set = format!("{}parked_keys", self.prefix);
-                let mut keys: Vec<String> = self.link.query("listing parked URLs", |c| {
-                    redis::cmd("SMEMBERS").arg(&set).query(c)
-                })?;
-                keys.sort();
-                keys
-            }
-        };
-        let (start_key, start_score) = match from {
-            Some(ScanCursor(bytes)) => {
-                let text = String::from_utf8_lossy(bytes).into_owned();
-                let (k, s) = text.split_once('\0').unwrap_or((&text, ""));
-                (
-                    Some(k.to_string()),
-                    Some(s.to_string()).filter(|s| !s.is_empty()),
-                )
-            }
-            None => (None, None),
-        };
-        let mut entries = Vec::new();
-        for key in keys {
-            if start_key.as_ref().is_some_and(|s| key < *s) {
-                continue;
-            }
-            let resume = start_key.as_ref() == Some(&key);
-            if !resume && range == ScanRange::Queued {
-                entries.extend(self.leased_entries(&key)?);
-            }
-            let after = if resume { start_score.clone() } else { None };
-            let room = limit.saturating_sub(entries.len()).max(1);
-            let rows = self.rows_after(&key, after.as_deref(), room)?;
-            for (member, _) in &rows {
-                entries.push(decode(member)?);
-            }
-            if entries.len() >= limit {
-                let score = rows.last().map_or("", |(_, score)| score.as_str());
-                let next = Some(ScanCursor(format!("{key}\0{score}").into_bytes()));
-                return Ok(ScanPage { entries, next });
-            }
-        }
-        Ok(ScanPage {
-            entries,
-            next: None,
-        })
-    }
-
-    /// The in-flight entries of the host whose queue is `queue_key`.
-    fn leased_entries(&mut self, queue_key: &str) -> Result<Vec<FrontierEntry>, StoreError> {
-        let key = queue_key.replacen(":q:", ":inflight:", 1);
-        let members: Vec<Vec<u8>> = self.link.query("reading leased URLs", |c| {
-            redis::cmd("HKEYS").arg(&key).query(c)
-        })?;
-        members.iter().map(|m| decode(m)).collect()
     }
 }
 

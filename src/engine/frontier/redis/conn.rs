@@ -9,8 +9,8 @@ use tokio::time::Instant;
 
 use crate::engine::store::StoreError;
 
-/// How long a connect, read or write may take before the frontier reports
-/// the server as unreachable.
+/// How long a read or write may take before the server counts as
+/// unreachable: a hung server must not hold the crawl loop.
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// File in the data directory naming this worker, so a restarted worker
 /// takes its own leases back at once.
@@ -75,36 +75,83 @@ pub(super) fn remote(op: &'static str) -> impl FnOnce(redis::RedisError) -> Stor
     }
 }
 
-/// A connection that reconnects on the next call after a failure.
+/// How long connecting may take before the server counts as unreachable.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The connection to Redis. A call that fails for a connection reason marks
+/// the link down: later calls fail at once, without a round trip, until
+/// [`Link::reconnect`] succeeds (the frontier decides what waits meanwhile).
 pub(super) struct Link {
     client: redis::Client,
     conn: Option<Connection>,
+    /// The server's URL without credentials, for messages.
+    server: String,
+    /// Why the server is out of reach, while it is.
+    down: Option<String>,
 }
 
 impl Link {
     pub(super) fn open(url: &str) -> Result<Link, StoreError> {
         let client = redis::Client::open(url).map_err(remote("opening the Redis URL"))?;
-        let mut link = Link { client, conn: None };
+        let mut link = Link {
+            client,
+            conn: None,
+            server: without_credentials(url),
+            down: None,
+        };
         link.conn()?;
         Ok(link)
     }
 
-    pub(super) fn conn(&mut self) -> Result<&mut Connection, StoreError> {
+    /// The server's URL without credentials.
+    pub(super) fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// Why the server is out of reach, if it is.
+    pub(super) fn down(&self) -> Option<&str> {
+        self.down.as_deref()
+    }
+
+    /// Connects again and checks the server answers (`PING`; a server still
+    /// loading its data answers `LOADING`); clears the down mark on success.
+    pub(super) fn reconnect(&mut self) -> Result<(), StoreError> {
+        self.conn = None;
+        let conn = self.connect()?;
+        let result = redis::cmd("PING").query::<()>(conn);
+        self.down = None;
+        self.check("checking the server answers", result)
+    }
+
+    fn connect(&mut self) -> Result<&mut Connection, StoreError> {
         if self.conn.is_none() {
-            let conn = self
+            let connected = self
                 .client
-                .get_connection_with_timeout(IO_TIMEOUT)
-                .map_err(remote("connecting"))?;
-            conn.set_read_timeout(Some(IO_TIMEOUT))
-                .map_err(remote("connecting"))?;
-            conn.set_write_timeout(Some(IO_TIMEOUT))
-                .map_err(remote("connecting"))?;
-            self.conn = Some(conn);
+                .get_connection_with_timeout(CONNECT_TIMEOUT)
+                .and_then(|conn| {
+                    conn.set_read_timeout(Some(IO_TIMEOUT))?;
+                    conn.set_write_timeout(Some(IO_TIMEOUT))?;
+                    Ok(conn)
+                });
+            match connected {
+                Ok(conn) => self.conn = Some(conn),
+                Err(e) => return Err(self.failed("connecting", e)),
+            }
         }
         Ok(self.conn.as_mut().expect("connected just above"))
     }
 
-    /// Runs a script; a failed call drops the connection so the next one reconnects.
+    fn conn(&mut self) -> Result<&mut Connection, StoreError> {
+        if let Some(reason) = &self.down {
+            return Err(StoreError::Unreachable {
+                server: self.server.clone(),
+                reason: reason.clone(),
+            });
+        }
+        self.connect()
+    }
+
+    /// Runs a script.
     pub(super) fn run(
         &mut self,
         op: &'static str,
@@ -114,7 +161,7 @@ impl Link {
         self.check(op, result)
     }
 
-    /// Runs a command or pipeline the same way.
+    /// Runs a command or pipeline.
     pub(super) fn query<T: redis::FromRedisValue>(
         &mut self,
         op: &'static str,
@@ -129,12 +176,59 @@ impl Link {
         op: &'static str,
         result: redis::RedisResult<T>,
     ) -> Result<T, StoreError> {
-        if let Err(e) = &result {
-            if e.is_io_error() || e.is_connection_dropped() || e.is_timeout() {
+        result.map_err(|e| self.failed(op, e))
+    }
+
+    /// The error to report; a connection failure drops the connection and
+    /// marks the link down.
+    fn failed(&mut self, op: &'static str, e: redis::RedisError) -> StoreError {
+        match unreachable_reason(&e) {
+            Some(reason) => {
                 self.conn = None;
+                self.down = Some(reason.clone());
+                StoreError::Unreachable {
+                    server: self.server.clone(),
+                    reason,
+                }
             }
+            None => remote(op)(e),
         }
-        result.map_err(remote(op))
+    }
+}
+
+/// A few words on why the server is out of reach, or `None` for an error
+/// that retrying would not cure (a script error, a wrong type).
+pub(super) fn unreachable_reason(e: &redis::RedisError) -> Option<String> {
+    use redis::ErrorKind;
+    let reason = if e.is_connection_refusal() {
+        "connection refused".to_string()
+    } else if e.is_timeout() {
+        format!("no answer within {} s", IO_TIMEOUT.as_secs())
+    } else if e.is_connection_dropped() {
+        "connection lost".to_string()
+    } else if e.kind() == ErrorKind::BusyLoadingError {
+        "loading its data after a restart".to_string()
+    } else if matches!(
+        e.kind(),
+        ErrorKind::TryAgain | ErrorKind::MasterDown | ErrorKind::ClusterDown
+    ) || e.is_io_error()
+    {
+        e.to_string()
+    } else {
+        return None;
+    };
+    Some(reason)
+}
+
+/// `url` without a password or user name, fit for a log line.
+fn without_credentials(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(mut parsed) => {
+            let _ = parsed.set_password(None);
+            let _ = parsed.set_username("");
+            parsed.to_string()
+        }
+        Err(_) => "the configured server".to_string(),
     }
 }
 

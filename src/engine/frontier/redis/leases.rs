@@ -4,7 +4,8 @@
 use tokio::time::Instant;
 
 use super::conn::parse_score;
-use super::{level_from_score, push_args, Local, RedisFrontier, CLAIM_TRIES, NEVER};
+use super::outage::Write;
+use super::{level_from_score, Local, RedisFrontier, CLAIM_TRIES, NEVER};
 use crate::engine::control::HostKey;
 use crate::engine::frontier::entry::{decode, level_of};
 use crate::engine::frontier::schedule::LEVEL_WEIGHTS;
@@ -92,6 +93,7 @@ impl RedisFrontier {
         match out.as_slice() {
             [verdict, member, _score, next] if verdict.as_slice() == b"taken" => {
                 h.in_flight += 1;
+                *self.out.entry(member.clone()).or_default() += 1;
                 h.head_level = parse_score(next).map(level_from_score);
                 let entry = decode(member)?;
                 Ok(Some(Lease {
@@ -115,24 +117,29 @@ impl RedisFrontier {
     pub(super) fn end_lease(
         &mut self,
         lease: &Lease,
-        mode: &str,
+        mode: &'static str,
         outlinks: &[FrontierEntry],
     ) -> Result<usize, StoreError> {
         let host = &lease.entry.host;
-        let mut inv = self.scripts.end_lease.prepare_invoke();
-        inv.arg(&self.prefix)
-            .arg(&self.worker)
-            .arg(self.ttl_ms())
-            .arg(host)
-            .arg(&lease.key)
-            .arg(mode);
-        push_args(&mut inv, outlinks);
-        let out = self.link.run("ending a lease", &inv)?;
-        if out.first().map(Vec::as_slice) == Some(b"-1") {
-            return Err(StoreError::UnknownLease {
-                url: lease.entry.url.clone(),
-            });
+        // This worker's own record decides whether the lease is out: Redis
+        // may have requeued the URL meanwhile (an expired lease).
+        match self.out.get_mut(&lease.key) {
+            Some(n) if *n > 1 => *n -= 1,
+            Some(_) => {
+                self.out.remove(&lease.key);
+            }
+            None => {
+                return Err(StoreError::UnknownLease {
+                    url: lease.entry.url.clone(),
+                })
+            }
         }
+        let out = self.write(Write::EndLease {
+            host: host.clone(),
+            member: lease.key.clone(),
+            mode,
+            outlinks: outlinks.to_vec(),
+        })?;
         if let Some(h) = self.hosts.get_mut(host) {
             h.in_flight = h.in_flight.saturating_sub(1);
             if mode == "release" {
@@ -140,12 +147,13 @@ impl RedisFrontier {
                 h.head_level = Some(level_of(lease.entry.priority));
             }
         }
-        Ok(self.note_pushed(&out))
+        // Held through an outage: written (and counted) when Redis answers.
+        Ok(out.map_or(0, |out| self.note_pushed(&out)))
     }
 
     /// Reads a push's answer: how many were queued, and the hosts leased to
     /// this worker because they are new to the crawl.
-    fn note_pushed(&mut self, out: &[Vec<u8>]) -> usize {
+    pub(super) fn note_pushed(&mut self, out: &[Vec<u8>]) -> usize {
         let added = out
             .first()
             .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok())
@@ -161,11 +169,8 @@ impl RedisFrontier {
         if entries.is_empty() {
             return Ok(0);
         }
-        let mut inv = self.scripts.push.prepare_invoke();
-        inv.arg(&self.prefix).arg(&self.worker).arg(self.ttl_ms());
-        push_args(&mut inv, entries);
-        let out = self.link.run("queueing URLs", &inv)?;
-        Ok(self.note_pushed(&out))
+        let out = self.write(Write::Push(entries.to_vec()))?;
+        Ok(out.map_or(0, |out| self.note_pushed(&out)))
     }
 
     pub(super) fn set_shared_hold(
@@ -175,9 +180,11 @@ impl RedisFrontier {
         on: bool,
     ) -> Result<(), StoreError> {
         let (set, clear) = if on { (bits, 0) } else { (0, bits) };
-        let mut inv = self.scripts.hold.prepare_invoke();
-        inv.arg(&self.prefix).arg(host).arg(set).arg(clear);
-        self.link.run("holding a host", &inv)?;
+        self.write(Write::Hold {
+            host: host.to_string(),
+            set,
+            clear,
+        })?;
         Ok(())
     }
 }

@@ -17,12 +17,16 @@ mod bulk;
 mod conn;
 mod leases;
 mod meta;
+mod outage;
+mod reader;
 mod scripts;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_outage;
 mod views;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::path::Path;
 use std::time::Duration;
 
@@ -31,8 +35,10 @@ use tokio::time::Instant;
 pub use conn::{key_prefix, refuse_worker_dir, validate_crawl_name, worker_id};
 use conn::{Clock, Link};
 pub use meta::Heartbeat;
+pub use reader::RedisReader;
 use scripts::Scripts;
 
+use super::api::FrontierCounts;
 use super::entry::{decode, encode, level_of};
 use super::{FrontierEntry, Hold};
 use crate::engine::control::HostKey;
@@ -83,6 +89,8 @@ struct Local {
 /// The Redis-backed [`super::FrontierStore`].
 pub struct RedisFrontier {
     link: Link,
+    /// The server's URL, for readers with connections of their own.
+    url: String,
     scripts: Scripts,
     prefix: String,
     worker: String,
@@ -101,6 +109,13 @@ pub struct RedisFrontier {
     last_beat: (u64, u64),
     /// The heartbeat is stale after three of these (the lease TTL; zero at exit).
     ttl_for_beats: Duration,
+    /// Leases this worker has out (entry → how many times), so ending one
+    /// twice is caught here whatever Redis did with the URL meanwhile.
+    out: HashMap<Vec<u8>, u32>,
+    /// Writes waiting for the server to answer again (see `outage`).
+    held: VecDeque<outage::Write>,
+    /// The counts last read, shown while the server is out of reach.
+    last_counts: FrontierCounts,
 }
 
 impl RedisFrontier {
@@ -137,6 +152,7 @@ impl RedisFrontier {
         let epoch_ms = epoch.parse::<i128>().unwrap_or(now_ms);
         let mut frontier = RedisFrontier {
             link,
+            url: target.url.clone(),
             scripts: Scripts::new(),
             prefix,
             worker: conn::worker_id(data_dir)?,
@@ -153,6 +169,9 @@ impl RedisFrontier {
             pages: 0,
             last_beat: (0, 0),
             ttl_for_beats: target.lease_ttl,
+            out: HashMap::new(),
+            held: VecDeque::new(),
+            last_counts: FrontierCounts::default(),
         };
         conn::record_crawl(data_dir, &target.url, &target.crawl)?;
         frontier.reap(true)?;
@@ -252,6 +271,13 @@ impl Drop for RedisFrontier {
         }
         // A last heartbeat that is stale at once: this worker is gone.
         self.ttl_for_beats = Duration::ZERO;
+        if !self.held.is_empty() {
+            tracing::warn!(
+                "{} write(s) to Redis could not be made before exit; the URLs they \
+                 completed are fetched again once their leases expire",
+                self.held.len()
+            );
+        }
         if let Err(e) = self.release_idle_hosts().and_then(|()| self.beat()) {
             tracing::warn!(
                 "could not give hosts back at exit ({e}); their leases expire in {:?}",

@@ -53,7 +53,10 @@ local function dequeue(host, member)
   count('l' .. level_of(score), -1)
   return score
 end
-local function push_entries(first, worker, ttl)
+-- checked: queue only links new to the seen set or claimed by the worker (a
+-- page's links, whose seen check may have been answered while Redis was
+-- out of reach); else queue every entry not queued yet.
+local function push_entries(first, worker, ttl, checked)
   local added, touched, order, fresh = 0, {}, {}, {}
   for i = first, #ARGV, 4 do
     local member, level, fp, host = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 2], ARGV[i + 3]
@@ -62,9 +65,11 @@ local function push_entries(first, worker, ttl)
       order[#order + 1] = host
       fresh[host] = redis.call('EXISTS', P .. 'q:' .. host, P .. 'inflight:' .. host, P .. 'lease:' .. host) == 0
     end
-    redis.call('SADD', P .. 'seen', fp)
-    redis.call('SREM', P .. 'claims:' .. worker, fp)
-    added = added + enqueue(host, member, level, nil)
+    local new = redis.call('SADD', P .. 'seen', fp)
+    local mine = redis.call('SREM', P .. 'claims:' .. worker, fp)
+    if not checked or new + mine > 0 then
+      added = added + enqueue(host, member, level, nil)
+    end
   end
   local out = {tostring(added)}
   for _, host in ipairs(order) do
@@ -113,10 +118,16 @@ pub(super) struct Scripts {
     pub claim: Script,
     /// `P worker ttl host` → `lost`, `empty` or `taken member score next_score`.
     pub take: Script,
-    /// `P worker ttl host member mode (member level fp host)…` → `added, hosts leased…`
-    /// or `-1` if the URL is not in flight; mode is complete, release or requeue.
+    /// `P worker ttl host member mode (member level fp host)…` →
+    /// `added, hosts leased…`; mode is complete, release or requeue. A URL
+    /// no longer in flight is no error (the worker checks its own leases):
+    /// its lease expired and the reaper queued it again (complete takes it
+    /// out) or another worker has it, or this end was applied before its
+    /// answer was lost. The links are queued checked (see `push_entries`).
     pub end_lease: Script,
-    /// `P worker host…`: gives up the caller's leases of idle hosts.
+    /// `P worker host…`: gives up the caller's leases of idle hosts (the
+    /// caller has nothing of them in flight: URLs recorded in flight are
+    /// takes whose answer was lost, and go back to the queue).
     pub release_hosts: Script,
     /// `P host on off`: sets and clears hold bits every worker obeys.
     pub hold: Script,
@@ -143,7 +154,7 @@ pub(super) struct Scripts {
 impl Scripts {
     pub(super) fn new() -> Scripts {
         Scripts {
-            push: script("return push_entries(4, ARGV[2], ARGV[3])"),
+            push: script("return push_entries(4, ARGV[2], ARGV[3], false)"),
             claim: script(CLAIM),
             claim_unseen: script(CLAIM_UNSEEN),
             take: script(TAKE),
@@ -236,13 +247,12 @@ if score then
   elseif mode == 'requeue' then
     enqueue(host, member, level_of(score), nil)
   end
-elseif mode == 'complete' and redis.call('GET', P .. 'lease:' .. host) ~= ARGV[2] and dequeue(host, member) then
-  -- The host's lease expired and the reaper queued the URL again; it is done all the same.
-else
-  return {'-1'}
+elseif mode == 'complete' then
+  -- Queued again by the reaper after the lease expired: done all the same.
+  dequeue(host, member)
 end
 local out = {'0'}
-if mode == 'complete' then out = push_entries(7, ARGV[2], ARGV[3]) end
+if mode == 'complete' then out = push_entries(7, ARGV[2], ARGV[3], true) end
 resched(host)
 return out
 "#;
@@ -251,6 +261,9 @@ const NOT_BEFORE: &str = r#"
 local host = ARGV[2]
 redis.call('HSET', P .. 'nb', host, ARGV[3])
 if ARGV[4] ~= '' and redis.call('GET', P .. 'lease:' .. host) == ARGV[4] then
+  -- The worker has nothing of the host out: anything in flight is a take
+  -- whose answer the connection lost.
+  requeue_inflight(host)
   redis.call('DEL', P .. 'lease:' .. host)
   redis.call('HDEL', P .. 'held', host)
 end
@@ -262,6 +275,8 @@ const RELEASE_HOSTS: &str = r#"
 for i = 3, #ARGV do
   local host = ARGV[i]
   if redis.call('GET', P .. 'lease:' .. host) == ARGV[2] then
+    -- As in NOT_BEFORE: a take whose answer was lost.
+    requeue_inflight(host)
     redis.call('DEL', P .. 'lease:' .. host)
     redis.call('HDEL', P .. 'held', host)
   end

@@ -24,7 +24,12 @@ fn opener(server: &RedisServer, ttl: Duration) -> impl FnMut(&Path) -> RedisFron
     }
 }
 
-fn worker_in(server: &RedisServer, crawl: &str, dir: &Path, ttl: Duration) -> RedisFrontier {
+pub(super) fn worker_in(
+    server: &RedisServer,
+    crawl: &str,
+    dir: &Path,
+    ttl: Duration,
+) -> RedisFrontier {
     let store = Store::open(dir, 1 << 20).unwrap();
     let target = ClusterTarget {
         url: server.url(),

@@ -4,12 +4,14 @@
 use tokio::time::Instant;
 
 use super::conn::parse_score;
+use super::outage::Write;
+use super::reader::{self, RedisReader};
 use super::{RedisFrontier, CLOSED, CLUSTER_POLL, SHARED_HOLDS};
 use crate::engine::control::HostKey;
 use crate::engine::frontier::api::{
     FrontierCounts, FrontierStore, HostQueueView, ScanCursor, ScanPage,
 };
-use crate::engine::frontier::{Completion, FrontierEntry, Hold, Lease, ScanRange};
+use crate::engine::frontier::{Completion, FrontierEntry, FrontierReader, Hold, Lease, ScanRange};
 use crate::engine::store::{PageRecord, StoreError};
 use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
 
@@ -23,8 +25,14 @@ impl FrontierStore for RedisFrontier {
         for url in urls {
             inv.arg(crate::engine::dedup::url_fingerprint(url));
         }
-        let out = self.link.run("checking the seen set", &inv)?;
-        Ok(out.iter().map(|new| new.as_slice() == b"1").collect())
+        match self.link.run("checking the seen set", &inv) {
+            Ok(out) => Ok(out.iter().map(|new| new.as_slice() == b"1").collect()),
+            // Out of reach: every link counts as new for now. The page's lease
+            // end, held until Redis answers, queues only those still unseen
+            // (`push_entries`, checked), so the page keeps its links.
+            Err(e) if e.is_unreachable() => Ok(vec![true; urls.len()]),
+            Err(e) => Err(e),
+        }
     }
 
     fn push(&mut self, entries: Vec<FrontierEntry>) -> Result<usize, StoreError> {
@@ -89,12 +97,11 @@ impl FrontierStore for RedisFrontier {
             .hosts
             .get(host)
             .is_some_and(|h| h.leased && h.in_flight == 0 && h.holds & Hold::Robots.bit() == 0);
-        let mut inv = self.scripts.not_before.prepare_invoke();
-        inv.arg(&self.prefix)
-            .arg(host)
-            .arg(self.clock.score(at).to_string())
-            .arg(if give_back { self.worker.as_str() } else { "" });
-        self.link.run("setting a host's next fetch time", &inv)?;
+        self.write(Write::NotBefore {
+            host: host.to_string(),
+            score: self.clock.score(at).to_string(),
+            give_back,
+        })?;
         let h = self.hosts.entry(host.to_string()).or_default();
         h.not_before = Some(at);
         if give_back {
@@ -127,6 +134,10 @@ impl FrontierStore for RedisFrontier {
     }
 
     fn take_new_hosts(&mut self) -> Result<Vec<HostKey>, StoreError> {
+        if let Some(e) = self.unreachable() {
+            // Adopting them reads their queues: they wait for the server.
+            return Err(e);
+        }
         Ok(std::mem::take(&mut self.new_hosts))
     }
 
@@ -193,16 +204,23 @@ impl FrontierStore for RedisFrontier {
         self.remove_where(Some(host), pred, None, Some(alert_id))
     }
 
-    fn unpark(&mut self, alert_id: u64) -> Result<u64, StoreError> {
-        self.end_parked(alert_id, None)
+    fn remove_matching_step(
+        &mut self,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        record: &dyn Fn(&FrontierEntry) -> PageRecord,
+        from: Option<&ScanCursor>,
+        max_rows: usize,
+    ) -> Result<(u64, Option<ScanCursor>), StoreError> {
+        self.remove_step(pred, record, from, max_rows.max(1))
     }
 
-    fn drop_parked(
+    fn release_parked_step(
         &mut self,
         alert_id: u64,
-        record: &dyn Fn(&FrontierEntry) -> PageRecord,
-    ) -> Result<u64, StoreError> {
-        self.end_parked(alert_id, Some(record))
+        record: Option<&dyn Fn(&FrontierEntry) -> PageRecord>,
+        max: usize,
+    ) -> Result<(u64, bool), StoreError> {
+        self.end_parked_some(alert_id, record, max.max(1))
     }
 
     fn scan(
@@ -211,10 +229,29 @@ impl FrontierStore for RedisFrontier {
         from: Option<&ScanCursor>,
         limit: usize,
     ) -> Result<ScanPage, StoreError> {
-        self.scan_range(range, from, limit)
+        reader::scan_range(&mut self.link, &self.prefix, range, from, limit)
+    }
+
+    fn reader(&self) -> Option<FrontierReader> {
+        Some(FrontierReader::redis(RedisReader::new(
+            &self.url,
+            &self.prefix,
+        )))
+    }
+
+    fn unreachable(&self) -> Option<StoreError> {
+        RedisFrontier::unreachable(self)
+    }
+
+    fn reconnect(&mut self) -> Result<usize, StoreError> {
+        self.reconnect_and_replay()
     }
 
     fn counts(&mut self) -> Result<FrontierCounts, StoreError> {
+        if self.link.down().is_some() {
+            // Shown while the crawl waits; `unreachable` says they are old.
+            return Ok(self.last_counts);
+        }
         self.upkeep()?;
         let key = format!("{}n", self.prefix);
         let mut fields = vec!["queued".to_string(), "inflight".into(), "parked".into()];
@@ -228,13 +265,14 @@ impl FrontierStore for RedisFrontier {
         for (level, depth) in front_queues.iter_mut().enumerate() {
             *depth = value(3 + level);
         }
-        Ok(FrontierCounts {
+        self.last_counts = FrontierCounts {
             // URLs in flight on other workers are work this worker still waits for.
             queued: value(0) + value(1).saturating_sub(mine),
             in_flight: mine,
             parked: value(2),
             front_queues,
-        })
+        };
+        Ok(self.last_counts)
     }
 
     fn host_views(

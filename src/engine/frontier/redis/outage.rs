@@ -1,0 +1,160 @@
+//! Writes that wait while Redis is out of reach. A write that needs no
+//! answer (a lease's end with the page's links, a host's next fetch time, a
+//! hold, a push, a park) is held in order and written when the server
+//! answers again, before anything else; calls that need an answer fail at
+//! once with [`StoreError::Unreachable`], and the crawl pauses. Only work
+//! already in flight produces writes meanwhile, so what is held is bounded
+//! by it.
+//!
+//! A held write may have been applied before its connection failed (the
+//! answer was lost): replayed, it changes nothing (`END_LEASE` finds the URL
+//! no longer in flight, the other scripts are idempotent). Leases may have
+//! expired meanwhile:
+//! `END_LEASE` then takes a completed URL out of the queue the reaper put it
+//! back in, and queues the page's links checked against the seen set.
+
+use super::{push_args, RedisFrontier};
+use crate::engine::control::HostKey;
+use crate::engine::frontier::FrontierEntry;
+use crate::engine::store::StoreError;
+
+/// A write to the shared frontier that needs no answer.
+#[derive(Debug)]
+pub(super) enum Write {
+    /// `complete`, `release` or `requeue` of a lease; `outlinks` for complete.
+    EndLease {
+        host: HostKey,
+        member: Vec<u8>,
+        mode: &'static str,
+        outlinks: Vec<FrontierEntry>,
+    },
+    /// A host's next allowed fetch (score on the crawl's clock); `give_back`:
+    /// the worker gives the host's lease back in the same step.
+    NotBefore {
+        host: HostKey,
+        score: String,
+        give_back: bool,
+    },
+    /// Shared hold bits set and cleared.
+    Hold { host: HostKey, set: u8, clear: u8 },
+    /// URLs queued.
+    Push(Vec<FrontierEntry>),
+    /// New URLs parked under an alert's key.
+    Park {
+        key: String,
+        entries: Vec<FrontierEntry>,
+    },
+}
+
+impl RedisFrontier {
+    /// Writes now, or holds the write while the server is out of reach (or
+    /// earlier writes wait: they go first). `Some(answer)` if it was written.
+    pub(super) fn write(&mut self, write: Write) -> Result<Option<Vec<Vec<u8>>>, StoreError> {
+        if self.link.down().is_some() || !self.held.is_empty() {
+            self.held.push_back(write);
+            return Ok(None);
+        }
+        match self.apply(&write) {
+            Ok(out) => Ok(Some(out)),
+            Err(e) if e.is_unreachable() => {
+                tracing::warn!("{e}; holding writes until it answers");
+                self.held.push_back(write);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Why the server is out of reach, while it is.
+    pub(super) fn unreachable(&self) -> Option<StoreError> {
+        self.link.down().map(|reason| StoreError::Unreachable {
+            server: self.link.server().to_string(),
+            reason: reason.to_string(),
+        })
+    }
+
+    /// Connects again, writes what was held (in order), then renews this
+    /// worker's leases and reaps expired ones; returns how many writes were
+    /// held. On failure what is left stays held.
+    pub(super) fn reconnect_and_replay(&mut self) -> Result<usize, StoreError> {
+        self.link.reconnect()?;
+        let mut written = 0;
+        while let Some(write) = self.held.pop_front() {
+            match self.apply(&write) {
+                Ok(out) => {
+                    if matches!(write, Write::EndLease { .. } | Write::Push(_)) {
+                        self.note_pushed(&out);
+                    }
+                    written += 1;
+                }
+                Err(e) => {
+                    self.held.push_front(write);
+                    return Err(e);
+                }
+            }
+        }
+        // Leases lost meanwhile are found now, before this worker takes work.
+        self.last_upkeep = None;
+        self.upkeep()?;
+        Ok(written)
+    }
+
+    /// Writes held, waiting for the server.
+    #[cfg(test)]
+    pub(super) fn held_writes(&self) -> usize {
+        self.held.len()
+    }
+
+    fn apply(&mut self, write: &Write) -> Result<Vec<Vec<u8>>, StoreError> {
+        let ttl = self.ttl_ms();
+        match write {
+            Write::EndLease {
+                host,
+                member,
+                mode,
+                outlinks,
+            } => {
+                let mut inv = self.scripts.end_lease.prepare_invoke();
+                inv.arg(&self.prefix)
+                    .arg(&self.worker)
+                    .arg(ttl)
+                    .arg(host)
+                    .arg(member)
+                    .arg(*mode);
+                push_args(&mut inv, outlinks);
+                self.link.run("ending a lease", &inv)
+            }
+            Write::NotBefore {
+                host,
+                score,
+                give_back,
+            } => {
+                let mut inv = self.scripts.not_before.prepare_invoke();
+                inv.arg(&self.prefix)
+                    .arg(host)
+                    .arg(score)
+                    .arg(if *give_back { self.worker.as_str() } else { "" });
+                self.link.run("setting a host's next fetch time", &inv)
+            }
+            Write::Hold { host, set, clear } => {
+                let mut inv = self.scripts.hold.prepare_invoke();
+                inv.arg(&self.prefix).arg(host).arg(*set).arg(*clear);
+                self.link.run("holding a host", &inv)
+            }
+            Write::Push(entries) => {
+                let mut inv = self.scripts.push.prepare_invoke();
+                inv.arg(&self.prefix).arg(&self.worker).arg(ttl);
+                push_args(&mut inv, entries);
+                self.link.run("queueing URLs", &inv)
+            }
+            Write::Park { key, entries } => {
+                let mut inv = self.scripts.park_new.prepare_invoke();
+                inv.arg(&self.prefix)
+                    .arg(key)
+                    .arg(format!("{}claims:{}", self.prefix, self.worker));
+                push_args(&mut inv, entries);
+                self.link.run("parking URLs", &inv)
+            }
+        }
+    }
+}

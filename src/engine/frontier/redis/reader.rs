@@ -1,0 +1,145 @@
+//! Reading the queued and parked URLs without the frontier: over any
+//! connection, so a rule preview scans from its own thread through its own
+//! connection while the crawl loop keeps the frontier's.
+
+use super::conn::Link;
+use crate::engine::frontier::api::{ScanCursor, ScanPage, ScanRange};
+use crate::engine::frontier::entry::decode;
+use crate::engine::frontier::FrontierEntry;
+use crate::engine::store::StoreError;
+
+/// `(member, score)` rows of a sorted set.
+pub(super) type Rows = Vec<(Vec<u8>, String)>;
+
+/// Scans a crawl's URLs through a connection of its own to the same server,
+/// opened at the first scan (so on the thread that scans).
+pub struct RedisReader {
+    url: String,
+    prefix: String,
+    link: Option<Link>,
+}
+
+impl RedisReader {
+    pub(super) fn new(url: &str, prefix: &str) -> Self {
+        RedisReader {
+            url: url.to_string(),
+            prefix: prefix.to_string(),
+            link: None,
+        }
+    }
+
+    /// See [`crate::engine::frontier::FrontierStore::scan`].
+    pub fn scan(
+        &mut self,
+        range: ScanRange,
+        from: Option<&ScanCursor>,
+        limit: usize,
+    ) -> Result<ScanPage, StoreError> {
+        let link = match &mut self.link {
+            Some(link) => link,
+            None => self.link.insert(Link::open(&self.url)?),
+        };
+        scan_range(link, &self.prefix, range, from, limit)
+    }
+}
+
+/// Rows of `key` after the score `after` (exclusive), in score order.
+pub(super) fn rows_after(
+    link: &mut Link,
+    key: &str,
+    after: Option<&str>,
+    limit: usize,
+) -> Result<Rows, StoreError> {
+    let min = after.map_or("-inf".to_string(), |s| format!("({s}"));
+    link.query("reading a queue", |c| {
+        redis::cmd("ZRANGEBYSCORE")
+            .arg(key)
+            .arg(&min)
+            .arg("+inf")
+            .arg("WITHSCORES")
+            .arg("LIMIT")
+            .arg(0)
+            .arg(limit)
+            .query(c)
+    })
+}
+
+/// Hosts with queued or leased URLs, sorted.
+pub(super) fn queue_hosts(link: &mut Link, prefix: &str) -> Result<Vec<String>, StoreError> {
+    let key = format!("{prefix}hosts");
+    let mut hosts: Vec<String> = link.query("listing hosts", |c| {
+        redis::cmd("SMEMBERS").arg(&key).query(c)
+    })?;
+    hosts.sort();
+    Ok(hosts)
+}
+
+/// Reads queued (leased included) or parked URLs in `(key, score)` order.
+/// The cursor is `key \0 score` of the last row read.
+pub(super) fn scan_range(
+    link: &mut Link,
+    prefix: &str,
+    range: ScanRange,
+    from: Option<&ScanCursor>,
+    limit: usize,
+) -> Result<ScanPage, StoreError> {
+    let keys: Vec<String> = match range {
+        ScanRange::Queued => queue_hosts(link, prefix)?
+            .into_iter()
+            .map(|h| format!("{prefix}q:{h}"))
+            .collect(),
+        ScanRange::Parked => {
+            let set = format!("{prefix}parked_keys");
+            let mut keys: Vec<String> = link.query("listing parked URLs", |c| {
+                redis::cmd("SMEMBERS").arg(&set).query(c)
+            })?;
+            keys.sort();
+            keys
+        }
+    };
+    let (start_key, start_score) = match from {
+        Some(ScanCursor(bytes)) => {
+            let text = String::from_utf8_lossy(bytes).into_owned();
+            let (k, s) = text.split_once('\0').unwrap_or((&text, ""));
+            (
+                Some(k.to_string()),
+                Some(s.to_string()).filter(|s| !s.is_empty()),
+            )
+        }
+        None => (None, None),
+    };
+    let mut entries = Vec::new();
+    for key in keys {
+        if start_key.as_ref().is_some_and(|s| key < *s) {
+            continue;
+        }
+        let resume = start_key.as_ref() == Some(&key);
+        if !resume && range == ScanRange::Queued {
+            entries.extend(leased_entries(link, &key)?);
+        }
+        let after = if resume { start_score.clone() } else { None };
+        let room = limit.saturating_sub(entries.len()).max(1);
+        let rows = rows_after(link, &key, after.as_deref(), room)?;
+        for (member, _) in &rows {
+            entries.push(decode(member)?);
+        }
+        if entries.len() >= limit {
+            let score = rows.last().map_or("", |(_, score)| score.as_str());
+            let next = Some(ScanCursor(format!("{key}\0{score}").into_bytes()));
+            return Ok(ScanPage { entries, next });
+        }
+    }
+    Ok(ScanPage {
+        entries,
+        next: None,
+    })
+}
+
+/// The in-flight entries of the host whose queue is `queue_key`.
+fn leased_entries(link: &mut Link, queue_key: &str) -> Result<Vec<FrontierEntry>, StoreError> {
+    let key = queue_key.replacen(":q:", ":inflight:", 1);
+    let members: Vec<Vec<u8>> = link.query("reading leased URLs", |c| {
+        redis::cmd("HKEYS").arg(&key).query(c)
+    })?;
+    members.iter().map(|m| decode(m)).collect()
+}
