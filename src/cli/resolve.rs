@@ -19,6 +19,8 @@ pub enum Mode {
     Headless,
     Demo {
         headless: bool,
+        /// `--cluster N`: N worker processes through a local redis-server.
+        cluster: Option<usize>,
     },
     Bench {
         pages: u64,
@@ -38,6 +40,10 @@ pub enum Mode {
     Status {
         dir: PathBuf,
         json: bool,
+    },
+    /// `attach --redis URL --crawl NAME`: the TUI over a shared crawl's workers.
+    ClusterAttach {
+        target: crate::engine::ClusterTarget,
     },
     /// `status --redis URL --crawl NAME`: a shared crawl, read from Redis.
     ClusterStatus {
@@ -148,10 +154,14 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                     "demo crawls its own local web and takes no seeds; use `crawldeck crawl URL` for other sites".into(),
                 ));
             }
+            if let Some(n) = d.cluster {
+                crate::cluster::local::check_size(n).map_err(UsageError)?;
+            }
             resolve_run(
                 d.run,
                 Mode::Demo {
                     headless: d.headless,
+                    cluster: d.cluster,
                 },
                 false,
             )
@@ -191,20 +201,18 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 readonly: a.read_only,
                 keys: a.keys,
             },
-            ..front_end(Mode::Attach {
-                dir: a.dir,
-                wait: a.wait,
+            ..front_end(match shared_crawl(a.redis, a.crawl_name)? {
+                Some(target) => Mode::ClusterAttach { target },
+                None => Mode::Attach {
+                    dir: a.dir,
+                    wait: a.wait,
+                },
             })
         }),
         Some(CliCommand::Status(s)) => match s.dir {
             Some(dir) => Ok(front_end(Mode::Status { dir, json: s.json })),
             None => {
-                let args = super::ClusterArgs {
-                    redis: s.redis,
-                    crawl_name: s.crawl_name,
-                    lease_ttl: None,
-                };
-                let target = super::cluster::resolve_cluster(&args, true)?
+                let target = shared_crawl(s.redis, s.crawl_name)?
                     .expect("clap requires --redis and --crawl without DIR");
                 Ok(front_end(Mode::ClusterStatus {
                     target,
@@ -214,6 +222,19 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         },
         Some(CliCommand::Ctl(c)) => resolve_ctl(c),
     }
+}
+
+/// The shared crawl a viewer's `--redis` and `--crawl` name, if any.
+fn shared_crawl(
+    redis: Option<String>,
+    crawl_name: Option<String>,
+) -> Result<Option<crate::engine::ClusterTarget>, UsageError> {
+    let args = super::ClusterArgs {
+        redis,
+        crawl_name,
+        lease_ttl: None,
+    };
+    super::cluster::resolve_cluster(&args, true)
 }
 
 /// `ctl DIR WORDS…` or `ctl --redis URL --crawl NAME WORDS…`.

@@ -21,12 +21,21 @@ pub struct RedisServer {
     /// Arguments after the port: persistence settings.
     args: Vec<String>,
     lifetime: Duration,
+    /// Started through `keeper::spawn_tied`: stops with its starting thread.
+    tied: bool,
 }
 
 impl RedisServer {
     /// Starts a server that lives at most `lifetime`, and waits until it answers.
     pub fn start(lifetime: Duration) -> Result<RedisServer, String> {
-        RedisServer::start_program("redis-server", lifetime, no_persistence())
+        RedisServer::start_program("redis-server", lifetime, no_persistence(), false)
+    }
+
+    /// As [`RedisServer::start`], and on Linux the server also stops when
+    /// the calling thread ends (`keeper::spawn_tied`): for a long-lived
+    /// thread such as a `keeper::Keeper`'s, so a killed owner leaves no server.
+    pub fn start_tied(lifetime: Duration) -> Result<RedisServer, String> {
+        RedisServer::start_program("redis-server", lifetime, no_persistence(), true)
     }
 
     /// Starts a server that writes every change to an append-only file in
@@ -46,25 +55,27 @@ impl RedisServer {
         .map(|s| s.to_string())
         .chain([dir.display().to_string()])
         .collect();
-        RedisServer::start_program("redis-server", lifetime, args)
+        RedisServer::start_program("redis-server", lifetime, args, false)
     }
 
     fn start_program(
         program: &str,
         lifetime: Duration,
         args: Vec<String>,
+        tied: bool,
     ) -> Result<RedisServer, String> {
         let mut last_error = String::new();
         // A free port may be taken between the probe and the server's bind: retry.
         for _ in 0..5 {
             let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
-            let child = spawn(program, port, &args, lifetime)?;
+            let child = spawn(program, port, &args, lifetime, tied)?;
             let mut server = RedisServer {
                 child,
                 port,
                 program: program.to_string(),
                 args: args.clone(),
                 lifetime,
+                tied,
             };
             match server.wait_ready() {
                 Ok(()) => return Ok(server),
@@ -100,7 +111,13 @@ impl RedisServer {
         if self.child.try_wait().ok().flatten().is_none() {
             return Err("redis-server is still running; kill it first".into());
         }
-        self.child = spawn(&self.program, self.port, &self.args, self.lifetime)?;
+        self.child = spawn(
+            &self.program,
+            self.port,
+            &self.args,
+            self.lifetime,
+            self.tied,
+        )?;
         self.wait_ready()
     }
 
@@ -128,6 +145,12 @@ impl RedisServer {
     /// `redis://127.0.0.1:PORT/0`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// The pid of the process that runs the server (`timeout`, whose child
+    /// redis-server is and which it stops with itself).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The server's port on 127.0.0.1.
@@ -191,17 +214,28 @@ fn no_persistence() -> Vec<String> {
 }
 
 /// `timeout` running `program` on `127.0.0.1:port` for at most `lifetime`.
-fn spawn(program: &str, port: u16, args: &[String], lifetime: Duration) -> Result<Child, String> {
-    Command::new("timeout")
+fn spawn(
+    program: &str,
+    port: u16,
+    args: &[String],
+    lifetime: Duration,
+    tied: bool,
+) -> Result<Child, String> {
+    let mut command = Command::new("timeout");
+    command
         .args(["-k", "5", &lifetime.as_secs().max(1).to_string(), program])
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--protected-mode", "yes"])
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("cannot run timeout/redis-server: {e}; {INSTALL_HINT}"))
+        .stderr(Stdio::null());
+    if tied {
+        super::keeper::spawn_tied(command)
+    } else {
+        command.spawn()
+    }
+    .map_err(|e| format!("cannot run timeout/redis-server: {e}; {INSTALL_HINT}"))
 }
 
 fn free_port() -> std::io::Result<u16> {
@@ -220,6 +254,7 @@ mod tests {
             "crawldeck-no-such-redis-server",
             Duration::from_secs(5),
             no_persistence(),
+            false,
         ) else {
             panic!("a server that does not exist started");
         };

@@ -6,6 +6,7 @@
 pub mod address;
 mod alerts;
 pub(crate) mod breaker;
+pub mod cluster_view;
 pub mod config;
 pub mod control;
 mod coordinator;
