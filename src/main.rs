@@ -16,6 +16,7 @@ use std::time::Duration;
 use crawldeck::background;
 use crawldeck::bench::{self, BenchOptions};
 use crawldeck::cli::{self, Cli, Mode, ResolvedRun, CONFIG_FILE, LOG_FILE};
+use crawldeck::cluster::publish::SnapshotPublisher;
 use crawldeck::control::hub::Hub;
 use crawldeck::control::lock::DataDirLock;
 use crawldeck::control::server::ControlServer;
@@ -67,7 +68,15 @@ fn main() -> ExitCode {
 fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
     match &run.mode {
         Mode::Keys { file } => return print_keys(file.as_deref()),
-        Mode::Attach { .. } | Mode::Status { .. } | Mode::Ctl { .. } => return run_viewer(run),
+        Mode::Attach { .. }
+        | Mode::ClusterAttach { .. }
+        | Mode::Status { .. }
+        | Mode::Ctl { .. } => return run_viewer(run),
+        Mode::ClusterCtl {
+            target,
+            words,
+            worker,
+        } => return cluster_ctl(target, words, worker.as_deref()),
         Mode::ClusterStatus { target, json } => {
             let status = crawldeck::cluster::status::read(target).map_err(anyhow::Error::msg)?;
             crawldeck::cluster::status::print(&status, *json, &mut std::io::stdout())?;
@@ -128,7 +137,9 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
                 run_engine_process(&run, &data_dir, socket).await
             }
             Mode::Tui => run_tui_attached(&run, &data_dir).await,
-            Mode::Demo { headless } => run_demo(&run, &data_dir, headless, socket).await,
+            Mode::Demo { headless, cluster } => {
+                run_demo(&run, &data_dir, headless, cluster, socket).await
+            }
             Mode::Bench {
                 pages,
                 hosts,
@@ -139,6 +150,8 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             | Mode::Attach { .. }
             | Mode::Status { .. }
             | Mode::ClusterStatus { .. }
+            | Mode::ClusterAttach { .. }
+            | Mode::ClusterCtl { .. }
             | Mode::Ctl { .. }
             | Mode::Results(_)
             | Mode::Page(_) => {
@@ -232,7 +245,16 @@ async fn run_headless(
     let _server = socket
         .map(|path| ControlServer::bind(hub.clone(), path))
         .transpose()?;
+    if let Some(target) = &run.cluster {
+        let worker = engine::worker_id(data_dir)?;
+        crawldeck::cluster::follow::start(&hub, target, worker)
+            .context("cannot start the command stream's reader thread")?;
+    }
     let handle = hub.local_handle();
+    let publisher = match &run.cluster {
+        Some(target) => Some(publish_snapshots(target, data_dir, &handle)?),
+        None => None,
+    };
     let done = after_drained(engine.done, hub.drained());
     if !json {
         eprintln!(
@@ -247,8 +269,28 @@ async fn run_headless(
         data_dir: data_dir.to_path_buf(),
         allow_private: run.config.fetch.allow_private,
     };
-    headless::run(handle, done, opts).await?;
+    let result = headless::run(handle, done, opts).await;
+    if let Some(publisher) = publisher {
+        tokio::task::spawn_blocking(move || publisher.stop()).await?;
+    }
+    result?;
     Ok(())
+}
+
+/// A worker of a shared crawl writes its snapshots to Redis for the cluster view.
+fn publish_snapshots(
+    target: &engine::ClusterTarget,
+    data_dir: &Path,
+    handle: &EngineHandle,
+) -> anyhow::Result<SnapshotPublisher> {
+    let worker = engine::worker_id(data_dir)?;
+    SnapshotPublisher::start(
+        &target.url,
+        &target.crawl,
+        &worker,
+        handle.snapshots.clone(),
+    )
+    .map_err(anyhow::Error::msg)
 }
 
 /// `crawldeck URL`: the engine in a background process of its own, the
@@ -364,6 +406,7 @@ async fn run_demo(
     run: &ResolvedRun,
     data_dir: &Path,
     headless: bool,
+    cluster: Option<usize>,
     socket: Option<&Path>,
 ) -> anyhow::Result<()> {
     if run.resuming {
@@ -384,7 +427,14 @@ async fn run_demo(
             demo.seeds().len()
         );
     }
-    let result = if headless {
+    let result = if let Some(workers) = cluster {
+        let options = tui::TuiOptions {
+            data_dir: None,
+            ..tui_options(&run, false, data_dir)
+        };
+        let kept = run.data_dir.is_some();
+        crawldeck::cluster::demo::run(workers, data_dir, kept, &run.config, options).await
+    } else if headless {
         run_headless(&run, data_dir, socket).await
     } else {
         run_tui(&run, data_dir, socket).await
@@ -416,6 +466,24 @@ fn demo_pace(config: &mut CrawlConfig) {
 
 /// `attach`, `status` and `ctl`: viewers of a crawl another process runs.
 /// They write nothing into its data directory.
+/// `ctl --redis URL --crawl NAME WORDS…`: usage errors exit 2, the rest 1.
+fn cluster_ctl(
+    target: &engine::ClusterTarget,
+    words: &[String],
+    worker: Option<&str>,
+) -> anyhow::Result<()> {
+    use crawldeck::cluster::ctl::{self, ClusterCtlError};
+    let mut out = std::io::stdout();
+    let Some(command) = remote::ctl_command(words, &mut out)? else {
+        return Ok(());
+    };
+    match ctl::run(target, &command, worker, &mut out) {
+        Ok(()) => Ok(()),
+        Err(ClusterCtlError::Usage(why)) => Err(CtlError::Usage(why).into()),
+        Err(e) => Err(e.into()),
+    }
+}
+
 fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -434,6 +502,13 @@ fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
                 remote::attach(&dir, tui_options(&run, true, &dir), *wait)
                     .await
                     .map(drop)
+            }
+            Mode::ClusterAttach { target } => {
+                let options = tui::TuiOptions {
+                    data_dir: None,
+                    ..tui_options(&run, true, Path::new("."))
+                };
+                crawldeck::cluster::attach::attach(target, options).await
             }
             _ => unreachable!("only viewers come here"),
         }

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::control::client::{self, ClientError};
 use crate::control::lock::recorded_engine;
+use crate::engine::control::Command;
 use crate::engine::telemetry::{AlertStatus, Snapshot};
 use crate::text::strip_control;
 use crate::tui::command::{self, CommandLine};
@@ -203,6 +204,25 @@ pub enum CtlError {
 /// `crawldeck ctl DIR WORDS…`: parses `words` as a `:` line, sends it, and
 /// prints the engine's answer.
 pub async fn ctl(dir: &Path, words: &[String], out: &mut dyn Write) -> Result<(), CtlError> {
+    let Some(command) = ctl_command(words, out)? else {
+        return Ok(());
+    };
+    let mut connection = client::connect(dir, false).await?;
+    match connection.command(command).await? {
+        Ok(summary) => {
+            // Line by line: a preview's answer is several lines.
+            for line in summary.lines() {
+                let _ = writeln!(out, "{}", strip_control(line));
+            }
+            Ok(())
+        }
+        Err(why) => Err(CtlError::Refused(strip_control(&why).into_owned())),
+    }
+}
+
+/// The engine command `ctl`'s words spell; `None` when they asked for help
+/// (printed to `out`).
+pub fn ctl_command(words: &[String], out: &mut dyn Write) -> Result<Option<Command>, CtlError> {
     let line = words.join(" ");
     let command = match command::parse(&line) {
         Ok(CommandLine::Engine(command)) => command,
@@ -210,7 +230,7 @@ pub async fn ctl(dir: &Path, words: &[String], out: &mut dyn Write) -> Result<()
             for l in command::help_lines() {
                 let _ = writeln!(out, "{}", l.trim_start_matches(':'));
             }
-            return Ok(());
+            return Ok(None);
         }
         Ok(CommandLine::Select(_)) => {
             return Err(CtlError::Usage(format!(
@@ -228,17 +248,7 @@ pub async fn ctl(dir: &Path, words: &[String], out: &mut dyn Write) -> Result<()
             )))
         }
     };
-    let mut connection = client::connect(dir, false).await?;
-    match connection.command(command).await? {
-        Ok(summary) => {
-            // Line by line: a preview's answer is several lines.
-            for line in summary.lines() {
-                let _ = writeln!(out, "{}", strip_control(line));
-            }
-            Ok(())
-        }
-        Err(why) => Err(CtlError::Refused(strip_control(&why).into_owned())),
-    }
+    Ok(Some(command))
 }
 
 /// How often `attach --wait` looks for the engine again.

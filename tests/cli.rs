@@ -300,7 +300,13 @@ fn a_database_without_config_still_counts_as_a_crawl() {
 #[test]
 fn demo_uses_a_temporary_dir_unless_given_and_takes_no_seeds() {
     let run = resolve(&["demo", "--headless", "--json"]).unwrap();
-    assert_eq!(run.mode, Mode::Demo { headless: true });
+    assert_eq!(
+        run.mode,
+        Mode::Demo {
+            headless: true,
+            cluster: None
+        }
+    );
     assert_eq!(run.data_dir, None);
     assert!(run.ui.json);
     let err = resolve(&["demo", "https://a.example/"]).unwrap_err();

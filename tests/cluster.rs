@@ -6,11 +6,11 @@
 mod common;
 
 use std::collections::{HashMap, HashSet};
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
-use common::{crawl, pages, start_demo, test_config, Killed};
+use common::cluster::{finish, shared, start_three, LEASE_TTL};
+use common::{crawl, pages, start_demo, test_config};
 use crawldeck::cluster::redis_server::RedisServer;
 use crawldeck::demo::{DemoWeb, RequestRecord, SiteKind};
 use crawldeck::engine::store::{PageOutcome, PageRecord};
@@ -22,9 +22,6 @@ const SITES: [SiteKind; 4] = [
     SiteKind::Params,
     SiteKind::Dupes,
 ];
-const LEASE_TTL: Duration = Duration::from_secs(2);
-/// No worker may run longer than this.
-const WORKER_LIMIT: Duration = Duration::from_secs(150);
 
 /// The site's pages requested: not robots.txt, and not soft-404 probes, whose
 /// random paths differ between crawls (each worker probes on its own).
@@ -45,90 +42,6 @@ async fn reference_requests() -> HashSet<(SiteKind, String)> {
     let reference = page_requests(&demo.log().records()).into_iter().collect();
     demo.shutdown().await;
     reference
-}
-
-/// A headless worker of the shared crawl `name` (seeds: the first one).
-fn worker(redis: &RedisServer, name: &str, dir: &Path, seeds: &[String]) -> Killed {
-    let child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
-        .args([
-            "crawl",
-            "--headless",
-            "--delay",
-            "20ms",
-            "--delay-factor",
-            "0",
-        ])
-        .args(["--redis", &redis.url(), "--crawl", name])
-        .arg("--lease-ttl")
-        .arg(format!("{}s", LEASE_TTL.as_secs()))
-        .arg("--data")
-        .arg(dir)
-        .args(seeds)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("crawldeck starts");
-    Killed(child)
-}
-
-fn shared(redis: &RedisServer) -> redis::Connection {
-    redis::Client::open(redis.url())
-        .unwrap()
-        .get_connection_with_timeout(Duration::from_secs(5))
-        .expect("the test's redis-server answers")
-}
-
-/// Starts the first worker with the seeds, waits until they are shared,
-/// then starts the other two, which join without seeds.
-async fn start_three(
-    redis: &RedisServer,
-    name: &str,
-    demo: &DemoWeb,
-    dirs: &[tempfile::TempDir],
-) -> Vec<Killed> {
-    let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
-    let mut workers = vec![worker(redis, name, dirs[0].path(), &seeds)];
-    let mut con = shared(redis);
-    let key = format!("crawldeck:{{{name}}}:seeds");
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while redis::cmd("SCARD")
-        .arg(&key)
-        .query::<usize>(&mut con)
-        .unwrap()
-        < seeds.len()
-    {
-        assert!(
-            Instant::now() < deadline,
-            "the first worker never shared its seeds"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    for dir in &dirs[1..] {
-        workers.push(worker(redis, name, dir.path(), &[]));
-    }
-    workers
-}
-
-/// Waits for a worker to exit and returns its stderr; kills it (by pid,
-/// through the guard) if it outlives the limit.
-async fn finish(mut worker: Killed) -> String {
-    let deadline = Instant::now() + WORKER_LIMIT;
-    loop {
-        if let Some(status) = worker.0.try_wait().unwrap() {
-            let mut err = String::new();
-            if let Some(mut pipe) = worker.0.stderr.take() {
-                use std::io::Read;
-                let _ = pipe.read_to_string(&mut err);
-            }
-            assert!(status.success(), "a worker failed ({status}): {err}");
-            return err;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "a worker ran past {WORKER_LIMIT:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// How many URLs the workers recorded, each in one worker's store only.

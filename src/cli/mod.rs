@@ -36,6 +36,8 @@ crawldeck crawl --headless --seeds seeds.txt --data ./crawl1 --max-pages 500\n  
 crawldeck crawl --headless --data ./crawl1      (resumes the crawl in ./crawl1)\n  \
 crawldeck demo\n  \
 crawldeck attach ./crawl1      (the UI on a crawl running there; q detaches)\n  \
+crawldeck attach --redis redis://127.0.0.1:6379/0 --crawl news      (the UI over a shared crawl)\n  \
+crawldeck demo --cluster 3     (a local Redis, 3 workers and the UI over them)\n  \
 crawldeck status ./crawl1 --json\n  \
 crawldeck ctl ./crawl1 pause\n  \
 crawldeck pages ./crawl1 --status 4xx,5xx\n  \
@@ -80,13 +82,20 @@ pub enum CliCommand {
 pub struct AttachArgs {
     /// The crawl's data directory (default: the one crawl running under the
     /// current directory, else ./crawldeck-data).
-    #[arg(value_name = "DIR")]
+    #[arg(value_name = "DIR", conflicts_with = "redis")]
     pub dir: Option<PathBuf>,
+    /// A shared crawl instead: every worker of it, through its Redis server
+    /// (redis://HOST:PORT/DB).
+    #[arg(long, value_name = "URL", requires = "crawl_name")]
+    pub redis: Option<String>,
+    /// The shared crawl's name.
+    #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
+    pub crawl_name: Option<String>,
     /// Watch only: keys that change the crawl are disabled.
     #[arg(long)]
     pub read_only: bool,
     /// If the engine is not running (or stops), wait for it to come back.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "redis")]
     pub wait: bool,
     /// No colours (also when NO_COLOR is set).
     #[arg(long)]
@@ -120,14 +129,26 @@ pub struct StatusArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(allow_missing_positional = true)]
 pub struct CtlArgs {
-    /// The crawl's data directory.
+    /// The crawl's data directory (not with --redis).
     #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
+    pub dir: Option<PathBuf>,
     /// The command and its arguments, e.g. `pause`, `blacklist 'cal/\d{4}'`,
     /// `throttle example.org 2s`, `accept 3`, `stop`.
     #[arg(value_name = "COMMAND", required = true, num_args = 1.., allow_hyphen_values = true)]
     pub words: Vec<String>,
+    /// A shared crawl instead: its Redis server (redis://HOST:PORT/DB); every
+    /// live worker applies the command and answers.
+    #[arg(long, value_name = "URL", requires = "crawl_name")]
+    pub redis: Option<String>,
+    /// The shared crawl's name.
+    #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
+    pub crawl_name: Option<String>,
+    /// With --redis: send the command to this worker only (alerts are
+    /// numbered per worker, so `accept` and `dismiss` need it).
+    #[arg(long, value_name = "NAME", requires = "redis")]
+    pub worker: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -163,6 +184,10 @@ pub struct DemoArgs {
     /// No terminal UI: progress on stderr, a summary at the end.
     #[arg(long)]
     pub headless: bool,
+    /// Crawl with N worker processes (1 to 8) sharing a local redis-server,
+    /// in the cluster UI (needs redis-server installed).
+    #[arg(long, value_name = "N", conflicts_with = "headless")]
+    pub cluster: Option<usize>,
     #[command(flatten)]
     pub run: RunArgs,
 }

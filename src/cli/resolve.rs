@@ -19,6 +19,8 @@ pub enum Mode {
     Headless,
     Demo {
         headless: bool,
+        /// `--cluster N`: N worker processes through a local redis-server.
+        cluster: Option<usize>,
     },
     Bench {
         pages: u64,
@@ -39,6 +41,10 @@ pub enum Mode {
         dir: PathBuf,
         json: bool,
     },
+    /// `attach --redis URL --crawl NAME`: the TUI over a shared crawl's workers.
+    ClusterAttach {
+        target: crate::engine::ClusterTarget,
+    },
     /// `status --redis URL --crawl NAME`: a shared crawl, read from Redis.
     ClusterStatus {
         target: crate::engine::ClusterTarget,
@@ -47,6 +53,12 @@ pub enum Mode {
     Ctl {
         dir: PathBuf,
         words: Vec<String>,
+    },
+    /// `ctl --redis URL --crawl NAME`: a command for every worker of a shared crawl.
+    ClusterCtl {
+        target: crate::engine::ClusterTarget,
+        words: Vec<String>,
+        worker: Option<String>,
     },
     /// `pages` or `links`: a listing of what a crawl found.
     Results(crate::results::Query),
@@ -142,10 +154,14 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                     "demo crawls its own local web and takes no seeds; use `crawldeck crawl URL` for other sites".into(),
                 ));
             }
+            if let Some(n) = d.cluster {
+                crate::cluster::local::check_size(n).map_err(UsageError)?;
+            }
             resolve_run(
                 d.run,
                 Mode::Demo {
                     headless: d.headless,
+                    cluster: d.cluster,
                 },
                 false,
             )
@@ -185,20 +201,18 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 readonly: a.read_only,
                 keys: a.keys,
             },
-            ..front_end(Mode::Attach {
-                dir: a.dir,
-                wait: a.wait,
+            ..front_end(match shared_crawl(a.redis, a.crawl_name)? {
+                Some(target) => Mode::ClusterAttach { target },
+                None => Mode::Attach {
+                    dir: a.dir,
+                    wait: a.wait,
+                },
             })
         }),
         Some(CliCommand::Status(s)) => match s.dir {
             Some(dir) => Ok(front_end(Mode::Status { dir, json: s.json })),
             None => {
-                let args = super::ClusterArgs {
-                    redis: s.redis,
-                    crawl_name: s.crawl_name,
-                    lease_ttl: None,
-                };
-                let target = super::cluster::resolve_cluster(&args, true)?
+                let target = shared_crawl(s.redis, s.crawl_name)?
                     .expect("clap requires --redis and --crawl without DIR");
                 Ok(front_end(Mode::ClusterStatus {
                     target,
@@ -206,11 +220,55 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
                 }))
             }
         },
-        Some(CliCommand::Ctl(c)) => Ok(front_end(Mode::Ctl {
-            dir: c.dir,
-            words: c.words,
-        })),
+        Some(CliCommand::Ctl(c)) => resolve_ctl(c),
     }
+}
+
+/// The shared crawl a viewer's `--redis` and `--crawl` name, if any.
+fn shared_crawl(
+    redis: Option<String>,
+    crawl_name: Option<String>,
+) -> Result<Option<crate::engine::ClusterTarget>, UsageError> {
+    let args = super::ClusterArgs {
+        redis,
+        crawl_name,
+        lease_ttl: None,
+    };
+    super::cluster::resolve_cluster(&args, true)
+}
+
+/// `ctl DIR WORDS…` or `ctl --redis URL --crawl NAME WORDS…`.
+fn resolve_ctl(c: super::CtlArgs) -> Result<ResolvedRun, UsageError> {
+    if c.redis.is_none() {
+        let dir = c.dir.ok_or_else(|| {
+            UsageError(
+                "ctl needs the crawl's data directory: `crawldeck ctl DIR COMMAND`, or `--redis URL --crawl NAME` for a shared crawl".into(),
+            )
+        })?;
+        return Ok(front_end(Mode::Ctl {
+            dir,
+            words: c.words,
+        }));
+    }
+    let args = super::ClusterArgs {
+        redis: c.redis,
+        crawl_name: c.crawl_name,
+        lease_ttl: None,
+    };
+    let target =
+        super::cluster::resolve_cluster(&args, true)?.expect("clap requires --crawl with --redis");
+    // Without DIR the first word of the command lands in `dir`.
+    let words = c
+        .dir
+        .map(|first| first.display().to_string())
+        .into_iter()
+        .chain(c.words)
+        .collect();
+    Ok(front_end(Mode::ClusterCtl {
+        target,
+        words,
+        worker: c.worker,
+    }))
 }
 
 /// A run that starts no engine: settings are defaults and unused.

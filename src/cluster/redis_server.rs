@@ -20,15 +20,23 @@ pub struct RedisServer {
 impl RedisServer {
     /// Starts a server that lives at most `lifetime`, and waits until it answers.
     pub fn start(lifetime: Duration) -> Result<RedisServer, String> {
-        RedisServer::start_program("redis-server", lifetime)
+        RedisServer::start_program("redis-server", lifetime, false)
     }
 
-    fn start_program(program: &str, lifetime: Duration) -> Result<RedisServer, String> {
+    /// As [`RedisServer::start`], and on Linux the server also stops when
+    /// the calling thread ends (`keeper::spawn_tied`): for a long-lived
+    /// thread such as a `keeper::Keeper`'s, so a killed owner leaves no server.
+    pub fn start_tied(lifetime: Duration) -> Result<RedisServer, String> {
+        RedisServer::start_program("redis-server", lifetime, true)
+    }
+
+    fn start_program(program: &str, lifetime: Duration, tied: bool) -> Result<RedisServer, String> {
         let mut last_error = String::new();
         // A free port may be taken between the probe and the server's bind: retry.
         for _ in 0..5 {
             let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
-            let child = Command::new("timeout")
+            let mut command = Command::new("timeout");
+            command
                 .args(["-k", "5", &lifetime.as_secs().max(1).to_string(), program])
                 .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
                 .args([
@@ -41,9 +49,13 @@ impl RedisServer {
                 ])
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|e| format!("cannot run timeout/redis-server: {e}; {INSTALL_HINT}"))?;
+                .stderr(Stdio::null());
+            let child = if tied {
+                super::keeper::spawn_tied(command)
+            } else {
+                command.spawn()
+            }
+            .map_err(|e| format!("cannot run timeout/redis-server: {e}; {INSTALL_HINT}"))?;
             let mut server = RedisServer { child, port };
             match server.wait_ready() {
                 Ok(()) => return Ok(server),
@@ -62,6 +74,12 @@ impl RedisServer {
     /// `redis://127.0.0.1:PORT/0`.
     pub fn url(&self) -> String {
         format!("redis://127.0.0.1:{}/0", self.port)
+    }
+
+    /// The pid of the process that runs the server (`timeout`, whose child
+    /// redis-server is and which it stops with itself).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The server's port on 127.0.0.1.
@@ -129,9 +147,11 @@ mod tests {
 
     #[test]
     fn a_missing_server_says_how_to_install_it() {
-        let Err(e) =
-            RedisServer::start_program("crawldeck-no-such-redis-server", Duration::from_secs(5))
-        else {
+        let Err(e) = RedisServer::start_program(
+            "crawldeck-no-such-redis-server",
+            Duration::from_secs(5),
+            false,
+        ) else {
             panic!("a server that does not exist started");
         };
         assert!(

@@ -77,6 +77,23 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
             target.crawl, target.url, target.url, target.crawl
         ));
     }
+    let workers = worker_rows(&beats);
+    let count = |k: &str| counts.get(k).copied().unwrap_or(0).max(0) as u64;
+    Ok(ClusterStatus {
+        crawl: target.crawl.clone(),
+        queued: count("queued"),
+        in_flight: count("inflight"),
+        parked: count("parked"),
+        seen,
+        hosts,
+        hosts_held: held,
+        workers,
+    })
+}
+
+/// The workers of the `beats` hash (worker → heartbeat JSON), by name;
+/// unreadable heartbeats are left out.
+pub fn worker_rows(beats: &HashMap<String, String>) -> Vec<WorkerRow> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64);
@@ -93,17 +110,7 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
         })
         .collect();
     workers.sort_by(|a, b| a.beat.worker.cmp(&b.beat.worker));
-    let count = |k: &str| counts.get(k).copied().unwrap_or(0).max(0) as u64;
-    Ok(ClusterStatus {
-        crawl: target.crawl.clone(),
-        queued: count("queued"),
-        in_flight: count("inflight"),
-        parked: count("parked"),
-        seen,
-        hosts,
-        hosts_held: held,
-        workers,
-    })
+    workers
 }
 
 /// Prints the status as text (or one JSON object).

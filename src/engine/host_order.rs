@@ -130,6 +130,7 @@ impl Snapshot {
             global_rate: self.global_rate,
             finish_reason: self.finish_reason.clone(),
             fault: self.fault.clone(),
+            cluster: self.cluster.clone(),
             window: None,
             detail: None,
         }

@@ -6,6 +6,7 @@
 pub mod address;
 mod alerts;
 pub(crate) mod breaker;
+pub mod cluster_view;
 pub mod config;
 pub mod control;
 mod coordinator;
@@ -14,7 +15,9 @@ pub(crate) mod dedup;
 pub(crate) mod extract;
 pub(crate) mod fetch;
 pub(crate) mod frontier;
-pub use frontier::{key_prefix, validate_crawl_name, ClusterTarget, Heartbeat, DEFAULT_LEASE_TTL};
+pub use frontier::{
+    key_prefix, validate_crawl_name, worker_id, ClusterTarget, Heartbeat, DEFAULT_LEASE_TTL,
+};
 pub mod host_order;
 pub mod host_window;
 mod hosts;

@@ -550,6 +550,9 @@ pub struct Snapshot {
     /// A write failed (what, where, and the error): the crawl is paused until
     /// the operator resumes it (headless: it stopped). Cleared by resuming.
     pub fault: Option<String>,
+    /// Set when the snapshot merges the workers of a shared crawl.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<super::cluster_view::ClusterView>,
 }
 
 /// How serious a log line is; front ends colour by it.

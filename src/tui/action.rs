@@ -44,6 +44,7 @@ actions! {
     PaneRules = "pane-rules": "show the rules pane",
     PaneLog = "pane-log": "show the log pane",
     PaneQueues = "pane-queues": "show the queues pane",
+    PaneWorkers = "pane-workers": "show the workers pane (a shared crawl only)",
     Up = "up": "move up",
     Down = "down": "move down",
     Top = "top": "go to the first row",

@@ -31,16 +31,19 @@ pub enum Pane {
     Rules,
     Log,
     Queues,
+    /// The workers of a shared crawl: shown only over a cluster.
+    Workers,
 }
 
 impl Pane {
     /// Every pane, in tab order.
-    pub const ALL: [Pane; 5] = [
+    pub const ALL: [Pane; 6] = [
         Pane::Hosts,
         Pane::Alerts,
         Pane::Rules,
         Pane::Log,
         Pane::Queues,
+        Pane::Workers,
     ];
 
     /// The tab title.
@@ -51,6 +54,7 @@ impl Pane {
             Pane::Rules => "Rules",
             Pane::Log => "Log",
             Pane::Queues => "Queues",
+            Pane::Workers => "Workers",
         }
     }
 }
@@ -406,6 +410,15 @@ impl Model {
             self.sort_reverse,
             &self.filter,
         )
+    }
+
+    /// The panes in tab order: the workers pane only over a shared crawl.
+    pub fn panes(&self) -> Vec<Pane> {
+        let cluster = self.latest.cluster.is_some();
+        Pane::ALL
+            .into_iter()
+            .filter(|p| cluster || *p != Pane::Workers)
+            .collect()
     }
 
     /// The table row of `visible_hosts()[0]`.

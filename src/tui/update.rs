@@ -363,6 +363,7 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
         | Action::PaneRules
         | Action::PaneLog
         | Action::PaneQueues
+        | Action::PaneWorkers
         | Action::SortNext
         | Action::SortReverse
         | Action::Freeze => {

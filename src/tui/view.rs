@@ -20,12 +20,19 @@ pub(super) fn apply(model: &mut Model, action: Action) {
         Action::Help => toggle_help(model),
         Action::Back => back(model),
         Action::NextPane => step_pane(model, 1),
-        Action::PrevPane => step_pane(model, Pane::ALL.len() - 1),
+        Action::PrevPane => step_pane(model, model.panes().len() - 1),
         Action::PaneHosts => model.pane = Pane::Hosts,
         Action::PaneAlerts => model.pane = Pane::Alerts,
         Action::PaneRules => model.pane = Pane::Rules,
         Action::PaneLog => model.pane = Pane::Log,
         Action::PaneQueues => model.pane = Pane::Queues,
+        Action::PaneWorkers if model.panes().contains(&Pane::Workers) => {
+            model.pane = Pane::Workers
+        }
+        Action::PaneWorkers => model.set_status(
+            Level::Info,
+            "the workers pane belongs to a shared crawl: `crawldeck attach --redis URL --crawl NAME`",
+        ),
         Action::Open => open_detail(model),
         Action::SortNext => sort_next(model),
         Action::SortReverse => model.sort_reverse = !model.sort_reverse,
@@ -66,7 +73,7 @@ fn scroll(model: &mut Model, delta: isize) {
             Pane::Rules => move_selection(&mut model.rule_selected, model.shown.rules.len(), delta),
             // The log scrolls back from its newest line.
             Pane::Log => move_selection(&mut model.log_scroll, model.log.len(), -delta),
-            Pane::Queues => {}
+            Pane::Queues | Pane::Workers => {}
         }
     }
 }
@@ -101,8 +108,9 @@ fn back(model: &mut Model) {
 
 /// Moves `steps` panes forward in tab order, wrapping around.
 fn step_pane(model: &mut Model, steps: usize) {
-    let i = Pane::ALL.iter().position(|p| *p == model.pane).unwrap_or(0);
-    model.pane = Pane::ALL[(i + steps) % Pane::ALL.len()];
+    let panes = model.panes();
+    let i = panes.iter().position(|p| *p == model.pane).unwrap_or(0);
+    model.pane = panes[(i + steps) % panes.len()];
 }
 
 /// Opens the detail view of the selected host (from the hosts pane only).

@@ -23,6 +23,15 @@ pub fn render(model: &Model, theme: &Theme, host: &str, area: Rect, buf: &mut Bu
         )],
         Some(h) => host_lines(h, theme),
     };
+    if let Some(cluster) = &model.shown.cluster {
+        lines.insert(
+            0,
+            Line::from(match cluster.held_by.get(host) {
+                Some(worker) => format!("held by worker {}", strip(worker)),
+                None => "held by no worker now (a host is given back between fetches)".into(),
+            }),
+        );
+    }
     lines.push(Line::from(""));
     match model.host_listing.as_ref().filter(|l| l.host == host) {
         Some(listing) => lines.extend(listing_lines(listing, theme)),

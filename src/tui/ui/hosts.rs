@@ -47,6 +47,8 @@ struct Columns {
     source: bool,
     state: bool,
     robots: bool,
+    /// Which worker holds the host (a shared crawl).
+    worker: bool,
     /// Cells for host names: the longest one shown, at least 20, at most
     /// what the other columns leave (and never over half the table).
     host: u16,
@@ -58,12 +60,13 @@ const MIN_HOST_WIDTH: u16 = 20;
 impl Columns {
     /// Optional columns appear as width allows (counted with a 20-cell host
     /// column); the host column then grows to the longest visible name.
-    fn fitting(area: Rect, longest_host: usize) -> Self {
+    fn fitting(area: Rect, longest_host: usize, cluster: bool) -> Self {
         let avail = area.width.saturating_sub(2);
         let mut cols = Columns {
             source: avail >= 85,
             state: avail >= 94,
             robots: avail >= 104,
+            worker: cluster,
             host: MIN_HOST_WIDTH,
         };
         let others: u16 = widths(cols)
@@ -88,14 +91,18 @@ impl Columns {
 pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let hosts = model.visible_hosts();
     let longest = hosts.iter().map(|h| strip(&h.host).chars().count()).max();
-    let cols = Columns::fitting(area, longest.unwrap_or(0));
+    let held_by = model.shown.cluster.as_ref().map(|c| &c.held_by);
+    let cols = Columns::fitting(area, longest.unwrap_or(0), held_by.is_some());
     let first = model.hosts_first();
     let rows = model.table_rows(|| hosts.len());
     let mut title = format!(" Hosts {rows}/{} ", model.hosts_listed());
     if !model.filter.is_empty() {
         title.push_str(&format!("filter \"{}\" ", strip(&model.filter)));
     }
-    let rows = hosts.iter().map(|h| row(h, theme, cols));
+    let rows = hosts.iter().map(|h| {
+        let holder = held_by.and_then(|held| held.get(&h.host));
+        row(h, holder.map(String::as_str), theme, cols)
+    });
     let table = table(rows, Row::new(header(model, cols)), widths(cols), title);
     // Over the control socket the snapshot holds the rows from `first` on.
     let selected = model
@@ -134,11 +141,14 @@ fn header(model: &Model, cols: Columns) -> Vec<String> {
     if cols.state {
         header.push("State".into());
     }
+    if cols.worker {
+        header.push("Worker".into());
+    }
     header
 }
 
-/// One host's row.
-fn row<'a>(h: &HostView, theme: &Theme, cols: Columns) -> Row<'a> {
+/// One host's row; `holder`: the worker holding it.
+fn row<'a>(h: &HostView, holder: Option<&str>, theme: &Theme, cols: Columns) -> Row<'a> {
     let m = &h.status;
     let mut cells = vec![
         Cell::from(cut_middle(&strip(&h.host), usize::from(cols.host)).into_owned()),
@@ -163,6 +173,9 @@ fn row<'a>(h: &HostView, theme: &Theme, cols: Columns) -> Row<'a> {
     if cols.state {
         cells.push(Cell::from(host_state(h)));
     }
+    if cols.worker {
+        cells.push(Cell::from(strip(holder.unwrap_or("-")).into_owned()));
+    }
     Row::new(cells)
 }
 
@@ -183,6 +196,9 @@ fn widths(cols: Columns) -> Vec<Constraint> {
     widths.push(Constraint::Length(9));
     if cols.state {
         widths.push(Constraint::Length(8));
+    }
+    if cols.worker {
+        widths.push(Constraint::Length(12));
     }
     widths
 }

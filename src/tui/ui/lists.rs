@@ -34,7 +34,15 @@ fn header<'a>(titles: &[&'a str]) -> Row<'a> {
 /// The alerts table, with the selected alert's suggestion in a box below it.
 pub fn alerts(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let alerts = &model.shown.alerts;
-    let rows = alerts.iter().map(|a| alert_row(a, theme));
+    // Over a shared crawl each alert belongs to the worker that raised it.
+    let workers = model.shown.cluster.as_ref().map(|c| &c.alert_workers);
+    let rows = alerts.iter().map(|a| {
+        let host = match workers.and_then(|w| w.get(&a.id)) {
+            Some(worker) => format!("{} ({})", strip(&a.host), strip(worker)),
+            None => strip(&a.host).into_owned(),
+        };
+        alert_row(a, host, theme)
+    });
     let widths = vec![
         Constraint::Length(4),
         Constraint::Min(18),
@@ -66,7 +74,7 @@ pub fn alerts(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
 }
 
 /// One alert's row; an open alert's status stands out.
-fn alert_row<'a>(a: &TrapAlert, theme: &Theme) -> Row<'a> {
+fn alert_row<'a>(a: &TrapAlert, host: String, theme: &Theme) -> Row<'a> {
     let status_style = if a.status == AlertStatus::Open {
         theme.warn()
     } else {
@@ -74,7 +82,7 @@ fn alert_row<'a>(a: &TrapAlert, theme: &Theme) -> Row<'a> {
     };
     Row::new(vec![
         Cell::from(format!("#{}", a.id)),
-        Cell::from(strip(&a.host).into_owned()),
+        Cell::from(host),
         Cell::from(a.kind.label()),
         Cell::from(count(a.evidence_count)),
         Cell::from(count(a.matching_queued)),

@@ -10,6 +10,7 @@ mod lists;
 mod overlay;
 mod queues;
 mod theme;
+mod workers;
 
 pub use format::*;
 pub use theme::Theme;
@@ -138,6 +139,7 @@ fn render_pane(model: &Model, theme: &Theme, pane: Pane, area: Rect, buf: &mut B
         Pane::Rules => lists::rules(model, theme, area, buf),
         Pane::Log => lists::log(model, theme, area, buf),
         Pane::Queues => queues::render(model, theme, area, buf),
+        Pane::Workers => workers::render(model, theme, area, buf),
     }
 }
 
@@ -151,7 +153,7 @@ fn render_tabs(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .filter(|a| a.status == AlertStatus::Open)
         .count();
     let mut spans = Vec::new();
-    for (i, pane) in Pane::ALL.iter().enumerate() {
+    for (i, pane) in model.panes().iter().enumerate() {
         let mut label = format!(" {} {}", i + 1, pane.title());
         if *pane == Pane::Alerts && open > 0 {
             label.push_str(&format!(" ({open})"));

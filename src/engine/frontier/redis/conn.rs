@@ -185,7 +185,7 @@ pub(super) fn parse_score(bytes: &[u8]) -> Option<i128> {
 }
 
 /// This worker's name: kept in the data directory, made once.
-pub(super) fn worker_id(data_dir: &Path) -> Result<String, StoreError> {
+pub fn worker_id(data_dir: &Path) -> Result<String, StoreError> {
     let path = data_dir.join(WORKER_FILE);
     let io = |e: std::io::Error| StoreError::Remote {
         op: "reading the worker name",

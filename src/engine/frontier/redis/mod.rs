@@ -28,7 +28,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub use conn::{key_prefix, refuse_worker_dir, validate_crawl_name};
+pub use conn::{key_prefix, refuse_worker_dir, validate_crawl_name, worker_id};
 use conn::{Clock, Link};
 pub use meta::Heartbeat;
 pub use reader::RedisReader;

@@ -1,0 +1,202 @@
+//! `crawldeck ctl --redis URL --crawl NAME COMMAND…`: one command to every
+//! worker of a shared crawl (or, with `--worker`, to one), through the
+//! command stream; the answers of the live workers are printed one line per
+//! worker.
+
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use crate::cluster::commands::{self, Answer};
+use crate::engine::control::Command;
+use crate::engine::{key_prefix, ClusterTarget, Heartbeat};
+use crate::text::strip_control;
+
+/// How long `ctl` waits for the live workers' answers.
+pub const ANSWER_WAIT: Duration = Duration::from_secs(5);
+const POLL: Duration = Duration::from_millis(50);
+
+/// Why the command did not reach every worker it was for.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterCtlError {
+    /// The arguments do not make a command for the cluster (exit 2).
+    #[error("{0}")]
+    Usage(String),
+    /// Redis could not be reached, or no worker answered, or one refused (exit 1).
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// Publishes `command` and prints the answers of the live workers it is for.
+pub fn run(
+    target: &ClusterTarget,
+    command: &Command,
+    worker: Option<&str>,
+    out: &mut dyn Write,
+) -> Result<(), ClusterCtlError> {
+    if matches!(
+        command,
+        Command::AcceptAlert { .. } | Command::DismissAlert { .. }
+    ) && worker.is_none()
+    {
+        return Err(ClusterCtlError::Usage(format!(
+            "alerts are numbered per worker: add --worker NAME to {} (`crawldeck status --redis {} --crawl {}` lists the workers)",
+            command.label(),
+            target.url,
+            target.crawl
+        )));
+    }
+    let fail = |e: &dyn std::fmt::Display| {
+        ClusterCtlError::Failed(format!(
+            "cannot reach crawl {} on {}: {e}; check that the Redis server is running",
+            target.crawl, target.url
+        ))
+    };
+    let client = redis::Client::open(target.url.as_str()).map_err(|e| fail(&e))?;
+    let mut con = client
+        .get_connection_with_timeout(Duration::from_secs(5))
+        .map_err(|e| fail(&e))?;
+    let mut expected = live_workers(&mut con, &target.crawl).map_err(|e| fail(&e))?;
+    if let Some(only) = worker {
+        if !expected.iter().any(|w| w == only) {
+            return Err(ClusterCtlError::Usage(format!(
+                "no live worker named {only:?} in crawl {}; live workers: {}",
+                target.crawl,
+                list_or_none(&expected)
+            )));
+        }
+        expected = vec![only.to_string()];
+    }
+    let from = commands::sender("ctl");
+    let entry =
+        commands::publish(&mut con, &target.crawl, command, &from, worker).map_err(|e| fail(&e))?;
+    let answers =
+        wait_for_answers(&mut con, &target.crawl, &entry, &expected).map_err(|e| fail(&e))?;
+    report(command, &entry, &expected, &answers, out)
+}
+
+/// Polls the entry's answers until every expected worker answered or the wait is over.
+fn wait_for_answers(
+    con: &mut redis::Connection,
+    crawl: &str,
+    entry: &str,
+    expected: &[String],
+) -> Result<Vec<(String, Answer)>, commands::StreamError> {
+    let deadline = Instant::now() + ANSWER_WAIT;
+    loop {
+        let answers = commands::answers(con, crawl, entry)?;
+        let all_in = expected
+            .iter()
+            .all(|w| answers.iter().any(|(who, _)| who == w));
+        if (all_in && !expected.is_empty()) || Instant::now() >= deadline {
+            return Ok(answers);
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// One line per worker; `Err` unless some worker answered and none refused.
+fn report(
+    command: &Command,
+    entry: &str,
+    expected: &[String],
+    answers: &[(String, Answer)],
+    out: &mut dyn Write,
+) -> Result<(), ClusterCtlError> {
+    for (worker, answer) in answers {
+        let line = match answer {
+            Ok(summary) => format!("{worker}: {}", summary.replace('\n', "\n  ")),
+            Err(why) => format!("{worker}: refused: {why}"),
+        };
+        let _ = writeln!(out, "{}", strip_control(&line));
+    }
+    let silent: Vec<&String> = expected
+        .iter()
+        .filter(|w| !answers.iter().any(|(who, _)| who == *w))
+        .collect();
+    for worker in &silent {
+        let _ = writeln!(
+            out,
+            "{}: no answer within {}s",
+            strip_control(worker),
+            ANSWER_WAIT.as_secs()
+        );
+    }
+    let refused = answers.iter().filter(|(_, a)| a.is_err()).count();
+    if answers.is_empty() {
+        let later = if commands::replays(command) {
+            "; workers that start later apply it"
+        } else {
+            ""
+        };
+        return Err(ClusterCtlError::Failed(format!(
+            "no live worker answered {} (stream entry {entry}) within {}s{later}; start one with `crawldeck crawl --headless --redis URL --crawl NAME --data DIR`",
+            command.label(),
+            ANSWER_WAIT.as_secs()
+        )));
+    }
+    if refused > 0 {
+        return Err(ClusterCtlError::Failed(format!(
+            "{refused} of {} workers refused {}",
+            answers.len(),
+            command.label()
+        )));
+    }
+    Ok(())
+}
+
+/// Names of the workers whose heartbeat is fresh, sorted.
+pub fn live_workers(con: &mut redis::Connection, crawl: &str) -> redis::RedisResult<Vec<String>> {
+    let beats: Vec<(String, String)> = redis::cmd("HGETALL")
+        .arg(format!("{}beats", key_prefix(crawl)))
+        .query(con)?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let mut live: Vec<String> = beats
+        .iter()
+        .filter_map(|(_, json)| serde_json::from_str::<Heartbeat>(json).ok())
+        .filter(|beat| now.saturating_sub(beat.at_ms) <= beat.stale_after_ms)
+        .map(|beat| beat.worker)
+        .collect();
+    live.sort();
+    Ok(live)
+}
+
+fn list_or_none(names: &[String]) -> String {
+    if names.is_empty() {
+        "none".into()
+    } else {
+        strip_control(&names.join(", ")).into_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_report_names_each_worker_and_fails_on_silence_or_refusal() {
+        let cmd = Command::Checkpoint;
+        let expected = vec!["w1".to_string(), "w2".to_string()];
+        let mut out = Vec::new();
+        let ok = vec![("w1".to_string(), Ok("checkpointed".to_string()))];
+        report(&cmd, "1-0", &expected, &ok, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, "w1: checkpointed\nw2: no answer within 5s\n");
+        let refused = vec![("w\u{1b}1".to_string(), Err("read-only".to_string()))];
+        let mut out = Vec::new();
+        let e = report(&cmd, "1-0", &expected, &refused, &mut out).unwrap_err();
+        assert!(
+            e.to_string().contains("1 of 1 workers refused checkpoint"),
+            "{e}"
+        );
+        assert!(String::from_utf8(out)
+            .unwrap()
+            .starts_with("w1: refused: read-only"));
+        let e = report(&cmd, "1-0", &expected, &[], &mut Vec::new()).unwrap_err();
+        assert!(
+            e.to_string().contains("no live worker answered checkpoint"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! A worker's follower of the command stream: a thread with its own Redis
+//! connection reads the stream (`XREAD BLOCK`, [`READ_BATCH`] entries at a
+//! time), hands each command to the engine as one more viewer of the hub,
+//! waits for the engine's answer and writes it back.
+//!
+//! Where to start: after the worker's cursor in Redis (a restarted worker
+//! applies nothing twice), else at the stream's beginning. Entries older
+//! than the worker (by more than [`REPLAY_GRACE`]) are a replay: only
+//! commands that set the crawl's state are applied ([`commands::replays`]),
+//! so a worker that joins late has every rule and override but does not
+//! run an old `stop`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc};
+use std::time::Duration;
+
+use crate::cluster::commands::{self, Answer, StreamCommand, StreamError, READ_BATCH};
+use crate::control::hub::{CommandSender, Hub};
+use crate::engine::control::{Command, CommandId, CommandResult, RuleSpec};
+use crate::engine::telemetry::{EngineEvent, Snapshot};
+use crate::engine::ClusterTarget;
+use crate::text::strip_control;
+
+/// How long one `XREAD` waits for a new entry (and so how soon the thread
+/// notices the engine has stopped).
+const BLOCK: Duration = Duration::from_secs(1);
+/// How long the engine may take to answer one command.
+const ANSWER_WAIT: Duration = Duration::from_secs(30);
+/// Entries younger than this when the follower starts count as live: a
+/// `ctl` that saw this worker's first heartbeat may be waiting for it.
+const REPLAY_GRACE: Duration = Duration::from_secs(5);
+/// Pause before reconnecting after Redis failed.
+const RETRY: Duration = Duration::from_secs(1);
+
+/// Starts following the crawl's command stream for `worker`. The thread
+/// ends once the engine has stopped.
+pub fn start(hub: &Hub, target: &ClusterTarget, worker: String) -> std::io::Result<()> {
+    let viewer = hub.join(false, READ_BATCH * 4);
+    let sender = viewer.commands();
+    let snapshots = viewer.snapshots.clone();
+    let (answers_tx, answers) = mpsc::channel();
+    let stopped = Arc::new(AtomicBool::new(false));
+    let mut events = viewer.events;
+    let stop = stopped.clone();
+    // Drains the viewer's events (a full queue would drop answers) and
+    // passes the answers on.
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            if let EngineEvent::CommandDone(result) = event {
+                let _ = answers_tx.send(result);
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    let follower = Follower {
+        url: target.url.clone(),
+        crawl: target.crawl.clone(),
+        worker,
+        sender,
+        answers,
+        snapshots,
+        next_id: 0,
+    };
+    std::thread::Builder::new()
+        .name("command-stream".into())
+        .spawn(move || follower.run(&stopped))?;
+    Ok(())
+}
+
+struct Follower {
+    url: String,
+    crawl: String,
+    worker: String,
+    sender: CommandSender,
+    answers: mpsc::Receiver<CommandResult>,
+    snapshots: tokio::sync::watch::Receiver<Arc<Snapshot>>,
+    next_id: u64,
+}
+
+impl Follower {
+    fn run(mut self, stopped: &AtomicBool) {
+        let mut warned = false;
+        while !stopped.load(Ordering::Relaxed) {
+            match self.follow(stopped) {
+                Ok(()) => return,
+                Err(e) if !warned => {
+                    tracing::warn!("command stream of crawl {}: {e}; retrying", self.crawl);
+                    warned = true;
+                }
+                Err(_) => {}
+            }
+            std::thread::sleep(RETRY);
+        }
+    }
+
+    /// Follows the stream until the engine stops (`Ok`) or Redis fails.
+    fn follow(&mut self, stopped: &AtomicBool) -> Result<(), FollowError> {
+        let client = redis::Client::open(self.url.as_str())?;
+        let mut con = client.get_connection_with_timeout(Duration::from_secs(5))?;
+        // Reads block for BLOCK; the socket waits a little longer.
+        con.set_read_timeout(Some(BLOCK + Duration::from_secs(5)))?;
+        let mut cursor =
+            commands::cursor(&mut con, &self.crawl, &self.worker)?.unwrap_or_else(|| "0".into());
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query(&mut con)?;
+        let live_from_ms =
+            (secs * 1000 + micros / 1000).saturating_sub(REPLAY_GRACE.as_millis() as u64);
+        while !stopped.load(Ordering::Relaxed) {
+            let batch = commands::read_after(&mut con, &self.crawl, &cursor, Some(BLOCK))?;
+            for entry in batch {
+                let replay = entry_ms(&entry.entry) < live_from_ms;
+                let answer = self.handle(&mut con, &entry, replay);
+                commands::record(
+                    &mut con,
+                    &self.crawl,
+                    &entry.entry,
+                    &self.worker,
+                    answer.as_ref(),
+                )?;
+                cursor = entry.entry;
+            }
+        }
+        Ok(())
+    }
+
+    /// Applies one entry if it is for this worker; returns the answer to record.
+    fn handle(
+        &mut self,
+        con: &mut redis::Connection,
+        entry: &StreamCommand,
+        replay: bool,
+    ) -> Option<Answer> {
+        if !entry.is_for(&self.worker) {
+            return None;
+        }
+        let command = match &entry.command {
+            Ok(command) => command.clone(),
+            Err(why) if replay => {
+                tracing::warn!("{why}");
+                return None;
+            }
+            Err(why) => return Some(Err(why.clone())),
+        };
+        if replay && !commands::replays(&command) {
+            return None;
+        }
+        let accepted_rule = self.rule_of_accept(&command);
+        let answer = self.apply(command.clone());
+        tracing::info!(
+            "applied {} from {} (stream entry {}){}: {}",
+            command.label(),
+            strip_control(&entry.from),
+            entry.entry,
+            if replay { ", replayed" } else { "" },
+            match &answer {
+                Ok(summary) => summary.clone(),
+                Err(why) => format!("refused: {why}"),
+            }
+        );
+        if let (Some(rule), Ok(_)) = (accepted_rule, &answer) {
+            self.share_accepted_rule(con, &command, rule, &entry.entry);
+        }
+        Some(answer)
+    }
+
+    /// Sends `command` to the engine and waits for its answer.
+    fn apply(&mut self, command: Command) -> Answer {
+        self.next_id += 1;
+        let id = CommandId(self.next_id);
+        self.sender.send(id, command);
+        loop {
+            match self.answers.recv_timeout(ANSWER_WAIT) {
+                Ok(result) if result.id == id => return result.outcome,
+                Ok(_) => continue,
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    return Err(format!(
+                        "the engine did not answer within {}s",
+                        ANSWER_WAIT.as_secs()
+                    ))
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err("the engine has stopped".into())
+                }
+            }
+        }
+    }
+
+    /// The rule an `accept` adds: the operator's edit, else the alert's
+    /// suggestion as this worker shows it.
+    fn rule_of_accept(&self, command: &Command) -> Option<RuleSpec> {
+        let Command::AcceptAlert { alert_id, rule } = command else {
+            return None;
+        };
+        rule.clone().or_else(|| {
+            self.snapshots
+                .borrow()
+                .alerts
+                .iter()
+                .find(|a| a.id == *alert_id)
+                .map(|a| a.suggested_rule.clone())
+        })
+    }
+
+    /// Publishes an accepted alert's rule for every other worker.
+    fn share_accepted_rule(
+        &self,
+        con: &mut redis::Connection,
+        command: &Command,
+        rule: RuleSpec,
+        entry: &str,
+    ) {
+        let from = format!(
+            "worker {} ({}, stream entry {entry})",
+            self.worker,
+            command.label()
+        );
+        let add = Command::AddRule(rule);
+        if let Err(e) = commands::publish_except(con, &self.crawl, &add, &from, &self.worker) {
+            tracing::warn!("could not share the rule of {}: {e}", command.label());
+        }
+    }
+}
+
+/// The server time (ms) at which a stream entry (`MS-SEQ`) was added.
+fn entry_ms(id: &str) -> u64 {
+    let ms = id.split_once('-').map_or(id, |(ms, _)| ms);
+    ms.parse().unwrap_or(0)
+}
+
+#[derive(Debug, thiserror::Error)]
+enum FollowError {
+    #[error(transparent)]
+    Stream(#[from] StreamError),
+    #[error("connecting to Redis: {0}")]
+    Connect(#[from] redis::RedisError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::entry_ms;
+
+    #[test]
+    fn an_entry_id_starts_with_its_time() {
+        assert_eq!(entry_ms("1700000000001-7"), 1_700_000_000_001);
+        assert_eq!(entry_ms("garbage"), 0);
+    }
+}

@@ -1,0 +1,357 @@
+//! The workers' snapshots merged into one, as the TUI shows a single crawl:
+//! counters and rates summed, queue depths from the shared frontier, hosts
+//! merged by key with the worker holding each, alerts from every worker
+//! numbered anew (each worker numbers its own from 1) with the worker named,
+//! rules once per pattern (numbered anew too: each worker numbers its own).
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::status::WorkerRow;
+use crate::engine::cluster_view::{ClusterView, WorkerView};
+use crate::engine::control::{HostKey, RuleSpec};
+use crate::engine::telemetry::{CrawlState, HostActivity, HostView, RuleView, Snapshot};
+
+/// Hosts the merged snapshot lists, busiest first (as one engine's does).
+const MERGED_HOSTS: usize = 500;
+/// Workers remembered after they end (their pages still count).
+const REMEMBERED_WORKERS: usize = 256;
+
+/// One reading of the shared crawl from Redis.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterRead {
+    /// The crawl's name.
+    pub crawl: String,
+    /// Where it is read from, shown where one crawl shows its data directory.
+    pub source: String,
+    /// Every worker with a heartbeat.
+    pub workers: Vec<WorkerRow>,
+    /// The snapshots workers published, by worker.
+    pub snapshots: Vec<(String, Snapshot)>,
+    /// Host → the worker holding its lease.
+    pub held: HashMap<HostKey, String>,
+    /// URLs queued in the shared frontier.
+    pub queued: u64,
+    /// Hosts with queued or leased URLs.
+    pub hosts: u64,
+}
+
+/// Merges readings, keeping each alert's number from one reading to the
+/// next, and what workers that ended had done.
+#[derive(Debug, Default)]
+pub struct Merger {
+    /// Each worker's latest snapshot, ended ones included.
+    last: BTreeMap<String, Snapshot>,
+    /// Each worker's latest heartbeat, ended ones included.
+    workers: BTreeMap<String, WorkerView>,
+    /// (worker, the worker's alert id) → the merged id.
+    alert_ids: HashMap<(String, u64), u64>,
+    /// The merged id → (worker, the worker's alert id).
+    origins: BTreeMap<u64, (String, u64)>,
+    /// A rule's pattern and scope → its merged id.
+    rule_ids: HashMap<RuleSpec, u64>,
+}
+
+impl Merger {
+    /// Every worker seen so far (up to a bound).
+    pub fn known_workers(&self) -> Vec<String> {
+        self.workers.keys().cloned().collect()
+    }
+
+    /// Each live worker that has the merged rule `id`, with its own number of it.
+    pub fn rule_holders(&self, id: u64) -> Vec<(String, u64)> {
+        let Some(spec) = self
+            .rule_ids
+            .iter()
+            .find(|(_, n)| **n == id)
+            .map(|(s, _)| s)
+        else {
+            return Vec::new();
+        };
+        self.last
+            .iter()
+            .filter(|(worker, _)| self.workers.get(*worker).is_some_and(|w| w.alive))
+            .filter_map(|(worker, s)| {
+                let rule = s.rules.iter().find(|r| r.spec == *spec)?;
+                Some((worker.clone(), rule.id))
+            })
+            .collect()
+    }
+
+    /// The worker and its own number of the merged alert `id`.
+    pub fn alert_origin(&self, id: u64) -> Option<(&str, u64)> {
+        self.origins.get(&id).map(|(w, n)| (w.as_str(), *n))
+    }
+
+    /// The merged snapshot of `read`.
+    pub fn merge(&mut self, read: &ClusterRead) -> Snapshot {
+        let snaps = &self.remember(read);
+        let first = snaps.first().map(|(_, s)| s.clone()).unwrap_or_default();
+        let mut merged = Snapshot {
+            state: merged_state(snaps.iter().map(|(_, s)| s.state)),
+            elapsed: snaps
+                .iter()
+                .map(|(_, s)| s.elapsed)
+                .max()
+                .unwrap_or_default(),
+            frontier_size: read.queued,
+            front_queues: first.front_queues,
+            data_dir: read.source.clone(),
+            product_token: first.product_token.clone(),
+            user_agent: first.user_agent.clone(),
+            global_delay: first.global_delay,
+            global_concurrency: first.global_concurrency,
+            global_rate: first.global_rate,
+            ..Snapshot::default()
+        };
+        for (_, s) in snaps {
+            add_counters(&mut merged, s);
+        }
+        merged.finish_reason = (merged.state == CrawlState::Done)
+            .then(|| named(snaps, |s| s.finish_reason.as_deref()))
+            .flatten();
+        merged.fault = named(snaps, |s| s.fault.as_deref());
+        merged.rules = self.merge_rules(snaps);
+        let alert_workers = self.merge_alerts(&mut merged, snaps);
+        merged.hosts = merged_hosts(snaps, &read.held);
+        count_hosts(&mut merged, read.hosts);
+        let held_by = merged
+            .hosts
+            .iter()
+            .filter_map(|h| Some((h.host.clone(), read.held.get(&h.host)?.clone())))
+            .collect();
+        merged.cluster = Some(ClusterView {
+            crawl: read.crawl.clone(),
+            workers: self.workers.values().cloned().collect(),
+            held_by,
+            alert_workers,
+        });
+        merged
+    }
+
+    /// The workers' snapshots: those published now, and the last one of
+    /// each worker that stopped publishing (its pages, rules and alerts
+    /// still count; it holds nothing and fetches nothing any more).
+    fn remember(&mut self, read: &ClusterRead) -> Vec<(String, Snapshot)> {
+        for (worker, s) in &read.snapshots {
+            self.last.insert(worker.clone(), s.clone());
+        }
+        for view in self.workers.values_mut() {
+            view.alive = false;
+        }
+        for row in &read.workers {
+            self.workers
+                .insert(row.beat.worker.clone(), worker_view(row));
+        }
+        // Forget ended workers past the bound (their snapshots come from heartbeats' names).
+        let excess = self.workers.len().saturating_sub(REMEMBERED_WORKERS);
+        let forgotten: Vec<String> = self
+            .workers
+            .iter()
+            .filter(|(_, w)| !w.alive)
+            .map(|(name, _)| name.clone())
+            .take(excess)
+            .collect();
+        for name in forgotten {
+            self.workers.remove(&name);
+            self.last.remove(&name);
+        }
+        let publishing: Vec<&String> = read.snapshots.iter().map(|(w, _)| w).collect();
+        self.last
+            .iter()
+            .map(|(worker, s)| {
+                let s = if publishing.contains(&worker) {
+                    s.clone()
+                } else {
+                    ended(s)
+                };
+                (worker.clone(), s)
+            })
+            .collect()
+    }
+
+    /// The rules of every worker, one per pattern and scope, hits summed,
+    /// numbered in the order they were first seen.
+    fn merge_rules(&mut self, snaps: &[(String, Snapshot)]) -> Vec<RuleView> {
+        let mut rules: Vec<RuleView> = Vec::new();
+        for (_, s) in snaps {
+            for rule in &s.rules {
+                match rules.iter_mut().find(|r| r.spec == rule.spec) {
+                    Some(known) => known.hits += rule.hits,
+                    None => {
+                        let next = self.rule_ids.len() as u64 + 1;
+                        let id = *self.rule_ids.entry(rule.spec.clone()).or_insert(next);
+                        rules.push(RuleView { id, ..rule.clone() });
+                    }
+                }
+            }
+        }
+        rules.sort_by_key(|r| r.id);
+        rules
+    }
+
+    /// Every worker's alerts, in the order they were first seen, numbered anew.
+    fn merge_alerts(
+        &mut self,
+        merged: &mut Snapshot,
+        snaps: &[(String, Snapshot)],
+    ) -> BTreeMap<u64, String> {
+        let mut alerts = Vec::new();
+        let mut workers = BTreeMap::new();
+        for (worker, s) in snaps {
+            for alert in &s.alerts {
+                let key = (worker.clone(), alert.id);
+                let next = self.origins.len() as u64 + 1;
+                let id = *self.alert_ids.entry(key.clone()).or_insert(next);
+                self.origins.entry(id).or_insert(key);
+                let mut alert = alert.clone();
+                alert.id = id;
+                workers.insert(id, worker.clone());
+                alerts.push(alert);
+            }
+        }
+        alerts.sort_by_key(|a| a.id);
+        merged.alerts = alerts;
+        workers
+    }
+}
+
+/// A worker's last snapshot once it stopped publishing.
+fn ended(s: &Snapshot) -> Snapshot {
+    Snapshot {
+        state: CrawlState::Done,
+        finish_reason: match s.state {
+            CrawlState::Done => s.finish_reason.clone(),
+            _ => Some("stopped publishing its snapshot (gone)".into()),
+        },
+        pages_per_sec: 0.0,
+        bytes_per_sec: 0.0,
+        in_flight: 0,
+        hosts: Vec::new(),
+        ..s.clone()
+    }
+}
+
+/// The crawl runs while any worker runs; it is done when every worker is.
+fn merged_state(states: impl Iterator<Item = CrawlState>) -> CrawlState {
+    let states: Vec<CrawlState> = states.collect();
+    let any = |s| states.contains(&s);
+    if any(CrawlState::Running) {
+        CrawlState::Running
+    } else if any(CrawlState::Paused) {
+        CrawlState::Paused
+    } else if any(CrawlState::Draining) {
+        CrawlState::Draining
+    } else if any(CrawlState::Starting) || states.is_empty() {
+        CrawlState::Starting
+    } else {
+        CrawlState::Done
+    }
+}
+
+/// `worker: text` for each worker that has one, joined.
+fn named(snaps: &[(String, Snapshot)], text: impl Fn(&Snapshot) -> Option<&str>) -> Option<String> {
+    let all: Vec<String> = snaps
+        .iter()
+        .filter_map(|(w, s)| Some(format!("{w}: {}", text(s)?)))
+        .collect();
+    (!all.is_empty()).then(|| all.join("; "))
+}
+
+/// Sums what each worker counted.
+fn add_counters(into: &mut Snapshot, s: &Snapshot) {
+    let (c, o) = (&mut into.counters, &s.counters);
+    c.pages_fetched += o.pages_fetched;
+    c.bytes += o.bytes;
+    c.errors += o.errors;
+    for (kind, n) in &o.errors_by_kind {
+        *c.errors_by_kind.entry(kind.clone()).or_insert(0) += n;
+    }
+    c.duplicates += o.duplicates;
+    c.robots_denied += o.robots_denied;
+    c.blocked_by_rules += o.blocked_by_rules;
+    c.filtered += o.filtered;
+    c.redirects += o.redirects;
+    c.not_modified += o.not_modified;
+    c.refused_private += o.refused_private;
+    into.pages_per_sec += s.pages_per_sec;
+    into.bytes_per_sec += s.bytes_per_sec;
+    into.in_flight += s.in_flight;
+    into.quarantined += s.quarantined;
+    into.dropped_events += s.dropped_events;
+}
+
+/// Hosts by key: the holder's view (else the first seen) with the workers'
+/// counts summed; the queue is shared, so its depth is the largest reported.
+fn merged_hosts(snaps: &[(String, Snapshot)], held: &HashMap<HostKey, String>) -> Vec<HostView> {
+    let mut hosts: HashMap<HostKey, HostView> = HashMap::new();
+    for (worker, s) in snaps {
+        for view in &s.hosts {
+            let holder = held.get(&view.host) == Some(worker);
+            let merged = match hosts.remove(&view.host) {
+                None => view.clone(),
+                Some(known) if holder => combine(view.clone(), &known),
+                Some(known) => combine(known, view),
+            };
+            hosts.insert(view.host.clone(), merged);
+        }
+    }
+    let mut hosts: Vec<HostView> = hosts.into_values().collect();
+    hosts.sort_by(|a, b| {
+        (b.in_flight, b.queued, b.fetched)
+            .cmp(&(a.in_flight, a.queued, a.fetched))
+            .then_with(|| a.host.cmp(&b.host))
+    });
+    hosts.truncate(MERGED_HOSTS);
+    hosts
+}
+
+/// `base` with `other`'s counts added.
+fn combine(mut base: HostView, other: &HostView) -> HostView {
+    base.queued = base.queued.max(other.queued);
+    base.in_flight += other.in_flight;
+    base.fetched += other.fetched;
+    base.req_per_sec += other.req_per_sec;
+    base.quarantined += other.quarantined;
+    let (m, o) = (&mut base.status, &other.status);
+    m.s2xx += o.s2xx;
+    m.s3xx += o.s3xx;
+    m.s4xx += o.s4xx;
+    m.s5xx += o.s5xx;
+    m.errors += o.errors;
+    m.refused += o.refused;
+    base
+}
+
+/// Hosts by activity, counted over the merged list; the total is the shared frontier's.
+fn count_hosts(merged: &mut Snapshot, shared_hosts: u64) {
+    for view in &merged.hosts {
+        match view.activity {
+            HostActivity::Ready => merged.hosts_ready += 1,
+            HostActivity::Waiting | HostActivity::Busy => merged.hosts_waiting += 1,
+            HostActivity::PausedByOperator => merged.hosts_paused += 1,
+            HostActivity::BreakerOpen => merged.hosts_breaker_open += 1,
+            HostActivity::RobotsPending => merged.hosts_robots_pending += 1,
+            HostActivity::Idle | HostActivity::Finished => {}
+        }
+    }
+    merged.hosts_total = u32::try_from(shared_hosts)
+        .unwrap_or(u32::MAX)
+        .max(merged.hosts.len() as u32);
+}
+
+fn worker_view(row: &WorkerRow) -> WorkerView {
+    WorkerView {
+        worker: row.beat.worker.clone(),
+        version: row.beat.version.clone(),
+        alive: row.alive,
+        pages: row.beat.pages,
+        pages_per_s: row.beat.pages_per_s,
+        hosts_held: row.beat.hosts_held,
+        in_flight: row.beat.in_flight,
+        last_beat_ms_ago: row.last_beat_ms_ago,
+    }
+}
+
+#[cfg(test)]
+#[path = "merge_tests.rs"]
+mod tests;

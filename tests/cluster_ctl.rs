@@ -1,0 +1,129 @@
+//! Operator commands across a shared crawl: `crawldeck ctl --redis` mid-crawl
+//! reaches every worker process, each answers, and once the answers are in no
+//! worker requests a URL the new rule matches (from the demo server's log).
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::cluster::{finish, start_three, worker_name};
+use common::start_demo;
+use crawldeck::cluster::redis_server::RedisServer;
+use crawldeck::demo::SiteKind;
+use crawldeck::engine::store::PageOutcome;
+use tokio::time::Instant;
+
+/// Shop product pages: `/p/…`.
+const PATTERN: &str = "/p/";
+
+fn ctl(redis_url: &str, crawl: &str, words: &[&str]) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
+        .args(["ctl", "--redis", redis_url, "--crawl", crawl])
+        .args(words)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("ctl starts");
+    // ctl waits at most 5 s for answers; kill it by pid if it hangs.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("ctl output")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blacklist_sent_with_ctl_stops_matching_urls_on_every_worker() {
+    let redis = RedisServer::for_test();
+    let demo = start_demo(vec![SiteKind::Shop, SiteKind::DeepFinite, SiteKind::Params]).await;
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let workers = start_three(&redis, "ctl", &demo, &dirs).await;
+
+    // Mid-crawl: a few shop pages fetched, all three workers beating.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        assert!(Instant::now() < deadline, "the crawl never got going");
+        let shop = demo.log().for_site(SiteKind::Shop).len();
+        let beating = status_workers(&redis);
+        if shop >= 5 && beating == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let url = redis.url();
+    let sent = Instant::now();
+    let out = tokio::task::spawn_blocking(move || ctl(&url, "ctl", &["blacklist", PATTERN]))
+        .await
+        .unwrap();
+    let answered_at = Instant::now();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    println!("ctl answered in {:?}:\n{stdout}", answered_at - sent);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for dir in &dirs {
+        let name = worker_name(dir.path());
+        assert!(
+            stdout.contains(&format!("{name}: rule #")),
+            "{name} did not answer: {stdout}"
+        );
+    }
+    for w in workers {
+        finish(w).await;
+    }
+    let records = demo.log().records();
+    demo.shutdown().await;
+
+    let late: Vec<_> = records
+        .iter()
+        .filter(|r| r.path_and_query.contains(PATTERN) && r.started > answered_at)
+        .map(|r| (&r.path_and_query, r.started - answered_at))
+        .collect();
+    assert!(late.is_empty(), "requested after the rule: {late:?}");
+    // The rule had something to stop: queued product pages were blocked.
+    let blocked = dirs
+        .iter()
+        .flat_map(|d| common::pages(d.path()))
+        .filter(|p| p.url.contains(PATTERN) && matches!(p.outcome, PageOutcome::Blocked { .. }))
+        .count();
+    println!("{blocked} product pages blocked");
+    assert!(blocked > 0, "no product page was left to block");
+    // Each worker's log says who sent the command and which entry it was.
+    for dir in &dirs {
+        let log = std::fs::read_to_string(dir.path().join("crawldeck.log")).unwrap();
+        assert!(
+            log.contains(&format!("applied add rule {PATTERN} from ctl on ")),
+            "{}",
+            dir.path().display()
+        );
+        assert!(log.contains("(stream entry "), "{log}");
+    }
+}
+
+/// Live workers, as `status --redis --json` counts them.
+fn status_workers(redis: &RedisServer) -> usize {
+    let out = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
+        .args([
+            "status",
+            "--json",
+            "--redis",
+            &redis.url(),
+            "--crawl",
+            "ctl",
+        ])
+        .output()
+        .expect("status runs");
+    let Ok(status) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
+        return 0;
+    };
+    status["workers"]
+        .as_array()
+        .map_or(0, |ws| ws.iter().filter(|w| w["alive"] == true).count())
+}
