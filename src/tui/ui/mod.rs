@@ -8,6 +8,7 @@ mod hosts;
 mod inspector;
 mod lists;
 mod overlay;
+mod quarantine;
 mod queues;
 mod theme;
 mod workers;
@@ -140,6 +141,7 @@ fn render_pane(model: &Model, theme: &Theme, pane: Pane, area: Rect, buf: &mut B
         Pane::Log => lists::log(model, theme, area, buf),
         Pane::Queues => queues::render(model, theme, area, buf),
         Pane::Workers => workers::render(model, theme, area, buf),
+        Pane::Quarantine => quarantine::render(model, theme, area, buf),
     }
 }
 
