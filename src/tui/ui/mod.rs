@@ -155,8 +155,10 @@ fn render_tabs(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .filter(|a| a.status == AlertStatus::Open)
         .count();
     let mut spans = Vec::new();
-    for (i, pane) in model.panes().iter().enumerate() {
-        let mut label = format!(" {} {}", i + 1, pane.title());
+    for pane in model.panes().iter() {
+        // Numbered as the default keys 1-7 pick them, the hidden workers pane included.
+        let number = Pane::ALL.iter().position(|p| p == pane).unwrap_or(0) + 1;
+        let mut label = format!(" {number} {}", pane.title());
         if *pane == Pane::Alerts && open > 0 {
             label.push_str(&format!(" ({open})"));
         }
