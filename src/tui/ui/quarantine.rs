@@ -20,7 +20,7 @@ pub fn render(model: &Model, _theme: &Theme, area: Rect, buf: &mut Buffer) {
     };
     if read.alerts.is_empty() {
         return message(
-            "no URLs are parked: no open alert holds any back",
+            "no URLs are parked in this crawl's store (a Redis frontier's are not listed here)",
             area,
             buf,
         );
