@@ -175,7 +175,9 @@ async fn start_engine(
         recrawl: run.recrawl,
         overrides: engine::RunOverrides {
             // Nobody can resume a paused headless crawl: it runs unless asked.
-            paused: Some(run.overrides.paused.unwrap_or(false)),
+            // A worker of a shared crawl waits until it has replayed the
+            // crawl's commands (`cluster::follow` resumes it).
+            paused: Some(run.overrides.paused.unwrap_or(false) || run.cluster.is_some()),
             ..run.overrides
         },
         cluster: run.cluster.clone(),
@@ -240,6 +242,9 @@ async fn run_headless(
         for line in &engine.settings {
             eprintln!("crawldeck: {line}");
         }
+        if run.cluster.is_some() && run.overrides.paused != Some(true) {
+            eprintln!("crawldeck: this worker crawls once it has replayed the crawl's commands (rules, overrides, pauses) from Redis");
+        }
     }
     let hub = Hub::new(engine.handle);
     let _server = socket
@@ -247,7 +252,8 @@ async fn run_headless(
         .transpose()?;
     if let Some(target) = &run.cluster {
         let worker = engine::worker_id(data_dir)?;
-        crawldeck::cluster::follow::start(&hub, target, worker)
+        let resume = !run.overrides.paused.unwrap_or(false);
+        crawldeck::cluster::follow::start(&hub, target, worker, resume)
             .context("cannot start the command stream's reader thread")?;
     }
     let handle = hub.local_handle();

@@ -17,9 +17,17 @@ use tokio::time::Instant;
 /// Shop product pages: `/p/…`.
 const PATTERN: &str = "/p/";
 
-fn ctl(redis_url: &str, crawl: &str, words: &[&str]) -> std::process::Output {
+/// `crawldeck ctl --redis … --crawl ctl WORDS…`, off the test's runtime.
+async fn run_ctl(redis: &RedisServer, words: Vec<String>) -> std::process::Output {
+    let url = redis.url();
+    tokio::task::spawn_blocking(move || ctl(&url, &words))
+        .await
+        .unwrap()
+}
+
+fn ctl(redis_url: &str, words: &[String]) -> std::process::Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
-        .args(["ctl", "--redis", redis_url, "--crawl", crawl])
+        .args(["ctl", "--redis", redis_url, "--crawl", "ctl"])
         .args(words)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -44,22 +52,26 @@ async fn a_blacklist_sent_with_ctl_stops_matching_urls_on_every_worker() {
     let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
     let workers = start_three(&redis, "ctl", &demo, &dirs).await;
 
-    // Mid-crawl: a few shop pages fetched, all three workers beating.
+    // All three workers beating: slow the shop down on every worker, so
+    // product pages are still queued when the rule comes.
     let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        assert!(Instant::now() < deadline, "the crawl never got going");
-        let shop = demo.log().for_site(SiteKind::Shop).len();
-        let beating = status_workers(&redis);
-        if shop >= 5 && beating == 3 {
-            break;
-        }
+    while status_workers(&redis) < 3 {
+        assert!(Instant::now() < deadline, "the workers never all beat");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    let url = redis.url();
+    let shop = demo.base_url(SiteKind::Shop);
+    let shop_host = format!("{}:{}", shop.host_str().unwrap(), shop.port().unwrap());
+    let throttle = vec!["throttle".into(), shop_host.clone(), "400ms".into()];
+    let throttled = run_ctl(&redis, throttle).await;
+    assert!(throttled.status.success(), "{throttled:?}");
+    // Mid-crawl: product pages queued in Redis.
+    let mut con = common::cluster::shared(&redis);
+    while queued_matching(&mut con, &shop_host) < 8 {
+        assert!(Instant::now() < deadline, "no product page was ever queued");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let sent = Instant::now();
-    let out = tokio::task::spawn_blocking(move || ctl(&url, "ctl", &["blacklist", PATTERN]))
-        .await
-        .unwrap();
+    let out = run_ctl(&redis, vec!["blacklist".into(), PATTERN.into()]).await;
     let answered_at = Instant::now();
     let stdout = String::from_utf8_lossy(&out.stdout);
     println!("ctl answered in {:?}:\n{stdout}", answered_at - sent);
@@ -105,6 +117,20 @@ async fn a_blacklist_sent_with_ctl_stops_matching_urls_on_every_worker() {
         );
         assert!(log.contains("(stream entry "), "{log}");
     }
+}
+
+/// URLs of `host` queued in Redis that the rule matches.
+fn queued_matching(con: &mut redis::Connection, host: &str) -> usize {
+    let queued: Vec<Vec<u8>> = redis::cmd("ZRANGE")
+        .arg(format!("crawldeck:{{ctl}}:q:{host}"))
+        .arg(0)
+        .arg(-1)
+        .query(con)
+        .unwrap();
+    queued
+        .iter()
+        .filter(|e| String::from_utf8_lossy(e).contains(PATTERN))
+        .count()
 }
 
 /// Live workers, as `status --redis --json` counts them.

@@ -20,7 +20,7 @@ use std::time::Duration;
 use redis::streams::{StreamId, StreamRangeReply, StreamReadOptions, StreamReadReply};
 use redis::{Commands, ConnectionLike};
 
-use crate::engine::control::Command;
+use crate::engine::control::{Command, RuleSpec, Target};
 use crate::engine::key_prefix;
 
 /// Entries the stream keeps (approximately): a worker that joins replays
@@ -73,6 +73,8 @@ pub struct StreamCommand {
     pub to: Option<String>,
     /// A worker that applied it already (and must not apply it again).
     pub skip: Option<String>,
+    /// For `RemoveRule`: the rule to remove (rule ids differ between workers).
+    pub rule: Option<RuleSpec>,
 }
 
 impl StreamCommand {
@@ -94,6 +96,7 @@ impl StreamCommand {
             from: text("from").unwrap_or_else(|| "unknown sender".into()),
             to: text("to").filter(|t| !t.is_empty()),
             skip: text("skip").filter(|t| !t.is_empty()),
+            rule: text("rule").and_then(|json| serde_json::from_str(&json).ok()),
         }
     }
 }
@@ -106,7 +109,20 @@ pub fn publish(
     from: &str,
     to: Option<&str>,
 ) -> Result<String, StreamError> {
-    publish_entry(con, crawl, command, from, to, None)
+    publish_entry(con, crawl, command, from, to, None, None)
+}
+
+/// Publishes the removal of the shared rule `rule` (see [`shared_rules`]):
+/// each worker removes its own rule with that pattern, whatever its number.
+pub fn publish_remove_rule(
+    con: &mut impl ConnectionLike,
+    crawl: &str,
+    rule: &RuleSpec,
+    from: &str,
+) -> Result<String, StreamError> {
+    // The id is each worker's own; 0 stands for "by the pattern in `rule`".
+    let command = Command::RemoveRule { rule_id: 0 };
+    publish_entry(con, crawl, &command, from, None, None, Some(rule))
 }
 
 /// Appends `command` for every worker but `skip`, which applied it already.
@@ -117,7 +133,7 @@ pub fn publish_except(
     from: &str,
     skip: &str,
 ) -> Result<String, StreamError> {
-    publish_entry(con, crawl, command, from, None, Some(skip))
+    publish_entry(con, crawl, command, from, None, Some(skip), None)
 }
 
 fn publish_entry(
@@ -127,6 +143,7 @@ fn publish_entry(
     from: &str,
     to: Option<&str>,
     skip: Option<&str>,
+    rule: Option<&RuleSpec>,
 ) -> Result<String, StreamError> {
     let json = serde_json::to_string(command).expect("a Command always encodes as JSON");
     let mut xadd = redis::cmd("XADD");
@@ -144,6 +161,10 @@ fn publish_entry(
     }
     if let Some(skip) = skip {
         xadd.arg("skip").arg(skip);
+    }
+    if let Some(rule) = rule {
+        let json = serde_json::to_string(rule).expect("a RuleSpec always encodes as JSON");
+        xadd.arg("rule").arg(json);
     }
     xadd.query(con).map_err(failed("publishing the command"))
 }
@@ -170,6 +191,76 @@ pub fn read_after(
         .flat_map(|k| k.ids)
         .map(|raw| StreamCommand::parse(&raw))
         .collect())
+}
+
+/// The rules in force across the crawl, oldest first: the stream's
+/// `AddRule`s (an accepted alert's included) less those removed by
+/// [`publish_remove_rule`]. Reads the whole stream, in chunks.
+pub fn shared_rules(
+    con: &mut impl ConnectionLike,
+    crawl: &str,
+) -> Result<Vec<RuleSpec>, StreamError> {
+    let mut rules: Vec<RuleSpec> = Vec::new();
+    let mut after = "-".to_string();
+    loop {
+        let reply: StreamRangeReply = con
+            .xrange_count(stream_key(crawl), &after, "+", 1000)
+            .map_err(failed("reading the command stream"))?;
+        let Some(last) = reply.ids.last() else {
+            return Ok(rules);
+        };
+        after = next_id(&last.id);
+        for raw in &reply.ids {
+            let entry = StreamCommand::parse(raw);
+            match (entry.command, entry.rule) {
+                (Ok(Command::AddRule(spec)), _) if !rules.contains(&spec) => rules.push(spec),
+                (Ok(Command::RemoveRule { .. }), Some(spec)) => rules.retain(|r| *r != spec),
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Whether the stream's last crawl-wide pause or resume was a pause.
+pub fn crawl_paused(con: &mut impl ConnectionLike, crawl: &str) -> Result<bool, StreamError> {
+    let mut before = "+".to_string();
+    loop {
+        let reply: StreamRangeReply = con
+            .xrevrange_count(stream_key(crawl), &before, "-", 1000)
+            .map_err(failed("reading the command stream"))?;
+        let Some(oldest) = reply.ids.last() else {
+            return Ok(false);
+        };
+        for raw in &reply.ids {
+            match StreamCommand::parse(raw).command {
+                Ok(Command::Pause(Target::Global)) => return Ok(true),
+                Ok(Command::Resume(Target::Global)) => return Ok(false),
+                _ => {}
+            }
+        }
+        match previous_id(&oldest.id) {
+            Some(id) => before = id,
+            None => return Ok(false),
+        }
+    }
+}
+
+/// The largest stream id before `id`, if there is one.
+fn previous_id(id: &str) -> Option<String> {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    let (ms, seq): (u64, u64) = (ms.parse().ok()?, seq.parse().ok()?);
+    match (ms, seq) {
+        (0, 0) => None,
+        (ms, 0) => Some(format!("{}-{}", ms - 1, u64::MAX)),
+        (ms, seq) => Some(format!("{ms}-{}", seq - 1)),
+    }
+}
+
+/// The smallest stream id after `id` (`MS-SEQ`), for an exclusive range
+/// that Redis 6.0 understands too.
+fn next_id(id: &str) -> String {
+    let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
+    format!("{ms}-{}", seq.parse::<u64>().unwrap_or(0).saturating_add(1))
 }
 
 /// The id of the stream's newest entry, if any.
@@ -237,8 +328,8 @@ pub fn answers(
 
 /// Whether a worker that joins later applies the command: what sets the
 /// crawl's state (rules, overrides, pauses) does; one-off actions (stop,
-/// checkpoint, preview, a breaker reset, a seed already queued, an alert of
-/// the worker that raised it) do not.
+/// checkpoint, preview, a breaker reset, an alert of the worker that raised
+/// it) do not.
 pub fn replays(command: &Command) -> bool {
     match command {
         Command::Pause(_)
@@ -250,9 +341,10 @@ pub fn replays(command: &Command) -> bool {
         | Command::SetGlobalDelay(_)
         | Command::SetGlobalConcurrency(_)
         | Command::SetGlobalRate(_)
-        | Command::SetHostBreaker { .. } => true,
-        Command::AddSeed(_)
-        | Command::ResetBreaker(_)
+        | Command::SetHostBreaker { .. }
+        // A seed widens each worker's scope (queued once, by whichever worker comes first).
+        | Command::AddSeed(_) => true,
+        Command::ResetBreaker(_)
         | Command::ForceOpenBreaker(_)
         | Command::AcceptAlert { .. }
         | Command::DismissAlert { .. }

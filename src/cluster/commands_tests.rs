@@ -131,3 +131,34 @@ fn state_commands_replay_and_one_off_actions_do_not() {
     let me = sender("ctl");
     assert!(me.starts_with("ctl on ") && me.ends_with(&format!("pid {}", std::process::id())));
 }
+
+#[test]
+fn shared_rules_are_the_added_ones_less_the_removed_ones() {
+    let server = RedisServer::for_test();
+    let mut con = connect(&server);
+    assert!(shared_rules(&mut con, "news").unwrap().is_empty());
+    let spec = |p: &str| RuleSpec {
+        kind: PatternKind::Regex,
+        pattern: p.into(),
+        host: None,
+    };
+    publish(&mut con, "news", &rule("a"), "t", None).unwrap();
+    publish(&mut con, "news", &rule("b"), "t", None).unwrap();
+    publish(&mut con, "news", &rule("a"), "t", None).unwrap();
+    publish(&mut con, "news", &Command::Checkpoint, "t", None).unwrap();
+    assert_eq!(
+        shared_rules(&mut con, "news").unwrap(),
+        [spec("a"), spec("b")]
+    );
+    let removal = publish_remove_rule(&mut con, "news", &spec("a"), "t").unwrap();
+    assert_eq!(shared_rules(&mut con, "news").unwrap(), [spec("b")]);
+    let read = read_after(&mut con, "news", "0", None).unwrap();
+    let last = read.last().unwrap();
+    assert_eq!(last.entry, removal);
+    assert_eq!(last.rule, Some(spec("a")));
+    // More entries than one read of the stream returns.
+    for i in 0..1500 {
+        publish(&mut con, "news", &rule(&format!("r{i}")), "t", None).unwrap();
+    }
+    assert_eq!(shared_rules(&mut con, "news").unwrap().len(), 1501);
+}

@@ -67,8 +67,23 @@ pub fn run(
         expected = vec![only.to_string()];
     }
     let from = commands::sender("ctl");
-    let entry =
-        commands::publish(&mut con, &target.crawl, command, &from, worker).map_err(|e| fail(&e))?;
+    let entry = match command {
+        Command::RemoveRule { rule_id } => {
+            let rules = commands::shared_rules(&mut con, &target.crawl).map_err(|e| fail(&e))?;
+            let Some(rule) = rules.get((*rule_id as usize).wrapping_sub(1)) else {
+                return Err(ClusterCtlError::Usage(format!(
+                    "crawl {} has no shared rule #{rule_id} ({} rules); `crawldeck status --redis {} --crawl {}` lists them",
+                    target.crawl,
+                    rules.len(),
+                    target.url,
+                    target.crawl
+                )));
+            };
+            commands::publish_remove_rule(&mut con, &target.crawl, rule, &from)
+        }
+        _ => commands::publish(&mut con, &target.crawl, command, &from, worker),
+    }
+    .map_err(|e| fail(&e))?;
     let answers =
         wait_for_answers(&mut con, &target.crawl, &entry, &expected).map_err(|e| fail(&e))?;
     report(command, &entry, &expected, &answers, out)
@@ -134,7 +149,9 @@ fn report(
             ANSWER_WAIT.as_secs()
         )));
     }
-    if refused > 0 {
+    // A seed is queued by the first worker; the others only widen their scope.
+    let one_suffices = matches!(command, Command::AddSeed(_));
+    if refused > 0 && !(one_suffices && refused < answers.len()) {
         return Err(ClusterCtlError::Failed(format!(
             "{refused} of {} workers refused {}",
             answers.len(),
@@ -193,6 +210,12 @@ mod tests {
         assert!(String::from_utf8(out)
             .unwrap()
             .starts_with("w1: refused: read-only"));
+        let seed = Command::AddSeed("http://a.example/".into());
+        let once = vec![
+            ("w1".to_string(), Ok("seed queued".to_string())),
+            ("w2".to_string(), Err("already seen".to_string())),
+        ];
+        report(&seed, "1-0", &expected, &once, &mut Vec::new()).unwrap();
         let e = report(&cmd, "1-0", &expected, &[], &mut Vec::new()).unwrap_err();
         assert!(
             e.to_string().contains("no live worker answered checkpoint"),

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::cluster::commands::{self, Answer, StreamCommand, StreamError, READ_BATCH};
 use crate::control::hub::{CommandSender, Hub};
-use crate::engine::control::{Command, CommandId, CommandResult, RuleSpec};
+use crate::engine::control::{Command, CommandId, CommandResult, RuleSpec, Target};
 use crate::engine::telemetry::{EngineEvent, Snapshot};
 use crate::engine::ClusterTarget;
 use crate::text::strip_control;
@@ -29,12 +29,21 @@ const ANSWER_WAIT: Duration = Duration::from_secs(30);
 /// Entries younger than this when the follower starts count as live: a
 /// `ctl` that saw this worker's first heartbeat may be waiting for it.
 const REPLAY_GRACE: Duration = Duration::from_secs(5);
+/// How long a rule to remove may take to show in the engine's snapshot.
+const RULE_WAIT: Duration = Duration::from_secs(3);
 /// Pause before reconnecting after Redis failed.
 const RETRY: Duration = Duration::from_secs(1);
 
 /// Starts following the crawl's command stream for `worker`. The thread
 /// ends once the engine has stopped.
-pub fn start(hub: &Hub, target: &ClusterTarget, worker: String) -> std::io::Result<()> {
+/// With `resume`, the engine was started paused and is resumed once the
+/// stream is replayed (unless the crawl is paused).
+pub fn start(
+    hub: &Hub,
+    target: &ClusterTarget,
+    worker: String,
+    resume: bool,
+) -> std::io::Result<()> {
     let viewer = hub.join(false, READ_BATCH * 4);
     let sender = viewer.commands();
     let snapshots = viewer.snapshots.clone();
@@ -60,6 +69,7 @@ pub fn start(hub: &Hub, target: &ClusterTarget, worker: String) -> std::io::Resu
         answers,
         snapshots,
         next_id: 0,
+        resume_when_caught_up: Some(resume),
     };
     std::thread::Builder::new()
         .name("command-stream".into())
@@ -75,6 +85,8 @@ struct Follower {
     answers: mpsc::Receiver<CommandResult>,
     snapshots: tokio::sync::watch::Receiver<Arc<Snapshot>>,
     next_id: u64,
+    /// `Some` until the stream is first replayed: whether to resume then.
+    resume_when_caught_up: Option<bool>,
 }
 
 impl Follower {
@@ -105,7 +117,10 @@ impl Follower {
         let live_from_ms =
             (secs * 1000 + micros / 1000).saturating_sub(REPLAY_GRACE.as_millis() as u64);
         while !stopped.load(Ordering::Relaxed) {
-            let batch = commands::read_after(&mut con, &self.crawl, &cursor, Some(BLOCK))?;
+            // Without waiting until caught up, so the crawl starts at once.
+            let block = self.resume_when_caught_up.is_none().then_some(BLOCK);
+            let batch = commands::read_after(&mut con, &self.crawl, &cursor, block)?;
+            let caught_up = batch.len() < READ_BATCH;
             for entry in batch {
                 let replay = entry_ms(&entry.entry) < live_from_ms;
                 let answer = self.handle(&mut con, &entry, replay);
@@ -118,7 +133,25 @@ impl Follower {
                 )?;
                 cursor = entry.entry;
             }
+            if caught_up {
+                self.start_crawling(&mut con)?;
+            }
         }
+        Ok(())
+    }
+
+    /// Once the stream is replayed, resumes the worker (started paused, so
+    /// that it fetches nothing a rule would block) unless the crawl is paused.
+    fn start_crawling(&mut self, con: &mut redis::Connection) -> Result<(), FollowError> {
+        if self.resume_when_caught_up.take() != Some(true) {
+            return Ok(());
+        }
+        if commands::crawl_paused(con, &self.crawl)? {
+            tracing::info!("command stream replayed; the crawl is paused, so this worker waits");
+            return Ok(());
+        }
+        let answer = self.apply(Command::Resume(Target::Global));
+        tracing::info!("command stream replayed; crawling: {answer:?}");
         Ok(())
     }
 
@@ -143,6 +176,10 @@ impl Follower {
         if replay && !commands::replays(&command) {
             return None;
         }
+        let command = match self.local_rule(command, entry) {
+            Ok(command) => command,
+            Err(why) => return Some(Err(why)),
+        };
         let accepted_rule = self.rule_of_accept(&command);
         let answer = self.apply(command.clone());
         tracing::info!(
@@ -160,6 +197,35 @@ impl Follower {
             self.share_accepted_rule(con, &command, rule, &entry.entry);
         }
         Some(answer)
+    }
+
+    /// A shared rule's removal names the rule by its pattern: this worker's
+    /// number for it comes from its snapshot (which may lag an `AddRule`
+    /// just applied, hence the short wait).
+    fn local_rule(&self, command: Command, entry: &StreamCommand) -> Result<Command, String> {
+        let Command::RemoveRule { .. } = command else {
+            return Ok(command);
+        };
+        let Some(spec) = &entry.rule else {
+            return Err("rule numbers differ between workers: remove a shared rule with `crawldeck ctl --redis URL --crawl NAME unrule N` (N as `crawldeck status --redis URL --crawl NAME` lists it)".into());
+        };
+        let deadline = std::time::Instant::now() + RULE_WAIT;
+        loop {
+            let found = self
+                .snapshots
+                .borrow()
+                .rules
+                .iter()
+                .find(|r| r.spec == *spec)
+                .map(|r| r.id);
+            match found {
+                Some(rule_id) => return Ok(Command::RemoveRule { rule_id }),
+                None if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                None => return Err(format!("no rule {:?} on this worker", spec.pattern)),
+            }
+        }
     }
 
     /// Sends `command` to the engine and waits for its answer.
@@ -235,7 +301,7 @@ enum FollowError {
 }
 
 #[cfg(test)]
-mod tests {
+mod entry_tests {
     use super::entry_ms;
 
     #[test]
@@ -244,3 +310,7 @@ mod tests {
         assert_eq!(entry_ms("garbage"), 0);
     }
 }
+
+#[cfg(test)]
+#[path = "follow_tests.rs"]
+mod tests;

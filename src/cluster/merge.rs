@@ -57,24 +57,12 @@ impl Merger {
         self.workers.keys().cloned().collect()
     }
 
-    /// Each live worker that has the merged rule `id`, with its own number of it.
-    pub fn rule_holders(&self, id: u64) -> Vec<(String, u64)> {
-        let Some(spec) = self
-            .rule_ids
+    /// The pattern and scope of the merged rule `id`.
+    pub fn rule_spec(&self, id: u64) -> Option<&RuleSpec> {
+        self.rule_ids
             .iter()
             .find(|(_, n)| **n == id)
-            .map(|(s, _)| s)
-        else {
-            return Vec::new();
-        };
-        self.last
-            .iter()
-            .filter(|(worker, _)| self.workers.get(*worker).is_some_and(|w| w.alive))
-            .filter_map(|(worker, s)| {
-                let rule = s.rules.iter().find(|r| r.spec == *spec)?;
-                Some((worker.clone(), rule.id))
-            })
-            .collect()
+            .map(|(spec, _)| spec)
     }
 
     /// The worker and its own number of the merged alert `id`.

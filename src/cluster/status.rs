@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use crate::engine::control::{PatternKind, RuleSpec};
 use crate::engine::{key_prefix, ClusterTarget, Heartbeat};
 use crate::text::strip_control;
 
@@ -35,6 +36,9 @@ pub struct ClusterStatus {
     pub hosts: u64,
     /// Hosts a worker holds the lease of.
     pub hosts_held: u64,
+    /// The operator rules every worker applies (from the command stream),
+    /// numbered from 1 as `ctl --redis … unrule N` takes them.
+    pub rules: Vec<String>,
     pub workers: Vec<WorkerRow>,
 }
 
@@ -77,6 +81,11 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
             target.crawl, target.url, target.url, target.crawl
         ));
     }
+    let rules = crate::cluster::commands::shared_rules(&mut con, &target.crawl)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(rule_text)
+        .collect();
     let workers = worker_rows(&beats);
     let count = |k: &str| counts.get(k).copied().unwrap_or(0).max(0) as u64;
     Ok(ClusterStatus {
@@ -87,6 +96,7 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
         seen,
         hosts,
         hosts_held: held,
+        rules,
         workers,
     })
 }
@@ -113,6 +123,17 @@ pub fn worker_rows(beats: &HashMap<String, String>) -> Vec<WorkerRow> {
     workers
 }
 
+fn rule_text(rule: &RuleSpec) -> String {
+    let kind = match rule.kind {
+        PatternKind::Regex => "regex",
+        PatternKind::Glob => "glob",
+    };
+    match &rule.host {
+        Some(host) => format!("{kind}:{} (host {host})", rule.pattern),
+        None => format!("{kind}:{}", rule.pattern),
+    }
+}
+
 /// Prints the status as text (or one JSON object).
 pub fn print(status: &ClusterStatus, json: bool, out: &mut impl Write) -> std::io::Result<()> {
     if json {
@@ -133,6 +154,10 @@ pub fn print(status: &ClusterStatus, json: bool, out: &mut impl Write) -> std::i
         status.hosts,
         status.hosts_held
     )?;
+    writeln!(out, "shared rules: {}", status.rules.len())?;
+    for (i, rule) in status.rules.iter().enumerate() {
+        writeln!(out, "  #{} {}", i + 1, strip_control(rule))?;
+    }
     let alive = status.workers.iter().filter(|w| w.alive).count();
     writeln!(out, "workers: {alive} alive of {}", status.workers.len())?;
     for w in &status.workers {
@@ -176,6 +201,7 @@ mod tests {
             seen: 90,
             hosts: 3,
             hosts_held: 2,
+            rules: vec!["regex:cal/\u{1b}\\d".into()],
             workers: vec![
                 WorkerRow {
                     beat: beat("a1", 0),
@@ -196,6 +222,10 @@ mod tests {
             text.contains(
                 "crawl news: 40 queued, 1 in flight, 0 parked, 90 URLs seen, 3 hosts (2 held)"
             ),
+            "{text}"
+        );
+        assert!(
+            text.contains("shared rules: 1\n  #1 regex:cal/\\d\n"),
             "{text}"
         );
         assert!(text.contains("workers: 1 alive of 2"), "{text}");

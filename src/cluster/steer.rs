@@ -1,15 +1,15 @@
 //! Commands from the cluster TUI, onto the crawl's command stream: each is
 //! published for every worker, or for the workers it concerns (an alert
-//! belongs to the worker that raised it; a rule has its own number on each
-//! worker), and the workers' answers come back as one answer ("… (applied
-//! by w1, w2)").
+//! belongs to the worker that raised it; a rule is removed by its pattern,
+//! as its number differs between workers), and the workers' answers come
+//! back as one answer ("… (applied by w1, w2)").
 
 use std::time::{Duration, Instant};
 
 use super::commands::{self, Answer};
 use super::ctl::{live_workers, ANSWER_WAIT};
 use super::merge::Merger;
-use crate::engine::control::Command;
+use crate::engine::control::{Command, RuleSpec};
 
 const POLL: Duration = Duration::from_millis(50);
 
@@ -20,6 +20,8 @@ pub enum Route {
     All(Command),
     /// To these workers, each its own form of the command.
     To(Vec<(String, Command)>),
+    /// The rule with this pattern and scope, removed from every worker.
+    RemoveRule(RuleSpec),
 }
 
 /// The route of `command` from the TUI, with the merged view's numbers
@@ -46,18 +48,10 @@ pub fn route(command: &Command, merger: &Merger) -> Result<Route, String> {
                 .ok_or_else(|| format!("no alert #{alert_id} in the cluster"))?;
             Ok(one(worker, Command::DismissAlert { alert_id: own }))
         }
-        Command::RemoveRule { rule_id } => {
-            let holders = merger.rule_holders(*rule_id);
-            if holders.is_empty() {
-                return Err(format!("no live worker has rule #{rule_id}"));
-            }
-            Ok(Route::To(
-                holders
-                    .into_iter()
-                    .map(|(w, own)| (w, Command::RemoveRule { rule_id: own }))
-                    .collect(),
-            ))
-        }
+        Command::RemoveRule { rule_id } => merger
+            .rule_spec(*rule_id)
+            .map(|spec| Route::RemoveRule(spec.clone()))
+            .ok_or_else(|| format!("no rule #{rule_id} in the cluster")),
         other => Ok(Route::All(other.clone())),
     }
 }
@@ -77,6 +71,12 @@ pub fn send(
             let live = live_workers(con, crawl).map_err(|e| fail(&e))?;
             let entry =
                 commands::publish(con, crawl, &command, from, None).map_err(|e| fail(&e))?;
+            vec![(entry, live)]
+        }
+        Route::RemoveRule(spec) => {
+            let live = live_workers(con, crawl).map_err(|e| fail(&e))?;
+            let entry =
+                commands::publish_remove_rule(con, crawl, &spec, from).map_err(|e| fail(&e))?;
             vec![(entry, live)]
         }
         Route::To(each) => {

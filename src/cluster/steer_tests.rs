@@ -75,7 +75,7 @@ fn merger() -> Merger {
 }
 
 #[test]
-fn alerts_and_rules_go_to_each_worker_under_its_own_number() {
+fn alerts_go_to_their_worker_and_rules_are_removed_by_pattern() {
     let merger = merger();
     let accept = Command::AcceptAlert {
         alert_id: 1,
@@ -85,15 +85,12 @@ fn alerts_and_rules_go_to_each_worker_under_its_own_number() {
         route(&accept, &merger),
         Ok(Route::To(vec![("w2".into(), accept.clone())]))
     );
-    // Merged rule #2 is "b": w1's #2, w2's #1.
+    // Merged rule #2 is "b" (w1's #2, w2's #1): removed by its pattern.
     let remove = route(&Command::RemoveRule { rule_id: 2 }, &merger).unwrap();
-    assert_eq!(
-        remove,
-        Route::To(vec![
-            ("w1".into(), Command::RemoveRule { rule_id: 2 }),
-            ("w2".into(), Command::RemoveRule { rule_id: 1 }),
-        ])
-    );
+    assert_eq!(remove, Route::RemoveRule(spec("b")));
+    assert!(route(&Command::RemoveRule { rule_id: 7 }, &merger)
+        .unwrap_err()
+        .contains("no rule #7"));
     assert!(route(&Command::DismissAlert { alert_id: 9 }, &merger)
         .unwrap_err()
         .contains("no alert #9"));

@@ -15,7 +15,7 @@ use super::dedup::ContentDigest;
 use super::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
 use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
 use super::frontier::Lease;
-use super::robots::{self, RobotsAnswer};
+use super::robots::{self, RobotsAnswer, SharedRobots};
 use super::store::warc::{EncodedExchange, WarcExchange, WarcWriter};
 use super::store::WarcLocation;
 use crate::engine::config::RobotsConfig;
@@ -236,11 +236,18 @@ async fn run_robots(
     origin: Url,
     cfg: RobotsConfig,
     product_token: String,
+    shared: Option<Arc<SharedRobots>>,
     done: mpsc::UnboundedSender<Work>,
 ) {
     let started = tokio::time::Instant::now();
-    let (verdict, ttl, _statuses) =
-        robots::fetch_robots(&fetcher, &origin, &cfg, &product_token).await;
+    let (verdict, ttl) = match &shared {
+        Some(cache) => robots::fetch_shared(cache, &fetcher, &origin, &cfg, &product_token).await,
+        None => {
+            let (verdict, ttl, _statuses) =
+                robots::fetch_robots(&fetcher, &origin, &cfg, &product_token).await;
+            (verdict, ttl)
+        }
+    };
     let answer = RobotsAnswer {
         verdict,
         ttl,
@@ -263,6 +270,8 @@ pub(crate) struct Workers {
     cpu: CpuPool,
     max_body: u64,
     robots: RobotsConfig,
+    /// The crawl's robots.txt cache when the crawl is shared.
+    shared_robots: Option<Arc<SharedRobots>>,
     done: mpsc::UnboundedSender<Work>,
 }
 
@@ -284,6 +293,7 @@ impl Workers {
             cpu,
             max_body,
             robots,
+            shared_robots: None,
             done,
         };
         (workers, results)
@@ -325,8 +335,15 @@ impl Workers {
             origin,
             self.robots.clone(),
             self.extract.product_token.clone(),
+            self.shared_robots.clone(),
             self.done.clone(),
         ));
+    }
+
+    /// Takes robots.txt answers from (and gives them to) the workers of a
+    /// shared crawl.
+    pub(crate) fn share_robots(&mut self, cache: SharedRobots) {
+        self.shared_robots = Some(Arc::new(cache));
     }
 
     /// The fetcher's private-address guard (it learns the seeds' classes).

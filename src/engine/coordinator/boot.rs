@@ -15,12 +15,13 @@ use crate::engine::cpu_pool::CpuPool;
 use crate::engine::extract::ExtractOptions;
 use crate::engine::fetch::Fetcher;
 use crate::engine::frontier::{
-    refuse_worker_dir, Frontier, FrontierEntry, FrontierStore, Hold, RedisFrontier,
+    key_prefix, refuse_worker_dir, Frontier, FrontierEntry, FrontierStore, Hold, RedisFrontier,
 };
 use crate::engine::hosts::HostTable;
 use crate::engine::outbox::Outbox;
 use crate::engine::probes::SoftProbes;
 use crate::engine::recrawl;
+use crate::engine::robots::SharedRobots;
 use crate::engine::rules::OperatorRules;
 use crate::engine::slots::FetchSlots;
 use crate::engine::stats::CrawlStats;
@@ -117,7 +118,12 @@ pub(in crate::engine) fn build(
     let stats = CrawlStats::load(&store, options.recrawl).map_err(store_err)?;
     queue_new_seeds(frontier.as_mut(), &seeds)?;
 
-    let (workers, results) = workers(&config, data_dir, fetcher, &options.disk_faults)?;
+    let (mut workers, results) = workers(&config, data_dir, fetcher, &options.disk_faults)?;
+    if let Some(target) = &options.cluster {
+        let cache = SharedRobots::new(&target.url, key_prefix(&target.crawl))
+            .map_err(|e| EngineError::Config(format!("--redis {}: {e}", target.url)))?;
+        workers.share_robots(cache);
+    }
     let hosts = HostTable::new(
         store.clone(),
         config.politeness.clone(),

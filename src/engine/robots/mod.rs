@@ -10,6 +10,7 @@
 
 mod backoff;
 mod rules;
+mod shared;
 #[cfg(test)]
 mod tests;
 
@@ -21,6 +22,7 @@ pub use backoff::RobotsBackoff;
 #[cfg(test)]
 use rules::normalize_escapes;
 pub use rules::{complete_lines, RobotsGroup, RobotsRules};
+pub(crate) use shared::{fetch_shared, SharedRobots};
 
 use super::fetch::{FetchErrorKind, Fetcher, Overflow};
 use crate::engine::config::{RobotsConfig, RobotsMode};
@@ -98,15 +100,36 @@ pub async fn fetch_robots(
     cfg: &RobotsConfig,
     product_token: &str,
 ) -> (RobotsVerdict, Duration, Vec<u16>) {
+    let (verdict, ttl, statuses, _body) =
+        fetch_robots_with_body(fetcher, origin, cfg, product_token).await;
+    (verdict, ttl, statuses)
+}
+
+/// [`fetch_robots`], plus the body the `Parsed` verdict came from (what
+/// workers of a shared crawl hand each other).
+pub async fn fetch_robots_with_body(
+    fetcher: &Fetcher,
+    origin: &Url,
+    cfg: &RobotsConfig,
+    product_token: &str,
+) -> (RobotsVerdict, Duration, Vec<u16>, Option<Vec<u8>>) {
     let mut statuses = Vec::new();
-    let chain = fetch_chain(fetcher, origin, cfg, product_token, &mut statuses);
+    let mut body = None;
+    let chain = fetch_chain(
+        fetcher,
+        origin,
+        cfg,
+        product_token,
+        &mut statuses,
+        &mut body,
+    );
     match tokio::time::timeout(fetcher.total_timeout(), chain).await {
-        Ok((verdict, ttl)) => (verdict, ttl, statuses),
+        Ok((verdict, ttl)) => (verdict, ttl, statuses, body),
         Err(_) => {
             tracing::debug!(%origin, "robots.txt: no answer within fetch.total_timeout");
             statuses.push(NO_RESPONSE);
             let unavailable = RobotsVerdict::Unavailable { retry_after: None };
-            (unavailable, Duration::ZERO, statuses)
+            (unavailable, Duration::ZERO, statuses, None)
         }
     }
 }
@@ -117,6 +140,7 @@ async fn fetch_chain(
     cfg: &RobotsConfig,
     product_token: &str,
     statuses: &mut Vec<u16>,
+    body_out: &mut Option<Vec<u8>>,
 ) -> (RobotsVerdict, Duration) {
     let unavailable = |retry_after| RobotsVerdict::Unavailable { retry_after };
     let Some(mut url) = robots_url(origin) else {
@@ -157,6 +181,7 @@ async fn fetch_chain(
         let verdict = match response.status {
             200..=299 => {
                 let body = complete_lines(&response.body, cfg.max_size).to_vec();
+                *body_out = Some(body.clone());
                 let token = product_token.to_string();
                 let max_delay = cfg.max_crawl_delay;
                 let parsed = tokio::task::spawn_blocking(move || {

@@ -8,9 +8,10 @@
 //! recorded under the host, so when a lease expires (a dead worker) any
 //! worker's reaper puts them back in the queue. A worker gives a host back
 //! as soon as nothing of it is in flight, with its not-before time in Redis,
-//! so the next worker waits the same politeness delay. robots.txt verdicts
-//! stay per worker: a host new to a worker is announced by `take_new_hosts`
-//! while the worker holds its lease, and settled before any page.
+//! so the next worker waits the same politeness delay. A host new to a
+//! worker is announced by `take_new_hosts` while the worker holds its
+//! lease, and its robots.txt settled before any page (the answer shared
+//! through `robots::shared`).
 
 mod bulk;
 mod conn;
