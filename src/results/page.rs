@@ -73,6 +73,14 @@ pub fn read(data_dir: &Path, url: &str) -> anyhow::Result<PageInspection> {
     }
 }
 
+/// The parked URLs by alert in the crawl of `data_dir` (through the running
+/// engine when a crawl holds the store).
+pub fn read_quarantine(data_dir: &Path) -> anyhow::Result<inspect::quarantine::Quarantine> {
+    let results = Results::open(data_dir)
+        .with_context(|| format!("cannot read the crawl in {}", data_dir.display()))?;
+    Ok(inspect::read_quarantine(&results)?)
+}
+
 /// The inspection as lines: status, headers, title, outline, links.
 pub fn inspection_lines(page: &PageInspection) -> Vec<String> {
     let clean = |s: &str| strip_control(s).into_owned();

@@ -45,6 +45,7 @@ actions! {
     PaneLog = "pane-log": "show the log pane",
     PaneQueues = "pane-queues": "show the queues pane",
     PaneWorkers = "pane-workers": "show the workers pane (a shared crawl only)",
+    PaneQuarantine = "pane-quarantine": "show the quarantine: URLs parked by open alerts (enter expands an alert, inspects a URL's found-on page)",
     Up = "up": "move up",
     Down = "down": "move down",
     Top = "top": "go to the first row",

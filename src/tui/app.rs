@@ -385,6 +385,14 @@ fn perform(
                     let _ = listed.send(Msg::Inspected { url, page });
                 });
             }
+            Effect::ReadQuarantine { data_dir } => {
+                let listed = listed.clone();
+                tokio::task::spawn_blocking(move || {
+                    let read = crate::results::page::read_quarantine(&data_dir)
+                        .map_err(|e| format!("{e:#}"));
+                    let _ = listed.send(Msg::QuarantineRead(read));
+                });
+            }
             Effect::Select { page, css } => {
                 let listed = listed.clone();
                 tokio::task::spawn_blocking(move || {

@@ -48,6 +48,8 @@ pub enum Effect {
         page: std::sync::Arc<crate::engine::inspect::PageInspection>,
         css: String,
     },
+    /// Read the parked URLs by alert (answered by `Msg::QuarantineRead`).
+    ReadQuarantine { data_dir: std::path::PathBuf },
     /// Read one of a host's lists from the store (answered by `Msg::HostListed`).
     ListHost {
         data_dir: std::path::PathBuf,

@@ -41,6 +41,16 @@ pub(super) fn open(model: &mut Model) -> Vec<Effect> {
         model.set_status(Level::Warn, format!("{origin}: no pages to inspect yet"));
         return Vec::new();
     }
+    open_on(model, origin, urls, diff)
+}
+
+/// The inspector on `urls` under the title `origin`, reading the first.
+pub(super) fn open_on(
+    model: &mut Model,
+    origin: String,
+    urls: Vec<String>,
+    diff: bool,
+) -> Vec<Effect> {
     model.inspector = Some(Inspector {
         origin,
         urls,
@@ -52,6 +62,22 @@ pub(super) fn open(model: &mut Model) -> Vec<Effect> {
         diff_rows: None,
     });
     read_shown(model)
+}
+
+/// The inspector on `url` with nothing to read, saying `note` instead (a
+/// parked URL whose found-on page was never fetched).
+pub(super) fn open_note(model: &mut Model, origin: String, url: String, note: String) {
+    let pages = HashMap::from([(url.clone(), Err(note))]);
+    model.inspector = Some(Inspector {
+        origin,
+        urls: vec![url],
+        at: 0,
+        diff: false,
+        pages,
+        selected: None,
+        scroll: 0,
+        diff_rows: None,
+    });
 }
 
 fn alert_evidence(alert: &TrapAlert) -> (String, Vec<String>, bool) {

@@ -16,6 +16,8 @@ pub mod keys;
 pub mod model;
 pub mod preview;
 mod prompt;
+mod quarantine;
+pub mod quarantine_state;
 mod targets;
 pub mod ui;
 pub mod update;

@@ -33,17 +33,20 @@ pub enum Pane {
     Queues,
     /// The workers of a shared crawl: shown only over a cluster.
     Workers,
+    /// URLs parked by open alerts, read from the store on demand.
+    Quarantine,
 }
 
 impl Pane {
     /// Every pane, in tab order.
-    pub const ALL: [Pane; 6] = [
+    pub const ALL: [Pane; 7] = [
         Pane::Hosts,
         Pane::Alerts,
         Pane::Rules,
         Pane::Log,
         Pane::Queues,
         Pane::Workers,
+        Pane::Quarantine,
     ];
 
     /// The tab title.
@@ -55,6 +58,7 @@ impl Pane {
             Pane::Log => "Log",
             Pane::Queues => "Queues",
             Pane::Workers => "Workers",
+            Pane::Quarantine => "Quarantine",
         }
     }
 }
@@ -229,6 +233,8 @@ pub struct Model {
     /// A list of the detail view's host read from the store, shown instead of
     /// its recent fetches.
     pub host_listing: Option<HostListing>,
+    /// The quarantine pane's read of parked URLs and its selection.
+    pub quarantine: super::quarantine_state::QuarantineView,
     /// The crawl's data directory, where host lists are read from.
     pub data_dir: Option<std::path::PathBuf>,
     pub detail_scroll: usize,
@@ -281,6 +287,7 @@ impl Model {
             detail: None,
             inspector: None,
             host_listing: None,
+            quarantine: Default::default(),
             data_dir: None,
             detail_scroll: 0,
             help_scroll: 0,

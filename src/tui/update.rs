@@ -13,6 +13,7 @@ use super::keys::Mode;
 use super::model::{FetchLine, HostList, HostListing, Model, Overlay, Pane, Quitting};
 use super::preview;
 use super::prompt::{self, Submitted};
+use super::quarantine;
 use super::targets::{alert_action, host_action, remove_rule};
 use super::view;
 use crate::engine::control::{Command, CommandId, CommandResult, HostKey, Target};
@@ -57,6 +58,8 @@ pub enum Msg {
         generation: u64,
         id: CommandId,
     },
+    /// The parked URLs read for the quarantine pane, or why they could not be.
+    QuarantineRead(Result<crate::engine::inspect::quarantine::Quarantine, String>),
     /// A page read for the inspector (`Effect::Inspect`), or why it could not be.
     Inspected {
         url: String,
@@ -94,7 +97,9 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
         Msg::Snapshot(snap) => {
             let done = snap.state == CrawlState::Done;
             model.set_snapshot(snap);
-            finish_if_done(model, done)
+            let mut effects = quarantine::on_snapshot(model);
+            effects.extend(finish_if_done(model, done));
+            effects
         }
         Msg::Event(ev) => {
             on_event(model, ev);
@@ -126,6 +131,10 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
                     listing.lines = Some(lines);
                 }
             }
+            Vec::new()
+        }
+        Msg::QuarantineRead(read) => {
+            quarantine::on_read(model, read);
             Vec::new()
         }
         Msg::Inspected { url, page } => {
@@ -364,11 +373,16 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
         | Action::PaneLog
         | Action::PaneQueues
         | Action::PaneWorkers
+        | Action::PaneQuarantine
         | Action::SortNext
         | Action::SortReverse
         | Action::Freeze => {
+            let before = model.pane;
             view::apply(model, action);
-            Vec::new()
+            match model.pane == Pane::Quarantine && before != Pane::Quarantine {
+                true => quarantine::refresh(model),
+                false => Vec::new(),
+            }
         }
         Action::Filter
         | Action::CommandLine
@@ -378,6 +392,9 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
         | Action::SetRate => {
             prompt::open_for(model, action);
             Vec::new()
+        }
+        Action::Open if model.pane == Pane::Quarantine && model.detail.is_none() => {
+            quarantine::open(model)
         }
         Action::Open if model.pane == Pane::Alerts && model.detail.is_none() => {
             inspector::open(model)
@@ -461,3 +478,7 @@ mod tests;
 #[cfg(test)]
 #[path = "preview_tests.rs"]
 mod preview_tests;
+
+#[cfg(test)]
+#[path = "update_quarantine_tests.rs"]
+mod quarantine_tests;

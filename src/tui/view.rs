@@ -33,6 +33,7 @@ pub(super) fn apply(model: &mut Model, action: Action) {
             Level::Info,
             "the workers pane belongs to a shared crawl: `crawldeck attach --redis URL --crawl NAME`",
         ),
+        Action::PaneQuarantine => model.pane = Pane::Quarantine,
         Action::Open => open_detail(model),
         Action::SortNext => sort_next(model),
         Action::SortReverse => model.sort_reverse = !model.sort_reverse,
@@ -73,6 +74,10 @@ fn scroll(model: &mut Model, delta: isize) {
             Pane::Rules => move_selection(&mut model.rule_selected, model.shown.rules.len(), delta),
             // The log scrolls back from its newest line.
             Pane::Log => move_selection(&mut model.log_scroll, model.log.len(), -delta),
+            Pane::Quarantine => {
+                let len = model.quarantine.rows().len();
+                move_selection(&mut model.quarantine.selected, len, delta)
+            }
             Pane::Queues | Pane::Workers => {}
         }
     }

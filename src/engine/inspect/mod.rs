@@ -8,6 +8,7 @@
 mod diff;
 mod fates;
 mod html;
+pub mod quarantine;
 
 use std::path::Path;
 
@@ -88,10 +89,38 @@ pub struct InspectedLink {
 /// The inspector's request on a running engine's results socket, answered on
 /// its reader threads so the crawl loop never waits on it.
 #[cfg(unix)]
-pub(crate) const SOCKET_READS: &[ExtraRead] = &[ExtraRead {
-    name: "inspect",
-    read: inspect_as_json,
-}];
+pub(crate) const SOCKET_READS: &[ExtraRead] = &[
+    ExtraRead {
+        name: "inspect",
+        read: inspect_as_json,
+    },
+    ExtraRead {
+        name: "quarantine",
+        read: quarantine_as_json,
+    },
+];
+
+#[cfg(unix)]
+fn quarantine_as_json(
+    store: &Store,
+    _data_dir: &Path,
+    _arg: &str,
+) -> Result<serde_json::Value, StoreError> {
+    serde_json::to_value(quarantine::read(store)?).map_err(|source| StoreError::Encode {
+        what: "quarantine",
+        source,
+    })
+}
+
+/// The parked URLs by alert through `results` (the store, or a running
+/// engine's results socket).
+#[cfg(unix)]
+pub fn read_quarantine(results: &Results) -> Result<quarantine::Quarantine, StoreError> {
+    match results {
+        Results::Local(store) => quarantine::read(store),
+        Results::Remote(remote) => remote.one("quarantine", ""),
+    }
+}
 
 #[cfg(unix)]
 fn inspect_as_json(

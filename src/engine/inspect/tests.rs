@@ -239,3 +239,63 @@ fn a_damaged_archive_is_a_note_not_an_error() {
     assert!(note.contains("cannot be read"), "{note}");
     assert_eq!(page.status, Some(200), "the record's fields remain");
 }
+
+#[test]
+fn the_quarantine_groups_parked_urls_by_alert_with_their_found_on_page() {
+    use crate::engine::frontier::{encode_entry, FrontierEntry};
+    use crate::engine::store::{keys, CrawlBatch};
+    let dir = tempfile::tempdir().unwrap();
+    let store = archived_page(dir.path(), "http://h.localhost/", b"<a href=\"/t/1\">t</a>");
+    let mut batch = CrawlBatch::default();
+    let parked = |alert: u64, seq: u64, url: &str| {
+        let entry = FrontierEntry {
+            url: url.into(),
+            host: "h.localhost".into(),
+            depth: 1,
+            priority: 0,
+            redirects: 0,
+        };
+        (keys::parked_key(alert, seq), encode_entry(&entry))
+    };
+    let mut rows = vec![
+        parked(4, 1, "http://h.localhost/t/1"),
+        parked(4, 2, "http://h.localhost/t/2"),
+    ];
+    for seq in 0..(quarantine::MAX_URLS_PER_ALERT as u64 + 5) {
+        rows.push(parked(9, seq, &format!("http://h.localhost/s/{seq}")));
+    }
+    for (key, value) in &rows {
+        batch.enqueue(key, value);
+    }
+    store.apply(batch).unwrap();
+    let links = [("http://h.localhost/t/1", true)];
+    store
+        .add_referrers("http://h.localhost/", links.into_iter())
+        .unwrap();
+    let links = [("http://h.localhost/t/2", true)];
+    store
+        .add_referrers("http://h.localhost/gone", links.into_iter())
+        .unwrap();
+    store.flush_referrers().unwrap();
+
+    let read = quarantine::read(&store).unwrap();
+    assert!(!read.cut);
+    let ids: Vec<(u64, u64)> = read.alerts.iter().map(|a| (a.alert_id, a.count)).collect();
+    assert_eq!(
+        ids,
+        [(4, 2), (9, quarantine::MAX_URLS_PER_ALERT as u64 + 5)]
+    );
+    let first = &read.alerts[0].urls;
+    assert_eq!(first[0].url, "http://h.localhost/t/1");
+    assert_eq!(first[0].referrer.as_deref(), Some("http://h.localhost/"));
+    assert!(first[0].referrer_fetched);
+    // Found on a page the crawl has no record of: known, but not fetched.
+    assert_eq!(
+        first[1].referrer.as_deref(),
+        Some("http://h.localhost/gone")
+    );
+    assert!(!first[1].referrer_fetched);
+    let second = &read.alerts[1].urls;
+    assert_eq!(second.len(), quarantine::MAX_URLS_PER_ALERT);
+    assert_eq!(second[0].referrer, None);
+}

@@ -8,6 +8,7 @@ mod hosts;
 mod inspector;
 mod lists;
 mod overlay;
+mod quarantine;
 mod queues;
 mod theme;
 mod workers;
@@ -140,6 +141,7 @@ fn render_pane(model: &Model, theme: &Theme, pane: Pane, area: Rect, buf: &mut B
         Pane::Log => lists::log(model, theme, area, buf),
         Pane::Queues => queues::render(model, theme, area, buf),
         Pane::Workers => workers::render(model, theme, area, buf),
+        Pane::Quarantine => quarantine::render(model, theme, area, buf),
     }
 }
 
@@ -153,8 +155,10 @@ fn render_tabs(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .filter(|a| a.status == AlertStatus::Open)
         .count();
     let mut spans = Vec::new();
-    for (i, pane) in model.panes().iter().enumerate() {
-        let mut label = format!(" {} {}", i + 1, pane.title());
+    for pane in model.panes().iter() {
+        // Numbered as the default keys 1-7 pick them, the hidden workers pane included.
+        let number = Pane::ALL.iter().position(|p| p == pane).unwrap_or(0) + 1;
+        let mut label = format!(" {number} {}", pane.title());
         if *pane == Pane::Alerts && open > 0 {
             label.push_str(&format!(" ({open})"));
         }

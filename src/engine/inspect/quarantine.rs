@@ -1,0 +1,120 @@
+//! The quarantine: URLs parked by open trap alerts, grouped by alert, read
+//! from the store in one bounded walk (off the crawl loop, like the
+//! inspector). Only the store-backed frontier keeps parked URLs in the store;
+//! a Redis frontier's parked URLs are not listed.
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::frontier::decode_entry as decode;
+use crate::engine::store::{keys, PageOutcome, Store, StoreError};
+
+/// Parked URLs walked at most per read; past it counts are lower bounds.
+pub const MAX_SCAN: usize = 200_000;
+/// Alerts listed at most.
+pub const MAX_ALERTS: usize = 200;
+/// URLs listed at most per alert (each costs a referrer lookup).
+pub const MAX_URLS_PER_ALERT: usize = 50;
+const SCAN_CHUNK: usize = 4_096;
+
+/// Parked URLs by alert, in alert order.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Quarantine {
+    /// One entry per alert with parked URLs.
+    pub alerts: Vec<ParkedByAlert>,
+    /// The walk stopped at [`MAX_SCAN`] URLs or [`MAX_ALERTS`] alerts: counts are lower bounds.
+    pub cut: bool,
+}
+
+/// One alert's parked URLs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParkedByAlert {
+    /// The alert's number.
+    pub alert_id: u64,
+    /// Parked URLs counted for it.
+    pub count: u64,
+    /// The first of them (at most [`MAX_URLS_PER_ALERT`]).
+    pub urls: Vec<ParkedUrl>,
+}
+
+/// A parked URL and the page it was found on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParkedUrl {
+    /// The URL as the crawl keys it.
+    pub url: String,
+    /// The first page the link was found on, if the store kept it.
+    pub referrer: Option<String>,
+    /// The referrer has a fetched page record (so the inspector can show it).
+    pub referrer_fetched: bool,
+}
+
+/// Reads the quarantine: a bounded walk of the parked URLs.
+pub fn read(store: &Store) -> Result<Quarantine, StoreError> {
+    let mut out = Quarantine::default();
+    let mut after: Option<Vec<u8>> = None;
+    let mut scanned = 0;
+    loop {
+        if scanned >= MAX_SCAN {
+            out.cut = true;
+            break;
+        }
+        let rows = store.scan_after(&[keys::PARKED], after.as_deref(), SCAN_CHUNK, |_| false)?;
+        let Some((last, _)) = rows.last() else { break };
+        after = Some(last.clone());
+        scanned += rows.len();
+        for (key, value) in rows {
+            let Some((alert_id, _)) = keys::parse_parked_key(&key) else {
+                continue;
+            };
+            if !add(store, &mut out, alert_id, &value)? {
+                out.cut = true;
+                return Ok(out);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Counts one parked entry under its alert; false once too many alerts.
+fn add(
+    store: &Store,
+    out: &mut Quarantine,
+    alert_id: u64,
+    value: &[u8],
+) -> Result<bool, StoreError> {
+    if out.alerts.last().map(|a| a.alert_id) != Some(alert_id) {
+        if out.alerts.len() >= MAX_ALERTS {
+            return Ok(false);
+        }
+        out.alerts.push(ParkedByAlert {
+            alert_id,
+            count: 0,
+            urls: Vec::new(),
+        });
+    }
+    let group = out.alerts.last_mut().expect("pushed above");
+    group.count += 1;
+    if group.urls.len() < MAX_URLS_PER_ALERT {
+        if let Ok(entry) = decode(value) {
+            group.urls.push(parked_url(store, entry.url.to_string())?);
+        }
+    }
+    Ok(true)
+}
+
+fn parked_url(store: &Store, url: String) -> Result<ParkedUrl, StoreError> {
+    let referrer = store.referrers(&url)?.into_iter().next();
+    let referrer_fetched = match &referrer {
+        Some(page) => store.page(page)?.is_some_and(|record| {
+            matches!(
+                record.outcome,
+                PageOutcome::Fetched { .. } | PageOutcome::Duplicate { .. }
+            )
+        }),
+        None => false,
+    };
+    Ok(ParkedUrl {
+        url,
+        referrer,
+        referrer_fetched,
+    })
+}
