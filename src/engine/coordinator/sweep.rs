@@ -180,7 +180,7 @@ impl Coordinator {
                 .collect();
             self.outbox.log(
                 Level::Info,
-                format!("resuming {} after a restart", what(&pending.then)),
+                format!("{}: resumed after a restart", what(&pending.then)),
             );
             self.sweeps.queue.push_back(Sweep {
                 key,

@@ -1,7 +1,7 @@
 use super::*;
 use crate::engine::control::{PatternKind, RuleSpec};
 use crate::engine::coordinator::{closed_port_config, for_test};
-use crate::engine::store::FilteredUrl;
+use crate::engine::store::{FilterReason, FilteredUrl};
 use crate::engine::telemetry::EngineEvent;
 
 /// Links a rule with no host kept out: more than a few chunks' worth.
