@@ -8,6 +8,7 @@ use tokio::sync::mpsc;
 use url::Url;
 
 use super::commands::{Settings, SETTINGS_KEY};
+use super::journal::Journal;
 use super::{Coordinator, RunState};
 use crate::engine::alerts::Alerts;
 use crate::engine::config::{parse_seed, CrawlConfig};
@@ -106,6 +107,7 @@ pub(in crate::engine) fn build(
         traps.mark_raised(&host, kind, &rule);
     }
     let probes = SoftProbes::load(&store).map_err(store_err)?;
+    let journal = Journal::load(&store).map_err(store_err)?;
     let operator = restore_settings(&store, &config, &options.overrides, &mut rules, &mut alerts)?;
     let recrawl_pass = if options.recrawl {
         let (pass, queued) = recrawl::start_pass(&store, frontier.as_mut())?;
@@ -134,7 +136,7 @@ pub(in crate::engine) fn build(
     let mut settings_report = operator.report;
     settings_report.push(workers.address_guard().describe());
     settings_report.extend(cluster_line);
-    Ok(Coordinator {
+    let mut coordinator = Coordinator {
         data_dir: data_dir.display().to_string(),
         store,
         frontier,
@@ -168,8 +170,11 @@ pub(in crate::engine) fn build(
         returns: Default::default(),
         previews: Default::default(),
         sweeps: Default::default(),
+        journal,
         cfg: config,
-    })
+    };
+    coordinator.resume_pending();
+    Ok(coordinator)
 }
 
 /// The crawl-wide settings this run starts with.

@@ -9,6 +9,7 @@ mod commands;
 mod dispatch;
 mod group_commit;
 mod health;
+mod journal;
 mod links;
 mod outage;
 mod preview;
@@ -102,6 +103,8 @@ pub(crate) struct Coordinator {
     previews: preview_job::Previews,
     /// Alert decisions and rules for every host sweeping the frontier.
     sweeps: sweep::Sweeps,
+    /// Removals and sweeps under way, as stored to resume after a crash.
+    journal: journal::Journal,
 }
 
 impl Coordinator {

@@ -2,15 +2,20 @@
 //! touch many frontier URLs. Like a rule removal (`unblock.rs`), the loop
 //! does it in steps of at most [`STEP`] URLs per turn (commands and fetch
 //! results are served first), the crawl does not end while one is under way,
-//! and the command is answered with the count once it is done.
+//! and the command is answered with the count once it is done. Each sweep
+//! is kept in the journal (`journal.rs`) with its cursor, so a crawl killed
+//! during one resumes it at boot.
 
 use std::collections::VecDeque;
 
+use serde::{Deserialize, Serialize};
+
+use super::journal::{PendingSweep, PendingWork};
 use super::results::record_for;
 use super::Coordinator;
 use crate::engine::control::CommandId;
 use crate::engine::frontier::{FrontierEntry, FrontierStore, ScanCursor};
-use crate::engine::rules::CompiledRule;
+use crate::engine::rules::{describe, CompiledRule, RuleSet};
 use crate::engine::store::{PageOutcome, PageRecord, StoreError};
 use crate::engine::telemetry::{AlertStatus, Level};
 
@@ -43,9 +48,24 @@ impl Work {
             Work::Release { blocked, .. } => blocked.as_ref().map(|(rule_id, _)| *rule_id),
         }
     }
+
+    /// The work as the journal keeps it.
+    fn pending(&self) -> PendingWork {
+        match self {
+            Work::Block { rule_id, from, .. } => PendingWork::Block {
+                rule_id: *rule_id,
+                from: from.clone(),
+            },
+            Work::Release { alert_id, .. } => PendingWork::Release {
+                alert_id: *alert_id,
+                blocked_by: self.blocking_rule(),
+            },
+        }
+    }
 }
 
 /// What follows once a sweep's work is done.
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) enum Then {
     RuleAdded { rule_id: u64, text: String },
     Accepted { alert_id: u64, rule_id: u64 },
@@ -53,6 +73,8 @@ pub(super) enum Then {
 }
 
 struct Sweep {
+    /// Its key in the journal.
+    key: u64,
     answer_to: Option<CommandId>,
     work: VecDeque<Work>,
     /// URLs blocked or returned so far.
@@ -66,6 +88,16 @@ pub(super) struct Sweeps {
     queue: VecDeque<Sweep>,
 }
 
+impl Sweep {
+    fn pending(&self) -> PendingSweep {
+        PendingSweep {
+            work: self.work.iter().map(Work::pending).collect(),
+            count: self.count,
+            then: self.then.clone(),
+        }
+    }
+}
+
 impl Sweeps {
     /// No sweep is under way.
     pub(super) fn is_idle(&self) -> bool {
@@ -75,8 +107,12 @@ impl Sweeps {
     /// Rule `rule_id` was removed: no sweep blocks with it any more, and the
     /// parked URLs an accepting sweep has not blocked yet go back to the
     /// queue (those it blocked come back with the rule's other URLs).
-    pub(super) fn forget_rule(&mut self, rule_id: u64) {
+    /// Returns the sweeps changed, to record.
+    fn forget_rule(&mut self, rule_id: u64) -> Vec<(u64, PendingSweep)> {
+        let mut changed = Vec::new();
         for sweep in &mut self.queue {
+            let before = sweep.work.len();
+            let mut touched = false;
             sweep
                 .work
                 .retain(|w| !matches!(w, Work::Block { rule_id: r, .. } if *r == rule_id));
@@ -84,10 +120,15 @@ impl Sweeps {
                 if let Work::Release { blocked, .. } = work {
                     if blocked.as_ref().is_some_and(|(r, _)| *r == rule_id) {
                         *blocked = None;
+                        touched = true;
                     }
                 }
             }
+            if touched || sweep.work.len() != before {
+                changed.push((sweep.key, sweep.pending()));
+            }
         }
+        changed
     }
 
     /// A sweep will decide alert `alert_id`.
@@ -109,12 +150,88 @@ impl Coordinator {
         then: Then,
         count: u64,
     ) {
-        self.sweeps.queue.push_back(Sweep {
+        let sweep = Sweep {
+            key: self.journal.next_sweep_key(),
             answer_to,
             work: work.into(),
             count,
             then,
-        });
+        };
+        self.record_sweep(&sweep);
+        self.sweeps.queue.push_back(sweep);
+    }
+
+    /// Rule `rule_id` was removed: see [`Sweeps::forget_rule`].
+    pub(super) fn forget_rule_in_sweeps(&mut self, rule_id: u64) {
+        for (key, pending) in self.sweeps.forget_rule(rule_id) {
+            if let Err(e) = self.journal.put_sweep(key, pending) {
+                self.storage_failed("recording a sweep's progress", e);
+            }
+        }
+    }
+
+    /// Resumes the sweeps an earlier run left unfinished (logged when done).
+    pub(super) fn resume_sweeps(&mut self, left: Vec<(u64, PendingSweep)>) {
+        for (key, pending) in left {
+            let work: Vec<Work> = pending
+                .work
+                .into_iter()
+                .filter_map(|w| self.work_from(w))
+                .collect();
+            self.outbox.log(
+                Level::Info,
+                format!("{}: resumed after a restart", what(&pending.then)),
+            );
+            self.sweeps.queue.push_back(Sweep {
+                key,
+                answer_to: None,
+                work: work.into(),
+                count: pending.count,
+                then: pending.then,
+            });
+        }
+    }
+
+    /// Stored work made live again; a block with a rule since removed is dropped.
+    fn work_from(&self, pending: PendingWork) -> Option<Work> {
+        let blocked_by = |rule_id: u64| {
+            let spec = self
+                .rules
+                .views()
+                .into_iter()
+                .find(|r| r.id == rule_id)?
+                .spec;
+            let outcome = PageOutcome::Blocked {
+                rule_id,
+                rule: describe(&spec),
+            };
+            Some((spec, outcome))
+        };
+        match pending {
+            PendingWork::Block { rule_id, from } => {
+                let (spec, outcome) = blocked_by(rule_id)?;
+                let rule = RuleSet::compile(&spec).ok()?;
+                Some(Work::Block {
+                    rule_id,
+                    rule,
+                    outcome,
+                    from,
+                })
+            }
+            PendingWork::Release {
+                alert_id,
+                blocked_by: rule,
+            } => Some(Work::Release {
+                alert_id,
+                blocked: rule.and_then(|id| Some((id, blocked_by(id)?.1))),
+            }),
+        }
+    }
+
+    fn record_sweep(&mut self, sweep: &Sweep) {
+        if let Err(e) = self.journal.put_sweep(sweep.key, sweep.pending()) {
+            self.storage_failed("recording a sweep's progress", e);
+        }
     }
 
     /// One step of the oldest sweep; finishes it when its work is done.
@@ -138,6 +255,7 @@ impl Coordinator {
                 if sweep.work.is_empty() {
                     self.finish_sweep(sweep);
                 } else {
+                    self.record_sweep(&sweep);
                     self.sweeps.queue.push_front(sweep);
                 }
             }
@@ -155,6 +273,9 @@ impl Coordinator {
 
     fn finish_sweep(&mut self, sweep: Sweep) {
         let n = sweep.count;
+        if let Err(e) = self.journal.end_sweep(sweep.key) {
+            self.storage_failed("recording the end of a sweep", e);
+        }
         let answer = match sweep.then {
             Then::RuleAdded { rule_id, text } => {
                 format!("rule #{rule_id} added ({text}); {n} queued URL(s) blocked")
@@ -177,12 +298,11 @@ impl Coordinator {
     }
 
     /// The crawl ended during sweeps: each is answered with what it did; the
-    /// rest stays as it was (an undecided alert keeps its remaining URLs
-    /// parked, to decide again after a restart).
+    /// rest stays in the journal, to resume after a restart.
     pub(super) fn end_sweeps(&mut self) {
         for sweep in std::mem::take(&mut self.sweeps.queue) {
             let answer = format!(
-                "{}: stopped by the end of the crawl after {} URL(s)",
+                "{}: stopped by the end of the crawl after {} URL(s); the rest resumes on restart",
                 what(&sweep.then),
                 sweep.count
             );
@@ -190,7 +310,7 @@ impl Coordinator {
         }
     }
 
-    fn reply(&mut self, to: Option<CommandId>, answer: Result<String, String>) {
+    pub(super) fn reply(&mut self, to: Option<CommandId>, answer: Result<String, String>) {
         match to {
             Some(id) => self.outbox.answer(id, answer),
             None => {

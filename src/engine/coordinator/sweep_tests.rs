@@ -14,12 +14,7 @@ const URLS: usize = 1000;
 /// A coordinator whose frontier holds only `URLS` calendar URLs, parked by
 /// an open alert (its id is returned).
 fn parked_alert(dir: &std::path::Path) -> (EngineHandle, Coordinator, u64) {
-    let mut cfg = CrawlConfig {
-        seeds: vec![format!("http://{HOST}/")],
-        ..CrawlConfig::default()
-    };
-    cfg.traps.policy = TrapPolicy::Quarantine;
-    let (handle, mut c) = for_test(cfg, dir);
+    let (handle, mut c) = for_test(quarantine_config(), dir);
     c.frontier.drop_host(HOST, &record).expect("seed removed");
     let urls = (0..URLS).map(|i| entry(HOST, &format!("cal/{i}"), 1));
     c.frontier.push(urls.collect()).expect("queued");
@@ -38,6 +33,16 @@ fn parked_alert(dir: &std::path::Path) -> (EngineHandle, Coordinator, u64) {
     assert_eq!((counts.queued, counts.parked), (0, URLS as u64));
     let id = c.alerts.views().pop().expect("raised").id;
     (handle, c, id)
+}
+
+/// Settings that park what an alert's rule matches.
+fn quarantine_config() -> CrawlConfig {
+    let mut cfg = CrawlConfig {
+        seeds: vec![format!("http://{HOST}/")],
+        ..CrawlConfig::default()
+    };
+    cfg.traps.policy = TrapPolicy::Quarantine;
+    cfg
 }
 
 /// Runs the sweeps to their end as the loop would, one step per turn, and
@@ -174,4 +179,150 @@ async fn removing_a_rule_during_its_sweep_stops_it_and_returns_what_it_blocked()
         "{text}"
     );
     assert_eq!(c.frontier.counts().expect("counts").queued, total);
+}
+
+/// The log line a resumed sweep ends with (it has no command to answer).
+fn logged(handle: &mut EngineHandle, part: &str) -> String {
+    std::iter::from_fn(|| handle.events.try_recv().ok())
+        .find_map(|e| match e {
+            EngineEvent::Log { message, .. } if message.contains(part) => Some(message),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no log line with {part:?}"))
+}
+
+/// URLs recorded as blocked by rule `rule_id`.
+fn blocked_records(c: &Coordinator, rule_id: u64) -> usize {
+    let mut n = 0;
+    c.store
+        .for_each_page(|p| {
+            n += usize::from(
+                matches!(p.outcome, PageOutcome::Blocked { rule_id: id, .. } if id == rule_id),
+            );
+        })
+        .expect("pages read");
+    n
+}
+
+#[tokio::test]
+async fn an_accept_killed_after_a_step_resumes_on_restart_without_a_second_rule() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_handle, mut c, alert) = parked_alert(dir.path());
+    let accept = Command::AcceptAlert {
+        alert_id: alert,
+        rule: None,
+    };
+    assert_eq!(commands::handle(&mut c, CommandId(1), accept), None);
+    c.sweep_step();
+    assert_eq!(
+        c.frontier.counts().expect("counts").parked,
+        (URLS - STEP) as u64
+    );
+    drop(c);
+
+    let (mut handle, mut c) = for_test(quarantine_config(), dir.path());
+    assert!(!c.sweeps.is_idle(), "the sweep resumes at boot");
+    let again = Command::AcceptAlert {
+        alert_id: alert,
+        rule: None,
+    };
+    let refused = commands::handle(&mut c, CommandId(2), again);
+    assert!(
+        matches!(&refused, Some(Err(e)) if e.contains("being decided")),
+        "{refused:?}"
+    );
+    run_sweeps(&mut c);
+    let text = logged(&mut handle, "accepted");
+    assert!(text.ends_with(&format!("{URLS} URL(s) blocked")), "{text}");
+    assert_eq!(c.frontier.counts().expect("counts").parked, 0);
+    assert_eq!(
+        c.alerts.get(alert).expect("kept").status,
+        AlertStatus::Accepted
+    );
+    let rules = c.rules.views();
+    assert_eq!(rules.len(), 1, "{rules:?}");
+    assert_eq!(blocked_records(&c, rules[0].id), URLS);
+}
+
+#[tokio::test]
+async fn an_accept_killed_before_its_sweep_was_recorded_reuses_its_rule_when_done_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_handle, mut c, alert) = parked_alert(dir.path());
+    let accept = || Command::AcceptAlert {
+        alert_id: alert,
+        rule: None,
+    };
+    assert_eq!(commands::handle(&mut c, CommandId(1), accept()), None);
+    // Killed between storing the rule and recording the sweep.
+    c.journal.end_sweep(0).expect("stored");
+    drop(c);
+
+    let (mut handle, mut c) = for_test(quarantine_config(), dir.path());
+    assert!(c.sweeps.is_idle());
+    assert_eq!(c.alerts.get(alert).expect("kept").status, AlertStatus::Open);
+    assert_eq!(commands::handle(&mut c, CommandId(2), accept()), None);
+    run_sweeps(&mut c);
+    let text = answer(&mut handle, 2).expect("accepted");
+    assert!(text.ends_with(&format!("{URLS} URL(s) blocked")), "{text}");
+    let rules = c.rules.views();
+    assert_eq!(rules.len(), 1, "no second identical rule: {rules:?}");
+    assert_eq!(blocked_records(&c, rules[0].id), URLS);
+}
+
+#[tokio::test]
+async fn a_dismissal_killed_after_a_step_resumes_on_restart_and_returns_each_url_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_handle, mut c, alert) = parked_alert(dir.path());
+    let dismiss = Command::DismissAlert { alert_id: alert };
+    assert_eq!(commands::handle(&mut c, CommandId(1), dismiss), None);
+    c.sweep_step();
+    drop(c);
+
+    let (mut handle, mut c) = for_test(quarantine_config(), dir.path());
+    run_sweeps(&mut c);
+    let text = logged(&mut handle, "dismissed");
+    assert!(text.contains(&format!("{URLS} URL(s) back")), "{text}");
+    let counts = c.frontier.counts().expect("counts");
+    assert_eq!((counts.queued, counts.parked), (URLS as u64, 0));
+    assert_eq!(
+        c.alerts.get(alert).expect("kept").status,
+        AlertStatus::Dismissed
+    );
+}
+
+#[tokio::test]
+async fn a_rule_for_every_host_killed_during_its_sweep_resumes_from_its_cursor() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let cfg = crate::engine::coordinator::closed_port_config;
+    let (_handle, mut c) = for_test(cfg(), dir.path());
+    let queued = ["127.0.0.2:9", "127.0.0.3:9"].iter().flat_map(|h| {
+        (0..URLS).map(move |i| entry(h, &format!("{}/{i}", ["cal", "page"][i % 2]), 1))
+    });
+    c.frontier.push(queued.collect()).expect("queued");
+    let total = c.frontier.counts().expect("counts").queued;
+    let rule = RuleSpec {
+        kind: PatternKind::Regex,
+        pattern: "/cal/".into(),
+        host: None,
+    };
+    assert_eq!(
+        commands::handle(&mut c, CommandId(1), Command::AddRule(rule)),
+        None
+    );
+    c.sweep_step();
+    drop(c);
+
+    let (mut handle, mut c) = for_test(cfg(), dir.path());
+    run_sweeps(&mut c);
+    let text = logged(&mut handle, "queued URL(s) blocked");
+    assert!(
+        text.ends_with(&format!("{URLS} queued URL(s) blocked")),
+        "{text}"
+    );
+    assert_eq!(
+        c.frontier.counts().expect("counts").queued,
+        total - URLS as u64
+    );
+    let rule_id = c.rules.views()[0].id;
+    assert_eq!(blocked_records(&c, rule_id), URLS);
 }

@@ -8,7 +8,7 @@ use super::Coordinator;
 use crate::engine::config::TrapPolicy;
 use crate::engine::control::{CommandId, RuleSpec};
 use crate::engine::rules::describe;
-use crate::engine::rules::CompiledRule;
+use crate::engine::rules::{CompiledRule, RuleSet};
 use crate::engine::store::PageOutcome;
 use crate::engine::telemetry::{AlertStatus, EngineEvent, Level, TrapAlert};
 use crate::engine::traps::Detection;
@@ -33,9 +33,19 @@ impl Coordinator {
         origin: String,
     ) -> Result<(u64, Blocking), String> {
         let (id, compiled) = self.rules.add(spec.clone(), origin)?;
+        self.block_queued(id, &spec, compiled)
+    }
+
+    /// Blocks the queued URLs rule `id` matches (see [`Coordinator::add_rule`]).
+    fn block_queued(
+        &mut self,
+        id: u64,
+        spec: &RuleSpec,
+        compiled: CompiledRule,
+    ) -> Result<(u64, Blocking), String> {
         let outcome = PageOutcome::Blocked {
             rule_id: id,
-            rule: describe(&spec),
+            rule: describe(spec),
         };
         let Some(host) = spec.host.as_deref() else {
             let work = Work::Block {
@@ -175,7 +185,19 @@ impl Coordinator {
         let alert = self.undecided(id, &[AlertStatus::Open, AlertStatus::Noted])?;
         let spec = edited.unwrap_or(alert.suggested_rule);
         let origin = format!("{origin} (alert #{id})");
-        let (rule_id, blocking) = self.add_rule(spec.clone(), origin)?;
+        // Accepted already by a run that stopped before its sweep was recorded.
+        let earlier = self
+            .rules
+            .views()
+            .into_iter()
+            .find(|r| r.spec == spec && r.origin.ends_with(&format!("(alert #{id})")));
+        let (rule_id, blocking) = match earlier {
+            Some(rule) => {
+                let compiled = RuleSet::compile(&spec)?;
+                self.block_queued(rule.id, &spec, compiled)?
+            }
+            None => self.add_rule(spec.clone(), origin)?,
+        };
         let mut work = Vec::new();
         let mut already = 0;
         match blocking {

@@ -9,18 +9,28 @@
 //! store walk runs on its own thread and hands its finds to the loop in
 //! chunks of [`CHUNK`]; the loop applies one chunk per turn and answers the
 //! command, with the count, once the walk is done.
+//!
+//! The removal is kept in the journal (`journal.rs`) with how far its walk
+//! is applied, so a crawl killed during it resumes the walk at boot. A chunk
+//! of once-queued URLs is recorded before it is queued: after a crash, its
+//! copies already back in the frontier are taken out first (recorded as
+//! blocked again), then it is applied again, so no URL is queued twice.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use tokio::sync::mpsc;
 use url::Url;
 
+use super::journal::{PendingUnblock, Stored, WalkPosition};
+use super::results::record_for;
 use super::Coordinator;
 use crate::engine::control::CommandId;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::prioritize::priority;
 use crate::engine::rules::describe;
-use crate::engine::store::{FilterReason, PageOutcome, PageRecord, Store, StoreError};
+use crate::engine::store::StoreError;
+use crate::engine::telemetry::Level;
+use walk::{blocked_by, walk};
 
 /// URLs per chunk: what one loop turn queues again (about 10 ms of sled
 /// writes; fetch results are served first).
@@ -29,9 +39,6 @@ const CHUNK: usize = 256;
 const CHECK_EVERY: usize = 4096;
 /// Chunks the walk may be ahead of the loop.
 const CHUNKS_AHEAD: usize = 16;
-
-/// A URL as stored: `(url, host, depth)`.
-type Stored = (String, String, u32);
 
 /// Where the walk found a URL.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,6 +55,8 @@ pub(super) enum Walked {
     Urls {
         rule_id: u64,
         found: Found,
+        /// Where the walk found them (see [`phase`]).
+        phase: usize,
         urls: Vec<Stored>,
     },
     Done {
@@ -58,7 +67,8 @@ pub(super) enum Walked {
 
 /// A removal whose blocked URLs are still coming back.
 struct Pending {
-    answer_to: CommandId,
+    /// None: resumed after a restart, answered in the log.
+    answer_to: Option<CommandId>,
     text: String,
     returned: u64,
     failed: Option<StoreError>,
@@ -98,26 +108,85 @@ impl Coordinator {
     /// Removes a rule and starts returning the URLs it blocked; the command
     /// is answered when they are back ([`Coordinator::apply_walked`]).
     pub(super) fn remove_rule(&mut self, answer_to: CommandId, rule_id: u64) -> Result<(), String> {
-        let spec = self.rules.remove(rule_id)?;
-        self.sweeps.forget_rule(rule_id);
-        let prefixes = match &spec.host {
+        let spec = self
+            .rules
+            .views()
+            .into_iter()
+            .find(|r| r.id == rule_id)
+            .ok_or_else(|| format!("no rule #{rule_id}"))?
+            .spec;
+        let op = PendingUnblock {
+            host: spec.host.clone(),
+            text: format!("rule #{rule_id} removed ({})", describe(&spec)),
+            returned: 0,
+            position: WalkPosition::default(),
+            in_flight: None,
+        };
+        // Recorded first: a crash after the removal still returns its URLs.
+        self.journal.put_unblock(rule_id, op.clone()).map_err(|e| {
+            format!("rule #{rule_id} not removed: recording the removal failed: {e}")
+        })?;
+        if let Err(e) = self.rules.remove(rule_id) {
+            self.end_unblock_record(rule_id);
+            return Err(e);
+        }
+        self.forget_rule_in_sweeps(rule_id);
+        self.start_walk(Some(answer_to), rule_id, op)
+    }
+
+    /// Resumes the removals an earlier run left unfinished (logged when done).
+    pub(super) fn resume_removals(&mut self, left: Vec<(u64, PendingUnblock)>) {
+        for (rule_id, mut op) in left {
+            self.outbox.log(
+                Level::Info,
+                format!(
+                    "{}: returning its blocked URLs, resumed after a restart",
+                    op.text
+                ),
+            );
+            if let Some(chunk) = op.in_flight.take() {
+                match self.redo_chunk(rule_id, chunk) {
+                    Ok(n) => op.returned += n,
+                    Err(e) => {
+                        self.storage_failed("returning a removed rule's blocked URLs", e);
+                        continue;
+                    }
+                }
+                if let Err(e) = self.journal.put_unblock(rule_id, op.clone()) {
+                    self.storage_failed("recording a rule removal's progress", e);
+                }
+            }
+            if let Err(e) = self.start_walk(None, rule_id, op) {
+                self.outbox.log(Level::Error, e);
+            }
+        }
+    }
+
+    /// Starts (or resumes at `op.position`) the walk of removal `rule_id`.
+    fn start_walk(
+        &mut self,
+        answer_to: Option<CommandId>,
+        rule_id: u64,
+        op: PendingUnblock,
+    ) -> Result<(), String> {
+        let prefixes = match &op.host {
             Some(host) => vec![format!("http://{host}/"), format!("https://{host}/")],
             None => vec![String::new()],
         };
         let (store, tx) = (self.store.clone(), self.returns.tx.clone());
+        let start = op.position.clone();
         std::thread::Builder::new()
             .name(format!("unblock-{rule_id}"))
-            .spawn(move || walk(&store, rule_id, &prefixes, &tx))
+            .spawn(move || walk(&store, rule_id, &prefixes, &start, &tx))
             .map_err(|e| {
                 format!("rule #{rule_id} removed, but the URLs it blocked were not returned: {e}")
             })?;
-        let text = describe(&spec);
         self.returns.pending.insert(
             rule_id,
             Pending {
                 answer_to,
-                text: format!("rule #{rule_id} removed ({text})"),
-                returned: 0,
+                text: op.text,
+                returned: op.returned,
                 failed: None,
             },
         );
@@ -130,6 +199,7 @@ impl Coordinator {
             Walked::Urls {
                 rule_id,
                 found,
+                phase,
                 urls,
             } => {
                 let failed = self
@@ -140,7 +210,7 @@ impl Coordinator {
                 if failed != Some(false) {
                     return;
                 }
-                let outcome = self.requeue(found, urls);
+                let outcome = self.apply_chunk(rule_id, found, phase, urls);
                 let Some(pending) = self.returns.pending.get_mut(&rule_id) else {
                     return;
                 };
@@ -149,40 +219,114 @@ impl Coordinator {
                     Err(e) => pending.failed = Some(e),
                 }
             }
-            Walked::Done { rule_id, result } => {
-                let Some(p) = self.returns.pending.remove(&rule_id) else {
-                    return;
-                };
-                let answer = match p.failed.map_or(result, Err) {
-                    Ok(()) => Ok(format!(
-                        "{}: {} blocked URL(s) returned to the queue",
-                        p.text, p.returned
-                    )),
-                    Err(e) => {
-                        let answer = format!(
-                            "{}, but returning the URLs it blocked failed after {}: {e}",
-                            p.text, p.returned
-                        );
-                        self.storage_failed("returning a removed rule's blocked URLs", e);
-                        Err(answer)
-                    }
-                };
-                self.outbox.answer(p.answer_to, answer);
+            Walked::Done { rule_id, result } => self.finish_removal(rule_id, result),
+        }
+    }
+
+    /// Queues one chunk again, recording it in the journal before (once-queued
+    /// URLs) and the walk's position after.
+    fn apply_chunk(
+        &mut self,
+        rule_id: u64,
+        found: Found,
+        phase: usize,
+        urls: Vec<Stored>,
+    ) -> Result<u64, StoreError> {
+        let Some(mut op) = self.journal.unblock(rule_id).cloned() else {
+            return Ok(0);
+        };
+        op.position = WalkPosition {
+            phase,
+            after: urls.last().map(|(url, _, _)| url.clone()),
+        };
+        if found == Found::Blocked {
+            op.in_flight = Some(urls.clone());
+            self.journal.put_unblock(rule_id, op.clone())?;
+        }
+        let n = self.requeue(found, urls)?;
+        op.returned += n;
+        op.in_flight = None;
+        self.journal.put_unblock(rule_id, op)?;
+        Ok(n)
+    }
+
+    /// A chunk of once-queued URLs that was being queued when the crawl
+    /// stopped: the copies that made it into the frontier are taken out
+    /// (recorded as blocked again), then those still blocked are queued.
+    fn redo_chunk(&mut self, rule_id: u64, chunk: Vec<Stored>) -> Result<u64, StoreError> {
+        let urls: HashSet<&str> = chunk.iter().map(|(url, _, _)| url.as_str()).collect();
+        let hosts: HashSet<&str> = chunk.iter().map(|(_, host, _)| host.as_str()).collect();
+        let mut outcome = None;
+        for (url, _, _) in &chunk {
+            let page = self.store.page(url)?;
+            if let Some(p) = page.filter(|p| blocked_by(&p.outcome, rule_id)) {
+                outcome = Some(p.outcome);
+                break;
             }
+        }
+        // None still blocked: every URL of the chunk was fetched meanwhile.
+        let Some(outcome) = outcome else {
+            return Ok(0);
+        };
+        for host in hosts {
+            self.frontier.remove_matching(
+                Some(host),
+                &|e| urls.contains(e.url.as_str()),
+                &|e| record_for(e, outcome.clone()),
+            )?;
+        }
+        let mut still_blocked = Vec::new();
+        for stored in chunk {
+            let page = self.store.page(&stored.0)?;
+            if page.is_some_and(|p| blocked_by(&p.outcome, rule_id)) {
+                still_blocked.push(stored);
+            }
+        }
+        self.requeue(Found::Blocked, still_blocked)
+    }
+
+    /// Answers removal `rule_id` once its walk is done.
+    fn finish_removal(&mut self, rule_id: u64, result: Result<(), StoreError>) {
+        let Some(p) = self.returns.pending.remove(&rule_id) else {
+            return;
+        };
+        let answer = match p.failed.map_or(result, Err) {
+            Ok(()) => {
+                self.end_unblock_record(rule_id);
+                Ok(format!(
+                    "{}: {} blocked URL(s) returned to the queue",
+                    p.text, p.returned
+                ))
+            }
+            Err(e) => {
+                let answer = format!(
+                    "{}, but returning the URLs it blocked failed after {}: {e}",
+                    p.text, p.returned
+                );
+                self.storage_failed("returning a removed rule's blocked URLs", e);
+                Err(answer)
+            }
+        };
+        self.reply(p.answer_to, answer);
+    }
+
+    fn end_unblock_record(&mut self, rule_id: u64) {
+        if let Err(e) = self.journal.end_unblock(rule_id) {
+            self.storage_failed("recording the end of a rule removal", e);
         }
     }
 
     /// The crawl ended during a walk: its removal is answered with what came
-    /// back; the rest stays recorded as blocked by the removed rule.
+    /// back; the rest stays in the journal, to come back after a restart.
     pub(super) fn end_removals(&mut self) {
         // The walks stop at their next check and let go of the store.
         self.returns.rx.close();
         for (_, p) in std::mem::take(&mut self.returns.pending) {
             let answer = format!(
-                "{}: {} blocked URL(s) returned to the queue before the crawl stopped",
+                "{}: {} blocked URL(s) returned to the queue before the crawl stopped; the rest come back on restart",
                 p.text, p.returned
             );
-            self.outbox.answer(p.answer_to, Ok(answer));
+            self.reply(p.answer_to, Ok(answer));
         }
     }
 
@@ -207,98 +351,8 @@ impl Coordinator {
     }
 }
 
-/// Reads what rule `rule_id` blocked under `prefixes` and sends it in chunks;
-/// stops early once the crawl loop no longer listens.
-fn walk(store: &Store, rule_id: u64, prefixes: &[String], tx: &mpsc::Sender<Walked>) {
-    let result = walk_trees(store, rule_id, prefixes, tx);
-    let _ = tx.blocking_send(Walked::Done { rule_id, result });
-}
-
-fn walk_trees(
-    store: &Store,
-    rule_id: u64,
-    prefixes: &[String],
-    tx: &mpsc::Sender<Walked>,
-) -> Result<(), StoreError> {
-    let mut out = Chunker::new(rule_id, tx);
-    for prefix in prefixes {
-        for (read, filtered) in store.filtered_urls(prefix).enumerate() {
-            if read % CHECK_EVERY == 0 && tx.is_closed() {
-                return Ok(());
-            }
-            let filtered = filtered?;
-            if filtered.reason == FilterReason::Rule(rule_id) {
-                out.add(
-                    Found::Filtered,
-                    (filtered.url, filtered.host, filtered.depth),
-                );
-            }
-        }
-        for (read, raw) in store.raw_page_records(prefix).enumerate() {
-            if read % CHECK_EVERY == 0 && tx.is_closed() {
-                return Ok(());
-            }
-            let Ok(page) = serde_json::from_slice::<PageRecord>(&raw?) else {
-                continue;
-            };
-            if matches!(page.outcome, PageOutcome::Blocked { rule_id: id, .. } if id == rule_id) {
-                out.add(Found::Blocked, (page.url, page.host, page.depth));
-            }
-        }
-    }
-    out.flush_all();
-    Ok(())
-}
-
-/// Gathers a walk's finds into chunks of [`CHUNK`] per kind.
-struct Chunker<'a> {
-    rule_id: u64,
-    tx: &'a mpsc::Sender<Walked>,
-    filtered: Vec<Stored>,
-    blocked: Vec<Stored>,
-}
-
-impl<'a> Chunker<'a> {
-    fn new(rule_id: u64, tx: &'a mpsc::Sender<Walked>) -> Self {
-        Chunker {
-            rule_id,
-            tx,
-            filtered: Vec::new(),
-            blocked: Vec::new(),
-        }
-    }
-
-    fn add(&mut self, found: Found, url: Stored) {
-        let list = match found {
-            Found::Filtered => &mut self.filtered,
-            Found::Blocked => &mut self.blocked,
-        };
-        list.push(url);
-        if list.len() >= CHUNK {
-            self.send(found);
-        }
-    }
-
-    fn send(&mut self, found: Found) {
-        let urls = std::mem::take(match found {
-            Found::Filtered => &mut self.filtered,
-            Found::Blocked => &mut self.blocked,
-        });
-        if !urls.is_empty() {
-            // A closed channel: the crawl ended, and the walk stops at its next check.
-            let _ = self.tx.blocking_send(Walked::Urls {
-                rule_id: self.rule_id,
-                found,
-                urls,
-            });
-        }
-    }
-
-    fn flush_all(&mut self) {
-        self.send(Found::Filtered);
-        self.send(Found::Blocked);
-    }
-}
+#[path = "unblock_walk.rs"]
+mod walk;
 
 /// A frontier entry for a stored `(url, host, depth)`.
 fn entry((url, host, depth): &Stored) -> Option<FrontierEntry> {

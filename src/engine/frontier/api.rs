@@ -46,7 +46,7 @@ pub struct Completion {
     pub outlinks: Vec<FrontierEntry>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ScanCursor(pub(super) Vec<u8>);
 
 /// One chunk of a scan.
