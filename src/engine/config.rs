@@ -377,7 +377,7 @@ pub struct StorageConfig {
 impl Default for StorageConfig {
     fn default() -> Self {
         StorageConfig {
-            cache_bytes: 64 * 1024 * 1024,
+            cache_bytes: 16 * 1024 * 1024,
             warc_max_bytes: 1024 * 1024 * 1024,
             warc: true,
         }
