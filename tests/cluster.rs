@@ -9,10 +9,10 @@ use std::collections::{HashMap, HashSet};
 use std::process::Command;
 use std::time::Duration;
 
-use common::cluster::{finish, shared, start_three, LEASE_TTL};
+use common::cluster::{finish, page_requests, shared, start_three, LEASE_TTL};
 use common::{crawl, pages, start_demo, test_config};
 use crawldeck::cluster::redis_server::RedisServer;
-use crawldeck::demo::{DemoWeb, RequestRecord, SiteKind};
+use crawldeck::demo::{DemoWeb, SiteKind};
 use crawldeck::engine::store::{PageOutcome, PageRecord};
 use tokio::time::Instant;
 
@@ -22,17 +22,6 @@ const SITES: [SiteKind; 4] = [
     SiteKind::Params,
     SiteKind::Dupes,
 ];
-
-/// The site's pages requested: not robots.txt, and not soft-404 probes, whose
-/// random paths differ between crawls (each worker probes on its own).
-fn page_requests(records: &[RequestRecord]) -> Vec<(SiteKind, String)> {
-    records
-        .iter()
-        .filter(|r| r.path_and_query != "/robots.txt")
-        .filter(|r| !r.path_and_query.starts_with("/crawldeck-probe-"))
-        .map(|r| (r.site, r.path_and_query.clone()))
-        .collect()
-}
 
 /// The pages one uninterrupted single-process crawl of the sites requests.
 async fn reference_requests() -> HashSet<(SiteKind, String)> {

@@ -12,45 +12,19 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use common::cluster::{page_requests, worker_command, WORKER_LIMIT};
 use common::{crawl, start_demo, test_config, Killed};
 use crawldeck::cluster::redis_server::RedisServer;
-use crawldeck::demo::{RequestRecord, SiteKind};
+use crawldeck::demo::SiteKind;
 use tokio::time::Instant;
 
 const SITES: [SiteKind; 3] = [SiteKind::Shop, SiteKind::DeepFinite, SiteKind::Params];
-const LEASE_TTL: Duration = Duration::from_secs(2);
 /// Longer than the lease TTL, so leases expire while Redis is down.
 const OUTAGE: Duration = Duration::from_secs(4);
-/// No worker may run longer than this.
-const WORKER_LIMIT: Duration = Duration::from_secs(150);
-
-fn page_requests(records: &[RequestRecord]) -> Vec<(SiteKind, String)> {
-    records
-        .iter()
-        .filter(|r| r.path_and_query != "/robots.txt")
-        .filter(|r| !r.path_and_query.starts_with("/crawldeck-probe-"))
-        .map(|r| (r.site, r.path_and_query.clone()))
-        .collect()
-}
 
 /// A headless worker; its stderr is collected line by line into `err`.
 fn worker(redis: &RedisServer, dir: &Path, seeds: &[String]) -> (Killed, Arc<Mutex<String>>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
-        .args([
-            "crawl",
-            "--headless",
-            "--delay",
-            "100ms",
-            "--delay-factor",
-            "0",
-        ])
-        .args(["--redis", &redis.url(), "--crawl", "outage"])
-        .arg("--lease-ttl")
-        .arg(format!("{}s", LEASE_TTL.as_secs()))
-        .arg("--data")
-        .arg(dir)
-        .args(seeds)
-        .stdout(Stdio::null())
+    let mut child = worker_command(redis, "outage", dir, seeds, "100ms")
         .stderr(Stdio::piped())
         .spawn()
         .expect("crawldeck starts");

@@ -12,13 +12,11 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use common::cluster::{worker_command, WORKER_LIMIT};
 use common::term::{Term, WAIT};
 use common::Killed;
 use crawldeck::cluster::redis_server::RedisServer;
 use crawldeck::demo::SiteKind;
-
-/// No worker may run longer than this.
-const WORKER_LIMIT: Duration = Duration::from_secs(150);
 
 fn wait_until(what: &str, limit: Duration, pred: impl Fn() -> bool) {
     let deadline = Instant::now() + limit;
@@ -30,14 +28,9 @@ fn wait_until(what: &str, limit: Duration, pred: impl Fn() -> bool) {
 
 /// A headless worker of the shared crawl `name`, JSON lines on its stdout.
 fn worker(redis: &RedisServer, name: &str, dir: &Path, seeds: &[String]) -> Killed {
-    let child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
-        .args(["crawl", "--headless", "--json", "--delay", "20ms"])
-        .args(["--delay-factor", "0", "--lease-ttl", "2s"])
-        .args(["--redis", &redis.url(), "--crawl", name, "--data"])
-        .arg(dir)
-        .args(seeds)
+    let child = worker_command(redis, name, dir, seeds, "20ms")
+        .arg("--json")
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
         .spawn()
         .expect("crawldeck starts");
     Killed(child)

@@ -6,7 +6,7 @@ use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use crawldeck::cluster::redis_server::RedisServer;
-use crawldeck::demo::DemoWeb;
+use crawldeck::demo::{DemoWeb, RequestRecord, SiteKind};
 use tokio::time::Instant;
 
 use super::Killed;
@@ -16,14 +16,23 @@ pub const LEASE_TTL: Duration = Duration::from_secs(2);
 /// No worker may run longer than this.
 pub const WORKER_LIMIT: Duration = Duration::from_secs(150);
 
-/// A headless worker of the shared crawl `name` (seeds: the first one).
-pub fn worker(redis: &RedisServer, name: &str, dir: &Path, seeds: &[String]) -> Killed {
-    let child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
+/// The command line of a headless worker of the shared crawl `name`
+/// (seeds: the first one), `delay` between two requests to a host, stdout
+/// and stderr discarded until the caller pipes one of them.
+pub fn worker_command(
+    redis: &RedisServer,
+    name: &str,
+    dir: &Path,
+    seeds: &[String],
+    delay: &str,
+) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_crawldeck"));
+    command
         .args([
             "crawl",
             "--headless",
             "--delay",
-            "20ms",
+            delay,
             "--delay-factor",
             "0",
         ])
@@ -34,10 +43,29 @@ pub fn worker(redis: &RedisServer, name: &str, dir: &Path, seeds: &[String]) -> 
         .arg(dir)
         .args(seeds)
         .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    command
+}
+
+/// A headless worker of the shared crawl `name` (seeds: the first one),
+/// its stderr piped.
+pub fn worker(redis: &RedisServer, name: &str, dir: &Path, seeds: &[String]) -> Killed {
+    let child = worker_command(redis, name, dir, seeds, "20ms")
         .stderr(Stdio::piped())
         .spawn()
         .expect("crawldeck starts");
     Killed(child)
+}
+
+/// The site's pages requested: not robots.txt, and not soft-404 probes, whose
+/// random paths differ between crawls (each worker probes on its own).
+pub fn page_requests(records: &[RequestRecord]) -> Vec<(SiteKind, String)> {
+    records
+        .iter()
+        .filter(|r| r.path_and_query != "/robots.txt")
+        .filter(|r| !r.path_and_query.starts_with("/crawldeck-probe-"))
+        .map(|r| (r.site, r.path_and_query.clone()))
+        .collect()
 }
 
 /// A connection to the test's Redis.
