@@ -7,8 +7,11 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
+use super::publish::snapshot_key;
 use crate::engine::control::{PatternKind, RuleSpec};
+use crate::engine::telemetry::Snapshot;
 use crate::engine::{key_prefix, ClusterTarget, Heartbeat};
+use crate::remote::{OpenAlert, StatusReport};
 use crate::text::strip_control;
 
 /// One worker as the status shows it.
@@ -40,6 +43,18 @@ pub struct ClusterStatus {
     /// numbered from 1 as `ctl --redis … unrule N` takes them.
     pub rules: Vec<String>,
     pub workers: Vec<WorkerRow>,
+    /// Open trap alerts, from the snapshots the workers publish; alerts are
+    /// numbered per worker, so each names the worker that decides it.
+    pub open_alerts: Vec<WorkerAlert>,
+}
+
+/// An open trap alert and the worker that raised it.
+#[derive(Debug, Clone, Serialize)]
+pub struct WorkerAlert {
+    /// What `ctl --redis … --worker W accept ID` takes as W.
+    pub worker: String,
+    #[serde(flatten)]
+    pub alert: OpenAlert,
 }
 
 /// Reads the crawl's state from Redis.
@@ -87,6 +102,7 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
         .map(rule_text)
         .collect();
     let workers = worker_rows(&beats);
+    let open_alerts = open_alerts(&mut con, &target.crawl, &workers).map_err(fail)?;
     let count = |k: &str| counts.get(k).copied().unwrap_or(0).max(0) as u64;
     Ok(ClusterStatus {
         crawl: target.crawl.clone(),
@@ -98,7 +114,32 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
         hosts_held: held,
         rules,
         workers,
+        open_alerts,
     })
+}
+
+/// The open alerts of the workers' published snapshots (gone workers'
+/// snapshots have expired).
+fn open_alerts(
+    con: &mut redis::Connection,
+    crawl: &str,
+    workers: &[WorkerRow],
+) -> redis::RedisResult<Vec<WorkerAlert>> {
+    let mut alerts = Vec::new();
+    for w in workers {
+        let json: Option<String> = redis::cmd("GET")
+            .arg(snapshot_key(crawl, &w.beat.worker))
+            .query(con)?;
+        let Some(snapshot) = json.and_then(|j| serde_json::from_str::<Snapshot>(&j).ok()) else {
+            continue;
+        };
+        let report = StatusReport::of(&snapshot, 0);
+        alerts.extend(report.open_alerts.into_iter().map(|alert| WorkerAlert {
+            worker: w.beat.worker.clone(),
+            alert,
+        }));
+    }
+    Ok(alerts)
 }
 
 /// The workers of the `beats` hash (worker → heartbeat JSON), by name;
@@ -158,6 +199,27 @@ pub fn print(status: &ClusterStatus, json: bool, out: &mut impl Write) -> std::i
     for (i, rule) in status.rules.iter().enumerate() {
         writeln!(out, "  #{} {}", i + 1, strip_control(rule))?;
     }
+    writeln!(out, "open trap alerts: {}", status.open_alerts.len())?;
+    for a in &status.open_alerts {
+        let impact = a.alert.impact.as_deref().unwrap_or("");
+        writeln!(
+            out,
+            "  {} #{} {} {}: {} {}(accept: ctl --redis URL --crawl {} --worker {} accept {})",
+            strip_control(&a.worker),
+            a.alert.id,
+            strip_control(&a.alert.host),
+            a.alert.kind,
+            strip_control(&a.alert.rule),
+            if impact.is_empty() {
+                String::new()
+            } else {
+                format!("[{}] ", strip_control(impact))
+            },
+            strip_control(&status.crawl),
+            strip_control(&a.worker),
+            a.alert.id
+        )?;
+    }
     let alive = status.workers.iter().filter(|w| w.alive).count();
     writeln!(out, "workers: {alive} alive of {}", status.workers.len())?;
     for w in &status.workers {
@@ -214,6 +276,19 @@ mod tests {
                     last_beat_ms_ago: 90_000,
                 },
             ],
+            open_alerts: vec![WorkerAlert {
+                worker: "a1".into(),
+                alert: OpenAlert {
+                    id: 3,
+                    host: "cal.example".into(),
+                    kind: "calendar".into(),
+                    rule: "^https?://cal\\.example/\u{1b}day/".into(),
+                    matching_queued: 7,
+                    impact: Some(
+                        "would block 7 queued, 0 parked; 0 fetched good pages match".into(),
+                    ),
+                },
+            }],
         };
         let mut out = Vec::new();
         print(&status, false, &mut out).unwrap();
@@ -229,6 +304,10 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("workers: 1 alive of 2"), "{text}");
+        assert!(
+            text.contains("open trap alerts: 1\n  a1 #3 cal.example calendar: ^https?://cal\\.example/day/ [would block 7 queued, 0 parked; 0 fetched good pages match] (accept: ctl --redis URL --crawl news --worker a1 accept 3)"),
+            "{text}"
+        );
         assert!(text.contains("a1 alive v0.1.0 12 pages, 3.5 pages/s, 2 hosts held, 1 in flight, last heartbeat 1.5s ago"), "{text}");
         assert!(text.contains("gone"), "{text}");
         assert!(!text.contains('\u{1b}'), "{text:?}");
@@ -236,5 +315,70 @@ mod tests {
         print(&status, true, &mut json).unwrap();
         let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
         assert_eq!(value["workers"][0]["pages_per_s"], 3.5);
+        assert_eq!(value["open_alerts"][0]["worker"], "a1");
+        assert_eq!(value["open_alerts"][0]["id"], 3);
+    }
+
+    #[test]
+    fn status_lists_each_workers_open_alerts_from_its_published_snapshot() {
+        use crate::cluster::redis_server::RedisServer;
+        use crate::engine::telemetry::{AlertStatus, TrapAlert, TrapKind};
+        let server = RedisServer::for_test();
+        let target = ClusterTarget {
+            url: server.url(),
+            crawl: "alerts".into(),
+            lease_ttl: Duration::from_secs(10),
+        };
+        let alert = |id, status| TrapAlert {
+            id,
+            host: "cal.example".into(),
+            kind: TrapKind::Counter,
+            evidence_count: 12,
+            last_seen: 0,
+            samples: vec![],
+            suggested_rule: RuleSpec {
+                kind: PatternKind::Regex,
+                pattern: "/cal/".into(),
+                host: Some("cal.example".into()),
+            },
+            matching_queued: 4,
+            status,
+            impact: None,
+        };
+        let snapshot = Snapshot {
+            alerts: vec![alert(1, AlertStatus::Accepted), alert(2, AlertStatus::Open)],
+            ..Snapshot::default()
+        };
+        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        let beat = Heartbeat {
+            worker: "w1".into(),
+            version: "0.1.0".into(),
+            pages: 5,
+            pages_per_s: 1.0,
+            hosts_held: 1,
+            in_flight: 0,
+            at_ms: now.as_millis() as u64,
+            stale_after_ms: 30_000,
+        };
+        let mut con = redis::Client::open(server.url())
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let p = key_prefix("alerts");
+        let _: () = redis::pipe()
+            .cmd("HSET")
+            .arg(format!("{p}beats"))
+            .arg("w1")
+            .arg(serde_json::to_string(&beat).unwrap())
+            .cmd("SET")
+            .arg(snapshot_key("alerts", "w1"))
+            .arg(serde_json::to_string(&snapshot).unwrap())
+            .query(&mut con)
+            .unwrap();
+        let status = read(&target).unwrap();
+        assert_eq!(status.open_alerts.len(), 1, "{:?}", status.open_alerts);
+        let open = &status.open_alerts[0];
+        assert_eq!((open.worker.as_str(), open.alert.id), ("w1", 2));
+        assert_eq!(open.alert.rule, "/cal/");
     }
 }
