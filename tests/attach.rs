@@ -3,7 +3,7 @@
 //! Every process started here is killed by pid when the test ends; waits
 //! poll with a deadline.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};

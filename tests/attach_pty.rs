@@ -2,7 +2,7 @@
 //! read-only says so, `kill -9` of the viewer leaves the crawl running, and
 //! `q` then Enter detaches. Every process is killed by pid at the end.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

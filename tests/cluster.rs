@@ -3,7 +3,7 @@
 //! the workers (from the demo server's log), and a worker killed with
 //! SIGKILL has its hosts taken over once its leases expire.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::process::Command;

@@ -2,7 +2,7 @@
 //! reaches every worker process, each answers, and once the answers are in no
 //! worker requests a URL the new rule matches (from the demo server's log).
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 use std::time::Duration;

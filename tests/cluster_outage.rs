@@ -3,7 +3,7 @@
 //! meanwhile, resume by themselves, and the crawl completes with every page
 //! fetched once, except those in flight at the outage; both exit 0.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::io::BufRead;

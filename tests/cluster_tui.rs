@@ -5,7 +5,7 @@
 //! and leaves no process behind after `q`, nor after `kill -9`. Every
 //! process is bounded in time and stopped by pid.
 
-mod common;
+use crate::common;
 
 use std::io::Read;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! records, and once space is back the crawl ends with the same pages as a
 //! crawl that never saw the fault, each archived.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;

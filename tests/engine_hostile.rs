@@ -1,6 +1,6 @@
 //! Hostile input ends as recorded per-URL errors, never a hang or a panic.
 
-mod common;
+use crate::common;
 
 use common::{crawl, pages, start_demo, test_config};
 use crawldeck::demo::SiteKind;

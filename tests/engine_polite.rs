@@ -2,7 +2,7 @@
 //! robots.txt first, nothing disallowed, per-host limits and delays kept,
 //! no URL fetched twice.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::time::Duration;

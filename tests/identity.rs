@@ -2,7 +2,7 @@
 //! robots.txt groups, meta robots and X-Robots-Tag written for `acmebot` are
 //! obeyed, those for other bots are not. Asserted from the server's request log.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 

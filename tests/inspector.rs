@@ -2,7 +2,7 @@
 //! WARC record with its links' fates, the diff of two near duplicates,
 //! `--select`, and a running crawl inspected through its engine.
 
-mod common;
+use crate::common;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

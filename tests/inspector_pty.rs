@@ -3,7 +3,7 @@
 //! evidence (read through the engine's results socket), run `:select`, and
 //! close it with Esc.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! everything in it that crawldeck created are 0700 / 0600 (Unix).
 #![cfg(unix)]
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

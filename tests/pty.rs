@@ -3,7 +3,7 @@
 //! through the prompt, see it in the rules pane, quit, and check the terminal
 //! was restored and the data directory holds the rule.
 
-mod common;
+use crate::common;
 
 use common::term::Term;
 

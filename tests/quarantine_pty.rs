@@ -2,7 +2,7 @@
 //! parked URLs (read through the engine's results socket), expands an alert,
 //! and Enter on a parked URL opens the inspector on the page it was found on.
 
-mod common;
+use crate::common;
 
 use common::term::Term;
 

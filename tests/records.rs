@@ -1,7 +1,7 @@
 //! What a page record keeps of what extraction found: the canonical URL and
 //! how many links it had and how many the per-page cap left out.
 
-mod common;
+use crate::common;
 
 use crawldeck::demo::SiteKind;
 use crawldeck::engine::store::PageOutcome;

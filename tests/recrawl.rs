@@ -2,7 +2,7 @@
 //! demo shop answers 304 to matching validators, and the pages keep what the
 //! first pass stored.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::path::Path;

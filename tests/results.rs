@@ -2,7 +2,7 @@
 //! real binary's output, parsed back with CSV and JSON readers; and a listing
 //! of a crawl that is still running, read through its engine.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeSet, HashSet};
 use std::process::{Command, Output, Stdio};

@@ -3,7 +3,7 @@
 //! fetched again; after Ctrl-C (SIGINT) the crawl checkpoints and nothing is;
 //! after a write fails (a real file-size limit) the run exits 1 with the reason.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::process::{Command, Stdio};

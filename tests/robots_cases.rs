@@ -2,7 +2,7 @@
 //! origin with its own robots.txt, crawled under a custom User-Agent, and what
 //! was obeyed is read from the servers' request logs.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

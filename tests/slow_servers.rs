@@ -2,7 +2,7 @@
 //! timeout) is cut at the total timeout, asked once more, and the URL ends as
 //! a timeout error: it does not hold the crawl for `MAX_ATTEMPTS` full limits.
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! with its reason. A seed on a private address opens that class only. Even
 //! a broken guard could only reach loopback.
 
-mod common;
+use crate::common;
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr};

@@ -3,7 +3,7 @@
 //! inside it, the normal pages next to it are still crawled, normal sites raise
 //! nothing, and a failing host is left alone while its breaker is open.
 
-mod common;
+use crate::common;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;

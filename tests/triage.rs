@@ -3,7 +3,7 @@
 //! real page is fetched, the suggested rule matches none of them, the
 //! soft-404 probe is sent once, and removing a rule returns what it blocked.
 
-mod common;
+use crate::common;
 
 use std::collections::HashSet;
 use std::time::Duration;

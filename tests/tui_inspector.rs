@@ -4,7 +4,7 @@
 //! recent fetches, Esc closes. The reads the run loop would do off the loop
 //! (`Effect::Inspect`, `Effect::Select`) are done here by the same functions.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

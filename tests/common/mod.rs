@@ -1,8 +1,6 @@
 //! Shared helpers for the engine's integration tests: a fast, still polite
 //! configuration and a crawl of the demo web that is bounded in time.
 
-#![allow(dead_code)]
-
 pub mod cluster;
 pub mod term;
 
