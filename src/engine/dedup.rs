@@ -97,36 +97,59 @@ pub fn simhash<'a>(tokens: impl Iterator<Item = &'a str>) -> u64 {
     votes.hash()
 }
 
-/// Simhash of a text's words (letters and digits, case-folded for ASCII), in
-/// one pass over the bytes with no allocation: it runs over every page's text.
+/// Simhash of a text's words (letters and digits, case-folded for ASCII).
 /// Bytes of multi-byte characters count as word characters.
+#[cfg(test)]
 pub fn simhash_text(text: &str) -> u64 {
-    let mut votes = Votes::default();
+    let mut words = WordHasher::default();
+    words.feed(text.as_bytes());
+    words.finish()
+}
+
+/// Simhash of text fed in pieces, in one pass over the bytes with no
+/// allocation: it runs over every page's text. A piece's end does not end a
+/// word; [`WordHasher::break_word`] does.
+#[derive(Default)]
+pub struct WordHasher {
+    votes: Votes,
     // A word's bytes are packed eight to a u64; longer words fold each full
     // u64 into `folded`. Word bytes are never zero, so packing is injective.
-    let mut packed: u64 = 0;
-    let mut folded: u64 = 0;
-    let mut len: u32 = 0;
-    for &byte in text.as_bytes() {
-        let class = WORD_BYTES[usize::from(byte)];
-        if class != 0 {
-            packed = (packed << 8) | u64::from(class);
-            len += 1;
-            if len % 8 == 0 {
-                folded = (folded ^ packed)
-                    .wrapping_mul(0x517c_c1b7_2722_0a95)
-                    .rotate_left(29);
-                packed = 0;
+    packed: u64,
+    folded: u64,
+    len: u32,
+}
+
+impl WordHasher {
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            let class = WORD_BYTES[usize::from(byte)];
+            if class != 0 {
+                self.packed = (self.packed << 8) | u64::from(class);
+                self.len += 1;
+                if self.len % 8 == 0 {
+                    self.folded = (self.folded ^ self.packed)
+                        .wrapping_mul(0x517c_c1b7_2722_0a95)
+                        .rotate_left(29);
+                    self.packed = 0;
+                }
+            } else {
+                self.break_word();
             }
-        } else if len > 0 {
-            votes.add(mix(folded ^ packed));
-            (packed, folded, len) = (0, 0, 0);
         }
     }
-    if len > 0 {
-        votes.add(mix(folded ^ packed));
+
+    /// Ends the current word, if any (as markup between two texts does).
+    pub fn break_word(&mut self) {
+        if self.len > 0 {
+            self.votes.add(mix(self.folded ^ self.packed));
+            (self.packed, self.folded, self.len) = (0, 0, 0);
+        }
     }
-    votes.hash()
+
+    pub fn finish(mut self) -> u64 {
+        self.break_word();
+        self.votes.hash()
+    }
 }
 
 /// Each byte's value inside a word (ASCII folded to lower case), 0 outside one.

@@ -5,17 +5,16 @@ mod bench;
 mod entities;
 #[cfg(test)]
 mod tests;
+mod visible_text;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use lol_html::html_content::{Element, TextChunk, TextType};
-use lol_html::{
-    doc_text, element, text, AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings,
-};
+use lol_html::html_content::{Element, TextChunk};
+use lol_html::{element, text, AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings};
 use url::Url;
 
-use crate::engine::{dedup, url_norm};
+use crate::engine::url_norm;
 
 pub use bench::measure_extraction;
 
@@ -173,7 +172,6 @@ struct State<'a> {
     title_done: bool,
     canonical: Option<Url>,
     directives: RobotsDirectives,
-    text: String,
 }
 
 impl State<'_> {
@@ -267,18 +265,7 @@ impl State<'_> {
         }
     }
 
-    fn on_text(&mut self, chunk: &TextChunk) {
-        if !matches!(chunk.text_type(), TextType::Data) {
-            return;
-        }
-        let room = MAX_SIMHASH_TEXT.saturating_sub(self.text.len());
-        if room > 0 {
-            self.text.push_str(truncate_chars(chunk.as_str(), room));
-            self.text.push(' ');
-        }
-    }
-
-    fn finish(self) -> Extracted {
+    fn finish(self, simhash: u64) -> Extracted {
         let title = (!self.title_raw.is_empty())
             .then(|| collapse_title(&entities::decode(&self.title_raw, false)))
             .filter(|t| !t.is_empty());
@@ -288,7 +275,7 @@ impl State<'_> {
             title,
             canonical: self.canonical,
             directives: self.directives,
-            simhash: dedup::simhash_text(&self.text),
+            simhash,
         }
     }
 }
@@ -365,10 +352,9 @@ pub fn extract(
         title_done: false,
         canonical: None,
         directives: RobotsDirectives::default(),
-        text: String::new(),
     });
     if !is_html(content_type) {
-        return state.into_inner().finish();
+        return state.into_inner().finish(0);
     }
     let header_encoding = encoding_of(content_type);
     let settings = Settings::new()
@@ -398,10 +384,6 @@ pub fn extract(
         .append_element_content_handler(text!("title", |chunk| {
             state.borrow_mut().on_title_text(chunk);
             Ok(())
-        }))
-        .append_document_content_handler(doc_text!(|chunk| {
-            state.borrow_mut().on_text(chunk);
-            Ok(())
         }));
     let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
     let completed = body
@@ -413,5 +395,7 @@ pub fn extract(
     } else {
         drop(rewriter);
     }
-    state.into_inner().finish()
+    state
+        .into_inner()
+        .finish(visible_text::simhash(body, MAX_SIMHASH_TEXT))
 }

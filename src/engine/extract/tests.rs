@@ -389,7 +389,7 @@ fn simhash_covers_visible_text_only() {
     );
     assert_eq!(a.simhash, b.simhash);
     let c = run("<p>completely unrelated sentence about sled databases and frontier queues</p>");
-    assert!(dedup::hamming(a.simhash, c.simhash) > 8);
+    assert!(crate::engine::dedup::hamming(a.simhash, c.simhash) > 8);
 }
 
 #[test]
