@@ -23,7 +23,7 @@ impl Coordinator {
         match self.store.first_url_with_digest(&digest.0, url) {
             Ok(first) => first,
             Err(e) => {
-                tracing::error!("content digest lookup for {url}: {e}");
+                self.storage_failed("content digest lookup", e);
                 None
             }
         }

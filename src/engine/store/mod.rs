@@ -3,6 +3,7 @@
 //! (rules, alerts, hosts, meta) in their own trees. Only this module talks to sled.
 
 mod batch;
+mod digests;
 pub mod faults;
 mod gzip;
 pub(crate) mod keys;
@@ -143,6 +144,8 @@ struct Inner {
     referrer_counts: Mutex<query::ReferrerCounts>,
     /// Links not followed for scope or depth (see `query.rs`).
     filtered: sled::Tree,
+    /// Which content digests are stored (see `digests.rs`).
+    digests: digests::DigestIndex,
     pages: AtomicU64,
     /// Serialises batch application so the page counter stays exact.
     apply_lock: Mutex<()>,
@@ -194,6 +197,7 @@ impl Store {
             referrers: open_tree("referrers")?,
             referrer_counts: Mutex::default(),
             filtered: open_tree("filtered")?,
+            digests: Default::default(),
             crawl,
             db,
             pages: AtomicU64::new(pages),
@@ -268,25 +272,6 @@ impl Store {
             out.push((k.to_vec(), decode_json(&v, tree_name(tree))?));
         }
         Ok(out)
-    }
-
-    /// Exact-duplicate check: remembers the first URL stored with a content
-    /// digest and returns it when `url` is another one.
-    pub(crate) fn first_url_with_digest(
-        &self,
-        digest: &[u8],
-        url: &str,
-    ) -> Result<Option<String>, StoreError> {
-        let mut key = b"digest/".to_vec();
-        key.extend_from_slice(digest);
-        match self.get::<String>(Tree::Meta, &key)? {
-            Some(first) if first != url => Ok(Some(first)),
-            Some(_) => Ok(None),
-            None => {
-                self.put(Tree::Meta, &key, &url.to_string())?;
-                Ok(None)
-            }
-        }
     }
 
     /// The record of a URL that left the frontier; `None` if it has not (queued, parked, in
