@@ -1,20 +1,21 @@
 //! Link, title and meta-robots extraction: the CPU hot path, run by the
-//! coordinator on the CPU pool. Streaming (lol_html), bounded, never panics.
+//! coordinator on the CPU pool. One pass over the bytes (`scan`), bounded, never panics.
 
 mod bench;
 mod entities;
+mod scan;
 #[cfg(test)]
 mod tests;
-mod visible_text;
 
-use std::cell::RefCell;
+use std::borrow::Cow;
 use std::collections::HashMap;
 
-use lol_html::html_content::{Element, TextChunk};
-use lol_html::{element, text, AsciiCompatibleEncoding, HtmlRewriter, MemorySettings, Settings};
+use encoding_rs::{Encoding, UTF_8};
 use url::Url;
 
+use crate::engine::dedup::WordHasher;
 use crate::engine::url_norm;
+use scan::{Tag, Visitor};
 
 pub use bench::measure_extraction;
 
@@ -144,9 +145,6 @@ pub const MAX_TITLE_CHARS: usize = 512;
 const MAX_TITLE_RAW: usize = 8 * 1024;
 /// Visible text fed to simhash: enough to characterise a page, bounded work.
 const MAX_SIMHASH_TEXT: usize = 64 * 1024;
-/// Parser buffers beyond this (a gigantic tag) end extraction with what was gathered.
-const PARSER_MEMORY_LIMIT: usize = 4 * 1024 * 1024;
-const WRITE_CHUNK: usize = 16 * 1024;
 
 /// `<link rel>` values that name resources, not pages.
 const RESOURCE_RELS: [&str; 9] = [
@@ -163,22 +161,33 @@ const RESOURCE_RELS: [&str; 9] = [
 
 struct State<'a> {
     opts: &'a ExtractOptions,
+    encoding: &'static Encoding,
     base: Url,
     base_seen: bool,
     links: Vec<Link>,
     index: HashMap<String, usize>,
     dropped: usize,
-    title_raw: String,
-    title_done: bool,
+    title: Option<String>,
     canonical: Option<Url>,
     directives: RobotsDirectives,
+    words: WordHasher,
+    text_budget: usize,
 }
 
 impl State<'_> {
-    fn add_link(&mut self, raw_href: &str, nofollow: bool) {
+    /// An attribute value or a title as text, from the page's charset.
+    fn decode<'b>(&self, raw: &'b [u8]) -> Cow<'b, str> {
+        if self.encoding == UTF_8 {
+            String::from_utf8_lossy(raw)
+        } else {
+            self.encoding.decode_without_bom_handling(raw).0
+        }
+    }
+
+    fn add_link(&mut self, raw_href: &[u8], nofollow: bool) {
         if self.links.len() >= self.opts.max_links {
             // Over the cap: counted without the cost of resolving.
-            if !raw_href.trim().is_empty() {
+            if !raw_href.trim_ascii().is_empty() {
                 self.dropped += 1;
             }
             return;
@@ -187,7 +196,8 @@ impl State<'_> {
             self.dropped += 1;
             return;
         }
-        let href = entities::decode(raw_href, true);
+        let text = self.decode(raw_href);
+        let href = entities::decode(&text, true);
         let Some(url) = url_norm::resolve(&self.base, &href) else {
             return;
         };
@@ -205,91 +215,103 @@ impl State<'_> {
         }
     }
 
-    fn on_link_element(&mut self, el: &Element, attribute: &str) {
-        let Some(href) = el.get_attribute(attribute) else {
+    fn on_link_element(&mut self, tag: &Tag<'_>, attribute: &str) {
+        let Some(href) = tag.attribute(attribute) else {
             return;
         };
-        let rel = el.get_attribute("rel").unwrap_or_default();
+        let rel = tag.attribute("rel").unwrap_or_default();
         let has_rel = |wanted: &str| {
-            rel.split_ascii_whitespace()
-                .any(|token| token.eq_ignore_ascii_case(wanted))
+            rel.split(|b| b.is_ascii_whitespace())
+                .any(|token| token.eq_ignore_ascii_case(wanted.as_bytes()))
         };
-        if el.tag_name() == "link" {
+        if tag.is("link") {
             if has_rel("canonical") && self.canonical.is_none() {
-                let decoded = entities::decode(&href, true);
-                self.canonical = url_norm::resolve(&self.base, &decoded);
+                let text = self.decode(href);
+                self.canonical = url_norm::resolve(&self.base, &entities::decode(&text, true));
             }
             if RESOURCE_RELS.iter().any(|r| has_rel(r)) {
                 return;
             }
         }
-        self.add_link(&href, has_rel("nofollow"));
+        self.add_link(href, has_rel("nofollow"));
     }
 
-    fn on_base(&mut self, el: &Element) {
+    fn on_base(&mut self, tag: &Tag<'_>) {
         if self.base_seen {
             return;
         }
+        let Some(href) = tag.attribute("href") else {
+            return;
+        };
         self.base_seen = true;
-        if let Some(href) = el.get_attribute("href") {
-            if let Some(base) = url_norm::resolve(&self.base, &entities::decode(&href, true)) {
-                self.base = base;
-            }
+        let text = self.decode(href);
+        if let Some(base) = url_norm::resolve(&self.base, &entities::decode(&text, true)) {
+            self.base = base;
         }
     }
 
-    fn on_meta(&mut self, el: &Element) {
-        let Some(name) = el.get_attribute("name") else {
+    fn on_meta(&mut self, tag: &Tag<'_>) {
+        let Some(name) = tag.attribute("name") else {
             return;
         };
-        let name = name.trim();
-        let token = &self.opts.product_token;
-        if name.eq_ignore_ascii_case("robots")
+        let name = name.trim_ascii();
+        let token = self.opts.product_token.as_bytes();
+        if name.eq_ignore_ascii_case(b"robots")
             || (!token.is_empty() && name.eq_ignore_ascii_case(token))
         {
-            let content = el.get_attribute("content").unwrap_or_default();
+            let content = self.decode(tag.attribute("content").unwrap_or_default());
             let parsed = RobotsDirectives::parse(&content, &self.opts.product_token);
             self.directives = self.directives.merge(parsed);
         }
     }
 
-    fn on_title_text(&mut self, chunk: &TextChunk) {
-        if self.title_done {
+    /// The first `<title>`'s text, decoded, collapsed and capped.
+    fn on_title(&mut self, content: &[u8]) {
+        if self.title.is_some() {
             return;
         }
-        let room = MAX_TITLE_RAW.saturating_sub(self.title_raw.len());
-        self.title_raw
-            .push_str(truncate_chars(chunk.as_str(), room));
-        if chunk.last_in_text_node() {
-            self.title_done = true;
-        }
+        let text = self.decode(&content[..content.len().min(MAX_TITLE_RAW)]);
+        let title = collapse_title(&entities::decode(&text, false));
+        self.title = Some(title);
     }
 
-    fn finish(self, simhash: u64) -> Extracted {
-        let title = (!self.title_raw.is_empty())
-            .then(|| collapse_title(&entities::decode(&self.title_raw, false)))
-            .filter(|t| !t.is_empty());
+    fn finish(self) -> Extracted {
         Extracted {
             links: self.links,
             links_dropped: self.dropped,
-            title,
+            title: self.title.filter(|t| !t.is_empty()),
             canonical: self.canonical,
             directives: self.directives,
-            simhash,
+            simhash: self.words.finish(),
         }
     }
 }
 
-/// The longest prefix of `s` with at most `max_bytes` bytes, on a char boundary.
-fn truncate_chars(s: &str, max_bytes: usize) -> &str {
-    if s.len() <= max_bytes {
-        return s;
+impl Visitor for State<'_> {
+    fn text(&mut self, bytes: &[u8]) {
+        let fed = &bytes[..bytes.len().min(self.text_budget)];
+        self.words.feed(fed);
+        self.text_budget -= fed.len();
+        self.words.break_word();
     }
-    let mut end = max_bytes;
-    while !s.is_char_boundary(end) {
-        end -= 1;
+
+    fn start_tag(&mut self, tag: &Tag<'_>, content: Option<&[u8]>) {
+        let name = tag.name;
+        if name.eq_ignore_ascii_case(b"a")
+            || name.eq_ignore_ascii_case(b"area")
+            || name.eq_ignore_ascii_case(b"link")
+        {
+            self.on_link_element(tag, "href");
+        } else if name.eq_ignore_ascii_case(b"frame") || name.eq_ignore_ascii_case(b"iframe") {
+            self.on_link_element(tag, "src");
+        } else if name.eq_ignore_ascii_case(b"base") {
+            self.on_base(tag);
+        } else if name.eq_ignore_ascii_case(b"meta") {
+            self.on_meta(tag);
+        } else if name.eq_ignore_ascii_case(b"title") {
+            self.on_title(content.unwrap_or_default());
+        }
     }
-    &s[..end]
 }
 
 fn collapse_title(raw: &str) -> String {
@@ -321,81 +343,55 @@ fn is_html(content_type: Option<&str>) -> bool {
     })
 }
 
-/// The charset parameter of a content type, if lol_html can parse with it.
-fn encoding_of(content_type: Option<&str>) -> Option<AsciiCompatibleEncoding> {
+/// The charset parameter of a content type, if it names an ASCII-compatible one.
+fn encoding_of(content_type: Option<&str>) -> Option<&'static Encoding> {
     let charset = content_type?.split(';').skip(1).find_map(|param| {
         let (key, value) = param.split_once('=')?;
         key.trim()
             .eq_ignore_ascii_case("charset")
             .then(|| value.trim().trim_matches(['"', '\'']))
     })?;
-    let encoding = encoding_rs::Encoding::for_label_no_replacement(charset.as_bytes())?;
-    AsciiCompatibleEncoding::new(encoding)
+    ascii_compatible(charset.as_bytes())
+}
+
+/// The encoding a label names, unless markup cannot be read in it (UTF-16):
+/// then the page is read as UTF-8, as browsers do for a `<meta>` naming one.
+fn ascii_compatible(label: &[u8]) -> Option<&'static Encoding> {
+    Encoding::for_label_no_replacement(label.trim_ascii()).filter(|e| e.is_ascii_compatible())
 }
 
 /// Extracts links, title, canonical URL, meta robots and a text simhash.
-/// Never fails: on a parser error it returns what was gathered up to it.
+/// Never fails: whatever the markup, it returns what it found.
 pub fn extract(
     body: &[u8],
     page_url: &Url,
     content_type: Option<&str>,
     opts: &ExtractOptions,
 ) -> Extracted {
-    let state = RefCell::new(State {
+    let html = is_html(content_type);
+    // Without a charset in the header, a <meta charset> may still name one.
+    let encoding = encoding_of(content_type)
+        .or_else(|| {
+            html.then(|| scan::meta_charset(body).and_then(ascii_compatible))
+                .flatten()
+        })
+        .unwrap_or(UTF_8);
+    let mut state = State {
         opts,
+        encoding,
         base: page_url.clone(),
         base_seen: false,
         links: Vec::new(),
         index: HashMap::new(),
         dropped: 0,
-        title_raw: String::new(),
-        title_done: false,
+        title: None,
         canonical: None,
         directives: RobotsDirectives::default(),
-    });
-    if !is_html(content_type) {
-        return state.into_inner().finish(0);
+        words: WordHasher::default(),
+        text_budget: MAX_SIMHASH_TEXT,
+    };
+    if html {
+        scan::scan(body, &mut state);
     }
-    let header_encoding = encoding_of(content_type);
-    let settings = Settings::new()
-        .with_strict(false)
-        .with_encoding(header_encoding.unwrap_or_else(AsciiCompatibleEncoding::utf_8))
-        // Without a charset in the header, a <meta charset> may still name one.
-        .with_adjust_charset_on_meta_tag(header_encoding.is_none())
-        .with_memory_settings(
-            MemorySettings::new().with_max_allowed_memory_usage(PARSER_MEMORY_LIMIT),
-        )
-        .append_element_content_handler(element!("base[href]", |el| {
-            state.borrow_mut().on_base(el);
-            Ok(())
-        }))
-        .append_element_content_handler(element!("a[href], area[href], link[href]", |el| {
-            state.borrow_mut().on_link_element(el, "href");
-            Ok(())
-        }))
-        .append_element_content_handler(element!("frame[src], iframe[src]", |el| {
-            state.borrow_mut().on_link_element(el, "src");
-            Ok(())
-        }))
-        .append_element_content_handler(element!("meta[name]", |el| {
-            state.borrow_mut().on_meta(el);
-            Ok(())
-        }))
-        .append_element_content_handler(text!("title", |chunk| {
-            state.borrow_mut().on_title_text(chunk);
-            Ok(())
-        }));
-    let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
-    let completed = body
-        .chunks(WRITE_CHUNK)
-        .all(|chunk| rewriter.write(chunk).is_ok());
-    if completed {
-        // An error here only means the tail was malformed; what we have stands.
-        let _ = rewriter.end();
-    } else {
-        drop(rewriter);
-    }
-    state
-        .into_inner()
-        .finish(visible_text::simhash(body, MAX_SIMHASH_TEXT))
+    state.finish()
 }

@@ -1,5 +1,5 @@
 //! HTML character-reference decoding for attribute values and title text
-//! (lol_html hands both back raw).
+//! (the scanner hands both back raw).
 
 use std::borrow::Cow;
 
