@@ -409,3 +409,24 @@ fn measurement_runs_on_the_sample_page() {
     );
     assert_eq!(m.page_bytes, page.len());
 }
+
+#[test]
+fn markup_that_is_not_a_tag_yields_no_link() {
+    let got = run(
+        r#"<!-- <a href="/in-comment">x</a> --><script>document.write('<a href="/in-script">')</script>
+        <title><a href="/in-title"></title><textarea><a href="/in-textarea"></textarea>
+        <style>a[href="/in-style"]{}</style><noscript><a href="/in-noscript">kept</a></noscript>
+        <A HREF=/upper>x</A><a
+        href = '/spaced' >y</a><a title="a > b" href="/after-quoted-gt">z</a>"#,
+    );
+    assert_eq!(
+        urls(&got),
+        [
+            "http://shop.localhost:40123/in-noscript",
+            "http://shop.localhost:40123/upper",
+            "http://shop.localhost:40123/spaced",
+            "http://shop.localhost:40123/after-quoted-gt",
+        ]
+    );
+    assert_eq!(got.title.as_deref(), Some("<a href=\"/in-title\">"));
+}
