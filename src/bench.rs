@@ -20,7 +20,7 @@ pub struct BenchOptions {
     /// Keep the crawl's data directory here instead of a temporary one.
     pub data: Option<PathBuf>,
     pub warc: bool,
-    /// Drive the TUI (80x24, in memory) during the crawl.
+    /// Drive the TUI during the crawl: in the terminal if stdout is one, else 80x24 in memory.
     pub tui: bool,
     /// Ask for a rule preview every [`PREVIEW_EVERY`] during the crawl (not with `tui`).
     pub previews: bool,
@@ -296,22 +296,35 @@ async fn with_previews(
     }
 }
 
-/// The crawl with the TUI's event loop drawing every frame into an 80x24
-/// in-memory terminal, so the difference to a plain run is the UI's cost.
+/// The crawl with the TUI's event loop drawing every frame, so the difference
+/// to a plain run is the UI's cost: into the terminal when standard output is
+/// one (run it in a pseudo-terminal to count the terminal's output too), else
+/// into an 80x24 screen in memory.
 async fn with_tui(running: crate::engine::RunningEngine) -> anyhow::Result<Snapshot> {
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
+    use std::io::IsTerminal;
 
     let (keymap, _) = crate::tui::keys::effective_keymap(None);
     let model = crate::tui::model::Model::new(keymap, true, false);
     let (_input_tx, input_rx) = tokio::sync::mpsc::channel(1);
     let (done_tx, done_rx) = tokio::sync::oneshot::channel::<()>();
+    let done = async {
+        let _ = done_rx.await;
+    };
+    let handle = running.handle;
+    let on_terminal = std::io::stdout().is_terminal();
     let ui = tokio::spawn(async move {
-        let mut terminal = Terminal::new(TestBackend::new(80, 24))?;
-        crate::tui::app::drive(&mut terminal, running.handle, model, input_rx, async {
-            let _ = done_rx.await;
-        })
-        .await
+        use crate::tui::app::drive;
+        if on_terminal {
+            let mut terminal = ratatui::try_init()?;
+            let drawn = drive(&mut terminal, handle, model, input_rx, done).await;
+            ratatui::restore();
+            drawn
+        } else {
+            let mut terminal = Terminal::new(TestBackend::new(80, 24))?;
+            drive(&mut terminal, handle, model, input_rx, done).await
+        }
     });
     let snapshot = running.done.await??;
     let _ = done_tx.send(());

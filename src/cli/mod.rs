@@ -203,8 +203,8 @@ pub struct BenchArgs {
     /// Where the bench crawl is stored (a temporary directory unless given).
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
-    /// Run the terminal UI during the crawl, drawing into an 80x24 screen in
-    /// memory, to measure what the UI costs.
+    /// Run the terminal UI during the crawl, to measure what the UI costs: in
+    /// the terminal when stdout is one, else into an 80x24 screen in memory.
     #[arg(long)]
     pub tui: bool,
     /// Ask the engine for a rule preview every 300 ms during the crawl (an
