@@ -177,11 +177,7 @@ struct State<'a> {
 impl State<'_> {
     /// An attribute value or a title as text, from the page's charset.
     fn decode<'b>(&self, raw: &'b [u8]) -> Cow<'b, str> {
-        if self.encoding == UTF_8 {
-            String::from_utf8_lossy(raw)
-        } else {
-            self.encoding.decode_without_bom_handling(raw).0
-        }
+        self.encoding.decode_without_bom_handling(raw).0
     }
 
     fn add_link(&mut self, raw_href: &[u8], nofollow: bool) {
@@ -287,7 +283,7 @@ impl State<'_> {
     }
 }
 
-impl Visitor for State<'_> {
+impl Visitor<'_> for State<'_> {
     fn text(&mut self, bytes: &[u8]) {
         let fed = &bytes[..bytes.len().min(self.text_budget)];
         self.words.feed(fed);
@@ -296,19 +292,15 @@ impl Visitor for State<'_> {
     }
 
     fn start_tag(&mut self, tag: &Tag<'_>, content: Option<&[u8]>) {
-        let name = tag.name;
-        if name.eq_ignore_ascii_case(b"a")
-            || name.eq_ignore_ascii_case(b"area")
-            || name.eq_ignore_ascii_case(b"link")
-        {
+        if tag.is("a") || tag.is("area") || tag.is("link") {
             self.on_link_element(tag, "href");
-        } else if name.eq_ignore_ascii_case(b"frame") || name.eq_ignore_ascii_case(b"iframe") {
+        } else if tag.is("frame") || tag.is("iframe") {
             self.on_link_element(tag, "src");
-        } else if name.eq_ignore_ascii_case(b"base") {
+        } else if tag.is("base") {
             self.on_base(tag);
-        } else if name.eq_ignore_ascii_case(b"meta") {
+        } else if tag.is("meta") {
             self.on_meta(tag);
-        } else if name.eq_ignore_ascii_case(b"title") {
+        } else if tag.is("title") {
             self.on_title(content.unwrap_or_default());
         }
     }
@@ -368,13 +360,12 @@ pub fn extract(
     content_type: Option<&str>,
     opts: &ExtractOptions,
 ) -> Extracted {
-    let html = is_html(content_type);
+    if !is_html(content_type) {
+        return Extracted::default();
+    }
     // Without a charset in the header, a <meta charset> may still name one.
     let encoding = encoding_of(content_type)
-        .or_else(|| {
-            html.then(|| scan::meta_charset(body).and_then(ascii_compatible))
-                .flatten()
-        })
+        .or_else(|| scan::meta_charset(body).and_then(ascii_compatible))
         .unwrap_or(UTF_8);
     let mut state = State {
         opts,
@@ -390,8 +381,6 @@ pub fn extract(
         words: WordHasher::default(),
         text_budget: MAX_SIMHASH_TEXT,
     };
-    if html {
-        scan::scan(body, &mut state);
-    }
+    scan::scan(body, &mut state);
     state.finish()
 }

@@ -9,6 +9,8 @@
 //! whatever the markup: a general HTML rewriter did the same work at several
 //! times the cost.
 
+use memchr::{memchr, memmem};
+
 /// Elements whose content is raw text, RCDATA or script data, not markup.
 const NON_MARKUP_ELEMENTS: [&[u8]; 8] = [
     b"script",
@@ -22,12 +24,12 @@ const NON_MARKUP_ELEMENTS: [&[u8]; 8] = [
 ];
 
 /// What the scan reports, in document order.
-pub(super) trait Visitor {
+pub(super) trait Visitor<'a> {
     /// Text between markup; consecutive calls are separated by markup.
-    fn text(&mut self, bytes: &[u8]);
+    fn text(&mut self, bytes: &'a [u8]);
     /// A start tag; `content` is the raw content of a non-markup element
     /// (a `<title>`'s text, a script), up to its end tag.
-    fn start_tag(&mut self, tag: &Tag<'_>, content: Option<&[u8]>);
+    fn start_tag(&mut self, tag: &Tag<'a>, content: Option<&'a [u8]>);
 }
 
 /// A start tag: its name and the bytes of its attributes.
@@ -77,7 +79,7 @@ impl<'a> Iterator for Attributes<'a> {
         at = skip_while(bytes, after_name + 1, |b| b.is_ascii_whitespace());
         let value = match bytes.get(at) {
             Some(&quote @ (b'"' | b'\'')) => {
-                let end = find(quote, &bytes[at + 1..]).map_or(bytes.len(), |i| at + 1 + i);
+                let end = memchr(quote, &bytes[at + 1..]).map_or(bytes.len(), |i| at + 1 + i);
                 let value = &bytes[at + 1..end];
                 at = (end + 1).min(bytes.len());
                 value
@@ -100,15 +102,11 @@ fn skip_while(bytes: &[u8], from: usize, keep: impl Fn(u8) -> bool) -> usize {
         .map_or(bytes.len(), |i| from + i)
 }
 
-fn find(needle: u8, haystack: &[u8]) -> Option<usize> {
-    haystack.iter().position(|&b| b == needle)
-}
-
 /// Scans `html`, reporting its text and start tags to `visitor`.
-pub(super) fn scan(html: &[u8], visitor: &mut impl Visitor) {
+pub(super) fn scan<'a>(html: &'a [u8], visitor: &mut impl Visitor<'a>) {
     let mut at = 0;
     while at < html.len() {
-        let text_end = find(b'<', &html[at..]).map_or(html.len(), |i| at + i);
+        let text_end = memchr(b'<', &html[at..]).map_or(html.len(), |i| at + i);
         if text_end > at {
             visitor.text(&html[at..text_end]);
         }
@@ -118,7 +116,7 @@ pub(super) fn scan(html: &[u8], visitor: &mut impl Visitor) {
 
 /// Reports the markup that starts at `at` (a `<`) and returns where the text
 /// after it begins.
-fn markup(html: &[u8], at: usize, visitor: &mut impl Visitor) -> usize {
+fn markup<'a>(html: &'a [u8], at: usize, visitor: &mut impl Visitor<'a>) -> usize {
     let rest = &html[at.min(html.len())..];
     match rest {
         [] => html.len(),
@@ -172,10 +170,7 @@ fn comment_len(body: &[u8]) -> usize {
 
 /// Bytes up to and including the first `needle`, or all of them.
 fn until_after(bytes: &[u8], needle: &[u8]) -> usize {
-    bytes
-        .windows(needle.len())
-        .position(|w| w == needle)
-        .map_or(bytes.len(), |i| i + needle.len())
+    memmem::find(bytes, needle).map_or(bytes.len(), |i| i + needle.len())
 }
 
 /// Length of the tag starting at `tag[0] == b'<'`, through its `>`; a `>`
@@ -210,7 +205,7 @@ fn tag_name(after_lt: &[u8]) -> &[u8] {
 /// `</element ...>` (0 if the input ends first).
 fn content_of(bytes: &[u8], element: &[u8]) -> (usize, usize) {
     let mut at = 0;
-    while let Some(i) = find(b'<', &bytes[at..]) {
+    while let Some(i) = memchr(b'<', &bytes[at..]) {
         let start = at + i;
         let rest = &bytes[start..];
         let name_end = 2 + element.len();
@@ -232,59 +227,38 @@ fn content_of(bytes: &[u8], element: &[u8]) -> (usize, usize) {
 /// The charset a `<meta>` in the first 1024 bytes declares (the HTML
 /// prescan, simplified): `charset=` or an `http-equiv` content type's.
 pub(super) fn meta_charset(html: &[u8]) -> Option<&[u8]> {
-    struct Prescan<'a> {
-        found: Option<&'a [u8]>,
-    }
-    impl<'a> Prescan<'a> {
-        fn on_tag(&mut self, tag: &Tag<'a>) {
-            if self.found.is_some() || !tag.is("meta") {
-                return;
+    struct Prescan<'a>(Option<&'a [u8]>);
+    impl<'a> Visitor<'a> for Prescan<'a> {
+        fn text(&mut self, _: &'a [u8]) {}
+        fn start_tag(&mut self, tag: &Tag<'a>, _: Option<&'a [u8]>) {
+            if self.0.is_none() && tag.is("meta") {
+                self.0 = declared_charset(tag);
             }
-            self.found = tag.attribute("charset").or_else(|| {
-                let content = tag.attribute("content")?;
-                let lower = content.to_ascii_lowercase();
-                let at = find_subslice(&lower, b"charset")? + b"charset".len();
-                let value = content[at..].trim_ascii_start().strip_prefix(b"=")?;
-                let value = value.trim_ascii_start();
-                let value = value
-                    .strip_prefix(b"\"")
-                    .or(value.strip_prefix(b"'"))
-                    .unwrap_or(value);
-                let end = value
-                    .iter()
-                    .position(|b| matches!(b, b'"' | b'\'' | b';') || b.is_ascii_whitespace())
-                    .unwrap_or(value.len());
-                Some(&value[..end])
-            });
         }
     }
-    let head = &html[..html.len().min(1024)];
-    let mut at = 0;
-    let mut prescan = Prescan { found: None };
-    while prescan.found.is_none() && at < head.len() {
-        let Some(i) = find(b'<', &head[at..]) else {
-            break;
-        };
-        let start = at + i;
-        let rest = &head[start..];
-        if rest.len() > 1 && rest[1].is_ascii_alphabetic() {
-            let end = start + tag_len(rest);
-            let name = tag_name(&rest[1..]);
-            let tag = Tag {
-                name,
-                attributes: &head[start + 1 + name.len()..end],
-            };
-            prescan.on_tag(&tag);
-            at = end;
-        } else {
-            at = start + 1;
-        }
-    }
-    prescan.found
+    let mut prescan = Prescan(None);
+    scan(&html[..html.len().min(1024)], &mut prescan);
+    prescan.0
 }
 
-fn find_subslice(haystack: &[u8], needle: &[u8]) -> Option<usize> {
-    haystack.windows(needle.len()).position(|w| w == needle)
+/// A `<meta>`'s `charset`, or the charset of its `content` (`http-equiv`).
+fn declared_charset<'a>(meta: &Tag<'a>) -> Option<&'a [u8]> {
+    if let Some(charset) = meta.attribute("charset") {
+        return Some(charset);
+    }
+    let content = meta.attribute("content")?;
+    let at = memmem::find(&content.to_ascii_lowercase(), b"charset")? + b"charset".len();
+    let value = content[at..].trim_ascii_start().strip_prefix(b"=")?;
+    let value = value.trim_ascii_start();
+    let value = value
+        .strip_prefix(b"\"")
+        .or(value.strip_prefix(b"'"))
+        .unwrap_or(value);
+    let end = value
+        .iter()
+        .position(|b| matches!(b, b'"' | b'\'' | b';') || b.is_ascii_whitespace())
+        .unwrap_or(value.len());
+    Some(&value[..end])
 }
 
 #[cfg(test)]
@@ -295,7 +269,7 @@ mod tests {
     #[derive(Default)]
     struct Log(String);
 
-    impl Visitor for Log {
+    impl Visitor<'_> for Log {
         fn text(&mut self, bytes: &[u8]) {
             self.0.push_str(&String::from_utf8_lossy(bytes));
             self.0.push('|');
