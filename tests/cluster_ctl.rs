@@ -11,7 +11,8 @@ use common::cluster::{finish, start_three, worker_name};
 use common::start_demo;
 use crawldeck::cluster::redis_server::RedisServer;
 use crawldeck::demo::SiteKind;
-use crawldeck::engine::store::PageOutcome;
+use crawldeck::engine::store::{PageOutcome, Store, Tree};
+use crawldeck::engine::telemetry::TrapAlert;
 use tokio::time::Instant;
 
 /// Shop product pages: `/p/…`.
@@ -135,6 +136,13 @@ fn queued_matching(con: &mut redis::Connection, host: &str) -> usize {
 
 /// Live workers, as `status --redis --json` counts them.
 fn status_workers(redis: &RedisServer) -> usize {
+    status_json(redis)["workers"]
+        .as_array()
+        .map_or(0, |ws| ws.iter().filter(|w| w["alive"] == true).count())
+}
+
+/// `status --redis --json` of the crawl, or null while it cannot be read.
+fn status_json(redis: &RedisServer) -> serde_json::Value {
     let out = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
         .args([
             "status",
@@ -146,10 +154,85 @@ fn status_workers(redis: &RedisServer) -> usize {
         ])
         .output()
         .expect("status runs");
-    let Ok(status) = serde_json::from_slice::<serde_json::Value>(&out.stdout) else {
-        return 0;
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alert_is_decided_by_its_number_alone_on_the_worker_that_raised_it() {
+    let redis = RedisServer::for_test();
+    let demo = start_demo(vec![SiteKind::Calendar, SiteKind::Deep, SiteKind::Shop]).await;
+    let dirs: Vec<_> = (0..3).map(|_| tempfile::tempdir().unwrap()).collect();
+    let workers = start_three(&redis, "ctl", &demo, &dirs).await;
+
+    let deadline = Instant::now() + Duration::from_secs(90);
+    let (id, raised_by) = loop {
+        if let Some(found) = open_alerts(&redis).into_iter().next() {
+            break found;
+        }
+        assert!(Instant::now() < deadline, "no trap alert was raised");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     };
-    status["workers"]
+    let out = run_ctl(&redis, vec!["accept".into(), id.to_string()]).await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.starts_with(&format!("{raised_by}: ")), "{stdout}");
+    assert_eq!(
+        stdout.lines().count(),
+        1,
+        "only {raised_by} decides: {stdout}"
+    );
+    while open_alerts(&redis).iter().any(|(open, _)| *open == id) {
+        assert!(Instant::now() < deadline, "alert #{id} stayed open");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    let unknown = run_ctl(&redis, vec!["dismiss".into(), "999".into()]).await;
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert_eq!(unknown.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("no open alert #999"), "{stderr}");
+
+    let stopped = run_ctl(&redis, vec!["stop".into()]).await;
+    assert!(stopped.status.success(), "{stopped:?}");
+    for w in workers {
+        finish(w).await;
+    }
+    demo.shutdown().await;
+    // Numbers come from the crawl: no two workers stored one alike.
+    let mut ids: Vec<u64> = dirs
+        .iter()
+        .flat_map(|d| stored_alert_ids(d.path()))
+        .collect();
+    let all = ids.len();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), all, "an alert number used twice: {ids:?}");
+}
+
+/// The open alerts (number, worker) `status --redis --json` lists.
+fn open_alerts(redis: &RedisServer) -> Vec<(u64, String)> {
+    let status = status_json(redis);
+    status["open_alerts"]
         .as_array()
-        .map_or(0, |ws| ws.iter().filter(|w| w["alive"] == true).count())
+        .map(|alerts| {
+            alerts
+                .iter()
+                .filter_map(|a| Some((a["id"].as_u64()?, a["worker"].as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The numbers of the alerts a worker stored.
+fn stored_alert_ids(dir: &std::path::Path) -> Vec<u64> {
+    let store = Store::open(dir, 8 * 1024 * 1024).expect("the worker's store reopens");
+    store
+        .scan::<TrapAlert>(Tree::Alerts)
+        .expect("alerts readable")
+        .into_iter()
+        .map(|(_, alert)| alert.id)
+        .collect()
 }

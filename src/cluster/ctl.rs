@@ -1,7 +1,7 @@
 //! `crawldeck ctl --redis URL --crawl NAME COMMAND…`: one command to every
-//! worker of a shared crawl (or, with `--worker`, to one), through the
-//! command stream; the answers of the live workers are printed one line per
-//! worker.
+//! worker of a shared crawl (or, with `--worker`, to one; an alert's
+//! decision to the worker that raised it), through the command stream; the
+//! answers of the live workers are printed one line per worker.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -33,18 +33,6 @@ pub fn run(
     worker: Option<&str>,
     out: &mut dyn Write,
 ) -> Result<(), ClusterCtlError> {
-    if matches!(
-        command,
-        Command::AcceptAlert { .. } | Command::DismissAlert { .. }
-    ) && worker.is_none()
-    {
-        return Err(ClusterCtlError::Usage(format!(
-            "alerts are numbered per worker: add --worker NAME to {} (`crawldeck status --redis {} --crawl {}` lists the workers)",
-            command.label(),
-            target.url,
-            target.crawl
-        )));
-    }
     let fail = |e: &dyn std::fmt::Display| {
         ClusterCtlError::Failed(format!(
             "cannot reach crawl {} on {}: {e}; check that the Redis server is running",
@@ -56,7 +44,13 @@ pub fn run(
         .get_connection_with_timeout(Duration::from_secs(5))
         .map_err(|e| fail(&e))?;
     let mut expected = live_workers(&mut con, &target.crawl).map_err(|e| fail(&e))?;
-    if let Some(only) = worker {
+    let raised_by = match (command, worker) {
+        (Command::AcceptAlert { alert_id, .. } | Command::DismissAlert { alert_id }, None) => {
+            Some(raising_worker(&mut con, target, *alert_id)?)
+        }
+        _ => None,
+    };
+    if let Some(only) = worker.or(raised_by.as_deref()) {
         if !expected.iter().any(|w| w == only) {
             return Err(ClusterCtlError::Usage(format!(
                 "no live worker named {only:?} in crawl {}; live workers: {}",
@@ -81,12 +75,41 @@ pub fn run(
             };
             commands::publish_remove_rule(&mut con, &target.crawl, rule, &from)
         }
-        _ => commands::publish(&mut con, &target.crawl, command, &from, worker),
+        _ => commands::publish(
+            &mut con,
+            &target.crawl,
+            command,
+            &from,
+            worker.or(raised_by.as_deref()),
+        ),
     }
     .map_err(|e| fail(&e))?;
     let answers =
         wait_for_answers(&mut con, &target.crawl, &entry, &expected).map_err(|e| fail(&e))?;
     report(command, &entry, &expected, &answers, out)
+}
+
+/// The live worker whose open alert `alert_id` is (alerts are numbered
+/// across the crawl; the worker that raised one decides it).
+fn raising_worker(
+    con: &mut redis::Connection,
+    target: &ClusterTarget,
+    alert_id: u64,
+) -> Result<String, ClusterCtlError> {
+    let beats: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("{}beats", key_prefix(&target.crawl)))
+        .query(con)
+        .map_err(|e| ClusterCtlError::Failed(format!("cannot read the workers: {e}")))?;
+    let workers = super::status::worker_rows(&beats);
+    let open = super::status::open_alerts(con, &target.crawl, &workers)
+        .map_err(|e| ClusterCtlError::Failed(format!("cannot read the open alerts: {e}")))?;
+    match open.into_iter().find(|a| a.alert.id == alert_id) {
+        Some(found) => Ok(found.worker),
+        None => Err(ClusterCtlError::Usage(format!(
+            "crawl {} has no open alert #{alert_id}; `crawldeck status --redis {} --crawl {}` lists the open ones",
+            target.crawl, target.url, target.crawl
+        ))),
+    }
 }
 
 /// Polls the entry's answers until every expected worker answered or the wait is over.

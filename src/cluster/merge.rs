@@ -177,7 +177,9 @@ impl Merger {
         rules
     }
 
-    /// Every worker's alerts, in the order they were first seen, numbered anew.
+    /// Every worker's alerts under the numbers the crawl gave them (unique
+    /// across its workers); a number already taken by another worker's alert
+    /// gets the next free one.
     fn merge_alerts(
         &mut self,
         merged: &mut Snapshot,
@@ -188,8 +190,17 @@ impl Merger {
         for (worker, s) in snaps {
             for alert in &s.alerts {
                 let key = (worker.clone(), alert.id);
-                let next = self.origins.len() as u64 + 1;
-                let id = *self.alert_ids.entry(key.clone()).or_insert(next);
+                let id = match self.alert_ids.get(&key) {
+                    Some(id) => *id,
+                    None => {
+                        let free = |id: &u64| !self.origins.contains_key(id);
+                        let id = std::iter::successors(Some(alert.id), |n| Some(n + 1))
+                            .find(free)
+                            .unwrap_or(alert.id);
+                        self.alert_ids.insert(key.clone(), id);
+                        id
+                    }
+                };
                 self.origins.entry(id).or_insert(key);
                 let mut alert = alert.clone();
                 alert.id = id;

@@ -83,7 +83,7 @@ fn reading() -> ClusterRead {
         CrawlState::Running,
         vec![host("shared.test", 5, BreakerPhase::Open)],
     );
-    w2.alerts = vec![alert(1, "shared.test")];
+    w2.alerts = vec![alert(3, "shared.test")];
     ClusterRead {
         crawl: "news".into(),
         source: "redis://127.0.0.1:6379/0 crawl news".into(),
@@ -135,7 +135,7 @@ fn hosts_merge_by_key_with_the_holders_breaker_and_summed_fetches() {
 }
 
 #[test]
-fn alerts_of_every_worker_get_numbers_of_their_own_that_stay() {
+fn alerts_keep_the_numbers_the_crawl_gave_them() {
     let mut merger = Merger::default();
     let first = merger.merge(&reading());
     let ids: Vec<(u64, &str)> = first
@@ -143,12 +143,30 @@ fn alerts_of_every_worker_get_numbers_of_their_own_that_stay() {
         .iter()
         .map(|a| (a.id, a.host.as_str()))
         .collect();
-    assert_eq!(ids, [(1, "one.test"), (2, "shared.test")]);
+    assert_eq!(ids, [(1, "one.test"), (3, "shared.test")]);
     let named = &first.cluster.as_ref().unwrap().alert_workers;
-    assert_eq!((named[&1].as_str(), named[&2].as_str()), ("w1", "w2"));
+    assert_eq!((named[&1].as_str(), named[&3].as_str()), ("w1", "w2"));
+    assert_eq!(merger.alert_origin(3), Some(("w2", 3)));
+}
+
+#[test]
+fn a_number_two_workers_use_is_told_apart_and_stays() {
+    let clash = || {
+        let mut read = reading();
+        read.snapshots[1].1.alerts = vec![alert(1, "shared.test")];
+        read
+    };
+    let mut merger = Merger::default();
+    let first = merger.merge(&clash());
+    let ids: Vec<(u64, &str)> = first
+        .alerts
+        .iter()
+        .map(|a| (a.id, a.host.as_str()))
+        .collect();
+    assert_eq!(ids, [(1, "one.test"), (2, "shared.test")]);
     assert_eq!(merger.alert_origin(2), Some(("w2", 1)));
     // The next reading lists w2 first: the numbers stay.
-    let mut next = reading();
+    let mut next = clash();
     next.snapshots.reverse();
     let again = merger.merge(&next);
     let ids: Vec<(u64, &str)> = again

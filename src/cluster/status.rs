@@ -43,15 +43,15 @@ pub struct ClusterStatus {
     /// numbered from 1 as `ctl --redis … unrule N` takes them.
     pub rules: Vec<String>,
     pub workers: Vec<WorkerRow>,
-    /// Open trap alerts, from the snapshots the workers publish; alerts are
-    /// numbered per worker, so each names the worker that decides it.
+    /// Open trap alerts, from the snapshots the workers publish (numbered
+    /// across the crawl), each with the worker that raised and decides it.
     pub open_alerts: Vec<WorkerAlert>,
 }
 
 /// An open trap alert and the worker that raised it.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkerAlert {
-    /// What `ctl --redis … --worker W accept ID` takes as W.
+    /// The worker that raised it; `ctl --redis … accept ID` goes to it.
     pub worker: String,
     #[serde(flatten)]
     pub alert: OpenAlert,
@@ -120,7 +120,7 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
 
 /// The open alerts of the workers' published snapshots (gone workers'
 /// snapshots have expired).
-fn open_alerts(
+pub fn open_alerts(
     con: &mut redis::Connection,
     crawl: &str,
     workers: &[WorkerRow],
@@ -204,9 +204,9 @@ pub fn print(status: &ClusterStatus, json: bool, out: &mut impl Write) -> std::i
         let impact = a.alert.impact.as_deref().unwrap_or("");
         writeln!(
             out,
-            "  {} #{} {} {}: {} {}(accept: ctl --redis URL --crawl {} --worker {} accept {})",
-            strip_control(&a.worker),
+            "  #{} {} {} {}: {} {}(accept: ctl --redis URL --crawl {} accept {})",
             a.alert.id,
+            strip_control(&a.worker),
             strip_control(&a.alert.host),
             a.alert.kind,
             strip_control(&a.alert.rule),
@@ -216,7 +216,6 @@ pub fn print(status: &ClusterStatus, json: bool, out: &mut impl Write) -> std::i
                 format!("[{}] ", strip_control(impact))
             },
             strip_control(&status.crawl),
-            strip_control(&a.worker),
             a.alert.id
         )?;
     }
@@ -305,7 +304,7 @@ mod tests {
         );
         assert!(text.contains("workers: 1 alive of 2"), "{text}");
         assert!(
-            text.contains("open trap alerts: 1\n  a1 #3 cal.example calendar: ^https?://cal\\.example/day/ [would block 7 queued, 0 parked; 0 fetched good pages match] (accept: ctl --redis URL --crawl news --worker a1 accept 3)"),
+            text.contains("open trap alerts: 1\n  #3 a1 cal.example calendar: ^https?://cal\\.example/day/ [would block 7 queued, 0 parked; 0 fetched good pages match] (accept: ctl --redis URL --crawl news accept 3)"),
             "{text}"
         );
         assert!(text.contains("a1 alive v0.1.0 12 pages, 3.5 pages/s, 2 hosts held, 1 in flight, last heartbeat 1.5s ago"), "{text}");

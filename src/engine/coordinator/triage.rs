@@ -80,6 +80,15 @@ impl Coordinator {
             tracing::info!("{} on {} belongs to alert #{id}", d.kind.label(), d.host);
             return;
         }
+        match self.frontier.alert_id(self.alerts.next_id()) {
+            Ok(id) => self.alerts.reserve_ids_below(id),
+            Err(e) => {
+                // A number made up here could clash with another worker's:
+                // the crawl pauses for the outage and this detection is dropped.
+                self.storage_failed("numbering a trap alert", e);
+                return;
+            }
+        }
         let mut impact = self.narrow_for_collateral(&mut d);
         let policy = self.cfg.traps.policy;
         let (mut alert, compiled) = match self.alerts.draft(d, now) {

@@ -276,6 +276,13 @@ pub trait FrontierStore: Send {
         now: Instant,
         head: usize,
     ) -> Result<Vec<HostQueueView>, StoreError>;
+
+    /// The number of a new trap alert, at least `local_next` (the crawl's
+    /// own next number). A shared frontier hands out numbers no other worker
+    /// of the crawl uses, so every view and `ctl` name an alert alike.
+    fn alert_id(&mut self, local_next: u64) -> Result<u64, StoreError> {
+        Ok(local_next)
+    }
 }
 
 impl FrontierStore for Frontier {

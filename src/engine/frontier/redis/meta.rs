@@ -1,6 +1,7 @@
 //! What workers of one crawl share besides the frontier: the seeds (scope
 //! and allowed address classes derive from them, so a worker that joins
-//! without seeds needs them) and each worker's heartbeat.
+//! without seeds needs them), the trap alerts' numbers and each worker's
+//! heartbeat.
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -51,6 +52,23 @@ impl RedisFrontier {
         })?;
         all.sort();
         Ok(all)
+    }
+
+    /// A number for a new trap alert, unique in the crawl and at least
+    /// `at_least` (the worker's own next number), so `ctl accept N` and every
+    /// view name an alert alike.
+    pub(super) fn next_alert_id(&mut self, at_least: u64) -> Result<u64, StoreError> {
+        let key = format!("{}alert-seq", self.prefix);
+        let script = ::redis::Script::new(
+            "local n = redis.call('INCR', KEYS[1]) \
+             local floor = tonumber(ARGV[1]) \
+             if n < floor then redis.call('SET', KEYS[1], floor) n = floor end \
+             return n",
+        );
+        let mut inv = script.prepare_invoke();
+        inv.key(&key).arg(at_least);
+        self.link
+            .query("numbering a trap alert", |c| inv.invoke::<u64>(c))
     }
 
     /// Publishes this worker's heartbeat.

@@ -347,6 +347,10 @@ impl FrontierStore for RedisFrontier {
         }
         Ok(views)
     }
+
+    fn alert_id(&mut self, local_next: u64) -> Result<u64, StoreError> {
+        self.next_alert_id(local_next)
+    }
 }
 
 /// What Redis says of a host, for its activity.
