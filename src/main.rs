@@ -17,6 +17,7 @@ use crawldeck::background;
 use crawldeck::bench::{self, BenchOptions};
 use crawldeck::cli::{self, Cli, Mode, ResolvedRun, CONFIG_FILE, LOG_FILE};
 use crawldeck::cluster::publish::SnapshotPublisher;
+use crawldeck::cluster::reads::ReadServer;
 use crawldeck::control::hub::Hub;
 use crawldeck::control::lock::DataDirLock;
 use crawldeck::control::server::ControlServer;
@@ -250,12 +251,18 @@ async fn run_headless(
     let _server = socket
         .map(|path| ControlServer::bind(hub.clone(), path))
         .transpose()?;
-    if let Some(target) = &run.cluster {
-        let worker = engine::worker_id(data_dir)?;
-        let resume = !run.overrides.paused.unwrap_or(false);
-        crawldeck::cluster::follow::start(&hub, target, worker, resume)
-            .context("cannot start the command stream's reader thread")?;
-    }
+    // The cluster view reads this worker's records through `_reads`.
+    let _reads = match &run.cluster {
+        Some(target) => {
+            let worker = engine::worker_id(data_dir)?;
+            let resume = !run.overrides.paused.unwrap_or(false);
+            crawldeck::cluster::follow::start(&hub, target, worker.clone(), resume)
+                .context("cannot start the command stream's reader thread")?;
+            let reads = ReadServer::start(target, &worker, data_dir);
+            Some(reads.map_err(anyhow::Error::msg)?)
+        }
+        None => None,
+    };
     let handle = hub.local_handle();
     let publisher = match &run.cluster {
         Some(target) => Some(publish_snapshots(target, data_dir, &handle)?),
@@ -324,7 +331,7 @@ fn tui_options(run: &ResolvedRun, attached: bool, data_dir: &Path) -> tui::TuiOp
         readonly: run.ui.readonly,
         attached,
         keys_file: run.ui.keys.clone(),
-        data_dir: Some(data_dir.to_path_buf()),
+        records: Some(tui::Records::Dir(data_dir.to_path_buf())),
     }
 }
 
@@ -434,10 +441,7 @@ async fn run_demo(
         );
     }
     let result = if let Some(workers) = cluster {
-        let options = tui::TuiOptions {
-            data_dir: None,
-            ..tui_options(&run, false, data_dir)
-        };
+        let options = tui_options(&run, false, data_dir);
         let kept = run.data_dir.is_some();
         crawldeck::cluster::demo::run(workers, data_dir, kept, &run.config, options).await
     } else if headless {
@@ -510,10 +514,7 @@ fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
                     .map(drop)
             }
             Mode::ClusterAttach { target } => {
-                let options = tui::TuiOptions {
-                    data_dir: None,
-                    ..tui_options(&run, true, Path::new("."))
-                };
+                let options = tui_options(&run, true, Path::new("."));
                 crawldeck::cluster::attach::attach(target, options).await
             }
             _ => unreachable!("only viewers come here"),

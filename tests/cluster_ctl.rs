@@ -20,30 +20,7 @@ const PATTERN: &str = "/p/";
 
 /// `crawldeck ctl --redis … --crawl ctl WORDS…`, off the test's runtime.
 async fn run_ctl(redis: &RedisServer, words: Vec<String>) -> std::process::Output {
-    let url = redis.url();
-    tokio::task::spawn_blocking(move || ctl(&url, &words))
-        .await
-        .unwrap()
-}
-
-fn ctl(redis_url: &str, words: &[String]) -> std::process::Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
-        .args(["ctl", "--redis", redis_url, "--crawl", "ctl"])
-        .args(words)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("ctl starts");
-    // ctl waits at most 5 s for answers; kill it by pid if it hangs.
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    while child.try_wait().unwrap().is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().expect("ctl output")
+    common::cluster::run_ctl(redis, "ctl", words).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

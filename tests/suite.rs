@@ -12,6 +12,7 @@ mod cli;
 mod cluster;
 mod cluster_ctl;
 mod cluster_outage;
+mod cluster_reads;
 mod cluster_tui;
 mod disk_faults;
 mod engine_hostile;

@@ -17,6 +17,7 @@ use crawldeck::tui::keys::keymap_from_str;
 use crawldeck::tui::model::{Model, Pane};
 use crawldeck::tui::ui;
 use crawldeck::tui::update::{update, Msg};
+use crawldeck::tui::Records;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::{KeyCode, KeyEvent};
 use ratatui::Terminal;
@@ -55,10 +56,8 @@ fn perform(model: &mut Model, effects: Vec<Effect>) -> usize {
     let mut done = 0;
     for effect in effects {
         let msg = match effect {
-            Effect::Inspect { data_dir, url } => {
-                let page = crawldeck::results::page::read(&data_dir, &url)
-                    .map(Arc::new)
-                    .map_err(|e| format!("{e:#}"));
+            Effect::Inspect { records, url } => {
+                let page = records.page(&url).map(Arc::new);
                 Msg::Inspected { url, page }
             }
             Effect::Select { page, css } => {
@@ -98,7 +97,7 @@ fn inspect_in_the_ui(snapshot: crawldeck::engine::telemetry::Snapshot, data_dir:
         .unwrap_or_else(|| panic!("a near-duplicates alert: {:#?}", snapshot.alerts));
     let host = snapshot.alerts[near].host.clone();
     let mut model = Model::new(keymap_from_str("").0, false, true);
-    model.data_dir = Some(data_dir.to_path_buf());
+    model.records = Some(Records::Dir(data_dir.to_path_buf()));
     model.set_snapshot(Arc::new(snapshot));
     model.pane = Pane::Alerts;
     model.alert_selected = near;

@@ -5,9 +5,11 @@ use std::io::IsTerminal;
 
 use anyhow::Context;
 
+use super::reads::WorkerRecords;
 use super::view::{self, ClusterReader, ViewOptions};
 use crate::engine::ClusterTarget;
-use crate::tui::{self, TuiOptions};
+use crate::tui::{self, Records, TuiOptions};
+use std::sync::Arc;
 
 /// Opens a reader of `target` and checks that the crawl exists.
 pub async fn open_reader(target: &ClusterTarget) -> anyhow::Result<ClusterReader> {
@@ -41,6 +43,10 @@ pub async fn attach(target: &ClusterTarget, options: TuiOptions) -> anyhow::Resu
         read_only: options.readonly,
     };
     let handle = view::start(reader, view_options);
+    let options = TuiOptions {
+        records: Some(Records::Remote(Arc::new(WorkerRecords(target.clone())))),
+        ..options
+    };
     tui::run(handle, options).await?;
     eprintln!(
         "crawldeck: left the cluster view; the workers of {} run on",

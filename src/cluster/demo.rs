@@ -6,9 +6,11 @@ use std::io::IsTerminal;
 use std::path::Path;
 
 use super::local::LocalCluster;
+use super::reads::WorkerRecords;
 use super::view::{self, ClusterReader, ViewOptions};
 use crate::engine::config::CrawlConfig;
-use crate::tui::{self, TuiOptions};
+use crate::tui::{self, Records, TuiOptions};
+use std::sync::Arc;
 
 /// Runs the cluster under `dir` on `config` (the demo web's seeds and pace)
 /// until the operator quits the TUI; `kept`: `dir` outlives the demo.
@@ -42,6 +44,10 @@ pub async fn run(
         read_only: options.readonly,
     };
     let handle = view::start(reader, view_options);
+    let options = TuiOptions {
+        records: Some(Records::Remote(Arc::new(WorkerRecords(target.clone())))),
+        ..options
+    };
     let exit = tui::run(handle, options).await;
     eprintln!("crawldeck: stopping the {workers} workers (they checkpoint) and redis-server…");
     tokio::task::spawn_blocking(move || cluster.stop()).await?;

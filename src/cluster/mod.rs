@@ -12,6 +12,7 @@ pub mod keeper;
 pub mod local;
 pub mod merge;
 pub mod publish;
+pub mod reads;
 pub mod redis_server;
 pub mod status;
 pub mod steer;

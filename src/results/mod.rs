@@ -3,6 +3,7 @@
 //! its results socket, see `engine::store::remote`).
 
 mod dupes;
+pub mod host_lists;
 mod links;
 pub mod output;
 pub mod page;

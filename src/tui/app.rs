@@ -20,12 +20,11 @@ use tokio::time::{sleep_until, Instant};
 
 use super::effect::{command_label, Effect, TuiExit};
 use super::keys::effective_keymap;
-use super::model::{HostList, Model, Quitting, HOST_LIST_LINES};
+use super::model::{Model, Quitting};
 use super::update::{update, Msg};
 use super::{ui, TuiOptions};
 use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
 use crate::engine::{EngineControl, EngineHandle};
-use crate::results::{Fate, Format, Listing, Query, SortKey};
 
 /// At most one redraw per frame: about 30 a second.
 const FRAME: Duration = Duration::from_millis(33);
@@ -113,7 +112,7 @@ pub async fn run(handle: EngineHandle, opts: TuiOptions) -> anyhow::Result<TuiEx
     let (keymap, warnings) = effective_keymap(opts.keys_file.as_deref());
     let mut model = Model::new(keymap, opts.readonly, opts.no_color);
     model.attached = opts.attached;
-    model.data_dir = opts.data_dir.clone();
+    model.records = opts.records.clone();
     for w in &warnings {
         model.push_log(Level::Warn, w.clone());
     }
@@ -212,36 +211,6 @@ where
             quit_deadline = Some(Instant::now() + CHECKPOINT_WAIT);
         }
     }
-}
-
-/// One of a host's lists, as `crawldeck pages`/`links` would print it in a table.
-fn host_list_lines(
-    data_dir: &std::path::Path,
-    host: &str,
-    list: HostList,
-) -> Result<Vec<String>, String> {
-    let (listing, fate) = match list {
-        HostList::Errors => (Listing::Broken, None),
-        HostList::Redirects => (Listing::Redirects, None),
-        HostList::Blocked => (Listing::Pages, Some(Fate::Blocked)),
-    };
-    let query = Query {
-        data_dir: data_dir.to_path_buf(),
-        listing,
-        format: Format::Table,
-        status: Vec::new(),
-        fate,
-        by: None,
-        host: Some(host.to_string()),
-        limit: Some(HOST_LIST_LINES),
-        sort: SortKey::Url,
-    };
-    let mut out = Vec::new();
-    crate::results::run(&query, &mut out).map_err(|e| format!("{e:#}"))?;
-    Ok(String::from_utf8_lossy(&out)
-        .lines()
-        .map(str::to_string)
-        .collect())
 }
 
 /// What woke the loop.
@@ -364,32 +333,29 @@ fn perform(
     for effect in effects {
         match effect {
             Effect::ListHost {
-                data_dir,
+                records,
                 host,
                 list,
             } => {
                 // Store reads block; the answer comes back as a message.
                 let listed = listed.clone();
                 tokio::task::spawn_blocking(move || {
-                    let lines = host_list_lines(&data_dir, &host, list);
+                    let lines = records.host_list(&host, list);
                     let _ = listed.send(Msg::HostListed { host, list, lines });
                 });
             }
-            Effect::Inspect { data_dir, url } => {
+            Effect::Inspect { records, url } => {
                 // Through the crawl's read path, off the loop.
                 let listed = listed.clone();
                 tokio::task::spawn_blocking(move || {
-                    let page = crate::results::page::read(&data_dir, &url)
-                        .map(std::sync::Arc::new)
-                        .map_err(|e| format!("{e:#}"));
+                    let page = records.page(&url).map(std::sync::Arc::new);
                     let _ = listed.send(Msg::Inspected { url, page });
                 });
             }
-            Effect::ReadQuarantine { data_dir } => {
+            Effect::ReadQuarantine { records } => {
                 let listed = listed.clone();
                 tokio::task::spawn_blocking(move || {
-                    let read = crate::results::page::read_quarantine(&data_dir)
-                        .map_err(|e| format!("{e:#}"));
+                    let read = records.quarantine();
                     let _ = listed.send(Msg::QuarantineRead(read));
                 });
             }

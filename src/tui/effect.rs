@@ -2,6 +2,7 @@
 //! deciding modules (`update`, `prompt`, `targets`) share without importing each other.
 
 use super::model::{HostList, Model};
+use super::records::Records;
 use crate::engine::control::{Command, RuleSpec};
 use crate::engine::host_window::HostWindow;
 use crate::engine::telemetry::Level;
@@ -39,20 +40,17 @@ pub enum Effect {
     SendPreview { generation: u64, spec: RuleSpec },
     /// Read a page for the inspector through the crawl's read path (answered by
     /// `Msg::Inspected`).
-    Inspect {
-        data_dir: std::path::PathBuf,
-        url: String,
-    },
+    Inspect { records: Records, url: String },
     /// Run `:select` on an inspected page (answered by `Msg::Selected`).
     Select {
         page: std::sync::Arc<crate::engine::inspect::PageInspection>,
         css: String,
     },
     /// Read the parked URLs by alert (answered by `Msg::QuarantineRead`).
-    ReadQuarantine { data_dir: std::path::PathBuf },
-    /// Read one of a host's lists from the store (answered by `Msg::HostListed`).
+    ReadQuarantine { records: Records },
+    /// Read one of a host's lists (answered by `Msg::HostListed`).
     ListHost {
-        data_dir: std::path::PathBuf,
+        records: Records,
         host: crate::engine::control::HostKey,
         list: HostList,
     },

@@ -115,9 +115,9 @@ fn read_shown(model: &mut Model) -> Vec<Effect> {
         .chain(inspector.partner().map(str::to_string))
         .collect();
     inspector.pages.retain(|url, _| wanted.contains(url));
-    let Some(data_dir) = model.data_dir.clone() else {
+    let Some(records) = model.records.clone() else {
         for url in wanted {
-            let why = "this view has no data directory to read pages from".to_string();
+            let why = "this view has no records to read pages from".to_string();
             inspector.pages.insert(url, Err(why));
         }
         return Vec::new();
@@ -126,7 +126,7 @@ fn read_shown(model: &mut Model) -> Vec<Effect> {
         .into_iter()
         .filter(|url| !inspector.pages.contains_key(url))
         .map(|url| Effect::Inspect {
-            data_dir: data_dir.clone(),
+            records: records.clone(),
             url,
         })
         .collect()

@@ -18,6 +18,7 @@ pub mod preview;
 mod prompt;
 mod quarantine;
 pub mod quarantine_state;
+pub mod records;
 mod targets;
 pub mod ui;
 pub mod update;
@@ -27,6 +28,8 @@ use std::path::PathBuf;
 
 pub use app::run;
 pub use effect::TuiExit;
+pub use model::HostList;
+pub use records::{Records, RemoteRecords};
 
 /// How the workstation was asked to run (from the command line).
 #[derive(Debug, Clone, Default)]
@@ -38,6 +41,6 @@ pub struct TuiOptions {
     pub attached: bool,
     /// `--keys`; else `$XDG_CONFIG_HOME/crawldeck/keybindings.toml`.
     pub keys_file: Option<PathBuf>,
-    /// The crawl's data directory: host lists in the detail view read it.
-    pub data_dir: Option<PathBuf>,
+    /// The crawl's records: host lists, the inspector and the quarantine read them.
+    pub records: Option<Records>,
 }

@@ -182,30 +182,7 @@ pub enum Quitting {
     Checkpointing,
 }
 
-/// Which of a host's lists the detail view shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum HostList {
-    /// 4xx, 5xx and failed URLs with their referrers.
-    Errors,
-    /// Redirect chains.
-    Redirects,
-    /// URLs not fetched, with the reason.
-    Blocked,
-}
-
-impl HostList {
-    /// The list's title.
-    pub fn label(self) -> &'static str {
-        match self {
-            HostList::Errors => "broken URLs and who links to them",
-            HostList::Redirects => "redirect chains",
-            HostList::Blocked => "URLs not fetched and why",
-        }
-    }
-}
-
-/// Most lines a host list shows; `crawldeck pages`/`links` give the rest.
-pub const HOST_LIST_LINES: usize = 500;
+pub use super::records::{HostList, HOST_LIST_LINES};
 
 /// A host list as read (or still being read) from the store.
 #[derive(Debug, Clone, PartialEq)]
@@ -235,8 +212,8 @@ pub struct Model {
     pub host_listing: Option<HostListing>,
     /// The quarantine pane's read of parked URLs and its selection.
     pub quarantine: super::quarantine_state::QuarantineView,
-    /// The crawl's data directory, where host lists are read from.
-    pub data_dir: Option<std::path::PathBuf>,
+    /// Where host lists, the inspector and the quarantine read the crawl's records.
+    pub records: Option<super::records::Records>,
     pub detail_scroll: usize,
     pub help_scroll: usize,
     /// The selected host's row in the sorted, filtered list.
@@ -288,7 +265,7 @@ impl Model {
             inspector: None,
             host_listing: None,
             quarantine: Default::default(),
-            data_dir: None,
+            records: None,
             detail_scroll: 0,
             help_scroll: 0,
             host_selected: 0,

@@ -20,15 +20,15 @@ pub(super) fn refresh(model: &mut Model) -> Vec<Effect> {
     if view.reading {
         return Vec::new();
     }
-    let Some(data_dir) = model.data_dir.clone() else {
+    let Some(records) = model.records.clone() else {
         view.read = Some(Err(
-            "this view has no data directory to read parked URLs from".into(),
+            "this view has no records to read parked URLs from".into()
         ));
         return Vec::new();
     };
     view.reading = true;
     view.snapshots_since_read = 0;
-    vec![Effect::ReadQuarantine { data_dir }]
+    vec![Effect::ReadQuarantine { records }]
 }
 
 /// Re-reads now and then while the pane is in front.

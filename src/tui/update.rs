@@ -162,8 +162,8 @@ fn list_host(model: &mut Model, list: HostList) -> Vec<Effect> {
     let Some(host) = model.detail.clone() else {
         return Vec::new();
     };
-    let Some(data_dir) = model.data_dir.clone() else {
-        model.set_status(Level::Warn, "no data directory to read host lists from");
+    let Some(records) = model.records.clone() else {
+        model.set_status(Level::Warn, "no records to read host lists from");
         return Vec::new();
     };
     model.detail_scroll = 0;
@@ -173,7 +173,7 @@ fn list_host(model: &mut Model, list: HostList) -> Vec<Effect> {
         lines: None,
     });
     vec![Effect::ListHost {
-        data_dir,
+        records,
         host,
         list,
     }]

@@ -5,6 +5,7 @@ use crate::tui::effect::Effect;
 use crate::tui::keys::keymap_from_str;
 use crate::tui::model::{Model, Pane};
 use crate::tui::quarantine::SNAPSHOTS_PER_READ;
+use crate::tui::records::Records;
 use crate::tui::update::{update, Msg};
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::sync::Arc;
@@ -16,7 +17,7 @@ fn key(code: KeyCode) -> Msg {
 fn model() -> Model {
     let (keymap, _) = keymap_from_str("");
     let mut m = Model::new(keymap, false, false);
-    m.data_dir = Some("/crawl".into());
+    m.records = Some(Records::Dir("/crawl".into()));
     let mut snap = Snapshot::default();
     snap.alerts.push(TrapAlert {
         id: 5,
@@ -78,7 +79,7 @@ fn parked_urls_become_rows_and_enter_inspects_the_found_on_page() {
     assert_eq!(
         effects,
         [Effect::ReadQuarantine {
-            data_dir: "/crawl".into()
+            records: Records::Dir("/crawl".into())
         }]
     );
     // A second read is not asked for while one is under way.
@@ -97,7 +98,7 @@ fn parked_urls_become_rows_and_enter_inspects_the_found_on_page() {
     assert_eq!(
         effects,
         [Effect::Inspect {
-            data_dir: "/crawl".into(),
+            records: Records::Dir("/crawl".into()),
             url: "http://trap.localhost:8080/n/6".into(),
         }]
     );
@@ -172,6 +173,6 @@ fn a_failed_read_is_shown_and_a_later_snapshot_reads_again() {
         asked.extend(update(&mut m, Msg::Snapshot(snap)));
     }
     assert!(asked.contains(&Effect::ReadQuarantine {
-        data_dir: "/crawl".into()
+        records: Records::Dir("/crawl".into())
     }));
 }

@@ -4,6 +4,7 @@ use crate::engine::telemetry::AlertStatus;
 use crate::engine::telemetry::{HostView, TrapAlert, TrapKind};
 use crate::tui::keys::keymap_from_str;
 use crate::tui::model::{HostList, PromptKind, SortColumn};
+use crate::tui::records::Records;
 use ratatui::crossterm::event::KeyModifiers;
 use std::time::Duration;
 
@@ -389,13 +390,13 @@ fn enter_opens_host_detail_and_esc_returns() {
 #[test]
 fn detail_view_jumps_to_a_host_list_and_esc_returns_to_recent_fetches() {
     let mut m = model(false);
-    m.data_dir = Some("/tmp/crawl1".into());
+    m.records = Some(Records::Dir("/tmp/crawl1".into()));
     update(&mut m, code(KeyCode::Enter));
     let host = m.detail.clone().expect("detail open");
     assert_eq!(
         update(&mut m, key('e')),
         [Effect::ListHost {
-            data_dir: "/tmp/crawl1".into(),
+            records: Records::Dir("/tmp/crawl1".into()),
             host: host.clone(),
             list: HostList::Errors,
         }]

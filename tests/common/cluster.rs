@@ -136,3 +136,31 @@ pub fn worker_name(dir: &Path) -> String {
         .trim()
         .to_string()
 }
+
+/// `crawldeck ctl --redis … --crawl CRAWL WORDS…`, off the test's runtime.
+pub async fn run_ctl(redis: &RedisServer, crawl: &str, words: Vec<String>) -> std::process::Output {
+    let (url, crawl) = (redis.url(), crawl.to_string());
+    tokio::task::spawn_blocking(move || ctl(&url, &crawl, &words))
+        .await
+        .unwrap()
+}
+
+fn ctl(redis_url: &str, crawl: &str, words: &[String]) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
+        .args(["ctl", "--redis", redis_url, "--crawl", crawl])
+        .args(words)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ctl starts");
+    // ctl waits at most 5 s for answers; kill it by pid if it hangs.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().expect("ctl output")
+}

@@ -1,11 +1,12 @@
 //! The quarantine: URLs parked by open trap alerts, grouped by alert, read
-//! from the store in one bounded walk (off the crawl loop, like the
-//! inspector). Only the store-backed frontier keeps parked URLs in the store;
-//! a Redis frontier's parked URLs are not listed.
+//! in one bounded walk (off the crawl loop, like the inspector): from the
+//! store, or from Redis for a shared crawl (`read_shared`; the found-on
+//! pages are then in the workers' stores, see `cluster::reads`).
 
 use serde::{Deserialize, Serialize};
 
 use crate::engine::frontier::decode_entry as decode;
+use crate::engine::frontier::RedisReader;
 use crate::engine::store::{keys, PageOutcome, Store, StoreError};
 
 /// Parked URLs walked at most per read; past it counts are lower bounds.
@@ -74,6 +75,30 @@ pub fn read(store: &Store) -> Result<Quarantine, StoreError> {
     Ok(out)
 }
 
+/// Reads the quarantine of the shared crawl `crawl` on the Redis at `url`,
+/// without the found-on pages.
+pub fn read_shared(url: &str, crawl: &str) -> Result<Quarantine, StoreError> {
+    let mut reader = RedisReader::for_crawl(url, crawl);
+    let (groups, cut) = reader.parked_by_alert(MAX_ALERTS, MAX_URLS_PER_ALERT)?;
+    let alerts = groups
+        .into_iter()
+        .map(|group| ParkedByAlert {
+            alert_id: group.alert_id,
+            count: group.count,
+            urls: group
+                .entries
+                .into_iter()
+                .map(|entry| ParkedUrl {
+                    url: entry.url.to_string(),
+                    referrer: None,
+                    referrer_fetched: false,
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(Quarantine { alerts, cut })
+}
+
 /// Counts one parked entry under its alert; false once too many alerts.
 fn add(
     store: &Store,
@@ -104,17 +129,45 @@ fn add(
 fn parked_url(store: &Store, url: String) -> Result<ParkedUrl, StoreError> {
     let referrer = store.referrers(&url)?.into_iter().next();
     let referrer_fetched = match &referrer {
-        Some(page) => store.page(page)?.is_some_and(|record| {
-            matches!(
-                record.outcome,
-                PageOutcome::Fetched { .. } | PageOutcome::Duplicate { .. }
-            )
-        }),
+        Some(page) => has_page(store.page(page)?),
         None => false,
     };
     Ok(ParkedUrl {
         url,
         referrer,
         referrer_fetched,
+    })
+}
+
+/// The URLs with the page each was first found on, through `results` (a
+/// worker's store: a shared crawl's parked URLs come from Redis without it).
+#[cfg(unix)]
+pub fn found_on(
+    results: &crate::engine::store::remote::Results,
+    urls: &[String],
+) -> Result<Vec<ParkedUrl>, StoreError> {
+    let mut out = Vec::with_capacity(urls.len());
+    for url in urls.iter().take(MAX_URLS_PER_ALERT * MAX_ALERTS) {
+        let referrer = results.referrers(url)?.into_iter().next();
+        let referrer_fetched = match &referrer {
+            Some(page) => has_page(results.page(page)?),
+            None => false,
+        };
+        out.push(ParkedUrl {
+            url: url.clone(),
+            referrer,
+            referrer_fetched,
+        });
+    }
+    Ok(out)
+}
+
+/// The inspector can show the record's page.
+fn has_page(record: Option<crate::engine::store::PageRecord>) -> bool {
+    record.is_some_and(|record| {
+        matches!(
+            record.outcome,
+            PageOutcome::Fetched { .. } | PageOutcome::Duplicate { .. }
+        )
     })
 }

@@ -8,6 +8,16 @@ use crate::engine::frontier::entry::decode;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::store::StoreError;
 
+/// One alert's parked URLs across the workers' keys.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParkedGroup {
+    pub alert_id: u64,
+    /// Parked URLs under the alert.
+    pub count: u64,
+    /// The first of them.
+    pub entries: Vec<FrontierEntry>,
+}
+
 /// `(member, score)` rows of a sorted set.
 pub(super) type Rows = Vec<(Vec<u8>, String)>;
 
@@ -26,6 +36,69 @@ impl RedisReader {
             prefix: prefix.to_string(),
             link: None,
         }
+    }
+
+    /// A reader of the crawl `crawl` on the server at `url`.
+    pub fn for_crawl(url: &str, crawl: &str) -> Self {
+        RedisReader::new(url, &super::key_prefix(crawl))
+    }
+
+    /// The parked URLs by alert, in alert order: at most `max_alerts`
+    /// alerts, each with its count (over every worker's key) and its first
+    /// `max_urls` entries. `true` with them when alerts were left out.
+    pub fn parked_by_alert(
+        &mut self,
+        max_alerts: usize,
+        max_urls: usize,
+    ) -> Result<(Vec<ParkedGroup>, bool), StoreError> {
+        let link = match &mut self.link {
+            Some(link) => link,
+            None => self.link.insert(Link::open(&self.url)?),
+        };
+        let set = format!("{}parked_keys", self.prefix);
+        let keys: Vec<String> = link.query("listing parked URLs", |c| {
+            redis::cmd("SMEMBERS").arg(&set).query(c)
+        })?;
+        // `parked:WORKER:ALERT`: the number is after the last colon.
+        let mut by_alert: std::collections::BTreeMap<u64, Vec<String>> = Default::default();
+        for key in keys {
+            if let Some(id) = key.rsplit(':').next().and_then(|n| n.parse().ok()) {
+                by_alert.entry(id).or_default().push(key);
+            }
+        }
+        let cut = by_alert.len() > max_alerts;
+        let mut groups = Vec::new();
+        for (alert_id, keys) in by_alert.into_iter().take(max_alerts) {
+            let mut group = ParkedGroup {
+                alert_id,
+                count: 0,
+                entries: Vec::new(),
+            };
+            for key in keys {
+                let room = max_urls.saturating_sub(group.entries.len());
+                let (count, members): (u64, Vec<Vec<u8>>) =
+                    link.query("reading parked URLs", |c| {
+                        redis::pipe()
+                            .cmd("ZCARD")
+                            .arg(&key)
+                            .cmd("ZRANGE")
+                            .arg(&key)
+                            .arg(0)
+                            .arg(room as i64 - 1)
+                            .query(c)
+                    })?;
+                group.count += count;
+                if room > 0 {
+                    for member in &members {
+                        group.entries.push(decode(member)?);
+                    }
+                }
+            }
+            if group.count > 0 {
+                groups.push(group);
+            }
+        }
+        Ok((groups, cut))
     }
 
     /// See [`crate::engine::frontier::FrontierStore::scan`].
