@@ -216,3 +216,26 @@ fn a_killed_demo_cluster_takes_its_processes_with_it() {
         pids.iter().all(|pid| !running(*pid))
     });
 }
+
+#[test]
+fn the_cluster_quarantine_lists_parked_urls_and_inspects_a_workers_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut term, _pids) = demo_cluster(&dir.path().join("demo"));
+    term.press(b"7");
+    term.wait_for("an alert with parked URLs", |s| {
+        s.contains("7 Quarantine") && s.contains(" parked, ")
+    });
+    term.press(b"g\r");
+    term.wait_for("the alert's parked URLs", |s| s.contains("found on "));
+    term.press(b"j\r");
+    term.wait_for("the inspector on a worker's page", |s| {
+        s.contains("found-on page of a URL parked by alert #")
+            && (s.contains("status   ") || s.contains("never fetched: parked by alert #"))
+    });
+    term.press(b"\x1b");
+    term.wait_for("the inspector closed", |s| !s.contains("found-on page of"));
+    term.press(b"q");
+    term.wait_for("the quit question", |s| s.contains("quit?"));
+    term.press(b"y");
+    assert!(term.wait_exit("q then y").success());
+}
