@@ -22,7 +22,11 @@ impl Coordinator {
     /// Sets when the host may be asked again, from its politeness state.
     pub(super) fn schedule_next(&mut self, host: &str, now: Instant) {
         if let Some(delay) = self.hosts.next_delay(host) {
-            if let Err(e) = self.frontier.set_not_before(host, now + delay) {
+            // An open breaker's cooldown is the host's next allowed time too:
+            // the breaker is this worker's, the schedule is every worker's.
+            let probe_at = self.hosts.breaker_probe_at(host);
+            let at = probe_at.map_or(now + delay, |probe| probe.max(now + delay));
+            if let Err(e) = self.frontier.set_not_before(host, at) {
                 self.storage_failed(&format!("scheduling {host}"), e);
             }
         }
@@ -214,3 +218,7 @@ impl Coordinator {
         self.schedule_next(host, now);
     }
 }
+
+#[cfg(test)]
+#[path = "health_tests.rs"]
+mod tests;

@@ -409,6 +409,11 @@ impl HostTable {
         })
     }
 
+    /// When the host's open breaker lets its probe go out.
+    pub(crate) fn breaker_probe_at(&self, host: &str) -> Option<Instant> {
+        self.hosts.get(host)?.breaker.next_probe_at()
+    }
+
     /// The breaker's hold is lifted (closed, or a probe may go out).
     pub(crate) fn breaker_released(&mut self, host: &str) {
         if let Some(state) = self.hosts.get_mut(host) {
