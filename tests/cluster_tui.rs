@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::cluster::{worker_command, WORKER_LIMIT};
-use common::term::{Term, WAIT};
+use common::term::{inspect_a_parked_urls_found_on_page, Term, WAIT};
 use common::Killed;
 use crawldeck::cluster::redis_server::RedisServer;
 use crawldeck::demo::SiteKind;
@@ -221,19 +221,8 @@ fn a_killed_demo_cluster_takes_its_processes_with_it() {
 fn the_cluster_quarantine_lists_parked_urls_and_inspects_a_workers_page() {
     let dir = tempfile::tempdir().unwrap();
     let (mut term, _pids) = demo_cluster(&dir.path().join("demo"));
-    term.press(b"7");
-    term.wait_for("an alert with parked URLs", |s| {
-        s.contains("7 Quarantine") && s.contains(" parked, ")
-    });
-    term.press(b"g\r");
-    term.wait_for("the alert's parked URLs", |s| s.contains("found on "));
-    term.press(b"j\r");
-    term.wait_for("the inspector on a worker's page", |s| {
-        s.contains("found-on page of a URL parked by alert #")
-            && (s.contains("status   ") || s.contains("never fetched: parked by alert #"))
-    });
-    term.press(b"\x1b");
-    term.wait_for("the inspector closed", |s| !s.contains("found-on page of"));
+    // The parked URLs come from Redis, the found-on page from a worker.
+    inspect_a_parked_urls_found_on_page(&mut term);
     term.press(b"q");
     term.wait_for("the quit question", |s| s.contains("quit?"));
     term.press(b"y");

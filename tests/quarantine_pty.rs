@@ -4,7 +4,7 @@
 
 use crate::common;
 
-use common::term::Term;
+use common::term::{inspect_a_parked_urls_found_on_page, Term};
 
 #[test]
 fn the_quarantine_pane_lists_the_demo_traps_parked_urls_and_inspects_one() {
@@ -12,19 +12,7 @@ fn the_quarantine_pane_lists_the_demo_traps_parked_urls_and_inspects_one() {
     let data = dir.path().to_str().unwrap();
     let mut demo = Term::spawn(&["demo", "--data", data], 40, 140);
     demo.wait_for("the demo's hosts", |s| s.contains("shop.localhost"));
-    demo.press(b"7");
-    demo.wait_for("an alert with parked URLs", |s| {
-        s.contains("7 Quarantine") && s.contains(" parked, ")
-    });
-    demo.press(b"g\r");
-    demo.wait_for("the alert's parked URLs", |s| s.contains("found on "));
-    demo.press(b"j\r");
-    demo.wait_for("the inspector on the found-on page", |s| {
-        s.contains("found-on page of a URL parked by alert #")
-            && (s.contains("status   ") || s.contains("never fetched: parked by alert #"))
-    });
-    demo.press(b"\x1b");
-    demo.wait_for("the inspector closed", |s| !s.contains("found-on page of"));
+    inspect_a_parked_urls_found_on_page(&mut demo);
 
     demo.press(b"q");
     demo.wait_for("the quit confirmation", |s| s.contains("Quit"));

@@ -122,6 +122,25 @@ impl Term {
     }
 }
 
+/// In a crawl's UI: the quarantine pane (`7`) lists an alert's parked
+/// URLs, expands it, and Enter on a parked URL opens the inspector on the
+/// page it was found on; Esc closes it again.
+pub fn inspect_a_parked_urls_found_on_page(term: &mut Term) {
+    term.press(b"7");
+    term.wait_for("an alert with parked URLs", |s| {
+        s.contains("7 Quarantine") && s.contains(" parked, ")
+    });
+    term.press(b"g\r");
+    term.wait_for("the alert's parked URLs", |s| s.contains("found on "));
+    term.press(b"j\r");
+    term.wait_for("the inspector on the found-on page", |s| {
+        s.contains("found-on page of a URL parked by alert #")
+            && (s.contains("status   ") || s.contains("never fetched: parked by alert #"))
+    });
+    term.press(b"\x1b");
+    term.wait_for("the inspector closed", |s| !s.contains("found-on page of"));
+}
+
 impl Drop for Term {
     fn drop(&mut self) {
         let _ = self.child.kill();
