@@ -44,13 +44,14 @@ pub fn run(
         .get_connection_with_timeout(Duration::from_secs(5))
         .map_err(|e| fail(&e))?;
     let mut expected = live_workers(&mut con, &target.crawl).map_err(|e| fail(&e))?;
-    let raised_by = match (command, worker) {
+    // An alert's decision goes to the worker that raised it.
+    let to = match (command, worker) {
         (Command::AcceptAlert { alert_id, .. } | Command::DismissAlert { alert_id }, None) => {
             Some(raising_worker(&mut con, target, *alert_id)?)
         }
-        _ => None,
+        _ => worker.map(str::to_string),
     };
-    if let Some(only) = worker.or(raised_by.as_deref()) {
+    if let Some(only) = to.as_deref() {
         if !expected.iter().any(|w| w == only) {
             return Err(ClusterCtlError::Usage(format!(
                 "no live worker named {only:?} in crawl {}; live workers: {}",
@@ -75,13 +76,7 @@ pub fn run(
             };
             commands::publish_remove_rule(&mut con, &target.crawl, rule, &from)
         }
-        _ => commands::publish(
-            &mut con,
-            &target.crawl,
-            command,
-            &from,
-            worker.or(raised_by.as_deref()),
-        ),
+        _ => commands::publish(&mut con, &target.crawl, command, &from, to.as_deref()),
     }
     .map_err(|e| fail(&e))?;
     let answers =
