@@ -81,12 +81,19 @@ local function push_entries(first, worker, ttl, checked)
   end
   return out
 end
+-- cmd key list[i..] in chunks (unpack is bounded by Lua's stack); the
+-- replies of a command answering per member, concatenated.
+local function each_chunk(cmd, key, list)
+  local out = {}
+  for i = 1, #list, 1000 do
+    local r = redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+    if type(r) == 'table' then for _, v in ipairs(r) do out[#out + 1] = v end end
+  end
+  return out
+end
 local function unsee_claims(worker)
   local key = P .. 'claims:' .. worker
-  local fps = redis.call('SMEMBERS', key)
-  for i = 1, #fps, 1000 do
-    redis.call('SREM', P .. 'seen', unpack(fps, i, math.min(i + 999, #fps)))
-  end
+  each_chunk('SREM', P .. 'seen', redis.call('SMEMBERS', key))
   redis.call('DEL', key)
 end
 local function requeue_inflight(host)
@@ -173,15 +180,22 @@ impl Scripts {
 }
 
 const CLAIM_UNSEEN: &str = r#"
-local out = {}
-for i = 3, #ARGV do
-  if redis.call('SADD', P .. 'seen', ARGV[i]) == 1 then
-    redis.call('SADD', P .. 'claims:' .. ARGV[2], ARGV[i])
-    out[#out + 1] = '1'
+-- One SMISMEMBER and two SADDs for the page, not one SADD per link.
+local fps, out, fresh, firsts = {}, {}, {}, {}
+for i = 3, #ARGV do fps[#fps + 1] = ARGV[i] end
+if #fps == 0 then return out end
+local known = each_chunk('SMISMEMBER', P .. 'seen', fps)
+for i, fp in ipairs(fps) do
+  if known[i] == 0 and not firsts[fp] then
+    firsts[fp] = true
+    fresh[#fresh + 1] = fp
+    out[i] = '1'
   else
-    out[#out + 1] = '0'
+    out[i] = '0'
   end
 end
+each_chunk('SADD', P .. 'seen', fresh)
+each_chunk('SADD', P .. 'claims:' .. ARGV[2], fresh)
 return out
 "#;
 
