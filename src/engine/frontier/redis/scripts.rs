@@ -25,14 +25,19 @@ local NEVER = '-1000000000000000000'
 local function level_of(score) return math.floor(tonumber(score) / LEVEL) end
 local function count(field, by) redis.call('HINCRBY', P .. 'n', field, by) end
 local function resched(host)
-  for l = 0, 4 do redis.call('ZREM', P .. 'sched:' .. l, host) end
+  -- A leased host is in no sched set (leasing takes it out), so only an
+  -- unleased one needs the five ZREMs.
+  local leased = redis.call('EXISTS', P .. 'lease:' .. host) == 1
+  if not leased then
+    for l = 0, 4 do redis.call('ZREM', P .. 'sched:' .. l, host) end
+  end
   local head = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
   if #head == 0 then
     if redis.call('EXISTS', P .. 'inflight:' .. host) == 0 then redis.call('SREM', P .. 'hosts', host) end
     return
   end
   redis.call('SADD', P .. 'hosts', host)
-  if redis.call('EXISTS', P .. 'lease:' .. host) == 1 then return end
+  if leased then return end
   if tonumber(redis.call('HGET', P .. 'holds', host) or '0') ~= 0 then return end
   redis.call('ZADD', P .. 'sched:' .. level_of(head[2]), redis.call('HGET', P .. 'nb', host) or NEVER, host)
 end
@@ -224,6 +229,8 @@ for l = 0, 4 do
 end
 local host, is_local = best[pick][1], best[pick][3]
 if is_local then return {'local', host} end
+-- Out of sched before resched, which skips the ZREMs of a leased host.
+redis.call('ZREM', P .. 'sched:' .. pick, host)
 if not redis.call('SET', P .. 'lease:' .. host, worker, 'NX', 'PX', ttl) then
   resched(host)
   return {'retry'}
