@@ -134,11 +134,13 @@ impl RedisFrontier {
                 })
             }
         }
+        let not_before = self.hosts.get_mut(host).and_then(|h| h.pending_nb.take());
         let out = self.write(Write::EndLease {
             host: host.clone(),
             member: lease.key.clone(),
             mode,
             outlinks: outlinks.to_vec(),
+            not_before,
         })?;
         if let Some(h) = self.hosts.get_mut(host) {
             h.in_flight = h.in_flight.saturating_sub(1);

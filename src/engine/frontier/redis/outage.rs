@@ -27,6 +27,9 @@ pub(super) enum Write {
         member: Vec<u8>,
         mode: &'static str,
         outlinks: Vec<FrontierEntry>,
+        /// The host's not-before set while this lease was out (see
+        /// `set_not_before`), written in the same step.
+        not_before: Option<String>,
     },
     /// A host's next allowed fetch (score on the crawl's clock); `give_back`:
     /// the worker gives the host's lease back in the same step.
@@ -113,6 +116,7 @@ impl RedisFrontier {
                 member,
                 mode,
                 outlinks,
+                not_before,
             } => {
                 let mut inv = self.scripts.end_lease.prepare_invoke();
                 inv.arg(&self.prefix)
@@ -120,7 +124,8 @@ impl RedisFrontier {
                     .arg(ttl)
                     .arg(host)
                     .arg(member)
-                    .arg(*mode);
+                    .arg(*mode)
+                    .arg(not_before.as_deref().unwrap_or(""));
                 push_args(&mut inv, outlinks);
                 self.link.run("ending a lease", &inv)
             }

@@ -130,8 +130,9 @@ pub(super) struct Scripts {
     pub claim: Script,
     /// `P worker ttl host` → `lost`, `empty` or `taken member score next_score`.
     pub take: Script,
-    /// `P worker ttl host member mode (member level fp host)…` →
-    /// `added, hosts leased…`; mode is complete, release or requeue. A URL
+    /// `P worker ttl host member mode nb (member level fp host)…` →
+    /// `added, hosts leased…`; mode is complete, release or requeue; nb (unless
+    /// empty) is the host's next not-before, set before it is rescheduled. A URL
     /// no longer in flight is no error (the worker checks its own leases):
     /// its lease expired and the reaper queued it again (complete takes it
     /// out) or another worker has it, or this end was applied before its
@@ -259,6 +260,7 @@ return {'taken', head[1], head[2], after[2] or ''}
 
 const END_LEASE: &str = r#"
 local host, member, mode = ARGV[4], ARGV[5], ARGV[6]
+if ARGV[7] ~= '' then redis.call('HSET', P .. 'nb', host, ARGV[7]) end
 local score = redis.call('HGET', P .. 'inflight:' .. host, member)
 if score then
   redis.call('HDEL', P .. 'inflight:' .. host, member)
@@ -273,7 +275,7 @@ elseif mode == 'complete' then
   dequeue(host, member)
 end
 local out = {'0'}
-if mode == 'complete' then out = push_entries(7, ARGV[2], ARGV[3], true) end
+if mode == 'complete' then out = push_entries(8, ARGV[2], ARGV[3], true) end
 resched(host)
 return out
 "#;

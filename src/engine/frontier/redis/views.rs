@@ -92,6 +92,14 @@ impl FrontierStore for RedisFrontier {
     }
 
     fn set_not_before(&mut self, host: &str, at: Instant) -> Result<(), StoreError> {
+        let score = self.clock.score(at).to_string();
+        if let Some(h) = self.hosts.get_mut(host).filter(|h| h.leased && h.in_flight > 0) {
+            // Called as a fetch ends, before its lease does: that end writes
+            // it. Nobody else may fetch the host before, as this worker holds it.
+            h.pending_nb = Some(score);
+            h.not_before = Some(at);
+            return Ok(());
+        }
         // Usually called as a fetch ends: give the host back in the same round trip.
         let give_back = self
             .hosts
@@ -99,7 +107,7 @@ impl FrontierStore for RedisFrontier {
             .is_some_and(|h| h.leased && h.in_flight == 0 && h.holds & Hold::Robots.bit() == 0);
         self.write(Write::NotBefore {
             host: host.to_string(),
-            score: self.clock.score(at).to_string(),
+            score,
             give_back,
         })?;
         let h = self.hosts.entry(host.to_string()).or_default();
