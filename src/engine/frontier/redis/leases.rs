@@ -37,7 +37,8 @@ impl RedisFrontier {
     pub(super) fn try_next_ready(&mut self, now: Instant) -> Result<Option<Lease>, StoreError> {
         self.last_now = Some(now);
         self.upkeep()?;
-        self.release_idle_hosts()?;
+        // Given back by the first claim, in the same round trip.
+        let mut idle = self.idle_hosts();
         for _ in 0..CLAIM_TRIES {
             let candidates = self.local_candidates(now);
             let mut inv = self.scripts.claim.prepare_invoke();
@@ -49,22 +50,53 @@ impl RedisFrontier {
             for weight in LEVEL_WEIGHTS {
                 inv.arg(weight);
             }
-            for (level, since, host) in &candidates {
+            inv.arg(idle.len());
+            for host in &idle {
+                inv.arg(host);
+            }
+            for (level, since, host) in candidates.iter().filter(|c| !idle.contains(&c.2)) {
                 inv.arg(level).arg(since.to_string()).arg(host);
             }
             let out = self.link.run("choosing the next host", &inv)?;
-            let (verdict, host) = match out.as_slice() {
-                [] => return Ok(None),
-                [v, host] => (v.as_slice(), String::from_utf8_lossy(host).into_owned()),
-                _ => continue,
-            };
-            if verdict == b"claimed" && !self.adopt_claimed(&host) {
-                continue;
+            self.forget_leases(std::mem::take(&mut idle));
+            if out.is_empty() {
+                return Ok(None);
             }
-            if let Some(lease) = self.take(&host)? {
+            if let Some(lease) = self.claimed(&out)? {
                 return Ok(Some(lease));
             }
         }
+        Ok(None)
+    }
+
+    /// Reads a claim's answer: the lease taken, if the host may be fetched now.
+    fn claimed(&mut self, out: &[Vec<u8>]) -> Result<Option<Lease>, StoreError> {
+        let (verdict, host) = match out {
+            [v, host, ..] => (v.as_slice(), String::from_utf8_lossy(host).into_owned()),
+            _ => return Ok(None),
+        };
+        if verdict == b"lost" {
+            self.forget_leases(vec![host]);
+            return Ok(None);
+        }
+        let fetch_now = verdict != b"claimed" || self.adopt_claimed(&host);
+        let h = self.hosts.entry(host.clone()).or_default();
+        let [_, _, member, _score, next] = out else {
+            h.head_level = None;
+            return Ok(None);
+        };
+        h.in_flight += 1;
+        h.head_level = parse_score(next).map(level_from_score);
+        *self.out.entry(member.clone()).or_default() += 1;
+        let lease = Lease {
+            entry: decode(member)?,
+            key: member.clone(),
+        };
+        if fetch_now {
+            return Ok(Some(lease));
+        }
+        // New to this worker: its robots.txt comes first, the URL goes back.
+        self.end_lease(&lease, "release", &[])?;
         Ok(None)
     }
 
@@ -79,38 +111,6 @@ impl RedisFrontier {
             self.new_hosts.push(host.to_string());
         }
         h.holds == 0
-    }
-
-    /// Takes the head URL of a host this worker holds.
-    fn take(&mut self, host: &str) -> Result<Option<Lease>, StoreError> {
-        let mut inv = self.scripts.take.prepare_invoke();
-        inv.arg(&self.prefix)
-            .arg(&self.worker)
-            .arg(self.ttl_ms())
-            .arg(host);
-        let out = self.link.run("taking a URL", &inv)?;
-        let h = self.hosts.entry(host.to_string()).or_default();
-        match out.as_slice() {
-            [verdict, member, _score, next] if verdict.as_slice() == b"taken" => {
-                h.in_flight += 1;
-                *self.out.entry(member.clone()).or_default() += 1;
-                h.head_level = parse_score(next).map(level_from_score);
-                let entry = decode(member)?;
-                Ok(Some(Lease {
-                    entry,
-                    key: member.clone(),
-                }))
-            }
-            [verdict] if verdict.as_slice() == b"lost" => {
-                h.leased = false;
-                h.head_level = None;
-                Ok(None)
-            }
-            _ => {
-                h.head_level = None;
-                Ok(None)
-            }
-        }
     }
 
     /// Ends a lease in Redis; `outlinks` only for `complete`.

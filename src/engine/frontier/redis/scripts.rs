@@ -110,6 +110,31 @@ local function requeue_inflight(host)
   redis.call('DEL', P .. 'inflight:' .. host)
   return #inflight / 2
 end
+-- The worker gives back a host it has nothing of in flight: URLs recorded
+-- in flight are takes whose answer was lost, and go back to the queue.
+local function give_back(host, worker)
+  if redis.call('GET', P .. 'lease:' .. host) == worker then
+    requeue_inflight(host)
+    redis.call('DEL', P .. 'lease:' .. host)
+    redis.call('HDEL', P .. 'held', host)
+  end
+  resched(host)
+end
+-- Pops a leased host's head into inflight: `verdict host` if the queue is
+-- empty, else `verdict host member score next_score`.
+local function take_head(host, verdict)
+  local head = redis.call('ZPOPMIN', P .. 'q:' .. host)
+  if #head == 0 then
+    resched(host)
+    return {verdict, host}
+  end
+  count('queued', -1)
+  count('l' .. level_of(head[2]), -1)
+  count('inflight', 1)
+  redis.call('HSET', P .. 'inflight:' .. host, head[1], head[2])
+  local after = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
+  return {verdict, host, head[1], head[2], after[2] or ''}
+end
 "#;
 
 fn script(body: &str) -> Script {
@@ -124,12 +149,12 @@ pub(super) struct Scripts {
     /// `P worker fp…` → `1` or `0` each: new to the seen set (then claimed
     /// by the worker until it queues or parks it).
     pub claim_unseen: Script,
-    /// `P worker ttl now r w0..w4 (level since host)…` → `[]`, `retry`,
-    /// `local HOST` or `claimed HOST`: the level by weight, then the host
-    /// waiting longest, among the unheld due hosts and the caller's own.
+    /// `P worker ttl now r w0..w4 n idle… (level since host)…` → `[]`,
+    /// `retry`, `lost HOST`, or `local|claimed HOST [member score next_score]`:
+    /// gives back the caller's n idle hosts (as `release_hosts`), picks the
+    /// level by weight, then the host waiting longest, among the unheld due
+    /// hosts and the caller's own, and takes its head (one round trip a page).
     pub claim: Script,
-    /// `P worker ttl host` → `lost`, `empty` or `taken member score next_score`.
-    pub take: Script,
     /// `P worker ttl host member mode nb (member level fp host)…` →
     /// `added, hosts leased…`; mode is complete, release or requeue; nb (unless
     /// empty) is the host's next not-before, set before it is rescheduled. A URL
@@ -170,7 +195,6 @@ impl Scripts {
             push: script("return push_entries(4, ARGV[2], ARGV[3], false)"),
             claim: script(CLAIM),
             claim_unseen: script(CLAIM_UNSEEN),
-            take: script(TAKE),
             end_lease: script(END_LEASE),
             release_hosts: script(RELEASE_HOSTS),
             hold: script(HOLD),
@@ -207,12 +231,14 @@ return out
 
 const CLAIM: &str = r#"
 local worker, ttl, now, r = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local first = 12 + tonumber(ARGV[11])
+for i = 12, first - 1 do give_back(ARGV[i], worker) end
 local best = {}
 for l = 0, 4 do
   local top = redis.call('ZRANGEBYSCORE', P .. 'sched:' .. l, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
   if #top > 0 then best[l] = {top[1], tonumber(top[2]), false} end
 end
-for i = 11, #ARGV, 3 do
+for i = first, #ARGV, 3 do
   local l, since, host = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), ARGV[i + 2]
   local b = best[l]
   if b == nil or since < b[2] or (since == b[2] and not b[3]) then best[l] = {host, since, true} end
@@ -229,7 +255,11 @@ for l = 0, 4 do
   end
 end
 local host, is_local = best[pick][1], best[pick][3]
-if is_local then return {'local', host} end
+if is_local then
+  if redis.call('GET', P .. 'lease:' .. host) ~= worker then return {'lost', host} end
+  redis.call('PEXPIRE', P .. 'lease:' .. host, ttl)
+  return take_head(host, 'local')
+end
 -- Out of sched before resched, which skips the ZREMs of a leased host.
 redis.call('ZREM', P .. 'sched:' .. pick, host)
 if not redis.call('SET', P .. 'lease:' .. host, worker, 'NX', 'PX', ttl) then
@@ -237,25 +267,7 @@ if not redis.call('SET', P .. 'lease:' .. host, worker, 'NX', 'PX', ttl) then
   return {'retry'}
 end
 redis.call('HSET', P .. 'held', host, worker)
-resched(host)
-return {'claimed', host}
-"#;
-
-const TAKE: &str = r#"
-local worker, host = ARGV[2], ARGV[4]
-if redis.call('GET', P .. 'lease:' .. host) ~= worker then return {'lost'} end
-redis.call('PEXPIRE', P .. 'lease:' .. host, ARGV[3])
-local head = redis.call('ZPOPMIN', P .. 'q:' .. host)
-if #head == 0 then
-  resched(host)
-  return {'empty'}
-end
-count('queued', -1)
-count('l' .. level_of(head[2]), -1)
-count('inflight', 1)
-redis.call('HSET', P .. 'inflight:' .. host, head[1], head[2])
-local after = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
-return {'taken', head[1], head[2], after[2] or ''}
+return take_head(host, 'claimed')
 "#;
 
 const END_LEASE: &str = r#"
@@ -295,16 +307,7 @@ return {}
 "#;
 
 const RELEASE_HOSTS: &str = r#"
-for i = 3, #ARGV do
-  local host = ARGV[i]
-  if redis.call('GET', P .. 'lease:' .. host) == ARGV[2] then
-    -- As in NOT_BEFORE: a take whose answer was lost.
-    requeue_inflight(host)
-    redis.call('DEL', P .. 'lease:' .. host)
-    redis.call('HDEL', P .. 'held', host)
-  end
-  resched(host)
-end
+for i = 3, #ARGV do give_back(ARGV[i], ARGV[2]) end
 return {}
 "#;
 
