@@ -24,11 +24,13 @@ local LEVEL = 1099511627776
 local NEVER = '-1000000000000000000'
 local function level_of(score) return math.floor(tonumber(score) / LEVEL) end
 local function count(field, by) redis.call('HINCRBY', P .. 'n', field, by) end
-local function resched(host)
+-- unscheduled: the caller knows the host is in no sched set (it just ended
+-- a live lease).
+local function resched(host, unscheduled)
   -- A leased host is in no sched set (leasing takes it out), so only an
   -- unleased one needs the five ZREMs.
   local leased = redis.call('EXISTS', P .. 'lease:' .. host) == 1
-  if not leased then
+  if not leased and not unscheduled then
     for l = 0, 4 do redis.call('ZREM', P .. 'sched:' .. l, host) end
   end
   local head = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
@@ -113,12 +115,13 @@ end
 -- The worker gives back a host it has nothing of in flight: URLs recorded
 -- in flight are takes whose answer was lost, and go back to the queue.
 local function give_back(host, worker)
-  if redis.call('GET', P .. 'lease:' .. host) == worker then
+  local mine = redis.call('GET', P .. 'lease:' .. host) == worker
+  if mine then
     requeue_inflight(host)
     redis.call('DEL', P .. 'lease:' .. host)
     redis.call('HDEL', P .. 'held', host)
   end
-  resched(host)
+  resched(host, mine)
 end
 -- Pops a leased host's head into inflight: `verdict host` if the queue is
 -- empty, else `verdict host member score next_score`.
@@ -295,14 +298,13 @@ return out
 const NOT_BEFORE: &str = r#"
 local host = ARGV[2]
 redis.call('HSET', P .. 'nb', host, ARGV[3])
-if ARGV[4] ~= '' and redis.call('GET', P .. 'lease:' .. host) == ARGV[4] then
+if ARGV[4] ~= '' then
   -- The worker has nothing of the host out: anything in flight is a take
   -- whose answer the connection lost.
-  requeue_inflight(host)
-  redis.call('DEL', P .. 'lease:' .. host)
-  redis.call('HDEL', P .. 'held', host)
+  give_back(host, ARGV[4])
+else
+  resched(host)
 end
-resched(host)
 return {}
 "#;
 
@@ -330,7 +332,8 @@ for i = 1, #held, 2 do
     if lease then redis.call('DEL', P .. 'lease:' .. host) end
     n = n + requeue_inflight(host)
     redis.call('HDEL', P .. 'held', host)
-    resched(host)
+    -- An expired lease may have been rescheduled meanwhile; a live one not.
+    resched(host, lease ~= false)
     dead[owner] = true
   end
 end
