@@ -9,7 +9,7 @@ use super::{level_from_score, Local, RedisFrontier, CLAIM_TRIES, NEVER};
 use crate::engine::control::HostKey;
 use crate::engine::frontier::entry::{decode, level_of};
 use crate::engine::frontier::schedule::LEVEL_WEIGHTS;
-use crate::engine::frontier::{FrontierEntry, Hold, Lease};
+use crate::engine::frontier::{Completion, FrontierEntry, Hold, Lease};
 use crate::engine::store::StoreError;
 
 impl RedisFrontier {
@@ -120,6 +120,43 @@ impl RedisFrontier {
         mode: &'static str,
         outlinks: &[FrontierEntry],
     ) -> Result<usize, StoreError> {
+        let write = self.end_write(lease, mode, outlinks)?;
+        let out = self.write(write)?;
+        self.ended(lease, mode);
+        // Held through an outage: written (and counted) when Redis answers.
+        Ok(out.map_or(0, |out| self.note_pushed(&out)))
+    }
+
+    /// Completes a group of leases in one round trip (`complete_all`).
+    pub(super) fn complete_leases(&mut self, done: &[Completion]) -> Result<usize, StoreError> {
+        let mut writes = Vec::with_capacity(done.len());
+        let mut failed = None;
+        for c in done {
+            match self.end_write(&c.lease, "complete", &c.outlinks) {
+                Ok(write) => writes.push(write),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let outs = self.write_all(writes)?;
+        let mut queued = 0;
+        for (c, out) in done.iter().zip(outs) {
+            self.ended(&c.lease, "complete");
+            self.pages += 1;
+            queued += out.map_or(0, |out| self.note_pushed(&out));
+        }
+        failed.map_or(Ok(queued), Err)
+    }
+
+    /// The write that ends a lease this worker has out.
+    fn end_write(
+        &mut self,
+        lease: &Lease,
+        mode: &'static str,
+        outlinks: &[FrontierEntry],
+    ) -> Result<Write, StoreError> {
         let host = &lease.entry.host;
         // This worker's own record decides whether the lease is out: Redis
         // may have requeued the URL meanwhile (an expired lease).
@@ -135,22 +172,24 @@ impl RedisFrontier {
             }
         }
         let not_before = self.hosts.get_mut(host).and_then(|h| h.pending_nb.take());
-        let out = self.write(Write::EndLease {
+        Ok(Write::EndLease {
             host: host.clone(),
             member: lease.key.clone(),
             mode,
             outlinks: outlinks.to_vec(),
             not_before,
-        })?;
-        if let Some(h) = self.hosts.get_mut(host) {
+        })
+    }
+
+    /// What this worker knows of the host once a lease of it ended.
+    fn ended(&mut self, lease: &Lease, mode: &'static str) {
+        if let Some(h) = self.hosts.get_mut(&lease.entry.host) {
             h.in_flight = h.in_flight.saturating_sub(1);
             if mode == "release" {
                 // The URL is the host's head again.
                 h.head_level = Some(level_of(lease.entry.priority));
             }
         }
-        // Held through an outage: written (and counted) when Redis answers.
-        Ok(out.map_or(0, |out| self.note_pushed(&out)))
     }
 
     /// Reads a push's answer: how many were queued, and the hosts leased to

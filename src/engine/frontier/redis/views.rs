@@ -65,12 +65,7 @@ impl FrontierStore for RedisFrontier {
         // The group's records in one sled write, before any lease ends (as in
         // `complete`).
         self.store.record_pages(done.iter().map(|c| &c.record))?;
-        let mut queued = 0;
-        for c in done {
-            queued += self.end_lease(&c.lease, "complete", &c.outlinks)?;
-            self.pages += 1;
-        }
-        Ok(queued)
+        self.complete_leases(&done)
     }
 
     fn release(&mut self, lease: Lease) -> Result<(), StoreError> {
@@ -93,7 +88,11 @@ impl FrontierStore for RedisFrontier {
 
     fn set_not_before(&mut self, host: &str, at: Instant) -> Result<(), StoreError> {
         let score = self.clock.score(at).to_string();
-        if let Some(h) = self.hosts.get_mut(host).filter(|h| h.leased && h.in_flight > 0) {
+        if let Some(h) = self
+            .hosts
+            .get_mut(host)
+            .filter(|h| h.leased && h.in_flight > 0)
+        {
             // Called as a fetch ends, before its lease does: that end writes
             // it. Nobody else may fetch the host before, as this worker holds it.
             h.pending_nb = Some(score);
