@@ -84,8 +84,8 @@ struct Local {
     leased: bool,
     /// The level of the host's head (while leased), from the last take.
     head_level: Option<usize>,
-    /// A not-before (score) set while a lease of the host was out: written
-    /// with the next lease's end, saving a script call per page.
+    /// A not-before (score) set while the host's one lease was out: written
+    /// with that lease's end, saving a script call per page.
     pending_nb: Option<String>,
 }
 

@@ -88,13 +88,14 @@ impl FrontierStore for RedisFrontier {
 
     fn set_not_before(&mut self, host: &str, at: Instant) -> Result<(), StoreError> {
         let score = self.clock.score(at).to_string();
-        if let Some(h) = self
+        // One lease of the host at a time and it is out: called as its fetch
+        // ended, so its end (in the group commit) writes this. Nobody else
+        // may fetch the host before, as this worker holds it.
+        let deferred = self
             .hosts
-            .get_mut(host)
-            .filter(|h| h.leased && h.in_flight > 0)
-        {
-            // Called as a fetch ends, before its lease does: that end writes
-            // it. Nobody else may fetch the host before, as this worker holds it.
+            .get(host)
+            .is_some_and(|h| h.leased && h.in_flight == 1 && self.max_of(h) == 1);
+        if let Some(h) = self.hosts.get_mut(host).filter(|_| deferred) {
             h.pending_nb = Some(score);
             h.not_before = Some(at);
             return Ok(());
