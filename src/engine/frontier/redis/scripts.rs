@@ -105,6 +105,7 @@ local function unsee_claims(worker)
 end
 local function requeue_inflight(host)
   local inflight = redis.call('HGETALL', P .. 'inflight:' .. host)
+  if #inflight == 0 then return 0 end
   for j = 1, #inflight, 2 do
     enqueue(host, inflight[j], 0, inflight[j + 1])
     count('inflight', -1)
@@ -276,9 +277,9 @@ return take_head(host, 'claimed')
 const END_LEASE: &str = r#"
 local host, member, mode = ARGV[4], ARGV[5], ARGV[6]
 if ARGV[7] ~= '' then redis.call('HSET', P .. 'nb', host, ARGV[7]) end
-local score = redis.call('HGET', P .. 'inflight:' .. host, member)
-if score then
-  redis.call('HDEL', P .. 'inflight:' .. host, member)
+-- A completed URL's score is not needed: HDEL alone says it was in flight.
+local score = mode == 'complete' or redis.call('HGET', P .. 'inflight:' .. host, member)
+if score and redis.call('HDEL', P .. 'inflight:' .. host, member) == 1 then
   count('inflight', -1)
   if mode == 'release' then
     enqueue(host, member, 0, score)
