@@ -83,14 +83,24 @@ def info(r, section):
 
 
 def command_calls(r):
-    """(script calls, all calls) so far."""
+    """(script calls, all calls, calls by command) so far."""
     scripts = total = 0
+    by_name = {}
     for name, stats in info(r, "commandstats").items():
         calls = int(dict(kv.split("=") for kv in stats.split(","))["calls"])
         total += calls
+        by_name[name[len("cmdstat_"):]] = calls
         if name in ("cmdstat_evalsha", "cmdstat_eval"):
             scripts += calls
-    return scripts, total
+    return scripts, total, by_name
+
+
+def per_page_by_name(before, after, pages):
+    """Calls per page of each command, most called first."""
+    rows = [(name, (calls - before.get(name, 0)) / max(pages, 1))
+            for name, calls in after.items()]
+    rows.sort(key=lambda row: -row[1])
+    return {name: round(n, 2) for name, n in rows if n >= 0.01}
 
 
 def cpu_seconds(r):
@@ -156,7 +166,7 @@ def main():
             if time.time() > deadline:
                 sys.exit("redis-server did not answer within 10 s (is it installed?)")
             time.sleep(0.05)
-        scripts0, total0 = command_calls(r)
+        scripts0, total0, by_name0 = command_calls(r)
         cpu0 = cpu_seconds(r)
         url = "redis://127.0.0.1:%d/0" % port
         started = time.time()
@@ -183,7 +193,7 @@ def main():
             time.sleep(0.1)
         elapsed = time.time() - started
         sampler_calls = r.sent
-        scripts, total = command_calls(r)
+        scripts, total, by_name = command_calls(r)
         cpu = cpu_seconds(r) - cpu0
         beats = [json.loads(b) for b in r("HVALS", PREFIX + "beats")]
         pages = sum(b["pages"] for b in beats)
@@ -203,6 +213,8 @@ def main():
             "redis_commands_per_page": round(
                 (total - total0 - sampler_calls) / max(pages, 1), 1),
             "redis_cpu_ms_per_page": round(1000 * cpu / max(pages, 1), 3),
+            # Includes the sampler's SCAN, ZCARD and MEMORY calls.
+            "commands_per_page_by_name": per_page_by_name(by_name0, by_name, pages),
             "redis_cpu_s": round(cpu, 2),
             "queued_peak": peak[1],
             "queue_mb_per_million_queued": round(peak[0] / max(peak[1], 1), 1),

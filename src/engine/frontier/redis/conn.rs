@@ -161,6 +161,31 @@ impl Link {
         self.check(op, result)
     }
 
+    /// Runs several scripts in one pipeline: one answer each. Scripts the
+    /// server lost (a restart) are loaded and the pipeline sent again: every
+    /// call failed alike, and the scripts' writes bear a replay anyway.
+    pub(super) fn run_all(
+        &mut self,
+        op: &'static str,
+        invocations: &[ScriptInvocation<'_>],
+    ) -> Result<Vec<Vec<Vec<u8>>>, StoreError> {
+        let mut pipe = redis::pipe();
+        for inv in invocations {
+            pipe.invoke_script(inv);
+        }
+        let result = {
+            let conn = self.conn()?;
+            match pipe.query::<Vec<Vec<Vec<u8>>>>(conn) {
+                Err(e) if e.kind() == redis::ErrorKind::NoScriptError => invocations
+                    .iter()
+                    .try_for_each(|inv| inv.load(conn).map(drop))
+                    .and_then(|()| pipe.query(conn)),
+                other => other,
+            }
+        };
+        self.check(op, result)
+    }
+
     /// Runs a command or pipeline.
     pub(super) fn query<T: redis::FromRedisValue>(
         &mut self,

@@ -9,7 +9,7 @@ use super::{level_from_score, Local, RedisFrontier, CLAIM_TRIES, NEVER};
 use crate::engine::control::HostKey;
 use crate::engine::frontier::entry::{decode, level_of};
 use crate::engine::frontier::schedule::LEVEL_WEIGHTS;
-use crate::engine::frontier::{FrontierEntry, Hold, Lease};
+use crate::engine::frontier::{Completion, FrontierEntry, Hold, Lease};
 use crate::engine::store::StoreError;
 
 impl RedisFrontier {
@@ -37,7 +37,8 @@ impl RedisFrontier {
     pub(super) fn try_next_ready(&mut self, now: Instant) -> Result<Option<Lease>, StoreError> {
         self.last_now = Some(now);
         self.upkeep()?;
-        self.release_idle_hosts()?;
+        // Given back by the first claim, in the same round trip.
+        let mut idle = self.idle_hosts();
         for _ in 0..CLAIM_TRIES {
             let candidates = self.local_candidates(now);
             let mut inv = self.scripts.claim.prepare_invoke();
@@ -49,22 +50,53 @@ impl RedisFrontier {
             for weight in LEVEL_WEIGHTS {
                 inv.arg(weight);
             }
-            for (level, since, host) in &candidates {
+            inv.arg(idle.len());
+            for host in &idle {
+                inv.arg(host);
+            }
+            for (level, since, host) in candidates.iter().filter(|c| !idle.contains(&c.2)) {
                 inv.arg(level).arg(since.to_string()).arg(host);
             }
             let out = self.link.run("choosing the next host", &inv)?;
-            let (verdict, host) = match out.as_slice() {
-                [] => return Ok(None),
-                [v, host] => (v.as_slice(), String::from_utf8_lossy(host).into_owned()),
-                _ => continue,
-            };
-            if verdict == b"claimed" && !self.adopt_claimed(&host) {
-                continue;
+            self.forget_leases(std::mem::take(&mut idle));
+            if out.is_empty() {
+                return Ok(None);
             }
-            if let Some(lease) = self.take(&host)? {
+            if let Some(lease) = self.claimed(&out)? {
                 return Ok(Some(lease));
             }
         }
+        Ok(None)
+    }
+
+    /// Reads a claim's answer: the lease taken, if the host may be fetched now.
+    fn claimed(&mut self, out: &[Vec<u8>]) -> Result<Option<Lease>, StoreError> {
+        let (verdict, host) = match out {
+            [v, host, ..] => (v.as_slice(), String::from_utf8_lossy(host).into_owned()),
+            _ => return Ok(None),
+        };
+        if verdict == b"lost" {
+            self.forget_leases(vec![host]);
+            return Ok(None);
+        }
+        let fetch_now = verdict != b"claimed" || self.adopt_claimed(&host);
+        let h = self.hosts.entry(host.clone()).or_default();
+        let [_, _, member, _score, next] = out else {
+            h.head_level = None;
+            return Ok(None);
+        };
+        h.in_flight += 1;
+        h.head_level = parse_score(next).map(level_from_score);
+        *self.out.entry(member.clone()).or_default() += 1;
+        let lease = Lease {
+            entry: decode(member)?,
+            key: member.clone(),
+        };
+        if fetch_now {
+            return Ok(Some(lease));
+        }
+        // New to this worker: its robots.txt comes first, the URL goes back.
+        self.end_lease(&lease, "release", &[])?;
         Ok(None)
     }
 
@@ -81,38 +113,6 @@ impl RedisFrontier {
         h.holds == 0
     }
 
-    /// Takes the head URL of a host this worker holds.
-    fn take(&mut self, host: &str) -> Result<Option<Lease>, StoreError> {
-        let mut inv = self.scripts.take.prepare_invoke();
-        inv.arg(&self.prefix)
-            .arg(&self.worker)
-            .arg(self.ttl_ms())
-            .arg(host);
-        let out = self.link.run("taking a URL", &inv)?;
-        let h = self.hosts.entry(host.to_string()).or_default();
-        match out.as_slice() {
-            [verdict, member, _score, next] if verdict.as_slice() == b"taken" => {
-                h.in_flight += 1;
-                *self.out.entry(member.clone()).or_default() += 1;
-                h.head_level = parse_score(next).map(level_from_score);
-                let entry = decode(member)?;
-                Ok(Some(Lease {
-                    entry,
-                    key: member.clone(),
-                }))
-            }
-            [verdict] if verdict.as_slice() == b"lost" => {
-                h.leased = false;
-                h.head_level = None;
-                Ok(None)
-            }
-            _ => {
-                h.head_level = None;
-                Ok(None)
-            }
-        }
-    }
-
     /// Ends a lease in Redis; `outlinks` only for `complete`.
     pub(super) fn end_lease(
         &mut self,
@@ -120,6 +120,43 @@ impl RedisFrontier {
         mode: &'static str,
         outlinks: &[FrontierEntry],
     ) -> Result<usize, StoreError> {
+        let write = self.end_write(lease, mode, outlinks)?;
+        let out = self.write(write)?;
+        self.ended(lease, mode);
+        // Held through an outage: written (and counted) when Redis answers.
+        Ok(out.map_or(0, |out| self.note_pushed(&out)))
+    }
+
+    /// Completes a group of leases in one round trip (`complete_all`).
+    pub(super) fn complete_leases(&mut self, done: &[Completion]) -> Result<usize, StoreError> {
+        let mut writes = Vec::with_capacity(done.len());
+        let mut failed = None;
+        for c in done {
+            match self.end_write(&c.lease, "complete", &c.outlinks) {
+                Ok(write) => writes.push(write),
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
+        }
+        let outs = self.write_all(writes)?;
+        let mut queued = 0;
+        for (c, out) in done.iter().zip(outs) {
+            self.ended(&c.lease, "complete");
+            self.pages += 1;
+            queued += out.map_or(0, |out| self.note_pushed(&out));
+        }
+        failed.map_or(Ok(queued), Err)
+    }
+
+    /// The write that ends a lease this worker has out.
+    fn end_write(
+        &mut self,
+        lease: &Lease,
+        mode: &'static str,
+        outlinks: &[FrontierEntry],
+    ) -> Result<Write, StoreError> {
         let host = &lease.entry.host;
         // This worker's own record decides whether the lease is out: Redis
         // may have requeued the URL meanwhile (an expired lease).
@@ -134,21 +171,25 @@ impl RedisFrontier {
                 })
             }
         }
-        let out = self.write(Write::EndLease {
+        let not_before = self.hosts.get_mut(host).and_then(|h| h.pending_nb.take());
+        Ok(Write::EndLease {
             host: host.clone(),
             member: lease.key.clone(),
             mode,
             outlinks: outlinks.to_vec(),
-        })?;
-        if let Some(h) = self.hosts.get_mut(host) {
+            not_before,
+        })
+    }
+
+    /// What this worker knows of the host once a lease of it ended.
+    fn ended(&mut self, lease: &Lease, mode: &'static str) {
+        if let Some(h) = self.hosts.get_mut(&lease.entry.host) {
             h.in_flight = h.in_flight.saturating_sub(1);
             if mode == "release" {
                 // The URL is the host's head again.
                 h.head_level = Some(level_of(lease.entry.priority));
             }
         }
-        // Held through an outage: written (and counted) when Redis answers.
-        Ok(out.map_or(0, |out| self.note_pushed(&out)))
     }
 
     /// Reads a push's answer: how many were queued, and the hosts leased to

@@ -84,6 +84,9 @@ struct Local {
     leased: bool,
     /// The level of the host's head (while leased), from the last take.
     head_level: Option<usize>,
+    /// A not-before (score) set while the host's one lease was out: written
+    /// with that lease's end, saving a script call per page.
+    pending_nb: Option<String>,
 }
 
 /// The Redis-backed [`super::FrontierStore`].
@@ -231,15 +234,29 @@ impl RedisFrontier {
         self.beat()
     }
 
-    /// Gives back the leases of held hosts with nothing in flight and no
-    /// robots.txt to settle, so any worker may take them when they are due.
-    fn release_idle_hosts(&mut self) -> Result<(), StoreError> {
-        let idle: Vec<HostKey> = self
-            .hosts
+    /// Held hosts with nothing in flight and no robots.txt to settle: given
+    /// back so any worker may take them when they are due.
+    fn idle_hosts(&self) -> Vec<HostKey> {
+        self.hosts
             .iter()
             .filter(|(_, h)| h.leased && h.in_flight == 0 && h.holds & Hold::Robots.bit() == 0)
             .map(|(k, _)| k.clone())
-            .collect();
+            .collect()
+    }
+
+    /// Notes hosts whose lease this worker no longer holds.
+    fn forget_leases(&mut self, hosts: Vec<HostKey>) {
+        for host in hosts {
+            if let Some(h) = self.hosts.get_mut(&host) {
+                h.leased = false;
+                h.head_level = None;
+            }
+        }
+    }
+
+    /// Gives back the leases of idle hosts (see `idle_hosts`).
+    fn release_idle_hosts(&mut self) -> Result<(), StoreError> {
+        let idle = self.idle_hosts();
         if idle.is_empty() {
             return Ok(());
         }
@@ -249,12 +266,7 @@ impl RedisFrontier {
             inv.arg(host);
         }
         self.link.run("giving hosts back", &inv)?;
-        for host in idle {
-            if let Some(h) = self.hosts.get_mut(&host) {
-                h.leased = false;
-                h.head_level = None;
-            }
-        }
+        self.forget_leases(idle);
         Ok(())
     }
 }

@@ -13,6 +13,9 @@
 //! `END_LEASE` then takes a completed URL out of the queue the reaper put it
 //! back in, and queues the page's links checked against the seen set.
 
+use redis::ScriptInvocation;
+
+use super::scripts::Scripts;
 use super::{push_args, RedisFrontier};
 use crate::engine::control::HostKey;
 use crate::engine::frontier::FrontierEntry;
@@ -27,6 +30,9 @@ pub(super) enum Write {
         member: Vec<u8>,
         mode: &'static str,
         outlinks: Vec<FrontierEntry>,
+        /// The host's not-before set while this lease was out (see
+        /// `set_not_before`), written in the same step.
+        not_before: Option<String>,
     },
     /// A host's next allowed fetch (score on the crawl's clock); `give_back`:
     /// the worker gives the host's lease back in the same step.
@@ -107,54 +113,95 @@ impl RedisFrontier {
 
     fn apply(&mut self, write: &Write) -> Result<Vec<Vec<u8>>, StoreError> {
         let ttl = self.ttl_ms();
-        match write {
-            Write::EndLease {
-                host,
-                member,
-                mode,
-                outlinks,
-            } => {
-                let mut inv = self.scripts.end_lease.prepare_invoke();
-                inv.arg(&self.prefix)
-                    .arg(&self.worker)
-                    .arg(ttl)
-                    .arg(host)
-                    .arg(member)
-                    .arg(*mode);
-                push_args(&mut inv, outlinks);
-                self.link.run("ending a lease", &inv)
+        let (op, inv) = invocation(&self.scripts, &self.prefix, &self.worker, &ttl, write);
+        self.link.run(op, &inv)
+    }
+
+    /// Writes several in one round trip (a pipeline), or holds them all as
+    /// `write` would; one answer each, `None` if held.
+    pub(super) fn write_all(
+        &mut self,
+        writes: Vec<Write>,
+    ) -> Result<Vec<Option<Vec<Vec<u8>>>>, StoreError> {
+        if writes.len() < 2 || self.link.down().is_some() || !self.held.is_empty() {
+            return writes.into_iter().map(|w| self.write(w)).collect();
+        }
+        let ttl = self.ttl_ms();
+        let invs: Vec<_> = writes
+            .iter()
+            .map(|w| invocation(&self.scripts, &self.prefix, &self.worker, &ttl, w).1)
+            .collect();
+        match self.link.run_all("ending leases", &invs) {
+            Ok(outs) => Ok(outs.into_iter().map(Some).collect()),
+            Err(e) if e.is_unreachable() => {
+                // Some may have been applied: replayed, they change nothing.
+                tracing::warn!("{e}; holding writes until it answers");
+                let n = writes.len();
+                self.held.extend(writes);
+                Ok(vec![None; n])
             }
-            Write::NotBefore {
-                host,
-                score,
-                give_back,
-            } => {
-                let mut inv = self.scripts.not_before.prepare_invoke();
-                inv.arg(&self.prefix)
-                    .arg(host)
-                    .arg(score)
-                    .arg(if *give_back { self.worker.as_str() } else { "" });
-                self.link.run("setting a host's next fetch time", &inv)
-            }
-            Write::Hold { host, set, clear } => {
-                let mut inv = self.scripts.hold.prepare_invoke();
-                inv.arg(&self.prefix).arg(host).arg(*set).arg(*clear);
-                self.link.run("holding a host", &inv)
-            }
-            Write::Push(entries) => {
-                let mut inv = self.scripts.push.prepare_invoke();
-                inv.arg(&self.prefix).arg(&self.worker).arg(ttl);
-                push_args(&mut inv, entries);
-                self.link.run("queueing URLs", &inv)
-            }
-            Write::Park { key, entries } => {
-                let mut inv = self.scripts.park_new.prepare_invoke();
-                inv.arg(&self.prefix)
-                    .arg(key)
-                    .arg(format!("{}claims:{}", self.prefix, self.worker));
-                push_args(&mut inv, entries);
-                self.link.run("parking URLs", &inv)
-            }
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// The script call that makes `write`, and what it does (for errors).
+fn invocation<'a>(
+    scripts: &'a Scripts,
+    prefix: &str,
+    worker: &str,
+    ttl: &str,
+    write: &Write,
+) -> (&'static str, ScriptInvocation<'a>) {
+    match write {
+        Write::EndLease {
+            host,
+            member,
+            mode,
+            outlinks,
+            not_before,
+        } => {
+            let mut inv = scripts.end_lease.prepare_invoke();
+            inv.arg(prefix)
+                .arg(worker)
+                .arg(ttl)
+                .arg(host)
+                .arg(member)
+                .arg(*mode)
+                .arg(not_before.as_deref().unwrap_or(""));
+            push_args(&mut inv, outlinks);
+            ("ending a lease", inv)
+        }
+        Write::NotBefore {
+            host,
+            score,
+            give_back,
+        } => {
+            let mut inv = scripts.not_before.prepare_invoke();
+            inv.arg(prefix)
+                .arg(host)
+                .arg(score)
+                .arg(if *give_back { worker } else { "" });
+            ("setting a host's next fetch time", inv)
+        }
+        Write::Hold { host, set, clear } => {
+            let mut inv = scripts.hold.prepare_invoke();
+            inv.arg(prefix).arg(host).arg(*set).arg(*clear);
+            ("holding a host", inv)
+        }
+        Write::Push(entries) => {
+            let mut inv = scripts.push.prepare_invoke();
+            inv.arg(prefix).arg(worker).arg(ttl);
+            push_args(&mut inv, entries);
+            ("queueing URLs", inv)
+        }
+        Write::Park { key, entries } => {
+            let mut inv = scripts.park_new.prepare_invoke();
+            inv.arg(prefix)
+                .arg(key)
+                .arg(format!("{prefix}claims:{worker}"));
+            push_args(&mut inv, entries);
+            ("parking URLs", inv)
         }
     }
 }

@@ -24,15 +24,22 @@ local LEVEL = 1099511627776
 local NEVER = '-1000000000000000000'
 local function level_of(score) return math.floor(tonumber(score) / LEVEL) end
 local function count(field, by) redis.call('HINCRBY', P .. 'n', field, by) end
-local function resched(host)
-  for l = 0, 4 do redis.call('ZREM', P .. 'sched:' .. l, host) end
+-- unscheduled: the caller knows the host is in no sched set (it just ended
+-- a live lease).
+local function resched(host, unscheduled)
+  -- A leased host is in no sched set (leasing takes it out), so only an
+  -- unleased one needs the five ZREMs.
+  local leased = redis.call('EXISTS', P .. 'lease:' .. host) == 1
+  if not leased and not unscheduled then
+    for l = 0, 4 do redis.call('ZREM', P .. 'sched:' .. l, host) end
+  end
   local head = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
   if #head == 0 then
     if redis.call('EXISTS', P .. 'inflight:' .. host) == 0 then redis.call('SREM', P .. 'hosts', host) end
     return
   end
   redis.call('SADD', P .. 'hosts', host)
-  if redis.call('EXISTS', P .. 'lease:' .. host) == 1 then return end
+  if leased then return end
   if tonumber(redis.call('HGET', P .. 'holds', host) or '0') ~= 0 then return end
   redis.call('ZADD', P .. 'sched:' .. level_of(head[2]), redis.call('HGET', P .. 'nb', host) or NEVER, host)
 end
@@ -81,22 +88,56 @@ local function push_entries(first, worker, ttl, checked)
   end
   return out
 end
+-- cmd key list[i..] in chunks (unpack is bounded by Lua's stack); the
+-- replies of a command answering per member, concatenated.
+local function each_chunk(cmd, key, list)
+  local out = {}
+  for i = 1, #list, 1000 do
+    local r = redis.call(cmd, key, unpack(list, i, math.min(i + 999, #list)))
+    if type(r) == 'table' then for _, v in ipairs(r) do out[#out + 1] = v end end
+  end
+  return out
+end
 local function unsee_claims(worker)
   local key = P .. 'claims:' .. worker
-  local fps = redis.call('SMEMBERS', key)
-  for i = 1, #fps, 1000 do
-    redis.call('SREM', P .. 'seen', unpack(fps, i, math.min(i + 999, #fps)))
-  end
+  each_chunk('SREM', P .. 'seen', redis.call('SMEMBERS', key))
   redis.call('DEL', key)
 end
 local function requeue_inflight(host)
   local inflight = redis.call('HGETALL', P .. 'inflight:' .. host)
+  if #inflight == 0 then return 0 end
   for j = 1, #inflight, 2 do
     enqueue(host, inflight[j], 0, inflight[j + 1])
     count('inflight', -1)
   end
   redis.call('DEL', P .. 'inflight:' .. host)
   return #inflight / 2
+end
+-- The worker gives back a host it has nothing of in flight: URLs recorded
+-- in flight are takes whose answer was lost, and go back to the queue.
+local function give_back(host, worker)
+  local mine = redis.call('GET', P .. 'lease:' .. host) == worker
+  if mine then
+    requeue_inflight(host)
+    redis.call('DEL', P .. 'lease:' .. host)
+    redis.call('HDEL', P .. 'held', host)
+  end
+  resched(host, mine)
+end
+-- Pops a leased host's head into inflight: `verdict host` if the queue is
+-- empty, else `verdict host member score next_score`.
+local function take_head(host, verdict)
+  local head = redis.call('ZPOPMIN', P .. 'q:' .. host)
+  if #head == 0 then
+    resched(host)
+    return {verdict, host}
+  end
+  count('queued', -1)
+  count('l' .. level_of(head[2]), -1)
+  count('inflight', 1)
+  redis.call('HSET', P .. 'inflight:' .. host, head[1], head[2])
+  local after = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
+  return {verdict, host, head[1], head[2], after[2] or ''}
 end
 "#;
 
@@ -112,14 +153,15 @@ pub(super) struct Scripts {
     /// `P worker fp…` → `1` or `0` each: new to the seen set (then claimed
     /// by the worker until it queues or parks it).
     pub claim_unseen: Script,
-    /// `P worker ttl now r w0..w4 (level since host)…` → `[]`, `retry`,
-    /// `local HOST` or `claimed HOST`: the level by weight, then the host
-    /// waiting longest, among the unheld due hosts and the caller's own.
+    /// `P worker ttl now r w0..w4 n idle… (level since host)…` → `[]`,
+    /// `retry`, `lost HOST`, or `local|claimed HOST [member score next_score]`:
+    /// gives back the caller's n idle hosts (as `release_hosts`), picks the
+    /// level by weight, then the host waiting longest, among the unheld due
+    /// hosts and the caller's own, and takes its head (one round trip a page).
     pub claim: Script,
-    /// `P worker ttl host` → `lost`, `empty` or `taken member score next_score`.
-    pub take: Script,
-    /// `P worker ttl host member mode (member level fp host)…` →
-    /// `added, hosts leased…`; mode is complete, release or requeue. A URL
+    /// `P worker ttl host member mode nb (member level fp host)…` →
+    /// `added, hosts leased…`; mode is complete, release or requeue; nb (unless
+    /// empty) is the host's next not-before, set before it is rescheduled. A URL
     /// no longer in flight is no error (the worker checks its own leases):
     /// its lease expired and the reaper queued it again (complete takes it
     /// out) or another worker has it, or this end was applied before its
@@ -157,7 +199,6 @@ impl Scripts {
             push: script("return push_entries(4, ARGV[2], ARGV[3], false)"),
             claim: script(CLAIM),
             claim_unseen: script(CLAIM_UNSEEN),
-            take: script(TAKE),
             end_lease: script(END_LEASE),
             release_hosts: script(RELEASE_HOSTS),
             hold: script(HOLD),
@@ -173,26 +214,35 @@ impl Scripts {
 }
 
 const CLAIM_UNSEEN: &str = r#"
-local out = {}
-for i = 3, #ARGV do
-  if redis.call('SADD', P .. 'seen', ARGV[i]) == 1 then
-    redis.call('SADD', P .. 'claims:' .. ARGV[2], ARGV[i])
-    out[#out + 1] = '1'
+-- One SMISMEMBER and two SADDs for the page, not one SADD per link.
+local fps, out, fresh, firsts = {}, {}, {}, {}
+for i = 3, #ARGV do fps[#fps + 1] = ARGV[i] end
+if #fps == 0 then return out end
+local known = each_chunk('SMISMEMBER', P .. 'seen', fps)
+for i, fp in ipairs(fps) do
+  if known[i] == 0 and not firsts[fp] then
+    firsts[fp] = true
+    fresh[#fresh + 1] = fp
+    out[i] = '1'
   else
-    out[#out + 1] = '0'
+    out[i] = '0'
   end
 end
+each_chunk('SADD', P .. 'seen', fresh)
+each_chunk('SADD', P .. 'claims:' .. ARGV[2], fresh)
 return out
 "#;
 
 const CLAIM: &str = r#"
 local worker, ttl, now, r = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local first = 12 + tonumber(ARGV[11])
+for i = 12, first - 1 do give_back(ARGV[i], worker) end
 local best = {}
 for l = 0, 4 do
   local top = redis.call('ZRANGEBYSCORE', P .. 'sched:' .. l, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
   if #top > 0 then best[l] = {top[1], tonumber(top[2]), false} end
 end
-for i = 11, #ARGV, 3 do
+for i = first, #ARGV, 3 do
   local l, since, host = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), ARGV[i + 2]
   local b = best[l]
   if b == nil or since < b[2] or (since == b[2] and not b[3]) then best[l] = {host, since, true} end
@@ -209,38 +259,27 @@ for l = 0, 4 do
   end
 end
 local host, is_local = best[pick][1], best[pick][3]
-if is_local then return {'local', host} end
+if is_local then
+  if redis.call('GET', P .. 'lease:' .. host) ~= worker then return {'lost', host} end
+  redis.call('PEXPIRE', P .. 'lease:' .. host, ttl)
+  return take_head(host, 'local')
+end
+-- Out of sched before resched, which skips the ZREMs of a leased host.
+redis.call('ZREM', P .. 'sched:' .. pick, host)
 if not redis.call('SET', P .. 'lease:' .. host, worker, 'NX', 'PX', ttl) then
   resched(host)
   return {'retry'}
 end
 redis.call('HSET', P .. 'held', host, worker)
-resched(host)
-return {'claimed', host}
-"#;
-
-const TAKE: &str = r#"
-local worker, host = ARGV[2], ARGV[4]
-if redis.call('GET', P .. 'lease:' .. host) ~= worker then return {'lost'} end
-redis.call('PEXPIRE', P .. 'lease:' .. host, ARGV[3])
-local head = redis.call('ZPOPMIN', P .. 'q:' .. host)
-if #head == 0 then
-  resched(host)
-  return {'empty'}
-end
-count('queued', -1)
-count('l' .. level_of(head[2]), -1)
-count('inflight', 1)
-redis.call('HSET', P .. 'inflight:' .. host, head[1], head[2])
-local after = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
-return {'taken', head[1], head[2], after[2] or ''}
+return take_head(host, 'claimed')
 "#;
 
 const END_LEASE: &str = r#"
 local host, member, mode = ARGV[4], ARGV[5], ARGV[6]
-local score = redis.call('HGET', P .. 'inflight:' .. host, member)
-if score then
-  redis.call('HDEL', P .. 'inflight:' .. host, member)
+if ARGV[7] ~= '' then redis.call('HSET', P .. 'nb', host, ARGV[7]) end
+-- A completed URL's score is not needed: HDEL alone says it was in flight.
+local score = mode == 'complete' or redis.call('HGET', P .. 'inflight:' .. host, member)
+if score and redis.call('HDEL', P .. 'inflight:' .. host, member) == 1 then
   count('inflight', -1)
   if mode == 'release' then
     enqueue(host, member, 0, score)
@@ -252,7 +291,7 @@ elseif mode == 'complete' then
   dequeue(host, member)
 end
 local out = {'0'}
-if mode == 'complete' then out = push_entries(7, ARGV[2], ARGV[3], true) end
+if mode == 'complete' then out = push_entries(8, ARGV[2], ARGV[3], true) end
 resched(host)
 return out
 "#;
@@ -260,28 +299,18 @@ return out
 const NOT_BEFORE: &str = r#"
 local host = ARGV[2]
 redis.call('HSET', P .. 'nb', host, ARGV[3])
-if ARGV[4] ~= '' and redis.call('GET', P .. 'lease:' .. host) == ARGV[4] then
+if ARGV[4] ~= '' then
   -- The worker has nothing of the host out: anything in flight is a take
   -- whose answer the connection lost.
-  requeue_inflight(host)
-  redis.call('DEL', P .. 'lease:' .. host)
-  redis.call('HDEL', P .. 'held', host)
+  give_back(host, ARGV[4])
+else
+  resched(host)
 end
-resched(host)
 return {}
 "#;
 
 const RELEASE_HOSTS: &str = r#"
-for i = 3, #ARGV do
-  local host = ARGV[i]
-  if redis.call('GET', P .. 'lease:' .. host) == ARGV[2] then
-    -- As in NOT_BEFORE: a take whose answer was lost.
-    requeue_inflight(host)
-    redis.call('DEL', P .. 'lease:' .. host)
-    redis.call('HDEL', P .. 'held', host)
-  end
-  resched(host)
-end
+for i = 3, #ARGV do give_back(ARGV[i], ARGV[2]) end
 return {}
 "#;
 
@@ -304,7 +333,8 @@ for i = 1, #held, 2 do
     if lease then redis.call('DEL', P .. 'lease:' .. host) end
     n = n + requeue_inflight(host)
     redis.call('HDEL', P .. 'held', host)
-    resched(host)
+    -- An expired lease may have been rescheduled meanwhile; a live one not.
+    resched(host, lease ~= false)
     dead[owner] = true
   end
 end

@@ -150,3 +150,20 @@ fn alert_numbers_are_unique_across_workers_and_never_below_the_local_next() {
     assert_eq!(w2.alert_id(10).unwrap(), 10);
     assert_eq!(w1.alert_id(c + 1).unwrap(), 11);
 }
+
+#[test]
+fn the_seen_check_of_a_page_with_thousands_of_links_answers_each_once() {
+    let server = RedisServer::for_test();
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = worker_in(&server, "many", dir.path(), Duration::from_secs(30));
+    // Over two chunks of the script's SMISMEMBER and SADD, one URL twice.
+    let mut urls: Vec<String> = (0..2500).map(|i| format!("http://m.example/{i}")).collect();
+    urls.push("http://m.example/1999".into());
+    let refs: Vec<&str> = urls.iter().map(String::as_str).collect();
+    let fresh = w.claim_unseen(&refs).unwrap();
+    assert_eq!(fresh.len(), 2501);
+    assert!(fresh[..2500].iter().all(|&f| f));
+    assert!(!fresh[2500], "the second spelling in the same call is seen");
+    let again = w.claim_unseen(&refs[1000..1002]).unwrap();
+    assert_eq!(again, [false, false]);
+}

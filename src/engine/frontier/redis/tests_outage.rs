@@ -172,3 +172,40 @@ fn a_url_requeued_while_its_fetch_was_out_may_end_twice_but_not_three_times() {
     assert_eq!(drain(&mut w), ["http://h.example/b"]);
     assert_eq!(w.counts().unwrap(), Default::default());
 }
+
+#[test]
+fn a_group_of_lease_ends_survives_lost_scripts_and_a_lost_connection() {
+    use crate::engine::frontier::Completion;
+    let server = RedisServer::for_test();
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = worker_in(&server, "group", dir.path(), TTL);
+    w.set_default_max_in_flight(2).unwrap();
+    let paths = ["a", "b", "c", "d"];
+    w.push(paths.map(|p| entry("h.example", p, 0)).to_vec())
+        .unwrap();
+    let group = |w: &mut RedisFrontier| -> Vec<Completion> {
+        (0..2)
+            .map(|_| {
+                let lease = take(w);
+                let record = record(&lease.entry);
+                Completion {
+                    lease,
+                    record,
+                    outlinks: Vec::new(),
+                }
+            })
+            .collect()
+    };
+    // A restarted server has no scripts: the pipeline loads them and goes again.
+    let first = group(&mut w);
+    assert_eq!(server.command("SCRIPT FLUSH").unwrap(), "+OK");
+    w.complete_all(first).unwrap();
+    assert_eq!(w.counts().unwrap().in_flight, 0);
+    let second = group(&mut w);
+    server.command("CLIENT KILL TYPE normal").unwrap();
+    w.complete_all(second).unwrap();
+    assert_eq!(w.held_writes(), 2, "held while Redis is out of reach");
+    assert_eq!(w.reconnect().unwrap(), 2);
+    assert_eq!(w.counts().unwrap().queued, 0);
+    assert!(drain(&mut w).is_empty(), "every URL ended once");
+}

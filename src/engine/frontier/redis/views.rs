@@ -65,12 +65,7 @@ impl FrontierStore for RedisFrontier {
         // The group's records in one sled write, before any lease ends (as in
         // `complete`).
         self.store.record_pages(done.iter().map(|c| &c.record))?;
-        let mut queued = 0;
-        for c in done {
-            queued += self.end_lease(&c.lease, "complete", &c.outlinks)?;
-            self.pages += 1;
-        }
-        Ok(queued)
+        self.complete_leases(&done)
     }
 
     fn release(&mut self, lease: Lease) -> Result<(), StoreError> {
@@ -92,6 +87,19 @@ impl FrontierStore for RedisFrontier {
     }
 
     fn set_not_before(&mut self, host: &str, at: Instant) -> Result<(), StoreError> {
+        let score = self.clock.score(at).to_string();
+        // One lease of the host at a time and it is out: called as its fetch
+        // ended, so its end (in the group commit) writes this. Nobody else
+        // may fetch the host before, as this worker holds it.
+        let deferred = self
+            .hosts
+            .get(host)
+            .is_some_and(|h| h.leased && h.in_flight == 1 && self.max_of(h) == 1);
+        if let Some(h) = self.hosts.get_mut(host).filter(|_| deferred) {
+            h.pending_nb = Some(score);
+            h.not_before = Some(at);
+            return Ok(());
+        }
         // Usually called as a fetch ends: give the host back in the same round trip.
         let give_back = self
             .hosts
@@ -99,7 +107,7 @@ impl FrontierStore for RedisFrontier {
             .is_some_and(|h| h.leased && h.in_flight == 0 && h.holds & Hold::Robots.bit() == 0);
         self.write(Write::NotBefore {
             host: host.to_string(),
-            score: self.clock.score(at).to_string(),
+            score,
             give_back,
         })?;
         let h = self.hosts.entry(host.to_string()).or_default();
