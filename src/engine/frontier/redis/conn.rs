@@ -103,6 +103,28 @@ impl Link {
         Ok(link)
     }
 
+    /// Refuses a server older than the scripts need (`SMISMEMBER`: 6.2).
+    pub(super) fn check_version(&mut self) -> Result<(), StoreError> {
+        let info: String = self.query("reading the server's version", |c| {
+            redis::cmd("INFO").arg("server").query(c)
+        })?;
+        let version = info
+            .lines()
+            .find_map(|line| line.strip_prefix("redis_version:"))
+            .unwrap_or("")
+            .trim();
+        if at_least(version, MIN_VERSION) {
+            return Ok(());
+        }
+        Err(StoreError::Remote {
+            op: "checking the server's version",
+            message: format!(
+                "{} runs Redis {version:?}; crawldeck needs {}.{} or later",
+                self.server, MIN_VERSION.0, MIN_VERSION.1
+            ),
+        })
+    }
+
     /// The server's URL without credentials.
     pub(super) fn server(&self) -> &str {
         &self.server
@@ -223,6 +245,17 @@ impl Link {
 
 /// A few words on why the server is out of reach, or `None` for an error
 /// that retrying would not cure (a script error, a wrong type).
+/// The oldest Redis the scripts run on.
+const MIN_VERSION: (u32, u32) = (6, 2);
+
+/// `version` (`major.minor.patch`) is `min` or later.
+fn at_least(version: &str, min: (u32, u32)) -> bool {
+    let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+    let major = parts.next().unwrap_or(0);
+    let minor = parts.next().unwrap_or(0);
+    (major, minor) >= min
+}
+
 pub(super) fn unreachable_reason(e: &redis::RedisError) -> Option<String> {
     use redis::ErrorKind;
     let reason = if e.is_connection_refusal() {
@@ -319,4 +352,19 @@ pub fn worker_id(data_dir: &Path) -> Result<String, StoreError> {
     let id = uuid::Uuid::new_v4().simple().to_string()[..12].to_string();
     crate::engine::store::private::write_private(&path, id.as_bytes()).map_err(io)?;
     Ok(id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn servers_older_than_6_2_are_refused() {
+        for old in ["6.0.16", "5.0.14", "6.1.0", "", "garbage"] {
+            assert!(!at_least(old, MIN_VERSION), "{old}");
+        }
+        for new in ["6.2.0", "6.2.14", "7.0.15", "10.0.1"] {
+            assert!(at_least(new, MIN_VERSION), "{new}");
+        }
+    }
 }

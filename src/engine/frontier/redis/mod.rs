@@ -135,6 +135,7 @@ impl RedisFrontier {
             message,
         })?;
         let mut link = Link::open(&target.url)?;
+        link.check_version()?;
         let prefix = key_prefix(&target.crawl);
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
