@@ -4,7 +4,7 @@
 use tokio::time::Instant;
 
 use super::conn::parse_score;
-use super::outage::Write;
+use super::outage::{LeaseEnd, Write};
 use super::{level_from_score, Local, RedisFrontier, CLAIM_TRIES, NEVER};
 use crate::engine::control::HostKey;
 use crate::engine::frontier::entry::{decode, level_of};
@@ -175,7 +175,7 @@ impl RedisFrontier {
         Ok(Write::EndLease {
             host: host.clone(),
             member: lease.key.clone(),
-            mode,
+            mode: LeaseEnd(mode),
             outlinks: outlinks.to_vec(),
             not_before,
         })

@@ -178,6 +178,9 @@ impl RedisFrontier {
             last_counts: FrontierCounts::default(),
         };
         conn::record_crawl(data_dir, &target.url, &target.crawl)?;
+        // Lease ends held when the last run stopped go before its leases are reaped.
+        frontier.load_held()?;
+        frontier.replay_held()?;
         frontier.reap(true)?;
         Ok(frontier)
     }
@@ -286,8 +289,8 @@ impl Drop for RedisFrontier {
         self.ttl_for_beats = Duration::ZERO;
         if !self.held.is_empty() {
             tracing::warn!(
-                "{} write(s) to Redis could not be made before exit; the URLs they \
-                 completed are fetched again once their leases expire",
+                "{} write(s) to Redis could not be made before exit; they are kept \
+                 in the data directory and made at this worker's next start",
                 self.held.len()
             );
         }

@@ -13,22 +13,29 @@
 //! `END_LEASE` then takes a completed URL out of the queue the reaper put it
 //! back in, and queues the page's links checked against the seen set.
 
+use std::collections::VecDeque;
+
 use redis::ScriptInvocation;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::scripts::Scripts;
 use super::{push_args, RedisFrontier};
 use crate::engine::control::HostKey;
 use crate::engine::frontier::FrontierEntry;
-use crate::engine::store::StoreError;
+use crate::engine::store::{StoreError, Tree};
+
+/// Where held writes wait in the worker's store, so a worker stopped or
+/// killed during an outage makes them when it starts again.
+const HELD_KEY: &[u8] = b"redis-held-writes";
 
 /// A write to the shared frontier that needs no answer.
-#[derive(Debug)]
+#[derive(Debug, Serialize, Deserialize)]
 pub(super) enum Write {
     /// `complete`, `release` or `requeue` of a lease; `outlinks` for complete.
     EndLease {
         host: HostKey,
         member: Vec<u8>,
-        mode: &'static str,
+        mode: LeaseEnd,
         outlinks: Vec<FrontierEntry>,
         /// The host's not-before set while this lease was out (see
         /// `set_not_before`), written in the same step.
@@ -52,23 +59,72 @@ pub(super) enum Write {
     },
 }
 
+/// How a lease ends, as `END_LEASE` names it: complete, release or requeue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct LeaseEnd(pub &'static str);
+
+impl Serialize for LeaseEnd {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for LeaseEnd {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let mode = String::deserialize(d)?;
+        ["complete", "release", "requeue"]
+            .into_iter()
+            .find(|known| *known == mode)
+            .map(LeaseEnd)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown lease end {mode:?}")))
+    }
+}
+
 impl RedisFrontier {
     /// Writes now, or holds the write while the server is out of reach (or
     /// earlier writes wait: they go first). `Some(answer)` if it was written.
     pub(super) fn write(&mut self, write: Write) -> Result<Option<Vec<Vec<u8>>>, StoreError> {
         if self.link.down().is_some() || !self.held.is_empty() {
-            self.held.push_back(write);
-            return Ok(None);
+            return self.hold([write]).map(|()| None);
         }
         match self.apply(&write) {
             Ok(out) => Ok(Some(out)),
             Err(e) if e.is_unreachable() => {
                 tracing::warn!("{e}; holding writes until it answers");
-                self.held.push_back(write);
-                Ok(None)
+                self.hold([write]).map(|()| None)
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Holds `writes` after those held already, in memory and in the store.
+    fn hold(&mut self, writes: impl IntoIterator<Item = Write>) -> Result<(), StoreError> {
+        self.held.extend(writes);
+        self.save_held()
+    }
+
+    /// Keeps the held writes in the worker's store (durably: they stand for
+    /// pages already recorded there).
+    fn save_held(&self) -> Result<(), StoreError> {
+        if self.held.is_empty() {
+            self.store.remove(Tree::Meta, HELD_KEY)?;
+        } else {
+            self.store.put(Tree::Meta, HELD_KEY, &self.held)?;
+        }
+        self.store.flush()
+    }
+
+    /// The writes a previous run of this worker held when it stopped.
+    pub(super) fn load_held(&mut self) -> Result<(), StoreError> {
+        let saved: Option<VecDeque<Write>> = self.store.get(Tree::Meta, HELD_KEY)?;
+        if let Some(saved) = saved.filter(|s| !s.is_empty()) {
+            tracing::info!(
+                "{} write(s) to Redis held by this worker's last run are made now",
+                saved.len()
+            );
+            self.held = saved;
+        }
+        Ok(())
     }
 
     /// Why the server is out of reach, while it is.
@@ -84,7 +140,17 @@ impl RedisFrontier {
     /// held. On failure what is left stays held.
     pub(super) fn reconnect_and_replay(&mut self) -> Result<usize, StoreError> {
         self.link.reconnect()?;
+        let written = self.replay_held()?;
+        // Leases lost meanwhile are found now, before this worker takes work.
+        self.last_upkeep = None;
+        self.upkeep()?;
+        Ok(written)
+    }
+
+    /// Makes the held writes, in order; what fails stays held.
+    pub(super) fn replay_held(&mut self) -> Result<usize, StoreError> {
         let mut written = 0;
+        let mut failed = None;
         while let Some(write) = self.held.pop_front() {
             match self.apply(&write) {
                 Ok(out) => {
@@ -95,14 +161,15 @@ impl RedisFrontier {
                 }
                 Err(e) => {
                     self.held.push_front(write);
-                    return Err(e);
+                    failed = Some(e);
+                    break;
                 }
             }
         }
-        // Leases lost meanwhile are found now, before this worker takes work.
-        self.last_upkeep = None;
-        self.upkeep()?;
-        Ok(written)
+        if written > 0 {
+            self.save_held()?;
+        }
+        failed.map_or(Ok(written), Err)
     }
 
     /// Writes held, waiting for the server.
@@ -137,7 +204,7 @@ impl RedisFrontier {
                 // Some may have been applied: replayed, they change nothing.
                 tracing::warn!("{e}; holding writes until it answers");
                 let n = writes.len();
-                self.held.extend(writes);
+                self.hold(writes)?;
                 Ok(vec![None; n])
             }
             Err(e) => Err(e),
@@ -167,7 +234,7 @@ fn invocation<'a>(
                 .arg(ttl)
                 .arg(host)
                 .arg(member)
-                .arg(*mode)
+                .arg(mode.0)
                 .arg(not_before.as_deref().unwrap_or(""));
             push_args(&mut inv, outlinks);
             ("ending a lease", inv)

@@ -209,3 +209,28 @@ fn a_group_of_lease_ends_survives_lost_scripts_and_a_lost_connection() {
     assert_eq!(w.counts().unwrap().queued, 0);
     assert!(drain(&mut w).is_empty(), "every URL ended once");
 }
+
+#[test]
+fn writes_held_when_a_worker_stops_are_made_at_its_next_start() {
+    let server = RedisServer::for_test();
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = worker_in(&server, "kept", dir.path(), TTL);
+    w.push(["a", "b"].map(|p| entry("h.example", p, 0)).to_vec())
+        .unwrap();
+    let a = take(&mut w);
+    assert_eq!(server.command("CLIENT KILL TYPE normal").unwrap(), ":1");
+    let outlinks = vec![entry("h.example", "x", 0)];
+    w.complete(&a, &record(&a.entry), outlinks).unwrap();
+    assert_eq!(w.held_writes(), 1, "a's end waits for the server");
+    // Stopped (or killed) before Redis answered again.
+    drop(w);
+
+    let mut again = worker_in(&server, "kept", dir.path(), TTL);
+    assert_eq!(again.held_writes(), 0);
+    // a's end was made before its lease was reaped: a is not fetched again,
+    // and its link is queued.
+    assert_eq!(
+        drain(&mut again),
+        ["http://h.example/b", "http://h.example/x"]
+    );
+}
