@@ -5,6 +5,7 @@
 
 mod common;
 
+mod allocator;
 mod architecture;
 mod attach;
 mod attach_pty;
