@@ -170,7 +170,7 @@ async fn an_alert_is_decided_by_its_number_alone_on_the_worker_that_raised_it() 
     let unknown = run_ctl(&redis, vec!["dismiss".into(), "999".into()]).await;
     let stderr = String::from_utf8_lossy(&unknown.stderr);
     assert_eq!(unknown.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("no open alert #999"), "{stderr}");
+    assert!(stderr.contains("has no alert #999"), "{stderr}");
 
     let stopped = run_ctl(&redis, vec!["stop".into()]).await;
     assert!(stopped.status.success(), "{stopped:?}");

@@ -109,18 +109,9 @@ async fn the_cluster_view_reads_pages_parked_urls_and_host_lists_from_the_worker
     );
 
     // A host's list: accepting the alert blocks its parked URLs.
-    // ctl finds the alert in the snapshots workers publish twice a second.
-    let mut tries = 0;
-    loop {
-        let accept = vec!["accept".into(), alert.alert_id.to_string()];
-        let accepted = run_ctl(&redis, CRAWL, accept).await;
-        if accepted.status.success() {
-            break;
-        }
-        tries += 1;
-        assert!(tries < 20, "{accepted:?}");
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
+    let accept = vec!["accept".into(), alert.alert_id.to_string()];
+    let accepted = run_ctl(&redis, CRAWL, accept).await;
+    assert!(accepted.status.success(), "{accepted:?}");
     let (t, host) = (target.clone(), trap_host.clone());
     let lines = eventually("the trap's blocked URLs", move || {
         let lines = reads::host_list(&t, &host, HostList::Blocked).ok()?;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::cluster::commands::{self, Answer};
 use crate::engine::control::Command;
-use crate::engine::{key_prefix, ClusterTarget, Heartbeat};
+use crate::engine::{alert_raisers_key, key_prefix, ClusterTarget, Heartbeat};
 use crate::text::strip_control;
 
 /// How long `ctl` waits for the live workers' answers.
@@ -84,27 +84,24 @@ pub fn run(
     report(command, &entry, &expected, &answers, out)
 }
 
-/// The live worker whose open alert `alert_id` is (alerts are numbered
-/// across the crawl; the worker that raised one decides it).
+/// The worker that raised alert `alert_id` (alerts are numbered across the
+/// crawl, and the worker that raised one decides it).
 fn raising_worker(
     con: &mut redis::Connection,
     target: &ClusterTarget,
     alert_id: u64,
 ) -> Result<String, ClusterCtlError> {
-    let beats: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(format!("{}beats", key_prefix(&target.crawl)))
+    let raiser: Option<String> = redis::cmd("HGET")
+        .arg(alert_raisers_key(&key_prefix(&target.crawl)))
+        .arg(alert_id)
         .query(con)
-        .map_err(|e| ClusterCtlError::Failed(format!("cannot read the workers: {e}")))?;
-    let workers = super::status::worker_rows(&beats);
-    let open = super::status::open_alerts(con, &target.crawl, &workers)
-        .map_err(|e| ClusterCtlError::Failed(format!("cannot read the open alerts: {e}")))?;
-    match open.into_iter().find(|a| a.alert.id == alert_id) {
-        Some(found) => Ok(found.worker),
-        None => Err(ClusterCtlError::Usage(format!(
-            "crawl {} has no open alert #{alert_id}; `crawldeck status --redis {} --crawl {}` lists the open ones",
+        .map_err(|e| ClusterCtlError::Failed(format!("cannot read the alerts: {e}")))?;
+    raiser.ok_or_else(|| {
+        ClusterCtlError::Usage(format!(
+            "crawl {} has no alert #{alert_id}; `crawldeck status --redis {} --crawl {}` lists the open ones",
             target.crawl, target.url, target.crawl
-        ))),
-    }
+        ))
+    })
 }
 
 /// Polls the entry's answers until every expected worker answered or the wait is over.

@@ -120,7 +120,7 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
 
 /// The open alerts of the workers' published snapshots (gone workers'
 /// snapshots have expired).
-pub fn open_alerts(
+fn open_alerts(
     con: &mut redis::Connection,
     crawl: &str,
     workers: &[WorkerRow],

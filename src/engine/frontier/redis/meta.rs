@@ -32,6 +32,11 @@ pub struct Heartbeat {
     pub stale_after_ms: u64,
 }
 
+/// The hash of alert number → the worker that raised it.
+pub fn alert_raisers_key(prefix: &str) -> String {
+    format!("{prefix}alert-raisers")
+}
+
 pub(super) fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -56,17 +61,21 @@ impl RedisFrontier {
 
     /// A number for a new trap alert, unique in the crawl and at least
     /// `at_least` (the worker's own next number), so `ctl accept N` and every
-    /// view name an alert alike.
+    /// view name an alert alike; `alert-raisers` records that this worker
+    /// decides it.
     pub(super) fn next_alert_id(&mut self, at_least: u64) -> Result<u64, StoreError> {
-        let key = format!("{}alert-seq", self.prefix);
         let script = ::redis::Script::new(
             "local n = redis.call('INCR', KEYS[1]) \
              local floor = tonumber(ARGV[1]) \
              if n < floor then redis.call('SET', KEYS[1], floor) n = floor end \
+             redis.call('HSET', KEYS[2], n, ARGV[2]) \
              return n",
         );
         let mut inv = script.prepare_invoke();
-        inv.key(&key).arg(at_least);
+        inv.key(format!("{}alert-seq", self.prefix))
+            .key(alert_raisers_key(&self.prefix))
+            .arg(at_least)
+            .arg(&self.worker);
         self.link
             .query("numbering a trap alert", |c| inv.invoke::<u64>(c))
     }

@@ -34,7 +34,7 @@ use tokio::time::Instant;
 
 pub use conn::{key_prefix, refuse_worker_dir, validate_crawl_name, worker_id};
 use conn::{Clock, Link};
-pub use meta::Heartbeat;
+pub use meta::{alert_raisers_key, Heartbeat};
 pub use reader::RedisReader;
 use scripts::Scripts;
 

@@ -149,6 +149,18 @@ fn alert_numbers_are_unique_across_workers_and_never_below_the_local_next() {
     // A worker whose own numbers run ahead (a store from before) keeps them.
     assert_eq!(w2.alert_id(10).unwrap(), 10);
     assert_eq!(w1.alert_id(c + 1).unwrap(), 11);
+    // Each number names the worker that decides it.
+    let mut con = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let raisers: Vec<Option<String>> = redis::cmd("HMGET")
+        .arg(super::alert_raisers_key(&super::key_prefix("alerts")))
+        .arg(&[1, 2, 10, 11, 12])
+        .query(&mut con)
+        .unwrap();
+    let (n1, n2) = (Some(w1.worker().to_string()), Some(w2.worker().to_string()));
+    assert_eq!(raisers, [n1.clone(), n2.clone(), n2, n1, None]);
 }
 
 #[test]
