@@ -33,6 +33,10 @@ pub struct ClusterRead {
     pub queued: u64,
     /// Hosts with queued or leased URLs.
     pub hosts: u64,
+    /// Hosts nobody holds with URLs queued: may be fetched now, and waiting
+    /// for their next allowed time (the shared schedule).
+    pub unheld_ready: u64,
+    pub unheld_waiting: u64,
 }
 
 /// Merges readings, keeping each alert's number from one reading to the
@@ -101,7 +105,7 @@ impl Merger {
         merged.rules = self.merge_rules(snaps);
         let alert_workers = self.merge_alerts(&mut merged, snaps);
         merged.hosts = merged_hosts(snaps, &read.held);
-        count_hosts(&mut merged, read.hosts);
+        count_hosts(&mut merged, read);
         let held_by = merged
             .hosts
             .iter()
@@ -322,20 +326,25 @@ fn combine(mut base: HostView, other: &HostView) -> HostView {
 }
 
 /// Hosts by activity, counted over the merged list; the total is the shared frontier's.
-fn count_hosts(merged: &mut Snapshot, shared_hosts: u64) {
+/// Hosts by state: a held host as its holder sees it, the hosts nobody
+/// holds from the shared schedule (a worker's row of such a host is stale),
+/// so hosts beyond the rows the workers publish count too.
+fn count_hosts(merged: &mut Snapshot, read: &ClusterRead) {
+    let clamp = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
     for view in &merged.hosts {
+        let held = read.held.contains_key(&view.host);
         match view.activity {
-            HostActivity::Ready => merged.hosts_ready += 1,
-            HostActivity::Waiting | HostActivity::Busy => merged.hosts_waiting += 1,
+            HostActivity::Ready if held => merged.hosts_ready += 1,
+            HostActivity::Waiting | HostActivity::Busy if held => merged.hosts_waiting += 1,
             HostActivity::PausedByOperator => merged.hosts_paused += 1,
             HostActivity::BreakerOpen => merged.hosts_breaker_open += 1,
             HostActivity::RobotsPending => merged.hosts_robots_pending += 1,
-            HostActivity::Idle | HostActivity::Finished => {}
+            _ => {}
         }
     }
-    merged.hosts_total = u32::try_from(shared_hosts)
-        .unwrap_or(u32::MAX)
-        .max(merged.hosts.len() as u32);
+    merged.hosts_ready += clamp(read.unheld_ready);
+    merged.hosts_waiting += clamp(read.unheld_waiting);
+    merged.hosts_total = clamp(read.hosts).max(merged.hosts.len() as u32);
 }
 
 fn worker_view(row: &WorkerRow) -> WorkerView {

@@ -92,6 +92,7 @@ fn reading() -> ClusterRead {
         held: HashMap::from([("shared.test".to_string(), "w2".to_string())]),
         queued: 77,
         hosts: 9,
+        ..ClusterRead::default()
     }
 }
 
@@ -213,4 +214,16 @@ fn a_worker_that_ended_keeps_its_pages_and_shows_as_gone() {
     assert!(!w1.alive);
     let shared = merged.host_detail("shared.test").unwrap();
     assert_eq!(shared.fetched, 5, "an ended worker holds no host");
+}
+
+#[test]
+fn hosts_by_state_take_held_hosts_from_their_holder_and_the_rest_from_the_schedule() {
+    let mut read = reading();
+    read.hosts = 20;
+    (read.unheld_ready, read.unheld_waiting) = (7, 3);
+    // one.test is busy in w1's last row, but nobody holds it now: the
+    // schedule counts it; the held shared.test counts as its holder sees it.
+    let merged = Merger::default().merge(&read);
+    assert_eq!((merged.hosts_ready, merged.hosts_waiting), (7, 3 + 1));
+    assert_eq!(merged.hosts_total, 20);
 }

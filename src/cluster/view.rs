@@ -18,6 +18,7 @@ use super::publish::snapshot_key;
 use super::status::worker_rows;
 use super::steer::{self, Route};
 use crate::engine::control::{Command, CommandId, CommandResult};
+use crate::engine::frontier::RedisReader;
 use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
 use crate::engine::{key_prefix, EngineHandle};
 
@@ -32,6 +33,8 @@ pub struct ClusterReader {
     crawl: String,
     client: redis::Client,
     con: Option<redis::Connection>,
+    /// Reads the shared schedule (its own connection, opened on first use).
+    schedule: RedisReader,
 }
 
 impl ClusterReader {
@@ -45,6 +48,7 @@ impl ClusterReader {
             crawl: crawl.to_string(),
             client,
             con: None,
+            schedule: RedisReader::for_crawl(url, crawl),
         })
     }
 
@@ -128,6 +132,10 @@ impl ClusterReader {
                 .filter_map(|(worker, text)| Some(((*worker).clone(), parse_snapshot(&text?)?)))
                 .collect()
         };
+        let (unheld_ready, unheld_waiting) = self
+            .schedule
+            .unheld_hosts()
+            .map_err(|e| redis::RedisError::from((redis::ErrorKind::IoError, "", e.to_string())))?;
         Ok(ClusterRead {
             crawl,
             source,
@@ -136,6 +144,8 @@ impl ClusterReader {
             held,
             queued: counts.get("queued").copied().unwrap_or(0).max(0) as u64,
             hosts,
+            unheld_ready,
+            unheld_waiting,
         })
     }
 }

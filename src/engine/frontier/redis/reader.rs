@@ -7,6 +7,7 @@ use crate::engine::frontier::api::{ScanCursor, ScanPage, ScanRange};
 use crate::engine::frontier::entry::decode;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::store::StoreError;
+use crate::engine::telemetry::PRIORITY_LEVELS;
 
 /// One alert's parked URLs across the workers' keys.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,6 +100,37 @@ impl RedisReader {
             }
         }
         Ok((groups, cut))
+    }
+
+    /// Hosts no worker holds that have URLs queued, by whether they may be
+    /// fetched now: `(ready, waiting for their next allowed time)`.
+    pub fn unheld_hosts(&mut self) -> Result<(u64, u64), StoreError> {
+        let link = match &mut self.link {
+            Some(link) => link,
+            None => self.link.insert(Link::open(&self.url)?),
+        };
+        let epoch_key = format!("{}epoch", self.prefix);
+        let epoch: Option<String> = link.query("reading the crawl's clock", |c| {
+            redis::cmd("GET").arg(&epoch_key).query(c)
+        })?;
+        let Some(epoch_ms) = epoch.and_then(|e| e.parse::<i128>().ok()) else {
+            return Ok((0, 0));
+        };
+        let now = super::conn::Clock::new(epoch_ms).score(tokio::time::Instant::now());
+        let mut pipe = redis::pipe();
+        for level in 0..PRIORITY_LEVELS {
+            let key = format!("{}sched:{level}", self.prefix);
+            pipe.cmd("ZCARD").arg(&key);
+            pipe.cmd("ZCOUNT")
+                .arg(&key)
+                .arg("-inf")
+                .arg(now.to_string());
+        }
+        let counts: Vec<u64> = link.query("counting scheduled hosts", |c| pipe.query(c))?;
+        let (all, ready) = counts.chunks(2).fold((0, 0), |(all, ready), pair| {
+            (all + pair[0], ready + pair[1])
+        });
+        Ok((ready, all - ready))
     }
 
     /// See [`crate::engine::frontier::FrontierStore::scan`].

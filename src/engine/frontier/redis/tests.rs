@@ -179,3 +179,25 @@ fn the_seen_check_of_a_page_with_thousands_of_links_answers_each_once() {
     let again = w.claim_unseen(&refs[1000..1002]).unwrap();
     assert_eq!(again, [false, false]);
 }
+
+#[test]
+fn hosts_nobody_holds_are_counted_by_whether_they_are_due() {
+    let server = RedisServer::for_test();
+    let dir = tempfile::tempdir().unwrap();
+    let mut reader = super::RedisReader::for_crawl(&server.url(), "sched");
+    assert_eq!(reader.unheld_hosts().unwrap(), (0, 0), "no crawl yet");
+    let mut w = worker_in(&server, "sched", dir.path(), Duration::from_secs(30));
+    w.push(vec![
+        entry("due.example", "a", 0),
+        entry("later.example", "a", 1),
+    ])
+    .unwrap();
+    assert_eq!(reader.unheld_hosts().unwrap(), (0, 0), "both held by w");
+    // Given back with its next allowed time a minute away: it waits.
+    w.set_not_before("later.example", Instant::now() + Duration::from_secs(60))
+        .unwrap();
+    assert_eq!(reader.unheld_hosts().unwrap(), (0, 1));
+    // Stopped: w gives the other back too, due at once.
+    drop(w);
+    assert_eq!(reader.unheld_hosts().unwrap(), (1, 1));
+}
