@@ -39,6 +39,14 @@ impl RedisReader {
         }
     }
 
+    /// The reader's connection, opened on first use (so on the thread that reads).
+    fn link(&mut self) -> Result<&mut Link, StoreError> {
+        if self.link.is_none() {
+            self.link = Some(Link::open(&self.url)?);
+        }
+        Ok(self.link.as_mut().expect("opened above"))
+    }
+
     /// A reader of the crawl `crawl` on the server at `url`.
     pub fn for_crawl(url: &str, crawl: &str) -> Self {
         RedisReader::new(url, &super::key_prefix(crawl))
@@ -52,11 +60,8 @@ impl RedisReader {
         max_alerts: usize,
         max_urls: usize,
     ) -> Result<(Vec<ParkedGroup>, bool), StoreError> {
-        let link = match &mut self.link {
-            Some(link) => link,
-            None => self.link.insert(Link::open(&self.url)?),
-        };
         let set = format!("{}parked_keys", self.prefix);
+        let link = self.link()?;
         let keys: Vec<String> = link.query("listing parked URLs", |c| {
             redis::cmd("SMEMBERS").arg(&set).query(c)
         })?;
@@ -105,11 +110,9 @@ impl RedisReader {
     /// Hosts no worker holds that have URLs queued, by whether they may be
     /// fetched now: `(ready, waiting for their next allowed time)`.
     pub fn unheld_hosts(&mut self) -> Result<(u64, u64), StoreError> {
-        let link = match &mut self.link {
-            Some(link) => link,
-            None => self.link.insert(Link::open(&self.url)?),
-        };
-        let epoch_key = format!("{}epoch", self.prefix);
+        let prefix = self.prefix.clone();
+        let epoch_key = format!("{prefix}epoch");
+        let link = self.link()?;
         let epoch: Option<String> = link.query("reading the crawl's clock", |c| {
             redis::cmd("GET").arg(&epoch_key).query(c)
         })?;
@@ -119,7 +122,7 @@ impl RedisReader {
         let now = super::conn::Clock::new(epoch_ms).score(tokio::time::Instant::now());
         let mut pipe = redis::pipe();
         for level in 0..PRIORITY_LEVELS {
-            let key = format!("{}sched:{level}", self.prefix);
+            let key = format!("{prefix}sched:{level}");
             pipe.cmd("ZCARD").arg(&key);
             pipe.cmd("ZCOUNT")
                 .arg(&key)
@@ -140,11 +143,8 @@ impl RedisReader {
         from: Option<&ScanCursor>,
         limit: usize,
     ) -> Result<ScanPage, StoreError> {
-        let link = match &mut self.link {
-            Some(link) => link,
-            None => self.link.insert(Link::open(&self.url)?),
-        };
-        scan_range(link, &self.prefix, range, from, limit)
+        let prefix = self.prefix.clone();
+        scan_range(self.link()?, &prefix, range, from, limit)
     }
 }
 
