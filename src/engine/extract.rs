@@ -323,15 +323,15 @@ fn collapse_title(raw: &str) -> String {
     }
 }
 
-fn is_html(content_type: Option<&str>) -> bool {
+/// A response extraction reads: HTML by its media type, or no type at all.
+pub(crate) fn is_html(content_type: Option<&str>) -> bool {
     content_type.is_none_or(|ct| {
-        let mime = ct
-            .split(';')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        mime.is_empty() || mime.contains("html")
+        let mime = ct.split(';').next().unwrap_or("").trim();
+        mime.is_empty()
+            || mime
+                .as_bytes()
+                .windows(4)
+                .any(|w| w.eq_ignore_ascii_case(b"html"))
     })
 }
 

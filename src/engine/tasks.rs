@@ -79,16 +79,6 @@ struct PageJob {
     done: mpsc::UnboundedSender<Work>,
 }
 
-fn is_html(content_type: Option<&str>) -> bool {
-    match content_type {
-        None => true,
-        Some(ct) => {
-            let ct = ct.to_ascii_lowercase();
-            ct.starts_with("text/html") || ct.starts_with("application/xhtml")
-        }
-    }
-}
-
 async fn run_page(job: PageJob) {
     let PageJob {
         fetcher,
@@ -132,7 +122,7 @@ fn process(
     let mut directives =
         RobotsDirectives::from_headers(&response.x_robots_tag, &extract_opts.product_token);
     let ok = (200..300).contains(&response.status);
-    let extracted = (ok && is_html(response.content_type.as_deref())).then(|| {
+    let extracted = (ok && extract::is_html(response.content_type.as_deref())).then(|| {
         extract::extract(
             &response.body,
             &response.final_url,
@@ -198,7 +188,7 @@ async fn run_probe(
     match fetcher.fetch(&url, None, max_body).await {
         Ok(response) => cpu.spawn(move || {
             let ok = (200..300).contains(&response.status);
-            let simhash = (ok && is_html(response.content_type.as_deref())).then(|| {
+            let simhash = (ok && extract::is_html(response.content_type.as_deref())).then(|| {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                     extract::extract(
                         &response.body,
