@@ -64,20 +64,15 @@ impl RedisFrontier {
     /// view name an alert alike; `alert-raisers` records that this worker
     /// decides it.
     pub(super) fn next_alert_id(&mut self, at_least: u64) -> Result<u64, StoreError> {
-        let script = ::redis::Script::new(
-            "local n = redis.call('INCR', KEYS[1]) \
-             local floor = tonumber(ARGV[1]) \
-             if n < floor then redis.call('SET', KEYS[1], floor) n = floor end \
-             redis.call('HSET', KEYS[2], n, ARGV[2]) \
-             return n",
-        );
-        let mut inv = script.prepare_invoke();
-        inv.key(format!("{}alert-seq", self.prefix))
-            .key(alert_raisers_key(&self.prefix))
-            .arg(at_least)
-            .arg(&self.worker);
-        self.link
-            .query("numbering a trap alert", |c| inv.invoke::<u64>(c))
+        let mut inv = self.scripts.alert_id.prepare_invoke();
+        inv.arg(&self.prefix).arg(&self.worker).arg(at_least);
+        let out = self.link.run("numbering a trap alert", &inv)?;
+        out.first()
+            .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok())
+            .ok_or_else(|| StoreError::Remote {
+                op: "numbering a trap alert",
+                message: "the script answered no number".into(),
+            })
     }
 
     /// Publishes this worker's heartbeat.

@@ -9,7 +9,9 @@
 //! (hash: host → hold bits every worker obeys), `hosts` (hosts with URLs),
 //! `seen` (set of URL fingerprints), `claims:WORKER` (fingerprints the
 //! worker claimed and has not queued yet), `n` (hash of counters), `seq`,
-//! `parked:WORKER:ALERT` (sorted sets), `parked_keys`, `parked_hosts`.
+//! `parked:WORKER:ALERT` (sorted sets), `parked_keys`, `parked_hosts`,
+//! `alert-seq` and `alert-raisers` (trap alert number → the worker that
+//! raised it).
 //!
 //! Scores and times travel as strings: Lua would print a number with 14
 //! digits only.
@@ -191,6 +193,9 @@ pub(super) struct Scripts {
     pub park_new: Script,
     /// `P key mode (member host)…` → count; mode unpark or drop.
     pub unpark: Script,
+    /// `P worker at_least` → a trap alert number new to the crawl and at
+    /// least `at_least`; `alert-raisers` records that the worker raised it.
+    pub alert_id: Script,
 }
 
 impl Scripts {
@@ -209,9 +214,21 @@ impl Scripts {
             remove: script(REMOVE),
             park_new: script(PARK_NEW),
             unpark: script(UNPARK),
+            alert_id: script(ALERT_ID),
         }
     }
 }
+
+const ALERT_ID: &str = r#"
+local n = redis.call('INCR', P .. 'alert-seq')
+local floor = tonumber(ARGV[3])
+if n < floor then
+  redis.call('SET', P .. 'alert-seq', floor)
+  n = floor
+end
+redis.call('HSET', P .. 'alert-raisers', n, ARGV[2])
+return {tostring(n)}
+"#;
 
 const CLAIM_UNSEEN: &str = r#"
 -- One SMISMEMBER and two SADDs for the page, not one SADD per link.
