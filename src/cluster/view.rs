@@ -71,11 +71,17 @@ impl ClusterReader {
     /// heartbeat and of `also` (workers seen before: a worker that ended
     /// has no heartbeat but leaves its final snapshot for a few seconds).
     pub fn read(&mut self, also: &[String]) -> Result<ClusterRead, String> {
-        let result = self.read_once(also);
+        let result = self.read_once(also).map_err(|e| e.to_string());
         if result.is_err() {
             // Reconnect on the next read.
             self.con = None;
         }
+        // Hosts nobody holds, from the shared schedule.
+        let result = result.and_then(|mut read| {
+            (read.unheld_ready, read.unheld_waiting) =
+                self.schedule.unheld_hosts().map_err(|e| e.to_string())?;
+            Ok(read)
+        });
         result.map_err(|e| {
             format!(
                 "cannot read crawl {} from {}: {e}; check that the Redis server is running",
@@ -132,10 +138,6 @@ impl ClusterReader {
                 .filter_map(|(worker, text)| Some(((*worker).clone(), parse_snapshot(&text?)?)))
                 .collect()
         };
-        let (unheld_ready, unheld_waiting) = self
-            .schedule
-            .unheld_hosts()
-            .map_err(|e| redis::RedisError::from((redis::ErrorKind::IoError, "", e.to_string())))?;
         Ok(ClusterRead {
             crawl,
             source,
@@ -144,8 +146,7 @@ impl ClusterReader {
             held,
             queued: counts.get("queued").copied().unwrap_or(0).max(0) as u64,
             hosts,
-            unheld_ready,
-            unheld_waiting,
+            ..ClusterRead::default()
         })
     }
 }

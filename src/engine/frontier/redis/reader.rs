@@ -39,9 +39,10 @@ impl RedisReader {
         }
     }
 
-    /// The reader's connection, opened on first use (so on the thread that reads).
+    /// The reader's connection, opened on first use (so on the thread that
+    /// reads) and again after the server was out of reach.
     fn link(&mut self) -> Result<&mut Link, StoreError> {
-        if self.link.is_none() {
+        if self.link.as_ref().is_none_or(|link| link.down().is_some()) {
             self.link = Some(Link::open(&self.url)?);
         }
         Ok(self.link.as_mut().expect("opened above"))

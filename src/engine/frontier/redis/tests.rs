@@ -200,4 +200,8 @@ fn hosts_nobody_holds_are_counted_by_whether_they_are_due() {
     // Stopped: w gives the other back too, due at once.
     drop(w);
     assert_eq!(reader.unheld_hosts().unwrap(), (1, 1));
+    // A lost connection fails one read; the next connects again.
+    assert_eq!(server.command("CLIENT KILL TYPE normal").unwrap(), ":1");
+    assert!(reader.unheld_hosts().unwrap_err().is_unreachable());
+    assert_eq!(reader.unheld_hosts().unwrap(), (1, 1));
 }
