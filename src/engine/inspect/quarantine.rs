@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::frontier::decode_entry as decode;
 use crate::engine::frontier::RedisReader;
-use crate::engine::store::{keys, PageOutcome, Store, StoreError};
+use crate::engine::store::{keys, PageOutcome, PageRecord, Store, StoreError};
 
 /// Parked URLs walked at most per read; past it counts are lower bounds.
 pub const MAX_SCAN: usize = 200_000;
@@ -127,16 +127,7 @@ fn add(
 }
 
 fn parked_url(store: &Store, url: String) -> Result<ParkedUrl, StoreError> {
-    let referrer = store.referrers(&url)?.into_iter().next();
-    let referrer_fetched = match &referrer {
-        Some(page) => has_page(store.page(page)?),
-        None => false,
-    };
-    Ok(ParkedUrl {
-        url,
-        referrer,
-        referrer_fetched,
-    })
+    found_on_page(url, |u| store.referrers(u), |page| store.page(page))
 }
 
 /// The URLs with the page each was first found on, through `results` (a
@@ -146,24 +137,32 @@ pub fn found_on(
     results: &crate::engine::store::remote::Results,
     urls: &[String],
 ) -> Result<Vec<ParkedUrl>, StoreError> {
-    let mut out = Vec::with_capacity(urls.len());
-    for url in urls.iter().take(MAX_URLS_PER_ALERT * MAX_ALERTS) {
-        let referrer = results.referrers(url)?.into_iter().next();
-        let referrer_fetched = match &referrer {
-            Some(page) => has_page(results.page(page)?),
-            None => false,
-        };
-        out.push(ParkedUrl {
-            url: url.clone(),
-            referrer,
-            referrer_fetched,
-        });
-    }
-    Ok(out)
+    urls.iter()
+        .take(MAX_URLS_PER_ALERT * MAX_ALERTS)
+        .map(|url| found_on_page(url.clone(), |u| results.referrers(u), |p| results.page(p)))
+        .collect()
+}
+
+/// `url` with its first referrer, and whether that page was fetched.
+fn found_on_page(
+    url: String,
+    referrers: impl FnOnce(&str) -> Result<Vec<String>, StoreError>,
+    page: impl FnOnce(&str) -> Result<Option<PageRecord>, StoreError>,
+) -> Result<ParkedUrl, StoreError> {
+    let referrer = referrers(&url)?.into_iter().next();
+    let referrer_fetched = match &referrer {
+        Some(found_on) => has_page(page(found_on)?),
+        None => false,
+    };
+    Ok(ParkedUrl {
+        url,
+        referrer,
+        referrer_fetched,
+    })
 }
 
 /// The inspector can show the record's page.
-fn has_page(record: Option<crate::engine::store::PageRecord>) -> bool {
+fn has_page(record: Option<PageRecord>) -> bool {
     record.is_some_and(|record| {
         matches!(
             record.outcome,
