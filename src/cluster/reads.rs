@@ -119,6 +119,15 @@ fn serve(client: &redis::Client, key: &str, data_dir: &std::path::Path, stop: &A
     }
 }
 
+/// A connection whose reads give up a little after a `BLPOP` of `block`
+/// would have, so a server that stops answering cannot hang the thread.
+fn connect(client: &redis::Client, block: Duration) -> redis::RedisResult<redis::Connection> {
+    let con = client.get_connection_with_timeout(Duration::from_secs(2))?;
+    con.set_read_timeout(Some(block + Duration::from_secs(2)))?;
+    con.set_write_timeout(Some(Duration::from_secs(2)))?;
+    Ok(con)
+}
+
 /// Waits up to `POLL` for one request and answers it.
 fn serve_one(
     client: &redis::Client,
@@ -128,7 +137,7 @@ fn serve_one(
 ) -> redis::RedisResult<()> {
     let con = match con {
         Some(con) => con,
-        None => con.insert(client.get_connection_with_timeout(Duration::from_secs(2))?),
+        None => con.insert(connect(client, POLL)?),
     };
     let popped: Option<(String, String)> = redis::cmd("BLPOP")
         .arg(key)
@@ -178,7 +187,7 @@ pub fn answer(read: &Read, data_dir: &std::path::Path) -> Answer {
 /// within `READ_WAIT`, by worker.
 pub fn ask(target: &ClusterTarget, read: &Read) -> anyhow::Result<Vec<(String, Answer)>> {
     let client = redis::Client::open(target.url.as_str())?;
-    let mut con = client.get_connection_with_timeout(Duration::from_secs(5))?;
+    let mut con = connect(&client, READ_WAIT)?;
     let workers = super::ctl::live_workers(&mut con, &target.crawl)?;
     if workers.is_empty() {
         anyhow::bail!(
