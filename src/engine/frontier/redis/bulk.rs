@@ -52,6 +52,7 @@ impl RedisFrontier {
         record: Option<&dyn Fn(&FrontierEntry) -> PageRecord>,
         park: Option<u64>,
     ) -> Result<u64, StoreError> {
+        self.drop_batches();
         let hosts = match host {
             Some(h) => vec![h.to_string()],
             None => self.queue_hosts()?,
@@ -92,6 +93,7 @@ impl RedisFrontier {
         from: Option<&ScanCursor>,
         max_rows: usize,
     ) -> Result<(u64, Option<ScanCursor>), StoreError> {
+        self.drop_batches();
         let (start_host, start_score) = match from {
             Some(ScanCursor(bytes)) => {
                 let text = String::from_utf8_lossy(bytes).into_owned();
@@ -141,13 +143,26 @@ impl RedisFrontier {
         Ok((removed, None))
     }
 
+    /// Forgets every batch before URLs are removed from the queues, so none
+    /// removed is served; those already served stay (see `remove_chunk`).
+    fn drop_batches(&mut self) {
+        for h in self.hosts.values_mut() {
+            h.drop_batch();
+        }
+    }
+
     fn remove_chunk(
         &mut self,
         host: &str,
         target: &str,
-        chosen: Vec<(Vec<u8>, FrontierEntry)>,
+        mut chosen: Vec<(Vec<u8>, FrontierEntry)>,
         record: Option<&dyn Fn(&FrontierEntry) -> PageRecord>,
     ) -> Result<u64, StoreError> {
+        // Served from a batch, so still queued in Redis, but leased: left alone.
+        chosen.retain(|(member, _)| !self.out.contains_key(member));
+        if chosen.is_empty() {
+            return Ok(0);
+        }
         let mut inv = self.scripts.remove.prepare_invoke();
         inv.arg(&self.prefix).arg(host).arg(target);
         for (member, _) in &chosen {

@@ -5,38 +5,87 @@ use tokio::time::Instant;
 
 use super::conn::parse_score;
 use super::outage::{LeaseEnd, Write};
-use super::{level_from_score, Local, RedisFrontier, CLAIM_TRIES, NEVER};
+use super::{level_from_score, Local, RedisFrontier, CLAIM_TRIES, NEVER, TAKE_BATCH};
 use crate::engine::control::HostKey;
 use crate::engine::frontier::entry::{decode, level_of};
 use crate::engine::frontier::schedule::LEVEL_WEIGHTS;
 use crate::engine::frontier::{Completion, FrontierEntry, Hold, Lease};
 use crate::engine::store::StoreError;
+use crate::engine::telemetry::PRIORITY_LEVELS;
 
 impl RedisFrontier {
     pub(super) fn max_of(&self, h: &Local) -> usize {
         h.max_in_flight.unwrap_or(self.default_max_in_flight)
     }
 
-    /// Held hosts that can hand out one more URL now: `(level, since, host)`.
+    /// Held hosts that may hand out one more URL (at `now`, if given).
+    fn open_hosts(&self, now: Option<Instant>) -> impl Iterator<Item = (&HostKey, &Local)> {
+        self.hosts.iter().filter(move |(_, h)| {
+            h.leased
+                && h.holds == 0
+                && h.in_flight < self.max_of(h)
+                && now.is_none_or(|now| h.not_before.is_none_or(|t| t <= now))
+        })
+    }
+
+    fn since(&self, h: &Local) -> i128 {
+        h.not_before.map_or(NEVER, |t| self.clock.score(t))
+    }
+
+    /// Held hosts whose next URL the claim script takes, ready now:
+    /// `(level, since, host)`.
     pub(super) fn local_candidates(&self, now: Instant) -> Vec<(usize, i128, HostKey)> {
-        self.hosts
-            .iter()
-            .filter(|(_, h)| {
-                h.leased
-                    && h.holds == 0
-                    && h.in_flight < self.max_of(h)
-                    && h.not_before.is_none_or(|t| t <= now)
-            })
-            .filter_map(|(k, h)| {
-                let since = h.not_before.map_or(NEVER, |t| self.clock.score(t));
-                Some((h.head_level?, since, k.clone()))
-            })
+        self.open_hosts(Some(now))
+            .filter(|(_, h)| h.batch.is_empty() && h.batch_out.is_empty())
+            .filter_map(|(k, h)| Some((h.head_level?, self.since(h), k.clone())))
             .collect()
+    }
+
+    /// Held hosts with a batch to serve, ready now: `(level, since, host)`.
+    fn batch_candidates(&self, now: Instant) -> Vec<(usize, i128, HostKey)> {
+        self.open_hosts(Some(now))
+            .filter_map(|(k, h)| Some((h.batch.front()?.1, self.since(h), k.clone())))
+            .collect()
+    }
+
+    /// When the held hosts with a batch to serve may next be fetched (scores).
+    pub(super) fn batch_due(&self) -> impl Iterator<Item = i128> + '_ {
+        self.open_hosts(None)
+            .filter(|(_, h)| !h.batch.is_empty())
+            .map(|(_, h)| self.since(h))
+    }
+
+    /// Serves the next URL of a held host's batch, the host chosen as the
+    /// claim script chooses, without a round trip.
+    fn serve_batch(&mut self, now: Instant) -> Result<Option<Lease>, StoreError> {
+        if self.link.down().is_some() || !self.held.is_empty() {
+            // The leases may lapse unseen during an outage: nothing is served.
+            return Ok(None);
+        }
+        let candidates = self.batch_candidates(now);
+        let Some(host) = pick(&candidates, self.rng.f64()) else {
+            return Ok(None);
+        };
+        let Some(h) = self.hosts.get_mut(&host) else {
+            return Ok(None);
+        };
+        let Some((member, _)) = h.batch.front() else {
+            return Ok(None);
+        };
+        let entry = decode(member)?;
+        let (member, _) = h.batch.pop_front().unwrap_or_default();
+        h.in_flight += 1;
+        h.batch_out.insert(member.clone());
+        *self.out.entry(member.clone()).or_default() += 1;
+        Ok(Some(Lease { entry, key: member }))
     }
 
     pub(super) fn try_next_ready(&mut self, now: Instant) -> Result<Option<Lease>, StoreError> {
         self.last_now = Some(now);
         self.upkeep()?;
+        if let Some(lease) = self.serve_batch(now)? {
+            return Ok(Some(lease));
+        }
         // Given back by the first claim, in the same round trip.
         let mut idle = self.idle_hosts();
         for _ in 0..CLAIM_TRIES {
@@ -50,7 +99,13 @@ impl RedisFrontier {
             for weight in LEVEL_WEIGHTS {
                 inv.arg(weight);
             }
-            inv.arg(idle.len());
+            // Batches serve hosts fetched one URL at a time (see `claimed`).
+            let batch = if self.default_max_in_flight == 1 {
+                TAKE_BATCH
+            } else {
+                1
+            };
+            inv.arg(batch).arg(idle.len());
             for host in &idle {
                 inv.arg(host);
             }
@@ -80,13 +135,23 @@ impl RedisFrontier {
             return Ok(None);
         }
         let fetch_now = verdict != b"claimed" || self.adopt_claimed(&host);
+        let one_at_a_time = self.hosts.get(&host).is_none_or(|h| self.max_of(h) == 1);
         let h = self.hosts.entry(host.clone()).or_default();
-        let [_, _, member, _score, next] = out else {
+        let [_, _, member, _score, next, batch @ ..] = out else {
             h.head_level = None;
             return Ok(None);
         };
         h.in_flight += 1;
         h.head_level = parse_score(next).map(level_from_score);
+        h.batch = batch
+            .chunks_exact(2)
+            .map(|m| (m[0].clone(), parse_score(&m[1]).map_or(0, level_from_score)))
+            .collect();
+        if !one_at_a_time {
+            // Such a host takes each URL through the script, which never hands
+            // out one served from a batch.
+            h.drop_batch();
+        }
         *self.out.entry(member.clone()).or_default() += 1;
         let lease = Lease {
             entry: decode(member)?,
@@ -95,7 +160,8 @@ impl RedisFrontier {
         if fetch_now {
             return Ok(Some(lease));
         }
-        // New to this worker: its robots.txt comes first, the URL goes back.
+        // New to this worker: its robots.txt comes first, the URL goes back
+        // (and the batch with it).
         self.end_lease(&lease, "release", &[])?;
         Ok(None)
     }
@@ -185,6 +251,12 @@ impl RedisFrontier {
     fn ended(&mut self, lease: &Lease, mode: &'static str) {
         if let Some(h) = self.hosts.get_mut(&lease.entry.host) {
             h.in_flight = h.in_flight.saturating_sub(1);
+            h.batch_out.remove(&lease.key);
+            if mode != "complete" {
+                // Ahead of the batch (release) or behind it (requeue): the
+                // claim script takes the head again.
+                h.drop_batch();
+            }
             if mode == "release" {
                 // The URL is the host's head again.
                 h.head_level = Some(level_of(lease.entry.priority));
@@ -228,4 +300,34 @@ impl RedisFrontier {
         })?;
         Ok(())
     }
+}
+
+/// The host the claim script would pick among `candidates` (`(level, since,
+/// host)`): a level by weight (`r` in [0, 1)), then the host waiting longest.
+fn pick(candidates: &[(usize, i128, HostKey)], r: f64) -> Option<HostKey> {
+    let mut best: [Option<&(usize, i128, HostKey)>; PRIORITY_LEVELS] = [None; PRIORITY_LEVELS];
+    for c in candidates {
+        let slot = &mut best[c.0.min(PRIORITY_LEVELS - 1)];
+        if slot.is_none_or(|b| (c.1, &c.2) < (b.1, &b.2)) {
+            *slot = Some(c);
+        }
+    }
+    let total: u32 = LEVEL_WEIGHTS
+        .iter()
+        .zip(&best)
+        .filter(|(_, b)| b.is_some())
+        .map(|(w, _)| w)
+        .sum();
+    let mut x = r * f64::from(total);
+    let mut picked = None;
+    for (weight, b) in LEVEL_WEIGHTS.iter().zip(best) {
+        if let Some(b) = b {
+            picked = Some(b);
+            x -= f64::from(*weight);
+            if x < 0.0 {
+                break;
+            }
+        }
+    }
+    picked.map(|c| c.2.clone())
 }

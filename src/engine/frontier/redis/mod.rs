@@ -12,6 +12,12 @@
 //! worker is announced by `take_new_hosts` while the worker holds its
 //! lease, and its robots.txt settled before any page (the answer shared
 //! through `robots::shared`).
+//!
+//! A take pops the host's head and reads the next few URLs of its level
+//! (`TAKE_BATCH`): the leaseholder serves those without a round trip. They
+//! stay queued in Redis until their lease ends, so a crash or a dropped
+//! batch loses nothing, and the host competes with the others again once
+//! its batch is served.
 
 mod bulk;
 mod conn;
@@ -23,10 +29,12 @@ mod scripts;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_batch;
+#[cfg(test)]
 mod tests_outage;
 mod views;
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::time::Duration;
 
@@ -55,6 +63,9 @@ const CLOSED: u8 = 16;
 /// robots.txt, breakers and giving up stay per worker, so a worker that dies
 /// holding one cannot leave a host stuck for the others.
 const SHARED_HOLDS: u8 = 1 | CLOSED;
+/// URLs a take reads of a host's level: a host is served up to this many
+/// times in a row before it competes with the others again.
+const TAKE_BATCH: usize = 8;
 /// Hosts tried per `next_ready` before giving the loop back.
 const CLAIM_TRIES: usize = 16;
 /// How often a worker polls when only other workers hold hosts with work.
@@ -82,11 +93,28 @@ struct Local {
     not_before: Option<Instant>,
     /// This worker holds the host's lease.
     leased: bool,
-    /// The level of the host's head (while leased), from the last take.
+    /// The level of the host's head after its batch (while leased), from
+    /// the last take.
     head_level: Option<usize>,
+    /// The URLs read with the last take (member, level): still queued in
+    /// Redis, served without a round trip while the lease lasts.
+    batch: VecDeque<(Vec<u8>, usize)>,
+    /// Members served from `batch` whose lease has not ended (still queued
+    /// in Redis).
+    batch_out: HashSet<Vec<u8>>,
     /// A not-before (score) set while the host's one lease was out: written
     /// with that lease's end, saving a script call per page.
     pending_nb: Option<String>,
+}
+
+impl Local {
+    /// Forgets the batch; its first URL is the host's head again.
+    fn drop_batch(&mut self) {
+        if let Some(&(_, level)) = self.batch.front() {
+            self.head_level = Some(level);
+        }
+        self.batch.clear();
+    }
 }
 
 /// The Redis-backed [`super::FrontierStore`].
@@ -229,21 +257,25 @@ impl RedisFrontier {
             for lost in self.link.run("renewing host leases", &inv)? {
                 let host = String::from_utf8_lossy(&lost).into_owned();
                 tracing::warn!("lease of {host} expired while held; another worker may fetch it");
-                if let Some(h) = self.hosts.get_mut(&host) {
-                    h.leased = false;
-                }
+                self.forget_leases(vec![host]);
             }
         }
         self.reap(false)?;
         self.beat()
     }
 
-    /// Held hosts with nothing in flight and no robots.txt to settle: given
-    /// back so any worker may take them when they are due.
+    /// Held hosts with nothing in flight, no robots.txt to settle and no
+    /// batch they may serve: given back so any worker may take them when
+    /// they are due.
     fn idle_hosts(&self) -> Vec<HostKey> {
         self.hosts
             .iter()
-            .filter(|(_, h)| h.leased && h.in_flight == 0 && h.holds & Hold::Robots.bit() == 0)
+            .filter(|(_, h)| {
+                h.leased
+                    && h.in_flight == 0
+                    && h.holds & Hold::Robots.bit() == 0
+                    && (h.batch.is_empty() || h.holds != 0)
+            })
             .map(|(k, _)| k.clone())
             .collect()
     }
@@ -254,6 +286,7 @@ impl RedisFrontier {
             if let Some(h) = self.hosts.get_mut(&host) {
                 h.leased = false;
                 h.head_level = None;
+                h.batch.clear();
             }
         }
     }
@@ -281,6 +314,7 @@ impl Drop for RedisFrontier {
     /// stay, as after a crash (this worker's next start, or the reaper, requeues them).
     fn drop(&mut self) {
         for h in self.hosts.values_mut() {
+            h.batch.clear();
             if h.in_flight == 0 {
                 h.holds &= !Hold::Robots.bit();
             }

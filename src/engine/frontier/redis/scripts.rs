@@ -126,20 +126,31 @@ local function give_back(host, worker)
   end
   resched(host, mine)
 end
--- Pops a leased host's head into inflight: `verdict host` if the queue is
--- empty, else `verdict host member score next_score`.
-local function take_head(host, verdict)
+-- Pops a leased host's head into inflight and reads up to batch - 1 more of
+-- its level, left queued: the leaseholder serves them without a round trip
+-- (nobody else may take them while it holds the lease). Answers `verdict
+-- host` if the queue is empty, else `verdict host member score next_score
+-- (member score)…`, next_score being the first entry not read.
+local function take_head(host, verdict, batch)
   local head = redis.call('ZPOPMIN', P .. 'q:' .. host)
   if #head == 0 then
     resched(host)
     return {verdict, host}
   end
+  local level = level_of(head[2])
   count('queued', -1)
-  count('l' .. level_of(head[2]), -1)
+  count('l' .. level, -1)
   count('inflight', 1)
   redis.call('HSET', P .. 'inflight:' .. host, head[1], head[2])
-  local after = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
-  return {verdict, host, head[1], head[2], after[2] or ''}
+  local ahead = redis.call('ZRANGE', P .. 'q:' .. host, 0, batch - 1, 'WITHSCORES')
+  local out, i = {verdict, host, head[1], head[2], ''}, 1
+  while i < #ahead and (i + 1) / 2 < batch and level_of(ahead[i + 1]) == level do
+    out[#out + 1] = ahead[i]
+    out[#out + 1] = ahead[i + 1]
+    i = i + 2
+  end
+  out[5] = ahead[i + 1] or ''
+  return out
 end
 "#;
 
@@ -155,19 +166,22 @@ pub(super) struct Scripts {
     /// `P worker fp…` → `1` or `0` each: new to the seen set (then claimed
     /// by the worker until it queues or parks it).
     pub claim_unseen: Script,
-    /// `P worker ttl now r w0..w4 n idle… (level since host)…` → `[]`,
-    /// `retry`, `lost HOST`, or `local|claimed HOST [member score next_score]`:
-    /// gives back the caller's n idle hosts (as `release_hosts`), picks the
-    /// level by weight, then the host waiting longest, among the unheld due
-    /// hosts and the caller's own, and takes its head (one round trip a page).
+    /// `P worker ttl now r w0..w4 batch n idle… (level since host)…` → `[]`,
+    /// `retry`, `lost HOST`, or `local|claimed HOST [member score next_score
+    /// (member score)…]`: gives back the caller's n idle hosts (as
+    /// `release_hosts`), picks the level by weight, then the host waiting
+    /// longest, among the unheld due hosts and the caller's own, takes its
+    /// head and reads the next batch - 1 of its level (see `take_head`).
     pub claim: Script,
     /// `P worker ttl host member mode nb (member level fp host)…` →
     /// `added, hosts leased…`; mode is complete, release or requeue; nb (unless
     /// empty) is the host's next not-before, set before it is rescheduled. A URL
-    /// no longer in flight is no error (the worker checks its own leases):
-    /// its lease expired and the reaper queued it again (complete takes it
-    /// out) or another worker has it, or this end was applied before its
-    /// answer was lost. The links are queued checked (see `push_entries`).
+    /// not recorded in flight is no error (the worker checks its own leases):
+    /// it was served from a take's batch and is still queued (complete takes
+    /// it out, requeue moves it to the back, release leaves it), or its lease
+    /// expired and the reaper queued it again, or another worker has it, or
+    /// this end was applied before its answer was lost. The links are queued
+    /// checked (see `push_entries`).
     pub end_lease: Script,
     /// `P worker host…`: gives up the caller's leases of idle hosts (the
     /// caller has nothing of them in flight: URLs recorded in flight are
@@ -252,8 +266,9 @@ return out
 
 const CLAIM: &str = r#"
 local worker, ttl, now, r = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
-local first = 12 + tonumber(ARGV[11])
-for i = 12, first - 1 do give_back(ARGV[i], worker) end
+local batch = tonumber(ARGV[11])
+local first = 13 + tonumber(ARGV[12])
+for i = 13, first - 1 do give_back(ARGV[i], worker) end
 local best = {}
 for l = 0, 4 do
   local top = redis.call('ZRANGEBYSCORE', P .. 'sched:' .. l, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
@@ -279,7 +294,7 @@ local host, is_local = best[pick][1], best[pick][3]
 if is_local then
   if redis.call('GET', P .. 'lease:' .. host) ~= worker then return {'lost', host} end
   redis.call('PEXPIRE', P .. 'lease:' .. host, ttl)
-  return take_head(host, 'local')
+  return take_head(host, 'local', batch)
 end
 -- Out of sched before resched, which skips the ZREMs of a leased host.
 redis.call('ZREM', P .. 'sched:' .. pick, host)
@@ -288,7 +303,7 @@ if not redis.call('SET', P .. 'lease:' .. host, worker, 'NX', 'PX', ttl) then
   return {'retry'}
 end
 redis.call('HSET', P .. 'held', host, worker)
-return take_head(host, 'claimed')
+return take_head(host, 'claimed', batch)
 "#;
 
 const END_LEASE: &str = r#"
@@ -304,8 +319,12 @@ if score and redis.call('HDEL', P .. 'inflight:' .. host, member) == 1 then
     enqueue(host, member, level_of(score), nil)
   end
 elseif mode == 'complete' then
-  -- Queued again by the reaper after the lease expired: done all the same.
+  -- Served from the worker's batch (still queued), or queued again by the
+  -- reaper after the lease expired: done all the same.
   dequeue(host, member)
+elseif mode == 'requeue' then
+  local queued_at = dequeue(host, member)
+  if queued_at then enqueue(host, member, level_of(queued_at), nil) end
 end
 local out = {'0'}
 if mode == 'complete' then out = push_entries(8, ARGV[2], ARGV[3], true) end

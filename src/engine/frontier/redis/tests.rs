@@ -57,9 +57,11 @@ fn a_host_is_leased_to_one_worker_at_a_time() {
     let mut w1 = worker_in(&server, "shared", d1.path(), Duration::from_secs(30));
     let mut w2 = worker_in(&server, "shared", d2.path(), Duration::from_secs(30));
     let now = Instant::now();
+    // Each at its own level, so no take reads a batch (which would keep the
+    // host with w1 for its next URLs: see `tests_batch`).
     w1.push(
         (0..3)
-            .map(|i| entry("one.example", &i.to_string(), 0))
+            .map(|i| entry("one.example", &i.to_string(), i))
             .collect(),
     )
     .unwrap();

@@ -115,13 +115,14 @@ impl FrontierStore for RedisFrontier {
         if give_back {
             h.leased = false;
             h.head_level = None;
+            h.batch.clear();
         }
         Ok(())
     }
 
     fn set_hold(&mut self, host: &str, hold: Hold, on: bool) -> Result<(), StoreError> {
+        let h = self.hosts.entry(host.to_string()).or_default();
         if hold.bit() & SHARED_HOLDS == 0 {
-            let h = self.hosts.entry(host.to_string()).or_default();
             if on {
                 h.holds |= hold.bit();
             } else {
@@ -129,15 +130,21 @@ impl FrontierStore for RedisFrontier {
             }
             return Ok(());
         }
+        if on {
+            // Nothing more of the host from this worker's batch: once idle it
+            // is given back, and held hosts are not scheduled.
+            h.drop_batch();
+        }
         self.set_shared_hold(host, hold.bit(), on)
     }
 
     fn set_max_in_flight(&mut self, host: &str, max: usize) -> Result<(), StoreError> {
         self.set_shared_hold(host, CLOSED, max == 0)?;
-        self.hosts
-            .entry(host.to_string())
-            .or_default()
-            .max_in_flight = Some(max);
+        let h = self.hosts.entry(host.to_string()).or_default();
+        h.max_in_flight = Some(max);
+        if max != 1 {
+            h.drop_batch();
+        }
         Ok(())
     }
 
@@ -166,6 +173,7 @@ impl FrontierStore for RedisFrontier {
             .local_candidates(now)
             .into_iter()
             .map(|(_, since, _)| since)
+            .chain(self.batch_due())
             .min();
         let earliest = match (due, local) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -268,6 +276,7 @@ impl FrontierStore for RedisFrontier {
             redis::cmd("HMGET").arg(&key).arg(&fields).query(c)
         })?;
         let value = |i: usize| values.get(i).copied().flatten().unwrap_or(0).max(0) as u64;
+        // Includes URLs served from batches, which are still queued in Redis.
         let mine: u64 = self.hosts.values().map(|h| h.in_flight as u64).sum();
         let mut front_queues = [0; PRIORITY_LEVELS];
         for (level, depth) in front_queues.iter_mut().enumerate() {
@@ -275,7 +284,7 @@ impl FrontierStore for RedisFrontier {
         }
         self.last_counts = FrontierCounts {
             // URLs in flight on other workers are work this worker still waits for.
-            queued: value(0) + value(1).saturating_sub(mine),
+            queued: (value(0) + value(1)).saturating_sub(mine),
             in_flight: mine,
             parked: value(2),
             front_queues,
@@ -293,6 +302,12 @@ impl FrontierStore for RedisFrontier {
             return Ok(Vec::new());
         }
         let p = self.prefix.clone();
+        // URLs this worker serves from a batch are still queued in Redis.
+        let served: Vec<Option<&std::collections::HashSet<Vec<u8>>>> = hosts
+            .iter()
+            .map(|host| self.hosts.get(*host).map(|h| &h.batch_out))
+            .collect();
+        let extra: Vec<usize> = served.iter().map(|s| s.map_or(0, |s| s.len())).collect();
         type Row = (
             u64,
             u64,
@@ -303,17 +318,18 @@ impl FrontierStore for RedisFrontier {
         );
         let rows: Vec<Row> = self.link.query("reading host queues", |c| {
             let mut pipe = redis::pipe();
-            for host in hosts {
+            for (host, extra) in hosts.iter().zip(&extra) {
                 pipe.cmd("ZCARD").arg(format!("{p}q:{host}"));
                 pipe.cmd("HLEN").arg(format!("{p}inflight:{host}"));
                 pipe.cmd("HGET").arg(format!("{p}parked_hosts")).arg(host);
                 pipe.cmd("HGET").arg(format!("{p}holds")).arg(host);
                 pipe.cmd("HGET").arg(format!("{p}nb")).arg(host);
-                let last = head as isize - 1;
+                // 1..0 is empty; 0..-1 would be the whole queue.
+                let rows = head + extra;
                 pipe.cmd("ZRANGE")
                     .arg(format!("{p}q:{host}"))
-                    .arg(0)
-                    .arg(last);
+                    .arg(usize::from(rows == 0))
+                    .arg(rows as isize - 1);
             }
             let flat: Vec<redis::Value> = pipe.query(c)?;
             flat.chunks(6)
@@ -330,12 +346,17 @@ impl FrontierStore for RedisFrontier {
                 .collect()
         })?;
         let mut views = Vec::with_capacity(hosts.len());
-        for (host, (queued, in_flight, parked, holds, nb, members)) in hosts.iter().zip(rows) {
-            let head = if head == 0 { Vec::new() } else { members };
-            let head = head
+        for ((host, (queued, in_flight, parked, holds, nb, members)), served) in
+            hosts.iter().zip(rows).zip(served)
+        {
+            let head = members
                 .iter()
+                .filter(|m| served.is_none_or(|s| !s.contains(*m)))
+                .take(head)
                 .map(|m| super::decode(m).map(|e| e.url))
                 .collect::<Result<_, _>>()?;
+            let out_here = served.map_or(0, |s| s.len() as u64);
+            let (queued, in_flight) = (queued.saturating_sub(out_here), in_flight + out_here);
             let shared = SharedState {
                 queued,
                 in_flight,

@@ -1,0 +1,181 @@
+//! A take's batch: served by the leaseholder without a round trip, still
+//! queued in Redis, so a dead worker, a removal or a pause loses nothing and
+//! serves nothing twice.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::tests::worker_in;
+use super::{key_prefix, RedisFrontier, TAKE_BATCH};
+use crate::cluster::redis_server::RedisServer;
+use crate::engine::frontier::conformance::{entry, record};
+use crate::engine::frontier::{FrontierStore, Hold, Lease};
+
+const TTL: Duration = Duration::from_secs(30);
+
+/// Scripts the server has run (EVAL and EVALSHA calls).
+fn script_calls(server: &RedisServer) -> u64 {
+    let mut con = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let info: String = redis::cmd("INFO")
+        .arg("commandstats")
+        .query(&mut con)
+        .unwrap();
+    ["cmdstat_evalsha:calls=", "cmdstat_eval:calls="]
+        .iter()
+        .filter_map(|field| {
+            let at = info.find(field)? + field.len();
+            let digits: String = info[at..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            digits.parse::<u64>().ok()
+        })
+        .sum()
+}
+
+fn take(f: &mut RedisFrontier) -> Lease {
+    f.next_ready(Instant::now())
+        .unwrap()
+        .expect("a URL is ready")
+}
+
+fn done(f: &mut RedisFrontier, lease: &Lease) {
+    f.complete(lease, &record(&lease.entry), Vec::new())
+        .unwrap();
+}
+
+/// The paths of every URL the worker can take now, completing each.
+fn drain(f: &mut RedisFrontier) -> Vec<String> {
+    let mut paths = Vec::new();
+    while let Some(lease) = f.next_ready(Instant::now()).unwrap() {
+        done(f, &lease);
+        paths.push(path(&lease).to_string());
+    }
+    paths
+}
+
+fn path(lease: &Lease) -> &str {
+    lease.entry.url.trim_start_matches("http://h.example/")
+}
+
+#[test]
+fn the_leaseholder_serves_a_takes_batch_without_a_round_trip() {
+    let server = RedisServer::for_test();
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut w1 = worker_in(&server, "batch", d1.path(), TTL);
+    let mut w2 = worker_in(&server, "batch", d2.path(), TTL);
+    let mut urls: Vec<_> = (0..10)
+        .map(|i| entry("h.example", &i.to_string(), 0))
+        .collect();
+    urls.push(entry("h.example", "late", 1));
+    w1.push(urls).unwrap();
+    // The first take claims the host (and loads the script, which counts as
+    // a call of its own); lease upkeep is done by then, not during the rest.
+    let first = take(&mut w1);
+    done(&mut w1, &first);
+    let mut order = vec![path(&first).to_string()];
+    for i in 1..=TAKE_BATCH {
+        let before = script_calls(&server);
+        let lease = take(&mut w1);
+        let scripts = script_calls(&server) - before;
+        // The batch is served; the take after it claims again.
+        let expected = u64::from(i == TAKE_BATCH);
+        assert_eq!(scripts, expected, "take {i} ({})", lease.entry.url);
+        assert!(
+            w2.next_ready(Instant::now()).unwrap().is_none(),
+            "w1 holds the host"
+        );
+        done(&mut w1, &lease);
+        order.push(path(&lease).to_string());
+    }
+    assert_eq!(order, ["0", "1", "2", "3", "4", "5", "6", "7", "8"]);
+    // A batch holds one level: the level-1 URL comes after every level-0 one.
+    assert_eq!(drain(&mut w1), ["9", "late"]);
+    let counts = w1.counts().unwrap();
+    assert_eq!((counts.queued, counts.in_flight), (0, 0));
+}
+
+#[test]
+fn a_dead_leaseholders_batch_goes_to_the_next_worker_and_nothing_is_fetched_twice() {
+    let server = RedisServer::for_test();
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    {
+        let mut dead = worker_in(&server, "heir", d1.path(), TTL);
+        dead.push(
+            (0..5)
+                .map(|i| entry("h.example", &i.to_string(), 0))
+                .collect(),
+        )
+        .unwrap();
+        let a = take(&mut dead);
+        done(&mut dead, &a);
+        let b = take(&mut dead);
+        // Served from the batch: no write, still queued in Redis.
+        assert_eq!(path(&b), "1");
+        let counts = dead.counts().unwrap();
+        assert_eq!((counts.queued, counts.in_flight), (3, 1));
+        done(&mut dead, &b);
+        let in_flight = take(&mut dead);
+        assert_eq!(path(&in_flight), "2");
+        // Dropped with 2 in flight and 3 and 4 in its batch, like a killed process.
+    }
+    // The lease lapses (deleted here rather than waited for); the heir's reaper runs at open.
+    let lease_key = format!("DEL {}lease:h.example", key_prefix("heir"));
+    assert_eq!(server.command(&lease_key).unwrap(), ":1");
+    let mut heir = worker_in(&server, "heir", d2.path(), TTL);
+    assert_eq!(
+        drain(&mut heir),
+        ["2", "3", "4"],
+        "only the URL in flight is fetched again"
+    );
+    assert_eq!(heir.counts().unwrap(), Default::default());
+}
+
+#[test]
+fn removals_and_a_pause_stop_a_batch_and_leave_its_served_url_alone() {
+    let server = RedisServer::for_test();
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = worker_in(&server, "rules", dir.path(), TTL);
+    w.push(
+        (0..6)
+            .map(|i| entry("h.example", &i.to_string(), 0))
+            .collect(),
+    )
+    .unwrap();
+    let first = take(&mut w);
+    done(&mut w, &first);
+    let served = take(&mut w);
+    assert_eq!(path(&served), "1");
+    let view = &w.host_views(&["h.example"], Instant::now(), 1).unwrap()[0];
+    assert_eq!((view.queued, view.in_flight), (4, 1));
+    assert_eq!(
+        view.head,
+        ["http://h.example/2"],
+        "the served URL is not queued"
+    );
+    // A blacklist of the whole host: the batch is not served, the URL out stays out.
+    let removed = w.remove_matching(None, &|_| true, &|e| record(e)).unwrap();
+    assert_eq!(removed, 4);
+    done(&mut w, &served);
+    assert!(w.next_ready(Instant::now()).unwrap().is_none());
+    assert_eq!(w.counts().unwrap(), Default::default());
+
+    // A pause applied by this worker stops the batch at once.
+    w.push(
+        (0..4)
+            .map(|i| entry("p.example", &i.to_string(), 0))
+            .collect(),
+    )
+    .unwrap();
+    let p0 = take(&mut w);
+    done(&mut w, &p0);
+    w.set_hold("p.example", Hold::Paused, true).unwrap();
+    assert!(w.next_ready(Instant::now()).unwrap().is_none(), "paused");
+    w.set_hold("p.example", Hold::Paused, false).unwrap();
+    let p1 = take(&mut w);
+    assert_eq!(p1.entry.url, "http://p.example/1");
+}
