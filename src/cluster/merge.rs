@@ -11,8 +11,9 @@ use crate::engine::cluster_view::{ClusterView, WorkerView};
 use crate::engine::control::{HostKey, RuleSpec};
 use crate::engine::telemetry::{CrawlState, HostActivity, HostView, RuleView, Snapshot};
 
-/// Hosts the merged snapshot lists, busiest first (as one engine's does).
-const MERGED_HOSTS: usize = 500;
+/// Hosts the merged snapshot lists, busiest first (as one engine's does):
+/// room for every worker's busiest and the rows the views' windows show.
+const MERGED_HOSTS: usize = 20_000;
 /// Workers remembered after they end (their pages still count).
 const REMEMBERED_WORKERS: usize = 256;
 

@@ -3,7 +3,9 @@
 //! merges them (`merge`) and publishes the result through an
 //! [`EngineHandle`], so the TUI runs over the whole cluster unchanged.
 //! Commands from the TUI go onto the crawl's command stream (`steer`), and
-//! the workers' answers come back as the TUI's command answers.
+//! the workers' answers come back as the TUI's command answers. The TUI's
+//! hosts window goes to Redis too, so the workers publish the rows it shows
+//! (see `publish`).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,11 +16,12 @@ use tokio::sync::{mpsc, watch};
 
 use super::commands::{self, Answer};
 use super::merge::{ClusterRead, Merger};
-use super::publish::snapshot_key;
+use super::publish::{snapshot_key, window_key, windows_key, WINDOW_TTL};
 use super::status::worker_rows;
 use super::steer::{self, Route};
 use crate::engine::control::{Command, CommandId, CommandResult};
 use crate::engine::frontier::RedisReader;
+use crate::engine::host_window::HostWindow;
 use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
 use crate::engine::{key_prefix, EngineHandle};
 
@@ -88,6 +91,41 @@ impl ClusterReader {
                 self.crawl, self.url
             )
         })
+    }
+
+    /// Tells the workers which hosts `viewer` shows (for a while: written
+    /// again at each read, forgotten once the view is gone).
+    pub fn show_window(&mut self, viewer: &str, window: &HostWindow) -> redis::RedisResult<()> {
+        let json = serde_json::to_string(window).unwrap_or_default();
+        let (key, set) = (window_key(&self.crawl, viewer), windows_key(&self.crawl));
+        let con = self.connection()?;
+        redis::pipe()
+            .cmd("SET")
+            .arg(key)
+            .arg(json)
+            .arg("PX")
+            .arg(WINDOW_TTL.as_millis() as u64)
+            .ignore()
+            .cmd("SADD")
+            .arg(set)
+            .arg(viewer)
+            .ignore()
+            .query(con)
+    }
+
+    /// Forgets `viewer`'s window at once.
+    pub fn forget_window(&mut self, viewer: &str) -> redis::RedisResult<()> {
+        let (key, set) = (window_key(&self.crawl, viewer), windows_key(&self.crawl));
+        let con = self.connection()?;
+        redis::pipe()
+            .cmd("DEL")
+            .arg(key)
+            .ignore()
+            .cmd("SREM")
+            .arg(set)
+            .arg(viewer)
+            .ignore()
+            .query(con)
     }
 
     fn connection(&mut self) -> redis::RedisResult<&mut redis::Connection> {
@@ -181,9 +219,10 @@ pub fn start(reader: ClusterReader, options: ViewOptions) -> EngineHandle {
     let events = ends.events.clone();
     let reading = (merger.clone(), stop.clone());
     let stream = (reader.url().to_string(), reader.crawl().to_string());
+    let (snapshots, window) = (ends.snapshots, ends.window);
     std::thread::Builder::new()
         .name("cluster-view".into())
-        .spawn(move || read_loop(reader, reading.0, ends.snapshots, events, reading.1))
+        .spawn(move || read_loop(reader, reading, (snapshots, window), events))
         .expect("a thread for the cluster view");
     tokio::spawn(commands_task(
         ends.commands,
@@ -198,15 +237,20 @@ pub fn start(reader: ClusterReader, options: ViewOptions) -> EngineHandle {
 
 fn read_loop(
     mut reader: ClusterReader,
-    merger: Arc<Mutex<Merger>>,
-    snapshots: watch::Sender<Arc<Snapshot>>,
+    (merger, stop): (Arc<Mutex<Merger>>, Arc<AtomicBool>),
+    (snapshots, window): (watch::Sender<Arc<Snapshot>>, watch::Receiver<HostWindow>),
     events: mpsc::Sender<EngineEvent>,
-    stop: Arc<AtomicBool>,
 ) {
     let mut last = Snapshot::default();
     let mut known: HashMap<String, bool> = HashMap::new();
     let mut failing = false;
+    let viewer = format!("{:016x}", fastrand::u64(..));
     while !stop.load(Ordering::Relaxed) {
+        let shown = window.borrow().clone();
+        if shown.rows > 0 || shown.detail.is_some() {
+            // A failure here shows as the read's below.
+            let _ = reader.show_window(&viewer, &shown);
+        }
         let seen_before = merger.lock().expect("merger").known_workers();
         let snapshot = match reader.read(&seen_before) {
             Ok(read) => {
@@ -230,10 +274,11 @@ fn read_loop(
             }
         };
         if snapshots.send(Arc::new(snapshot)).is_err() {
-            return;
+            break;
         }
         std::thread::sleep(READ_EVERY);
     }
+    let _ = reader.forget_window(&viewer);
 }
 
 /// Log lines for workers that joined, went or came back since the last read.
@@ -321,3 +366,7 @@ fn publish(url: &str, crawl: &str, label: &str, route: Route, from: &str) -> Ans
     })?;
     steer::send(&mut con, crawl, label, route, from)
 }
+
+#[cfg(test)]
+#[path = "window_tests.rs"]
+mod window_tests;

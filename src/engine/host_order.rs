@@ -101,7 +101,7 @@ impl Snapshot {
     }
 
     /// Everything but the hosts lists, copied.
-    fn shallow_clone(&self) -> Snapshot {
+    pub fn shallow_clone(&self) -> Snapshot {
         Snapshot {
             state: self.state,
             elapsed: self.elapsed,
