@@ -207,3 +207,45 @@ fn hosts_nobody_holds_are_counted_by_whether_they_are_due() {
     assert!(reader.unheld_hosts().unwrap_err().is_unreachable());
     assert_eq!(reader.unheld_hosts().unwrap(), (1, 1));
 }
+
+#[test]
+fn a_next_allowed_time_beyond_half_a_lease_is_shared_at_once() {
+    let server = RedisServer::for_test();
+    let dir = tempfile::tempdir().unwrap();
+    let ttl = Duration::from_secs(10);
+    let mut w = worker_in(&server, "nb", dir.path(), ttl);
+    w.push(vec![
+        entry("soon.example", "a", 0),
+        entry("late.example", "a", 0),
+    ])
+    .unwrap();
+    let shared_nb = |host: &str| {
+        let key = format!("HGET {}nb {host}", super::key_prefix("nb"));
+        server.command(&key).unwrap()
+    };
+    let now = Instant::now();
+    let (a, b) = (
+        w.next_ready(now).unwrap().unwrap(),
+        w.next_ready(now).unwrap().unwrap(),
+    );
+    let (soon, late) = match a.entry.host.as_str() {
+        "soon.example" => (a, b),
+        _ => (b, a),
+    };
+    // Within half the TTL: kept for the lease's end, which writes it.
+    w.set_not_before("soon.example", now + ttl / 4).unwrap();
+    assert_eq!(shared_nb("soon.example"), "$-1", "not written yet");
+    // Beyond it (a long Crawl-delay): the lease could lapse first if this
+    // worker died, so it is written now.
+    w.set_not_before("late.example", now + ttl).unwrap();
+    assert_ne!(shared_nb("late.example"), "$-1", "written at once");
+    for lease in [soon, late] {
+        w.complete(&lease, &record(&lease.entry), Vec::new())
+            .unwrap();
+    }
+    assert_ne!(
+        shared_nb("soon.example"),
+        "$-1",
+        "written by the lease's end"
+    );
+}

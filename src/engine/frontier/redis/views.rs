@@ -90,11 +90,16 @@ impl FrontierStore for RedisFrontier {
         let score = self.clock.score(at).to_string();
         // One lease of the host at a time and it is out: called as its fetch
         // ended, so its end (in the group commit) writes this. Nobody else
-        // may fetch the host before, as this worker holds it.
-        let deferred = self
-            .hosts
-            .get(host)
-            .is_some_and(|h| h.leased && h.in_flight == 1 && self.max_of(h) == 1);
+        // may fetch the host before, as this worker holds it; should the
+        // worker die first, the lease (renewed every third of its TTL) keeps
+        // the others off for at least half a TTL, so only a time within that
+        // is deferred.
+        let soon = at.saturating_duration_since(Instant::now()) < self.ttl / 2;
+        let deferred = soon
+            && self
+                .hosts
+                .get(host)
+                .is_some_and(|h| h.leased && h.in_flight == 1 && self.max_of(h) == 1);
         if let Some(h) = self.hosts.get_mut(host).filter(|_| deferred) {
             h.pending_nb = Some(score);
             h.not_before = Some(at);
