@@ -356,14 +356,11 @@ pub fn replays(command: &Command) -> bool {
 
 /// How a sender names itself in `from`: `KIND on HOST pid N`.
 pub fn sender(kind: &str) -> String {
-    format!("{kind} on {} pid {}", host_name(), std::process::id())
-}
-
-fn host_name() -> String {
-    rustix::system::uname()
-        .nodename()
-        .to_string_lossy()
-        .into_owned()
+    format!(
+        "{kind} on {} pid {}",
+        crate::engine::machine_name(),
+        std::process::id()
+    )
 }
 
 #[cfg(test)]

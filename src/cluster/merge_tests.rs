@@ -62,6 +62,7 @@ fn row(worker: &str, alive: bool) -> WorkerRow {
             in_flight: 1,
             at_ms: 0,
             stale_after_ms: 30_000,
+            records: String::new(),
         },
         alive,
         last_beat_ms_ago: 400,

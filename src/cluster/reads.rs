@@ -191,8 +191,9 @@ pub fn ask(target: &ClusterTarget, read: &Read) -> anyhow::Result<Vec<(String, A
     let workers = super::ctl::live_workers(&mut con, &target.crawl)?;
     if workers.is_empty() {
         anyhow::bail!(
-            "no live worker in crawl {}: the records are in the workers' data directories",
-            target.crawl
+            "no live worker in crawl {}: the records are in the workers' data directories{}",
+            target.crawl,
+            gone_workers(&mut con, &target.crawl)
         );
     }
     let nonce = format!("{:x}-{:x}", std::process::id(), fastrand::u64(..));
@@ -237,6 +238,32 @@ pub fn ask(target: &ClusterTarget, read: &Read) -> anyhow::Result<Vec<(String, A
     Ok(answers)
 }
 
+/// `; gone: NAME (records in MACHINE:DIR), …` for the workers of `crawl`
+/// that are gone, whose records no read reaches; empty if none is.
+fn gone_workers(con: &mut redis::Connection, crawl: &str) -> String {
+    let beats: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("{}beats", key_prefix(crawl)))
+        .query(con)
+        .unwrap_or_default();
+    let gone: Vec<String> = super::status::worker_rows(&beats)
+        .into_iter()
+        .filter(|row| !row.alive)
+        .map(|row| match row.beat.records.as_str() {
+            "" => strip_control(&row.beat.worker).into_owned(),
+            at => format!(
+                "{} (records in {})",
+                strip_control(&row.beat.worker),
+                strip_control(at)
+            ),
+        })
+        .collect();
+    if gone.is_empty() {
+        String::new()
+    } else {
+        format!("; gone: {}", gone.join(", "))
+    }
+}
+
 /// The page of `url`, from whichever worker fetched it.
 pub fn inspect(target: &ClusterTarget, url: &str) -> anyhow::Result<PageInspection> {
     let read = Read::Inspect {
@@ -250,8 +277,12 @@ pub fn inspect(target: &ClusterTarget, url: &str) -> anyhow::Result<PageInspecti
             _ => {}
         }
     }
+    let gone = redis::Client::open(target.url.as_str())
+        .and_then(|client| connect(&client, READ_WAIT))
+        .map(|mut con| gone_workers(&mut con, &target.crawl))
+        .unwrap_or_default();
     anyhow::bail!(
-        "no live worker of crawl {} has a record of {}{}",
+        "no live worker of crawl {} has a record of {}{}{gone}",
         target.crawl,
         strip_control(url),
         if refusals.is_empty() {
@@ -333,3 +364,7 @@ impl RemoteRecords for WorkerRecords {
         host_list(&self.0, host, list)
     }
 }
+
+#[cfg(test)]
+#[path = "reads_tests.rs"]
+mod tests;

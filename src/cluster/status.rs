@@ -224,7 +224,7 @@ pub fn print(status: &ClusterStatus, json: bool, out: &mut impl Write) -> std::i
     for w in &status.workers {
         writeln!(
             out,
-            "  {} {:5} v{} {} pages, {:.1} pages/s, {} hosts held, {} in flight, last heartbeat {:.1}s ago",
+            "  {} {:5} v{} {} pages, {:.1} pages/s, {} hosts held, {} in flight, last heartbeat {:.1}s ago{}",
             strip_control(&w.beat.worker),
             if w.alive { "alive" } else { "gone" },
             strip_control(&w.beat.version),
@@ -232,7 +232,11 @@ pub fn print(status: &ClusterStatus, json: bool, out: &mut impl Write) -> std::i
             w.beat.pages_per_s,
             w.beat.hosts_held,
             w.beat.in_flight,
-            w.last_beat_ms_ago as f64 / 1000.0
+            w.last_beat_ms_ago as f64 / 1000.0,
+            match w.beat.records.as_str() {
+                "" => String::new(),
+                at => format!(", records in {}", strip_control(at)),
+            }
         )?;
     }
     Ok(())
@@ -253,6 +257,7 @@ mod tests {
             in_flight: 1,
             at_ms,
             stale_after_ms: 30_000,
+            records: String::new(),
         };
         let status = ClusterStatus {
             crawl: "news".into(),
@@ -270,7 +275,10 @@ mod tests {
                     last_beat_ms_ago: 1500,
                 },
                 WorkerRow {
-                    beat: beat("\u{1b}[2Jb2", 0),
+                    beat: Heartbeat {
+                        records: "m2:/srv/\u{1b}[2Jw2".into(),
+                        ..beat("\u{1b}[2Jb2", 0)
+                    },
                     alive: false,
                     last_beat_ms_ago: 90_000,
                 },
@@ -309,6 +317,10 @@ mod tests {
         );
         assert!(text.contains("a1 alive v0.1.0 12 pages, 3.5 pages/s, 2 hosts held, 1 in flight, last heartbeat 1.5s ago"), "{text}");
         assert!(text.contains("gone"), "{text}");
+        assert!(
+            text.contains("last heartbeat 90.0s ago, records in m2:/srv/[2Jw2"),
+            "{text}"
+        );
         assert!(!text.contains('\u{1b}'), "{text:?}");
         let mut json = Vec::new();
         print(&status, true, &mut json).unwrap();
@@ -358,6 +370,7 @@ mod tests {
             in_flight: 0,
             at_ms: now.as_millis() as u64,
             stale_after_ms: 30_000,
+            records: String::new(),
         };
         let mut con = redis::Client::open(server.url())
             .unwrap()

@@ -48,6 +48,7 @@ fn alive(worker: &str) -> WorkerRow {
             in_flight: 0,
             at_ms: 0,
             stale_after_ms: 30_000,
+            records: String::new(),
         },
         alive: true,
         last_beat_ms_ago: 0,

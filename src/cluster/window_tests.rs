@@ -46,6 +46,7 @@ fn beat(server: &RedisServer) {
         in_flight: 0,
         at_ms,
         stale_after_ms: 60_000,
+        records: String::new(),
     };
     let mut con = redis::Client::open(server.url())
         .unwrap()

@@ -30,7 +30,7 @@ use std::collections::HashMap;
 use tokio::time::Instant;
 
 pub use self::redis::{
-    alert_raisers_key, key_prefix, refuse_worker_dir, validate_crawl_name, worker_id,
+    alert_raisers_key, key_prefix, machine_name, refuse_worker_dir, validate_crawl_name, worker_id,
     ClusterTarget, Heartbeat, RedisFrontier, RedisReader, DEFAULT_LEASE_TTL,
 };
 #[cfg(test)]

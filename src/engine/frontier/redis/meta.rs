@@ -12,7 +12,7 @@ use crate::engine::store::StoreError;
 
 /// What a worker says of itself, in the hash `beats` (worker → JSON), at
 /// every upkeep (a third of the lease TTL).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Heartbeat {
     /// The worker's name (its data directory keeps it).
     pub worker: String,
@@ -30,6 +30,18 @@ pub struct Heartbeat {
     pub at_ms: u64,
     /// The worker counts as gone when no heartbeat came for this long.
     pub stale_after_ms: u64,
+    /// Where its page records are, `MACHINE:DATA_DIR` (named when a read
+    /// needs a worker that is gone).
+    #[serde(default)]
+    pub records: String,
+}
+
+/// This machine's name, as workers and senders of commands give it.
+pub fn machine_name() -> String {
+    rustix::system::uname()
+        .nodename()
+        .to_string_lossy()
+        .into_owned()
 }
 
 /// The hash of alert number → the worker that raised it.
@@ -95,6 +107,7 @@ impl RedisFrontier {
             in_flight: self.hosts.values().map(|h| h.in_flight as u64).sum(),
             at_ms,
             stale_after_ms: 3 * self.ttl_for_beats.as_millis() as u64,
+            records: self.records.clone(),
         };
         let json = serde_json::to_string(&beat).map_err(|source| StoreError::Encode {
             what: "heartbeat",

@@ -42,7 +42,7 @@ use tokio::time::Instant;
 
 pub use conn::{key_prefix, refuse_worker_dir, validate_crawl_name, worker_id};
 use conn::{Clock, Link};
-pub use meta::{alert_raisers_key, Heartbeat};
+pub use meta::{alert_raisers_key, machine_name, Heartbeat};
 pub use reader::RedisReader;
 use scripts::Scripts;
 
@@ -140,6 +140,8 @@ pub struct RedisFrontier {
     last_beat: (u64, u64),
     /// The heartbeat is stale after three of these (the lease TTL; zero at exit).
     ttl_for_beats: Duration,
+    /// Where this worker's page records are (`MACHINE:DATA_DIR`), for its heartbeat.
+    records: String,
     /// Leases this worker has out (entry → how many times), so ending one
     /// twice is caught here whatever Redis did with the URL meanwhile.
     out: HashMap<Vec<u8>, u32>,
@@ -201,6 +203,13 @@ impl RedisFrontier {
             pages: 0,
             last_beat: (0, 0),
             ttl_for_beats: target.lease_ttl,
+            records: format!(
+                "{}:{}",
+                meta::machine_name(),
+                std::path::absolute(data_dir)
+                    .unwrap_or_else(|_| data_dir.to_path_buf())
+                    .display()
+            ),
             out: HashMap::new(),
             held: VecDeque::new(),
             last_counts: FrontierCounts::default(),
