@@ -277,10 +277,13 @@ pub fn inspect(target: &ClusterTarget, url: &str) -> anyhow::Result<PageInspecti
             _ => {}
         }
     }
-    let gone = redis::Client::open(target.url.as_str())
+    let mut gone = redis::Client::open(target.url.as_str())
         .and_then(|client| connect(&client, READ_WAIT))
         .map(|mut con| gone_workers(&mut con, &target.crawl))
         .unwrap_or_default();
+    if !gone.is_empty() {
+        gone.push_str(" (`crawldeck page DIR URL` on that machine reads one)");
+    }
     anyhow::bail!(
         "no live worker of crawl {} has a record of {}{}{gone}",
         target.crawl,
