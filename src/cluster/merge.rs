@@ -32,6 +32,9 @@ pub struct ClusterRead {
     pub held: HashMap<HostKey, String>,
     /// URLs queued in the shared frontier.
     pub queued: u64,
+    /// URLs the shared frontier records in flight. Those a worker serves
+    /// from a take's batch stay queued there until done.
+    pub in_flight: u64,
     /// Hosts with queued or leased URLs.
     pub hosts: u64,
     /// Hosts nobody holds with URLs queued: may be fetched now, and waiting
@@ -86,7 +89,7 @@ impl Merger {
                 .map(|(_, s)| s.elapsed)
                 .max()
                 .unwrap_or_default(),
-            frontier_size: read.queued,
+            frontier_size: 0,
             front_queues: first.front_queues,
             data_dir: read.source.clone(),
             product_token: first.product_token.clone(),
@@ -99,6 +102,10 @@ impl Merger {
         for (_, s) in snaps {
             add_counters(&mut merged, s);
         }
+        // The workers' own counts of what they fetch include their batch
+        // URLs, which Redis still counts as queued.
+        merged.frontier_size =
+            (read.queued + read.in_flight).saturating_sub(merged.in_flight as u64);
         merged.finish_reason = (merged.state == CrawlState::Done)
             .then(|| named(snaps, |s| s.finish_reason.as_deref()))
             .flatten();

@@ -92,6 +92,7 @@ fn reading() -> ClusterRead {
         snapshots: vec![("w1".into(), w1), ("w2".into(), w2)],
         held: HashMap::from([("shared.test".to_string(), "w2".to_string())]),
         queued: 77,
+        in_flight: 2,
         hosts: 9,
         ..ClusterRead::default()
     }
@@ -106,6 +107,12 @@ fn counters_and_rates_are_summed_and_queues_come_from_the_shared_frontier() {
     assert_eq!(merged.pages_per_sec, 4.0);
     assert_eq!(merged.in_flight, 2);
     assert_eq!(merged.frontier_size, 77, "not one worker's count");
+    // A URL a worker serves from its batch is in flight, though still queued in Redis.
+    let batch_served = ClusterRead {
+        in_flight: 1,
+        ..reading()
+    };
+    assert_eq!(Merger::default().merge(&batch_served).frontier_size, 76);
     assert_eq!(merged.hosts_total, 9);
     assert_eq!(merged.state, CrawlState::Running, "one worker still runs");
     let cluster = merged.cluster.as_ref().unwrap();

@@ -104,10 +104,17 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
     let workers = worker_rows(&beats);
     let open_alerts = open_alerts(&mut con, &target.crawl, &workers).map_err(fail)?;
     let count = |k: &str| counts.get(k).copied().unwrap_or(0).max(0) as u64;
+    // What live workers fetch, from their heartbeats: it includes URLs served
+    // from a take's batch, which Redis still counts as queued.
+    let fetching: u64 = workers
+        .iter()
+        .filter(|w| w.alive)
+        .map(|w| w.beat.in_flight)
+        .sum();
     Ok(ClusterStatus {
         crawl: target.crawl.clone(),
-        queued: count("queued"),
-        in_flight: count("inflight"),
+        queued: (count("queued") + count("inflight")).saturating_sub(fetching),
+        in_flight: fetching,
         parked: count("parked"),
         seen,
         hosts,
@@ -367,7 +374,8 @@ mod tests {
             pages: 5,
             pages_per_s: 1.0,
             hosts_held: 1,
-            in_flight: 0,
+            // One URL taken through Redis, two served from a take's batch.
+            in_flight: 3,
             at_ms: now.as_millis() as u64,
             stale_after_ms: 30_000,
             records: String::new(),
@@ -385,9 +393,17 @@ mod tests {
             .cmd("SET")
             .arg(snapshot_key("alerts", "w1"))
             .arg(serde_json::to_string(&snapshot).unwrap())
+            .cmd("HSET")
+            .arg(format!("{p}n"))
+            .arg(&[("queued", 10), ("inflight", 1)])
             .query(&mut con)
             .unwrap();
         let status = read(&target).unwrap();
+        assert_eq!(
+            (status.queued, status.in_flight),
+            (8, 3),
+            "batch URLs are in flight"
+        );
         assert_eq!(status.open_alerts.len(), 1, "{:?}", status.open_alerts);
         let open = &status.open_alerts[0];
         assert_eq!((open.worker.as_str(), open.alert.id), ("w1", 2));

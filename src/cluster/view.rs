@@ -183,6 +183,7 @@ impl ClusterReader {
             snapshots,
             held,
             queued: counts.get("queued").copied().unwrap_or(0).max(0) as u64,
+            in_flight: counts.get("inflight").copied().unwrap_or(0).max(0) as u64,
             hosts,
             ..ClusterRead::default()
         })
