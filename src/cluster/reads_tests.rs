@@ -5,7 +5,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::{inspect, ReadServer};
 use crate::cluster::redis_server::RedisServer;
-use crate::engine::{key_prefix, ClusterTarget, Heartbeat};
+use crate::engine::{ClusterTarget, Heartbeat};
 
 const CRAWL: &str = "gone";
 
@@ -21,16 +21,7 @@ fn beat(server: &RedisServer, worker: &str, alive: bool, records: &str) {
         records: records.into(),
         ..Heartbeat::default()
     };
-    let mut con = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    redis::cmd("HSET")
-        .arg(format!("{}beats", key_prefix(CRAWL)))
-        .arg(worker)
-        .arg(serde_json::to_string(&beat).unwrap())
-        .query::<()>(&mut con)
-        .unwrap();
+    server.write_heartbeat(CRAWL, &beat);
 }
 
 #[test]

@@ -25,6 +25,22 @@ pub struct RedisServer {
     tied: bool,
 }
 
+#[cfg(test)]
+impl RedisServer {
+    /// Writes `beat` as a worker's heartbeat in `crawl`, as the worker would.
+    pub fn write_heartbeat(&self, crawl: &str, beat: &crate::engine::Heartbeat) {
+        let mut con = redis::Client::open(self.url())
+            .and_then(|client| client.get_connection())
+            .expect("a connection to the test server");
+        redis::cmd("HSET")
+            .arg(format!("{}beats", crate::engine::key_prefix(crawl)))
+            .arg(&beat.worker)
+            .arg(serde_json::to_string(beat).expect("a heartbeat encodes"))
+            .query::<()>(&mut con)
+            .expect("the heartbeat is written");
+    }
+}
+
 impl RedisServer {
     /// Starts a server that lives at most `lifetime`, and waits until it answers.
     pub fn start(lifetime: Duration) -> Result<RedisServer, String> {

@@ -11,7 +11,6 @@ use crate::cluster::publish::SnapshotPublisher;
 use crate::cluster::redis_server::RedisServer;
 use crate::engine::frontier::Heartbeat;
 use crate::engine::host_window::HostWindow;
-use crate::engine::key_prefix;
 use crate::engine::telemetry::{HostView, Snapshot};
 use crate::engine::EngineHandle;
 
@@ -39,25 +38,11 @@ fn beat(server: &RedisServer) {
         .as_millis() as u64;
     let beat = Heartbeat {
         worker: "w1".into(),
-        version: "test".into(),
-        pages: 0,
-        pages_per_s: 0.0,
-        hosts_held: 0,
-        in_flight: 0,
         at_ms,
         stale_after_ms: 60_000,
-        records: String::new(),
+        ..Heartbeat::default()
     };
-    let mut con = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    redis::cmd("HSET")
-        .arg(format!("{}beats", key_prefix(CRAWL)))
-        .arg("w1")
-        .arg(serde_json::to_string(&beat).unwrap())
-        .query::<()>(&mut con)
-        .unwrap();
+    server.write_heartbeat(CRAWL, &beat);
 }
 
 /// Waits (at most 20 s) for a merged snapshot that does or does not list `host`.
