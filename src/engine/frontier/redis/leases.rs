@@ -42,10 +42,9 @@ impl RedisFrontier {
     }
 
     /// Held hosts with a batch to serve, ready now: `(level, since, host)`.
-    fn batch_candidates(&self, now: Instant) -> Vec<(usize, i128, HostKey)> {
+    fn batch_candidates(&self, now: Instant) -> impl Iterator<Item = (usize, i128, &HostKey)> {
         self.open_hosts(Some(now))
-            .filter_map(|(k, h)| Some((h.batch.front()?.1, self.since(h), k.clone())))
-            .collect()
+            .filter_map(|(k, h)| Some((h.batch.front()?.1, self.since(h), k)))
     }
 
     /// When the held hosts with a batch to serve may next be fetched (scores).
@@ -62,8 +61,8 @@ impl RedisFrontier {
             // The leases may lapse unseen during an outage: nothing is served.
             return Ok(None);
         }
-        let candidates = self.batch_candidates(now);
-        let Some(host) = pick(&candidates, self.rng.f64()) else {
+        let r = self.rng.f64();
+        let Some(host) = pick(self.batch_candidates(now), r).cloned() else {
             return Ok(None);
         };
         let Some(h) = self.hosts.get_mut(&host) else {
@@ -304,12 +303,15 @@ impl RedisFrontier {
 
 /// The host the claim script would pick among `candidates` (`(level, since,
 /// host)`): a level by weight (`r` in [0, 1)), then the host waiting longest.
-fn pick(candidates: &[(usize, i128, HostKey)], r: f64) -> Option<HostKey> {
-    let mut best: [Option<&(usize, i128, HostKey)>; PRIORITY_LEVELS] = [None; PRIORITY_LEVELS];
-    for c in candidates {
-        let slot = &mut best[c.0.min(PRIORITY_LEVELS - 1)];
-        if slot.is_none_or(|b| (c.1, &c.2) < (b.1, &b.2)) {
-            *slot = Some(c);
+fn pick<'a>(
+    candidates: impl Iterator<Item = (usize, i128, &'a HostKey)>,
+    r: f64,
+) -> Option<&'a HostKey> {
+    let mut best: [Option<(i128, &HostKey)>; PRIORITY_LEVELS] = [None; PRIORITY_LEVELS];
+    for (level, since, host) in candidates {
+        let slot = &mut best[level.min(PRIORITY_LEVELS - 1)];
+        if slot.is_none_or(|b| (since, host) < b) {
+            *slot = Some((since, host));
         }
     }
     let total: u32 = LEVEL_WEIGHTS
@@ -329,5 +331,5 @@ fn pick(candidates: &[(usize, i128, HostKey)], r: f64) -> Option<HostKey> {
             }
         }
     }
-    picked.map(|c| c.2.clone())
+    picked.map(|(_, host)| host)
 }
