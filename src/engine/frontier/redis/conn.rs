@@ -245,6 +245,12 @@ impl Link {
 
 /// A few words on why the server is out of reach, or `None` for an error
 /// that retrying would not cure (a script error, a wrong type).
+/// `ZRANGE` bounds of a sorted set's first `n` members: `1 0` is empty,
+/// where `0 -1` would be every member.
+pub(super) fn first_members(n: usize) -> (usize, isize) {
+    (usize::from(n == 0), n.max(1) as isize - 1)
+}
+
 /// The oldest Redis the scripts run on.
 const MIN_VERSION: (u32, u32) = (6, 2);
 
@@ -357,6 +363,13 @@ pub fn worker_id(data_dir: &Path) -> Result<String, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_first_members_of_none_is_an_empty_range() {
+        assert_eq!(first_members(0), (1, 0));
+        assert_eq!(first_members(1), (0, 0));
+        assert_eq!(first_members(5), (0, 4));
+    }
 
     #[test]
     fn servers_older_than_6_2_are_refused() {

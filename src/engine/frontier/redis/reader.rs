@@ -2,7 +2,7 @@
 //! connection, so a rule preview scans from its own thread through its own
 //! connection while the crawl loop keeps the frontier's.
 
-use super::conn::Link;
+use super::conn::{first_members, Link};
 use crate::engine::frontier::api::{ScanCursor, ScanPage, ScanRange};
 use crate::engine::frontier::entry::decode;
 use crate::engine::frontier::FrontierEntry;
@@ -82,7 +82,7 @@ impl RedisReader {
                 entries: Vec::new(),
             };
             for key in keys {
-                let room = max_urls.saturating_sub(group.entries.len());
+                let (start, stop) = first_members(max_urls.saturating_sub(group.entries.len()));
                 let (count, members): (u64, Vec<Vec<u8>>) =
                     link.query("reading parked URLs", |c| {
                         redis::pipe()
@@ -90,15 +90,13 @@ impl RedisReader {
                             .arg(&key)
                             .cmd("ZRANGE")
                             .arg(&key)
-                            .arg(0)
-                            .arg(room as i64 - 1)
+                            .arg(start)
+                            .arg(stop)
                             .query(c)
                     })?;
                 group.count += count;
-                if room > 0 {
-                    for member in &members {
-                        group.entries.push(decode(member)?);
-                    }
+                for member in &members {
+                    group.entries.push(decode(member)?);
                 }
             }
             if group.count > 0 {

@@ -249,3 +249,26 @@ fn a_next_allowed_time_beyond_half_a_lease_is_shared_at_once() {
         "written by the lease's end"
     );
 }
+
+#[test]
+fn parked_urls_are_counted_over_every_workers_key_and_listed_up_to_the_cap() {
+    let server = RedisServer::for_test();
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let mut w1 = worker_in(&server, "parked", d1.path(), Duration::from_secs(30));
+    let mut w2 = worker_in(&server, "parked", d2.path(), Duration::from_secs(30));
+    let parked = |n: usize, from: &str| {
+        (0..n)
+            .map(|i| entry("trap.example", &format!("{from}/{i}"), 0))
+            .collect()
+    };
+    assert_eq!(w1.park_new(7, parked(3, "w1")).unwrap(), 3);
+    assert_eq!(w2.park_new(7, parked(2, "w2")).unwrap(), 2);
+    assert_eq!(w2.park_new(9, parked(1, "w2")).unwrap(), 1);
+    let mut reader = super::RedisReader::for_crawl(&server.url(), "parked");
+    let (groups, cut) = reader.parked_by_alert(1, 2).unwrap();
+    assert!(cut, "alert 9 is left out");
+    assert_eq!(groups.len(), 1);
+    assert_eq!((groups[0].alert_id, groups[0].count), (7, 5));
+    // The cap holds across both keys: the second key adds nothing once it is reached.
+    assert_eq!(groups[0].entries.len(), 2);
+}

@@ -3,7 +3,7 @@
 
 use tokio::time::Instant;
 
-use super::conn::parse_score;
+use super::conn::{first_members, parse_score};
 use super::outage::Write;
 use super::reader::{self, RedisReader};
 use super::{RedisFrontier, CLOSED, CLUSTER_POLL, SHARED_HOLDS};
@@ -312,7 +312,6 @@ impl FrontierStore for RedisFrontier {
             .iter()
             .map(|host| self.hosts.get(*host).map(|h| &h.batch_out))
             .collect();
-        let extra: Vec<usize> = served.iter().map(|s| s.map_or(0, |s| s.len())).collect();
         type Row = (
             u64,
             u64,
@@ -323,18 +322,17 @@ impl FrontierStore for RedisFrontier {
         );
         let rows: Vec<Row> = self.link.query("reading host queues", |c| {
             let mut pipe = redis::pipe();
-            for (host, extra) in hosts.iter().zip(&extra) {
+            for (host, served) in hosts.iter().zip(&served) {
                 pipe.cmd("ZCARD").arg(format!("{p}q:{host}"));
                 pipe.cmd("HLEN").arg(format!("{p}inflight:{host}"));
                 pipe.cmd("HGET").arg(format!("{p}parked_hosts")).arg(host);
                 pipe.cmd("HGET").arg(format!("{p}holds")).arg(host);
                 pipe.cmd("HGET").arg(format!("{p}nb")).arg(host);
-                // 1..0 is empty; 0..-1 would be the whole queue.
-                let rows = head + extra;
+                let (start, stop) = first_members(head + served.map_or(0, |s| s.len()));
                 pipe.cmd("ZRANGE")
                     .arg(format!("{p}q:{host}"))
-                    .arg(usize::from(rows == 0))
-                    .arg(rows as isize - 1);
+                    .arg(start)
+                    .arg(stop);
             }
             let flat: Vec<redis::Value> = pipe.query(c)?;
             flat.chunks(6)
