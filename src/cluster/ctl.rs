@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use crate::cluster::commands::{self, Answer};
 use crate::engine::control::Command;
-use crate::engine::{alert_raisers_key, key_prefix, ClusterTarget, Heartbeat};
+use crate::engine::{alert_raisers_key, key_prefix, ClusterTarget};
 use crate::text::strip_control;
 
 /// How long `ctl` waits for the live workers' answers.
@@ -178,20 +178,12 @@ fn report(
 
 /// Names of the workers whose heartbeat is fresh, sorted.
 pub fn live_workers(con: &mut redis::Connection, crawl: &str) -> redis::RedisResult<Vec<String>> {
-    let beats: Vec<(String, String)> = redis::cmd("HGETALL")
-        .arg(format!("{}beats", key_prefix(crawl)))
-        .query(con)?;
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let mut live: Vec<String> = beats
-        .iter()
-        .filter_map(|(_, json)| serde_json::from_str::<Heartbeat>(json).ok())
-        .filter(|beat| now.saturating_sub(beat.at_ms) <= beat.stale_after_ms)
-        .map(|beat| beat.worker)
-        .collect();
-    live.sort();
-    Ok(live)
+    // `read_workers` sorts them by name.
+    Ok(super::status::read_workers(con, crawl)?
+        .into_iter()
+        .filter(|row| row.alive)
+        .map(|row| row.beat.worker)
+        .collect())
 }
 
 fn list_or_none(names: &[String]) -> String {

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use super::status::WorkerRow;
 use crate::engine::inspect::quarantine::{self, ParkedUrl, Quarantine};
 use crate::engine::inspect::{self, PageInspection};
 use crate::engine::store::remote::Results;
@@ -183,36 +184,47 @@ pub fn answer(read: &Read, data_dir: &std::path::Path) -> Answer {
     }
 }
 
-/// Sends `read` to every live worker and returns the answers that came
-/// within `READ_WAIT`, by worker.
-pub fn ask(target: &ClusterTarget, read: &Read) -> anyhow::Result<Vec<(String, Answer)>> {
+/// The answers to one read, by worker.
+struct Asked {
+    /// Those that came within `READ_WAIT`, by worker name.
+    answers: Vec<(String, Answer)>,
+    /// `; gone: NAME (records in MACHINE:DIR), …` for the workers that are
+    /// gone, whose records no read reaches; empty if none is.
+    gone: String,
+}
+
+/// Sends `read` to every live worker and collects their answers.
+fn ask(target: &ClusterTarget, read: &Read) -> anyhow::Result<Asked> {
     let client = redis::Client::open(target.url.as_str())?;
     let mut con = connect(&client, READ_WAIT)?;
-    let workers = super::ctl::live_workers(&mut con, &target.crawl)?;
-    if workers.is_empty() {
+    let (live, gone): (Vec<WorkerRow>, Vec<WorkerRow>) =
+        super::status::read_workers(&mut con, &target.crawl)?
+            .into_iter()
+            .partition(|row| row.alive);
+    let gone = gone_note(&gone);
+    if live.is_empty() {
         anyhow::bail!(
-            "no live worker in crawl {}: the records are in the workers' data directories{}",
-            target.crawl,
-            gone_workers(&mut con, &target.crawl)
+            "no live worker in crawl {}: the records are in the workers' data directories{gone}",
+            target.crawl
         );
     }
     let nonce = format!("{:x}-{:x}", std::process::id(), fastrand::u64(..));
     let prefix = key_prefix(&target.crawl);
     let mut pending = std::collections::HashMap::new();
     let mut pipe = redis::pipe();
-    for worker in &workers {
+    for worker in live.into_iter().map(|row| row.beat.worker) {
         let reply = format!("{prefix}read-reply:{nonce}:{worker}");
         let request = serde_json::to_string(&Request {
             reply: reply.clone(),
             read: read.clone(),
         })?;
-        let key = request_key(&target.crawl, worker);
+        let key = request_key(&target.crawl, &worker);
         pipe.cmd("RPUSH").arg(&key).arg(request).ignore();
         pipe.cmd("PEXPIRE")
             .arg(&key)
             .arg(KEEP.as_millis() as u64)
             .ignore();
-        pending.insert(reply, worker.clone());
+        pending.insert(reply, worker);
     }
     pipe.query::<()>(&mut con)?;
     let mut answers = Vec::new();
@@ -235,19 +247,13 @@ pub fn ask(target: &ClusterTarget, read: &Read) -> anyhow::Result<Vec<(String, A
         }
     }
     answers.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(answers)
+    Ok(Asked { answers, gone })
 }
 
-/// `; gone: NAME (records in MACHINE:DIR), …` for the workers of `crawl`
-/// that are gone, whose records no read reaches; empty if none is.
-fn gone_workers(con: &mut redis::Connection, crawl: &str) -> String {
-    let beats: std::collections::HashMap<String, String> = redis::cmd("HGETALL")
-        .arg(format!("{}beats", key_prefix(crawl)))
-        .query(con)
-        .unwrap_or_default();
-    let gone: Vec<String> = super::status::worker_rows(&beats)
-        .into_iter()
-        .filter(|row| !row.alive)
+/// `; gone: NAME (records in MACHINE:DIR), …`, or empty without any.
+fn gone_note(gone: &[WorkerRow]) -> String {
+    let named: Vec<String> = gone
+        .iter()
         .map(|row| match row.beat.records.as_str() {
             "" => strip_control(&row.beat.worker).into_owned(),
             at => format!(
@@ -257,10 +263,10 @@ fn gone_workers(con: &mut redis::Connection, crawl: &str) -> String {
             ),
         })
         .collect();
-    if gone.is_empty() {
+    if named.is_empty() {
         String::new()
     } else {
-        format!("; gone: {}", gone.join(", "))
+        format!("; gone: {}", named.join(", "))
     }
 }
 
@@ -269,18 +275,15 @@ pub fn inspect(target: &ClusterTarget, url: &str) -> anyhow::Result<PageInspecti
     let read = Read::Inspect {
         url: url.to_string(),
     };
+    let Asked { answers, mut gone } = ask(target, &read)?;
     let mut refusals = Vec::new();
-    for (worker, answer) in ask(target, &read)? {
+    for (worker, answer) in answers {
         match answer {
             Answer::Page(Some(page)) => return Ok(*page),
             Answer::Failed(why) => refusals.push(format!("{worker}: {why}")),
             _ => {}
         }
     }
-    let mut gone = redis::Client::open(target.url.as_str())
-        .and_then(|client| connect(&client, READ_WAIT))
-        .map(|mut con| gone_workers(&mut con, &target.crawl))
-        .unwrap_or_default();
     if !gone.is_empty() {
         gone.push_str(" (`crawldeck page DIR URL` on that machine reads one)");
     }
@@ -306,9 +309,9 @@ pub fn host_list(
         host: host.to_string(),
         list,
     };
-    let answers = ask(target, &read).map_err(|e| format!("{e:#}"))?;
+    let asked = ask(target, &read).map_err(|e| format!("{e:#}"))?;
     let mut lines = Vec::new();
-    for (worker, answer) in answers {
+    for (worker, answer) in asked.answers {
         match answer {
             // A table's first line is its header: more means rows.
             Answer::Lines(rows) if rows.len() > 1 => {
@@ -335,7 +338,7 @@ pub fn read_quarantine(target: &ClusterTarget) -> anyhow::Result<Quarantine> {
         return Ok(read);
     }
     let mut found = std::collections::HashMap::new();
-    for (_, answer) in ask(target, &Read::FoundOn { urls })? {
+    for (_, answer) in ask(target, &Read::FoundOn { urls })?.answers {
         if let Answer::FoundOn(parked) = answer {
             for p in parked.into_iter().filter(|p| p.referrer.is_some()) {
                 found.entry(p.url.clone()).or_insert(p);

@@ -151,6 +151,17 @@ fn open_alerts(
 
 /// The workers of the `beats` hash (worker → heartbeat JSON), by name;
 /// unreadable heartbeats are left out.
+/// Every worker of `crawl` with a heartbeat (see `worker_rows`).
+pub fn read_workers(
+    con: &mut redis::Connection,
+    crawl: &str,
+) -> redis::RedisResult<Vec<WorkerRow>> {
+    let beats: HashMap<String, String> = redis::cmd("HGETALL")
+        .arg(format!("{}beats", key_prefix(crawl)))
+        .query(con)?;
+    Ok(worker_rows(&beats))
+}
+
 pub fn worker_rows(beats: &HashMap<String, String>) -> Vec<WorkerRow> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
