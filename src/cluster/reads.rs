@@ -17,8 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::status::WorkerRow;
 use crate::engine::inspect::quarantine::{self, ParkedUrl, Quarantine};
-use crate::engine::inspect::{self, PageInspection};
-use crate::engine::store::remote::Results;
+use crate::engine::inspect::PageInspection;
 use crate::engine::{key_prefix, ClusterTarget};
 use crate::results::host_lists::{host_list_lines, HostList};
 use crate::text::strip_control;
@@ -170,15 +169,13 @@ fn serve_one(
 /// Reads `read` from this worker's data directory.
 pub fn answer(read: &Read, data_dir: &std::path::Path) -> Answer {
     let failed = |e: &dyn std::fmt::Display| Answer::Failed(format!("{e:#}"));
-    let results = || Results::open(data_dir).map_err(anyhow::Error::from);
     match read {
-        Read::Inspect { url } => results()
-            .and_then(|r| Ok(inspect::read(&r, data_dir, url)?))
+        Read::Inspect { url } => crate::results::page::find(data_dir, url)
             .map_or_else(|e| failed(&e), |page| Answer::Page(page.map(Box::new))),
         Read::HostList { host, list } => {
             host_list_lines(data_dir, host, *list).map_or_else(|e| failed(&e), Answer::Lines)
         }
-        Read::FoundOn { urls } => results()
+        Read::FoundOn { urls } => crate::results::page::open(data_dir)
             .and_then(|r| Ok(quarantine::found_on(&r, urls)?))
             .map_or_else(|e| failed(&e), Answer::FoundOn),
     }

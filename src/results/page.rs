@@ -61,9 +61,7 @@ pub fn run(query: &PageQuery, mut out: impl Write) -> anyhow::Result<()> {
 
 /// The inspection of `url` in the crawl of `data_dir`, or why there is none.
 pub fn read(data_dir: &Path, url: &str) -> anyhow::Result<PageInspection> {
-    let results = Results::open(data_dir)
-        .with_context(|| format!("cannot read the crawl in {}", data_dir.display()))?;
-    match inspect::read(&results, data_dir, url)? {
+    match find(data_dir, url)? {
         Some(page) => Ok(page),
         None => bail!(
             "the crawl in {} has no record of {}; give a URL as `crawldeck pages` lists it",
@@ -73,12 +71,21 @@ pub fn read(data_dir: &Path, url: &str) -> anyhow::Result<PageInspection> {
     }
 }
 
+/// The inspection of `url`, `None` if the crawl has no record of it.
+pub fn find(data_dir: &Path, url: &str) -> anyhow::Result<Option<PageInspection>> {
+    Ok(inspect::read(&open(data_dir)?, data_dir, url)?)
+}
+
 /// The parked URLs by alert in the crawl of `data_dir` (through the running
 /// engine when a crawl holds the store).
 pub fn read_quarantine(data_dir: &Path) -> anyhow::Result<inspect::quarantine::Quarantine> {
-    let results = Results::open(data_dir)
-        .with_context(|| format!("cannot read the crawl in {}", data_dir.display()))?;
-    Ok(inspect::read_quarantine(&results)?)
+    Ok(inspect::read_quarantine(&open(data_dir)?)?)
+}
+
+/// The records of the crawl in `data_dir`.
+pub fn open(data_dir: &Path) -> anyhow::Result<Results> {
+    Results::open(data_dir)
+        .with_context(|| format!("cannot read the crawl in {}", data_dir.display()))
 }
 
 /// The inspection as lines: status, headers, title, outline, links.
