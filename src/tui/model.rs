@@ -182,7 +182,7 @@ pub enum Quitting {
     Checkpointing,
 }
 
-pub use super::records::{HostList, HOST_LIST_LINES};
+pub use crate::results::host_lists::HostList;
 
 /// A host list as read (or still being read) from the store.
 #[derive(Debug, Clone, PartialEq)]

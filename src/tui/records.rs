@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::engine::inspect::quarantine::Quarantine;
 use crate::engine::inspect::PageInspection;
-pub use crate::results::host_lists::{host_list_lines, HostList, HOST_LIST_LINES};
+use crate::results::host_lists::{host_list_lines, HostList};
 
 /// Records the UI cannot open itself (`cluster::reads::WorkerRecords`).
 pub trait RemoteRecords: Send + Sync + std::fmt::Debug {
