@@ -20,9 +20,8 @@ impl RedisFrontier {
 
     /// Held hosts that may hand out one more URL (at `now`, if given).
     fn open_hosts(&self, now: Option<Instant>) -> impl Iterator<Item = (&HostKey, &Local)> {
-        self.hosts.iter().filter(move |(_, h)| {
-            h.leased
-                && h.holds == 0
+        self.held_hosts().filter(move |(_, h)| {
+            h.holds == 0
                 && h.in_flight < self.max_of(h)
                 && now.is_none_or(|now| h.not_before.is_none_or(|t| t <= now))
         })
@@ -169,8 +168,8 @@ impl RedisFrontier {
     fn adopt_claimed(&mut self, host: &str) -> bool {
         let initial = self.initial_holds;
         let known = self.hosts.contains_key(host);
+        self.leased.insert(host.to_string());
         let h = self.hosts.entry(host.to_string()).or_default();
-        h.leased = true;
         if !known || h.holds & Hold::Robots.bit() != 0 {
             h.holds |= initial;
             self.new_hosts.push(host.to_string());

@@ -103,7 +103,7 @@ impl RedisFrontier {
             version: env!("CARGO_PKG_VERSION").to_string(),
             pages: self.pages,
             pages_per_s,
-            hosts_held: self.hosts.values().filter(|h| h.leased).count() as u64,
+            hosts_held: self.leased.len() as u64,
             in_flight: self.hosts.values().map(|h| h.in_flight as u64).sum(),
             at_ms,
             stale_after_ms: 3 * self.ttl_for_beats.as_millis() as u64,

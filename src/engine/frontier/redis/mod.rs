@@ -91,8 +91,6 @@ struct Local {
     in_flight: usize,
     max_in_flight: Option<usize>,
     not_before: Option<Instant>,
-    /// This worker holds the host's lease.
-    leased: bool,
     /// The level of the host's head after its batch (while leased), from
     /// the last take.
     head_level: Option<usize>,
@@ -129,6 +127,9 @@ pub struct RedisFrontier {
     clock: Clock,
     store: Store,
     hosts: HashMap<HostKey, Local>,
+    /// The hosts whose lease this worker holds (of `hosts`): what the take
+    /// path walks, however many hosts the crawl has.
+    leased: HashSet<HostKey>,
     default_max_in_flight: usize,
     initial_holds: u8,
     new_hosts: Vec<HostKey>,
@@ -194,6 +195,7 @@ impl RedisFrontier {
             clock: Clock::new(epoch_ms),
             store: store.clone(),
             hosts: HashMap::new(),
+            leased: HashSet::new(),
             default_max_in_flight: 1,
             initial_holds: 0,
             new_hosts: Vec::new(),
@@ -251,12 +253,7 @@ impl RedisFrontier {
             return Ok(());
         }
         self.last_upkeep = Some(std::time::Instant::now());
-        let held: Vec<HostKey> = self
-            .hosts
-            .iter()
-            .filter(|(_, h)| h.leased)
-            .map(|(k, _)| k.clone())
-            .collect();
+        let held: Vec<HostKey> = self.leased.iter().cloned().collect();
         if !held.is_empty() {
             let mut inv = self.scripts.renew.prepare_invoke();
             inv.arg(&self.prefix).arg(&self.worker).arg(self.ttl_ms());
@@ -277,11 +274,9 @@ impl RedisFrontier {
     /// batch they may serve: given back so any worker may take them when
     /// they are due.
     fn idle_hosts(&self) -> Vec<HostKey> {
-        self.hosts
-            .iter()
+        self.held_hosts()
             .filter(|(_, h)| {
-                h.leased
-                    && h.in_flight == 0
+                h.in_flight == 0
                     && h.holds & Hold::Robots.bit() == 0
                     && (h.batch.is_empty() || h.holds != 0)
             })
@@ -289,11 +284,18 @@ impl RedisFrontier {
             .collect()
     }
 
+    /// The hosts whose lease this worker holds, with what it knows of each.
+    fn held_hosts(&self) -> impl Iterator<Item = (&HostKey, &Local)> {
+        self.leased
+            .iter()
+            .filter_map(|k| Some((k, self.hosts.get(k)?)))
+    }
+
     /// Notes hosts whose lease this worker no longer holds.
     fn forget_leases(&mut self, hosts: Vec<HostKey>) {
         for host in hosts {
+            self.leased.remove(&host);
             if let Some(h) = self.hosts.get_mut(&host) {
-                h.leased = false;
                 h.head_level = None;
                 h.batch.clear();
             }

@@ -95,32 +95,32 @@ impl FrontierStore for RedisFrontier {
         // the others off for at least half a TTL, so only a time within that
         // is deferred.
         let soon = at.saturating_duration_since(Instant::now()) < self.ttl / 2;
+        let leased = self.leased.contains(host);
         let deferred = soon
+            && leased
             && self
                 .hosts
                 .get(host)
-                .is_some_and(|h| h.leased && h.in_flight == 1 && self.max_of(h) == 1);
+                .is_some_and(|h| h.in_flight == 1 && self.max_of(h) == 1);
         if let Some(h) = self.hosts.get_mut(host).filter(|_| deferred) {
             h.pending_nb = Some(score);
             h.not_before = Some(at);
             return Ok(());
         }
         // Usually called as a fetch ends: give the host back in the same round trip.
-        let give_back = self
-            .hosts
-            .get(host)
-            .is_some_and(|h| h.leased && h.in_flight == 0 && h.holds & Hold::Robots.bit() == 0);
+        let give_back = leased
+            && self
+                .hosts
+                .get(host)
+                .is_some_and(|h| h.in_flight == 0 && h.holds & Hold::Robots.bit() == 0);
         self.write(Write::NotBefore {
             host: host.to_string(),
             score,
             give_back,
         })?;
-        let h = self.hosts.entry(host.to_string()).or_default();
-        h.not_before = Some(at);
+        self.hosts.entry(host.to_string()).or_default().not_before = Some(at);
         if give_back {
-            h.leased = false;
-            h.head_level = None;
-            h.batch.clear();
+            self.forget_leases(vec![host.to_string()]);
         }
         Ok(())
     }
