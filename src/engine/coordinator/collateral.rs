@@ -15,7 +15,7 @@ use super::preview::{preview, PreviewBudget};
 use super::Coordinator;
 use crate::engine::control::RuleSpec;
 use crate::engine::rules::{CompiledRule, RuleSet};
-use crate::engine::store::{PageOutcome, PageRecord};
+use crate::engine::store::{PageOutcome, PageRecord, StoreError};
 use crate::engine::telemetry::{RuleImpact, TrapAlert};
 use crate::engine::traps::{narrower_rules, Detection};
 
@@ -137,20 +137,18 @@ impl Coordinator {
         let mut sampled = false;
         for scheme in ["http", "https"] {
             let prefix = format!("{scheme}://{host}/");
-            for (read, raw) in self.store.raw_page_records(&prefix).enumerate() {
+            for (read, page) in self.store.page_records(&prefix).enumerate() {
                 if read >= PAGES_READ || matched.len() >= PAGES_KEPT {
                     sampled = true;
                     break;
                 }
-                let raw = match raw {
-                    Ok(raw) => raw,
+                let page = match page {
+                    Ok(page) => page,
+                    Err(StoreError::Corrupt { .. }) => continue,
                     Err(e) => {
                         self.storage_failed("reading fetched pages for an alert's rule", e);
                         return (matched, true);
                     }
-                };
-                let Ok(page) = serde_json::from_slice::<PageRecord>(&raw) else {
-                    continue;
                 };
                 if let Some(m) = html_page(page, rules) {
                     matched.push(m);

@@ -5,7 +5,7 @@ use tokio::sync::mpsc;
 
 use super::{Found, Walked, CHECK_EVERY, CHUNK};
 use crate::engine::coordinator::journal::{Stored, WalkPosition};
-use crate::engine::store::{FilterReason, PageOutcome, PageRecord, Store, StoreError};
+use crate::engine::store::{FilterReason, PageOutcome, Store, StoreError};
 
 /// The walk goes through, per prefix, the `filtered` tree then the page
 /// records, in URL order; a phase numbers one of these.
@@ -52,12 +52,14 @@ fn walk_trees(
         }
         out.send();
         out.phase = phase(i, Found::Blocked);
-        for (read, raw) in store.raw_page_records(prefix).enumerate() {
+        for (read, page) in store.page_records(prefix).enumerate() {
             if read % CHECK_EVERY == 0 && tx.is_closed() {
                 return Ok(());
             }
-            let Ok(page) = serde_json::from_slice::<PageRecord>(&raw?) else {
-                continue;
+            let page = match page {
+                Ok(page) => page,
+                Err(StoreError::Corrupt { .. }) => continue,
+                Err(e) => return Err(e),
             };
             if blocked_by(&page.outcome, rule_id) && !done(out.phase, &page.url) {
                 out.add((page.url, page.host, page.depth));

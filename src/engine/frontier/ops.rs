@@ -45,7 +45,7 @@ impl Frontier {
         let id = self.leasing_host(lease)?;
         let mut batch = CrawlBatch::default();
         batch.dequeue(&lease.key);
-        batch.record_page(record)?;
+        batch.record_page(record);
         let staged = self.stage_queued(&mut batch, outlinks);
         if let Err(e) = self.store.apply(batch) {
             self.forget_claims(staged.iter().map(|(_, entry)| entry.url.as_str()));
@@ -67,7 +67,6 @@ impl Frontier {
         }
         let mut batch = CrawlBatch::default();
         let mut staged_all = Vec::with_capacity(done.len());
-        let mut encoded = Ok(());
         for Completion {
             lease,
             record,
@@ -75,10 +74,10 @@ impl Frontier {
         } in done
         {
             batch.dequeue(&lease.key);
-            encoded = encoded.and_then(|()| batch.record_page(&record));
+            batch.record_page(&record);
             staged_all.push((lease, self.stage_queued(&mut batch, outlinks)));
         }
-        if let Err(e) = encoded.and_then(|()| self.store.apply(batch)) {
+        if let Err(e) = self.store.apply(batch) {
             let urls: Vec<String> = staged_all
                 .iter()
                 .flat_map(|(_, staged)| staged.iter().map(|(_, entry)| entry.url.clone()))
@@ -390,7 +389,7 @@ impl Frontier {
                 }
                 batch.dequeue(&key);
                 match &action {
-                    SweepAction::Record(record) => batch.record_page(&record(&entry))?,
+                    SweepAction::Record(record) => batch.record_page(&record(&entry)),
                     SweepAction::Park(alert) => {
                         let (_, seq) = keys::parse_queue_key(&key).unwrap_or((0, 0));
                         batch.enqueue(&keys::parked_key(*alert, seq), &value);
@@ -456,7 +455,7 @@ impl Frontier {
                     continue;
                 };
                 match record {
-                    Some(record) => batch.record_page(&record(&entry))?,
+                    Some(record) => batch.record_page(&record(&entry)),
                     None => {
                         let key = keys::queue_key(&entry.host, level_of(entry.priority) as u8, seq);
                         batch.enqueue(&key, &value);

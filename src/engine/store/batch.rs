@@ -2,8 +2,8 @@
 //! and parked URLs together.
 
 use super::keys;
+use super::record_codec;
 use super::records::PageRecord;
-use super::StoreError;
 
 #[derive(Default)]
 pub(crate) struct CrawlBatch {
@@ -28,15 +28,11 @@ impl CrawlBatch {
         fp
     }
 
-    pub(crate) fn record_page(&mut self, record: &PageRecord) -> Result<(), StoreError> {
-        let value = serde_json::to_vec(record).map_err(|source| StoreError::Encode {
-            what: "page record",
-            source,
-        })?;
+    pub(crate) fn record_page(&mut self, record: &PageRecord) {
         let key = keys::page_key(&record.url);
-        self.inner.insert(key.as_slice(), value);
+        self.inner
+            .insert(key.as_slice(), record_codec::encode(record));
         self.page_keys.push(key);
-        Ok(())
     }
 
     pub(crate) fn set_seq(&mut self, next_seq: u64) {

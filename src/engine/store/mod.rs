@@ -9,6 +9,7 @@ mod gzip;
 pub(crate) mod keys;
 pub mod private;
 mod query;
+mod record_codec;
 mod records;
 #[cfg(unix)]
 pub mod remote;
@@ -283,7 +284,7 @@ impl Store {
             .get(keys::page_key(url))
             .map_err(StoreError::sled("page lookup"))?
         {
-            Some(v) => decode_json(&v, "page record").map(Some),
+            Some(v) => decode_page(url, &v).map(Some),
             None => Ok(None),
         }
     }
@@ -291,8 +292,8 @@ impl Store {
     /// Calls `f` with every page record, in URL order (for exports).
     pub fn for_each_page(&self, mut f: impl FnMut(PageRecord)) -> Result<(), StoreError> {
         for item in self.inner.crawl.scan_prefix([keys::PAGE]) {
-            let (_, v) = item.map_err(StoreError::sled("page scan"))?;
-            f(decode_json(&v, "page record")?);
+            let (k, v) = item.map_err(StoreError::sled("page scan"))?;
+            f(decode_page_entry(&k, &v)?);
         }
         Ok(())
     }
@@ -309,7 +310,7 @@ impl Store {
     ) -> Result<(), StoreError> {
         let mut batch = CrawlBatch::default();
         for record in records {
-            batch.record_page(record)?;
+            batch.record_page(record);
         }
         self.apply(batch)
     }
@@ -493,6 +494,20 @@ fn corrupt(what: &'static str, message: impl Into<String>) -> StoreError {
 
 fn decode_json<T: DeserializeOwned>(bytes: &[u8], what: &'static str) -> Result<T, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| corrupt(what, e.to_string()))
+}
+
+/// The page record stored under `url`'s key.
+fn decode_page(url: &str, bytes: &[u8]) -> Result<PageRecord, StoreError> {
+    record_codec::decode(url, bytes).map_err(|message| corrupt("page record", message))
+}
+
+/// A page record from its raw key (`p` and the URL) and value.
+fn decode_page_entry(key: &[u8], bytes: &[u8]) -> Result<PageRecord, StoreError> {
+    let url = key
+        .strip_prefix(&[keys::PAGE])
+        .and_then(|url| std::str::from_utf8(url).ok())
+        .ok_or_else(|| corrupt("page record", "its key is not a URL"))?;
+    decode_page(url, bytes)
 }
 
 fn decode_u64(bytes: &[u8], what: &'static str) -> Result<u64, StoreError> {

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{decode_json, keys, PageRecord, Store, StoreError, Tree};
+use super::{decode_json, decode_page_entry, keys, PageRecord, Store, StoreError, Tree};
 
 /// Referrers kept per URL: the page it was first found on and a few more.
 /// Bounded so that a link on every page (a site's menu) costs one read per
@@ -231,8 +231,8 @@ impl Store {
         let mut prefix = vec![keys::PAGE];
         prefix.extend_from_slice(url_prefix.as_bytes());
         Box::new(self.inner.crawl.scan_prefix(prefix).map(|item| {
-            let (_, v) = item.map_err(StoreError::sled("page scan"))?;
-            decode_json(&v, "page record")
+            let (k, v) = item.map_err(StoreError::sled("page scan"))?;
+            decode_page_entry(&k, &v)
         }))
     }
 
@@ -246,20 +246,8 @@ impl Store {
         let after = after.map(keys::page_key);
         self.scan_after(&[keys::PAGE], after.as_deref(), limit.max(1), |_| false)?
             .iter()
-            .map(|(_, v)| decode_json(v, "page record"))
+            .map(|(k, v)| decode_page_entry(k, v))
             .collect()
-    }
-
-    /// Raw page records (their stored JSON), for the results socket.
-    pub(crate) fn raw_page_records(&self, url_prefix: &str) -> Entries<sled::IVec> {
-        let mut prefix = vec![keys::PAGE];
-        prefix.extend_from_slice(url_prefix.as_bytes());
-        Box::new(
-            self.inner
-                .crawl
-                .scan_prefix(prefix)
-                .map(|item| Ok(item.map_err(StoreError::sled("page scan"))?.1)),
-        )
     }
 
     /// Links not queued whose URL starts with `url_prefix`, in URL order.

@@ -213,15 +213,7 @@ struct Reading<'a> {
 fn answer(verb: &str, arg: &str, reading: &Reading, out: &mut impl Write) -> Result<(), Answer> {
     let (store, stop) = (reading.store, reading.stop);
     match verb {
-        "pages" => {
-            for raw in store.raw_page_records(arg) {
-                if stop.load(Ordering::Relaxed) {
-                    return Err(Answer::Store(stopped()));
-                }
-                out.write_all(&raw?)?;
-                out.write_all(b"\n")?;
-            }
-        }
+        "pages" => send_all(store.page_records(arg), stop, out)?,
         "filtered" => send_all(store.filtered_urls(arg), stop, out)?,
         "referrers" => send_all(store.referrer_entries(arg), stop, out)?,
         "page" => send_line(&store.page(arg)?, out)?,

@@ -1,0 +1,328 @@
+//! The stored form of a page record: compact bytes, not JSON. A crawl writes
+//! one record per URL and sled keeps them in its cache and rewrites them with
+//! their tree nodes, so their size is memory and CPU. The URL is the record's
+//! key and is not repeated; the host and a canonical equal to the URL are
+//! flags; the SHA-1 digest is 20 raw bytes. Records stored as JSON by earlier
+//! versions (they start with `{`) still decode.
+
+use super::records::{PageOutcome, PageRecord, WarcLocation};
+
+/// First byte of a record in this form (JSON starts with `{`).
+const FORMAT: u8 = 1;
+
+const HOST_IS_AUTHORITY: u16 = 1 << 0;
+const TITLE: u16 = 1 << 1;
+const DIGEST_SHA1: u16 = 1 << 2;
+const DIGEST_TEXT: u16 = 1 << 3;
+const ETAG: u16 = 1 << 4;
+const LAST_MODIFIED: u16 = 1 << 5;
+const CANONICAL_IS_URL: u16 = 1 << 6;
+const CANONICAL: u16 = 1 << 7;
+const CONTENT_TYPE: u16 = 1 << 8;
+const SIMHASH: u16 = 1 << 9;
+const LINKS_FOUND: u16 = 1 << 10;
+const WARC: u16 = 1 << 11;
+
+const SHA1_PREFIX: &str = "sha1:";
+
+/// The stored bytes of `record` (its `url` is the key, not part of them).
+pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
+    let mut out = Writer(Vec::with_capacity(160));
+    out.0.push(FORMAT);
+    let digest = record.content_digest.as_deref().map(|d| (d, sha1_bytes(d)));
+    let canonical = record.canonical.as_deref();
+    let mut flags = 0;
+    let mut flag = |on: bool, bit: u16| {
+        if on {
+            flags |= bit;
+        }
+    };
+    flag(
+        authority(&record.url) == Some(&record.host),
+        HOST_IS_AUTHORITY,
+    );
+    flag(record.title.is_some(), TITLE);
+    flag(matches!(digest, Some((_, Some(_)))), DIGEST_SHA1);
+    flag(matches!(digest, Some((_, None))), DIGEST_TEXT);
+    flag(record.etag.is_some(), ETAG);
+    flag(record.last_modified.is_some(), LAST_MODIFIED);
+    flag(canonical == Some(record.url.as_str()), CANONICAL_IS_URL);
+    flag(canonical.is_some_and(|c| c != record.url), CANONICAL);
+    flag(record.content_type.is_some(), CONTENT_TYPE);
+    flag(record.simhash.is_some(), SIMHASH);
+    flag(record.links_found.is_some(), LINKS_FOUND);
+    flag(record.warc.is_some(), WARC);
+    out.0.extend_from_slice(&flags.to_le_bytes());
+
+    if flags & HOST_IS_AUTHORITY == 0 {
+        out.str(&record.host);
+    }
+    out.varint(u64::from(record.depth));
+    out.varint(record.fetched_at_unix_ms);
+    out.outcome(&record.outcome);
+    out.opt_str(record.title.as_deref());
+    match digest {
+        Some((_, Some(raw))) => out.0.extend_from_slice(&raw),
+        Some((text, None)) => out.str(text),
+        None => {}
+    }
+    out.opt_str(record.etag.as_deref());
+    out.opt_str(record.last_modified.as_deref());
+    if flags & CANONICAL != 0 {
+        out.opt_str(canonical);
+    }
+    out.varint(record.bytes);
+    out.varint(u64::from(record.outlinks));
+    out.varint(u64::from(record.links_dropped));
+    out.opt_str(record.content_type.as_deref());
+    if let Some(simhash) = record.simhash {
+        out.0.extend_from_slice(&simhash.to_le_bytes());
+    }
+    if let Some(found) = record.links_found {
+        out.varint(u64::from(found));
+    }
+    if let Some(warc) = &record.warc {
+        out.str(&warc.file);
+        out.varint(warc.offset);
+        out.varint(warc.length);
+    }
+    out.0
+}
+
+/// The record stored under `url`'s key.
+pub(crate) fn decode(url: &str, bytes: &[u8]) -> Result<PageRecord, String> {
+    match bytes.first() {
+        Some(&FORMAT) => Reader(&bytes[1..]).record(url),
+        Some(b'{') => serde_json::from_slice(bytes).map_err(|e| e.to_string()),
+        Some(other) => Err(format!("unknown record format {other}")),
+        None => Err("empty record".into()),
+    }
+}
+
+/// `host[:port]` of an absolute URL, as written in it.
+fn authority(url: &str) -> Option<&str> {
+    let rest = &url[url.find("://")? + 3..];
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// The 20 bytes of a `sha1:BASE32` digest that encodes back to the same text.
+fn sha1_bytes(digest: &str) -> Option<[u8; 20]> {
+    let encoded = digest.strip_prefix(SHA1_PREFIX)?;
+    let raw: [u8; 20] = data_encoding::BASE32
+        .decode(encoded.as_bytes())
+        .ok()?
+        .try_into()
+        .ok()?;
+    (data_encoding::BASE32.encode(&raw) == encoded).then_some(raw)
+}
+
+struct Writer(Vec<u8>);
+
+impl Writer {
+    fn varint(&mut self, mut n: u64) {
+        while n >= 0x80 {
+            self.0.push(n as u8 | 0x80);
+            n >>= 7;
+        }
+        self.0.push(n as u8);
+    }
+
+    fn str(&mut self, s: &str) {
+        self.varint(s.len() as u64);
+        self.0.extend_from_slice(s.as_bytes());
+    }
+
+    fn opt_str(&mut self, s: Option<&str>) {
+        if let Some(s) = s {
+            self.str(s);
+        }
+    }
+
+    fn outcome(&mut self, outcome: &PageOutcome) {
+        match outcome {
+            PageOutcome::Fetched { status } => {
+                self.0.push(0);
+                self.varint(u64::from(*status));
+            }
+            PageOutcome::NotModified => self.0.push(1),
+            PageOutcome::Redirect { status, location } => {
+                self.0.push(2);
+                self.varint(u64::from(*status));
+                self.str(location);
+            }
+            PageOutcome::Duplicate { of } => {
+                self.0.push(3);
+                self.str(of);
+            }
+            PageOutcome::Error { kind, message } => {
+                self.0.push(4);
+                self.str(kind);
+                self.str(message);
+            }
+            PageOutcome::RobotsDenied => self.0.push(5),
+            PageOutcome::Blocked { rule_id, rule } => {
+                self.0.push(6);
+                self.varint(*rule_id);
+                self.str(rule);
+            }
+            PageOutcome::NotCrawled { reason } => {
+                self.0.push(7);
+                self.str(reason);
+            }
+        }
+    }
+}
+
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn record(mut self, url: &str) -> Result<PageRecord, String> {
+        let flags = u16::from_le_bytes(self.array()?);
+        let has = |bit: u16| flags & bit != 0;
+        let host = if has(HOST_IS_AUTHORITY) {
+            authority(url)
+                .ok_or("the key is not an absolute URL")?
+                .to_string()
+        } else {
+            self.string()?
+        };
+        let depth = self.small()?;
+        let fetched_at_unix_ms = self.varint()?;
+        let outcome = self.outcome()?;
+        let title = self.opt_string(has(TITLE))?;
+        let content_digest = if has(DIGEST_SHA1) {
+            let raw: [u8; 20] = self.array()?;
+            Some(format!(
+                "{SHA1_PREFIX}{}",
+                data_encoding::BASE32.encode(&raw)
+            ))
+        } else {
+            self.opt_string(has(DIGEST_TEXT))?
+        };
+        let etag = self.opt_string(has(ETAG))?;
+        let last_modified = self.opt_string(has(LAST_MODIFIED))?;
+        let canonical = if has(CANONICAL_IS_URL) {
+            Some(url.to_string())
+        } else {
+            self.opt_string(has(CANONICAL))?
+        };
+        let bytes = self.varint()?;
+        let outlinks = self.small()?;
+        let links_dropped = self.small()?;
+        let content_type = self.opt_string(has(CONTENT_TYPE))?;
+        let simhash = match has(SIMHASH) {
+            true => Some(u64::from_le_bytes(self.array()?)),
+            false => None,
+        };
+        let links_found = match has(LINKS_FOUND) {
+            true => Some(self.small()?),
+            false => None,
+        };
+        let warc = match has(WARC) {
+            true => Some(WarcLocation {
+                file: self.string()?,
+                offset: self.varint()?,
+                length: self.varint()?,
+            }),
+            false => None,
+        };
+        if !self.0.is_empty() {
+            return Err(format!("{} bytes after the record", self.0.len()));
+        }
+        Ok(PageRecord {
+            url: url.to_string(),
+            host,
+            depth,
+            fetched_at_unix_ms,
+            outcome,
+            title,
+            content_digest,
+            etag,
+            last_modified,
+            bytes,
+            outlinks,
+            canonical,
+            links_dropped,
+            content_type,
+            simhash,
+            links_found,
+            warc,
+        })
+    }
+
+    fn take(&mut self, n: usize) -> Result<&[u8], String> {
+        if self.0.len() < n {
+            return Err("the record is cut short".into());
+        }
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], String> {
+        Ok(self.take(N)?.try_into().expect("take returns N bytes"))
+    }
+
+    fn byte(&mut self) -> Result<u8, String> {
+        Ok(self.take(1)?[0])
+    }
+
+    fn varint(&mut self) -> Result<u64, String> {
+        let mut n = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = self.byte()?;
+            n |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Ok(n);
+            }
+        }
+        Err("a number longer than 64 bits".into())
+    }
+
+    fn small<T: TryFrom<u64>>(&mut self) -> Result<T, String> {
+        let n = self.varint()?;
+        T::try_from(n).map_err(|_| format!("{n} is out of range"))
+    }
+
+    fn string(&mut self) -> Result<String, String> {
+        let len = self.small::<usize>()?;
+        let bytes = self.take(len)?.to_vec();
+        String::from_utf8(bytes).map_err(|_| "a string that is not UTF-8".into())
+    }
+
+    fn opt_string(&mut self, present: bool) -> Result<Option<String>, String> {
+        present.then(|| self.string()).transpose()
+    }
+
+    fn outcome(&mut self) -> Result<PageOutcome, String> {
+        Ok(match self.byte()? {
+            0 => PageOutcome::Fetched {
+                status: self.small()?,
+            },
+            1 => PageOutcome::NotModified,
+            2 => PageOutcome::Redirect {
+                status: self.small()?,
+                location: self.string()?,
+            },
+            3 => PageOutcome::Duplicate { of: self.string()? },
+            4 => PageOutcome::Error {
+                kind: self.string()?,
+                message: self.string()?,
+            },
+            5 => PageOutcome::RobotsDenied,
+            6 => PageOutcome::Blocked {
+                rule_id: self.varint()?,
+                rule: self.string()?,
+            },
+            7 => PageOutcome::NotCrawled {
+                reason: self.string()?,
+            },
+            other => return Err(format!("unknown outcome {other}")),
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "record_codec_tests.rs"]
+mod tests;

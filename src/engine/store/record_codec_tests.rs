@@ -1,0 +1,151 @@
+use proptest::prelude::*;
+
+use super::{decode, encode};
+use crate::engine::store::{PageOutcome, PageRecord, WarcLocation};
+
+fn fetched_page() -> PageRecord {
+    let url = "http://127.0.1.10:8080/articles/000/andadama-96.html";
+    PageRecord {
+        title: Some("Calsenis Misone Caltur - 127.0.1.10".into()),
+        content_digest: Some("sha1:KL7FZ2UU2JR6WCIRUXSTZUFE46HPHWZX".into()),
+        etag: Some("\"6b078bf3-5636\"".into()),
+        last_modified: Some("Thu, 26 Nov 2026 01:31:31 GMT".into()),
+        bytes: 22_070,
+        outlinks: 3,
+        canonical: Some(url.into()),
+        content_type: Some("text/html".into()),
+        simhash: Some(18_146_577_480_245_306_867),
+        links_found: Some(47),
+        warc: Some(WarcLocation {
+            file: "crawldeck-00000.warc.gz".into(),
+            offset: 389_772_472,
+            length: 13_573,
+        }),
+        ..PageRecord::without_fetch(
+            url,
+            "127.0.1.10:8080",
+            2,
+            1_795_684_688_884,
+            PageOutcome::Fetched { status: 200 },
+        )
+    }
+}
+
+fn round_trip(record: &PageRecord) {
+    let bytes = encode(record);
+    assert_eq!(decode(&record.url, &bytes).as_ref(), Ok(record));
+}
+
+#[test]
+fn a_fetched_page_round_trips_in_under_a_third_of_its_json() {
+    let record = fetched_page();
+    round_trip(&record);
+    let json = serde_json::to_vec(&record).expect("encodes");
+    let compact = encode(&record);
+    assert!(
+        compact.len() * 3 < json.len(),
+        "{} bytes against {} of JSON",
+        compact.len(),
+        json.len()
+    );
+}
+
+#[test]
+fn every_outcome_and_every_absent_field_round_trips() {
+    let outcomes = [
+        PageOutcome::Fetched { status: 404 },
+        PageOutcome::NotModified,
+        PageOutcome::Redirect {
+            status: 301,
+            location: "https://b.test/é".into(),
+        },
+        PageOutcome::Duplicate {
+            of: "http://a.test/first".into(),
+        },
+        PageOutcome::Error {
+            kind: "timeout".into(),
+            message: "no answer in 30s".into(),
+        },
+        PageOutcome::RobotsDenied,
+        PageOutcome::Blocked {
+            rule_id: u64::MAX,
+            rule: "regex ^/a on h".into(),
+        },
+        PageOutcome::NotCrawled {
+            reason: "robots.txt never became available".into(),
+        },
+    ];
+    for outcome in outcomes {
+        round_trip(&PageRecord::without_fetch(
+            "https://a.test/x?y#z",
+            "a.test",
+            u32::MAX,
+            u64::MAX,
+            outcome,
+        ));
+    }
+}
+
+#[test]
+fn a_host_a_digest_or_a_canonical_unlike_the_usual_ones_is_kept_as_written() {
+    let mut record = fetched_page();
+    record.url = "http://user@a.test:81/p".into();
+    record.host = "a.test:81".into();
+    record.content_digest = Some("sha1:not-base32".into());
+    record.canonical = Some("http://a.test/other".into());
+    record.links_dropped = 9;
+    round_trip(&record);
+
+    record.content_digest = Some("md5:abc".into());
+    record.url = "not a url".into();
+    record.canonical = None;
+    round_trip(&record);
+}
+
+#[test]
+fn records_stored_as_json_still_decode() {
+    let record = fetched_page();
+    let json = serde_json::to_vec(&record).expect("encodes");
+    assert_eq!(decode(&record.url, &json), Ok(record));
+}
+
+#[test]
+fn a_cut_or_damaged_record_is_an_error_not_a_panic() {
+    let bytes = encode(&fetched_page());
+    for end in 0..bytes.len() {
+        assert!(decode("http://127.0.1.10:8080/a", &bytes[..end]).is_err());
+    }
+    let mut longer = bytes.clone();
+    longer.push(0);
+    assert!(decode("http://127.0.1.10:8080/a", &longer).is_err());
+    assert!(decode("http://a.test/", &[9, 0, 0]).is_err());
+}
+
+proptest! {
+    #[test]
+    fn any_record_round_trips(
+        url in "[a-z]{1,5}://[a-z.:@]{0,12}(/[a-zé?#]{0,10})?",
+        host in "[a-z.:]{0,12}",
+        text in proptest::option::of(".{0,20}"),
+        digest in proptest::option::of(prop_oneof![
+            "sha1:[A-Z2-7]{32}",
+            ".{0,40}",
+        ]),
+        numbers in (any::<u32>(), any::<u64>(), any::<u64>(), any::<u32>(), any::<u32>()),
+        simhash in proptest::option::of(any::<u64>()),
+        canonical_is_url in any::<bool>(),
+    ) {
+        let (depth, at, bytes, outlinks, dropped) = numbers;
+        let mut record = PageRecord::without_fetch(&url, &host, depth, at, PageOutcome::NotModified);
+        record.title = text.clone();
+        record.etag = text.clone();
+        record.content_digest = digest;
+        record.bytes = bytes;
+        record.outlinks = outlinks;
+        record.links_dropped = dropped;
+        record.simhash = simhash;
+        record.links_found = simhash.map(|h| h as u32);
+        record.canonical = if canonical_is_url { Some(url.clone()) } else { text };
+        prop_assert_eq!(decode(&url, &encode(&record)), Ok(record));
+    }
+}
