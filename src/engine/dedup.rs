@@ -9,16 +9,22 @@ pub fn url_fingerprint(url: &str) -> u64 {
     xxh3_64(url.as_bytes())
 }
 
-/// A fixed-size Bloom filter over 64-bit fingerprints.
-///
-/// The k probe positions come from double hashing (Kirsch–Mitzenmacher): the
-/// fingerprint is already a good hash, so its two 32-bit halves give h1 and h2.
+/// A fixed-size, blocked Bloom filter over 64-bit fingerprints: all k bits
+/// of a fingerprint lie in one 64-byte block, so a lookup costs one cache
+/// miss, not k, and no division. Blocking raises the false-positive rate a
+/// little; the filter is a quarter larger than a plain one to make up for it.
 #[derive(Debug, Clone)]
 pub struct BloomFilter {
-    bits: Vec<u64>,
-    bit_count: u64,
+    blocks: Vec<Block>,
     hashes: u32,
 }
+
+/// One cache line of bits.
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(align(64))]
+struct Block([u64; 8]);
+
+const BLOCK_BITS: u64 = 512;
 
 impl BloomFilter {
     /// Sized for `expected` items at false-positive rate `fp_rate` (clamped to a sane range).
@@ -30,39 +36,44 @@ impl BloomFilter {
             0.01
         };
         let ln2 = std::f64::consts::LN_2;
-        let m = (-(n * p.ln()) / (ln2 * ln2)).ceil().max(64.0);
-        let words = (m / 64.0).ceil() as usize;
-        let bit_count = words as u64 * 64;
-        let k = ((bit_count as f64 / n) * ln2).round().clamp(1.0, 30.0) as u32;
+        let plain_bits = (-(n * p.ln()) / (ln2 * ln2)).ceil();
+        let k = ((plain_bits / n) * ln2).round().clamp(1.0, 30.0) as u32;
+        let blocks = (plain_bits * 1.25 / BLOCK_BITS as f64).ceil().max(1.0) as usize;
         BloomFilter {
-            bits: vec![0; words],
-            bit_count,
+            blocks: vec![Block::default(); blocks],
             hashes: k,
         }
     }
 
-    fn positions(hashes: u32, bit_count: u64, fp: u64) -> impl Iterator<Item = u64> {
+    /// The block of `fp` and its k bit positions in it (double hashing).
+    fn probe(&self, fp: u64) -> (usize, impl Iterator<Item = u64>) {
         // Re-mix so that fingerprints with structured low bits still spread.
         let mixed = xxh3_64_with_seed(&fp.to_le_bytes(), 0x9E37_79B9);
-        let h1 = mixed & 0xFFFF_FFFF;
-        let h2 = (mixed >> 32) | 1;
-        (0..u64::from(hashes)).map(move |i| h1.wrapping_add(i.wrapping_mul(h2)) % bit_count)
+        let block = ((mixed >> 32) * self.blocks.len() as u64) >> 32;
+        let h1 = mixed & 0xFFFF;
+        let h2 = ((mixed >> 16) & 0xFFFF) | 1;
+        let bits = (0..u64::from(self.hashes))
+            .map(move |i| h1.wrapping_add(i.wrapping_mul(h2)) % BLOCK_BITS);
+        (block as usize, bits)
     }
 
     pub fn insert(&mut self, fp: u64) {
-        for bit in Self::positions(self.hashes, self.bit_count, fp) {
-            self.bits[(bit / 64) as usize] |= 1 << (bit % 64);
+        let (block, bits) = self.probe(fp);
+        let words = &mut self.blocks[block].0;
+        for bit in bits {
+            words[(bit / 64) as usize] |= 1 << (bit % 64);
         }
     }
 
     pub fn might_contain(&self, fp: u64) -> bool {
-        Self::positions(self.hashes, self.bit_count, fp)
-            .all(|bit| self.bits[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+        let (block, mut bits) = self.probe(fp);
+        let words = &self.blocks[block].0;
+        bits.all(|bit| words[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
     }
 
     #[cfg(test)]
     pub fn memory_bytes(&self) -> usize {
-        self.bits.len() * std::mem::size_of::<u64>()
+        self.blocks.len() * std::mem::size_of::<Block>()
     }
 
     /// Number of hash functions in use.
@@ -179,14 +190,47 @@ fn mix(mut h: u64) -> u64 {
     h ^ (h >> 33)
 }
 
-/// Per-bit votes of token hashes. Each bit's weight is (ones - zeros); the ones
-/// are counted in a bit-sliced counter (plane i holds bit i of all 64 counts),
-/// so adding a hash is a short ripple of word operations, not 64 adds.
-#[derive(Default)]
+/// Per-bit votes of token hashes: a bit is set in the simhash when more than
+/// half the hashes have it. Ones are counted eight bits at a time: byte `j`
+/// of a hash adds [`SPREAD`]`[byte]` (bit `i` of the byte becomes 1 in byte
+/// lane `i`) to `lanes[j]`, eight adds per hash with no branches; the byte
+/// lanes are emptied into `ones` before they can overflow.
 struct Votes {
-    planes: [u64; 16],
+    lanes: [u64; 8],
+    /// Hashes added to `lanes` since they were last emptied.
+    in_lanes: u32,
+    ones: [u32; 64],
     total: u32,
 }
+
+impl Default for Votes {
+    fn default() -> Self {
+        Votes {
+            lanes: [0; 8],
+            in_lanes: 0,
+            ones: [0; 64],
+            total: 0,
+        }
+    }
+}
+
+/// Hashes a byte lane can count before it is emptied.
+const LANE_MAX: u32 = 255;
+
+/// Bit `i` of the index spread to byte `i`.
+static SPREAD: [u64; 256] = {
+    let mut table = [0u64; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let mut bit = 0;
+        while bit < 8 {
+            table[byte] |= ((byte as u64 >> bit) & 1) << (8 * bit);
+            bit += 1;
+        }
+        byte += 1;
+    }
+    table
+};
 
 impl Votes {
     fn add(&mut self, hash: u64) {
@@ -194,31 +238,37 @@ impl Votes {
             return;
         }
         self.total += 1;
-        let mut carry = hash;
-        for plane in self.planes.iter_mut() {
-            let next = *plane & carry;
-            *plane ^= carry;
-            carry = next;
-            if carry == 0 {
-                break;
-            }
+        for (j, lane) in self.lanes.iter_mut().enumerate() {
+            *lane += SPREAD[((hash >> (8 * j)) & 0xff) as usize];
+        }
+        self.in_lanes += 1;
+        if self.in_lanes == LANE_MAX {
+            self.empty_lanes();
         }
     }
 
-    fn hash(&self) -> u64 {
-        (0..64).fold(0u64, |hash, bit| {
-            let ones: u32 = self
-                .planes
-                .iter()
-                .enumerate()
-                .map(|(i, plane)| (((plane >> bit) & 1) as u32) << i)
-                .sum();
-            if 2 * ones > self.total {
-                hash | (1 << bit)
-            } else {
-                hash
+    fn empty_lanes(&mut self) {
+        for (j, lane) in self.lanes.iter_mut().enumerate() {
+            for i in 0..8 {
+                self.ones[8 * j + i] += ((*lane >> (8 * i)) & 0xff) as u32;
             }
-        })
+            *lane = 0;
+        }
+        self.in_lanes = 0;
+    }
+
+    fn hash(mut self) -> u64 {
+        self.empty_lanes();
+        self.ones
+            .iter()
+            .enumerate()
+            .fold(0u64, |hash, (bit, &ones)| {
+                if 2 * ones > self.total {
+                    hash | (1 << bit)
+                } else {
+                    hash
+                }
+            })
     }
 }
 
@@ -230,6 +280,34 @@ pub fn hamming(a: u64, b: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn votes_count_every_bit_as_64_plain_counters_do() {
+        for count in [0usize, 1, 2, 254, 255, 256, 1_000, 70_000] {
+            let mut votes = Votes::default();
+            let mut plain = [0u32; 64];
+            let mut total = 0u32;
+            for i in 0..count {
+                // Skewed, and bit 40 always set: lanes fill at different rates, one at full speed.
+                let hash = xxh3_64(&i.to_le_bytes()) | (i as u64 % 3) | 1 << 40;
+                votes.add(hash);
+                if total < u32::from(u16::MAX) {
+                    total += 1;
+                    for (bit, ones) in plain.iter_mut().enumerate() {
+                        *ones += ((hash >> bit) & 1) as u32;
+                    }
+                }
+            }
+            let expected = (0..64).fold(0u64, |h, bit| {
+                if 2 * plain[bit] > total {
+                    h | (1 << bit)
+                } else {
+                    h
+                }
+            });
+            assert_eq!(votes.hash(), expected, "{count} hashes");
+        }
+    }
 
     #[test]
     fn fingerprint_is_stable_and_distinguishes() {
