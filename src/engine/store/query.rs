@@ -65,6 +65,8 @@ pub type Entries<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
 
 /// Slots of the referrer counter: 4 MiB, whatever the crawl's size.
 const COUNT_SLOTS: usize = 1 << 22;
+/// Slots in a cache line.
+const LINE: usize = 64;
 
 /// How many further referrers each URL has, estimated in fixed memory (a
 /// count-min sketch over URL fingerprints, two probes, conservative update).
@@ -91,8 +93,10 @@ impl ReferrerCounts {
         if self.slots.is_empty() {
             self.slots = vec![0; COUNT_SLOTS];
         }
+        // Both slots in one cache line: one miss per link, not two.
         let a = fp as usize & (COUNT_SLOTS - 1);
-        let b = (fp >> 32) as usize & (COUNT_SLOTS - 1);
+        let b = (a & !(LINE - 1)) | ((fp >> 32) as usize & (LINE - 1));
+        let b = if b == a { a ^ 1 } else { b };
         let estimate = self.slots[a].min(self.slots[b]);
         if usize::from(estimate) + 1 >= MAX_REFERRERS {
             return false;
