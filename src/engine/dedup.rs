@@ -424,8 +424,13 @@ impl std::hash::Hasher for FingerprintHasher {
     }
 }
 
-type FingerprintSet =
+/// A set of fingerprints, not hashed again.
+pub(crate) type FingerprintSet =
     std::collections::HashSet<u64, std::hash::BuildHasherDefault<FingerprintHasher>>;
+
+/// A map keyed by fingerprints, not hashed again.
+pub(crate) type FingerprintMap<V> =
+    std::collections::HashMap<u64, V, std::hash::BuildHasherDefault<FingerprintHasher>>;
 
 /// Recently confirmed "seen" fingerprints, so a Bloom filter's positives (most
 /// links on a page point to pages already seen) rarely need the persistent

@@ -8,12 +8,11 @@ mod scan;
 mod tests;
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use encoding_rs::{Encoding, UTF_8};
 use url::Url;
 
-use crate::engine::dedup::WordHasher;
+use crate::engine::dedup::{url_fingerprint, FingerprintMap, WordHasher};
 use crate::engine::url_norm;
 use scan::{Tag, Visitor};
 
@@ -165,7 +164,8 @@ struct State<'a> {
     base: Url,
     base_seen: bool,
     links: Vec<Link>,
-    index: HashMap<String, usize>,
+    /// Each link's place in `links`, by its URL's fingerprint.
+    index: FingerprintMap<usize>,
     dropped: usize,
     title: Option<String>,
     canonical: Option<Url>,
@@ -201,11 +201,14 @@ impl State<'_> {
             self.dropped += 1;
             return;
         }
-        match self.index.get(url.as_str()) {
+        let fingerprint = url_fingerprint(url.as_str());
+        match self.index.get(&fingerprint) {
             // A URL is nofollow only if every occurrence says so.
-            Some(&i) => self.links[i].nofollow &= nofollow,
+            Some(&i) if self.links[i].url == url => self.links[i].nofollow &= nofollow,
+            // Another URL with the same fingerprint: kept, not indexed.
+            Some(_) => self.links.push(Link { url, nofollow }),
             None => {
-                self.index.insert(url.as_str().to_owned(), self.links.len());
+                self.index.insert(fingerprint, self.links.len());
                 self.links.push(Link { url, nofollow });
             }
         }
@@ -373,7 +376,7 @@ pub fn extract(
         base: page_url.clone(),
         base_seen: false,
         links: Vec::new(),
-        index: HashMap::new(),
+        index: FingerprintMap::default(),
         dropped: 0,
         title: None,
         canonical: None,

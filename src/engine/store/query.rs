@@ -6,6 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{decode_json, decode_page_entry, keys, PageRecord, Store, StoreError, Tree};
+use crate::engine::dedup::FingerprintSet;
 
 /// Referrers kept per URL: the page it was first found on and a few more.
 /// Bounded so that a link on every page (a site's menu) costs one read per
@@ -150,14 +151,15 @@ impl Store {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64)
             .to_be_bytes();
-        let mut done = std::collections::HashSet::new();
+        let mut done = FingerprintSet::default();
         for (target, fresh) in links {
-            if !done.insert(target) {
+            let fingerprint = keys::url_fingerprint(target);
+            if !done.insert(fingerprint) {
                 continue;
             }
             if fresh {
                 counts.pending.insert(first_key(target), parent.as_bytes());
-            } else if target != parent && counts.admit(keys::url_fingerprint(target)) {
+            } else if target != parent && counts.admit(fingerprint) {
                 counts
                     .pending
                     .insert(further_key(target, parent), &order[..]);
