@@ -1,5 +1,5 @@
 //! Gzip members for WARC records. libdeflate at level 1 compresses as fast
-//! as zlib's fastest mode and writes about a third less (its level 1 is a
+//! as zlib's fastest mode and writes about 30 % less (its level 1 is a
 //! real LZ77 + Huffman pass, not zlib's static-table "quick" strategy). It
 //! needs the whole input at once, so a record's parts are joined in a buffer
 //! kept per thread, as is the compressor's state.
