@@ -17,6 +17,13 @@ const MERGED_HOSTS: usize = 20_000;
 /// Workers remembered after they end (their pages still count).
 const REMEMBERED_WORKERS: usize = 256;
 
+/// URLs waiting to be fetched: all that Redis counts as queued or in flight,
+/// less what the workers say they fetch. A worker serves the URLs of a take's
+/// batch without telling Redis, which counts them as queued until done.
+pub fn not_fetching(redis_queued: u64, redis_in_flight: u64, fetching: u64) -> u64 {
+    (redis_queued + redis_in_flight).saturating_sub(fetching)
+}
+
 /// One reading of the shared crawl from Redis.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterRead {
@@ -102,10 +109,7 @@ impl Merger {
         for (_, s) in snaps {
             add_counters(&mut merged, s);
         }
-        // The workers' own counts of what they fetch include their batch
-        // URLs, which Redis still counts as queued.
-        merged.frontier_size =
-            (read.queued + read.in_flight).saturating_sub(merged.in_flight as u64);
+        merged.frontier_size = not_fetching(read.queued, read.in_flight, merged.in_flight as u64);
         merged.finish_reason = (merged.state == CrawlState::Done)
             .then(|| named(snaps, |s| s.finish_reason.as_deref()))
             .flatten();

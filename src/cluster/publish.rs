@@ -68,12 +68,7 @@ pub fn bounded(snapshot: &Snapshot, windows: &[HostWindow]) -> Snapshot {
         let order = ordered(&snapshot.hosts, w.sort, w.reverse, &w.filter);
         rows.extend(order.into_iter().take(w.first + 2 * w.rows));
     }
-    rows.extend(
-        snapshot
-            .hosts
-            .iter()
-            .filter(|h| details.contains(h.host.as_str())),
-    );
+    rows.extend(details.iter().filter_map(|host| snapshot.host_detail(host)));
     let mut listed: HashSet<&str> = HashSet::new();
     for h in rows {
         if listed.insert(h.host.as_str()) {

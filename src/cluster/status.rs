@@ -104,8 +104,7 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
     let workers = worker_rows(&beats);
     let open_alerts = open_alerts(&mut con, &target.crawl, &workers).map_err(fail)?;
     let count = |k: &str| counts.get(k).copied().unwrap_or(0).max(0) as u64;
-    // What live workers fetch, from their heartbeats: it includes URLs served
-    // from a take's batch, which Redis still counts as queued.
+    // What live workers fetch, from their heartbeats.
     let fetching: u64 = workers
         .iter()
         .filter(|w| w.alive)
@@ -113,7 +112,7 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
         .sum();
     Ok(ClusterStatus {
         crawl: target.crawl.clone(),
-        queued: (count("queued") + count("inflight")).saturating_sub(fetching),
+        queued: super::merge::not_fetching(count("queued"), count("inflight"), fetching),
         in_flight: fetching,
         parked: count("parked"),
         seen,
@@ -149,8 +148,6 @@ fn open_alerts(
     Ok(alerts)
 }
 
-/// The workers of the `beats` hash (worker → heartbeat JSON), by name;
-/// unreadable heartbeats are left out.
 /// Every worker of `crawl` with a heartbeat (see `worker_rows`).
 pub fn read_workers(
     con: &mut redis::Connection,
@@ -162,6 +159,8 @@ pub fn read_workers(
     Ok(worker_rows(&beats))
 }
 
+/// The workers of the `beats` hash (worker → heartbeat JSON), by name;
+/// unreadable heartbeats are left out.
 pub fn worker_rows(beats: &HashMap<String, String>) -> Vec<WorkerRow> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
