@@ -25,33 +25,33 @@ const WARC: u16 = 1 << 11;
 
 const SHA1_PREFIX: &str = "sha1:";
 
-/// The stored bytes of `record` (its `url` is the key, not part of them).
+/// The stored bytes of `record` (its `url` is the key, not part of them),
+/// field by field in `PageRecord`'s order.
 pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
     let mut out = Writer(Vec::with_capacity(160));
     out.0.push(FORMAT);
     let digest = record.content_digest.as_deref().map(|d| (d, sha1_bytes(d)));
     let canonical = record.canonical.as_deref();
-    let mut flags = 0;
-    let mut flag = |on: bool, bit: u16| {
-        if on {
-            flags |= bit;
-        }
-    };
-    flag(
-        authority(&record.url) == Some(&record.host),
-        HOST_IS_AUTHORITY,
-    );
-    flag(record.title.is_some(), TITLE);
-    flag(matches!(digest, Some((_, Some(_)))), DIGEST_SHA1);
-    flag(matches!(digest, Some((_, None))), DIGEST_TEXT);
-    flag(record.etag.is_some(), ETAG);
-    flag(record.last_modified.is_some(), LAST_MODIFIED);
-    flag(canonical == Some(record.url.as_str()), CANONICAL_IS_URL);
-    flag(canonical.is_some_and(|c| c != record.url), CANONICAL);
-    flag(record.content_type.is_some(), CONTENT_TYPE);
-    flag(record.simhash.is_some(), SIMHASH);
-    flag(record.links_found.is_some(), LINKS_FOUND);
-    flag(record.warc.is_some(), WARC);
+    let flags = [
+        (
+            authority(&record.url) == Some(&record.host),
+            HOST_IS_AUTHORITY,
+        ),
+        (record.title.is_some(), TITLE),
+        (matches!(digest, Some((_, Some(_)))), DIGEST_SHA1),
+        (matches!(digest, Some((_, None))), DIGEST_TEXT),
+        (record.etag.is_some(), ETAG),
+        (record.last_modified.is_some(), LAST_MODIFIED),
+        (canonical == Some(record.url.as_str()), CANONICAL_IS_URL),
+        (canonical.is_some_and(|c| c != record.url), CANONICAL),
+        (record.content_type.is_some(), CONTENT_TYPE),
+        (record.simhash.is_some(), SIMHASH),
+        (record.links_found.is_some(), LINKS_FOUND),
+        (record.warc.is_some(), WARC),
+    ]
+    .into_iter()
+    .filter(|&(on, _)| on)
+    .fold(0u16, |flags, (_, bit)| flags | bit);
     out.0.extend_from_slice(&flags.to_le_bytes());
 
     if flags & HOST_IS_AUTHORITY == 0 {
@@ -68,11 +68,11 @@ pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
     }
     out.opt_str(record.etag.as_deref());
     out.opt_str(record.last_modified.as_deref());
+    out.varint(record.bytes);
+    out.varint(u64::from(record.outlinks));
     if flags & CANONICAL != 0 {
         out.opt_str(canonical);
     }
-    out.varint(record.bytes);
-    out.varint(u64::from(record.outlinks));
     out.varint(u64::from(record.links_dropped));
     out.opt_str(record.content_type.as_deref());
     if let Some(simhash) = record.simhash {
@@ -180,75 +180,51 @@ impl Reader<'_> {
     fn record(mut self, url: &str) -> Result<PageRecord, String> {
         let flags = u16::from_le_bytes(self.array()?);
         let has = |bit: u16| flags & bit != 0;
-        let host = if has(HOST_IS_AUTHORITY) {
-            authority(url)
-                .ok_or("the key is not an absolute URL")?
-                .to_string()
-        } else {
-            self.string()?
-        };
-        let depth = self.small()?;
-        let fetched_at_unix_ms = self.varint()?;
-        let outcome = self.outcome()?;
-        let title = self.opt_string(has(TITLE))?;
-        let content_digest = if has(DIGEST_SHA1) {
-            let raw: [u8; 20] = self.array()?;
-            Some(format!(
-                "{SHA1_PREFIX}{}",
-                data_encoding::BASE32.encode(&raw)
-            ))
-        } else {
-            self.opt_string(has(DIGEST_TEXT))?
-        };
-        let etag = self.opt_string(has(ETAG))?;
-        let last_modified = self.opt_string(has(LAST_MODIFIED))?;
-        let canonical = if has(CANONICAL_IS_URL) {
-            Some(url.to_string())
-        } else {
-            self.opt_string(has(CANONICAL))?
-        };
-        let bytes = self.varint()?;
-        let outlinks = self.small()?;
-        let links_dropped = self.small()?;
-        let content_type = self.opt_string(has(CONTENT_TYPE))?;
-        let simhash = match has(SIMHASH) {
-            true => Some(u64::from_le_bytes(self.array()?)),
-            false => None,
-        };
-        let links_found = match has(LINKS_FOUND) {
-            true => Some(self.small()?),
-            false => None,
-        };
-        let warc = match has(WARC) {
-            true => Some(WarcLocation {
-                file: self.string()?,
-                offset: self.varint()?,
-                length: self.varint()?,
-            }),
-            false => None,
+        // The fields are read in the order they are written below, which is
+        // `PageRecord`'s order and the order `encode` writes them in.
+        let record = PageRecord {
+            url: url.to_string(),
+            host: match has(HOST_IS_AUTHORITY) {
+                true => authority(url)
+                    .ok_or("the key is not an absolute URL")?
+                    .to_string(),
+                false => self.string()?,
+            },
+            depth: self.small()?,
+            fetched_at_unix_ms: self.varint()?,
+            outcome: self.outcome()?,
+            title: self.opt(has(TITLE), Self::string)?,
+            content_digest: match has(DIGEST_SHA1) {
+                true => Some(format!(
+                    "{SHA1_PREFIX}{}",
+                    data_encoding::BASE32.encode(&self.array::<20>()?)
+                )),
+                false => self.opt(has(DIGEST_TEXT), Self::string)?,
+            },
+            etag: self.opt(has(ETAG), Self::string)?,
+            last_modified: self.opt(has(LAST_MODIFIED), Self::string)?,
+            bytes: self.varint()?,
+            outlinks: self.small()?,
+            canonical: match has(CANONICAL_IS_URL) {
+                true => Some(url.to_string()),
+                false => self.opt(has(CANONICAL), Self::string)?,
+            },
+            links_dropped: self.small()?,
+            content_type: self.opt(has(CONTENT_TYPE), Self::string)?,
+            simhash: self.opt(has(SIMHASH), |r| Ok(u64::from_le_bytes(r.array()?)))?,
+            links_found: self.opt(has(LINKS_FOUND), Self::small)?,
+            warc: self.opt(has(WARC), |r| {
+                Ok(WarcLocation {
+                    file: r.string()?,
+                    offset: r.varint()?,
+                    length: r.varint()?,
+                })
+            })?,
         };
         if !self.0.is_empty() {
             return Err(format!("{} bytes after the record", self.0.len()));
         }
-        Ok(PageRecord {
-            url: url.to_string(),
-            host,
-            depth,
-            fetched_at_unix_ms,
-            outcome,
-            title,
-            content_digest,
-            etag,
-            last_modified,
-            bytes,
-            outlinks,
-            canonical,
-            links_dropped,
-            content_type,
-            simhash,
-            links_found,
-            warc,
-        })
+        Ok(record)
     }
 
     fn take(&mut self, n: usize) -> Result<&[u8], String> {
@@ -291,8 +267,13 @@ impl Reader<'_> {
         String::from_utf8(bytes).map_err(|_| "a string that is not UTF-8".into())
     }
 
-    fn opt_string(&mut self, present: bool) -> Result<Option<String>, String> {
-        present.then(|| self.string()).transpose()
+    /// `read` of a field the flags say is present.
+    fn opt<T>(
+        &mut self,
+        present: bool,
+        read: impl FnOnce(&mut Self) -> Result<T, String>,
+    ) -> Result<Option<T>, String> {
+        present.then(|| read(self)).transpose()
     }
 
     fn outcome(&mut self) -> Result<PageOutcome, String> {
