@@ -1,6 +1,7 @@
 //! crawldeck: a crawler workstation — an embedded, polite, persistent crawl
 //! engine with a live terminal UI on top of it.
 
+pub mod allocator;
 pub mod background;
 pub mod bench;
 pub mod cli;

@@ -38,6 +38,7 @@ const EXIT_RUNTIME: u8 = 1;
 const EXIT_USAGE: u8 = 2;
 
 fn main() -> ExitCode {
+    crawldeck::allocator::return_freed_memory_at_once();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

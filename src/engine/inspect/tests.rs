@@ -276,7 +276,7 @@ fn the_quarantine_groups_parked_urls_by_alert_with_their_found_on_page() {
     store
         .add_referrers("http://h.localhost/gone", links.into_iter())
         .unwrap();
-    store.flush_referrers().unwrap();
+    store.flush().unwrap();
 
     let read = quarantine::read(&store).unwrap();
     assert!(!read.cut);

@@ -1,6 +1,7 @@
 //! The crawl's persistent state in sled: the frontier queue, seen marks, page
 //! records and parked URLs in one tree (see [`keys`]), and small typed records
-//! (rules, alerts, hosts, meta) in their own trees. Only this module talks to sled.
+//! (rules, alerts, hosts, meta) in their own trees. Who links to each URL is
+//! beside it, in fjall (see [`referrers`]). Only this module talks to either.
 
 mod batch;
 mod digests;
@@ -11,6 +12,7 @@ pub mod private;
 mod query;
 mod record_codec;
 mod records;
+mod referrers;
 #[cfg(unix)]
 pub mod remote;
 pub(crate) mod warc;
@@ -26,8 +28,10 @@ use serde::Serialize;
 
 pub(crate) use batch::CrawlBatch;
 use faults::DiskFaults;
-pub use query::{FilterReason, FilteredUrl, MAX_REFERRERS};
+pub use query::{FilterReason, FilteredUrl};
 pub use records::{PageOutcome, PageRecord, WarcLocation};
+use referrers::ReferrerIndex;
+pub use referrers::MAX_REFERRERS;
 pub use warc_read::{read_response, ArchivedResponse};
 
 /// Why a read or write of the crawl database failed.
@@ -91,6 +95,22 @@ pub enum StoreError {
         /// What went wrong, in a few words ("connection refused", …).
         reason: String,
     },
+    /// fjall could not open (or create) the referrer index.
+    #[error("cannot open the referrer index in {}: {source}; check the directory's permissions, free space and the file size limit (ulimit -f: it needs 64 MiB files)", path.display())]
+    OpenReferrers {
+        /// The index directory (`<data dir>/referrers`).
+        path: PathBuf,
+        /// fjall's error.
+        source: fjall::Error,
+    },
+    /// A read or write of the referrer index failed.
+    #[error("referrer index {op} failed: {source}; check free disk space and the data directory's permissions")]
+    Referrers {
+        /// What was being done ("write", "flush", "scan", …).
+        op: &'static str,
+        /// fjall's error.
+        source: fjall::Error,
+    },
     /// A record could not be serialised to JSON.
     #[error("cannot encode {what} for the crawl database: {source}")]
     Encode {
@@ -139,10 +159,8 @@ struct Inner {
     alerts: sled::Tree,
     hosts: sled::Tree,
     meta: sled::Tree,
-    /// Who links to each URL (see `query.rs`).
-    referrers: sled::Tree,
-    /// How many further referrers each URL has, estimated (see `query.rs`).
-    referrer_counts: Mutex<query::ReferrerCounts>,
+    /// Who links to each URL, outside sled (see `referrers.rs`).
+    referrers: referrers::ReferrerIndex,
     /// Links not followed for scope or depth (see `query.rs`).
     filtered: sled::Tree,
     /// Which content digests are stored (see `digests.rs`).
@@ -190,13 +208,19 @@ impl Store {
             Some(v) => decode_u64(&v, "page count")?,
             None => 0,
         };
+        let referrers = ReferrerIndex::new(dir);
+        if db.tree_names().iter().any(|name| name == b"referrers") {
+            let legacy = open_tree("referrers")?;
+            referrers.import(&legacy)?;
+            db.drop_tree("referrers")
+                .map_err(StoreError::sled("referrer import"))?;
+        }
         let inner = Inner {
             rules: open_tree("rules")?,
             alerts: open_tree("alerts")?,
             hosts: open_tree("hosts")?,
             meta: open_tree("meta")?,
-            referrers: open_tree("referrers")?,
-            referrer_counts: Mutex::default(),
+            referrers,
             filtered: open_tree("filtered")?,
             digests: Default::default(),
             crawl,
@@ -318,7 +342,7 @@ impl Store {
     /// Makes everything written so far durable.
     pub(crate) fn flush(&self) -> Result<(), StoreError> {
         self.simulated_fault("flush")?;
-        self.flush_referrers()?;
+        self.inner.referrers.flush()?;
         self.inner.db.flush().map_err(StoreError::sled("flush"))?;
         Ok(())
     }
