@@ -209,12 +209,7 @@ impl Store {
             None => 0,
         };
         let referrers = ReferrerIndex::new(dir);
-        if db.tree_names().iter().any(|name| name == b"referrers") {
-            let legacy = open_tree("referrers")?;
-            referrers.import(&legacy)?;
-            db.drop_tree("referrers")
-                .map_err(StoreError::sled("referrer import"))?;
-        }
+        referrers.adopt_sled_rows(&db)?;
         let inner = Inner {
             rules: open_tree("rules")?,
             alerts: open_tree("alerts")?,

@@ -8,6 +8,7 @@
 //! append to a journal and a memtable, sorted into files in the background.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
@@ -80,12 +81,15 @@ impl ReferrerCounts {
 
 /// The referrer rows of a data directory and the counts of this run.
 pub(super) struct ReferrerIndex {
+    /// `<data dir>/referrers`.
     path: PathBuf,
-    data_dir: PathBuf,
     /// Opened at the first use: fjall makes a 64 MiB (sparse) journal file
     /// at once, so a file size limit (`ulimit -f`) fails the first write,
     /// like any other write the disk refuses, not the start.
     lsm: Mutex<Option<Lsm>>,
+    /// Rows written since the last persist: the store flushes with every
+    /// group commit and command, and most find nothing new here to sync.
+    unsynced: AtomicBool,
     counts: Mutex<ReferrerCounts>,
 }
 
@@ -101,8 +105,8 @@ impl ReferrerIndex {
     pub(super) fn new(data_dir: &Path) -> ReferrerIndex {
         ReferrerIndex {
             path: data_dir.join("referrers"),
-            data_dir: data_dir.to_path_buf(),
             lsm: Mutex::default(),
+            unsynced: AtomicBool::new(false),
             counts: Mutex::default(),
         }
     }
@@ -141,9 +145,10 @@ impl ReferrerIndex {
                     std::thread::sleep(std::time::Duration::from_millis(50));
                 }
                 Err(fjall::Error::Locked) => {
+                    let data_dir = self.path.parent().unwrap_or(&self.path);
                     return Err(StoreError::Locked {
-                        path: self.data_dir.clone(),
-                    })
+                        path: data_dir.to_path_buf(),
+                    });
                 }
                 Err(e) => {
                     // A half-made index holds nothing, and fjall would not
@@ -166,8 +171,20 @@ impl ReferrerIndex {
         Ok(lsm.insert(Lsm { db, rows }).clone())
     }
 
-    /// Moves the rows an earlier version kept in sled's `referrers` tree.
-    pub(super) fn import(&self, legacy: &sled::Tree) -> Result<(), StoreError> {
+    /// Moves the rows an earlier version kept in sled's `referrers` tree
+    /// here, then drops that tree.
+    pub(super) fn adopt_sled_rows(&self, db: &sled::Db) -> Result<(), StoreError> {
+        const LEGACY_TREE: &str = "referrers";
+        if !db
+            .tree_names()
+            .iter()
+            .any(|name| name == LEGACY_TREE.as_bytes())
+        {
+            return Ok(());
+        }
+        let legacy = db
+            .open_tree(LEGACY_TREE)
+            .map_err(StoreError::sled("referrer import"))?;
         let mut rows = Vec::new();
         for item in legacy.iter() {
             let (key, value) = item.map_err(StoreError::sled("referrer import"))?;
@@ -177,7 +194,10 @@ impl ReferrerIndex {
             }
         }
         self.write(rows)?;
-        self.persist()
+        self.persist()?;
+        db.drop_tree(LEGACY_TREE)
+            .map_err(StoreError::sled("referrer import"))?;
+        Ok(())
     }
 
     fn counts(&self) -> std::sync::MutexGuard<'_, ReferrerCounts> {
@@ -198,19 +218,24 @@ impl ReferrerIndex {
         batch.commit().map_err(|source| StoreError::Referrers {
             op: "write",
             source,
-        })
+        })?;
+        self.unsynced.store(true, Ordering::Release);
+        Ok(())
     }
 
     /// Makes what was written durable (nothing to do if nothing was).
     fn persist(&self) -> Result<(), StoreError> {
-        let open = self.lsm.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        let Some(lsm) = open else { return Ok(()) };
-        lsm.db
-            .persist(PersistMode::SyncData)
-            .map_err(|source| StoreError::Referrers {
+        if !self.unsynced.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let lsm = self.lsm()?;
+        lsm.db.persist(PersistMode::SyncData).map_err(|source| {
+            self.unsynced.store(true, Ordering::Release);
+            StoreError::Referrers {
                 op: "flush",
                 source,
-            })
+            }
+        })
     }
 
     /// Writes the referrers held back and makes all of them durable.
@@ -513,5 +538,29 @@ mod tests {
         }
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         assert_eq!(store.referrers("http://a.example/t").unwrap(), expected);
+    }
+
+    #[test]
+    fn a_flush_syncs_the_index_only_after_a_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        store.flush().unwrap();
+        assert!(
+            !dir.path().join("referrers").exists(),
+            "no index is made for nothing"
+        );
+        let index = &store.inner.referrers;
+        let row = (
+            first_key("http://a.example/t"),
+            b"http://a.example/p".to_vec(),
+        );
+        index.write(vec![row]).unwrap();
+        assert!(index.unsynced.load(Ordering::Acquire));
+        store.flush().unwrap();
+        assert!(!index.unsynced.load(Ordering::Acquire));
+        assert_eq!(
+            store.referrers("http://a.example/t").unwrap(),
+            ["http://a.example/p"]
+        );
     }
 }
