@@ -1,25 +1,24 @@
-//! Exact duplicates: the first URL stored with each content digest, under
-//! `meta/digest/SHA1`. Most pages are new, so a Bloom filter of the stored
-//! digests answers "never stored" from memory and spares a lookup per page.
+//! Exact duplicates: the first URL stored with each content digest (SHA-1
+//! to URL, in the LSM index beside sled: a random key per page). Most pages
+//! are new, so a Bloom filter of the stored digests answers "never stored"
+//! from memory and spares a lookup per page.
 
 use std::sync::Mutex;
 
-use super::{Store, StoreError, Tree};
+use super::index::{self, Rows};
+use super::{Store, StoreError};
 use crate::engine::dedup::BloomFilter;
 
-const KEY_PREFIX: &[u8] = b"digest/";
+/// Where versions before the index kept the digests: in sled's `meta` tree.
+const LEGACY_PREFIX: &[u8] = b"digest/";
 /// Room in the Bloom filter beyond the digests already stored: past it the
 /// filter answers "maybe" more often, never wrongly "no".
 const HEADROOM: usize = 1_000_000;
 const FP_RATE: f64 = 0.01;
 
-/// The Bloom filter, filled from the store on first use.
+/// The Bloom filter, filled from the index on first use.
 #[derive(Default)]
 pub(super) struct DigestIndex(Mutex<Option<BloomFilter>>);
-
-fn digest_key(digest: &[u8]) -> Vec<u8> {
-    [KEY_PREFIX, digest].concat()
-}
 
 /// The Bloom filter's fingerprint of a SHA-1 (already uniform).
 fn fingerprint(digest: &[u8]) -> u64 {
@@ -27,6 +26,22 @@ fn fingerprint(digest: &[u8]) -> u64 {
     let n = digest.len().min(8);
     head[..n].copy_from_slice(&digest[..n]);
     u64::from_le_bytes(head)
+}
+
+/// Moves the digests an earlier version kept in sled's `meta` tree (as JSON
+/// strings) into the index.
+pub(super) fn adopt_sled_rows(store: &Store) -> Result<(), StoreError> {
+    index::adopt_sled_rows(
+        &store.inner.index,
+        Rows::Digests,
+        &store.inner.meta,
+        LEGACY_PREFIX,
+        |json| {
+            serde_json::from_slice::<String>(json)
+                .map(String::into_bytes)
+                .map_err(|e| super::corrupt("content digest", e.to_string()))
+        },
+    )
 }
 
 impl Store {
@@ -48,30 +63,30 @@ impl Store {
         }
         let bloom = index.as_mut().expect("loaded above");
         let fp = fingerprint(digest);
-        let key = digest_key(digest);
         if bloom.might_contain(fp) {
-            match self.get::<String>(Tree::Meta, &key)? {
-                Some(first) if first != url => return Ok(Some(first)),
+            match self.inner.index.get(Rows::Digests, digest)? {
+                Some(first) if first != url.as_bytes() => {
+                    return Ok(Some(String::from_utf8_lossy(&first).into_owned()))
+                }
                 Some(_) => return Ok(None),
                 None => {}
             }
         }
-        self.put(Tree::Meta, &key, &url.to_string())?;
+        let row = (digest.to_vec(), url.as_bytes().to_vec());
+        self.inner.index.write(Rows::Digests, vec![row])?;
         bloom.insert(fp);
         Ok(None)
     }
 
     fn load_digests(&self) -> Result<BloomFilter, StoreError> {
-        let scan = || self.inner.meta.scan_prefix(KEY_PREFIX);
-        let mut stored = 0usize;
-        for item in scan() {
-            item.map_err(StoreError::sled("digest scan"))?;
-            stored += 1;
-        }
+        let handles = self.inner.index.handles()?;
+        let digests = handles.rows(Rows::Digests);
+        let scan_error = |source| StoreError::Index { op: "scan", source };
+        let stored = digests.len().map_err(scan_error)?;
         let mut bloom = BloomFilter::new(stored + HEADROOM, FP_RATE);
-        for item in scan() {
-            let (key, _) = item.map_err(StoreError::sled("digest scan"))?;
-            bloom.insert(fingerprint(&key[KEY_PREFIX.len()..]));
+        for guard in digests.iter() {
+            let key = guard.key().map_err(scan_error)?;
+            bloom.insert(fingerprint(&key));
         }
         Ok(bloom)
     }
@@ -129,6 +144,32 @@ mod tests {
                 .unwrap()
                 .as_deref(),
             Some("http://a.test/3")
+        );
+    }
+
+    #[test]
+    fn digests_an_earlier_version_kept_in_sled_move_to_the_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let digest = [9u8; 20];
+        {
+            let db = sled::open(dir.path().join("db")).unwrap();
+            let meta = db.open_tree("meta").unwrap();
+            let key = [&b"digest/"[..], &digest].concat();
+            meta.insert(key, serde_json::to_vec("http://a.test/old").unwrap())
+                .unwrap();
+            db.flush().unwrap();
+        }
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(
+            store
+                .first_url_with_digest(&digest, "http://a.test/new")
+                .unwrap()
+                .as_deref(),
+            Some("http://a.test/old")
+        );
+        assert!(
+            store.inner.meta.scan_prefix(b"digest/").next().is_none(),
+            "the sled rows are gone"
         );
     }
 }

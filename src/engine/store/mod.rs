@@ -1,12 +1,14 @@
 //! The crawl's persistent state in sled: the frontier queue, seen marks, page
 //! records and parked URLs in one tree (see [`keys`]), and small typed records
-//! (rules, alerts, hosts, meta) in their own trees. Who links to each URL is
-//! beside it, in fjall (see [`referrers`]). Only this module talks to either.
+//! (rules, alerts, hosts, meta) in their own trees. Who links to each URL and
+//! the first URL of each content digest are beside it, in an LSM tree (fjall,
+//! see [`index`]). Only this module talks to either.
 
 mod batch;
 mod digests;
 pub mod faults;
 mod gzip;
+mod index;
 pub(crate) mod keys;
 pub mod private;
 mod query;
@@ -28,9 +30,10 @@ use serde::Serialize;
 
 pub(crate) use batch::CrawlBatch;
 use faults::DiskFaults;
+use index::SideIndex;
 pub use query::{FilterReason, FilteredUrl};
 pub use records::{PageOutcome, PageRecord, WarcLocation};
-use referrers::ReferrerIndex;
+use referrers::ReferrerCounts;
 pub use referrers::MAX_REFERRERS;
 pub use warc_read::{read_response, ArchivedResponse};
 
@@ -95,17 +98,19 @@ pub enum StoreError {
         /// What went wrong, in a few words ("connection refused", …).
         reason: String,
     },
-    /// fjall could not open (or create) the referrer index.
-    #[error("cannot open the referrer index in {}: {source}; check the directory's permissions, free space and the file size limit (ulimit -f: it needs 64 MiB files)", path.display())]
-    OpenReferrers {
-        /// The index directory (`<data dir>/referrers`).
+    /// fjall could not open (or create) the index of referrers and digests.
+    #[error("cannot open the index in {}: {source}; check the directory's permissions, free space and the file size limit (ulimit -f: it needs 64 MiB files)", path.display())]
+    OpenIndex {
+        /// The index directory (`<data dir>/index`).
         path: PathBuf,
         /// fjall's error.
         source: fjall::Error,
     },
-    /// A read or write of the referrer index failed.
-    #[error("referrer index {op} failed: {source}; check free disk space and the data directory's permissions")]
-    Referrers {
+    /// A read or write of the index of referrers and digests failed.
+    #[error(
+        "index {op} failed: {source}; check free disk space and the data directory's permissions"
+    )]
+    Index {
         /// What was being done ("write", "flush", "scan", …).
         op: &'static str,
         /// fjall's error.
@@ -159,8 +164,10 @@ struct Inner {
     alerts: sled::Tree,
     hosts: sled::Tree,
     meta: sled::Tree,
-    /// Who links to each URL, outside sled (see `referrers.rs`).
-    referrers: referrers::ReferrerIndex,
+    /// Referrers and digests, outside sled (see `index.rs`).
+    index: SideIndex,
+    /// Referrers held back and how many each URL has (see `referrers.rs`).
+    referrer_counts: Mutex<ReferrerCounts>,
     /// Links not followed for scope or depth (see `query.rs`).
     filtered: sled::Tree,
     /// Which content digests are stored (see `digests.rs`).
@@ -208,14 +215,15 @@ impl Store {
             Some(v) => decode_u64(&v, "page count")?,
             None => 0,
         };
-        let referrers = ReferrerIndex::new(dir);
-        referrers.adopt_sled_rows(&db)?;
+        let index = SideIndex::new(dir);
+        referrers::adopt_sled_tree(&index, &db)?;
         let inner = Inner {
             rules: open_tree("rules")?,
             alerts: open_tree("alerts")?,
             hosts: open_tree("hosts")?,
             meta: open_tree("meta")?,
-            referrers,
+            index,
+            referrer_counts: Mutex::default(),
             filtered: open_tree("filtered")?,
             digests: Default::default(),
             crawl,
@@ -224,9 +232,11 @@ impl Store {
             apply_lock: Mutex::new(()),
             faults,
         };
-        Ok(Store {
+        let store = Store {
             inner: Arc::new(inner),
-        })
+        };
+        digests::adopt_sled_rows(&store)?;
+        Ok(store)
     }
 
     /// Whether the URL with this fingerprint was ever admitted to the frontier.
@@ -337,7 +347,8 @@ impl Store {
     /// Makes everything written so far durable.
     pub(crate) fn flush(&self) -> Result<(), StoreError> {
         self.simulated_fault("flush")?;
-        self.inner.referrers.flush()?;
+        self.write_pending_referrers()?;
+        self.inner.index.persist()?;
         self.inner.db.flush().map_err(StoreError::sled("flush"))?;
         Ok(())
     }

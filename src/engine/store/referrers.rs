@@ -3,17 +3,11 @@
 //! A crawl writes a referrer for nearly every new link of every page, at keys
 //! in URL order: random inserts all over a growing key space. In sled they
 //! cost as much CPU as the rest of the store together and, once they outgrew
-//! sled's cache, its memory ran away (README, "Memory"). So they live in an
-//! LSM tree of their own (fjall, `<data dir>/referrers`), where a write is an
-//! append to a journal and a memtable, sorted into files in the background.
+//! sled's cache, its memory ran away (README, "Memory"). So they live in the
+//! LSM index beside sled (`index.rs`).
 
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
-
-use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
-
-use super::{keys, private, Store, StoreError};
+use super::index::{self, Rows, SideIndex};
+use super::{keys, Store, StoreError};
 use crate::engine::dedup::FingerprintSet;
 
 /// Referrers kept per URL: the page it was first found on and a few more.
@@ -31,11 +25,6 @@ const _: () = assert!(MAX_REFERRERS - 1 <= 3);
 
 /// Referrer writes applied together (one journal write each).
 const REFERRER_BATCH: usize = 1024;
-/// The memtable: sorted into a file on disk when it reaches this size
-/// (2 MiB: 15 MB less peak RSS than 8 MiB on the shared bench, same CPU).
-const MEMTABLE_BYTES: u64 = 2 * 1024 * 1024;
-/// Block cache for reads (listings, the inspector); the crawl only writes.
-const CACHE_BYTES: u64 = 1024 * 1024;
 
 /// How many further referrers each URL has, estimated in fixed memory (a
 /// count-min sketch over URL fingerprints, two probes, conservative update).
@@ -79,183 +68,24 @@ impl ReferrerCounts {
     }
 }
 
-/// The referrer rows of a data directory and the counts of this run.
-pub(super) struct ReferrerIndex {
-    /// `<data dir>/referrers`.
-    path: PathBuf,
-    /// Opened at the first use: fjall makes a 64 MiB (sparse) journal file
-    /// at once, so a file size limit (`ulimit -f`) fails the first write,
-    /// like any other write the disk refuses, not the start.
-    lsm: Mutex<Option<Lsm>>,
-    /// Rows written since the last persist: the store flushes with every
-    /// group commit and command, and most find nothing new here to sync.
-    unsynced: AtomicBool,
-    counts: Mutex<ReferrerCounts>,
-}
-
-/// fjall's handles (reference counted).
-#[derive(Clone)]
-struct Lsm {
-    db: Database,
-    rows: Keyspace,
-}
-
-impl ReferrerIndex {
-    /// The index of the data directory `data_dir`, in `<data_dir>/referrers`.
-    pub(super) fn new(data_dir: &Path) -> ReferrerIndex {
-        ReferrerIndex {
-            path: data_dir.join("referrers"),
-            lsm: Mutex::default(),
-            unsynced: AtomicBool::new(false),
-            counts: Mutex::default(),
-        }
+/// Moves the rows an earlier version kept in sled's `referrers` tree into
+/// the index, then drops that tree.
+pub(super) fn adopt_sled_tree(index: &SideIndex, db: &sled::Db) -> Result<(), StoreError> {
+    const LEGACY_TREE: &str = "referrers";
+    if !db
+        .tree_names()
+        .iter()
+        .any(|name| name == LEGACY_TREE.as_bytes())
+    {
+        return Ok(());
     }
-
-    fn open_error(&self, source: fjall::Error) -> StoreError {
-        StoreError::OpenReferrers {
-            path: self.path.clone(),
-            source,
-        }
-    }
-
-    /// fjall's handles, opening (or creating) the index, private to the user,
-    /// on first use. A database closed just before in this process is waited
-    /// for briefly.
-    fn lsm(&self) -> Result<Lsm, StoreError> {
-        const LOCK_RETRIES: u32 = 20;
-        let mut lsm = self.lsm.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(open) = lsm.as_ref() {
-            return Ok(open.clone());
-        }
-        let fresh = std::fs::read_dir(&self.path).map_or(true, |mut d| d.next().is_none());
-        private::create_private_dir_all(&self.path)
-            .map_err(|e| self.open_error(fjall::Error::Io(e)))?;
-        let mut attempt = 0;
-        let db = loop {
-            // The journal lives only until its memtable is on disk: not
-            // worth compressing.
-            let opened = Database::builder(&self.path)
-                .journal_compression(fjall::CompressionType::None)
-                .cache_size(CACHE_BYTES)
-                .worker_threads(1)
-                .open();
-            match opened {
-                Err(fjall::Error::Locked) if attempt < LOCK_RETRIES => {
-                    attempt += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                Err(fjall::Error::Locked) => {
-                    let data_dir = self.path.parent().unwrap_or(&self.path);
-                    return Err(StoreError::Locked {
-                        path: data_dir.to_path_buf(),
-                    });
-                }
-                Err(e) => {
-                    // A half-made index holds nothing, and fjall would not
-                    // open it again: the next attempt starts afresh.
-                    if fresh {
-                        let _ = std::fs::remove_dir_all(&self.path);
-                    }
-                    return Err(self.open_error(e));
-                }
-                Ok(db) => break db,
-            }
-        };
-        let rows = db
-            .keyspace("referrers", || {
-                KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES)
-            })
-            .map_err(|e| self.open_error(e))?;
-        // Files of an earlier run that ended without closing the index.
-        private::restrict_tree(&self.path).map_err(|e| self.open_error(fjall::Error::Io(e)))?;
-        Ok(lsm.insert(Lsm { db, rows }).clone())
-    }
-
-    /// Moves the rows an earlier version kept in sled's `referrers` tree
-    /// here, then drops that tree.
-    pub(super) fn adopt_sled_rows(&self, db: &sled::Db) -> Result<(), StoreError> {
-        const LEGACY_TREE: &str = "referrers";
-        if !db
-            .tree_names()
-            .iter()
-            .any(|name| name == LEGACY_TREE.as_bytes())
-        {
-            return Ok(());
-        }
-        let legacy = db
-            .open_tree(LEGACY_TREE)
-            .map_err(StoreError::sled("referrer import"))?;
-        let mut rows = Vec::new();
-        for item in legacy.iter() {
-            let (key, value) = item.map_err(StoreError::sled("referrer import"))?;
-            rows.push((key.to_vec(), value.to_vec()));
-            if rows.len() >= REFERRER_BATCH {
-                self.write(std::mem::take(&mut rows))?;
-            }
-        }
-        self.write(rows)?;
-        self.persist()?;
-        db.drop_tree(LEGACY_TREE)
-            .map_err(StoreError::sled("referrer import"))?;
-        Ok(())
-    }
-
-    fn counts(&self) -> std::sync::MutexGuard<'_, ReferrerCounts> {
-        self.counts
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    fn write(&self, rows: Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), StoreError> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let lsm = self.lsm()?;
-        let mut batch = lsm.db.batch();
-        for (key, value) in rows {
-            batch.insert(&lsm.rows, key, value);
-        }
-        batch.commit().map_err(|source| StoreError::Referrers {
-            op: "write",
-            source,
-        })?;
-        self.unsynced.store(true, Ordering::Release);
-        Ok(())
-    }
-
-    /// Makes what was written durable (nothing to do if nothing was).
-    fn persist(&self) -> Result<(), StoreError> {
-        if !self.unsynced.swap(false, Ordering::AcqRel) {
-            return Ok(());
-        }
-        let lsm = self.lsm()?;
-        lsm.db.persist(PersistMode::SyncData).map_err(|source| {
-            self.unsynced.store(true, Ordering::Release);
-            StoreError::Referrers {
-                op: "flush",
-                source,
-            }
-        })
-    }
-
-    /// Writes the referrers held back and makes all of them durable.
-    pub(super) fn flush(&self) -> Result<(), StoreError> {
-        let pending = std::mem::take(&mut self.counts().pending);
-        self.write(pending)?;
-        self.persist()
-    }
-}
-
-impl Drop for ReferrerIndex {
-    fn drop(&mut self) {
-        let open = self.lsm.get_mut().unwrap_or_else(|p| p.into_inner()).take();
-        if open.is_some() {
-            // fjall makes its files with the umask's modes: once it has
-            // stopped (its last handle gone), they are made private too.
-            drop(open);
-            let _ = private::restrict_tree(&self.path);
-        }
-    }
+    let legacy = db
+        .open_tree(LEGACY_TREE)
+        .map_err(StoreError::sled("referrer import"))?;
+    index::adopt_sled_rows(index, Rows::Referrers, &legacy, b"", |v| Ok(v.to_vec()))?;
+    db.drop_tree(LEGACY_TREE)
+        .map_err(StoreError::sled("referrer import"))?;
+    Ok(())
 }
 
 /// Key of a URL's first referrer: the URL and a 0 byte (URLs never hold one).
@@ -282,8 +112,7 @@ impl Store {
         parent: &str,
         links: impl Iterator<Item = (&'a str, bool)>,
     ) -> Result<(), StoreError> {
-        let index = &self.inner.referrers;
-        let mut counts = index.counts();
+        let mut counts = self.referrer_counts();
         let order = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64)
@@ -309,13 +138,26 @@ impl Store {
         }
         let pending = std::mem::take(&mut counts.pending);
         drop(counts);
-        index.write(pending)
+        self.inner.index.write(Rows::Referrers, pending)
+    }
+
+    fn referrer_counts(&self) -> std::sync::MutexGuard<'_, ReferrerCounts> {
+        self.inner
+            .referrer_counts
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Writes the referrers held back (durable at the index's next persist).
+    pub(super) fn write_pending_referrers(&self) -> Result<(), StoreError> {
+        let pending = std::mem::take(&mut self.referrer_counts().pending);
+        self.inner.index.write(Rows::Referrers, pending)
     }
 
     /// The referrers of `url`: the page it was first found on, then the
     /// others in the order they were found (at most [`MAX_REFERRERS`]).
     pub fn referrers(&self, url: &str) -> Result<Vec<String>, StoreError> {
-        let mut entries = ReferrerEntries::new(&self.inner.referrers, &first_key(url))?;
+        let mut entries = ReferrerEntries::new(&self.inner.index, &first_key(url))?;
         Ok(entries
             .next()
             .transpose()?
@@ -328,27 +170,31 @@ impl Store {
         &self,
         url_prefix: &str,
     ) -> super::query::Entries<(String, Vec<String>)> {
-        match ReferrerEntries::new(&self.inner.referrers, url_prefix.as_bytes()) {
+        match ReferrerEntries::new(&self.inner.index, url_prefix.as_bytes()) {
             Ok(entries) => Box::new(entries),
             Err(e) => Box::new(std::iter::once(Err(e))),
         }
     }
 }
 
-type Rows = std::iter::Peekable<Box<dyn Iterator<Item = fjall::Result<fjall::KvPair>> + Send>>;
+type KvRows = std::iter::Peekable<Box<dyn Iterator<Item = fjall::Result<fjall::KvPair>> + Send>>;
 
 /// The referrer keys of one URL after another, gathered per URL. Keys sort
 /// by URL first (the 0 byte sorts before any URL character), so one URL's
 /// keys are adjacent and URLs come in the order page records do.
 struct ReferrerEntries {
-    inner: Rows,
+    inner: KvRows,
 }
 
 impl ReferrerEntries {
-    fn new(index: &ReferrerIndex, prefix: &[u8]) -> Result<ReferrerEntries, StoreError> {
-        let lsm = index.lsm()?;
-        let rows: Box<dyn Iterator<Item = _> + Send> =
-            Box::new(lsm.rows.prefix(prefix).map(|guard| guard.into_inner()));
+    fn new(index: &SideIndex, prefix: &[u8]) -> Result<ReferrerEntries, StoreError> {
+        let handles = index.handles()?;
+        let rows: Box<dyn Iterator<Item = _> + Send> = Box::new(
+            handles
+                .rows(Rows::Referrers)
+                .prefix(prefix)
+                .map(|guard| guard.into_inner()),
+        );
         Ok(ReferrerEntries {
             inner: rows.peekable(),
         })
@@ -369,7 +215,7 @@ impl Iterator for ReferrerEntries {
     type Item = Result<(String, Vec<String>), StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let scan_error = |source| StoreError::Referrers { op: "scan", source };
+        let scan_error = |source| StoreError::Index { op: "scan", source };
         let (key, value) = match self.inner.next()? {
             Ok(kv) => kv,
             Err(e) => return Some(Err(scan_error(e))),
@@ -538,29 +384,5 @@ mod tests {
         }
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         assert_eq!(store.referrers("http://a.example/t").unwrap(), expected);
-    }
-
-    #[test]
-    fn a_flush_syncs_the_index_only_after_a_write() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), 1 << 20).unwrap();
-        store.flush().unwrap();
-        assert!(
-            !dir.path().join("referrers").exists(),
-            "no index is made for nothing"
-        );
-        let index = &store.inner.referrers;
-        let row = (
-            first_key("http://a.example/t"),
-            b"http://a.example/p".to_vec(),
-        );
-        index.write(vec![row]).unwrap();
-        assert!(index.unsynced.load(Ordering::Acquire));
-        store.flush().unwrap();
-        assert!(!index.unsynced.load(Ordering::Acquire));
-        assert_eq!(
-            store.referrers("http://a.example/t").unwrap(),
-            ["http://a.example/p"]
-        );
     }
 }

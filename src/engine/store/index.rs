@@ -1,0 +1,299 @@
+//! The store's second database: an LSM tree (fjall, `<data dir>/index`) for
+//! rows a crawl writes at random keys, one or more per page, that sled's
+//! B-tree makes expensive: who links to each URL (`referrers.rs`) and the
+//! first URL of each content digest (`digests.rs`). A write here is an
+//! append to a journal and a memtable, sorted into files in the background.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
+
+use super::{private, StoreError};
+
+/// The memtable of each keyspace: sorted into a file on disk when it reaches
+/// this size (2 MiB: 15 MB less peak RSS than 8 MiB on the shared bench,
+/// same CPU).
+const MEMTABLE_BYTES: u64 = 2 * 1024 * 1024;
+/// Block cache for reads (listings, the inspector, duplicate checks that
+/// the digests' Bloom filter lets through).
+const CACHE_BYTES: u64 = 1024 * 1024;
+/// Where versions before the digests moved here kept the same database.
+const LEGACY_DIR: &str = "referrers";
+
+/// Which rows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Rows {
+    Referrers,
+    Digests,
+}
+
+impl Rows {
+    fn name(self) -> &'static str {
+        match self {
+            Rows::Referrers => "referrers",
+            Rows::Digests => "digests",
+        }
+    }
+}
+
+pub(super) struct SideIndex {
+    /// `<data dir>/index`.
+    path: PathBuf,
+    /// Opened at the first use: fjall makes a 64 MiB (sparse) journal file
+    /// at once, so a file size limit (`ulimit -f`) fails the first write,
+    /// like any other write the disk refuses, not the start.
+    open: Mutex<Option<Handles>>,
+    /// Rows written since the last persist: the store flushes with every
+    /// group commit and command, and most find nothing new here to sync.
+    unsynced: AtomicBool,
+}
+
+/// fjall's handles (reference counted).
+#[derive(Clone)]
+pub(super) struct Handles {
+    db: Database,
+    referrers: Keyspace,
+    digests: Keyspace,
+}
+
+impl Handles {
+    pub(super) fn rows(&self, rows: Rows) -> &Keyspace {
+        match rows {
+            Rows::Referrers => &self.referrers,
+            Rows::Digests => &self.digests,
+        }
+    }
+}
+
+impl SideIndex {
+    /// The index of the data directory `data_dir`, in `<data_dir>/index`.
+    pub(super) fn new(data_dir: &Path) -> SideIndex {
+        SideIndex {
+            path: data_dir.join("index"),
+            open: Mutex::default(),
+            unsynced: AtomicBool::new(false),
+        }
+    }
+
+    #[cfg(test)]
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn open_error(&self, source: fjall::Error) -> StoreError {
+        StoreError::OpenIndex {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// fjall's handles, opening (or creating) the index, private to the user,
+    /// on first use. A database closed just before in this process is waited
+    /// for briefly.
+    pub(super) fn handles(&self) -> Result<Handles, StoreError> {
+        const LOCK_RETRIES: u32 = 20;
+        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(handles) = open.as_ref() {
+            return Ok(handles.clone());
+        }
+        let data_dir = self.path.parent().unwrap_or(&self.path);
+        let legacy = data_dir.join(LEGACY_DIR);
+        if legacy.is_dir() && !self.path.exists() {
+            std::fs::rename(&legacy, &self.path)
+                .map_err(|e| self.open_error(fjall::Error::Io(e)))?;
+        }
+        let fresh = std::fs::read_dir(&self.path).map_or(true, |mut d| d.next().is_none());
+        private::create_private_dir_all(&self.path)
+            .map_err(|e| self.open_error(fjall::Error::Io(e)))?;
+        let mut attempt = 0;
+        let db = loop {
+            // The journal lives only until its memtable is on disk: not
+            // worth compressing.
+            let opened = Database::builder(&self.path)
+                .journal_compression(fjall::CompressionType::None)
+                .cache_size(CACHE_BYTES)
+                .worker_threads(1)
+                .open();
+            match opened {
+                Err(fjall::Error::Locked) if attempt < LOCK_RETRIES => {
+                    attempt += 1;
+                    std::thread::sleep(std::time::Duration::from_millis(50));
+                }
+                Err(fjall::Error::Locked) => {
+                    return Err(StoreError::Locked {
+                        path: data_dir.to_path_buf(),
+                    });
+                }
+                Err(e) => {
+                    // A half-made index holds nothing, and fjall would not
+                    // open it again: the next attempt starts afresh.
+                    if fresh {
+                        let _ = std::fs::remove_dir_all(&self.path);
+                    }
+                    return Err(self.open_error(e));
+                }
+                Ok(db) => break db,
+            }
+        };
+        let keyspace = |rows: Rows| {
+            db.keyspace(rows.name(), || {
+                KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES)
+            })
+            .map_err(|e| self.open_error(e))
+        };
+        let handles = Handles {
+            referrers: keyspace(Rows::Referrers)?,
+            digests: keyspace(Rows::Digests)?,
+            db,
+        };
+        // Files of an earlier run that ended without closing the index.
+        private::restrict_tree(&self.path).map_err(|e| self.open_error(fjall::Error::Io(e)))?;
+        Ok(open.insert(handles).clone())
+    }
+
+    /// Writes `rows` into `to`, atomically; durable at the next [`SideIndex::persist`].
+    pub(super) fn write(&self, to: Rows, rows: Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), StoreError> {
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let handles = self.handles()?;
+        let keyspace = handles.rows(to);
+        let mut batch = handles.db.batch();
+        for (key, value) in rows {
+            batch.insert(keyspace, key, value);
+        }
+        batch.commit().map_err(|source| StoreError::Index {
+            op: "write",
+            source,
+        })?;
+        self.unsynced.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// The value of `key` in `rows`.
+    pub(super) fn get(&self, rows: Rows, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
+        let handles = self.handles()?;
+        let value = handles
+            .rows(rows)
+            .get(key)
+            .map_err(|source| StoreError::Index { op: "read", source })?;
+        Ok(value.map(|v| v.to_vec()))
+    }
+
+    /// Makes what was written durable (nothing to do if nothing was).
+    pub(super) fn persist(&self) -> Result<(), StoreError> {
+        if !self.unsynced.swap(false, Ordering::AcqRel) {
+            return Ok(());
+        }
+        let handles = self.handles()?;
+        handles.db.persist(PersistMode::SyncData).map_err(|source| {
+            self.unsynced.store(true, Ordering::Release);
+            StoreError::Index {
+                op: "flush",
+                source,
+            }
+        })
+    }
+
+    #[cfg(test)]
+    pub(super) fn unsynced(&self) -> bool {
+        self.unsynced.load(Ordering::Acquire)
+    }
+}
+
+impl Drop for SideIndex {
+    fn drop(&mut self) {
+        let open = self
+            .open
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if open.is_some() {
+            // fjall makes its files with the umask's modes: once it has
+            // stopped (its last handle gone), they are made private too.
+            drop(open);
+            let _ = private::restrict_tree(&self.path);
+        }
+    }
+}
+
+/// Moves the rows an earlier version kept in sled (all of `tree`, or its
+/// keys under `prefix`) into `to`, the prefix cut and each value through
+/// `convert`, then removes them from sled.
+pub(super) fn adopt_sled_rows(
+    index: &SideIndex,
+    to: Rows,
+    tree: &sled::Tree,
+    prefix: &[u8],
+    convert: impl Fn(&[u8]) -> Result<Vec<u8>, StoreError>,
+) -> Result<(), StoreError> {
+    const ROWS_PER_WRITE: usize = 1024;
+    const IMPORT: &str = "import into the index";
+    if tree.scan_prefix(prefix).next().is_none() {
+        return Ok(());
+    }
+    let mut rows = Vec::new();
+    for item in tree.scan_prefix(prefix) {
+        let (key, value) = item.map_err(StoreError::sled(IMPORT))?;
+        rows.push((key[prefix.len()..].to_vec(), convert(&value)?));
+        if rows.len() >= ROWS_PER_WRITE {
+            index.write(to, std::mem::take(&mut rows))?;
+        }
+    }
+    index.write(to, rows)?;
+    index.persist()?;
+    let mut removal = sled::Batch::default();
+    for item in tree.scan_prefix(prefix) {
+        let (key, _) = item.map_err(StoreError::sled(IMPORT))?;
+        removal.remove(key);
+    }
+    tree.apply_batch(removal).map_err(StoreError::sled(IMPORT))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::store::Store;
+
+    fn row(key: &str, value: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
+        vec![(key.as_bytes().to_vec(), value.as_bytes().to_vec())]
+    }
+
+    #[test]
+    fn a_flush_syncs_the_index_only_after_a_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        store.flush().unwrap();
+        let index = &store.inner.index;
+        assert!(!index.path().exists(), "no index is made for nothing");
+        index.write(Rows::Digests, row("k", "v")).unwrap();
+        assert!(index.unsynced());
+        store.flush().unwrap();
+        assert!(!index.unsynced());
+        assert_eq!(index.get(Rows::Digests, b"k").unwrap(), Some(b"v".to_vec()));
+        assert_eq!(
+            index.get(Rows::Referrers, b"k").unwrap(),
+            None,
+            "keyspaces apart"
+        );
+    }
+
+    #[test]
+    fn the_index_of_an_earlier_version_is_moved_to_its_new_place() {
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let index = SideIndex::new(dir.path());
+            index.write(Rows::Referrers, row("k", "v")).unwrap();
+            index.persist().unwrap();
+        }
+        std::fs::rename(dir.path().join("index"), dir.path().join(LEGACY_DIR)).unwrap();
+        let index = SideIndex::new(dir.path());
+        assert_eq!(
+            index.get(Rows::Referrers, b"k").unwrap(),
+            Some(b"v".to_vec())
+        );
+        assert!(!dir.path().join(LEGACY_DIR).exists());
+    }
+}
