@@ -3,9 +3,7 @@
 //! answers most "seen" ones, and only the rest ask the persistent marks, which
 //! the batches that queue or park a URL write.
 
-use std::collections::HashSet;
-
-use crate::engine::dedup::{url_fingerprint, BloomFilter, RecentSeen};
+use crate::engine::dedup::{url_fingerprint, BloomFilter, FingerprintSet, RecentSeen};
 use crate::engine::store::{Store, StoreError};
 
 /// Room in the Bloom filter for this many URLs beyond those already seen.
@@ -74,7 +72,7 @@ impl SeenSet {
     /// For each URL, whether it was never seen; those are then marked seen.
     /// Nothing is marked when a lookup fails, so an error loses no URL.
     pub fn claim(&mut self, store: &Store, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
-        let mut in_call = HashSet::with_capacity(urls.len());
+        let mut in_call = FingerprintSet::with_capacity_and_hasher(urls.len(), Default::default());
         let mut answers = Vec::with_capacity(urls.len());
         for url in urls {
             let fp = url_fingerprint(url);
