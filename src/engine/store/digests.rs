@@ -31,17 +31,28 @@ fn fingerprint(digest: &[u8]) -> u64 {
 /// Moves the digests an earlier version kept in sled's `meta` tree (as JSON
 /// strings) into the index.
 pub(super) fn adopt_sled_rows(store: &Store) -> Result<(), StoreError> {
+    let meta = &store.inner.meta;
+    if meta.scan_prefix(LEGACY_PREFIX).next().is_none() {
+        return Ok(());
+    }
     index::adopt_sled_rows(
         &store.inner.index,
         Rows::Digests,
-        &store.inner.meta,
+        meta,
         LEGACY_PREFIX,
         |json| {
             serde_json::from_slice::<String>(json)
                 .map(String::into_bytes)
                 .map_err(|e| super::corrupt("content digest", e.to_string()))
         },
-    )
+    )?;
+    let mut removal = sled::Batch::default();
+    for item in meta.scan_prefix(LEGACY_PREFIX) {
+        let (key, _) = item.map_err(StoreError::sled("digest import"))?;
+        removal.remove(key);
+    }
+    meta.apply_batch(removal)
+        .map_err(StoreError::sled("digest import"))
 }
 
 impl Store {

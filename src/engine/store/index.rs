@@ -1,30 +1,34 @@
-//! The store's second database: an LSM tree (fjall, `<data dir>/index`) for
-//! rows a crawl writes at random keys, one or more per page, that sled's
-//! B-tree makes expensive: who links to each URL (`referrers.rs`) and the
-//! first URL of each content digest (`digests.rs`). A write here is an
-//! append to a journal and a memtable, sorted into files in the background.
+//! The crawl's index: an LSM tree (fjall, `<data dir>/index`) for what a
+//! crawl writes on every page, mostly at random keys, which sled's B-tree
+//! made expensive: the crawl tree (queue, seen marks, page records, parked
+//! URLs; see `keys.rs`), who links to each URL (`referrers.rs`) and the
+//! first URL of each content digest (`digests.rs`). A write is an append to
+//! a journal and a memtable, sorted into files in the background.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
+use super::batch::Writes;
 use super::{private, StoreError};
 
-/// The memtable of each keyspace: sorted into a file on disk when it reaches
-/// this size (2 MiB: 15 MB less peak RSS than 8 MiB on the shared bench,
-/// same CPU).
+/// The memtable of the referrers and digests: sorted into a file on disk
+/// when it reaches this size (2 MiB: 15 MB less peak RSS than 8 MiB on the
+/// shared bench, same CPU).
 const MEMTABLE_BYTES: u64 = 2 * 1024 * 1024;
-/// Block cache for reads (listings, the inspector, duplicate checks that
-/// the digests' Bloom filter lets through).
-const CACHE_BYTES: u64 = 1024 * 1024;
+/// The crawl tree's memtable: a queue key is removed soon after it is
+/// written, and the pair often meets in memory.
+const CRAWL_MEMTABLE_BYTES: u64 = 8 * 1024 * 1024;
 /// Where versions before the digests moved here kept the same database.
 const LEGACY_DIR: &str = "referrers";
 
 /// Which rows.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Rows {
+    Crawl,
     Referrers,
     Digests,
 }
@@ -32,6 +36,7 @@ pub(super) enum Rows {
 impl Rows {
     fn name(self) -> &'static str {
         match self {
+            Rows::Crawl => "crawl",
             Rows::Referrers => "referrers",
             Rows::Digests => "digests",
         }
@@ -41,9 +46,9 @@ impl Rows {
 pub(super) struct SideIndex {
     /// `<data dir>/index`.
     path: PathBuf,
-    /// Opened at the first use: fjall makes a 64 MiB (sparse) journal file
-    /// at once, so a file size limit (`ulimit -f`) fails the first write,
-    /// like any other write the disk refuses, not the start.
+    /// Block cache for reads (`storage.cache_bytes`).
+    cache_bytes: u64,
+    /// Opened by `Store::open`, and again after it failed there.
     open: Mutex<Option<Handles>>,
     /// Rows written since the last persist: the store flushes with every
     /// group commit and command, and most find nothing new here to sync.
@@ -54,6 +59,7 @@ pub(super) struct SideIndex {
 #[derive(Clone)]
 pub(super) struct Handles {
     db: Database,
+    crawl: Keyspace,
     referrers: Keyspace,
     digests: Keyspace,
 }
@@ -61,6 +67,7 @@ pub(super) struct Handles {
 impl Handles {
     pub(super) fn rows(&self, rows: Rows) -> &Keyspace {
         match rows {
+            Rows::Crawl => &self.crawl,
             Rows::Referrers => &self.referrers,
             Rows::Digests => &self.digests,
         }
@@ -69,17 +76,13 @@ impl Handles {
 
 impl SideIndex {
     /// The index of the data directory `data_dir`, in `<data_dir>/index`.
-    pub(super) fn new(data_dir: &Path) -> SideIndex {
+    pub(super) fn new(data_dir: &Path, cache_bytes: u64) -> SideIndex {
         SideIndex {
             path: data_dir.join("index"),
+            cache_bytes,
             open: Mutex::default(),
             unsynced: AtomicBool::new(false),
         }
-    }
-
-    #[cfg(test)]
-    pub(super) fn path(&self) -> &Path {
-        &self.path
     }
 
     fn open_error(&self, source: fjall::Error) -> StoreError {
@@ -113,7 +116,7 @@ impl SideIndex {
             // worth compressing.
             let opened = Database::builder(&self.path)
                 .journal_compression(fjall::CompressionType::None)
-                .cache_size(CACHE_BYTES)
+                .cache_size(self.cache_bytes)
                 .worker_threads(1)
                 .open();
             match opened {
@@ -138,12 +141,17 @@ impl SideIndex {
             }
         };
         let keyspace = |rows: Rows| {
+            let memtable = match rows {
+                Rows::Crawl => CRAWL_MEMTABLE_BYTES,
+                Rows::Referrers | Rows::Digests => MEMTABLE_BYTES,
+            };
             db.keyspace(rows.name(), || {
-                KeyspaceCreateOptions::default().max_memtable_size(MEMTABLE_BYTES)
+                KeyspaceCreateOptions::default().max_memtable_size(memtable)
             })
             .map_err(|e| self.open_error(e))
         };
         let handles = Handles {
+            crawl: keyspace(Rows::Crawl)?,
             referrers: keyspace(Rows::Referrers)?,
             digests: keyspace(Rows::Digests)?,
             db,
@@ -168,6 +176,23 @@ impl SideIndex {
             op: "write",
             source,
         })?;
+        self.unsynced.store(true, Ordering::Release);
+        Ok(())
+    }
+
+    /// Applies `writes` to the crawl tree atomically (the last write of a
+    /// key counts); durable at the next [`SideIndex::persist`].
+    pub(super) fn apply(&self, writes: Writes) -> Result<(), StoreError> {
+        let last: BTreeMap<Vec<u8>, Option<Vec<u8>>> = writes.into_iter().collect();
+        let handles = self.handles()?;
+        let mut batch = handles.db.batch();
+        for (key, value) in last {
+            match value {
+                Some(value) => batch.insert(&handles.crawl, key, value),
+                None => batch.remove(&handles.crawl, key),
+            }
+        }
+        batch.commit().map_err(StoreError::index("batch write"))?;
         self.unsynced.store(true, Ordering::Release);
         Ok(())
     }
@@ -219,9 +244,9 @@ impl Drop for SideIndex {
     }
 }
 
-/// Moves the rows an earlier version kept in sled (all of `tree`, or its
+/// Copies the rows an earlier version kept in sled (all of `tree`, or its
 /// keys under `prefix`) into `to`, the prefix cut and each value through
-/// `convert`, then removes them from sled.
+/// `convert`, and makes them durable. The caller then removes them from sled.
 pub(super) fn adopt_sled_rows(
     index: &SideIndex,
     to: Rows,
@@ -230,26 +255,16 @@ pub(super) fn adopt_sled_rows(
     convert: impl Fn(&[u8]) -> Result<Vec<u8>, StoreError>,
 ) -> Result<(), StoreError> {
     const ROWS_PER_WRITE: usize = 1024;
-    const IMPORT: &str = "import into the index";
-    if tree.scan_prefix(prefix).next().is_none() {
-        return Ok(());
-    }
     let mut rows = Vec::new();
     for item in tree.scan_prefix(prefix) {
-        let (key, value) = item.map_err(StoreError::sled(IMPORT))?;
+        let (key, value) = item.map_err(StoreError::sled("import into the index"))?;
         rows.push((key[prefix.len()..].to_vec(), convert(&value)?));
         if rows.len() >= ROWS_PER_WRITE {
             index.write(to, std::mem::take(&mut rows))?;
         }
     }
     index.write(to, rows)?;
-    index.persist()?;
-    let mut removal = sled::Batch::default();
-    for item in tree.scan_prefix(prefix) {
-        let (key, _) = item.map_err(StoreError::sled(IMPORT))?;
-        removal.remove(key);
-    }
-    tree.apply_batch(removal).map_err(StoreError::sled(IMPORT))
+    index.persist()
 }
 
 #[cfg(test)]
@@ -267,7 +282,7 @@ mod tests {
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         store.flush().unwrap();
         let index = &store.inner.index;
-        assert!(!index.path().exists(), "no index is made for nothing");
+        assert!(!index.unsynced(), "nothing to sync after an open");
         index.write(Rows::Digests, row("k", "v")).unwrap();
         assert!(index.unsynced());
         store.flush().unwrap();
@@ -284,12 +299,12 @@ mod tests {
     fn the_index_of_an_earlier_version_is_moved_to_its_new_place() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let index = SideIndex::new(dir.path());
+            let index = SideIndex::new(dir.path(), 1 << 20);
             index.write(Rows::Referrers, row("k", "v")).unwrap();
             index.persist().unwrap();
         }
         std::fs::rename(dir.path().join("index"), dir.path().join(LEGACY_DIR)).unwrap();
-        let index = SideIndex::new(dir.path());
+        let index = SideIndex::new(dir.path(), 1 << 20);
         assert_eq!(
             index.get(Rows::Referrers, b"k").unwrap(),
             Some(b"v".to_vec())

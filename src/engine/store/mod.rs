@@ -5,6 +5,7 @@
 //! see [`index`]). Only this module talks to either.
 
 mod batch;
+mod crawl_tree;
 mod digests;
 pub mod faults;
 mod gzip;
@@ -29,6 +30,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 pub(crate) use batch::CrawlBatch;
+use crawl_tree::CrawlTree;
 use faults::DiskFaults;
 use index::SideIndex;
 pub use query::{FilterReason, FilteredUrl};
@@ -98,17 +100,17 @@ pub enum StoreError {
         /// What went wrong, in a few words ("connection refused", …).
         reason: String,
     },
-    /// fjall could not open (or create) the index of referrers and digests.
-    #[error("cannot open the index in {}: {source}; check the directory's permissions, free space and the file size limit (ulimit -f: it needs 64 MiB files)", path.display())]
+    /// fjall could not open (or create) the crawl index.
+    #[error("cannot open the crawl index in {}: {source}; check the directory's permissions, free space and the file size limit (ulimit -f: it needs 64 MiB files)", path.display())]
     OpenIndex {
         /// The index directory (`<data dir>/index`).
         path: PathBuf,
         /// fjall's error.
         source: fjall::Error,
     },
-    /// A read or write of the index of referrers and digests failed.
+    /// A read or write of the crawl index failed.
     #[error(
-        "index {op} failed: {source}; check free disk space and the data directory's permissions"
+        "crawl index {op} failed: {source}; check free disk space and the data directory's permissions"
     )]
     Index {
         /// What was being done ("write", "flush", "scan", …).
@@ -135,6 +137,10 @@ impl StoreError {
     pub(crate) fn sled(op: &'static str) -> impl FnOnce(sled::Error) -> StoreError {
         move |source| StoreError::Sled { op, source }
     }
+
+    pub(crate) fn index(op: &'static str) -> impl Fn(fjall::Error) -> StoreError {
+        move |source| StoreError::Index { op, source }
+    }
 }
 
 /// Named trees for small typed records.
@@ -159,7 +165,8 @@ pub struct Store {
 
 struct Inner {
     db: sled::Db,
-    crawl: sled::Tree,
+    /// Queue, seen marks, page records, parked URLs (see `crawl_tree.rs`).
+    crawl: CrawlTree,
     rules: sled::Tree,
     alerts: sled::Tree,
     hosts: sled::Tree,
@@ -207,15 +214,16 @@ impl Store {
             db.open_tree(name)
                 .map_err(|source| open_error(&path, source))
         };
-        let crawl = open_tree("crawl")?;
-        let pages = match crawl
-            .get(keys::META_PAGES)
-            .map_err(StoreError::sled("read of the page count"))?
-        {
+        // Opened here, not at the first write: a crawl writes to it from its
+        // first page on. fjall makes a 64 MiB (sparse) journal at once.
+        let index = SideIndex::new(dir, cache_bytes);
+        index.handles()?;
+        crawl_tree::adopt_sled_tree(&index, &db)?;
+        let crawl = CrawlTree::open(&index)?;
+        let pages = match crawl.get(keys::META_PAGES, "read of the page count")? {
             Some(v) => decode_u64(&v, "page count")?,
             None => 0,
         };
-        let index = SideIndex::new(dir);
         referrers::adopt_sled_tree(&index, &db)?;
         let inner = Inner {
             rules: open_tree("rules")?,
@@ -243,14 +251,13 @@ impl Store {
     pub(crate) fn seen_contains(&self, fp: u64) -> Result<bool, StoreError> {
         self.inner
             .crawl
-            .contains_key(keys::seen_key(fp))
-            .map_err(StoreError::sled("seen lookup"))
+            .contains_key(&keys::seen_key(fp), "seen lookup")
     }
 
     /// Calls `f` with every seen fingerprint (to fill a Bloom filter on resume).
     pub(crate) fn for_each_seen(&self, mut f: impl FnMut(u64)) -> Result<(), StoreError> {
-        for item in self.inner.crawl.scan_prefix([keys::SEEN]) {
-            let (key, _) = item.map_err(StoreError::sled("seen scan"))?;
+        for item in self.inner.crawl.scan_prefix(&[keys::SEEN], "seen scan") {
+            let (key, _) = item?;
             let bytes: [u8; 8] = key
                 .get(1..)
                 .and_then(|b| b.try_into().ok())
@@ -307,12 +314,7 @@ impl Store {
     /// The record of a URL that left the frontier; `None` if it has not (queued, parked, in
     /// flight, or never seen).
     pub fn page(&self, url: &str) -> Result<Option<PageRecord>, StoreError> {
-        match self
-            .inner
-            .crawl
-            .get(keys::page_key(url))
-            .map_err(StoreError::sled("page lookup"))?
-        {
+        match self.inner.crawl.get(&keys::page_key(url), "page lookup")? {
             Some(v) => decode_page(url, &v).map(Some),
             None => Ok(None),
         }
@@ -320,8 +322,8 @@ impl Store {
 
     /// Calls `f` with every page record, in URL order (for exports).
     pub fn for_each_page(&self, mut f: impl FnMut(PageRecord)) -> Result<(), StoreError> {
-        for item in self.inner.crawl.scan_prefix([keys::PAGE]) {
-            let (k, v) = item.map_err(StoreError::sled("page scan"))?;
+        for item in self.inner.crawl.scan_prefix(&[keys::PAGE], "page scan") {
+            let (k, v) = item?;
             f(decode_page_entry(&k, &v)?);
         }
         Ok(())
@@ -376,23 +378,19 @@ impl Store {
         let mut counted: HashSet<&[u8]> = HashSet::new();
         for key in &batch.page_keys {
             if counted.insert(key.as_slice())
-                && !self
-                    .inner
-                    .crawl
-                    .contains_key(key)
-                    .map_err(StoreError::sled("page lookup"))?
+                && !self.inner.crawl.contains_key(key, "page lookup")?
             {
                 new_pages += 1;
             }
         }
         let pages = self.inner.pages.load(Ordering::Relaxed) + new_pages;
         if new_pages > 0 {
-            batch.inner.insert(keys::META_PAGES, &pages.to_be_bytes());
+            batch.writes.push((
+                keys::META_PAGES.to_vec(),
+                Some(pages.to_be_bytes().to_vec()),
+            ));
         }
-        self.inner
-            .crawl
-            .apply_batch(batch.inner)
-            .map_err(StoreError::sled("batch write"))?;
+        self.inner.index.apply(batch.writes)?;
         self.inner.pages.store(pages, Ordering::Relaxed);
         Ok(())
     }
@@ -402,8 +400,7 @@ impl Store {
         match self
             .inner
             .crawl
-            .get(keys::META_SEQ)
-            .map_err(StoreError::sled("read of the queue sequence"))?
+            .get(keys::META_SEQ, "read of the queue sequence")?
         {
             Some(v) => decode_u64(&v, "queue sequence"),
             None => Ok(0),
@@ -424,22 +421,16 @@ impl Store {
             Some(a) if a >= prefix => std::ops::Bound::Excluded(a.to_vec()),
             _ => std::ops::Bound::Included(prefix.to_vec()),
         };
-        let range = match &end {
-            Some(e) => self
-                .inner
-                .crawl
-                .range::<Vec<u8>, _>((start, std::ops::Bound::Excluded(e.clone()))),
-            None => self
-                .inner
-                .crawl
-                .range::<Vec<u8>, _>((start, std::ops::Bound::Unbounded)),
+        let end = match end {
+            Some(e) => std::ops::Bound::Excluded(e),
+            None => std::ops::Bound::Unbounded,
         };
         let mut out = Vec::new();
-        for item in range {
+        for item in self.inner.crawl.range((start, end), "queue scan") {
             if out.len() >= limit {
                 break;
             }
-            let (k, v) = item.map_err(StoreError::sled("queue scan"))?;
+            let (k, v) = item?;
             if !skip(&k) {
                 out.push((k.to_vec(), v.to_vec()));
             }

@@ -96,10 +96,15 @@ impl Store {
     pub fn page_records(&self, url_prefix: &str) -> Entries<PageRecord> {
         let mut prefix = vec![keys::PAGE];
         prefix.extend_from_slice(url_prefix.as_bytes());
-        Box::new(self.inner.crawl.scan_prefix(prefix).map(|item| {
-            let (k, v) = item.map_err(StoreError::sled("page scan"))?;
-            decode_page_entry(&k, &v)
-        }))
+        Box::new(
+            self.inner
+                .crawl
+                .scan_prefix(&prefix, "page scan")
+                .map(|item| {
+                    let (k, v) = item?;
+                    decode_page_entry(&k, &v)
+                }),
+        )
     }
 
     /// At most `limit` page records after the one of URL `after` (from the
