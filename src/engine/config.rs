@@ -366,9 +366,8 @@ impl Default for TrapConfig {
 #[serde(default, deny_unknown_fields)]
 /// `[storage]`: the database cache and WARC output.
 pub struct StorageConfig {
-    /// sled page cache in bytes; sled's own memory runs past it by a few
-    /// times. 64 MB crawls a million pages ~23 % faster at ~650 MB RSS
-    /// instead of ~400 (README, "Scale").
+    /// Read cache in bytes, each, of the crawl index (fjall) and of sled's
+    /// small trees (README, "Scale").
     pub cache_bytes: u64,
     /// Rotate WARC files at this size.
     pub warc_max_bytes: u64,

@@ -19,6 +19,9 @@ use super::{private, StoreError};
 /// when it reaches this size (2 MiB: 15 MB less peak RSS than 8 MiB on the
 /// shared bench, same CPU).
 const MEMTABLE_BYTES: u64 = 2 * 1024 * 1024;
+/// Journals kept before the oldest memtables are written out: each journal
+/// byte not yet in a table is also in a memtable, in memory.
+const MAX_JOURNALING_BYTES: u64 = 64 * 1024 * 1024;
 /// The crawl tree's memtable: a queue key is removed soon after it is
 /// written, and the pair often meets in memory.
 const CRAWL_MEMTABLE_BYTES: u64 = 8 * 1024 * 1024;
@@ -117,7 +120,8 @@ impl SideIndex {
             let opened = Database::builder(&self.path)
                 .journal_compression(fjall::CompressionType::None)
                 .cache_size(self.cache_bytes)
-                .worker_threads(1)
+                .max_journaling_size(MAX_JOURNALING_BYTES)
+                .worker_threads(2)
                 .open();
             match opened {
                 Err(fjall::Error::Locked) if attempt < LOCK_RETRIES => {

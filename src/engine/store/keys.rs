@@ -1,6 +1,7 @@
 //! Key layout of the crawl tree. Queue, seen marks, page records and parked
-//! URLs share one sled tree so that a page's completion, the removal of its
-//! queue key and its new outlinks are one atomic `sled::Batch`.
+//! URLs share one keyspace of the crawl index (fjall, see `index.rs`) so that
+//! a page's completion, the removal of its queue key and its new outlinks are
+//! one atomic write batch.
 //!
 //! - `f <host> 0x00 <priority u8> <seq u64 BE>` — a queued URL; one host is one ordered range
 //! - `s <fingerprint u64 BE>`                    — a URL that was ever admitted

@@ -1,8 +1,9 @@
-//! The crawl's persistent state in sled: the frontier queue, seen marks, page
-//! records and parked URLs in one tree (see [`keys`]), and small typed records
-//! (rules, alerts, hosts, meta) in their own trees. Who links to each URL and
-//! the first URL of each content digest are beside it, in an LSM tree (fjall,
-//! see [`index`]). Only this module talks to either.
+//! The crawl's persistent state. What a crawl writes on every page is in the
+//! crawl index, an LSM tree (fjall, see [`index`]): the frontier queue, seen
+//! marks, page records and parked URLs in one keyspace (see [`keys`]), who
+//! links to each URL, the first URL of each content digest. Small typed
+//! records (rules, alerts, hosts, meta, filtered links) are in sled trees.
+//! Only this module talks to either.
 
 mod batch;
 mod crawl_tree;
