@@ -1,13 +1,12 @@
 //! Reads of the crawl tree (layout in `keys.rs`), a keyspace of the index
 //! (`index.rs`); its writes are [`CrawlBatch`](super::CrawlBatch)es, applied
-//! by `Store::apply`. It was a sled tree before; `adopt_sled_tree` moves an
-//! earlier version's rows over.
+//! by `Store::apply`. It was a sled tree before (moved over on open).
 
 use std::ops::RangeBounds;
 
 use fjall::{Keyspace, Slice};
 
-use super::index::{self, Rows, SideIndex};
+use super::index::{Rows, SideIndex};
 use super::StoreError;
 
 /// One `(key, value)` of a scan.
@@ -53,27 +52,6 @@ impl CrawlTree {
             .range(range)
             .map(move |guard| guard.into_inner().map_err(StoreError::index(op)))
     }
-}
-
-/// Moves the crawl tree an earlier version kept in sled into the index,
-/// then drops sled's tree. Interrupted, it starts again on the next open:
-/// sled's tree stays whole until the index holds all of it durably.
-pub(super) fn adopt_sled_tree(index: &SideIndex, db: &sled::Db) -> Result<(), StoreError> {
-    const LEGACY_TREE: &str = "crawl";
-    if !db
-        .tree_names()
-        .iter()
-        .any(|name| name == LEGACY_TREE.as_bytes())
-    {
-        return Ok(());
-    }
-    let legacy = db
-        .open_tree(LEGACY_TREE)
-        .map_err(StoreError::sled("crawl tree import"))?;
-    index::adopt_sled_rows(index, Rows::Crawl, &legacy, b"", |v| Ok(v.to_vec()))?;
-    db.drop_tree(LEGACY_TREE)
-        .map_err(StoreError::sled("crawl tree import"))?;
-    Ok(())
 }
 
 #[cfg(test)]

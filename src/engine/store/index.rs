@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
+use fjall::config::PinningPolicy;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
 use super::batch::Writes;
@@ -149,8 +150,14 @@ impl SideIndex {
                 Rows::Crawl => CRAWL_MEMTABLE_BYTES,
                 Rows::Referrers | Rows::Digests => MEMTABLE_BYTES,
             };
+            // Filters and block indexes stay in memory (~2 bytes a key): read
+            // through the cache, a large table's filter was read again for
+            // nearly every lookup once the crawl outgrew the cache.
             db.keyspace(rows.name(), || {
-                KeyspaceCreateOptions::default().max_memtable_size(memtable)
+                KeyspaceCreateOptions::default()
+                    .max_memtable_size(memtable)
+                    .filter_block_pinning_policy(PinningPolicy::all(true))
+                    .index_block_pinning_policy(PinningPolicy::all(true))
             })
             .map_err(|e| self.open_error(e))
         };
@@ -246,6 +253,27 @@ impl Drop for SideIndex {
             let _ = private::restrict_tree(&self.path);
         }
     }
+}
+
+/// Moves the sled tree `name` an earlier version kept into `to`, then drops
+/// it. Interrupted, it starts again on the next open: the tree stays whole
+/// until the index holds all of it durably.
+pub(super) fn adopt_sled_tree(
+    index: &SideIndex,
+    db: &sled::Db,
+    name: &str,
+    to: Rows,
+) -> Result<(), StoreError> {
+    if !db.tree_names().iter().any(|tree| tree == name.as_bytes()) {
+        return Ok(());
+    }
+    let legacy = db
+        .open_tree(name)
+        .map_err(StoreError::sled("import into the index"))?;
+    adopt_sled_rows(index, to, &legacy, b"", |v| Ok(v.to_vec()))?;
+    db.drop_tree(name)
+        .map_err(StoreError::sled("import into the index"))?;
+    Ok(())
 }
 
 /// Copies the rows an earlier version kept in sled (all of `tree`, or its

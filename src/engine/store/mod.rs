@@ -219,13 +219,13 @@ impl Store {
         // first page on. fjall makes a 64 MiB (sparse) journal at once.
         let index = SideIndex::new(dir, cache_bytes);
         index.handles()?;
-        crawl_tree::adopt_sled_tree(&index, &db)?;
+        index::adopt_sled_tree(&index, &db, "crawl", index::Rows::Crawl)?;
         let crawl = CrawlTree::open(&index)?;
         let pages = match crawl.get(keys::META_PAGES, "read of the page count")? {
             Some(v) => decode_u64(&v, "page count")?,
             None => 0,
         };
-        referrers::adopt_sled_tree(&index, &db)?;
+        index::adopt_sled_tree(&index, &db, "referrers", index::Rows::Referrers)?;
         let inner = Inner {
             rules: open_tree("rules")?,
             alerts: open_tree("alerts")?,

@@ -6,7 +6,7 @@
 //! sled's cache, its memory ran away (README, "Memory"). So they live in the
 //! LSM index beside sled (`index.rs`).
 
-use super::index::{self, Rows, SideIndex};
+use super::index::{Rows, SideIndex};
 use super::{keys, Store, StoreError};
 use crate::engine::dedup::FingerprintSet;
 
@@ -66,26 +66,6 @@ impl ReferrerCounts {
     fn slot(&self, i: usize) -> u8 {
         (self.slots[i / 4] >> (2 * (i % 4))) & 3
     }
-}
-
-/// Moves the rows an earlier version kept in sled's `referrers` tree into
-/// the index, then drops that tree.
-pub(super) fn adopt_sled_tree(index: &SideIndex, db: &sled::Db) -> Result<(), StoreError> {
-    const LEGACY_TREE: &str = "referrers";
-    if !db
-        .tree_names()
-        .iter()
-        .any(|name| name == LEGACY_TREE.as_bytes())
-    {
-        return Ok(());
-    }
-    let legacy = db
-        .open_tree(LEGACY_TREE)
-        .map_err(StoreError::sled("referrer import"))?;
-    index::adopt_sled_rows(index, Rows::Referrers, &legacy, b"", |v| Ok(v.to_vec()))?;
-    db.drop_tree(LEGACY_TREE)
-        .map_err(StoreError::sled("referrer import"))?;
-    Ok(())
 }
 
 /// Key of a URL's first referrer: the URL and a 0 byte (URLs never hold one).
