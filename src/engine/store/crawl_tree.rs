@@ -6,7 +6,7 @@ use std::ops::RangeBounds;
 
 use fjall::{Keyspace, Slice};
 
-use super::index::{Rows, SideIndex};
+use super::index::{CrawlIndex, Rows};
 use super::StoreError;
 
 /// One `(key, value)` of a scan.
@@ -17,7 +17,7 @@ pub(super) struct CrawlTree {
 }
 
 impl CrawlTree {
-    pub(super) fn open(index: &SideIndex) -> Result<CrawlTree, StoreError> {
+    pub(super) fn open(index: &CrawlIndex) -> Result<CrawlTree, StoreError> {
         Ok(CrawlTree {
             rows: index.handles()?.rows(Rows::Crawl).clone(),
         })

@@ -1,5 +1,5 @@
 //! Exact duplicates: the first URL stored with each content digest (SHA-1
-//! to URL, in the LSM index beside sled: a random key per page). Most pages
+//! to URL, in the crawl index: a random key per page). Most pages
 //! are new, so a Bloom filter of the stored digests answers "never stored"
 //! from memory and spares a lookup per page.
 

@@ -26,10 +26,10 @@ const MAX_JOURNALING_BYTES: u64 = 64 * 1024 * 1024;
 /// The crawl tree's memtable: a queue key is removed soon after it is
 /// written, and the pair often meets in memory.
 const CRAWL_MEMTABLE_BYTES: u64 = 8 * 1024 * 1024;
-/// Where versions before the digests moved here kept the same database.
+/// Where earlier versions kept this database, with the referrers only.
 const LEGACY_DIR: &str = "referrers";
 
-/// Which rows.
+/// The index's keyspaces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) enum Rows {
     Crawl,
@@ -47,12 +47,13 @@ impl Rows {
     }
 }
 
-pub(super) struct SideIndex {
+pub(super) struct CrawlIndex {
     /// `<data dir>/index`.
     path: PathBuf,
     /// Block cache for reads (`storage.cache_bytes`).
     cache_bytes: u64,
-    /// Opened by `Store::open`, and again after it failed there.
+    /// Opened by `Store::open`, which fails if it cannot be (fjall makes a
+    /// 64 MiB journal file at once: a file size limit below that fails there).
     open: Mutex<Option<Handles>>,
     /// Rows written since the last persist: the store flushes with every
     /// group commit and command, and most find nothing new here to sync.
@@ -78,10 +79,10 @@ impl Handles {
     }
 }
 
-impl SideIndex {
+impl CrawlIndex {
     /// The index of the data directory `data_dir`, in `<data_dir>/index`.
-    pub(super) fn new(data_dir: &Path, cache_bytes: u64) -> SideIndex {
-        SideIndex {
+    pub(super) fn new(data_dir: &Path, cache_bytes: u64) -> CrawlIndex {
+        CrawlIndex {
             path: data_dir.join("index"),
             cache_bytes,
             open: Mutex::default(),
@@ -172,7 +173,7 @@ impl SideIndex {
         Ok(open.insert(handles).clone())
     }
 
-    /// Writes `rows` into `to`, atomically; durable at the next [`SideIndex::persist`].
+    /// Writes `rows` into `to`, atomically; durable at the next [`CrawlIndex::persist`].
     pub(super) fn write(&self, to: Rows, rows: Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), StoreError> {
         if rows.is_empty() {
             return Ok(());
@@ -192,7 +193,7 @@ impl SideIndex {
     }
 
     /// Applies `writes` to the crawl tree atomically (the last write of a
-    /// key counts); durable at the next [`SideIndex::persist`].
+    /// key counts); durable at the next [`CrawlIndex::persist`].
     pub(super) fn apply(&self, writes: Writes) -> Result<(), StoreError> {
         let last: BTreeMap<Vec<u8>, Option<Vec<u8>>> = writes.into_iter().collect();
         let handles = self.handles()?;
@@ -239,7 +240,7 @@ impl SideIndex {
     }
 }
 
-impl Drop for SideIndex {
+impl Drop for CrawlIndex {
     fn drop(&mut self) {
         let open = self
             .open
@@ -259,7 +260,7 @@ impl Drop for SideIndex {
 /// it. Interrupted, it starts again on the next open: the tree stays whole
 /// until the index holds all of it durably.
 pub(super) fn adopt_sled_tree(
-    index: &SideIndex,
+    index: &CrawlIndex,
     db: &sled::Db,
     name: &str,
     to: Rows,
@@ -280,7 +281,7 @@ pub(super) fn adopt_sled_tree(
 /// keys under `prefix`) into `to`, the prefix cut and each value through
 /// `convert`, and makes them durable. The caller then removes them from sled.
 pub(super) fn adopt_sled_rows(
-    index: &SideIndex,
+    index: &CrawlIndex,
     to: Rows,
     tree: &sled::Tree,
     prefix: &[u8],
@@ -331,12 +332,12 @@ mod tests {
     fn the_index_of_an_earlier_version_is_moved_to_its_new_place() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let index = SideIndex::new(dir.path(), 1 << 20);
+            let index = CrawlIndex::new(dir.path(), 1 << 20);
             index.write(Rows::Referrers, row("k", "v")).unwrap();
             index.persist().unwrap();
         }
         std::fs::rename(dir.path().join("index"), dir.path().join(LEGACY_DIR)).unwrap();
-        let index = SideIndex::new(dir.path(), 1 << 20);
+        let index = CrawlIndex::new(dir.path(), 1 << 20);
         assert_eq!(
             index.get(Rows::Referrers, b"k").unwrap(),
             Some(b"v".to_vec())

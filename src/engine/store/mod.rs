@@ -33,7 +33,7 @@ use serde::Serialize;
 pub(crate) use batch::CrawlBatch;
 use crawl_tree::CrawlTree;
 use faults::DiskFaults;
-use index::SideIndex;
+use index::CrawlIndex;
 pub use query::{FilterReason, FilteredUrl};
 pub use records::{PageOutcome, PageRecord, WarcLocation};
 use referrers::ReferrerCounts;
@@ -173,7 +173,7 @@ struct Inner {
     hosts: sled::Tree,
     meta: sled::Tree,
     /// Referrers and digests, outside sled (see `index.rs`).
-    index: SideIndex,
+    index: CrawlIndex,
     /// Referrers held back and how many each URL has (see `referrers.rs`).
     referrer_counts: Mutex<ReferrerCounts>,
     /// Links not followed for scope or depth (see `query.rs`).
@@ -217,7 +217,7 @@ impl Store {
         };
         // Opened here, not at the first write: a crawl writes to it from its
         // first page on. fjall makes a 64 MiB (sparse) journal at once.
-        let index = SideIndex::new(dir, cache_bytes);
+        let index = CrawlIndex::new(dir, cache_bytes);
         index.handles()?;
         index::adopt_sled_tree(&index, &db, "crawl", index::Rows::Crawl)?;
         let crawl = CrawlTree::open(&index)?;

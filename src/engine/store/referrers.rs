@@ -4,9 +4,9 @@
 //! in URL order: random inserts all over a growing key space. In sled they
 //! cost as much CPU as the rest of the store together and, once they outgrew
 //! sled's cache, its memory ran away (README, "Memory"). So they live in the
-//! LSM index beside sled (`index.rs`).
+//! crawl index, an LSM tree (`index.rs`).
 
-use super::index::{Rows, SideIndex};
+use super::index::{CrawlIndex, Rows};
 use super::{keys, Store, StoreError};
 use crate::engine::dedup::FingerprintSet;
 
@@ -167,7 +167,7 @@ struct ReferrerEntries {
 }
 
 impl ReferrerEntries {
-    fn new(index: &SideIndex, prefix: &[u8]) -> Result<ReferrerEntries, StoreError> {
+    fn new(index: &CrawlIndex, prefix: &[u8]) -> Result<ReferrerEntries, StoreError> {
         let handles = index.handles()?;
         let rows: Box<dyn Iterator<Item = _> + Send> = Box::new(
             handles
