@@ -119,33 +119,16 @@ pub(crate) fn resolve(base: &Url, href: &str) -> Option<Url> {
 
 /// `host` or `host:port` when the port is not the scheme's default, lowercase.
 pub fn host_key(url: &Url) -> HostKey {
-    // Built by hand: this runs for every link, and `format!` cost 1 % of a crawl's CPU.
+    // Without `format!`: this runs for every link, and it cost 1 % of a crawl's CPU.
     let host = url.host_str().unwrap_or("");
     let mut key = String::with_capacity(host.len() + 6);
     key.push_str(host);
     key.make_ascii_lowercase();
     if let Some(port) = url.port() {
         key.push(':');
-        push_decimal(&mut key, port);
+        key.push_str(itoa::Buffer::new().format(port));
     }
     key
-}
-
-fn push_decimal(out: &mut String, n: u16) {
-    let mut digits = [0u8; 5];
-    let mut start = digits.len();
-    let mut rest = n;
-    loop {
-        start -= 1;
-        digits[start] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    for &digit in &digits[start..] {
-        out.push(char::from(digit));
-    }
 }
 
 /// The registrable domain ("eTLD+1") of `host` by the Public Suffix List, its

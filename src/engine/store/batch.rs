@@ -11,8 +11,6 @@ pub(super) type Writes = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 #[derive(Default)]
 pub(crate) struct CrawlBatch {
     pub(super) writes: Writes,
-    /// Page keys written, so `Store::apply` can count the new ones.
-    pub(super) page_keys: Vec<Vec<u8>>,
 }
 
 impl CrawlBatch {
@@ -33,10 +31,10 @@ impl CrawlBatch {
     }
 
     pub(crate) fn record_page(&mut self, record: &PageRecord) {
-        let key = keys::page_key(&record.url);
-        self.writes
-            .push((key.clone(), Some(record_codec::encode(record))));
-        self.page_keys.push(key);
+        self.writes.push((
+            keys::page_key(&record.url),
+            Some(record_codec::encode(record)),
+        ));
     }
 
     pub(crate) fn set_seq(&mut self, next_seq: u64) {

@@ -17,10 +17,10 @@ pub(super) struct CrawlTree {
 }
 
 impl CrawlTree {
-    pub(super) fn open(index: &CrawlIndex) -> Result<CrawlTree, StoreError> {
-        Ok(CrawlTree {
-            rows: index.handles()?.rows(Rows::Crawl).clone(),
-        })
+    pub(super) fn new(index: &CrawlIndex) -> CrawlTree {
+        CrawlTree {
+            rows: index.rows(Rows::Crawl).clone(),
+        }
     }
 
     pub(super) fn get(&self, key: &[u8], op: &'static str) -> Result<Option<Slice>, StoreError> {

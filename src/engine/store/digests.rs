@@ -75,28 +75,27 @@ impl Store {
         let bloom = index.as_mut().expect("loaded above");
         let fp = fingerprint(digest);
         if bloom.might_contain(fp) {
-            match self.inner.index.get(Rows::Digests, digest)? {
-                Some(first) if first != url.as_bytes() => {
+            let stored = self.inner.index.rows(Rows::Digests).get(digest);
+            match stored.map_err(StoreError::index("read"))? {
+                Some(first) if &*first != url.as_bytes() => {
                     return Ok(Some(String::from_utf8_lossy(&first).into_owned()))
                 }
                 Some(_) => return Ok(None),
                 None => {}
             }
         }
-        let row = (digest.to_vec(), url.as_bytes().to_vec());
-        self.inner.index.write(Rows::Digests, vec![row])?;
+        let row = (digest.to_vec(), Some(url.as_bytes().to_vec()));
+        self.inner.index.write(Rows::Digests, [row])?;
         bloom.insert(fp);
         Ok(None)
     }
 
     fn load_digests(&self) -> Result<BloomFilter, StoreError> {
-        let handles = self.inner.index.handles()?;
-        let digests = handles.rows(Rows::Digests);
-        let scan_error = |source| StoreError::Index { op: "scan", source };
-        let stored = digests.len().map_err(scan_error)?;
-        let mut bloom = BloomFilter::new(stored + HEADROOM, FP_RATE);
+        let digests = self.inner.index.rows(Rows::Digests);
+        // An estimate sizes the filter well enough, without a second scan.
+        let mut bloom = BloomFilter::new(digests.approximate_len() + HEADROOM, FP_RATE);
         for guard in digests.iter() {
-            let key = guard.key().map_err(scan_error)?;
+            let key = guard.key().map_err(StoreError::index("scan"))?;
             bloom.insert(fingerprint(&key));
         }
         Ok(bloom)

@@ -5,15 +5,12 @@
 //! first URL of each content digest (`digests.rs`). A write is an append to
 //! a journal and a memtable, sorted into files in the background.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
 
 use fjall::config::PinningPolicy;
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
-use super::batch::Writes;
 use super::{private, StoreError};
 
 /// The memtable of the referrers and digests: sorted into a file on disk
@@ -50,78 +47,50 @@ impl Rows {
 pub(super) struct CrawlIndex {
     /// `<data dir>/index`.
     path: PathBuf,
-    /// Block cache for reads (`storage.cache_bytes`).
-    cache_bytes: u64,
-    /// Opened by `Store::open`, which fails if it cannot be (fjall makes a
-    /// 64 MiB journal file at once: a file size limit below that fails there).
-    open: Mutex<Option<Handles>>,
+    /// Taken only by `Drop`, to close fjall before its files are restricted.
+    handles: Option<Handles>,
     /// Rows written since the last persist: the store flushes with every
-    /// group commit and command, and most find nothing new here to sync.
+    /// group commit and command, and not all of them find something new.
     unsynced: AtomicBool,
 }
 
-/// fjall's handles (reference counted).
-#[derive(Clone)]
-pub(super) struct Handles {
+/// fjall's handles.
+struct Handles {
     db: Database,
     crawl: Keyspace,
     referrers: Keyspace,
     digests: Keyspace,
 }
 
-impl Handles {
-    pub(super) fn rows(&self, rows: Rows) -> &Keyspace {
-        match rows {
-            Rows::Crawl => &self.crawl,
-            Rows::Referrers => &self.referrers,
-            Rows::Digests => &self.digests,
-        }
+fn open_error(path: &Path, source: fjall::Error) -> StoreError {
+    StoreError::OpenIndex {
+        path: path.to_path_buf(),
+        source,
     }
 }
 
 impl CrawlIndex {
-    /// The index of the data directory `data_dir`, in `<data_dir>/index`.
-    pub(super) fn new(data_dir: &Path, cache_bytes: u64) -> CrawlIndex {
-        CrawlIndex {
-            path: data_dir.join("index"),
-            cache_bytes,
-            open: Mutex::default(),
-            unsynced: AtomicBool::new(false),
-        }
-    }
-
-    fn open_error(&self, source: fjall::Error) -> StoreError {
-        StoreError::OpenIndex {
-            path: self.path.clone(),
-            source,
-        }
-    }
-
-    /// fjall's handles, opening (or creating) the index, private to the user,
-    /// on first use. A database closed just before in this process is waited
-    /// for briefly.
-    pub(super) fn handles(&self) -> Result<Handles, StoreError> {
+    /// Opens (or creates) the index of `data_dir`, `<data_dir>/index`,
+    /// private to the user. fjall makes a 64 MiB (sparse) journal file at
+    /// once, so a file size limit below that fails here. A database closed
+    /// just before in this process is waited for briefly.
+    pub(super) fn open(data_dir: &Path, cache_bytes: u64) -> Result<CrawlIndex, StoreError> {
         const LOCK_RETRIES: u32 = 20;
-        let mut open = self.open.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(handles) = open.as_ref() {
-            return Ok(handles.clone());
-        }
-        let data_dir = self.path.parent().unwrap_or(&self.path);
+        let path = data_dir.join("index");
+        let io_error = |e| open_error(&path, fjall::Error::Io(e));
         let legacy = data_dir.join(LEGACY_DIR);
-        if legacy.is_dir() && !self.path.exists() {
-            std::fs::rename(&legacy, &self.path)
-                .map_err(|e| self.open_error(fjall::Error::Io(e)))?;
+        if legacy.is_dir() && !path.exists() {
+            std::fs::rename(&legacy, &path).map_err(io_error)?;
         }
-        let fresh = std::fs::read_dir(&self.path).map_or(true, |mut d| d.next().is_none());
-        private::create_private_dir_all(&self.path)
-            .map_err(|e| self.open_error(fjall::Error::Io(e)))?;
+        let fresh = std::fs::read_dir(&path).map_or(true, |mut d| d.next().is_none());
+        private::create_private_dir_all(&path).map_err(io_error)?;
         let mut attempt = 0;
         let db = loop {
             // The journal lives only until its memtable is on disk: not
             // worth compressing.
-            let opened = Database::builder(&self.path)
+            let opened = Database::builder(&path)
                 .journal_compression(fjall::CompressionType::None)
-                .cache_size(self.cache_bytes)
+                .cache_size(cache_bytes)
                 .max_journaling_size(MAX_JOURNALING_BYTES)
                 .worker_threads(2)
                 .open();
@@ -139,9 +108,9 @@ impl CrawlIndex {
                     // A half-made index holds nothing, and fjall would not
                     // open it again: the next attempt starts afresh.
                     if fresh {
-                        let _ = std::fs::remove_dir_all(&self.path);
+                        let _ = std::fs::remove_dir_all(&path);
                     }
-                    return Err(self.open_error(e));
+                    return Err(open_error(&path, e));
                 }
                 Ok(db) => break db,
             }
@@ -160,7 +129,7 @@ impl CrawlIndex {
                     .filter_block_pinning_policy(PinningPolicy::all(true))
                     .index_block_pinning_policy(PinningPolicy::all(true))
             })
-            .map_err(|e| self.open_error(e))
+            .map_err(|e| open_error(&path, e))
         };
         let handles = Handles {
             crawl: keyspace(Rows::Crawl)?,
@@ -169,54 +138,49 @@ impl CrawlIndex {
             db,
         };
         // Files of an earlier run that ended without closing the index.
-        private::restrict_tree(&self.path).map_err(|e| self.open_error(fjall::Error::Io(e)))?;
-        Ok(open.insert(handles).clone())
+        private::restrict_tree(&path).map_err(io_error)?;
+        Ok(CrawlIndex {
+            path,
+            handles: Some(handles),
+            unsynced: AtomicBool::new(false),
+        })
     }
 
-    /// Writes `rows` into `to`, atomically; durable at the next [`CrawlIndex::persist`].
-    pub(super) fn write(&self, to: Rows, rows: Vec<(Vec<u8>, Vec<u8>)>) -> Result<(), StoreError> {
-        if rows.is_empty() {
-            return Ok(());
-        }
-        let handles = self.handles()?;
-        let keyspace = handles.rows(to);
-        let mut batch = handles.db.batch();
-        for (key, value) in rows {
-            batch.insert(keyspace, key, value);
-        }
-        batch.commit().map_err(|source| StoreError::Index {
-            op: "write",
-            source,
-        })?;
-        self.unsynced.store(true, Ordering::Release);
-        Ok(())
+    fn handles(&self) -> &Handles {
+        self.handles.as_ref().expect("open until dropped")
     }
 
-    /// Applies `writes` to the crawl tree atomically (the last write of a
-    /// key counts); durable at the next [`CrawlIndex::persist`].
-    pub(super) fn apply(&self, writes: Writes) -> Result<(), StoreError> {
-        let last: BTreeMap<Vec<u8>, Option<Vec<u8>>> = writes.into_iter().collect();
-        let handles = self.handles()?;
-        let mut batch = handles.db.batch();
-        for (key, value) in last {
+    pub(super) fn rows(&self, rows: Rows) -> &Keyspace {
+        let handles = self.handles();
+        match rows {
+            Rows::Crawl => &handles.crawl,
+            Rows::Referrers => &handles.referrers,
+            Rows::Digests => &handles.digests,
+        }
+    }
+
+    /// Applies `writes` to `to` atomically, a value to insert or `None` to
+    /// remove the key, each key at most once; durable at the next
+    /// [`CrawlIndex::persist`].
+    pub(super) fn write(
+        &self,
+        to: Rows,
+        writes: impl IntoIterator<Item = (Vec<u8>, Option<Vec<u8>>)>,
+    ) -> Result<(), StoreError> {
+        let keyspace = self.rows(to);
+        let mut batch = self.handles().db.batch();
+        for (key, value) in writes {
             match value {
-                Some(value) => batch.insert(&handles.crawl, key, value),
-                None => batch.remove(&handles.crawl, key),
+                Some(value) => batch.insert(keyspace, key, value),
+                None => batch.remove(keyspace, key),
             }
         }
-        batch.commit().map_err(StoreError::index("batch write"))?;
+        if batch.is_empty() {
+            return Ok(());
+        }
+        batch.commit().map_err(StoreError::index("write"))?;
         self.unsynced.store(true, Ordering::Release);
         Ok(())
-    }
-
-    /// The value of `key` in `rows`.
-    pub(super) fn get(&self, rows: Rows, key: &[u8]) -> Result<Option<Vec<u8>>, StoreError> {
-        let handles = self.handles()?;
-        let value = handles
-            .rows(rows)
-            .get(key)
-            .map_err(|source| StoreError::Index { op: "read", source })?;
-        Ok(value.map(|v| v.to_vec()))
     }
 
     /// Makes what was written durable (nothing to do if nothing was).
@@ -224,8 +188,8 @@ impl CrawlIndex {
         if !self.unsynced.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
-        let handles = self.handles()?;
-        handles.db.persist(PersistMode::SyncData).map_err(|source| {
+        let synced = self.handles().db.persist(PersistMode::SyncData);
+        synced.map_err(|source| {
             self.unsynced.store(true, Ordering::Release);
             StoreError::Index {
                 op: "flush",
@@ -242,17 +206,10 @@ impl CrawlIndex {
 
 impl Drop for CrawlIndex {
     fn drop(&mut self) {
-        let open = self
-            .open
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        if open.is_some() {
-            // fjall makes its files with the umask's modes: once it has
-            // stopped (its last handle gone), they are made private too.
-            drop(open);
-            let _ = private::restrict_tree(&self.path);
-        }
+        // fjall makes its files with the umask's modes: once it has stopped
+        // (its last handle gone), they are made private too.
+        drop(self.handles.take());
+        let _ = private::restrict_tree(&self.path);
     }
 }
 
@@ -291,7 +248,7 @@ pub(super) fn adopt_sled_rows(
     let mut rows = Vec::new();
     for item in tree.scan_prefix(prefix) {
         let (key, value) = item.map_err(StoreError::sled("import into the index"))?;
-        rows.push((key[prefix.len()..].to_vec(), convert(&value)?));
+        rows.push((key[prefix.len()..].to_vec(), Some(convert(&value)?)));
         if rows.len() >= ROWS_PER_WRITE {
             index.write(to, std::mem::take(&mut rows))?;
         }
@@ -305,8 +262,12 @@ mod tests {
     use super::*;
     use crate::engine::store::Store;
 
-    fn row(key: &str, value: &str) -> Vec<(Vec<u8>, Vec<u8>)> {
-        vec![(key.as_bytes().to_vec(), value.as_bytes().to_vec())]
+    fn row(key: &str, value: &str) -> Vec<(Vec<u8>, Option<Vec<u8>>)> {
+        vec![(key.as_bytes().to_vec(), Some(value.as_bytes().to_vec()))]
+    }
+
+    fn get(index: &CrawlIndex, rows: Rows, key: &[u8]) -> Option<Vec<u8>> {
+        index.rows(rows).get(key).unwrap().map(|v| v.to_vec())
     }
 
     #[test]
@@ -320,28 +281,21 @@ mod tests {
         assert!(index.unsynced());
         store.flush().unwrap();
         assert!(!index.unsynced());
-        assert_eq!(index.get(Rows::Digests, b"k").unwrap(), Some(b"v".to_vec()));
-        assert_eq!(
-            index.get(Rows::Referrers, b"k").unwrap(),
-            None,
-            "keyspaces apart"
-        );
+        assert_eq!(get(index, Rows::Digests, b"k"), Some(b"v".to_vec()));
+        assert_eq!(get(index, Rows::Referrers, b"k"), None, "keyspaces apart");
     }
 
     #[test]
     fn the_index_of_an_earlier_version_is_moved_to_its_new_place() {
         let dir = tempfile::tempdir().unwrap();
         {
-            let index = CrawlIndex::new(dir.path(), 1 << 20);
+            let index = CrawlIndex::open(dir.path(), 1 << 20).unwrap();
             index.write(Rows::Referrers, row("k", "v")).unwrap();
             index.persist().unwrap();
         }
         std::fs::rename(dir.path().join("index"), dir.path().join(LEGACY_DIR)).unwrap();
-        let index = CrawlIndex::new(dir.path(), 1 << 20);
-        assert_eq!(
-            index.get(Rows::Referrers, b"k").unwrap(),
-            Some(b"v".to_vec())
-        );
+        let index = CrawlIndex::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(get(&index, Rows::Referrers, b"k"), Some(b"v".to_vec()));
         assert!(!dir.path().join(LEGACY_DIR).exists());
     }
 }

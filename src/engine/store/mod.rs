@@ -22,7 +22,7 @@ pub mod remote;
 pub(crate) mod warc;
 mod warc_read;
 
-use std::collections::HashSet;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -217,10 +217,9 @@ impl Store {
         };
         // Opened here, not at the first write: a crawl writes to it from its
         // first page on. fjall makes a 64 MiB (sparse) journal at once.
-        let index = CrawlIndex::new(dir, cache_bytes);
-        index.handles()?;
+        let index = CrawlIndex::open(dir, cache_bytes)?;
         index::adopt_sled_tree(&index, &db, "crawl", index::Rows::Crawl)?;
-        let crawl = CrawlTree::open(&index)?;
+        let crawl = CrawlTree::new(&index);
         let pages = match crawl.get(keys::META_PAGES, "read of the page count")? {
             Some(v) => decode_u64(&v, "page count")?,
             None => 0,
@@ -368,17 +367,19 @@ impl Store {
     }
 
     /// Applies one batch atomically, keeping the page counter exact.
-    pub(crate) fn apply(&self, mut batch: CrawlBatch) -> Result<(), StoreError> {
+    pub(crate) fn apply(&self, batch: CrawlBatch) -> Result<(), StoreError> {
         let _guard = self
             .inner
             .apply_lock
             .lock()
             .unwrap_or_else(|poisoned| poisoned.into_inner());
         self.simulated_fault("batch write")?;
+        // One write per key, the last one, as a single atomic write needs.
+        let mut writes: BTreeMap<Vec<u8>, Option<Vec<u8>>> = batch.writes.into_iter().collect();
         let mut new_pages = 0u64;
-        let mut counted: HashSet<&[u8]> = HashSet::new();
-        for key in &batch.page_keys {
-            if counted.insert(key.as_slice())
+        for (key, value) in &writes {
+            if key.first() == Some(&keys::PAGE)
+                && value.is_some()
                 && !self.inner.crawl.contains_key(key, "page lookup")?
             {
                 new_pages += 1;
@@ -386,12 +387,12 @@ impl Store {
         }
         let pages = self.inner.pages.load(Ordering::Relaxed) + new_pages;
         if new_pages > 0 {
-            batch.writes.push((
+            writes.insert(
                 keys::META_PAGES.to_vec(),
                 Some(pages.to_be_bytes().to_vec()),
-            ));
+            );
         }
-        self.inner.index.apply(batch.writes)?;
+        self.inner.index.write(index::Rows::Crawl, writes)?;
         self.inner.pages.store(pages, Ordering::Relaxed);
         Ok(())
     }

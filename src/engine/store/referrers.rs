@@ -116,9 +116,8 @@ impl Store {
         if counts.pending.len() < REFERRER_BATCH {
             return Ok(());
         }
-        let pending = std::mem::take(&mut counts.pending);
         drop(counts);
-        self.inner.index.write(Rows::Referrers, pending)
+        self.write_pending_referrers()
     }
 
     fn referrer_counts(&self) -> std::sync::MutexGuard<'_, ReferrerCounts> {
@@ -131,13 +130,14 @@ impl Store {
     /// Writes the referrers held back (durable at the index's next persist).
     pub(super) fn write_pending_referrers(&self) -> Result<(), StoreError> {
         let pending = std::mem::take(&mut self.referrer_counts().pending);
-        self.inner.index.write(Rows::Referrers, pending)
+        let rows = pending.into_iter().map(|(key, value)| (key, Some(value)));
+        self.inner.index.write(Rows::Referrers, rows)
     }
 
     /// The referrers of `url`: the page it was first found on, then the
     /// others in the order they were found (at most [`MAX_REFERRERS`]).
     pub fn referrers(&self, url: &str) -> Result<Vec<String>, StoreError> {
-        let mut entries = ReferrerEntries::new(&self.inner.index, &first_key(url))?;
+        let mut entries = ReferrerEntries::new(&self.inner.index, &first_key(url));
         Ok(entries
             .next()
             .transpose()?
@@ -150,10 +150,10 @@ impl Store {
         &self,
         url_prefix: &str,
     ) -> super::query::Entries<(String, Vec<String>)> {
-        match ReferrerEntries::new(&self.inner.index, url_prefix.as_bytes()) {
-            Ok(entries) => Box::new(entries),
-            Err(e) => Box::new(std::iter::once(Err(e))),
-        }
+        Box::new(ReferrerEntries::new(
+            &self.inner.index,
+            url_prefix.as_bytes(),
+        ))
     }
 }
 
@@ -167,17 +167,16 @@ struct ReferrerEntries {
 }
 
 impl ReferrerEntries {
-    fn new(index: &CrawlIndex, prefix: &[u8]) -> Result<ReferrerEntries, StoreError> {
-        let handles = index.handles()?;
+    fn new(index: &CrawlIndex, prefix: &[u8]) -> ReferrerEntries {
         let rows: Box<dyn Iterator<Item = _> + Send> = Box::new(
-            handles
+            index
                 .rows(Rows::Referrers)
                 .prefix(prefix)
                 .map(|guard| guard.into_inner()),
         );
-        Ok(ReferrerEntries {
+        ReferrerEntries {
             inner: rows.peekable(),
-        })
+        }
     }
 }
 
