@@ -210,7 +210,7 @@ impl Coordinator {
         self.commit_now(lease, &record);
     }
 
-    fn page_fetched(&mut self, lease: Lease, page: Fetched, now: Instant) {
+    fn page_fetched(&mut self, lease: Lease, mut page: Fetched, now: Instant) {
         let host = lease.entry.host.clone();
         let url_fp = url_fingerprint(&lease.entry.url);
         let status = page.status;
@@ -247,7 +247,7 @@ impl Coordinator {
         counters.pages_fetched += 1;
         counters.bytes += page.bytes;
 
-        let (mut record, links) = self.page_record(&lease, &page);
+        let (mut record, links) = self.page_record(&lease, &mut page);
         let is_redirect = matches!(record.outcome, PageOutcome::Redirect { .. });
         let parent = Url::parse(&lease.entry.url).ok();
         let outlinks = match &parent {
@@ -274,9 +274,9 @@ impl Coordinator {
     }
 
     /// The page's record by its answer (a 304, a redirect, a duplicate or a
-    /// page with content), and the links to follow from it: `(url, is a
-    /// redirect target)`.
-    fn page_record(&mut self, lease: &Lease, page: &Fetched) -> (PageRecord, Vec<Url>) {
+    /// page with content), and the links to follow from it (moved out of
+    /// `page`).
+    fn page_record(&mut self, lease: &Lease, page: &mut Fetched) -> (PageRecord, Vec<Url>) {
         let status = page.status;
         let mut record = record_for(&lease.entry, PageOutcome::Fetched { status });
         record.bytes = page.bytes;
@@ -297,8 +297,8 @@ impl Coordinator {
             {
                 links.push(location.clone());
             }
-        } else if let Some(extracted) = &page.extracted {
-            record.title = extracted.title.clone();
+        } else if let Some(extracted) = &mut page.extracted {
+            record.title = std::mem::take(&mut extracted.title);
             record.simhash = Some(extracted.simhash);
             record.canonical = extracted.canonical.as_ref().map(|u| u.to_string());
             record.links_dropped = u32::try_from(extracted.links_dropped).unwrap_or(u32::MAX);
@@ -317,11 +317,10 @@ impl Coordinator {
                 record.outcome = PageOutcome::Duplicate { of };
             } else if !page.directives.nofollow {
                 links.extend(
-                    extracted
-                        .links
-                        .iter()
+                    std::mem::take(&mut extracted.links)
+                        .into_iter()
                         .filter(|l| !l.nofollow)
-                        .map(|l| l.url.clone()),
+                        .map(|l| l.url),
                 );
             }
         }
