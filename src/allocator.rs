@@ -6,7 +6,7 @@ pub const PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Memory mimalloc frees goes back to the system at once, not a second later:
 /// a crawl frees page bodies and store buffers all the time, and a second of
-/// them was ~10–30 MB of peak RSS on the shared bench (README, "Memory").
+/// them was ~10–30 MB of peak RSS on the shared bench (docs/PERFORMANCE.md, "Memory").
 pub fn return_freed_memory_at_once() {
     // SAFETY: mimalloc reads this option whenever it purges; setting it at
     // any time is allowed.

@@ -30,7 +30,7 @@ use crawldeck::tui;
 use tracing_subscriber::EnvFilter;
 
 // mimalloc: ~18 % less CPU per page than glibc's malloc, and on a large crawl
-// glibc's heap grew to twice mimalloc's RSS (README, "Memory").
+// glibc's heap grew to twice mimalloc's RSS (docs/PERFORMANCE.md, "Memory").
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,4 +1,4 @@
-//! The allocator is built and set up as the README's "Memory" section
+//! The allocator is built and set up as docs/PERFORMANCE.md ("Memory")
 //! measured it: mimalloc commits its arenas as they are used
 //! (`.cargo/config.toml` defines `MI_DEFAULT_ARENA_EAGER_COMMIT=0`) and the
 //! binary has it give freed memory back at once (`crawldeck::allocator`).

@@ -367,7 +367,7 @@ impl Default for TrapConfig {
 /// `[storage]`: the database cache and WARC output.
 pub struct StorageConfig {
     /// Read cache in bytes, each, of the crawl index (fjall) and of sled's
-    /// small trees (README, "Scale").
+    /// small trees (docs/PERFORMANCE.md, "Scale").
     pub cache_bytes: u64,
     /// Rotate WARC files at this size.
     pub warc_max_bytes: u64,

@@ -3,7 +3,7 @@
 //! A crawl writes a referrer for nearly every new link of every page, at keys
 //! in URL order: random inserts all over a growing key space. In sled they
 //! cost as much CPU as the rest of the store together and, once they outgrew
-//! sled's cache, its memory ran away (README, "Memory"). So they live in the
+//! sled's cache, its memory ran away (docs/PERFORMANCE.md, "Memory"). So they live in the
 //! crawl index, an LSM tree (`index.rs`).
 
 use super::index::{CrawlIndex, Rows};
