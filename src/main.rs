@@ -68,53 +68,11 @@ fn main() -> ExitCode {
 }
 
 fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
-    match &run.mode {
-        Mode::Keys { file } => return print_keys(file.as_deref()),
-        Mode::Attach { .. }
-        | Mode::ClusterAttach { .. }
-        | Mode::Status { .. }
-        | Mode::Ctl { .. } => return run_viewer(run),
-        Mode::ClusterCtl {
-            target,
-            words,
-            worker,
-        } => return cluster_ctl(target, words, worker.as_deref()),
-        Mode::ClusterStatus { target, json } => {
-            let status = crawldeck::cluster::status::read(target).map_err(anyhow::Error::msg)?;
-            crawldeck::cluster::status::print(&status, *json, &mut std::io::stdout())?;
-            return Ok(());
-        }
-        _ => {}
-    }
-    if let Mode::Page(query) = &run.mode {
-        return crawldeck::results::page::run(
-            query,
-            std::io::BufWriter::new(std::io::stdout().lock()),
-        );
-    }
-    if let Mode::Results(query) = &run.mode {
-        return crawldeck::results::run(query, std::io::BufWriter::new(std::io::stdout().lock()));
+    if let Some(done) = run_without_engine(&run) {
+        return done;
     }
     // Held until the end so a temporary data directory outlives the crawl.
-    let temp_dir;
-    let data_dir: PathBuf = match &run.data_dir {
-        Some(dir) => {
-            crawldeck::engine::store::private::create_private_dir_all(dir).with_context(|| {
-                format!(
-                    "cannot create the data directory {}; give a writable --data DIR",
-                    dir.display()
-                )
-            })?;
-            dir.clone()
-        }
-        None => {
-            temp_dir = tempfile::Builder::new()
-                .prefix("crawldeck-")
-                .tempdir()
-                .context("cannot create a temporary data directory; give --data DIR")?;
-            temp_dir.path().to_path_buf()
-        }
-    };
+    let (data_dir, _temp_dir) = data_dir_for(&run)?;
     // Before anything is written there: one engine per data directory.
     let lock = match run.mode {
         Mode::Bench { .. } => None,
@@ -165,6 +123,47 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
         tracing::error!("crawldeck stopped: {e:#}");
     }
     result
+}
+
+/// Commands that start no engine here: viewers of a running crawl, the
+/// cluster's commands, the key list, and readers of a stored crawl.
+fn run_without_engine(run: &ResolvedRun) -> Option<anyhow::Result<()>> {
+    let stdout = || std::io::BufWriter::new(std::io::stdout().lock());
+    Some(match &run.mode {
+        Mode::Keys { file } => print_keys(file.as_deref()),
+        Mode::Attach { .. }
+        | Mode::ClusterAttach { .. }
+        | Mode::Status { .. }
+        | Mode::Ctl { .. } => run_viewer(run),
+        Mode::ClusterCtl {
+            target,
+            words,
+            worker,
+        } => cluster_ctl(target, words, worker.as_deref()),
+        Mode::ClusterStatus { target, json } => cluster_status(target, *json),
+        Mode::Page(query) => crawldeck::results::page::run(query, stdout()),
+        Mode::Results(query) => crawldeck::results::run(query, stdout()),
+        _ => return None,
+    })
+}
+
+/// `--data DIR`, created if missing, or else a temporary directory, which
+/// is returned too: it is deleted when dropped.
+fn data_dir_for(run: &ResolvedRun) -> anyhow::Result<(PathBuf, Option<tempfile::TempDir>)> {
+    if let Some(dir) = &run.data_dir {
+        crawldeck::engine::store::private::create_private_dir_all(dir).with_context(|| {
+            format!(
+                "cannot create the data directory {}; give a writable --data DIR",
+                dir.display()
+            )
+        })?;
+        return Ok((dir.clone(), None));
+    }
+    let temp_dir = tempfile::Builder::new()
+        .prefix("crawldeck-")
+        .tempdir()
+        .context("cannot create a temporary data directory; give --data DIR")?;
+    Ok((temp_dir.path().to_path_buf(), Some(temp_dir)))
 }
 
 /// Starts the engine and records the effective config so `--data DIR` alone resumes.
@@ -495,7 +494,16 @@ fn cluster_ctl(
     }
 }
 
-fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
+/// `crawldeck status --redis`: the shared crawl's state, read from Redis.
+fn cluster_status(target: &engine::ClusterTarget, json: bool) -> anyhow::Result<()> {
+    let status = crawldeck::cluster::status::read(target).map_err(anyhow::Error::msg)?;
+    crawldeck::cluster::status::print(&status, json, &mut std::io::stdout())?;
+    Ok(())
+}
+
+/// The viewers: `attach`, `status` and `ctl` on a running crawl, and the
+/// cluster view; they start no engine.
+fn run_viewer(run: &ResolvedRun) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -510,12 +518,12 @@ fn run_viewer(run: ResolvedRun) -> anyhow::Result<()> {
                     Some(dir) => dir.clone(),
                     None => remote::find_running_crawl(Path::new("."))?,
                 };
-                remote::attach(&dir, tui_options(&run, true, &dir), *wait)
+                remote::attach(&dir, tui_options(run, true, &dir), *wait)
                     .await
                     .map(drop)
             }
             Mode::ClusterAttach { target } => {
-                let options = tui_options(&run, true, Path::new("."));
+                let options = tui_options(run, true, Path::new("."));
                 crawldeck::cluster::attach::attach(target, options).await
             }
             _ => unreachable!("only viewers come here"),

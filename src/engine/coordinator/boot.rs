@@ -66,26 +66,11 @@ pub(in crate::engine) fn build(
         options.disk_faults.clone(),
     )
     .map_err(store_err)?;
-    let mut seeds = all_seeds(&store, &config)?;
-    let mut cluster_line = None;
-    let mut frontier: Box<dyn FrontierStore> = match &options.cluster {
-        Some(target) => {
-            let mut shared = RedisFrontier::open(target, data_dir, &store).map_err(store_err)?;
-            seeds = shared_seeds(&mut shared, &seeds)?;
-            cluster_line = Some(format!(
-                "shared frontier: crawl {} on {}, this worker is {} (host leases of {:?})",
-                target.crawl,
-                target.url,
-                shared.worker(),
-                target.lease_ttl
-            ));
-            Box::new(shared)
-        }
-        None => {
-            refuse_worker_dir(data_dir).map_err(EngineError::Config)?;
-            Box::new(Frontier::open(&store).map_err(store_err)?)
-        }
-    };
+    let OpenFrontier {
+        mut frontier,
+        seeds,
+        joined: cluster_line,
+    } = open_frontier(&store, &config, data_dir, &options)?;
     // Robots first: every host the frontier creates waits for its robots.txt.
     frontier.set_initial_holds(&[Hold::Robots]);
     frontier
@@ -175,6 +160,48 @@ pub(in crate::engine) fn build(
     };
     coordinator.resume_pending();
     Ok(coordinator)
+}
+
+/// The frontier a crawl starts with.
+struct OpenFrontier {
+    /// This process's, or with `--redis` the shared one.
+    frontier: Box<dyn FrontierStore>,
+    /// The seeds of every run of the crawl (of every worker's, if shared).
+    seeds: Vec<Url>,
+    /// For a worker, which shared crawl it joined.
+    joined: Option<String>,
+}
+
+fn open_frontier(
+    store: &Store,
+    config: &CrawlConfig,
+    data_dir: &Path,
+    options: &EngineOptions,
+) -> Result<OpenFrontier, EngineError> {
+    let seeds = all_seeds(store, config)?;
+    let Some(target) = &options.cluster else {
+        refuse_worker_dir(data_dir).map_err(EngineError::Config)?;
+        let frontier = Frontier::open(store).map_err(store_err)?;
+        return Ok(OpenFrontier {
+            frontier: Box::new(frontier),
+            seeds,
+            joined: None,
+        });
+    };
+    let mut shared = RedisFrontier::open(target, data_dir, store).map_err(store_err)?;
+    let seeds = shared_seeds(&mut shared, &seeds)?;
+    let joined = format!(
+        "shared frontier: crawl {} on {}, this worker is {} (host leases of {:?})",
+        target.crawl,
+        target.url,
+        shared.worker(),
+        target.lease_ttl
+    );
+    Ok(OpenFrontier {
+        frontier: Box::new(shared),
+        seeds,
+        joined: Some(joined),
+    })
 }
 
 /// The crawl-wide settings this run starts with.

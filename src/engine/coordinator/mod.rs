@@ -117,21 +117,7 @@ impl Coordinator {
         let mut shutdown_seen = false;
         let mut tick = tokio::time::interval(SNAPSHOT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        for line in self.settings_report.clone() {
-            self.outbox.log(Level::Info, format!("setting: {line}"));
-        }
-        if !self.workers.address_guard().pending_seeds().is_empty() {
-            // Before any fetch: a link to a seed's network must not be refused.
-            self.workers.resolve_seeds().await;
-            let line = self.workers.address_guard().describe();
-            self.outbox
-                .log(Level::Info, format!("seeds resolved: {line}"));
-        }
-        self.set_state(if self.run.paused {
-            CrawlState::Paused
-        } else {
-            CrawlState::Running
-        });
+        self.start().await;
         loop {
             let now = Instant::now();
             if self.group_commit.is_due(now) {
@@ -187,6 +173,30 @@ impl Coordinator {
                 _ = sleep_until_opt(wake) => {}
             }
         }
+        Ok(self.end().await)
+    }
+
+    /// Logs the settings, resolves the seeds' names and sets the first state.
+    async fn start(&mut self) {
+        for line in self.settings_report.clone() {
+            self.outbox.log(Level::Info, format!("setting: {line}"));
+        }
+        if !self.workers.address_guard().pending_seeds().is_empty() {
+            // Before any fetch: a link to a seed's network must not be refused.
+            self.workers.resolve_seeds().await;
+            let line = self.workers.address_guard().describe();
+            self.outbox
+                .log(Level::Info, format!("seeds resolved: {line}"));
+        }
+        self.set_state(if self.run.paused {
+            CrawlState::Paused
+        } else {
+            CrawlState::Running
+        });
+    }
+
+    /// Settles what is under way, checkpoints, and returns the final snapshot.
+    async fn end(&mut self) -> Snapshot {
         self.end_removals();
         self.end_sweeps();
         self.end_previews().await;
@@ -198,7 +208,7 @@ impl Coordinator {
             self.run.finish_reason.as_deref().unwrap_or("?"),
             self.stats.counters().pages_fetched
         );
-        Ok(snapshot)
+        snapshot
     }
 
     /// The store, for readers beside the crawl loop (the results socket).
