@@ -9,7 +9,7 @@ use super::entry::{decode, encode, level_of};
 use super::schedule::HostId;
 use super::{Completion, Frontier, FrontierEntry, Lease, ScanCursor, SCAN_CHUNK};
 use crate::engine::dedup::url_fingerprint;
-use crate::engine::store::{keys, CrawlBatch, PageRecord, StoreError};
+use crate::engine::store::{keys, CrawlBatch, PageRecord, RawEntry, StoreError};
 
 /// What a bulk sweep does with each matching queued entry.
 enum SweepAction<'a> {
@@ -380,43 +380,56 @@ impl Frontier {
             let Some((last, _)) = rows.last() else { break };
             after = Some(last.clone());
             read += rows.len();
-            let mut batch = CrawlBatch::default();
-            let mut removed = Vec::new();
-            for (key, value) in rows {
-                let Ok(entry) = decode(&value) else { continue };
-                if !pred(&entry) {
-                    continue;
-                }
-                batch.dequeue(&key);
-                match &action {
-                    SweepAction::Record(record) => batch.record_page(&record(&entry)),
-                    SweepAction::Park(alert) => {
-                        let (_, seq) = keys::parse_queue_key(&key).unwrap_or((0, 0));
-                        batch.enqueue(&keys::parked_key(*alert, seq), &value);
-                    }
-                }
-                removed.push((key, entry));
-            }
-            if removed.is_empty() {
-                continue;
-            }
-            self.store.apply(batch)?;
-            total += removed.len() as u64;
-            for (key, entry) in removed {
-                if let Some(&id) = self.ids.get(&entry.host) {
-                    self.host_mut(id).forget(&key, entry.priority);
-                    touched.insert(id);
-                }
-                self.queued = self.queued.saturating_sub(1);
-                let level = &mut self.levels[level_of(entry.priority)];
-                *level = level.saturating_sub(1);
-                if let SweepAction::Park(alert) = action {
-                    self.count_parked(alert, entry.host, 1);
-                }
-            }
+            total += self.sweep_rows(rows, pred, &action, &mut touched)?;
         }
         self.refresh_all(touched)?;
         Ok((total, after.filter(|_| stopped)))
+    }
+
+    /// Applies a sweep to one chunk of queue rows in one store write, then
+    /// forgets the removed entries in memory; returns how many it removed.
+    fn sweep_rows(
+        &mut self,
+        rows: Vec<RawEntry>,
+        pred: &dyn Fn(&FrontierEntry) -> bool,
+        action: &SweepAction<'_>,
+        touched: &mut BTreeSet<HostId>,
+    ) -> Result<u64, StoreError> {
+        let mut batch = CrawlBatch::default();
+        let mut removed = Vec::new();
+        for (key, value) in rows {
+            let Ok(entry) = decode(&value) else { continue };
+            if !pred(&entry) {
+                continue;
+            }
+            batch.dequeue(&key);
+            match action {
+                SweepAction::Record(record) => batch.record_page(&record(&entry)),
+                SweepAction::Park(alert) => {
+                    let (_, seq) = keys::parse_queue_key(&key).unwrap_or((0, 0));
+                    batch.enqueue(&keys::parked_key(*alert, seq), &value);
+                }
+            }
+            removed.push((key, entry));
+        }
+        if removed.is_empty() {
+            return Ok(0);
+        }
+        self.store.apply(batch)?;
+        let count = removed.len() as u64;
+        for (key, entry) in removed {
+            if let Some(&id) = self.ids.get(&entry.host) {
+                self.host_mut(id).forget(&key, entry.priority);
+                touched.insert(id);
+            }
+            self.queued = self.queued.saturating_sub(1);
+            let level = &mut self.levels[level_of(entry.priority)];
+            *level = level.saturating_sub(1);
+            if let SweepAction::Park(alert) = action {
+                self.count_parked(*alert, entry.host, 1);
+            }
+        }
+        Ok(count)
     }
 
     /// Takes at most `max` of an alert's parked entries out of quarantine:
