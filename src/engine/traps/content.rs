@@ -181,28 +181,13 @@ impl BudgetState {
         {
             return None;
         }
-        // The heavy pages' common directory; the whole host if they share none.
         let heavy: Vec<Url> = self
             .heavy
             .iter()
             .filter_map(|u| Url::parse(u).ok())
             .collect();
         let first = heavy.first()?;
-        let dirs: Vec<Vec<&str>> = heavy
-            .iter()
-            .map(|u| {
-                let s = segments(u);
-                s[..s.len().saturating_sub(1)].to_vec()
-            })
-            .collect();
-        let mut common: Vec<&str> = dirs.first().cloned().unwrap_or_default();
-        for d in &dirs[1..] {
-            let keep = common.iter().zip(d).take_while(|(a, b)| a == b).count();
-            common.truncate(keep);
-        }
-        let prefix: String = std::iter::once("/".to_string())
-            .chain(common.iter().map(|s| format!("{s}/")))
-            .collect();
+        let prefix = common_directory(&heavy);
         Some(Detection {
             host: host.to_string(),
             kind: TrapKind::HostBudget,
@@ -211,4 +196,23 @@ impl BudgetState {
             rule: anchored_rule(first, host, &prefix, ""),
         })
     }
+}
+
+/// The pages' common directory (`/a/b/`); `/`, the whole host, if they share none.
+fn common_directory(pages: &[Url]) -> String {
+    let dirs: Vec<Vec<&str>> = pages
+        .iter()
+        .map(|u| {
+            let s = segments(u);
+            s[..s.len().saturating_sub(1)].to_vec()
+        })
+        .collect();
+    let mut common: Vec<&str> = dirs.first().cloned().unwrap_or_default();
+    for d in dirs.iter().skip(1) {
+        let keep = common.iter().zip(d).take_while(|(a, b)| a == b).count();
+        common.truncate(keep);
+    }
+    std::iter::once("/".to_string())
+        .chain(common.iter().map(|s| format!("{s}/")))
+        .collect()
 }
