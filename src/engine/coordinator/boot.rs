@@ -51,21 +51,7 @@ pub(in crate::engine) fn build(
     ends: EngineEnds,
     options: EngineOptions,
 ) -> Result<Coordinator, EngineError> {
-    config
-        .validate()
-        .map_err(|e| EngineError::Config(e.to_string()))?;
-    crate::engine::store::private::create_private_dir_all(data_dir).map_err(|e| {
-        EngineError::DataDir {
-            path: data_dir.display().to_string(),
-            message: format!("cannot create it: {e}"),
-        }
-    })?;
-    let store = Store::open_with_faults(
-        data_dir,
-        config.storage.cache_bytes,
-        options.disk_faults.clone(),
-    )
-    .map_err(store_err)?;
+    let store = open_store(&config, data_dir, &options.disk_faults)?;
     let OpenFrontier {
         mut frontier,
         seeds,
@@ -94,23 +80,12 @@ pub(in crate::engine) fn build(
     let probes = SoftProbes::load(&store).map_err(store_err)?;
     let journal = Journal::load(&store).map_err(store_err)?;
     let operator = restore_settings(&store, &config, &options.overrides, &mut rules, &mut alerts)?;
-    let recrawl_pass = if options.recrawl {
-        let (pass, queued) = recrawl::start_pass(&store, frontier.as_mut())?;
-        tracing::info!("recrawl pass {pass}: {queued} pages queued with their validators");
-        pass
-    } else {
-        recrawl::current_pass(&store).map_err(store_err)?
-    };
+    let recrawl_pass = recrawl_pass(&store, frontier.as_mut(), options.recrawl)?;
     // A recrawl pass has counters, limits and elapsed time of its own.
     let stats = CrawlStats::load(&store, options.recrawl).map_err(store_err)?;
     queue_new_seeds(frontier.as_mut(), &seeds)?;
 
-    let (mut workers, results) = workers(&config, data_dir, fetcher, &options.disk_faults)?;
-    if let Some(target) = &options.cluster {
-        let cache = SharedRobots::new(&target.url, key_prefix(&target.crawl))
-            .map_err(|e| EngineError::Config(format!("--redis {}: {e}", target.url)))?;
-        workers.share_robots(cache);
-    }
+    let (workers, results) = workers(&config, data_dir, fetcher, &options)?;
     let hosts = HostTable::new(
         store.clone(),
         config.politeness.clone(),
@@ -364,8 +339,9 @@ fn workers(
     config: &CrawlConfig,
     data_dir: &Path,
     fetcher: Fetcher,
-    faults: &DiskFaults,
+    options: &EngineOptions,
 ) -> Result<(Workers, mpsc::UnboundedReceiver<Work>), EngineError> {
+    let faults = &options.disk_faults;
     let warc = if config.storage.warc {
         let writer =
             WarcWriter::open_with_faults(data_dir, config.storage.warc_max_bytes, faults.clone())
@@ -382,14 +358,54 @@ fn workers(
         max_links: config.scope.max_links_per_page,
         max_url_len: config.scope.max_url_len,
     };
-    Ok(Workers::new(
+    let (mut workers, results) = Workers::new(
         fetcher,
         extract,
         warc,
         CpuPool::new(MAX_CPU_THREADS),
         config.fetch.max_body,
         config.robots.clone(),
-    ))
+    );
+    if let Some(target) = &options.cluster {
+        // Workers of one shared crawl fetch each robots.txt once between them.
+        let cache = SharedRobots::new(&target.url, key_prefix(&target.crawl))
+            .map_err(|e| EngineError::Config(format!("--redis {}: {e}", target.url)))?;
+        workers.share_robots(cache);
+    }
+    Ok((workers, results))
+}
+
+/// Checks the settings, then opens (or creates) the crawl's store.
+fn open_store(
+    config: &CrawlConfig,
+    data_dir: &Path,
+    faults: &DiskFaults,
+) -> Result<Store, EngineError> {
+    config
+        .validate()
+        .map_err(|e| EngineError::Config(e.to_string()))?;
+    crate::engine::store::private::create_private_dir_all(data_dir).map_err(|e| {
+        EngineError::DataDir {
+            path: data_dir.display().to_string(),
+            message: format!("cannot create it: {e}"),
+        }
+    })?;
+    Store::open_with_faults(data_dir, config.storage.cache_bytes, faults.clone()).map_err(store_err)
+}
+
+/// The recrawl pass this run is in: a new one started with `--recrawl`
+/// (every fetched page queued again with its validators), else the current one.
+fn recrawl_pass(
+    store: &Store,
+    frontier: &mut dyn FrontierStore,
+    start_new: bool,
+) -> Result<u32, EngineError> {
+    if !start_new {
+        return recrawl::current_pass(store).map_err(store_err);
+    }
+    let (pass, queued) = recrawl::start_pass(store, frontier)?;
+    tracing::info!("recrawl pass {pass}: {queued} pages queued with their validators");
+    Ok(pass)
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use tokio::time::Instant;
 
-use super::conn::{first_members, parse_score};
+use super::conn::{first_members, parse_score, Link};
 use super::outage::Write;
 use super::reader::{self, RedisReader};
 use super::{RedisFrontier, CLOSED, CLUSTER_POLL, SHARED_HOLDS};
@@ -306,52 +306,26 @@ impl FrontierStore for RedisFrontier {
         if hosts.is_empty() {
             return Ok(Vec::new());
         }
-        let p = self.prefix.clone();
         // URLs this worker serves from a batch are still queued in Redis.
         let served: Vec<Option<&std::collections::HashSet<Vec<u8>>>> = hosts
             .iter()
             .map(|host| self.hosts.get(*host).map(|h| &h.batch_out))
             .collect();
-        type Row = (
-            u64,
-            u64,
-            Option<u64>,
-            Option<u8>,
-            Option<String>,
-            Vec<Vec<u8>>,
-        );
-        let rows: Vec<Row> = self.link.query("reading host queues", |c| {
-            let mut pipe = redis::pipe();
-            for (host, served) in hosts.iter().zip(&served) {
-                pipe.cmd("ZCARD").arg(format!("{p}q:{host}"));
-                pipe.cmd("HLEN").arg(format!("{p}inflight:{host}"));
-                pipe.cmd("HGET").arg(format!("{p}parked_hosts")).arg(host);
-                pipe.cmd("HGET").arg(format!("{p}holds")).arg(host);
-                pipe.cmd("HGET").arg(format!("{p}nb")).arg(host);
-                let (start, stop) = first_members(head + served.map_or(0, |s| s.len()));
-                pipe.cmd("ZRANGE")
-                    .arg(format!("{p}q:{host}"))
-                    .arg(start)
-                    .arg(stop);
-            }
-            let flat: Vec<redis::Value> = pipe.query(c)?;
-            flat.chunks(6)
-                .map(|row| {
-                    Ok((
-                        redis::from_redis_value(&row[0])?,
-                        redis::from_redis_value(&row[1])?,
-                        redis::from_redis_value(&row[2])?,
-                        redis::from_redis_value(&row[3])?,
-                        redis::from_redis_value(&row[4])?,
-                        redis::from_redis_value(&row[5])?,
-                    ))
-                })
-                .collect()
-        })?;
+        let wanted: Vec<usize> = served
+            .iter()
+            .map(|s| head + s.map_or(0, |s| s.len()))
+            .collect();
+        let rows = read_host_rows(&mut self.link, &self.prefix, hosts, &wanted)?;
         let mut views = Vec::with_capacity(hosts.len());
-        for ((host, (queued, in_flight, parked, holds, nb, members)), served) in
-            hosts.iter().zip(rows).zip(served)
-        {
+        for ((host, row), served) in hosts.iter().zip(rows).zip(served) {
+            let HostRow {
+                queued,
+                in_flight,
+                parked,
+                holds,
+                not_before: nb,
+                members,
+            } = row;
             let head = members
                 .iter()
                 .filter(|m| served.is_none_or(|s| !s.contains(*m)))
@@ -383,6 +357,73 @@ impl FrontierStore for RedisFrontier {
     fn alert_id(&mut self, local_next: u64) -> Result<u64, StoreError> {
         self.next_alert_id(local_next)
     }
+}
+
+/// One host's queue as Redis holds it.
+struct HostRow {
+    queued: u64,
+    in_flight: u64,
+    parked: Option<u64>,
+    holds: Option<u8>,
+    /// The not-before score, as stored.
+    not_before: Option<String>,
+    /// The first queue members, as many as asked for.
+    members: Vec<Vec<u8>>,
+}
+
+/// Each host's counts, holds, not-before and first `wanted` queue members,
+/// in one round trip.
+fn read_host_rows(
+    link: &mut Link,
+    p: &str,
+    hosts: &[&str],
+    wanted: &[usize],
+) -> Result<Vec<HostRow>, StoreError> {
+    type Row = (
+        u64,
+        u64,
+        Option<u64>,
+        Option<u8>,
+        Option<String>,
+        Vec<Vec<u8>>,
+    );
+    let rows: Vec<Row> = link.query("reading host queues", |c| {
+        let mut pipe = redis::pipe();
+        for (host, &wanted) in hosts.iter().zip(wanted) {
+            pipe.cmd("ZCARD").arg(format!("{p}q:{host}"));
+            pipe.cmd("HLEN").arg(format!("{p}inflight:{host}"));
+            pipe.cmd("HGET").arg(format!("{p}parked_hosts")).arg(host);
+            pipe.cmd("HGET").arg(format!("{p}holds")).arg(host);
+            pipe.cmd("HGET").arg(format!("{p}nb")).arg(host);
+            let (start, stop) = first_members(wanted);
+            pipe.cmd("ZRANGE")
+                .arg(format!("{p}q:{host}"))
+                .arg(start)
+                .arg(stop);
+        }
+        let flat: Vec<redis::Value> = pipe.query(c)?;
+        flat.chunks(6)
+            .map(|row| {
+                Ok((
+                    redis::from_redis_value(&row[0])?,
+                    redis::from_redis_value(&row[1])?,
+                    redis::from_redis_value(&row[2])?,
+                    redis::from_redis_value(&row[3])?,
+                    redis::from_redis_value(&row[4])?,
+                    redis::from_redis_value(&row[5])?,
+                ))
+            })
+            .collect()
+    })?;
+    let row = |(queued, in_flight, parked, holds, not_before, members): Row| HostRow {
+        queued,
+        in_flight,
+        parked,
+        holds,
+        not_before,
+        members,
+    };
+    Ok(rows.into_iter().map(row).collect())
 }
 
 /// What Redis says of a host, for its activity.
