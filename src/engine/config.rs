@@ -509,36 +509,42 @@ impl CrawlConfig {
             return invalid("breaker.consecutive_failures", "must be at least 1");
         }
         validate_robots(&self.robots)?;
-        match &self.identity.product_token {
-            Some(token) if !is_product_token(token) => {
+        validate_identity(&self.identity)
+    }
+}
+
+/// The product token robots.txt is matched with, and the contact address.
+fn validate_identity(identity: &IdentityConfig) -> Result<(), ConfigError> {
+    let invalid = |key: &'static str, message: String| Err(ConfigError::Invalid { key, message });
+    match &identity.product_token {
+        Some(token) if !is_product_token(token) => {
+            return invalid(
+                "identity.product_token",
+                format!(
+                    "{token:?} is not a robots.txt product token: use only letters, '-' and '_' (RFC 9309), e.g. \"acmebot\""
+                ),
+            );
+        }
+        Some(_) => {}
+        None => {
+            let derived = identity.token();
+            if !is_product_token(&derived) {
                 return invalid(
                     "identity.product_token",
                     format!(
-                        "{token:?} is not a robots.txt product token: use only letters, '-' and '_' (RFC 9309), e.g. \"acmebot\""
+                        "the User-Agent {:?} names no usable product token (its first word up to a '/', here {derived:?}, must be only letters, '-' and '_'); start the User-Agent with one, like \"AcmeBot/2.0 (+https://acme.example/bot)\", or give the token explicitly",
+                        identity.user_agent
                     ),
                 );
             }
-            Some(_) => {}
-            None => {
-                let derived = self.identity.token();
-                if !is_product_token(&derived) {
-                    return invalid(
-                        "identity.product_token",
-                        format!(
-                            "the User-Agent {:?} names no usable product token (its first word up to a '/', here {derived:?}, must be only letters, '-' and '_'); start the User-Agent with one, like \"AcmeBot/2.0 (+https://acme.example/bot)\", or give the token explicitly",
-                            self.identity.user_agent
-                        ),
-                    );
-                }
-            }
         }
-        if let Some(from) = &self.identity.from {
-            if !from.contains('@') {
-                return invalid("identity.from", "must be an email address");
-            }
-        }
-        Ok(())
     }
+    if let Some(from) = &identity.from {
+        if !from.contains('@') {
+            return invalid("identity.from", "must be an email address".to_string());
+        }
+    }
+    Ok(())
 }
 
 /// Parses one seed, explaining what is wrong with it.
