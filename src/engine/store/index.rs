@@ -69,13 +69,43 @@ fn open_error(path: &Path, source: fjall::Error) -> StoreError {
     }
 }
 
+/// Opens fjall's database at `path`, waiting briefly for one closed just
+/// before in this process. A new one that fails to open is removed: it holds
+/// nothing, and fjall would not open it again.
+fn open_database(path: &Path, cache_bytes: u64, fresh: bool) -> Result<Database, fjall::Error> {
+    const LOCK_RETRIES: u32 = 20;
+    let mut attempt = 0;
+    loop {
+        // The journal lives only until its memtable is on disk: not worth compressing.
+        let opened = Database::builder(path)
+            .journal_compression(fjall::CompressionType::None)
+            .cache_size(cache_bytes)
+            .max_journaling_size(MAX_JOURNALING_BYTES)
+            .worker_threads(2)
+            .open();
+        match opened {
+            Err(fjall::Error::Locked) if attempt < LOCK_RETRIES => {
+                attempt += 1;
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            }
+            Err(fjall::Error::Locked) => return Err(fjall::Error::Locked),
+            Err(e) => {
+                if fresh {
+                    let _ = std::fs::remove_dir_all(path);
+                }
+                return Err(e);
+            }
+            Ok(db) => return Ok(db),
+        }
+    }
+}
+
 impl CrawlIndex {
     /// Opens (or creates) the index of `data_dir`, `<data_dir>/index`,
     /// private to the user. fjall makes a 64 MiB (sparse) journal file at
     /// once, so a file size limit below that fails here. A database closed
     /// just before in this process is waited for briefly.
     pub(super) fn open(data_dir: &Path, cache_bytes: u64) -> Result<CrawlIndex, StoreError> {
-        const LOCK_RETRIES: u32 = 20;
         let path = data_dir.join("index");
         let io_error = |e| open_error(&path, fjall::Error::Io(e));
         let legacy = data_dir.join(LEGACY_DIR);
@@ -84,37 +114,12 @@ impl CrawlIndex {
         }
         let fresh = std::fs::read_dir(&path).map_or(true, |mut d| d.next().is_none());
         private::create_private_dir_all(&path).map_err(io_error)?;
-        let mut attempt = 0;
-        let db = loop {
-            // The journal lives only until its memtable is on disk: not
-            // worth compressing.
-            let opened = Database::builder(&path)
-                .journal_compression(fjall::CompressionType::None)
-                .cache_size(cache_bytes)
-                .max_journaling_size(MAX_JOURNALING_BYTES)
-                .worker_threads(2)
-                .open();
-            match opened {
-                Err(fjall::Error::Locked) if attempt < LOCK_RETRIES => {
-                    attempt += 1;
-                    std::thread::sleep(std::time::Duration::from_millis(50));
-                }
-                Err(fjall::Error::Locked) => {
-                    return Err(StoreError::Locked {
-                        path: data_dir.to_path_buf(),
-                    });
-                }
-                Err(e) => {
-                    // A half-made index holds nothing, and fjall would not
-                    // open it again: the next attempt starts afresh.
-                    if fresh {
-                        let _ = std::fs::remove_dir_all(&path);
-                    }
-                    return Err(open_error(&path, e));
-                }
-                Ok(db) => break db,
-            }
-        };
+        let db = open_database(&path, cache_bytes, fresh).map_err(|e| match e {
+            fjall::Error::Locked => StoreError::Locked {
+                path: data_dir.to_path_buf(),
+            },
+            e => open_error(&path, e),
+        })?;
         let keyspace = |rows: Rows| {
             let memtable = match rows {
                 Rows::Crawl => CRAWL_MEMTABLE_BYTES,
