@@ -9,7 +9,7 @@ use crate::engine::control::HostKey;
 use crate::engine::dedup::ContentDigest;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::prioritize::priority;
-use crate::engine::store::{FilterReason, FilteredUrl};
+use crate::engine::store::{FilterReason, FilteredUrl, PageRecord};
 use crate::engine::url_norm::{self, Rejection};
 
 impl Coordinator {
@@ -51,9 +51,40 @@ impl Coordinator {
         // Extraction normalizes the links it finds; a Location header is not.
         let candidates = self.in_scope(links, depth, redirect);
         let fresh = self.claim_unseen(&parent_entry.url, candidates);
+        let quarantining_before = self.alerts.quarantining_count();
+        let (mut admitted, given_up) = self.route_fresh(parent, fresh, depth, redirects);
+        if !given_up.is_empty() {
+            if let Err(e) = self.store.record_pages(&given_up) {
+                self.storage_failed("recording URLs of given-up hosts", e);
+            }
+        }
+        if self.alerts.quarantining_count() != quarantining_before {
+            // An alert raised by this page's links also covers its earlier links.
+            admitted.retain(
+                |entry| match self.alerts.quarantining(&entry.url, &entry.host) {
+                    Some(alert_id) => {
+                        self.park_new(alert_id, entry.clone());
+                        false
+                    }
+                    None => true,
+                },
+            );
+        }
+        admitted
+    }
+
+    /// New links as frontier entries: those to queue, and records for those
+    /// of given-up hosts; links an open alert quarantines or a rule raised
+    /// by them blocks go neither way.
+    fn route_fresh(
+        &mut self,
+        parent: &Url,
+        fresh: Vec<(Url, HostKey)>,
+        depth: u32,
+        redirects: u8,
+    ) -> (Vec<FrontierEntry>, Vec<PageRecord>) {
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
-        let quarantining_before = self.alerts.quarantining_count();
         let rules_before = self.rules.next_id();
         for (url, host) in fresh {
             if let Some(d) = self.traps.on_discovered(parent, &url, depth) {
@@ -82,24 +113,7 @@ impl Coordinator {
                 admitted.push(entry);
             }
         }
-        if !given_up.is_empty() {
-            if let Err(e) = self.store.record_pages(&given_up) {
-                self.storage_failed("recording URLs of given-up hosts", e);
-            }
-        }
-        if self.alerts.quarantining_count() != quarantining_before {
-            // An alert raised by this page's links also covers its earlier links.
-            admitted.retain(
-                |entry| match self.alerts.quarantining(&entry.url, &entry.host) {
-                    Some(alert_id) => {
-                        self.park_new(alert_id, entry.clone());
-                        false
-                    }
-                    None => true,
-                },
-            );
-        }
-        admitted
+        (admitted, given_up)
     }
 
     /// The links (normalized first if `normalize`) that pass depth, scope and

@@ -120,21 +120,8 @@ impl Coordinator {
         self.start().await;
         loop {
             let now = Instant::now();
-            if self.group_commit.is_due(now) {
-                self.sync();
-            }
-            self.fire_timers(now);
-            self.watch_frontier(now);
-            if self.run.outage.is_none() {
-                self.sweep_step();
-            }
-            self.dispatch(now);
-            if let Some(reason) = self.finished() {
-                if self.slots.total() == 0 {
-                    self.run.finish_reason.get_or_insert(reason);
-                    break;
-                }
-                self.run.draining = true;
+            if self.step(now) {
+                break;
             }
             let wake = self.next_wakeup(now);
             tokio::select! {
@@ -174,6 +161,29 @@ impl Coordinator {
             }
         }
         Ok(self.end().await)
+    }
+
+    /// The loop's work between two waits: due commits, timers, a sweep's
+    /// next step, new fetches. True once the crawl is over and nothing is
+    /// in flight.
+    fn step(&mut self, now: Instant) -> bool {
+        if self.group_commit.is_due(now) {
+            self.sync();
+        }
+        self.fire_timers(now);
+        self.watch_frontier(now);
+        if self.run.outage.is_none() {
+            self.sweep_step();
+        }
+        self.dispatch(now);
+        if let Some(reason) = self.finished() {
+            if self.slots.total() == 0 {
+                self.run.finish_reason.get_or_insert(reason);
+                return true;
+            }
+            self.run.draining = true;
+        }
+        false
     }
 
     /// Logs the settings, resolves the seeds' names and sets the first state.
