@@ -225,18 +225,9 @@ async fn run_headless(
     data_dir: &Path,
     socket: Option<&Path>,
 ) -> anyhow::Result<()> {
-    let verb = match (run.recrawl, run.resuming) {
-        (true, _) => "recrawling",
-        (false, true) => "resuming",
-        (false, false) => "starting",
-    };
     let json = run.ui.json;
     if !json {
-        eprintln!(
-            "crawldeck: {verb} crawl in {} (log: {}; Ctrl-C stops and checkpoints)",
-            data_dir.display(),
-            data_dir.join(LOG_FILE).display()
-        );
+        announce_headless(run, data_dir);
     }
     let engine = start_engine(run, data_dir, shutdown_signal(!json)).await?;
     if !json {
@@ -254,12 +245,8 @@ async fn run_headless(
     // The cluster view reads this worker's records through `_reads`.
     let _reads = match &run.cluster {
         Some(target) => {
-            let worker = engine::worker_id(data_dir)?;
             let resume = !run.overrides.paused.unwrap_or(false);
-            crawldeck::cluster::follow::start(&hub, target, worker.clone(), resume)
-                .context("cannot start the command stream's reader thread")?;
-            let reads = ReadServer::start(target, &worker, data_dir);
-            Some(reads.map_err(anyhow::Error::msg)?)
+            Some(follow_cluster(&hub, target, data_dir, resume)?)
         }
         None => None,
     };
@@ -288,6 +275,36 @@ async fn run_headless(
     }
     result?;
     Ok(())
+}
+
+/// The first line on stderr: whether the crawl starts, resumes or recrawls,
+/// where, and where its log goes.
+fn announce_headless(run: &ResolvedRun, data_dir: &Path) {
+    let verb = match (run.recrawl, run.resuming) {
+        (true, _) => "recrawling",
+        (false, true) => "resuming",
+        (false, false) => "starting",
+    };
+    eprintln!(
+        "crawldeck: {verb} crawl in {} (log: {}; Ctrl-C stops and checkpoints)",
+        data_dir.display(),
+        data_dir.join(LOG_FILE).display()
+    );
+}
+
+/// A worker of a shared crawl replays the crawl's commands (resuming after
+/// them when `resume`) and answers the cluster view's reads of its records
+/// for as long as the returned server lives.
+fn follow_cluster(
+    hub: &Hub,
+    target: &engine::ClusterTarget,
+    data_dir: &Path,
+    resume: bool,
+) -> anyhow::Result<ReadServer> {
+    let worker = engine::worker_id(data_dir)?;
+    crawldeck::cluster::follow::start(hub, target, worker.clone(), resume)
+        .context("cannot start the command stream's reader thread")?;
+    ReadServer::start(target, &worker, data_dir).map_err(anyhow::Error::msg)
 }
 
 /// A worker of a shared crawl writes its snapshots to Redis for the cluster view.

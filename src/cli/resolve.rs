@@ -137,78 +137,14 @@ fn flag_for_key(key: &str) -> Option<&'static str> {
 pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
     match cli.command {
         None => resolve_run(cli.run, Mode::Tui, false),
-        Some(CliCommand::Crawl(c)) => {
-            let mode = if c.headless {
-                Mode::Headless
-            } else {
-                Mode::Tui
-            };
-            let cluster = super::cluster::resolve_cluster(&c.cluster, c.headless)?;
-            let mut resolved = resolve_run(c.run, mode, cluster.is_some())?;
-            resolved.cluster = cluster;
-            Ok(resolved)
-        }
-        Some(CliCommand::Demo(d)) => {
-            if !d.run.urls.is_empty() || d.run.seeds.is_some() {
-                return Err(UsageError(
-                    "demo crawls its own local web and takes no seeds; use `crawldeck crawl URL` for other sites".into(),
-                ));
-            }
-            if let Some(n) = d.cluster {
-                crate::cluster::local::check_size(n).map_err(UsageError)?;
-            }
-            resolve_run(
-                d.run,
-                Mode::Demo {
-                    headless: d.headless,
-                    cluster: d.cluster,
-                },
-                false,
-            )
-        }
-        Some(CliCommand::Bench(b)) => {
-            if b.pages == 0 || b.hosts == 0 {
-                return Err(UsageError(
-                    "bench needs --pages and --hosts of at least 1".into(),
-                ));
-            }
-            Ok(ResolvedRun {
-                mode: Mode::Bench {
-                    pages: b.pages,
-                    hosts: b.hosts,
-                    tui: b.tui,
-                    previews: b.previews,
-                },
-                config: CrawlConfig::default(),
-                data_dir: b.data,
-                resuming: false,
-                recrawl: false,
-                overrides: RunOverrides::default(),
-                ui: UiOptions::default(),
-                log_filter: None,
-                cluster: None,
-            })
-        }
+        Some(CliCommand::Crawl(c)) => resolve_crawl(c),
+        Some(CliCommand::Demo(d)) => resolve_demo(d),
+        Some(CliCommand::Bench(b)) => resolve_bench(b),
         Some(CliCommand::Pages(p)) => Ok(front_end(Mode::Results(super::results::pages_query(p)?))),
         Some(CliCommand::Links(l)) => Ok(front_end(Mode::Results(super::results::links_query(l)?))),
         Some(CliCommand::Page(p)) => Ok(front_end(Mode::Page(super::results::page_query(p)))),
         Some(CliCommand::Keys(k)) => Ok(front_end(Mode::Keys { file: k.keys })),
-        Some(CliCommand::Attach(a)) => Ok(ResolvedRun {
-            ui: UiOptions {
-                json: false,
-                color: !a.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-                mouse: !a.no_mouse,
-                readonly: a.read_only,
-                keys: a.keys,
-            },
-            ..front_end(match shared_crawl(a.redis, a.crawl_name)? {
-                Some(target) => Mode::ClusterAttach { target },
-                None => Mode::Attach {
-                    dir: a.dir,
-                    wait: a.wait,
-                },
-            })
-        }),
+        Some(CliCommand::Attach(a)) => resolve_attach(a),
         Some(CliCommand::Status(s)) => match s.dir {
             Some(dir) => Ok(front_end(Mode::Status { dir, json: s.json })),
             None => {
@@ -222,6 +158,82 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         },
         Some(CliCommand::Ctl(c)) => resolve_ctl(c),
     }
+}
+
+/// `crawl`: a crawl of the given seeds, alone or as a worker of a shared crawl.
+fn resolve_crawl(c: super::CrawlArgs) -> Result<ResolvedRun, UsageError> {
+    let mode = if c.headless {
+        Mode::Headless
+    } else {
+        Mode::Tui
+    };
+    let cluster = super::cluster::resolve_cluster(&c.cluster, c.headless)?;
+    let mut resolved = resolve_run(c.run, mode, cluster.is_some())?;
+    resolved.cluster = cluster;
+    Ok(resolved)
+}
+
+/// `demo`: a crawl of the built-in local web, which brings its own seeds.
+fn resolve_demo(d: super::DemoArgs) -> Result<ResolvedRun, UsageError> {
+    if !d.run.urls.is_empty() || d.run.seeds.is_some() {
+        return Err(UsageError(
+            "demo crawls its own local web and takes no seeds; use `crawldeck crawl URL` for other sites".into(),
+        ));
+    }
+    if let Some(n) = d.cluster {
+        crate::cluster::local::check_size(n).map_err(UsageError)?;
+    }
+    resolve_run(
+        d.run,
+        Mode::Demo {
+            headless: d.headless,
+            cluster: d.cluster,
+        },
+        false,
+    )
+}
+
+/// `bench`: a crawl of a generated web; only its size and `--data` come from the flags.
+fn resolve_bench(b: super::BenchArgs) -> Result<ResolvedRun, UsageError> {
+    if b.pages == 0 || b.hosts == 0 {
+        return Err(UsageError(
+            "bench needs --pages and --hosts of at least 1".into(),
+        ));
+    }
+    Ok(ResolvedRun {
+        data_dir: b.data,
+        ..front_end(Mode::Bench {
+            pages: b.pages,
+            hosts: b.hosts,
+            tui: b.tui,
+            previews: b.previews,
+        })
+    })
+}
+
+/// `attach`: the TUI on a running crawl, in a directory or shared through Redis.
+fn resolve_attach(a: super::AttachArgs) -> Result<ResolvedRun, UsageError> {
+    Ok(ResolvedRun {
+        ui: UiOptions {
+            json: false,
+            color: wants_color(a.no_color),
+            mouse: !a.no_mouse,
+            readonly: a.read_only,
+            keys: a.keys,
+        },
+        ..front_end(match shared_crawl(a.redis, a.crawl_name)? {
+            Some(target) => Mode::ClusterAttach { target },
+            None => Mode::Attach {
+                dir: a.dir,
+                wait: a.wait,
+            },
+        })
+    })
+}
+
+/// Colour unless `--no-color` or a non-empty `NO_COLOR` (no-color.org) turns it off.
+fn wants_color(no_color: bool) -> bool {
+    !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// The shared crawl a viewer's `--redis` and `--crawl` name, if any.
@@ -286,6 +298,7 @@ fn front_end(mode: Mode) -> ResolvedRun {
     }
 }
 
+/// A crawl's run: the stored or given config, then the seeds, then the flags over it.
 fn resolve_run(run: RunArgs, mode: Mode, joins_cluster: bool) -> Result<ResolvedRun, UsageError> {
     let is_demo = matches!(mode, Mode::Demo { .. });
     let data_dir = match (&run.data, is_demo) {
@@ -295,13 +308,7 @@ fn resolve_run(run: RunArgs, mode: Mode, joins_cluster: bool) -> Result<Resolved
     };
     let resuming = data_dir.as_deref().is_some_and(holds_crawl);
     if run.recrawl && !resuming {
-        return Err(UsageError(match &data_dir {
-            Some(dir) => format!(
-                "--recrawl fetches an existing crawl again, and {} holds none; give --data DIR of a finished crawl",
-                dir.display()
-            ),
-            None => "--recrawl needs --data DIR of a finished crawl".into(),
-        }));
+        return Err(recrawl_without_crawl(data_dir.as_deref()));
     }
 
     let stored = data_dir.as_ref().map(|d| d.join(CONFIG_FILE));
@@ -311,20 +318,7 @@ fn resolve_run(run: RunArgs, mode: Mode, joins_cluster: bool) -> Result<Resolved
         _ => CrawlConfig::default(),
     };
 
-    let mut seeds: Vec<String> = Vec::new();
-    for url in &run.urls {
-        let parsed = parse_seed(url).map_err(|e| UsageError(format!("URL argument: {e}")))?;
-        seeds.push(parsed.to_string());
-    }
-    if let Some(file) = &run.seeds {
-        let text = std::fs::read_to_string(file).map_err(|e| {
-            UsageError(format!(
-                "cannot read seeds file {}: {e}; give an existing file with one URL per line",
-                file.display()
-            ))
-        })?;
-        seeds.extend(parse_seeds_file(&text, file)?);
-    }
+    let seeds = seeds_from_flags(&run)?;
     add_seeds(&mut config, seeds);
     apply_flags(&mut config, &run);
 
@@ -338,18 +332,8 @@ fn resolve_run(run: RunArgs, mode: Mode, joins_cluster: bool) -> Result<Resolved
     }
     config.validate()?;
 
-    let log_filter = match run.log_level {
-        Some(filter) => {
-            tracing_subscriber::EnvFilter::try_new(&filter).map_err(|e| {
-                UsageError(format!(
-                    "--log-level {filter:?} is not a log filter ({e}); write e.g. info, debug or crawldeck=debug,warn"
-                ))
-            })?;
-            Some(filter)
-        }
-        None => None,
-    };
-    let color = !run.no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let log_filter = checked_log_filter(run.log_level)?;
+    let color = wants_color(run.no_color);
     Ok(ResolvedRun {
         mode,
         config,
@@ -372,6 +356,51 @@ fn resolve_run(run: RunArgs, mode: Mode, joins_cluster: bool) -> Result<Resolved
         log_filter,
         cluster: None,
     })
+}
+
+/// `--recrawl` on a directory that holds no crawl to fetch again.
+fn recrawl_without_crawl(data_dir: Option<&Path>) -> UsageError {
+    UsageError(match data_dir {
+        Some(dir) => format!(
+            "--recrawl fetches an existing crawl again, and {} holds none; give --data DIR of a finished crawl",
+            dir.display()
+        ),
+        None => "--recrawl needs --data DIR of a finished crawl".into(),
+    })
+}
+
+/// The seeds given on the command line: URL arguments first, then `--seeds FILE`.
+fn seeds_from_flags(run: &RunArgs) -> Result<Vec<String>, UsageError> {
+    let mut seeds: Vec<String> = Vec::new();
+    for url in &run.urls {
+        let parsed = parse_seed(url).map_err(|e| UsageError(format!("URL argument: {e}")))?;
+        seeds.push(parsed.to_string());
+    }
+    if let Some(file) = &run.seeds {
+        let text = std::fs::read_to_string(file).map_err(|e| {
+            UsageError(format!(
+                "cannot read seeds file {}: {e}; give an existing file with one URL per line",
+                file.display()
+            ))
+        })?;
+        seeds.extend(parse_seeds_file(&text, file)?);
+    }
+    Ok(seeds)
+}
+
+/// `--log-level`, checked here so a bad filter is a usage error before anything starts.
+fn checked_log_filter(log_level: Option<String>) -> Result<Option<String>, UsageError> {
+    match log_level {
+        Some(filter) => {
+            tracing_subscriber::EnvFilter::try_new(&filter).map_err(|e| {
+                UsageError(format!(
+                    "--log-level {filter:?} is not a log filter ({e}); write e.g. info, debug or crawldeck=debug,warn"
+                ))
+            })?;
+            Ok(Some(filter))
+        }
+        None => Ok(None),
+    }
 }
 
 /// A data directory holds a crawl once it has a stored config or a database.

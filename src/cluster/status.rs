@@ -69,7 +69,56 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
     let mut con = client
         .get_connection_with_timeout(Duration::from_secs(5))
         .map_err(fail)?;
-    let p = key_prefix(&target.crawl);
+    let Tallies {
+        counts,
+        seen,
+        hosts,
+        held,
+        beats,
+    } = read_tallies(&mut con, &target.crawl).map_err(fail)?;
+    if seen == 0 && beats.is_empty() {
+        return Err(format!(
+            "no crawl named {} on {}; start one with `crawldeck crawl --headless --redis {} --crawl {} URL`",
+            target.crawl, target.url, target.url, target.crawl
+        ));
+    }
+    let rules = crate::cluster::commands::shared_rules(&mut con, &target.crawl)
+        .map_err(|e| e.to_string())?
+        .iter()
+        .map(rule_text)
+        .collect();
+    let workers = worker_rows(&beats);
+    let open_alerts = open_alerts(&mut con, &target.crawl, &workers).map_err(fail)?;
+    let count = |k: &str| counts.get(k).copied().unwrap_or(0).max(0) as u64;
+    let fetching = live_in_flight(&workers);
+    Ok(ClusterStatus {
+        crawl: target.crawl.clone(),
+        queued: super::merge::not_fetching(count("queued"), count("inflight"), fetching),
+        in_flight: fetching,
+        parked: count("parked"),
+        seen,
+        hosts,
+        hosts_held: held,
+        rules,
+        workers,
+        open_alerts,
+    })
+}
+
+/// The crawl's counters, set sizes and heartbeats, as one pipeline reads them.
+struct Tallies {
+    /// The `n` hash of counters (`queued`, `inflight`, `parked`, …).
+    counts: HashMap<String, i64>,
+    seen: u64,
+    hosts: u64,
+    held: u64,
+    /// Worker → heartbeat JSON.
+    beats: HashMap<String, String>,
+}
+
+/// Reads [`Tallies`] in one round trip, so the figures are of one moment.
+fn read_tallies(con: &mut redis::Connection, crawl: &str) -> redis::RedisResult<Tallies> {
+    let p = key_prefix(crawl);
     #[allow(clippy::type_complexity)]
     let (counts, seen, hosts, held, beats): (
         HashMap<String, i64>,
@@ -88,40 +137,23 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
         .arg(format!("{p}held"))
         .cmd("HGETALL")
         .arg(format!("{p}beats"))
-        .query(&mut con)
-        .map_err(fail)?;
-    if seen == 0 && beats.is_empty() {
-        return Err(format!(
-            "no crawl named {} on {}; start one with `crawldeck crawl --headless --redis {} --crawl {} URL`",
-            target.crawl, target.url, target.url, target.crawl
-        ));
-    }
-    let rules = crate::cluster::commands::shared_rules(&mut con, &target.crawl)
-        .map_err(|e| e.to_string())?
-        .iter()
-        .map(rule_text)
-        .collect();
-    let workers = worker_rows(&beats);
-    let open_alerts = open_alerts(&mut con, &target.crawl, &workers).map_err(fail)?;
-    let count = |k: &str| counts.get(k).copied().unwrap_or(0).max(0) as u64;
-    // What live workers fetch, from their heartbeats.
-    let fetching: u64 = workers
+        .query(con)?;
+    Ok(Tallies {
+        counts,
+        seen,
+        hosts,
+        held,
+        beats,
+    })
+}
+
+/// What live workers fetch, from their heartbeats.
+fn live_in_flight(workers: &[WorkerRow]) -> u64 {
+    workers
         .iter()
         .filter(|w| w.alive)
         .map(|w| w.beat.in_flight)
-        .sum();
-    Ok(ClusterStatus {
-        crawl: target.crawl.clone(),
-        queued: super::merge::not_fetching(count("queued"), count("inflight"), fetching),
-        in_flight: fetching,
-        parked: count("parked"),
-        seen,
-        hosts,
-        hosts_held: held,
-        rules,
-        workers,
-        open_alerts,
-    })
+        .sum()
 }
 
 /// The open alerts of the workers' published snapshots (gone workers'
@@ -216,6 +248,12 @@ pub fn print(status: &ClusterStatus, json: bool, out: &mut impl Write) -> std::i
     for (i, rule) in status.rules.iter().enumerate() {
         writeln!(out, "  #{} {}", i + 1, strip_control(rule))?;
     }
+    print_alerts(status, out)?;
+    print_workers(status, out)
+}
+
+/// The open trap alerts, each with the `ctl` command that accepts it.
+fn print_alerts(status: &ClusterStatus, out: &mut impl Write) -> std::io::Result<()> {
     writeln!(out, "open trap alerts: {}", status.open_alerts.len())?;
     for a in &status.open_alerts {
         let impact = a.alert.impact.as_deref().unwrap_or("");
@@ -236,6 +274,11 @@ pub fn print(status: &ClusterStatus, json: bool, out: &mut impl Write) -> std::i
             a.alert.id
         )?;
     }
+    Ok(())
+}
+
+/// How many workers are alive, then each worker's heartbeat figures.
+fn print_workers(status: &ClusterStatus, out: &mut impl Write) -> std::io::Result<()> {
     let alive = status.workers.iter().filter(|w| w.alive).count();
     writeln!(out, "workers: {alive} alive of {}", status.workers.len())?;
     for w in &status.workers {

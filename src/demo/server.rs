@@ -189,52 +189,15 @@ fn build_response(
     }
     let mut reset = false;
     let body = match reply.body {
-        ReplyBody::Full(mut bytes) => {
-            if caching && status == StatusCode::OK {
-                let etag = format!("\"{:016x}\"", xxhash_rust::xxh3::xxh3_64(&bytes));
-                let etag_ok = HeaderValue::from_str(&etag).ok();
-                if let Some(v) = etag_ok {
-                    headers.insert(header::ETAG, v);
-                }
-                headers.insert(
-                    header::LAST_MODIFIED,
-                    HeaderValue::from_static(LAST_MODIFIED),
-                );
-                headers.insert(
-                    header::CACHE_CONTROL,
-                    HeaderValue::from_static("max-age=3600"),
-                );
-                headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
-                if not_modified(req, &etag) {
-                    status = StatusCode::NOT_MODIFIED;
-                    headers.remove(header::CONTENT_TYPE);
-                    bytes = Bytes::new();
-                } else if accepts_gzip(req) {
-                    if let Some(compressed) = gzip(&bytes) {
-                        headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
-                        bytes = compressed;
-                    }
-                }
-            }
-            Body::from(bytes)
+        ReplyBody::Full(bytes) if caching && status == StatusCode::OK => {
+            Body::from(cacheable(bytes, req, &mut status, &mut headers))
         }
+        ReplyBody::Full(bytes) => Body::from(bytes),
         ReplyBody::Huge { total } => huge_body(total, shutdown.clone()),
-        ReplyBody::Stall => {
-            let mut shutdown = shutdown.clone();
-            Body::from_stream(futures_util::stream::once(async move {
-                let _ = shutdown.wait_for(|stop| *stop).await;
-                Err::<Bytes, io::Error>(io::Error::other("demo web shut down"))
-            }))
-        }
+        ReplyBody::Stall => stalled_body(shutdown.clone()),
         ReplyBody::Reset => {
-            // A body that fails before its first byte makes hyper drop the connection.
             reset = true;
-            Body::from_stream(futures_util::stream::once(async {
-                Err::<Bytes, io::Error>(io::Error::new(
-                    io::ErrorKind::ConnectionReset,
-                    "dropped on purpose",
-                ))
-            }))
+            reset_body()
         }
     };
     let mut response = Response::new(body);
@@ -244,6 +207,60 @@ fn build_response(
         response.extensions_mut().insert(NoResponse);
     }
     response
+}
+
+/// A cacheable 200: validators and caching headers, then a 304 when the
+/// client's validators match, or else the body gzipped when it accepts that.
+fn cacheable(
+    bytes: Bytes,
+    req: &HeaderMap,
+    status: &mut StatusCode,
+    headers: &mut HeaderMap,
+) -> Bytes {
+    let etag = format!("\"{:016x}\"", xxhash_rust::xxh3::xxh3_64(&bytes));
+    let etag_ok = HeaderValue::from_str(&etag).ok();
+    if let Some(v) = etag_ok {
+        headers.insert(header::ETAG, v);
+    }
+    headers.insert(
+        header::LAST_MODIFIED,
+        HeaderValue::from_static(LAST_MODIFIED),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=3600"),
+    );
+    headers.insert(header::VARY, HeaderValue::from_static("accept-encoding"));
+    if not_modified(req, &etag) {
+        *status = StatusCode::NOT_MODIFIED;
+        headers.remove(header::CONTENT_TYPE);
+        return Bytes::new();
+    }
+    if accepts_gzip(req) {
+        if let Some(compressed) = gzip(&bytes) {
+            headers.insert(header::CONTENT_ENCODING, HeaderValue::from_static("gzip"));
+            return compressed;
+        }
+    }
+    bytes
+}
+
+/// A body that never sends a byte: it fails only when the demo web shuts down.
+fn stalled_body(mut shutdown: watch::Receiver<bool>) -> Body {
+    Body::from_stream(futures_util::stream::once(async move {
+        let _ = shutdown.wait_for(|stop| *stop).await;
+        Err::<Bytes, io::Error>(io::Error::other("demo web shut down"))
+    }))
+}
+
+/// A body that fails before its first byte, which makes hyper drop the connection.
+fn reset_body() -> Body {
+    Body::from_stream(futures_util::stream::once(async {
+        Err::<Bytes, io::Error>(io::Error::new(
+            io::ErrorKind::ConnectionReset,
+            "dropped on purpose",
+        ))
+    }))
 }
 
 /// `total` bytes of filler in 64 KB chunks; ends early (with an error) on shutdown.

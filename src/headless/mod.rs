@@ -93,15 +93,7 @@ pub async fn run_with(
             _ = ticker.tick() => {
                 let snapshot = handle.snapshots.borrow().clone();
                 let progress = progress_of(&snapshot, started.elapsed());
-                if opts.json {
-                    writeln!(out, "{}", serde_json::to_string(&progress)?)?;
-                    out.flush()?;
-                } else if opts.live {
-                    write!(err, "\r\x1b[2K{}", live_line(&progress, opts.max_pages, ticks))?;
-                    err.flush()?;
-                } else {
-                    writeln!(err, "{}", progress_line(&progress))?;
-                }
+                write_progress(&progress, &opts, ticks, out, err)?;
                 ticks += 1;
             }
             event = handle.events.recv(), if events_open => match event {
@@ -124,13 +116,55 @@ pub async fn run_with(
         .context("the crawl engine stopped unexpectedly (see crawldeck.log)")?
         .context("the crawl engine failed")?;
     let summary = summarize(&snapshot, started.elapsed(), &opts);
+    write_summary(&summary, &opts, out, err)?;
+    check_stopped_cleanly(&snapshot)?;
+    Ok(snapshot)
+}
+
+/// One tick's progress: a JSON line on `out`, the live bar or a text line on `err`.
+fn write_progress(
+    progress: &Progress,
+    opts: &HeadlessOptions,
+    ticks: usize,
+    out: &mut (dyn Write + Send),
+    err: &mut (dyn Write + Send),
+) -> anyhow::Result<()> {
+    if opts.json {
+        writeln!(out, "{}", serde_json::to_string(progress)?)?;
+        out.flush()?;
+    } else if opts.live {
+        write!(
+            err,
+            "\r\x1b[2K{}",
+            live_line(progress, opts.max_pages, ticks)
+        )?;
+        err.flush()?;
+    } else {
+        writeln!(err, "{}", progress_line(progress))?;
+    }
+    Ok(())
+}
+
+/// The summary: a `{"summary": …}` line on `out`, or text on `err`.
+fn write_summary(
+    summary: &Summary,
+    opts: &HeadlessOptions,
+    out: &mut (dyn Write + Send),
+    err: &mut (dyn Write + Send),
+) -> anyhow::Result<()> {
     if opts.json {
         writeln!(out, "{}", serde_json::json!({ "summary": summary }))?;
         out.flush()?;
     } else {
-        write!(err, "{}", summary_text(&summary))?;
+        write!(err, "{}", summary_text(summary))?;
         err.flush()?;
     }
+    Ok(())
+}
+
+/// A crawl that ended on a frontier outage or a storage fault fails the run
+/// (after its summary), so scripts see it did not finish.
+fn check_stopped_cleanly(snapshot: &Snapshot) -> anyhow::Result<()> {
     if let Some(outage) = &snapshot.outage {
         anyhow::bail!(
             "stopped while the shared frontier was out of reach ({outage}); the pages fetched meanwhile \
@@ -143,7 +177,7 @@ pub async fn run_with(
              then run the same command again to resume"
         );
     }
-    Ok(snapshot)
+    Ok(())
 }
 
 fn progress_of(s: &Snapshot, elapsed: Duration) -> Progress {

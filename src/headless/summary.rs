@@ -151,19 +151,7 @@ pub fn summary_text(s: &Summary) -> String {
         // A recrawl pass: unchanged pages answered 304.
         line("not modified", s.not_modified.to_string());
     }
-    let kinds: Vec<String> = s
-        .errors_by_kind
-        .iter()
-        .map(|(k, n)| format!("{k} {n}"))
-        .collect();
-    line(
-        "errors",
-        if kinds.is_empty() {
-            s.errors.to_string()
-        } else {
-            format!("{} ({})", s.errors, kinds.join(", "))
-        },
-    );
+    line("errors", errors_value(s));
     let r = &s.responses;
     line(
         "responses",
@@ -193,19 +181,39 @@ pub fn summary_text(s: &Summary) -> String {
         );
     }
     if !s.open_alerts.is_empty() {
-        text.push_str(&format!(
-            "open trap alerts: {} (their URLs are parked; decide with `crawldeck --data {}`)\n",
-            s.open_alerts.len(),
-            s.data_dir
-        ));
-        for a in &s.open_alerts {
-            text.push_str(&format!("  {}\n", alert_text(a)));
-            if let Some(impact) = &a.impact {
-                text.push_str(&format!("      {impact}\n"));
-            }
-            for sample in &a.samples {
-                text.push_str(&format!("      e.g. {sample}\n"));
-            }
+        text.push_str(&open_alerts_text(s));
+    }
+    text
+}
+
+/// The error count, followed by the kinds the engine counted them under.
+fn errors_value(s: &Summary) -> String {
+    let kinds: Vec<String> = s
+        .errors_by_kind
+        .iter()
+        .map(|(k, n)| format!("{k} {n}"))
+        .collect();
+    if kinds.is_empty() {
+        s.errors.to_string()
+    } else {
+        format!("{} ({})", s.errors, kinds.join(", "))
+    }
+}
+
+/// The open trap alerts with their impact and samples, and where to decide them.
+fn open_alerts_text(s: &Summary) -> String {
+    let mut text = format!(
+        "open trap alerts: {} (their URLs are parked; decide with `crawldeck --data {}`)\n",
+        s.open_alerts.len(),
+        s.data_dir
+    );
+    for a in &s.open_alerts {
+        text.push_str(&format!("  {}\n", alert_text(a)));
+        if let Some(impact) = &a.impact {
+            text.push_str(&format!("      {impact}\n"));
+        }
+        for sample in &a.samples {
+            text.push_str(&format!("      e.g. {sample}\n"));
         }
     }
     text

@@ -40,6 +40,9 @@ struct Group<'a> {
     urls: Vec<&'a str>,
 }
 
+/// The URLs of byte-identical copies, by the URL they duplicate.
+type Copies = HashMap<String, Vec<String>>;
+
 struct Page {
     url: String,
     fetched_at: u64,
@@ -48,37 +51,8 @@ struct Page {
 
 /// Lists the groups: exact ones first, then near ones, each with its URLs.
 pub(super) fn list(query: &Query, results: &Results, out: impl Write) -> anyhow::Result<()> {
-    let mut exact: HashMap<String, Vec<String>> = HashMap::new();
-    let mut pages = Vec::new();
-    for prefix in query.url_prefixes() {
-        for page in results.pages(&prefix)? {
-            let page = page?;
-            if query.host.as_deref().is_some_and(|h| h != page.host) {
-                continue;
-            }
-            match (page.outcome, page.simhash) {
-                (PageOutcome::Duplicate { of }, _) => exact.entry(of).or_default().push(page.url),
-                (PageOutcome::Fetched { status: 200..=299 }, Some(simhash)) => pages.push(Page {
-                    url: page.url,
-                    fetched_at: page.fetched_at_unix_ms,
-                    simhash,
-                }),
-                _ => {}
-            }
-        }
-    }
-    let mut groups: Vec<(&'static str, Vec<String>)> = Vec::new();
-    let mut exact: Vec<_> = exact.into_iter().collect();
-    exact.sort();
-    for (first, copies) in exact {
-        groups.push(("exact", std::iter::once(first).chain(copies).collect()));
-    }
-    for members in near_groups(&pages) {
-        groups.push((
-            "near",
-            members.into_iter().map(|i| pages[i].url.clone()).collect(),
-        ));
-    }
+    let (exact, pages) = read_pages(query, results)?;
+    let groups = all_groups(exact, &pages);
     let mut output = Output::start(out, query.format, &COLUMNS)?;
     for (n, (kind, urls)) in groups
         .iter()
@@ -109,6 +83,49 @@ pub(super) fn list(query: &Query, results: &Results, out: impl Write) -> anyhow:
     }
     output.finish()?;
     Ok(())
+}
+
+/// The query's pages: copies by the URL they duplicate, and the successful
+/// fetches with a simhash (the candidates for near duplicates).
+fn read_pages(query: &Query, results: &Results) -> anyhow::Result<(Copies, Vec<Page>)> {
+    let mut exact = Copies::new();
+    let mut pages = Vec::new();
+    for prefix in query.url_prefixes() {
+        for page in results.pages(&prefix)? {
+            let page = page?;
+            if query.host.as_deref().is_some_and(|h| h != page.host) {
+                continue;
+            }
+            match (page.outcome, page.simhash) {
+                (PageOutcome::Duplicate { of }, _) => exact.entry(of).or_default().push(page.url),
+                (PageOutcome::Fetched { status: 200..=299 }, Some(simhash)) => pages.push(Page {
+                    url: page.url,
+                    fetched_at: page.fetched_at_unix_ms,
+                    simhash,
+                }),
+                _ => {}
+            }
+        }
+    }
+    Ok((exact, pages))
+}
+
+/// Every group as its kind and URLs, first URL first: the exact groups by
+/// original URL, then the near ones.
+fn all_groups(exact: Copies, pages: &[Page]) -> Vec<(&'static str, Vec<String>)> {
+    let mut groups: Vec<(&'static str, Vec<String>)> = Vec::new();
+    let mut exact: Vec<_> = exact.into_iter().collect();
+    exact.sort();
+    for (first, copies) in exact {
+        groups.push(("exact", std::iter::once(first).chain(copies).collect()));
+    }
+    for members in near_groups(pages) {
+        groups.push((
+            "near",
+            members.into_iter().map(|i| pages[i].url.clone()).collect(),
+        ));
+    }
+    groups
 }
 
 /// Groups of two or more pages within [`NEAR_BITS`] of each other (linked

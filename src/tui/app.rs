@@ -336,38 +336,24 @@ fn perform(
                 records,
                 host,
                 list,
-            } => {
-                // Store reads block; the answer comes back as a message.
-                let listed = listed.clone();
-                tokio::task::spawn_blocking(move || {
-                    let lines = records.host_list(&host, list);
-                    let _ = listed.send(Msg::HostListed { host, list, lines });
-                });
-            }
-            Effect::Inspect { records, url } => {
-                // Through the crawl's read path, off the loop.
-                let listed = listed.clone();
-                tokio::task::spawn_blocking(move || {
-                    let page = records.page(&url).map(std::sync::Arc::new);
-                    let _ = listed.send(Msg::Inspected { url, page });
-                });
-            }
+            } => off_loop(listed, move || {
+                let lines = records.host_list(&host, list);
+                Msg::HostListed { host, list, lines }
+            }),
+            // Through the crawl's read path, off the loop.
+            Effect::Inspect { records, url } => off_loop(listed, move || {
+                let page = records.page(&url).map(std::sync::Arc::new);
+                Msg::Inspected { url, page }
+            }),
             Effect::ReadQuarantine { records } => {
-                let listed = listed.clone();
-                tokio::task::spawn_blocking(move || {
-                    let read = records.quarantine();
-                    let _ = listed.send(Msg::QuarantineRead(read));
-                });
+                off_loop(listed, move || Msg::QuarantineRead(records.quarantine()))
             }
-            Effect::Select { page, css } => {
-                let listed = listed.clone();
-                tokio::task::spawn_blocking(move || {
-                    let found = crate::engine::inspect::select(&page.html, &css);
-                    let lines = crate::results::page::select_lines(&css, &found);
-                    let url = page.url.clone();
-                    let _ = listed.send(Msg::Selected { url, css, lines });
-                });
-            }
+            Effect::Select { page, css } => off_loop(listed, move || {
+                let found = crate::engine::inspect::select(&page.html, &css);
+                let lines = crate::results::page::select_lines(&css, &found);
+                let url = page.url.clone();
+                Msg::Selected { url, css, lines }
+            }),
             Effect::Send(cmd) => {
                 let what = command_label(&cmd);
                 let id = control.send(cmd);
@@ -390,4 +376,13 @@ fn perform(
         }
     }
     None
+}
+
+/// Runs a read that blocks (the store, an HTML parse) on the blocking pool;
+/// its answer comes back to the loop as a message.
+fn off_loop(listed: &mpsc::UnboundedSender<Msg>, read: impl FnOnce() -> Msg + Send + 'static) {
+    let listed = listed.clone();
+    tokio::task::spawn_blocking(move || {
+        let _ = listed.send(read());
+    });
 }
