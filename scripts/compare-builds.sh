@@ -39,6 +39,8 @@ for build in "${builds[@]}"; do
     [ -x "$binary" ] || { echo "compare-builds: ${build#*=} is not an executable" >&2; exit 1; }
 done
 
+rows=$(mktemp)
+trap 'rm -f "$rows"' EXIT
 echo "build      pages  cov%  pages/s  cpu_s  rss_MB  dups  robots  other_cpu_s"
 for round in $(seq "$rounds"); do
     for build in "${builds[@]}"; do
@@ -60,6 +62,25 @@ for round in $(seq "$rounds"); do
         # name version pages cov% wall_s pages/s cpu_s rss_MB treeMB dups robot 404s rps/h c/h reqs othCPU
         printf '%-9s %6s %5s %8s %6s %7s %5s %7s %12s\n' \
             "$name" "${col[2]}" "${col[3]}" "${col[5]}" "${col[6]}" "${col[7]}" \
-            "${col[9]}" "${col[10]}" "${col[15]}"
+            "${col[9]}" "${col[10]}" "${col[15]}" | tee -a "$rows"
     done
+done
+
+# Medians per build, and each build's ratio to the first one named.
+echo
+echo "build      runs  median pages/s  median cpu_s  pages/s vs ${builds[0]%%=*}"
+first=""
+for build in "${builds[@]}"; do
+    name=${build%%=*}
+    read -r runs pages cpu < <(awk -v name="$name" '
+        function median(a, n,   i, j, t) {
+            for (i = 0; i < n; i++) for (j = i + 1; j < n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+            return n % 2 ? a[int(n / 2)] : (a[n / 2 - 1] + a[n / 2]) / 2
+        }
+        BEGIN { n = 0 }
+        $1 == name { p[n] = $4; c[n] = $5; n++ }
+        END { if (n) printf "%d %.1f %.2f\n", n, median(p, n), median(c, n); else print "0 0 0" }' "$rows")
+    [ -n "$first" ] || first=$pages
+    ratio=$(awk -v a="$pages" -v b="$first" 'BEGIN { if (b > 0) printf "%.2fx", a / b; else printf "-" }')
+    printf '%-9s %5s %15s %13s %10s\n' "$name" "$runs" "$pages" "$cpu" "$ratio"
 done
