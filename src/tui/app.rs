@@ -175,6 +175,16 @@ where
     loop {
         let now = Instant::now();
         if dirty && last_draw.is_none_or(|t| now >= t + FRAME) {
+            // The engine's events since the last frame, in one go: a crawl
+            // sends one per page, and waking the loop for each cost more
+            // than all the drawing.
+            while let Some(msg) = sources.queued_event() {
+                if let Some(exit) =
+                    apply_msg(&mut model, &control, &listed, msg, &mut quit_deadline)
+                {
+                    return Ok(exit);
+                }
+            }
             let host_rows = draw(terminal, &mut model)?;
             last_draw = Some(now);
             dirty = false;
@@ -203,14 +213,27 @@ where
             }
         };
         dirty = true;
-        let effects = update(&mut model, msg);
-        if let Some(exit) = perform(&mut model, &control, &listed, effects) {
+        if let Some(exit) = apply_msg(&mut model, &control, &listed, msg, &mut quit_deadline) {
             return Ok(exit);
         }
-        if model.quitting == Quitting::Checkpointing && quit_deadline.is_none() {
-            quit_deadline = Some(Instant::now() + CHECKPOINT_WAIT);
-        }
     }
+}
+
+/// Updates the model with one message and carries out its effects; a quit
+/// that waits for the engine's checkpoint starts the deadline for it.
+fn apply_msg(
+    model: &mut Model,
+    control: &EngineControl,
+    listed: &mpsc::UnboundedSender<Msg>,
+    msg: Msg,
+    quit_deadline: &mut Option<Instant>,
+) -> Option<TuiExit> {
+    let effects = update(model, msg);
+    let exit = perform(model, control, listed, effects);
+    if model.quitting == Quitting::Checkpointing && quit_deadline.is_none() {
+        *quit_deadline = Some(Instant::now() + CHECKPOINT_WAIT);
+    }
+    exit
 }
 
 /// What woke the loop.
@@ -268,6 +291,21 @@ impl<T: Future<Output = ()>> Sources<T> {
         self.listed_tx.clone()
     }
 
+    /// An engine event already queued, without waiting.
+    fn queued_event(&mut self) -> Option<Msg> {
+        if !self.events_open {
+            return None;
+        }
+        match self.events.try_recv() {
+            Ok(ev) => Some(Msg::Event(ev)),
+            Err(mpsc::error::TryRecvError::Empty) => None,
+            Err(mpsc::error::TryRecvError::Disconnected) => {
+                self.events_open = false;
+                Some(Msg::EngineClosed)
+            }
+        }
+    }
+
     /// Waits for the next source to speak, for the frame timer when a redraw
     /// is waiting (`frame`), or for the checkpoint deadline while quitting.
     async fn next(&mut self, frame: Option<Instant>, quit_deadline: Option<Instant>) -> Wake {
@@ -283,7 +321,8 @@ impl<T: Future<Output = ()>> Sources<T> {
                 Ok(()) => Wake::Msg(Msg::Snapshot(self.snapshots.borrow_and_update().clone())),
                 Err(_) => { self.snapshots_open = false; Wake::Idle }
             },
-            ev = self.events.recv(), if self.events_open => match ev {
+            // While a frame is due, events wait for it (`queued_event`).
+            ev = self.events.recv(), if self.events_open && frame.is_none() => match ev {
                 Some(ev) => Wake::Msg(Msg::Event(ev)),
                 None => { self.events_open = false; Wake::Msg(Msg::EngineClosed) }
             },
@@ -385,4 +424,82 @@ fn off_loop(listed: &mpsc::UnboundedSender<Msg>, read: impl FnOnce() -> Msg + Se
     tokio::task::spawn_blocking(move || {
         let _ = listed.send(read());
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log_event(text: &str) -> EngineEvent {
+        EngineEvent::Log {
+            level: Level::Info,
+            message: text.to_string(),
+        }
+    }
+
+    /// Sources over channels the test holds; the engine's side is `events`.
+    struct Fixture {
+        sources: Sources<std::future::Pending<()>>,
+        events: mpsc::Sender<EngineEvent>,
+        _input: mpsc::Sender<Event>,
+        _snapshots: watch::Sender<Arc<Snapshot>>,
+    }
+
+    fn fixture() -> Fixture {
+        let (input_tx, input) = mpsc::channel(4);
+        let (snapshot_tx, snapshots) = watch::channel(Arc::new(Snapshot::default()));
+        let (events_tx, events) = mpsc::channel(16);
+        Fixture {
+            sources: Sources::new(input, snapshots, events, std::future::pending()),
+            events: events_tx,
+            _input: input_tx,
+            _snapshots: snapshot_tx,
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn events_wait_for_a_due_frame_and_are_then_taken_together() {
+        // The input and snapshot ends stay open: a closed one wakes the loop.
+        let Fixture {
+            mut sources,
+            events,
+            _input,
+            _snapshots,
+        } = fixture();
+        events.send(log_event("one")).await.unwrap();
+        events.send(log_event("two")).await.unwrap();
+        let frame = Instant::now() + FRAME;
+        // A frame is due: the loop is not woken for each event, only for the frame.
+        assert!(matches!(sources.next(Some(frame), None).await, Wake::Idle));
+        assert!(Instant::now() >= frame);
+        let queued: Vec<String> = std::iter::from_fn(|| sources.queued_event())
+            .map(|msg| match msg {
+                Msg::Event(EngineEvent::Log { message, .. }) => message,
+                _ => panic!("only the two events are queued"),
+            })
+            .collect();
+        assert_eq!(queued, ["one", "two"]);
+        // With no frame due, an event wakes the loop at once.
+        events.send(log_event("three")).await.unwrap();
+        let woke = sources.next(None, None).await;
+        assert!(
+            matches!(woke, Wake::Msg(Msg::Event(EngineEvent::Log { message, .. })) if message == "three")
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_closed_engine_is_noticed_among_the_queued_events() {
+        // The input and snapshot ends stay open: a closed one wakes the loop.
+        let Fixture {
+            mut sources,
+            events,
+            _input,
+            _snapshots,
+        } = fixture();
+        events.send(log_event("last")).await.unwrap();
+        drop(events);
+        assert!(matches!(sources.queued_event(), Some(Msg::Event(_))));
+        assert!(matches!(sources.queued_event(), Some(Msg::EngineClosed)));
+        assert!(sources.queued_event().is_none());
+    }
 }
