@@ -20,7 +20,7 @@ use crawldeck::cluster::publish::SnapshotPublisher;
 use crawldeck::cluster::reads::ReadServer;
 use crawldeck::control::hub::Hub;
 use crawldeck::control::lock::DataDirLock;
-use crawldeck::control::server::ControlServer;
+use crawldeck::control::server::{ControlServer, ControlSocket};
 use crawldeck::demo::{DemoOptions, DemoWeb};
 use crawldeck::engine::config::CrawlConfig;
 use crawldeck::engine::{self, EngineError, EngineHandle, RunningEngine};
@@ -90,7 +90,11 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
-        let socket = lock.as_ref().map(|l| l.socket_path());
+        // Bound before any engine starts: a socket that cannot be had stops here.
+        let socket = lock
+            .as_ref()
+            .map(|l| ControlSocket::bind(l.socket_path()))
+            .transpose()?;
         match run.mode {
             Mode::Headless => run_headless(&run, &data_dir, socket).await,
             Mode::Tui if background::is_engine_process() => {
@@ -193,13 +197,11 @@ async fn start_engine(
 /// the handle this process's own front end uses: one viewer among others.
 fn serve(
     handle: EngineHandle,
-    socket: Option<&Path>,
-) -> anyhow::Result<(EngineHandle, Option<ControlServer>)> {
+    socket: Option<ControlSocket>,
+) -> (EngineHandle, Option<ControlServer>) {
     let hub = Hub::new(handle);
-    let server = socket
-        .map(|path| ControlServer::bind(hub.clone(), path))
-        .transpose()?;
-    Ok((hub.local_handle(), server))
+    let server = socket.map(|socket| socket.serve(hub.clone()));
+    (hub.local_handle(), server)
 }
 
 /// The engine's end, reported once the hub has handed out its last events,
@@ -223,7 +225,7 @@ fn after_drained(
 async fn run_headless(
     run: &ResolvedRun,
     data_dir: &Path,
-    socket: Option<&Path>,
+    socket: Option<ControlSocket>,
 ) -> anyhow::Result<()> {
     let json = run.ui.json;
     if !json {
@@ -239,9 +241,7 @@ async fn run_headless(
         }
     }
     let hub = Hub::new(engine.handle);
-    let _server = socket
-        .map(|path| ControlServer::bind(hub.clone(), path))
-        .transpose()?;
+    let _server = socket.map(|socket| socket.serve(hub.clone()));
     // The cluster view reads this worker's records through `_reads`.
     let _reads = match &run.cluster {
         Some(target) => {
@@ -368,8 +368,9 @@ fn operator_options(run: &ResolvedRun) -> engine::EngineOptions {
 async fn run_engine_process(
     run: &ResolvedRun,
     data_dir: &Path,
-    socket: Option<&Path>,
+    socket: Option<ControlSocket>,
 ) -> anyhow::Result<()> {
+    let socket = socket.context("the engine process holds the data directory's lock")?;
     let running = engine::start_with(
         run.config.clone(),
         data_dir,
@@ -381,9 +382,8 @@ async fn run_engine_process(
     for line in &running.settings {
         println!("crawldeck: {line}");
     }
-    let socket = socket.context("the engine process holds the data directory's lock")?;
     // No front end here: every viewer attaches over the socket.
-    let _server = ControlServer::bind(Hub::new(running.handle), socket)?;
+    let _server = socket.serve(Hub::new(running.handle));
     let snapshot = running.done.await??;
     println!(
         "crawldeck: {} pages; crawl checkpointed ({})",
@@ -396,7 +396,11 @@ async fn run_engine_process(
 /// The terminal UI over an engine in this process (`crawldeck demo`, whose
 /// web lives here too). Decisions on trap alerts wait for the operator, so
 /// the engine keeps running until they quit.
-async fn run_tui(run: &ResolvedRun, data_dir: &Path, socket: Option<&Path>) -> anyhow::Result<()> {
+async fn run_tui(
+    run: &ResolvedRun,
+    data_dir: &Path,
+    socket: Option<ControlSocket>,
+) -> anyhow::Result<()> {
     require_terminal()?;
     // The UI handles Ctrl-C (a key in raw mode) and SIGTERM itself.
     let running = engine::start_with(
@@ -408,7 +412,7 @@ async fn run_tui(run: &ResolvedRun, data_dir: &Path, socket: Option<&Path>) -> a
     .await?;
     run.config.save(&data_dir.join(CONFIG_FILE))?;
     let tui_options = tui_options(run, false, data_dir);
-    let (handle, _server) = serve(running.handle, socket)?;
+    let (handle, _server) = serve(running.handle, socket);
     let control = handle.control.clone();
     let exit = tui::run(handle, tui_options).await;
     // However the UI ended, the engine checkpoints and stops.
@@ -437,7 +441,7 @@ async fn run_demo(
     data_dir: &Path,
     headless: bool,
     cluster: Option<usize>,
-    socket: Option<&Path>,
+    socket: Option<ControlSocket>,
 ) -> anyhow::Result<()> {
     if run.resuming {
         anyhow::bail!(

@@ -309,6 +309,33 @@ async fn a_killed_engine_leaves_nothing_that_blocks_the_next_start() {
     demo.shutdown().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crawl_deeper_than_a_socket_address_holds_is_steered_and_listed() {
+    let demo = start_demo(vec![SiteKind::Shop]).await;
+    let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let mut data = dir.path().to_path_buf();
+    while data.join("control.sock").as_os_str().len() <= 108 {
+        data.push("a-directory-with-a-long-name");
+    }
+    let engine = start_engine(&data, &seeds);
+    assert_eq!(connect(&data, true).await.pid, engine.0.id());
+
+    let out = run(&["ctl", "resume"], &data);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    poll("pages fetched", || {
+        let out = run(&["status", "--json"], &data);
+        serde_json::from_slice::<StatusReport>(&out.stdout).is_ok_and(|r| r.pages >= 3)
+    })
+    .await;
+    // Listings of the running crawl go through its results socket.
+    let out = run(&["pages", "--json"], &data);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stdout).lines().count() >= 3);
+    drop(engine);
+    demo.shutdown().await;
+}
+
 #[test]
 fn ctl_speaks_the_command_line_grammar_and_names_a_missing_engine() {
     let dir = tempfile::tempdir().unwrap();

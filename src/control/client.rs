@@ -16,6 +16,7 @@ use super::protocol::{
     recv, send, transport, ClientMsg, ServerMsg, Transport, WireError, PROTOCOL_VERSION,
 };
 use crate::engine::control::{Command, CommandId};
+use crate::engine::socket_path::SocketPath;
 use crate::engine::telemetry::{EngineEvent, Snapshot};
 use crate::engine::EngineHandle;
 
@@ -65,7 +66,8 @@ pub fn socket_path(dir: &Path) -> PathBuf {
 /// Connects to the engine running in `dir`.
 pub async fn connect(dir: &Path, read_only: bool) -> Result<Connection, ClientError> {
     let path = socket_path(dir);
-    let stream = UnixStream::connect(&path)
+    let short = SocketPath::new(&path).map_err(|e| not_running(dir, &e))?;
+    let stream = UnixStream::connect(short.as_path())
         .await
         .map_err(|e| not_running(dir, &e))?;
     Connection::handshake(stream, read_only).await

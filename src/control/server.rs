@@ -20,49 +20,82 @@ use tokio::task::JoinHandle;
 use super::hub::{Hub, Viewer, VIEWER_QUEUE};
 use super::protocol::{recv, send, transport, ClientMsg, ServerMsg, WireError, PROTOCOL_VERSION};
 use crate::engine::host_window::HostWindow;
+use crate::engine::socket_path::SocketPath;
 use crate::engine::telemetry::{CrawlState, EngineEvent, Snapshot};
 
 /// How long a new connection may take to say hello.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The listening socket; dropping it stops accepting and removes the file.
-pub struct ControlServer {
+/// The control socket, bound before the engine starts so that a socket
+/// that cannot be had stops the command before anything runs; dropping it
+/// removes the file.
+pub struct ControlSocket {
     path: PathBuf,
+    listener: Option<UnixListener>,
+}
+
+impl Drop for ControlSocket {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl ControlSocket {
+    /// Listens on `path` (which the caller's [`super::lock::DataDirLock`]
+    /// has cleared), mode 0600; a path of any length.
+    pub fn bind(path: &Path) -> std::io::Result<ControlSocket> {
+        let listener = SocketPath::new(path)
+            .and_then(|short| UnixListener::bind(short.as_path()))
+            .map_err(|e| {
+                std::io::Error::new(
+                    e.kind(),
+                    format!(
+                        "cannot listen on the control socket {}: {e}",
+                        path.display()
+                    ),
+                )
+            })?;
+        let socket = ControlSocket {
+            path: path.to_path_buf(),
+            listener: Some(listener),
+        };
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
+        tracing::info!(socket = %path.display(), "control socket listening");
+        Ok(socket)
+    }
+
+    /// Accepts the viewers of `hub`'s engine from now on.
+    pub fn serve(mut self, hub: Hub) -> ControlServer {
+        let listener = self.listener.take().expect("a socket is served once");
+        ControlServer {
+            accept: tokio::spawn(accept_loop(hub, listener)),
+            socket: self,
+        }
+    }
+
+    /// Where the socket is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// The control socket serving an engine; dropping it stops accepting and
+/// removes the file.
+pub struct ControlServer {
+    socket: ControlSocket,
     accept: JoinHandle<()>,
 }
 
 impl Drop for ControlServer {
     fn drop(&mut self) {
         self.accept.abort();
-        let _ = std::fs::remove_file(&self.path);
     }
 }
 
 impl ControlServer {
-    /// Listens on `path` (which the caller's [`super::lock::DataDirLock`]
-    /// has cleared), mode 0600.
-    pub fn bind(hub: Hub, path: &Path) -> std::io::Result<ControlServer> {
-        let listener = UnixListener::bind(path).map_err(|e| {
-            std::io::Error::new(
-                e.kind(),
-                format!(
-                    "cannot listen on the control socket {}: {e}",
-                    path.display()
-                ),
-            )
-        })?;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600))?;
-        tracing::info!(socket = %path.display(), "control socket listening");
-        let accept = tokio::spawn(accept_loop(hub, listener));
-        Ok(ControlServer {
-            path: path.to_path_buf(),
-            accept,
-        })
-    }
-
     /// Where the socket is.
     pub fn path(&self) -> &Path {
-        &self.path
+        self.socket.path()
     }
 }
 

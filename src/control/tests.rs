@@ -8,7 +8,7 @@ use super::client::{self, loopback, Connection};
 use super::hub::Hub;
 use super::lock::DataDirLock;
 use super::protocol::{recv, send, transport, ClientMsg, ServerMsg};
-use super::server::{same_user, serve_connection, ControlServer};
+use super::server::{same_user, serve_connection, ControlSocket};
 use crate::engine::control::{Command, CommandId, CommandResult, Target};
 use crate::engine::telemetry::{EngineEvent, Level};
 use crate::engine::EngineHandle;
@@ -120,7 +120,9 @@ async fn the_socket_is_private_and_other_users_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let lock = DataDirLock::acquire(dir.path()).unwrap();
     let (handle, _engine) = EngineHandle::channel();
-    let server = ControlServer::bind(Hub::new(handle), lock.socket_path()).unwrap();
+    let server = ControlSocket::bind(lock.socket_path())
+        .unwrap()
+        .serve(Hub::new(handle));
     let mode = std::fs::metadata(server.path())
         .unwrap()
         .permissions()

@@ -32,6 +32,8 @@ pub(crate) mod robots;
 pub(crate) mod rules;
 pub(crate) mod session_ids;
 mod slots;
+#[cfg(unix)]
+pub mod socket_path;
 mod stats;
 pub mod store;
 mod tasks;

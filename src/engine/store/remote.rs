@@ -22,6 +22,7 @@ use serde::de::DeserializeOwned;
 
 use super::query::Entries;
 use super::{FilteredUrl, PageRecord, Store, StoreError};
+use crate::engine::socket_path::SocketPath;
 
 /// The socket's name inside a data directory.
 pub const SOCKET_FILE: &str = "results.sock";
@@ -71,7 +72,7 @@ impl ResultsServer {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
             _ => {}
         }
-        let listener = UnixListener::bind(&path)?;
+        let listener = UnixListener::bind(SocketPath::new(&path)?.as_path())?;
         // Polled, so that stopping never depends on a wake-up connection.
         listener.set_nonblocking(true)?;
         {
@@ -288,7 +289,8 @@ impl RemoteStore {
         if arg.contains(['\n', '\t']) {
             return Err(remote_error("a URL or prefix with a tab or newline"));
         }
-        let mut conn = UnixStream::connect(&self.path).map_err(|e| {
+        let conn = SocketPath::new(&self.path).and_then(|p| UnixStream::connect(p.as_path()));
+        let mut conn = conn.map_err(|e| {
             remote_error(&format!("cannot connect to {}: {e}", self.path.display()))
         })?;
         conn.set_read_timeout(Some(IDLE_LIMIT))
