@@ -23,7 +23,7 @@ use crawldeck::control::lock::DataDirLock;
 use crawldeck::control::server::{ControlServer, ControlSocket};
 use crawldeck::demo::{DemoOptions, DemoWeb};
 use crawldeck::engine::config::CrawlConfig;
-use crawldeck::engine::{self, EngineError, EngineHandle, RunningEngine};
+use crawldeck::engine::{self, EngineControl, EngineError, EngineHandle, RunningEngine};
 use crawldeck::headless::{self, HeadlessOptions};
 use crawldeck::remote::{self, CtlError};
 use crawldeck::tui;
@@ -57,7 +57,7 @@ fn main() -> ExitCode {
     match dispatch(run) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("crawldeck: {e:#}");
+            eprintln!("crawldeck: {}", crawldeck::text::error_chain(&e));
             let usage = matches!(
                 e.downcast_ref::<EngineError>(),
                 Some(EngineError::Config(_))
@@ -124,7 +124,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
         }
     });
     if let Err(e) = &result {
-        tracing::error!("crawldeck stopped: {e:#}");
+        tracing::error!("crawldeck stopped: {}", crawldeck::text::error_chain(e));
     }
     result
 }
@@ -188,9 +188,33 @@ async fn start_engine(
         cluster: run.cluster.clone(),
         ..engine::EngineOptions::default()
     };
+    start_and_save(run, data_dir, shutdown, options).await
+}
+
+/// Starts the engine, then keeps its configuration for the next resume
+/// (only once the engine took it, so a rejected one never replaces it).
+async fn start_and_save(
+    run: &ResolvedRun,
+    data_dir: &Path,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+    options: engine::EngineOptions,
+) -> anyhow::Result<RunningEngine> {
     let engine = engine::start_with(run.config.clone(), data_dir, shutdown, options).await?;
-    run.config.save(&data_dir.join(CONFIG_FILE))?;
+    if let Err(e) = run.config.save(&data_dir.join(CONFIG_FILE)) {
+        stop_engine(&engine.handle.control, engine.done).await;
+        return Err(e.into());
+    }
     Ok(engine)
+}
+
+/// How long an engine stopped for a front end's error may take to checkpoint.
+const ENGINE_STOP_LIMIT: Duration = Duration::from_secs(20);
+
+/// Stops an engine whose front end cannot go on, so that it checkpoints
+/// before the error ends the process (the runtime's end would cut it off).
+async fn stop_engine<T>(control: &EngineControl, done: tokio::task::JoinHandle<T>) {
+    control.send(engine::control::Command::Shutdown);
+    let _ = tokio::time::timeout(ENGINE_STOP_LIMIT, done).await;
 }
 
 /// Serves the engine on the control socket (when there is one) and returns
@@ -242,18 +266,17 @@ async fn run_headless(
     }
     let hub = Hub::new(engine.handle);
     let _server = socket.map(|socket| socket.serve(hub.clone()));
-    // The cluster view reads this worker's records through `_reads`.
-    let _reads = match &run.cluster {
-        Some(target) => {
-            let resume = !run.overrides.paused.unwrap_or(false);
-            Some(follow_cluster(&hub, target, data_dir, resume)?)
-        }
-        None => None,
-    };
     let handle = hub.local_handle();
-    let publisher = match &run.cluster {
-        Some(target) => Some(publish_snapshots(target, data_dir, &handle)?),
-        None => None,
+    // The cluster view reads this worker's records through `_reads`.
+    let (_reads, publisher) = match &run.cluster {
+        Some(target) => match join_cluster(run, target, &hub, &handle, data_dir) {
+            Ok((reads, publisher)) => (Some(reads), Some(publisher)),
+            Err(e) => {
+                stop_engine(&handle.control, engine.done).await;
+                return Err(e);
+            }
+        },
+        None => (None, None),
     };
     let done = after_drained(engine.done, hub.drained());
     if !json {
@@ -290,6 +313,21 @@ fn announce_headless(run: &ResolvedRun, data_dir: &Path) {
         data_dir.display(),
         data_dir.join(LOG_FILE).display()
     );
+}
+
+/// A worker's part in a shared crawl: it follows the crawl's commands,
+/// answers the cluster view's reads and publishes its snapshots.
+fn join_cluster(
+    run: &ResolvedRun,
+    target: &engine::ClusterTarget,
+    hub: &Hub,
+    handle: &EngineHandle,
+    data_dir: &Path,
+) -> anyhow::Result<(ReadServer, SnapshotPublisher)> {
+    let resume = !run.overrides.paused.unwrap_or(false);
+    let reads = follow_cluster(hub, target, data_dir, resume)?;
+    let publisher = publish_snapshots(target, data_dir, handle)?;
+    Ok((reads, publisher))
 }
 
 /// A worker of a shared crawl replays the crawl's commands (resuming after
@@ -371,14 +409,8 @@ async fn run_engine_process(
     socket: Option<ControlSocket>,
 ) -> anyhow::Result<()> {
     let socket = socket.context("the engine process holds the data directory's lock")?;
-    let running = engine::start_with(
-        run.config.clone(),
-        data_dir,
-        shutdown_signal(false),
-        operator_options(run),
-    )
-    .await?;
-    run.config.save(&data_dir.join(CONFIG_FILE))?;
+    let running =
+        start_and_save(run, data_dir, shutdown_signal(false), operator_options(run)).await?;
     for line in &running.settings {
         println!("crawldeck: {line}");
     }
@@ -403,21 +435,15 @@ async fn run_tui(
 ) -> anyhow::Result<()> {
     require_terminal()?;
     // The UI handles Ctrl-C (a key in raw mode) and SIGTERM itself.
-    let running = engine::start_with(
-        run.config.clone(),
-        data_dir,
-        std::future::pending(),
-        operator_options(run),
-    )
-    .await?;
-    run.config.save(&data_dir.join(CONFIG_FILE))?;
+    let running =
+        start_and_save(run, data_dir, std::future::pending(), operator_options(run)).await?;
     let tui_options = tui_options(run, false, data_dir);
     let (handle, _server) = serve(running.handle, socket);
     let control = handle.control.clone();
     let exit = tui::run(handle, tui_options).await;
     // However the UI ended, the engine checkpoints and stops.
     control.send(engine::control::Command::Shutdown);
-    let summary = tokio::time::timeout(Duration::from_secs(20), running.done).await;
+    let summary = tokio::time::timeout(ENGINE_STOP_LIMIT, running.done).await;
     let exit = exit?;
     match summary {
         Ok(Ok(Ok(snapshot))) => eprintln!(

@@ -1,5 +1,5 @@
-//! Text shown to people: network strings made safe for a terminal, and sizes
-//! in words. Shared by the TUI and the headless output.
+//! Text shown to people: network strings made safe for a terminal, sizes in
+//! words, errors with their causes. Shared by the TUI and the headless output.
 
 use std::borrow::Cow;
 
@@ -17,6 +17,20 @@ pub fn human_bytes(bytes: u64) -> String {
     } else {
         format!("{value:.1} {}", UNITS[unit])
     }
+}
+
+/// An error and its causes, each said once: many messages quote their
+/// cause already, and `{:#}` would repeat it after them.
+pub fn error_chain(error: &anyhow::Error) -> String {
+    let mut text = error.to_string();
+    for cause in error.chain().skip(1) {
+        let cause = cause.to_string();
+        if !text.contains(&cause) {
+            text.push_str(": ");
+            text.push_str(&cause);
+        }
+    }
+    text
 }
 
 /// Removes control characters (ESC, CR, BEL, C1 controls…) so a page title or a
@@ -67,6 +81,23 @@ fn is_invisible_format(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_says_each_cause_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("cannot write config file crawl.toml: {source}; check the directory")]
+        struct Write {
+            source: std::io::Error,
+        }
+        let io = std::io::Error::other("Is a directory");
+        let error = anyhow::Error::new(Write { source: io }).context("starting the crawl");
+        assert_eq!(
+            error_chain(&error),
+            "starting the crawl: cannot write config file crawl.toml: Is a directory; check the directory"
+        );
+        let plain = anyhow::anyhow!("disk full").context("flush");
+        assert_eq!(error_chain(&plain), "flush: disk full");
+    }
 
     #[test]
     fn long_names_are_cut_in_the_middle_and_keep_both_ends() {

@@ -1,7 +1,8 @@
 //! A disk that fills mid-crawl loses nothing: the crawl pauses (headless: stops
 //! and fails) with the path and the error, the WARC files hold only whole
 //! records, and once space is back the crawl ends with the same pages as a
-//! crawl that never saw the fault, each archived.
+//! crawl that never saw the fault, each archived. A configuration that cannot
+//! be written after the engine started stops it cleanly, with the reason.
 
 use crate::common;
 
@@ -204,4 +205,49 @@ async fn headless_stops_on_a_full_disk_with_the_reason_and_the_next_run_finishes
     let got = outcomes(dir.path());
     assert_same_pages(&got, &expected);
     assert_every_page_archived(dir.path(), &got);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configuration_that_cannot_be_kept_stops_the_started_crawl_cleanly() {
+    let demo = common::start_demo(vec![SiteKind::Shop]).await;
+    let dir = tempfile::tempdir().unwrap();
+    // The engine starts, then its crawl.toml cannot be written.
+    std::fs::create_dir(dir.path().join("crawl.toml")).unwrap();
+    let seed = demo.seeds()[0].to_string();
+    let data = dir.path().to_str().unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_crawldeck"))
+        .args(["crawl", "--headless", "--data", data, &seed])
+        .env_remove("RUST_LOG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("crawldeck starts");
+    let mut crawl = common::Killed(child);
+    let deadline = tokio::time::Instant::now() + common::CRAWL_LIMIT;
+    let status = loop {
+        if let Some(status) = crawl.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "the command ends");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    let mut err = String::new();
+    crawl
+        .0
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("cannot write config file") && err.contains("writable"),
+        "{err}"
+    );
+    assert_eq!(err.matches("Is a directory").count(), 1, "said once: {err}");
+    assert!(
+        !err.contains("panicked"),
+        "the engine stopped, not cut off: {err}"
+    );
+    demo.shutdown().await;
 }

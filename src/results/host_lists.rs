@@ -49,7 +49,7 @@ pub fn host_list_lines(data_dir: &Path, host: &str, list: HostList) -> Result<Ve
         sort: SortKey::Url,
     };
     let mut out = Vec::new();
-    crate::results::run(&query, &mut out).map_err(|e| format!("{e:#}"))?;
+    crate::results::run(&query, &mut out).map_err(|e| crate::text::error_chain(&e))?;
     Ok(String::from_utf8_lossy(&out)
         .lines()
         .map(str::to_string)

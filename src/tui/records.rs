@@ -46,7 +46,7 @@ impl Records {
             Records::Dir(dir) => crate::results::page::read(dir, url),
             Records::Remote(remote) => remote.page(url),
         }
-        .map_err(|e| format!("{e:#}"))
+        .map_err(|e| crate::text::error_chain(&e))
     }
 
     /// The parked URLs by alert.
@@ -55,7 +55,7 @@ impl Records {
             Records::Dir(dir) => crate::results::page::read_quarantine(dir),
             Records::Remote(remote) => remote.quarantine(),
         }
-        .map_err(|e| format!("{e:#}"))
+        .map_err(|e| crate::text::error_chain(&e))
     }
 
     /// One of `host`'s lists, as lines.
