@@ -238,3 +238,43 @@ async fn a_write_the_disk_refuses_exits_1_with_the_reason_and_resume_loses_nothi
     let missing: Vec<_> = reference.difference(&reached).collect();
     assert!(missing.is_empty(), "lost after the fault: {missing:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_budget_holds_across_kill_nine() {
+    const BUDGET: usize = 40;
+    let demo = start_demo(vec![SiteKind::Shop, SiteKind::DeepFinite]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
+    let pages = || {
+        page_requests(&demo.log().records())
+            .into_iter()
+            .filter(|(_, path)| !path.contains("crawldeck-probe"))
+            .count()
+    };
+    let mut first = crawl_command(dir.path(), &seeds)
+        .args(["--max-pages", &BUDGET.to_string()])
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("crawldeck starts");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while pages() < BUDGET / 2 {
+        assert!(tokio::time::Instant::now() < deadline, "no progress");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill().expect("SIGKILL");
+    tokio::task::spawn_blocking(move || first.wait().unwrap())
+        .await
+        .unwrap();
+
+    let resumed = run_bounded(crawl_command(dir.path(), &[]), Duration::from_secs(120)).await;
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{err}");
+    assert!(err.contains("page limit reached (40)"), "{err}");
+    // The pages in flight at the kill (one a host) may be fetched again.
+    let fetched = pages();
+    demo.shutdown().await;
+    assert!(
+        fetched <= BUDGET + 2,
+        "{fetched} pages fetched for a budget of {BUDGET}"
+    );
+}

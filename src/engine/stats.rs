@@ -6,14 +6,15 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::store::{Store, StoreError, Tree};
+use super::store::{keys, Store, StoreError, Tree};
 use super::telemetry::Counters;
 
 /// Window of the crawl-wide pages/s and bytes/s.
 const RATE_WINDOW: Duration = Duration::from_secs(5);
-/// Meta keys of the stored counters and elapsed time.
-const COUNTERS_KEY: &[u8] = b"counters";
-const ELAPSED_KEY: &[u8] = b"elapsed_ms";
+/// Where an earlier version kept the counters and elapsed time (sled's meta
+/// tree, written only at checkpoints): read when the crawl tree has none.
+const OLD_COUNTERS_KEY: &[u8] = b"counters";
+const OLD_ELAPSED_KEY: &[u8] = b"elapsed_ms";
 
 /// Events in the last `window`, as a rate. Bounded: at most `cap` timestamps kept.
 #[derive(Debug, Clone)]
@@ -123,10 +124,15 @@ impl CrawlStats {
         let (counters, elapsed_ms) = if fresh {
             (Counters::default(), 0)
         } else {
-            (
-                store.get(Tree::Meta, COUNTERS_KEY)?.unwrap_or_default(),
-                store.get(Tree::Meta, ELAPSED_KEY)?.unwrap_or(0u64),
-            )
+            let counters = match store.get_progress(keys::META_COUNTERS)? {
+                Some(counters) => Some(counters),
+                None => store.get(Tree::Meta, OLD_COUNTERS_KEY)?,
+            };
+            let elapsed = match store.get_progress(keys::META_ELAPSED)? {
+                Some(ms) => Some(ms),
+                None => store.get(Tree::Meta, OLD_ELAPSED_KEY)?,
+            };
+            (counters.unwrap_or_default(), elapsed.unwrap_or(0u64))
         };
         Ok(CrawlStats {
             counters,
@@ -159,15 +165,23 @@ impl CrawlStats {
         )
     }
 
-    /// Stores the counters and elapsed time (flushed by the caller).
+    /// Stores the counters and elapsed time (flushed by the caller, with
+    /// the pages they count).
     pub(crate) fn save(&self, store: &Store) -> Result<(), StoreError> {
-        store.put(
-            Tree::Meta,
-            ELAPSED_KEY,
-            &(self.elapsed().as_millis() as u64),
-        )?;
-        store.put(Tree::Meta, COUNTERS_KEY, &self.counters)
+        let elapsed = encode(&(self.elapsed().as_millis() as u64))?;
+        let counters = encode(&self.counters)?;
+        store.put_progress(&[
+            (keys::META_ELAPSED, elapsed),
+            (keys::META_COUNTERS, counters),
+        ])
     }
+}
+
+fn encode(value: &impl serde::Serialize) -> Result<Vec<u8>, StoreError> {
+    serde_json::to_vec(value).map_err(|source| StoreError::Encode {
+        what: "crawl progress",
+        source,
+    })
 }
 
 #[cfg(test)]
@@ -193,6 +207,26 @@ mod tests {
         let pass = CrawlStats::load(&store, true).expect("new pass");
         assert_eq!(pass.counters(), &Counters::default());
         assert_eq!(pass.elapsed(), Duration::ZERO);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn counters_an_earlier_version_kept_in_sled_are_read_until_saved_again() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path(), 1 << 20).expect("store");
+        let old = Counters {
+            pages_fetched: 11,
+            ..Counters::default()
+        };
+        store.put(Tree::Meta, OLD_COUNTERS_KEY, &old).unwrap();
+        store.put(Tree::Meta, OLD_ELAPSED_KEY, &5_000u64).unwrap();
+        let mut resumed = CrawlStats::load(&store, false).expect("resumed");
+        assert_eq!(resumed.counters().pages_fetched, 11);
+        assert!(resumed.elapsed() >= Duration::from_secs(5));
+
+        resumed.count().pages_fetched += 1;
+        resumed.save(&store).expect("saved");
+        let again = CrawlStats::load(&store, false).expect("resumed again");
+        assert_eq!(again.counters().pages_fetched, 12, "the crawl tree's wins");
     }
 
     #[tokio::test(start_paused = true)]

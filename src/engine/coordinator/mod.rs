@@ -384,7 +384,12 @@ impl Coordinator {
     /// `kill -9` re-fetches only what was in flight.
     fn sync(&mut self) {
         self.write_group();
-        if let Err(e) = self.store.flush() {
+        // With the pages they count: a page budget holds across a kill -9.
+        let saved = self
+            .stats
+            .save(&self.store)
+            .and_then(|()| self.store.flush());
+        if let Err(e) = saved {
             self.storage_failed("flush", e);
         }
     }
@@ -416,7 +421,6 @@ impl Coordinator {
             .alerts
             .save_changed()
             .and_then(|()| self.rules.save_hits())
-            .and_then(|()| self.stats.save(&self.store))
             .and_then(|()| self.store.flush());
         if let Err(e) = saved {
             self.storage_failed("checkpoint", e);

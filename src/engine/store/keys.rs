@@ -16,6 +16,10 @@ pub(crate) const PARKED: u8 = b'k';
 
 pub(crate) const META_SEQ: &[u8] = b"mseq";
 pub(crate) const META_PAGES: &[u8] = b"mpages";
+/// The crawl's counters and elapsed time, written with each group of pages
+/// so that a budget survives `kill -9`.
+pub(crate) const META_COUNTERS: &[u8] = b"mcounters";
+pub(crate) const META_ELAPSED: &[u8] = b"melapsed";
 
 /// Length of the `<priority><seq>` suffix of a queue key.
 const QUEUE_SUFFIX: usize = 9;

@@ -267,6 +267,28 @@ impl Store {
         Ok(())
     }
 
+    /// Writes crawl-wide values (key, JSON) into the crawl tree in one
+    /// batch, where the next [`Store::flush`] makes them durable with the
+    /// pages written before them.
+    pub(crate) fn put_progress(&self, values: &[(&[u8], Vec<u8>)]) -> Result<(), StoreError> {
+        let mut batch = CrawlBatch::default();
+        for (key, json) in values {
+            batch.enqueue(key, json);
+        }
+        self.apply(batch)
+    }
+
+    /// A value [`Store::put_progress`] wrote.
+    pub(crate) fn get_progress<T: DeserializeOwned>(
+        &self,
+        key: &[u8],
+    ) -> Result<Option<T>, StoreError> {
+        match self.inner.crawl.get(key, "read of the crawl's progress")? {
+            Some(v) => decode_json(&v, "crawl progress").map(Some),
+            None => Ok(None),
+        }
+    }
+
     pub(crate) fn put<T: Serialize>(
         &self,
         tree: Tree,
