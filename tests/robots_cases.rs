@@ -157,3 +157,24 @@ async fn bom_versioned_groups_long_files_and_cut_lines_follow_rfc_9309() {
         "{groups:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_whose_urls_a_rule_took_does_not_hold_the_crawl_for_its_robots_txt() {
+    let demo = common::start_demo(vec![crawldeck::demo::SiteKind::Shop]).await;
+    // Nothing listens there: its robots.txt is postponed, retried with backoff.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut cfg = common::test_config(&demo);
+    cfg.seeds.push(format!("http://127.0.0.1:{port}/gone.html"));
+    // The default: ten minutes of retries before the host is given up.
+    cfg.robots.give_up_after = crawldeck::engine::config::RobotsConfig::default().give_up_after;
+    let dir = tempfile::tempdir().unwrap();
+    let rule = format!(r"127\.0\.0\.1:{port}/");
+    let snapshot = common::crawl_with_rule(cfg, dir.path(), &rule).await;
+    assert_eq!(snapshot.finish_reason.as_deref(), Some("frontier empty"));
+    assert!(snapshot.counters.pages_fetched > 10, "the shop was crawled");
+    demo.shutdown().await;
+}

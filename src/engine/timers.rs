@@ -43,11 +43,6 @@ impl Timers {
     pub(crate) fn next_due(&self) -> Option<Instant> {
         self.heap.peek().map(|Reverse((at, _, _))| *at)
     }
-
-    /// True when no timer is set (nothing can wake a finished crawl).
-    pub(crate) fn is_empty(&self) -> bool {
-        self.heap.is_empty()
-    }
 }
 
 #[cfg(test)]
@@ -73,6 +68,6 @@ mod tests {
             timers.pop_due(later),
             Some((Timer::RobotsRetry, "b".into()))
         );
-        assert!(timers.is_empty());
+        assert_eq!(timers.next_due(), None);
     }
 }

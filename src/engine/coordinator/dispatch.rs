@@ -1,12 +1,19 @@
 //! Handing out work: new hosts get their holds, robots.txt goes first, then
 //! every fetch that politeness, robots.txt, breakers and limits allow.
 
+use std::time::Duration;
+
 use tokio::time::Instant;
 use url::Url;
 
 use super::Coordinator;
 use crate::engine::frontier::Hold;
 use crate::engine::hosts::FetchGate;
+use crate::engine::timers::Timer;
+
+/// How often a postponed robots.txt of a host with nothing queued looks
+/// again whether URLs came.
+const ROBOTS_IDLE_RECHECK: Duration = Duration::from_secs(30);
 
 impl Coordinator {
     /// Hosts the frontier (re)created start held for robots.txt; apply what
@@ -119,6 +126,23 @@ impl Coordinator {
     }
 
     /// Sends the robots.txt request for a host unless one is already out.
+    /// A postponed robots.txt is asked for again only while the host has
+    /// URLs to crawl: a host whose URLs a rule took gets no more requests
+    /// (its retry waits, in case new URLs come).
+    pub(super) fn robots_retry_due(&mut self, host: &str, now: Instant) {
+        let queued = match self.frontier.host_views(&[host], now, 0) {
+            Ok(views) => views.first().is_some_and(|v| v.queued > 0),
+            // The frontier's error surfaces at its next use; the retry goes on.
+            Err(_) => true,
+        };
+        if queued {
+            self.start_robots(host);
+        } else {
+            self.timers
+                .schedule(now + ROBOTS_IDLE_RECHECK, Timer::RobotsRetry, host);
+        }
+    }
+
     pub(super) fn start_robots(&mut self, host: &str) {
         if let Some(origin) = self.hosts.begin_robots(host, Instant::now()) {
             self.slots.start_robots();

@@ -306,7 +306,9 @@ impl Coordinator {
             && self.group_commit.is_empty()
             && self.returns.is_idle()
             && self.sweeps.is_idle();
-        if !idle || self.run.paused || !self.timers.is_empty() {
+        // Timers wait on hosts (robots.txt retries, breaker probes): with
+        // nothing queued there is nothing left for them to let through.
+        if !idle || self.run.paused {
             return None;
         }
         match self.frontier.counts() {
@@ -375,7 +377,7 @@ impl Coordinator {
         while let Some((timer, host)) = self.timers.pop_due(now) {
             match timer {
                 Timer::BreakerProbe => self.breaker_probe_due(&host, now),
-                Timer::RobotsRetry => self.start_robots(&host),
+                Timer::RobotsRetry => self.robots_retry_due(&host, now),
             }
         }
     }
