@@ -13,8 +13,8 @@ use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
 use crate::engine::EngineEnds;
 
 /// Runs until the engine goes (returns why) or the front end drops its
-/// handle (returns `None`). On the way out the front end gets an
-/// "engine gone" log line, then its event stream closes.
+/// handle (returns `None`). On the way out the front end gets a log line
+/// (the crawl finished, or "engine gone" and why), then its event stream closes.
 pub(super) async fn run<S>(wire: Transport<S>, mut ends: EngineEnds, pid: u32) -> Option<String>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -62,10 +62,18 @@ where
             },
         }
     };
-    let _ = ends.events.try_send(EngineEvent::Log {
-        level: Level::Error,
-        message: format!("engine gone: {reason}"),
-    });
+    let event = if reason.starts_with(super::server::FINISHED) {
+        EngineEvent::Log {
+            level: Level::Info,
+            message: reason.clone(),
+        }
+    } else {
+        EngineEvent::Log {
+            level: Level::Error,
+            message: format!("engine gone: {reason}"),
+        }
+    };
+    let _ = ends.events.try_send(event);
     Some(reason)
 }
 

@@ -267,9 +267,12 @@ fn snapshot_msg(viewer: &Viewer, whole: &Snapshot, window: &HostWindow) -> Serve
     }
 }
 
+/// How a viewer is told the crawl ended as it should (not an error).
+pub(super) const FINISHED: &str = "the crawl finished";
+
 fn gone_reason(last: &Arc<Snapshot>) -> String {
     match (&last.state, &last.finish_reason) {
-        (CrawlState::Done, Some(why)) => format!("the crawl finished: {why}"),
+        (CrawlState::Done, Some(why)) => format!("{FINISHED}: {why}"),
         _ => "the engine stopped".into(),
     }
 }

@@ -1,5 +1,6 @@
 use std::os::unix::fs::PermissionsExt;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::UnixStream;
@@ -10,7 +11,7 @@ use super::lock::DataDirLock;
 use super::protocol::{recv, send, transport, ClientMsg, ServerMsg};
 use super::server::{same_user, serve_connection, ControlSocket};
 use crate::engine::control::{Command, CommandId, CommandResult, Target};
-use crate::engine::telemetry::{EngineEvent, Level};
+use crate::engine::telemetry::{CrawlState, EngineEvent, Level, Snapshot};
 use crate::engine::EngineHandle;
 
 fn log(message: &str) -> EngineEvent {
@@ -156,6 +157,30 @@ async fn a_stopped_engine_reaches_the_viewer_as_engine_gone_then_a_closed_stream
         Some(EngineEvent::Log {
             level: Level::Error,
             message: "engine gone: the engine stopped".into()
+        })
+    );
+}
+
+#[tokio::test]
+async fn a_finished_crawl_reaches_the_viewer_as_news_not_an_error() {
+    let (handle, engine) = EngineHandle::channel();
+    let mut viewer = loopback(handle).await.unwrap();
+    let done = Snapshot {
+        state: CrawlState::Done,
+        finish_reason: Some("frontier empty".into()),
+        ..Snapshot::default()
+    };
+    engine.snapshots.send_replace(Arc::new(done));
+    drop(engine);
+    let mut last = None;
+    while let Some(event) = viewer.events.recv().await {
+        last = Some(event);
+    }
+    assert_eq!(
+        last,
+        Some(EngineEvent::Log {
+            level: Level::Info,
+            message: "the crawl finished: frontier empty".into()
         })
     );
 }

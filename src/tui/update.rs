@@ -110,7 +110,11 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
                 model.engine_closed = true;
                 model.push_log(Level::Info, "engine stopped".into());
                 if model.attached {
-                    model.set_status(Level::Error, "engine gone (see the log); q leaves");
+                    if model.latest.state == CrawlState::Done {
+                        model.set_status(Level::Info, "the crawl finished; q leaves");
+                    } else {
+                        model.set_status(Level::Error, "engine gone (see the log); q leaves");
+                    }
                 }
             }
             finish_if_done(model, true)

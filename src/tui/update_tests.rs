@@ -262,6 +262,30 @@ fn quit_asks_then_checkpoints_then_exits_when_done() {
 }
 
 #[test]
+fn an_attached_viewer_says_a_finished_crawl_finished_and_a_lost_engine_is_an_error() {
+    let mut m = model(false);
+    m.attached = true;
+    let done = Snapshot {
+        state: CrawlState::Done,
+        ..(*m.latest).clone()
+    };
+    update(&mut m, Msg::Snapshot(Arc::new(done)));
+    update(&mut m, Msg::EngineClosed);
+    let status = m.status.as_ref().unwrap();
+    assert_eq!(
+        (status.level, status.text.as_str()),
+        (Level::Info, "the crawl finished; q leaves")
+    );
+
+    let mut m = model(false);
+    m.attached = true;
+    update(&mut m, Msg::EngineClosed);
+    let status = m.status.as_ref().unwrap();
+    assert_eq!(status.level, Level::Error);
+    assert!(status.text.starts_with("engine gone"), "{}", status.text);
+}
+
+#[test]
 fn ctrl_c_checkpoints_without_asking_and_twice_exits() {
     let mut m = model(true);
     let ctrl_c = Msg::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
