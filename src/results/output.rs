@@ -1,6 +1,7 @@
 //! Writing rows: an aligned table on a terminal, TSV when piped, CSV and JSON
 //! lines on request. CSV quoting and JSON escaping are the crates' work;
-//! table and TSV fields lose control characters (a title comes from the network).
+//! table, TSV and CSV fields lose control characters (a title comes from the
+//! network, and CSV has no escape for them: a raw ESC reaches the terminal).
 
 use std::io::Write;
 
@@ -77,7 +78,8 @@ impl<W: Write> Output<W> {
         match self.format {
             Format::Csv => {
                 let csv = self.csv.as_mut().expect("CSV has its writer");
-                csv.write_record(fields).map_err(std::io::Error::other)
+                let clean = fields.iter().map(|f| strip_control(f).into_owned());
+                csv.write_record(clean).map_err(std::io::Error::other)
             }
             Format::Tsv => {
                 let out = self.out.as_mut().expect("TSV writes to the plain writer");
@@ -145,10 +147,11 @@ mod tests {
     }
 
     #[test]
-    fn tables_and_tsv_never_carry_control_characters() {
-        let rows = [["toolong", "x\u{1b}[2J\ty"]];
+    fn tables_tsv_and_csv_never_carry_control_characters() {
+        let rows = [["toolong", "x\u{1b}[2J\ty\u{7}"]];
         assert_eq!(render(Format::Table, &rows), "a     b\ntoo…  x[2J y\n");
         assert_eq!(render(Format::Tsv, &rows), "a\tb\ntoolong\tx[2J y\n");
+        assert_eq!(render(Format::Csv, &rows), "a,b\ntoolong,x[2J y\n");
     }
 
     #[test]
@@ -156,7 +159,7 @@ mod tests {
         let rows = [["a,b", "say \"hi\"\n"]];
         assert_eq!(
             render(Format::Csv, &rows),
-            "a,b\n\"a,b\",\"say \"\"hi\"\"\n\"\n"
+            "a,b\n\"a,b\",\"say \"\"hi\"\" \"\n"
         );
         assert_eq!(
             render(Format::Json, &rows),

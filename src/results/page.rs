@@ -31,6 +31,21 @@ const DIFF_CONTEXT: usize = 3;
 /// Width of one side of a diff on the command line.
 const CLI_DIFF_SIDE: usize = 60;
 
+/// Every string of an inspection stripped of control characters, as the
+/// inspector shows them (they come from the network).
+fn strip_strings(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::String(s) => {
+            if let std::borrow::Cow::Owned(clean) = strip_control(s) {
+                *s = clean;
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_strings),
+        serde_json::Value::Object(fields) => fields.values_mut().for_each(strip_strings),
+        _ => {}
+    }
+}
+
 /// Runs `crawldeck page`.
 pub fn run(query: &PageQuery, mut out: impl Write) -> anyhow::Result<()> {
     let page = read(&query.data_dir, &query.url)?;
@@ -39,6 +54,7 @@ pub fn run(query: &PageQuery, mut out: impl Write) -> anyhow::Result<()> {
         if let Some(object) = value.as_object_mut() {
             object.remove("html");
         }
+        strip_strings(&mut value);
         writeln!(out, "{value}")?;
         return Ok(());
     }
@@ -250,6 +266,16 @@ mod tests {
                 "{line:?}"
             );
         }
+        // `--json` too: the strings decoded carry none.
+        let mut json = serde_json::to_value(&page).unwrap();
+        strip_strings(&mut json);
+        let text = json.to_string();
+        assert!(
+            !text.contains("\\u001b") && !text.contains('\u{202e}'),
+            "{text}"
+        );
+        let decoded: PageInspection = serde_json::from_value(json).unwrap();
+        assert_eq!(decoded.title.as_deref(), Some("a[31mbc"));
     }
 
     #[test]
