@@ -278,3 +278,44 @@ async fn a_page_budget_holds_across_kill_nine() {
         "{fetched} pages fetched for a budget of {BUDGET}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_that_resumes_a_paused_crawl_leaves_it_running() {
+    use crawldeck::engine::{EngineOptions, RunOverrides};
+
+    let demo = start_demo(vec![SiteKind::Shop]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut starts = Vec::new();
+    for paused in [Some(true), Some(false), None] {
+        let options = EngineOptions {
+            overrides: RunOverrides {
+                paused,
+                ..RunOverrides::default()
+            },
+            ..EngineOptions::default()
+        };
+        // Stopped as by a signal: no command, so no settings saved after one.
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let signal = async move {
+            let _ = stopped.await;
+        };
+        let running =
+            crawldeck::engine::start_with(test_config(&demo), dir.path(), signal, options)
+                .await
+                .expect("engine starts");
+        starts.push(running.settings[0].clone());
+        stop.send(()).unwrap();
+        tokio::time::timeout(common::CRAWL_LIMIT, running.done)
+            .await
+            .expect("the engine stops")
+            .unwrap()
+            .unwrap();
+    }
+    demo.shutdown().await;
+    assert_eq!(starts[0], "paused (given for this run)");
+    assert!(
+        starts[1].starts_with("running (the last run was left paused"),
+        "{starts:?}"
+    );
+    assert_eq!(starts[2], "running", "the second run left it running");
+}

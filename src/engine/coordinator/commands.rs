@@ -254,8 +254,8 @@ impl Coordinator {
         Ok(found.lines(&describe(spec)).join("\n"))
     }
 
-    /// Stores the crawl-wide settings (after every command).
-    fn save_settings(&self) -> Result<(), StoreError> {
+    /// Stores the crawl-wide settings (at the start and after every command).
+    pub(super) fn save_settings(&self) -> Result<(), StoreError> {
         let settings = Settings {
             paused: self.run.paused,
             global_delay: self.hosts.default_delay(),

@@ -203,6 +203,10 @@ impl Coordinator {
         } else {
             CrawlState::Running
         });
+        // A run that resumes a crawl left paused makes it a running one.
+        if let Err(e) = self.save_settings() {
+            self.storage_failed("saving the crawl-wide settings", e);
+        }
     }
 
     /// Settles what is under way, checkpoints, and returns the final snapshot.
