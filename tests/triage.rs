@@ -340,3 +340,48 @@ async fn removing_an_accepted_alerts_rule_returns_the_urls_it_blocked() {
     }
     demo.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_command_for_a_host_the_crawl_has_not_met_says_so() {
+    use crawldeck::engine::RunOverrides;
+
+    let demo = start_demo(vec![SiteKind::Shop]).await;
+    let shop = crawldeck::engine::url_norm::host_key(&demo.seeds()[0]);
+    let without_port = shop.split(':').next().unwrap().to_string();
+    assert_ne!(shop, without_port, "the demo's hosts have ports");
+    let dir = tempfile::tempdir().unwrap();
+    let options = EngineOptions {
+        overrides: RunOverrides {
+            paused: Some(true),
+            ..RunOverrides::default()
+        },
+        ..EngineOptions::default()
+    };
+    let RunningEngine {
+        mut handle, done, ..
+    } = crawldeck::engine::start_with(config(&demo), dir.path(), std::future::pending(), options)
+        .await
+        .expect("engine starts");
+    let delay = |host: &str| Command::SetHostDelay {
+        host: host.to_string(),
+        delay: Some(Duration::from_secs(3)),
+    };
+    let id = handle.control.send(delay(&without_port));
+    let typo = answer_to(&mut handle, id).await;
+    assert!(
+        typo.contains(&format!("no host {without_port} in this crawl yet"))
+            && typo.contains(&format!("did you mean {shop}?")),
+        "{typo}"
+    );
+    let id = handle.control.send(delay(&shop));
+    let known = answer_to(&mut handle, id).await;
+    assert!(!known.contains("no host"), "{known}");
+
+    handle.control.send(Command::Shutdown);
+    tokio::time::timeout(common::CRAWL_LIMIT, done)
+        .await
+        .expect("the engine stops")
+        .unwrap()
+        .unwrap();
+    demo.shutdown().await;
+}

@@ -51,6 +51,7 @@ pub(super) fn handle(c: &mut Coordinator, id: CommandId, command: Command) -> Op
         later = started.is_ok();
         started.map(|()| String::new())
     };
+    let unknown_host = host_of(&command).and_then(|host| c.unknown_host_note(host));
     let result = match command {
         Command::Pause(target) => c.pause(target, true),
         Command::Resume(target) => c.pause(target, false),
@@ -114,7 +115,25 @@ pub(super) fn handle(c: &mut Coordinator, id: CommandId, command: Command) -> Op
     if let Err(e) = c.save_settings() {
         c.storage_failed("saving the crawl's settings", e);
     }
+    let result = match (result, unknown_host) {
+        (Ok(done), Some(note)) => Ok(format!("{done}; {note}")),
+        (result, _) => result,
+    };
     (!later).then_some(result)
+}
+
+/// The host a command is about, if it is about one.
+fn host_of(command: &Command) -> Option<&str> {
+    match command {
+        Command::Pause(Target::Host(host))
+        | Command::Resume(Target::Host(host))
+        | Command::SetHostDelay { host, .. }
+        | Command::SetHostConcurrency { host, .. }
+        | Command::SetHostBreaker { host, .. }
+        | Command::ResetBreaker(host)
+        | Command::ForceOpenBreaker(host) => Some(host),
+        _ => None,
+    }
 }
 
 /// A refusal for a failed write of an operator setting.
@@ -122,7 +141,38 @@ fn not_stored(what: &str, e: StoreError) -> String {
     format!("{what} applied, but could not be stored: {e}")
 }
 
+/// Hosts named in a note on a host the crawl has not met.
+const SIMILAR_HOSTS: usize = 3;
+
 impl Coordinator {
+    /// A note on a command for a host the crawl has not met: it takes effect
+    /// if the host appears, which a mistyped name (a port left out) never does.
+    fn unknown_host_note(&self, host: &str) -> Option<String> {
+        let keys = self.hosts.keys();
+        let stored = self
+            .store
+            .get::<serde_json::Value>(Tree::Hosts, host.as_bytes());
+        if keys.iter().any(|k| k == host) || matches!(stored, Ok(Some(_))) {
+            return None;
+        }
+        let name = |key: &str| key.split(':').next().unwrap_or_default().to_string();
+        let mut similar: Vec<&str> = keys
+            .iter()
+            .filter(|k| name(k) == name(host) || k.contains(host))
+            .map(String::as_str)
+            .collect();
+        similar.sort_unstable();
+        similar.truncate(SIMILAR_HOSTS);
+        let hint = if similar.is_empty() {
+            String::new()
+        } else {
+            format!(" (did you mean {}?)", similar.join(", "))
+        };
+        Some(format!(
+            "no host {host} in this crawl yet: it applies if one appears{hint}"
+        ))
+    }
+
     fn pause(&mut self, target: Target, paused: bool) -> Answer {
         match target {
             Target::Global if paused => {
