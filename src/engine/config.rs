@@ -502,6 +502,15 @@ impl CrawlConfig {
         if self.scope.max_url_len < 16 {
             return invalid("scope.max_url_len", "must be at least 16");
         }
+        if self.storage.cache_bytes < MIN_CACHE_BYTES {
+            // sled panics below 256 bytes; a cache that small is useless anyway.
+            return invalid(
+                "storage.cache_bytes",
+                format!(
+                    "must be at least {MIN_CACHE_BYTES} (1 MiB); the default is 16777216 (16 MiB)"
+                ),
+            );
+        }
         if !(0.0..=1.0).contains(&self.breaker.failure_ratio) {
             return invalid("breaker.failure_ratio", "must be between 0 and 1");
         }
@@ -616,6 +625,9 @@ mod humantime_serde_compat {
         })
     }
 }
+
+/// Smallest `storage.cache_bytes`: 1 MiB.
+pub const MIN_CACHE_BYTES: u64 = 1024 * 1024;
 
 /// Smallest robots.txt size limit: RFC 9309 §2.5 asks parsers to read at least 500 KiB.
 pub const MIN_ROBOTS_SIZE: u64 = 500 * 1024;
@@ -865,6 +877,20 @@ mod tests {
         cfg.identity.product_token = Some("acme".into());
         let back = CrawlConfig::from_toml(&cfg.to_toml(), Path::new("c.toml")).unwrap();
         assert_eq!(back.identity.token(), "acme");
+    }
+
+    #[test]
+    fn a_cache_below_1_mib_is_refused_with_the_minimum() {
+        for bytes in [0, 100, MIN_CACHE_BYTES - 1] {
+            let mut cfg = CrawlConfig::default();
+            cfg.storage.cache_bytes = bytes;
+            let err = cfg.validate().unwrap_err().to_string();
+            assert!(err.contains("storage.cache_bytes"), "{err}");
+            assert!(err.contains("at least 1048576 (1 MiB)"), "{err}");
+        }
+        let mut cfg = CrawlConfig::default();
+        cfg.storage.cache_bytes = MIN_CACHE_BYTES;
+        cfg.validate().unwrap();
     }
 
     #[test]
