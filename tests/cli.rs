@@ -329,6 +329,40 @@ fn invalid_values_name_the_flag() {
 }
 
 #[test]
+fn a_zero_timeout_exits_2_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crawldeck(
+        dir.path(),
+        &[
+            "crawl",
+            "--headless",
+            "--timeout",
+            "0s",
+            "https://a.example/",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("--timeout"), "{err}");
+    assert!(err.contains("fetch.total_timeout"), "{err}");
+    assert!(err.contains("longer than 0s"), "{err}");
+    assert!(!dir.path().join(cli::DEFAULT_DATA_DIR).exists());
+
+    std::fs::write(
+        dir.path().join("c.toml"),
+        "[fetch]\nconnect_timeout = \"0s\"\n",
+    )
+    .unwrap();
+    let err = resolve(&[
+        "--config",
+        &dir.path().join("c.toml").display().to_string(),
+        "https://a.example/",
+    ])
+    .unwrap_err();
+    assert!(err.0.contains("fetch.connect_timeout"), "{err}");
+}
+
+#[test]
 fn subcommand_names_are_not_taken_for_seeds() {
     let cli = Cli::try_parse_from(["crawldeck", "keys", "--keys", "k.toml"]).unwrap();
     let run = cli::resolve(cli).unwrap();

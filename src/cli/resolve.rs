@@ -126,6 +126,7 @@ fn flag_for_key(key: &str) -> Option<&'static str> {
         "politeness.min_delay" | "politeness.max_delay" => "--delay",
         "politeness.delay_factor" => "--delay-factor",
         "fetch.max_body" => "--max-body",
+        "fetch.total_timeout" => "--timeout",
         "identity.from" => "--from",
         "identity.product_token" => "--product-token",
         _ => return None,

@@ -496,6 +496,22 @@ impl CrawlConfig {
         if !(self.max_rate >= 0.0 && self.max_rate.is_finite()) {
             return invalid("max_rate", "must be a number >= 0 (0 = no cap)");
         }
+        // A zero timeout lets no request (robots.txt first) finish: the crawl stalls.
+        let timeouts = [
+            ("fetch.connect_timeout", self.fetch.connect_timeout, "10s"),
+            ("fetch.read_timeout", self.fetch.read_timeout, "20s"),
+            ("fetch.total_timeout", self.fetch.total_timeout, "1m"),
+        ];
+        for (key, timeout, default) in timeouts {
+            if timeout.is_zero() {
+                return invalid(
+                    key,
+                    format!(
+                        "must be longer than 0s, or no request can finish; the default is \"{default}\""
+                    ),
+                );
+            }
+        }
         if self.fetch.max_body == 0 {
             return invalid("fetch.max_body", "must be at least 1 byte");
         }
@@ -891,6 +907,42 @@ mod tests {
         let mut cfg = CrawlConfig::default();
         cfg.storage.cache_bytes = MIN_CACHE_BYTES;
         cfg.validate().unwrap();
+    }
+
+    #[test]
+    fn zero_fetch_timeouts_are_refused_naming_the_key() {
+        type Break = fn(&mut FetchConfig);
+        let cases: [(Break, &str, &str); 3] = [
+            (
+                |f| f.connect_timeout = Duration::ZERO,
+                "fetch.connect_timeout",
+                "\"10s\"",
+            ),
+            (
+                |f| f.read_timeout = Duration::ZERO,
+                "fetch.read_timeout",
+                "\"20s\"",
+            ),
+            (
+                |f| f.total_timeout = Duration::ZERO,
+                "fetch.total_timeout",
+                "\"1m\"",
+            ),
+        ];
+        for (break_it, key, fix) in cases {
+            let mut cfg = CrawlConfig::default();
+            break_it(&mut cfg.fetch);
+            let err = cfg.validate().unwrap_err().to_string();
+            assert!(err.contains(key), "{err}");
+            assert!(err.contains("longer than 0s"), "{err}");
+            assert!(err.contains(fix), "{err}");
+        }
+        let err = CrawlConfig::from_toml("[fetch]\nread_timeout = \"0s\"\n", Path::new("c.toml"))
+            .unwrap()
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("fetch.read_timeout"), "{err}");
     }
 
     #[test]
