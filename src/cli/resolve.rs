@@ -412,6 +412,8 @@ pub fn holds_crawl(dir: &Path) -> bool {
 /// Seeds file: one URL per line; blank lines and `#` comment lines are skipped.
 /// A bad line is reported as `FILE:LINE: problem`.
 pub fn parse_seeds_file(text: &str, file: &Path) -> Result<Vec<String>, UsageError> {
+    // Some editors (Windows Notepad) start a UTF-8 file with a byte order mark.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut seeds = Vec::new();
     for (index, line) in text.lines().enumerate() {
         let line = line.trim();
@@ -503,6 +505,15 @@ mod tests {
         .to_string();
         assert!(err.starts_with("seeds.txt:3: "), "{err}");
         assert!(err.contains("https://example.org/"), "{err}");
+    }
+
+    #[test]
+    fn seeds_file_may_start_with_a_byte_order_mark() {
+        let text = "\u{feff}http://127.0.0.1:18082/\nhttps://a.example/\n";
+        let seeds = parse_seeds_file(text, Path::new("seeds.txt")).unwrap();
+        assert_eq!(seeds, ["http://127.0.0.1:18082/", "https://a.example/"]);
+        let seeds = parse_seeds_file("\u{feff}# list\nhttps://a.example/\n", Path::new("s"));
+        assert_eq!(seeds.unwrap(), ["https://a.example/"]);
     }
 
     #[test]
