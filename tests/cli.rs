@@ -363,6 +363,35 @@ fn a_zero_timeout_exits_2_naming_the_flag() {
 }
 
 #[test]
+fn a_bad_allowed_domain_exits_2_naming_the_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    for bad in ["not a domain!", ""] {
+        let out = crawldeck(
+            dir.path(),
+            &[
+                "crawl",
+                "--headless",
+                "--allow-domain",
+                bad,
+                "https://a.example/",
+            ],
+        );
+        assert_eq!(out.status.code(), Some(2));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("{bad:?} is not a domain name")),
+            "{err}"
+        );
+        assert!(err.contains("--allow-domain"), "{err}");
+        assert!(err.contains("scope.allow_domains"), "{err}");
+    }
+    assert!(!dir.path().join(cli::DEFAULT_DATA_DIR).exists());
+
+    let run = resolve(&["--allow-domain", ".Bücher.example", "https://a.example/"]).unwrap();
+    assert_eq!(run.config.scope.allow_domains, ["xn--bcher-kva.example"]);
+}
+
+#[test]
 fn subcommand_names_are_not_taken_for_seeds() {
     let cli = Cli::try_parse_from(["crawldeck", "keys", "--keys", "k.toml"]).unwrap();
     let run = cli::resolve(cli).unwrap();

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Cli, CliCommand, RunArgs, CONFIG_FILE, DB_DIR, DEFAULT_DATA_DIR};
-use crate::engine::config::{parse_seed, ConfigError, CrawlConfig};
+use crate::engine::config::{ascii_domain, parse_seed, ConfigError, CrawlConfig};
 use crate::engine::RunOverrides;
 
 const NO_SEEDS: &str = "no seeds: give a URL, --seeds FILE, or --data of an existing crawl";
@@ -128,6 +128,7 @@ fn flag_for_key(key: &str) -> Option<&'static str> {
         "fetch.max_body" => "--max-body",
         "fetch.total_timeout" => "--timeout",
         "identity.from" => "--from",
+        "scope.allow_domains" => "--allow-domain",
         "identity.product_token" => "--product-token",
         _ => return None,
     })
@@ -447,7 +448,8 @@ fn apply_flags(config: &mut CrawlConfig, run: &RunArgs) {
     set(&mut config.max_depth, &run.max_depth);
     set(&mut config.scope.mode, &run.scope.map(Into::into));
     for domain in &run.allow_domains {
-        let domain = domain.trim().trim_start_matches('.').to_ascii_lowercase();
+        // A bad name is kept as given, for `validate` to report.
+        let domain = ascii_domain(domain).unwrap_or_else(|_| domain.clone());
         if !config.scope.allow_domains.contains(&domain) {
             config.scope.allow_domains.push(domain);
         }

@@ -478,6 +478,11 @@ impl CrawlConfig {
                 return invalid("seeds", message);
             }
         }
+        for domain in &self.scope.allow_domains {
+            if let Err(message) = ascii_domain(domain) {
+                return invalid("scope.allow_domains", message);
+            }
+        }
         if self.concurrency == 0 {
             return invalid("concurrency", "must be at least 1");
         }
@@ -601,6 +606,35 @@ pub fn parse_seed(seed: &str) -> Result<url::Url, String> {
         ));
     }
     Ok(url)
+}
+
+/// An allowed domain as URL hosts are matched against it: lowercase ASCII,
+/// an IDN in punycode (`Bücher.example` → `xn--bcher-kva.example`), without
+/// leading or trailing dots. Errors say what is wrong and the fix.
+pub fn ascii_domain(domain: &str) -> Result<String, String> {
+    let trimmed = domain.trim().trim_matches('.');
+    let fail = || {
+        format!(
+            "{domain:?} is not a domain name: use letters, digits, '-' and '.', \
+             like \"example.org\" (Unicode names are fine)"
+        )
+    };
+    // The same conversion `url` applies to a link's host.
+    let ascii = match url::Host::parse(trimmed).map_err(|_| fail())? {
+        url::Host::Domain(d) => d,
+        url::Host::Ipv4(ip) => ip.to_string(),
+        url::Host::Ipv6(_) => return Err(fail()),
+    };
+    let ldh = |label: &str| {
+        !label.is_empty()
+            && label
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+    };
+    if !ascii.split('.').all(ldh) {
+        return Err(fail());
+    }
+    Ok(ascii)
 }
 
 /// `scheme://user:***@host/…`: the text of a URL with the password (everything
@@ -754,6 +788,38 @@ mod tests {
             "{err}"
         );
         assert!(parse_seed("https://example.org/a@b").is_ok());
+    }
+
+    #[test]
+    fn allowed_domains_are_host_names_in_ascii() {
+        assert_eq!(
+            ascii_domain(" .Partner.Example. ").unwrap(),
+            "partner.example"
+        );
+        assert_eq!(
+            ascii_domain("Bücher.example").unwrap(),
+            "xn--bcher-kva.example"
+        );
+        assert_eq!(ascii_domain("127.0.0.1").unwrap(), "127.0.0.1");
+        for bad in [
+            "",
+            " ",
+            ".",
+            "not a domain!",
+            "a!b.example",
+            "a..b",
+            "a/b",
+            "[::1]",
+        ] {
+            let err = ascii_domain(bad).unwrap_err();
+            assert!(err.contains("is not a domain name"), "{bad}: {err}");
+            assert!(err.contains("\"example.org\""), "{bad}: {err}");
+        }
+        let mut cfg = CrawlConfig::default();
+        cfg.scope.allow_domains = vec!["example.org".into(), "not a domain!".into()];
+        let err = cfg.validate().unwrap_err().to_string();
+        assert!(err.contains("scope.allow_domains"), "{err}");
+        assert!(err.contains("\"not a domain!\""), "{err}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::net::IpAddr;
 
 use url::Url;
 
-use crate::engine::config::{Scope, ScopeConfig};
+use crate::engine::config::{ascii_domain, Scope, ScopeConfig};
 use crate::engine::control::HostKey;
 
 /// Normalizes in place. The `url` crate already lowercases scheme and host,
@@ -200,11 +200,11 @@ impl UrlFilter {
                 .iter()
                 .map(|ext| ext.trim_start_matches('.').to_ascii_lowercase())
                 .collect(),
+            // Links' hosts are punycode: a crawl.toml may name an IDN in Unicode.
             allow_domains: scope
                 .allow_domains
                 .iter()
-                .map(|d| d.trim().trim_matches('.').to_ascii_lowercase())
-                .filter(|d| !d.is_empty())
+                .filter_map(|d| ascii_domain(d).ok())
                 .collect(),
             seed_hosts: HashSet::new(),
             seed_domains: HashSet::new(),
@@ -489,6 +489,17 @@ mod tests {
             check(&f, "http://notpartner.example/x"),
             Err(Rejection::OutOfScope)
         );
+    }
+
+    #[test]
+    fn an_allowed_domain_in_unicode_matches_its_punycode_hosts() {
+        let scope = ScopeConfig {
+            allow_domains: vec!["Bücher.Example".into()],
+            ..ScopeConfig::default()
+        };
+        let f = UrlFilter::new(&scope, &[]);
+        assert_eq!(check(&f, "http://shop.bücher.example/"), Ok(()));
+        assert_eq!(check(&f, "http://xn--bcher-kva.example/"), Ok(()));
     }
 
     #[test]
