@@ -265,6 +265,48 @@ fn bad_filters_and_missing_crawls_are_named() {
     assert!(!dir.path().join("db").exists(), "a listing creates nothing");
 }
 
+#[test]
+fn a_missing_dir_or_a_file_is_no_crawl_not_a_damaged_one() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let missing = dir.path().join("nonexistent");
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let cases = [
+        (&missing, "does not exist"),
+        (&file, "is not a directory"),
+        (&empty, "holds no crawl (no db/ inside)"),
+    ];
+    for (path, why) in cases {
+        let path = path.to_str().unwrap();
+        for args in [
+            vec!["pages", path],
+            vec!["links", path, "--broken"],
+            vec!["page", path, "http://a.example/"],
+        ] {
+            let out = crawldeck(&args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains(&format!("{path} {why}")), "{err}");
+            assert!(
+                err.contains("give the --data directory of a crawl"),
+                "{err}"
+            );
+            assert!(!err.contains("corrupt"), "{err}");
+            assert!(!err.contains("damaged"), "{err}");
+        }
+    }
+    assert!(!missing.exists(), "a listing creates nothing");
+
+    // A crawl.toml without its db/ is a crawl that lost its database.
+    std::fs::write(empty.join("crawl.toml"), "").unwrap();
+    let out = crawldeck(&["pages", empty.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("corrupt data directory"), "{err}");
+    assert!(err.contains("holds a crawl.toml but no db/"), "{err}");
+}
+
 /// While a crawl runs, its store is locked by the engine; a listing reads
 /// through the engine's results socket and gets whole, ordered records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

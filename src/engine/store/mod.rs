@@ -68,6 +68,14 @@ pub enum StoreError {
         /// sled's error.
         source: sled::Error,
     },
+    /// The directory given as a crawl's is missing, a file, or holds no crawl.
+    #[error("{} {why}; give the --data directory of a crawl", path.display())]
+    NoCrawl {
+        /// The directory as given.
+        path: PathBuf,
+        /// "does not exist", "is not a directory", "holds no crawl…".
+        why: &'static str,
+    },
     /// A stored value does not decode.
     #[error(
         "corrupt {what} in the crawl database: {message}; the data directory may have been damaged"

@@ -359,6 +359,27 @@ fn remote_error(message: &str) -> StoreError {
     }
 }
 
+/// Why `data_dir`, which has no `db/`, is no crawl to read; "corrupt" only
+/// when it looks like one (a crawl saves its crawl.toml once db/ exists).
+fn no_crawl(data_dir: &Path) -> StoreError {
+    let no_crawl = |why| StoreError::NoCrawl {
+        path: data_dir.to_path_buf(),
+        why,
+    };
+    match std::fs::metadata(data_dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => no_crawl("does not exist"),
+        Ok(meta) if !meta.is_dir() => no_crawl("is not a directory"),
+        _ if data_dir.join("crawl.toml").is_file() => StoreError::Corrupt {
+            what: "data directory",
+            message: format!(
+                "{} holds a crawl.toml but no db/, the crawl's database",
+                data_dir.display()
+            ),
+        },
+        _ => no_crawl("holds no crawl (no db/ inside)"),
+    }
+}
+
 /// Where a listing reads from: the store itself, or the running engine.
 pub enum Results {
     /// The crawl is not running: its store, opened here.
@@ -372,13 +393,7 @@ impl Results {
     /// crawl's results socket.
     pub fn open(data_dir: &Path) -> Result<Results, StoreError> {
         if !data_dir.join("db").is_dir() {
-            return Err(StoreError::Corrupt {
-                what: "data directory",
-                message: format!(
-                    "{} holds no crawl (no db/ inside); give the --data directory of a crawl",
-                    data_dir.display()
-                ),
-            });
+            return Err(no_crawl(data_dir));
         }
         // A crawl that is running answers on its socket; a socket file that
         // does not answer is left over from a crash.
