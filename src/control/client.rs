@@ -83,9 +83,11 @@ fn not_running(dir: &Path, error: &std::io::Error) -> ClientError {
         Some((pid, true)) => format!(
             "pid {pid} holds it but its control socket does not answer ({error}); it may be starting or stopping"
         ),
-        Some((pid, false)) => format!(
+        // A clean exit removes the socket; only a crash leaves one.
+        Some((pid, false)) if socket_path(dir).exists() => format!(
             "its engine (pid {pid}) has exited and left a stale socket, which the next crawl there removes; {start}"
         ),
+        Some((pid, false)) => format!("its engine (pid {pid}) has exited; {start}"),
         None => format!("no engine has run there ({error}); {start}"),
     };
     ClientError::NotRunning { dir: shown, detail }

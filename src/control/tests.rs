@@ -224,3 +224,29 @@ async fn drained_means_every_event_reached_the_local_viewer() {
         assert_eq!(local.events.try_recv().unwrap(), log(&i.to_string()));
     }
 }
+
+#[tokio::test]
+async fn an_engine_that_exited_is_said_to_leave_a_socket_only_when_it_did() {
+    let dir = tempfile::tempdir().unwrap();
+    // Above any pid_max: never a live process.
+    std::fs::write(dir.path().join(super::lock::LOCK_FILE), b"999999999\n").unwrap();
+    let err = client::connect(dir.path(), true)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("no crawl is running in"), "{err}");
+    assert!(
+        err.contains("its engine (pid 999999999) has exited; start it with"),
+        "{err}"
+    );
+    assert!(!err.contains("stale socket"), "{err}");
+
+    std::fs::write(dir.path().join(super::lock::SOCKET_FILE), b"").unwrap();
+    let err = client::connect(dir.path(), true)
+        .await
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(err.contains("has exited and left a stale socket"), "{err}");
+}
