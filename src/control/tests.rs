@@ -143,17 +143,22 @@ async fn the_socket_is_private_and_other_users_are_refused() {
     );
 }
 
+/// The viewer's last event before its stream closed.
+async fn last_event(viewer: &mut EngineHandle) -> Option<EngineEvent> {
+    let mut last = None;
+    while let Some(event) = viewer.events.recv().await {
+        last = Some(event);
+    }
+    last
+}
+
 #[tokio::test]
 async fn a_stopped_engine_reaches_the_viewer_as_engine_gone_then_a_closed_stream() {
     let (handle, engine) = EngineHandle::channel();
     let mut viewer = loopback(handle).await.unwrap();
     drop(engine);
-    let mut last = None;
-    while let Some(event) = viewer.events.recv().await {
-        last = Some(event);
-    }
     assert_eq!(
-        last,
+        last_event(&mut viewer).await,
         Some(EngineEvent::Log {
             level: Level::Error,
             message: "engine gone: the engine stopped".into()
@@ -172,12 +177,8 @@ async fn a_finished_crawl_reaches_the_viewer_as_news_not_an_error() {
     };
     engine.snapshots.send_replace(Arc::new(done));
     drop(engine);
-    let mut last = None;
-    while let Some(event) = viewer.events.recv().await {
-        last = Some(event);
-    }
     assert_eq!(
-        last,
+        last_event(&mut viewer).await,
         Some(EngineEvent::Log {
             level: Level::Info,
             message: "the crawl finished: frontier empty".into()
