@@ -550,3 +550,15 @@ fn a_bad_product_token_exits_2_naming_the_flag() {
         "nothing is created on a usage error"
     );
 }
+
+#[test]
+fn a_bad_css_selector_exits_2_before_the_crawl_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = crawldeck(
+        dir.path(),
+        &["page", "c1", "http://a.example/", "--select", "a["],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("--select: bad CSS selector `a[`"), "{err}");
+}

@@ -144,7 +144,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         Some(CliCommand::Bench(b)) => resolve_bench(b),
         Some(CliCommand::Pages(p)) => Ok(front_end(Mode::Results(super::results::pages_query(p)?))),
         Some(CliCommand::Links(l)) => Ok(front_end(Mode::Results(super::results::links_query(l)?))),
-        Some(CliCommand::Page(p)) => Ok(front_end(Mode::Page(super::results::page_query(p)))),
+        Some(CliCommand::Page(p)) => Ok(front_end(Mode::Page(super::results::page_query(p)?))),
         Some(CliCommand::Keys(k)) => Ok(front_end(Mode::Keys { file: k.keys })),
         Some(CliCommand::Attach(a)) => resolve_attach(a),
         Some(CliCommand::Status(s)) => match s.dir {

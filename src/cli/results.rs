@@ -161,13 +161,18 @@ pub struct PageArgs {
     pub json: bool,
 }
 
-/// The query of `crawldeck page`.
-pub fn page_query(args: PageArgs) -> PageQuery {
-    PageQuery {
+/// The query of `crawldeck page`; a selector that does not parse is a usage
+/// error, found before the crawl is read.
+pub fn page_query(args: PageArgs) -> Result<PageQuery, UsageError> {
+    if let Some(css) = &args.select {
+        crate::engine::inspect::check_selector(css)
+            .map_err(|e| UsageError(format!("--select: {e}")))?;
+    }
+    Ok(PageQuery {
         data_dir: args.data,
         url: args.url,
         select: args.select,
         diff: args.diff,
         json: args.json,
-    }
+    })
 }

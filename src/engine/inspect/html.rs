@@ -204,13 +204,22 @@ pub struct SelectError {
     pub message: String,
 }
 
+/// Whether `selector` parses as CSS.
+pub fn check_selector(selector: &str) -> Result<(), SelectError> {
+    parse_selector(selector).map(|_| ())
+}
+
+fn parse_selector(selector: &str) -> Result<Selector, SelectError> {
+    Selector::parse(selector).map_err(|e| SelectError {
+        selector: selector.to_string(),
+        message: e.to_string(),
+    })
+}
+
 /// The text of each element of `html` matching the CSS `selector` (at most
 /// [`MAX_SELECTED`], each capped), as `<name> text`.
 pub fn select(html: &str, selector: &str) -> Result<Vec<String>, SelectError> {
-    let parsed = Selector::parse(selector).map_err(|e| SelectError {
-        selector: selector.to_string(),
-        message: e.to_string(),
-    })?;
+    let parsed = parse_selector(selector)?;
     let document = Html::parse_document(html);
     let found = document
         .select(&parsed)

@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 pub use diff::{side_by_side, DiffRow, DiffSide};
 pub use fates::LinkFate;
-pub use html::{select, SelectError, MAX_SELECTED};
+pub use html::{check_selector, select, SelectError, MAX_SELECTED};
 
 #[cfg(unix)]
 use super::store::remote::{ExtraRead, Results};
