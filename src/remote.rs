@@ -172,7 +172,8 @@ impl StatusReport {
         ));
         for a in &self.open_alerts {
             out.push_str(&format!(
-                "\n  #{} {} on {}: {} ({} queued)",
+                // Parked or queued, as the policy has it: the impact line says which.
+                "\n  #{} {} on {}: {} ({} matching URLs)",
                 a.id, a.kind, a.host, a.rule, a.matching_queued
             ));
             if let Some(impact) = &a.impact {
