@@ -83,6 +83,7 @@ pub const BLOCK_REASONS: &[&str] = &[
     "depth",
     "extension",
     "host",
+    "probe",
     PRIVATE_ADDRESS,
 ];
 

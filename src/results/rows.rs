@@ -8,7 +8,9 @@ use serde::Serialize;
 
 use super::query::{Fate, Query, PRIVATE_ADDRESS};
 use crate::engine::store::remote::Results;
-use crate::engine::store::{FilterReason, FilteredUrl, PageOutcome, PageRecord, StoreError};
+use crate::engine::store::{
+    FilterReason, FilteredUrl, PageOutcome, PageRecord, StoreError, SOFT_404_PROBE,
+};
 
 type Entries<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
 type ReferrerStream = Peekable<Entries<(String, Vec<String>)>>;
@@ -97,7 +99,12 @@ impl Row {
                 (Fate::Blocked, None, Some(rules.reason(rule_id)), Some(rule))
             }
             PageOutcome::NotCrawled { reason } => {
-                (Fate::Blocked, None, Some("host".into()), Some(reason))
+                let by = if reason.starts_with(SOFT_404_PROBE) {
+                    "probe"
+                } else {
+                    "host"
+                };
+                (Fate::Blocked, None, Some(by.into()), Some(reason))
             }
         };
         let reason_class = reason
@@ -324,6 +331,21 @@ mod tests {
                 }
             }
         }
+        let probe = row(
+            PageOutcome::NotCrawled {
+                reason: format!("{SOFT_404_PROBE}: 404, a real not-found"),
+            },
+            &rules,
+        );
+        assert!(probe.passes(&query(Some(Fate::Blocked), Some("probe"))));
+        assert!(!probe.passes(&query(Some(Fate::Blocked), Some("host"))));
+        let given_up = row(
+            PageOutcome::NotCrawled {
+                reason: "robots.txt never became available".into(),
+            },
+            &rules,
+        );
+        assert!(given_up.passes(&query(Some(Fate::Blocked), Some("host"))));
         assert!(cases[1].0.passes(&query(Some(Fate::Blocked), None)));
         assert!(!cases[3].0.passes(&query(Some(Fate::Blocked), None)));
         let filtered = Row::of_filtered(

@@ -12,7 +12,7 @@ use super::Coordinator;
 use crate::engine::fetch::FetchError;
 use crate::engine::frontier::{FrontierEntry, Lease};
 use crate::engine::probes::{is_soft_404, Probe};
-use crate::engine::store::PageOutcome;
+use crate::engine::store::{PageOutcome, SOFT_404_PROBE};
 use crate::engine::tasks::ProbeAnswer;
 use crate::engine::telemetry::{Level, TrapAlert, TrapKind};
 
@@ -156,7 +156,7 @@ impl Coordinator {
         let record = record_for(
             &lease.entry,
             PageOutcome::NotCrawled {
-                reason: format!("soft-404 probe: {verdict}"),
+                reason: format!("{SOFT_404_PROBE}: {verdict}"),
             },
         );
         self.commit(lease, record, Vec::new());

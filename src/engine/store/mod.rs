@@ -35,7 +35,7 @@ use crawl_tree::CrawlTree;
 use faults::DiskFaults;
 use index::CrawlIndex;
 pub use query::{FilterReason, FilteredUrl};
-pub use records::{PageOutcome, PageRecord, WarcLocation};
+pub use records::{PageOutcome, PageRecord, WarcLocation, SOFT_404_PROBE};
 use referrers::ReferrerCounts;
 pub use referrers::MAX_REFERRERS;
 pub use warc_read::{read_response, ArchivedResponse};

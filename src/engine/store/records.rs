@@ -111,7 +111,8 @@ pub enum PageOutcome {
         /// The rule in words (`regex ^/a on h`).
         rule: String,
     },
-    /// The URL's host was given up before it was fetched.
+    /// The URL's host was given up before it was fetched, or the URL was a
+    /// soft-404 probe (its reason then starts with [`SOFT_404_PROBE`]).
     NotCrawled {
         /// Why, in words ("robots.txt never became available", "host kept failing for 30m
         /// (breaker)", …).
@@ -134,6 +135,9 @@ impl PageOutcome {
         }
     }
 }
+
+/// How a soft-404 probe's record reason starts (then `: verdict`).
+pub const SOFT_404_PROBE: &str = "soft-404 probe";
 
 /// Longest media type a record keeps; a longer header is cut (it comes from the network).
 const MAX_CONTENT_TYPE: usize = 100;
