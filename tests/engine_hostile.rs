@@ -47,4 +47,20 @@ async fn redirect_loops_bombs_and_stalls_are_recorded_errors() {
         "{total} requests to the redirect site"
     );
     assert!(snapshot.counters.redirects > 0);
+    assert!(
+        errors.iter().any(|(_, k)| *k == "bad-redirect"),
+        "a 3xx without a Location is a recorded error: {errors:?}"
+    );
+    // The summary's counts are the listing's.
+    let mut by_kind = std::collections::BTreeMap::new();
+    for (_, kind) in &errors {
+        *by_kind.entry(kind.to_string()).or_insert(0u64) += 1;
+    }
+    let counted: std::collections::BTreeMap<String, u64> = snapshot
+        .counters
+        .errors_by_kind
+        .iter()
+        .map(|(k, n)| (k.to_string(), *n))
+        .collect();
+    assert_eq!(counted, by_kind);
 }

@@ -76,6 +76,7 @@ pub(super) fn respond(_ctx: &SiteCtx, req: &Req) -> Reply {
                     .link("/long-url.html", "a 100 KB URL")
                     .link("/esc-title.html", "escape sequences in the title")
                     .link("/stall.html", "stalls after the headers")
+                    .link("/no-location.html", "a redirect that names no target")
                     .link(&long_url, "the long URL itself")
                     .finish(),
             )
@@ -112,6 +113,7 @@ pub(super) fn respond(_ctx: &SiteCtx, req: &Req) -> Reply {
             r.body = ReplyBody::Stall;
             r
         }
+        "/no-location.html" => Reply::status(302, "moved, but where?\n"),
         _ => Reply::not_found(),
     }
 }

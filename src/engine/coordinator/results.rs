@@ -348,6 +348,7 @@ impl Coordinator {
         location: Option<&Url>,
     ) -> PageOutcome {
         let Some(location) = location else {
+            self.stats.count().count_error("bad-redirect");
             return PageOutcome::Error {
                 kind: "bad-redirect".into(),
                 message: format!("HTTP {status} without a usable Location"),
