@@ -129,8 +129,14 @@ async fn a_demo_page_is_inspected_with_its_links_fates_and_near_duplicates_diff(
     assert!(shown.contains("status   200"), "{shown}");
     assert!(shown.contains("blocked by rule #1"), "{shown}");
     assert!(shown.contains("no element matches `table.none`"), "{shown}");
-    let bad = ok_stdout(&["page", data, shop.as_str(), "--select", "a["]);
-    assert!(bad.contains("bad CSS selector `a[`"), "{bad}");
+    let bad = crawldeck(&["page", data, shop.as_str(), "--select", "a["]);
+    assert_eq!(
+        bad.status.code(),
+        Some(2),
+        "a bad selector is a usage error"
+    );
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(err.contains("bad CSS selector `a[`"), "{err}");
     let (two_url, three_url) = (two.url.as_str(), three.url.as_str());
     let diff = ok_stdout(&["page", data, two_url, "--diff", three_url]);
     let differing = changed[0].left.as_deref().or(changed[0].right.as_deref());
