@@ -469,12 +469,6 @@ async fn run_demo(
     cluster: Option<usize>,
     socket: Option<ControlSocket>,
 ) -> anyhow::Result<()> {
-    if run.resuming {
-        anyhow::bail!(
-            "{} already holds a crawl; the demo web gets new ports each run, so `demo` always starts fresh — give an empty --data DIR (or none for a temporary one)",
-            data_dir.display()
-        );
-    }
     let demo = DemoWeb::start(DemoOptions::standard())
         .await
         .context("cannot start the demo web on 127.0.0.1")?;

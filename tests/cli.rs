@@ -562,3 +562,18 @@ fn a_bad_css_selector_exits_2_before_the_crawl_is_read() {
     let err = stderr(&out);
     assert!(err.contains("--select: bad CSS selector `a[`"), "{err}");
 }
+
+#[test]
+fn demo_on_a_directory_holding_a_crawl_exits_2_and_leaves_it_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let crawl = dir.path().join("c1");
+    std::fs::create_dir(&crawl).unwrap();
+    std::fs::write(crawl.join("crawl.toml"), "max_pages = 7\n").unwrap();
+    let out = crawldeck(dir.path(), &["demo", "--headless", "--data", "c1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("c1 already holds a crawl"), "{err}");
+    assert!(err.contains("give an empty --data DIR"), "{err}");
+    let kept = std::fs::read_to_string(crawl.join("crawl.toml")).unwrap();
+    assert_eq!(kept, "max_pages = 7\n");
+}

@@ -185,6 +185,12 @@ fn resolve_demo(d: super::DemoArgs) -> Result<ResolvedRun, UsageError> {
     if let Some(n) = d.cluster {
         crate::cluster::local::check_size(n).map_err(UsageError)?;
     }
+    if let Some(dir) = d.run.data.as_deref().filter(|dir| holds_crawl(dir)) {
+        return Err(UsageError(format!(
+            "{} already holds a crawl; the demo web gets new ports each run, so `demo` always starts fresh — give an empty --data DIR (or none for a temporary one)",
+            dir.display()
+        )));
+    }
     resolve_run(
         d.run,
         Mode::Demo {
