@@ -297,11 +297,19 @@ impl<T: Future<Output = ()>> Sources<T> {
             return None;
         }
         match self.events.try_recv() {
-            Ok(ev) => Some(Msg::Event(ev)),
+            Ok(ev) => Some(self.event_msg(Some(ev))),
             Err(mpsc::error::TryRecvError::Empty) => None,
-            Err(mpsc::error::TryRecvError::Disconnected) => {
+            Err(mpsc::error::TryRecvError::Disconnected) => Some(self.event_msg(None)),
+        }
+    }
+
+    /// An engine event as a message; `None`: the engine's stream closed.
+    fn event_msg(&mut self, ev: Option<EngineEvent>) -> Msg {
+        match ev {
+            Some(ev) => Msg::Event(ev),
+            None => {
                 self.events_open = false;
-                Some(Msg::EngineClosed)
+                Msg::EngineClosed
             }
         }
     }
@@ -322,10 +330,7 @@ impl<T: Future<Output = ()>> Sources<T> {
                 Err(_) => { self.snapshots_open = false; Wake::Idle }
             },
             // While a frame is due, events wait for it (`queued_event`).
-            ev = self.events.recv(), if self.events_open && frame.is_none() => match ev {
-                Some(ev) => Wake::Msg(Msg::Event(ev)),
-                None => { self.events_open = false; Wake::Msg(Msg::EngineClosed) }
-            },
+            ev = self.events.recv(), if self.events_open && frame.is_none() => Wake::Msg(self.event_msg(ev)),
             Some(msg) = self.listed.recv() => Wake::Msg(msg),
             _ = &mut self.terminate, if !self.terminated => {
                 self.terminated = true;
@@ -459,13 +464,9 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn events_wait_for_a_due_frame_and_are_then_taken_together() {
-        // The input and snapshot ends stay open: a closed one wakes the loop.
-        let Fixture {
-            mut sources,
-            events,
-            _input,
-            _snapshots,
-        } = fixture();
+        // Kept whole: its input and snapshot ends stay open (a closed one wakes the loop).
+        let mut f = fixture();
+        let (sources, events) = (&mut f.sources, &f.events);
         events.send(log_event("one")).await.unwrap();
         events.send(log_event("two")).await.unwrap();
         let frame = Instant::now() + FRAME;
@@ -489,15 +490,10 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn a_closed_engine_is_noticed_among_the_queued_events() {
-        // The input and snapshot ends stay open: a closed one wakes the loop.
-        let Fixture {
-            mut sources,
-            events,
-            _input,
-            _snapshots,
-        } = fixture();
-        events.send(log_event("last")).await.unwrap();
-        drop(events);
+        let mut f = fixture();
+        f.events.send(log_event("last")).await.unwrap();
+        drop(f.events);
+        let sources = &mut f.sources;
         assert!(matches!(sources.queued_event(), Some(Msg::Event(_))));
         assert!(matches!(sources.queued_event(), Some(Msg::EngineClosed)));
         assert!(sources.queued_event().is_none());

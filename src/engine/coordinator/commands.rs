@@ -149,10 +149,8 @@ impl Coordinator {
     /// if the host appears, which a mistyped name (a port left out) never does.
     fn unknown_host_note(&self, host: &str) -> Option<String> {
         let keys = self.hosts.keys();
-        let stored = self
-            .store
-            .get::<serde_json::Value>(Tree::Hosts, host.as_bytes());
-        if keys.iter().any(|k| k == host) || matches!(stored, Ok(Some(_))) {
+        let stored = self.store.contains(Tree::Hosts, host.as_bytes());
+        if keys.iter().any(|k| k == host) || matches!(stored, Ok(true)) {
             return None;
         }
         let name = |key: &str| key.split(':').next().unwrap_or_default().to_string();

@@ -38,9 +38,11 @@ impl CrawlBatch {
     }
 
     pub(crate) fn set_seq(&mut self, next_seq: u64) {
-        self.writes.push((
-            keys::META_SEQ.to_vec(),
-            Some(next_seq.to_be_bytes().to_vec()),
-        ));
+        self.set_meta(keys::META_SEQ, &next_seq.to_be_bytes());
+    }
+
+    /// Writes one of the crawl-wide `m…` keys.
+    pub(crate) fn set_meta(&mut self, key: &[u8], value: &[u8]) {
+        self.writes.push((key.to_vec(), Some(value.to_vec())));
     }
 }

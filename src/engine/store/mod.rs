@@ -281,7 +281,7 @@ impl Store {
     pub(crate) fn put_progress(&self, values: &[(&[u8], Vec<u8>)]) -> Result<(), StoreError> {
         let mut batch = CrawlBatch::default();
         for (key, json) in values {
-            batch.enqueue(key, json);
+            batch.set_meta(key, json);
         }
         self.apply(batch)
     }
@@ -322,6 +322,13 @@ impl Store {
             Some(v) => decode_json(&v, tree_name(tree)).map(Some),
             None => Ok(None),
         }
+    }
+
+    /// Whether `tree` holds `key`, without decoding its value.
+    pub(crate) fn contains(&self, tree: Tree, key: &[u8]) -> Result<bool, StoreError> {
+        self.tree(tree)
+            .contains_key(key)
+            .map_err(StoreError::sled("get"))
     }
 
     pub(crate) fn remove(&self, tree: Tree, key: &[u8]) -> Result<(), StoreError> {
