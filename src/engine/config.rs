@@ -727,6 +727,13 @@ fn validate_robots(r: &RobotsConfig) -> Result<(), ConfigError> {
 mod tests {
     use super::*;
 
+    /// Why the defaults with `break_it` applied are refused.
+    fn refusal(break_it: impl FnOnce(&mut CrawlConfig)) -> String {
+        let mut cfg = CrawlConfig::default();
+        break_it(&mut cfg);
+        cfg.validate().unwrap_err().to_string()
+    }
+
     #[test]
     fn nonsense_robots_settings_are_refused_with_the_key_and_the_fix() {
         type Break = fn(&mut RobotsConfig);
@@ -755,9 +762,7 @@ mod tests {
             ),
         ];
         for (break_it, key, fix) in cases {
-            let mut cfg = CrawlConfig::default();
-            break_it(&mut cfg.robots);
-            let err = cfg.validate().unwrap_err().to_string();
+            let err = refusal(|cfg| break_it(&mut cfg.robots));
             assert!(err.contains(key), "{err}");
             assert!(err.contains(fix), "{err}");
         }
@@ -996,9 +1001,7 @@ mod tests {
             ),
         ];
         for (break_it, key, fix) in cases {
-            let mut cfg = CrawlConfig::default();
-            break_it(&mut cfg.fetch);
-            let err = cfg.validate().unwrap_err().to_string();
+            let err = refusal(|cfg| break_it(&mut cfg.fetch));
             assert!(err.contains(key), "{err}");
             assert!(err.contains("longer than 0s"), "{err}");
             assert!(err.contains(fix), "{err}");
