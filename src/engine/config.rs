@@ -338,7 +338,8 @@ pub struct TrapConfig {
     pub max_counter_run: usize,
     /// Near-identical pages under one path prefix.
     pub max_near_duplicates: usize,
-    /// Simhash Hamming distance that counts as near-identical.
+    /// Bits (of 64) two content fingerprints may differ by and be near duplicates:
+    /// 6 holds pages sharing roughly 95 % of their distinctive text (`near_dup`).
     pub near_duplicate_bits: u32,
     /// New URLs discovered per fetched page on one host, over the host's budget window.
     pub max_new_urls_per_page: f64,
@@ -355,7 +356,7 @@ impl Default for TrapConfig {
             max_query_variants: 200,
             max_counter_run: 24,
             max_near_duplicates: 20,
-            near_duplicate_bits: 3,
+            near_duplicate_bits: 6,
             max_new_urls_per_page: 30.0,
             budget_window: 50,
         }

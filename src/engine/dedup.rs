@@ -108,63 +108,8 @@ pub fn simhash<'a>(tokens: impl Iterator<Item = &'a str>) -> u64 {
     votes.hash()
 }
 
-/// Simhash of a text's words (letters and digits, case-folded for ASCII).
-/// Bytes of multi-byte characters count as word characters.
-#[cfg(test)]
-pub fn simhash_text(text: &str) -> u64 {
-    let mut words = WordHasher::default();
-    words.feed(text.as_bytes());
-    words.finish()
-}
-
-/// Simhash of text fed in pieces, in one pass over the bytes with no
-/// allocation: it runs over every page's text. A piece's end does not end a
-/// word; [`WordHasher::break_word`] does.
-#[derive(Default)]
-pub struct WordHasher {
-    votes: Votes,
-    // A word's bytes are packed eight to a u64; longer words fold each full
-    // u64 into `folded`. Word bytes are never zero, so packing is injective.
-    packed: u64,
-    folded: u64,
-    len: u32,
-}
-
-impl WordHasher {
-    pub fn feed(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            let class = WORD_BYTES[usize::from(byte)];
-            if class != 0 {
-                self.packed = (self.packed << 8) | u64::from(class);
-                self.len += 1;
-                if self.len % 8 == 0 {
-                    self.folded = (self.folded ^ self.packed)
-                        .wrapping_mul(0x517c_c1b7_2722_0a95)
-                        .rotate_left(29);
-                    self.packed = 0;
-                }
-            } else {
-                self.break_word();
-            }
-        }
-    }
-
-    /// Ends the current word, if any (as markup between two texts does).
-    pub fn break_word(&mut self) {
-        if self.len > 0 {
-            self.votes.add(mix(self.folded ^ self.packed));
-            (self.packed, self.folded, self.len) = (0, 0, 0);
-        }
-    }
-
-    pub fn finish(mut self) -> u64 {
-        self.break_word();
-        self.votes.hash()
-    }
-}
-
 /// Each byte's value inside a word (ASCII folded to lower case), 0 outside one.
-static WORD_BYTES: [u8; 256] = {
+pub(crate) static WORD_BYTES: [u8; 256] = {
     let mut table = [0u8; 256];
     let mut b = 0;
     while b < 256 {
@@ -182,7 +127,7 @@ static WORD_BYTES: [u8; 256] = {
 };
 
 /// Spreads a word hash over all 64 bits (MurmurHash3's finalizer).
-fn mix(mut h: u64) -> u64 {
+pub(crate) fn mix(mut h: u64) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
@@ -195,7 +140,7 @@ fn mix(mut h: u64) -> u64 {
 /// of a hash adds [`SPREAD`]`[byte]` (bit `i` of the byte becomes 1 in byte
 /// lane `i`) to `lanes[j]`, eight adds per hash with no branches; the byte
 /// lanes are emptied into `ones` before they can overflow.
-struct Votes {
+pub(crate) struct Votes {
     lanes: [u64; 8],
     /// Hashes added to `lanes` since they were last emptied.
     in_lanes: u32,
@@ -233,7 +178,7 @@ static SPREAD: [u64; 256] = {
 };
 
 impl Votes {
-    fn add(&mut self, hash: u64) {
+    pub(crate) fn add(&mut self, hash: u64) {
         if self.total == u32::from(u16::MAX) {
             return;
         }
@@ -257,7 +202,7 @@ impl Votes {
         self.in_lanes = 0;
     }
 
-    fn hash(mut self) -> u64 {
+    pub(crate) fn hash(mut self) -> u64 {
         self.empty_lanes();
         self.ones
             .iter()
@@ -478,37 +423,6 @@ impl RecentSeen {
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.current.len() + self.previous.len()
-    }
-}
-
-#[cfg(test)]
-mod text_tests {
-    use super::{hamming, simhash_text};
-
-    #[test]
-    fn text_simhash_folds_case_and_tells_near_from_far() {
-        let base = "The quick brown fox jumps over the lazy dog. ".repeat(20)
-            + "Prices, opening hours and the address of the shop on Main Street.";
-        let near = base.replace("Main Street", "Main Road");
-        let far = "Completely different words about robots, crawlers and frontiers. ".repeat(20);
-        assert_eq!(simhash_text(&base), simhash_text(&base.to_uppercase()));
-        assert!(hamming(simhash_text(&base), simhash_text(&near)) <= 3);
-        assert!(hamming(simhash_text(&base), simhash_text(&far)) > 10);
-        assert_eq!(simhash_text(""), 0);
-    }
-
-    #[test]
-    fn text_simhash_splits_words_on_punctuation_and_keeps_long_words_apart() {
-        assert_eq!(
-            simhash_text("Hello, world! 42"),
-            simhash_text("hello world\n42")
-        );
-        // One word beyond eight bytes, differing only at its end.
-        let long = "internationalization ".repeat(30);
-        let other = "internationalizatiom ".repeat(30);
-        assert!(hamming(simhash_text(&long), simhash_text(&other)) > 10);
-        // Non-ASCII bytes are word bytes: "café" is one word, not "caf".
-        assert_ne!(simhash_text("café"), simhash_text("caf"));
     }
 }
 

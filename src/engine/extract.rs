@@ -2,6 +2,7 @@
 //! coordinator on the CPU pool. One pass over the bytes (`scan`), bounded, never panics.
 
 mod bench;
+mod blocks;
 mod entities;
 mod scan;
 #[cfg(test)]
@@ -12,7 +13,8 @@ use std::borrow::Cow;
 use encoding_rs::{Encoding, UTF_8};
 use url::Url;
 
-use crate::engine::dedup::{url_fingerprint, FingerprintMap, WordHasher};
+use crate::engine::dedup::{url_fingerprint, FingerprintMap};
+use crate::engine::near_dup::{Templates, TextFeatures};
 use crate::engine::url_norm;
 use scan::{Tag, Visitor};
 
@@ -39,8 +41,20 @@ pub struct Extracted {
     pub title: Option<String>,
     pub canonical: Option<Url>,
     pub directives: RobotsDirectives,
-    /// Simhash of the visible text, for near-duplicate detection.
+    /// The visible text's shingles, until [`Extracted::fingerprint`] turns
+    /// them into `simhash`.
+    pub features: TextFeatures,
+    /// The content fingerprint for near-duplicate detection (`near_dup`).
     pub simhash: u64,
+}
+
+impl Extracted {
+    /// Sets `simhash` from the text with the host's template left out, and
+    /// frees the text's shingles.
+    pub fn fingerprint(&mut self, templates: &Templates, host: &str) {
+        self.simhash = templates.fingerprint_page(host, &self.features);
+        self.features = TextFeatures::default();
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -142,7 +156,7 @@ impl RobotsDirectives {
 pub const MAX_TITLE_CHARS: usize = 512;
 /// Raw title bytes kept before decoding (entities shrink, never grow much).
 const MAX_TITLE_RAW: usize = 8 * 1024;
-/// Visible text fed to simhash: enough to characterise a page, bounded work.
+/// Visible text fed to the content measure: enough to characterise a page, bounded work.
 const MAX_SIMHASH_TEXT: usize = 64 * 1024;
 
 /// `<link rel>` values that name resources, not pages.
@@ -170,7 +184,7 @@ struct State<'a> {
     title: Option<String>,
     canonical: Option<Url>,
     directives: RobotsDirectives,
-    words: WordHasher,
+    blocks: blocks::Blocks,
     text_budget: usize,
 }
 
@@ -281,7 +295,8 @@ impl State<'_> {
             title: self.title.filter(|t| !t.is_empty()),
             canonical: self.canonical,
             directives: self.directives,
-            simhash: self.words.finish(),
+            features: self.blocks.features.finish(),
+            simhash: 0,
         }
     }
 }
@@ -289,12 +304,17 @@ impl State<'_> {
 impl Visitor<'_> for State<'_> {
     fn text(&mut self, bytes: &[u8]) {
         let fed = &bytes[..bytes.len().min(self.text_budget)];
-        self.words.feed(fed);
+        self.blocks.features.feed(fed);
         self.text_budget -= fed.len();
-        self.words.break_word();
+        self.blocks.features.break_word();
+    }
+
+    fn end_tag(&mut self, name: &[u8]) {
+        self.blocks.end_tag(name);
     }
 
     fn start_tag(&mut self, tag: &Tag<'_>, content: Option<&[u8]>) {
+        self.blocks.start_tag(tag);
         if tag.is("a") || tag.is("area") || tag.is("link") {
             self.on_link_element(tag, "href");
         } else if tag.is("frame") || tag.is("iframe") {
@@ -355,7 +375,7 @@ fn ascii_compatible(label: &[u8]) -> Option<&'static Encoding> {
     Encoding::for_label_no_replacement(label.trim_ascii()).filter(|e| e.is_ascii_compatible())
 }
 
-/// Extracts links, title, canonical URL, meta robots and a text simhash.
+/// Extracts links, title, canonical URL, meta robots and the text's shingles.
 /// Never fails: whatever the markup, it returns what it found.
 pub fn extract(
     body: &[u8],
@@ -381,7 +401,7 @@ pub fn extract(
         title: None,
         canonical: None,
         directives: RobotsDirectives::default(),
-        words: WordHasher::default(),
+        blocks: blocks::Blocks::default(),
         text_budget: MAX_SIMHASH_TEXT,
     };
     scan::scan(body, &mut state);

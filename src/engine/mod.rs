@@ -15,6 +15,7 @@ pub(crate) mod dedup;
 pub(crate) mod extract;
 pub(crate) mod fetch;
 pub(crate) mod frontier;
+pub(crate) mod near_dup;
 pub use frontier::{
     alert_raisers_key, key_prefix, machine_name, validate_crawl_name, worker_id, ClusterTarget,
     Heartbeat, DEFAULT_LEASE_TTL,

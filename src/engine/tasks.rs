@@ -15,6 +15,7 @@ use super::dedup::ContentDigest;
 use super::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
 use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
 use super::frontier::Lease;
+use super::near_dup::Templates;
 use super::robots::{self, RobotsAnswer, SharedRobots};
 use super::store::warc::{EncodedExchange, WarcExchange, WarcWriter};
 use super::store::WarcLocation;
@@ -74,6 +75,7 @@ struct PageJob {
     validators: Option<Validators>,
     max_body: u64,
     extract: Arc<ExtractOptions>,
+    templates: Arc<Templates>,
     warc: Option<Arc<Mutex<WarcWriter>>>,
     cpu: CpuPool,
     done: mpsc::UnboundedSender<Work>,
@@ -87,6 +89,7 @@ async fn run_page(job: PageJob) {
         validators,
         max_body,
         extract,
+        templates,
         warc,
         cpu,
         done,
@@ -95,7 +98,7 @@ async fn run_page(job: PageJob) {
         // The pool thread reports to the coordinator itself: one wake-up less per page.
         Ok(response) => cpu.spawn(move || {
             let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                process(response, &extract, warc)
+                process(response, &extract, &templates, &lease.entry.host, warc)
             }));
             let result = processed.map(Box::new).map_err(|_| FetchError {
                 kind: FetchErrorKind::Other,
@@ -117,12 +120,14 @@ async fn run_page(job: PageJob) {
 fn process(
     response: Response,
     extract_opts: &ExtractOptions,
+    templates: &Templates,
+    host: &str,
     warc: Option<Arc<Mutex<WarcWriter>>>,
 ) -> Fetched {
     let mut directives =
         RobotsDirectives::from_headers(&response.x_robots_tag, &extract_opts.product_token);
     let ok = (200..300).contains(&response.status);
-    let extracted = (ok && extract::is_html(response.content_type.as_deref())).then(|| {
+    let mut extracted = (ok && extract::is_html(response.content_type.as_deref())).then(|| {
         extract::extract(
             &response.body,
             &response.final_url,
@@ -130,8 +135,9 @@ fn process(
             extract_opts,
         )
     });
-    if let Some(e) = &extracted {
+    if let Some(e) = &mut extracted {
         directives = directives.merge(e.directives);
+        e.fingerprint(templates, host);
     }
     let digest = ok.then(|| ContentDigest::of(&response.body));
     let mut warc_error = None;
@@ -182,6 +188,7 @@ async fn run_probe(
     url: Url,
     max_body: u64,
     extract: Arc<ExtractOptions>,
+    templates: Arc<Templates>,
     cpu: CpuPool,
     done: mpsc::UnboundedSender<Work>,
 ) {
@@ -190,13 +197,13 @@ async fn run_probe(
             let ok = (200..300).contains(&response.status);
             let simhash = (ok && extract::is_html(response.content_type.as_deref())).then(|| {
                 std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    extract::extract(
+                    let extracted = extract::extract(
                         &response.body,
                         &response.final_url,
                         response.content_type.as_deref(),
                         &extract,
-                    )
-                    .simhash
+                    );
+                    templates.fingerprint_probe(&lease.entry.host, &extracted.features)
                 }))
                 .ok()
             });
@@ -256,6 +263,8 @@ async fn run_robots(
 pub(crate) struct Workers {
     fetcher: Fetcher,
     extract: Arc<ExtractOptions>,
+    /// The hosts' templates, which the content measure leaves out.
+    templates: Arc<Templates>,
     warc: Option<Arc<Mutex<WarcWriter>>>,
     cpu: CpuPool,
     max_body: u64,
@@ -279,6 +288,7 @@ impl Workers {
         let workers = Workers {
             fetcher,
             extract: Arc::new(extract),
+            templates: Arc::default(),
             warc: warc.map(|w| Arc::new(Mutex::new(w))),
             cpu,
             max_body,
@@ -298,6 +308,7 @@ impl Workers {
             validators,
             max_body: self.max_body,
             extract: self.extract.clone(),
+            templates: self.templates.clone(),
             warc: self.warc.clone(),
             cpu: self.cpu.clone(),
             done: self.done.clone(),
@@ -312,6 +323,7 @@ impl Workers {
             url,
             self.max_body,
             self.extract.clone(),
+            self.templates.clone(),
             self.cpu.clone(),
             self.done.clone(),
         ));

@@ -66,6 +66,9 @@ pub struct TrapDetector {
     /// latest evidence count (detectors count cumulatively).
     repeats: HashMap<TrapKey, u64>,
     suppressed: HashSet<(HostKey, RuleSpec)>,
+    /// Near duplicates whose pages do not beget one another, for a soft-404
+    /// probe to prove or clear (see `take_suspect`).
+    suspect: Option<Detection>,
 }
 
 impl TrapDetector {
@@ -77,6 +80,7 @@ impl TrapDetector {
             raised: HashSet::new(),
             repeats: HashMap::new(),
             suppressed: HashSet::new(),
+            suspect: None,
         }
     }
 
@@ -93,6 +97,7 @@ impl TrapDetector {
         let mut found = Vec::new();
         found.extend(path::repeated_segments(cfg, &host, child));
         if same_host {
+            state.near_dup.on_child(parent, child);
             found.extend(state.depth.on_link(cfg, &host, parent, child));
             found.extend(state.counter.on_link(cfg, &host, parent, child));
         }
@@ -115,11 +120,30 @@ impl TrapDetector {
         let host = host_key(url)?;
         let (cfg, state) = self.host_state(&host);
         let mut found = Vec::new();
+        let mut unproven = None;
         if let (Some(h), false) = (simhash, exact_copy) {
-            found.extend(state.near_dup.on_page(cfg, &host, url, h));
+            match state.near_dup.on_page(cfg, &host, url, h) {
+                Some((d, true)) => found.push(d),
+                Some((d, false)) => unproven = Some(d),
+                None => {}
+            }
         }
         found.extend(state.budget.on_page(cfg, &host, url, simhash, new_links));
-        found.into_iter().find_map(|d| self.raise(d, url))
+        let raised = found.into_iter().find_map(|d| self.raise(d, url));
+        if raised.is_none() {
+            if let Some(d) = unproven.and_then(|d| self.shaped(d, url)) {
+                self.suspect = Some(d);
+            }
+        }
+        raised
+    }
+
+    /// Many near duplicates that a finite site could also have (similar pages
+    /// listed by an index): a trap only if the host answers a made-up URL
+    /// with the same content. Not remembered as raised, so the cluster can
+    /// still prove itself by begetting more of itself.
+    pub fn take_suspect(&mut self) -> Option<Detection> {
+        self.suspect.take()
     }
 
     /// Raised traps seen again since the last call, with their latest
@@ -164,7 +188,19 @@ impl TrapDetector {
         (&self.cfg, state)
     }
 
-    fn raise(&mut self, mut d: Detection, trigger: &Url) -> Option<Detection> {
+    fn raise(&mut self, d: Detection, trigger: &Url) -> Option<Detection> {
+        let d = self.shaped(d, trigger)?;
+        let key = (d.host.clone(), d.kind, d.rule.pattern.clone());
+        if self.raised.len() < MAX_RAISED {
+            self.raised.insert(key);
+        }
+        Some(d)
+    }
+
+    /// The detection with its narrowest rule and the samples it covers;
+    /// `None` when it was suppressed, raised already (counted as a repeat)
+    /// or its rule covers none of its evidence.
+    fn shaped(&mut self, mut d: Detection, trigger: &Url) -> Option<Detection> {
         // One shape: its pattern. Several (a trap varying its structure):
         // the detector's rule, which later variants cannot escape; the
         // collateral check may still fall back to the alternatives.
@@ -203,9 +239,6 @@ impl TrapDetector {
                 return None;
             }
             d.samples.push(trigger.to_string());
-        }
-        if self.raised.len() < MAX_RAISED {
-            self.raised.insert(key);
         }
         Some(d)
     }

@@ -19,7 +19,7 @@ use crate::engine::store::PageOutcome;
 
 /// Bits two simhashes may differ by and still be near duplicates (the
 /// engine's trap detector uses the same default, `traps.near_duplicate_bits`).
-pub const NEAR_BITS: u32 = 3;
+pub const NEAR_BITS: u32 = 6;
 
 /// Pages compared within one band bucket, newest first: keeps a bucket of
 /// thousands of identical hashes linear.
@@ -128,53 +128,49 @@ fn all_groups(exact: Copies, pages: &[Page]) -> Vec<(&'static str, Vec<String>)>
     groups
 }
 
-/// Groups of two or more pages within [`NEAR_BITS`] of each other (linked
-/// transitively), as indexes into `pages`, earliest fetch first.
+/// Groups of two or more pages within [`NEAR_BITS`] of their group's first
+/// page, as indexes into `pages`, earliest fetch first. Each page joins the
+/// nearest earlier representative, or leads a group of its own: A ≈ B and
+/// B ≈ C do not chain unrelated A and C into one group.
 fn near_groups(pages: &[Page]) -> Vec<Vec<usize>> {
     let bands = NEAR_BITS as usize + 1;
     let width = 64 / bands;
-    let mut parent: Vec<usize> = (0..pages.len()).collect();
+    let band_value = |simhash: u64, band: usize| {
+        let shift = band * width;
+        let bits = if band + 1 == bands { 64 - shift } else { width };
+        (simhash >> shift) & (u64::MAX >> (64 - bits))
+    };
+    let mut order: Vec<usize> = (0..pages.len()).collect();
+    order.sort_by_key(|&i| (pages[i].fetched_at, pages[i].url.as_str()));
+    // Representatives by band value; each leads `groups[its group]`.
     let mut buckets: HashMap<(usize, u64), Vec<usize>> = HashMap::new();
-    for (i, page) in pages.iter().enumerate() {
-        for band in 0..bands {
-            let shift = band * width;
-            let bits = if band + 1 == bands { 64 - shift } else { width };
-            let value = (page.simhash >> shift) & (u64::MAX >> (64 - bits));
-            let bucket = buckets.entry((band, value)).or_default();
-            for &j in bucket.iter().rev().take(BUCKET_COMPARES) {
-                if (pages[j].simhash ^ page.simhash).count_ones() <= NEAR_BITS {
-                    union(&mut parent, i, j);
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_of: HashMap<usize, usize> = HashMap::new();
+    for i in order {
+        let simhash = pages[i].simhash;
+        let nearest = (0..bands)
+            .filter_map(|band| buckets.get(&(band, band_value(simhash, band))))
+            .flat_map(|bucket| bucket.iter().rev().take(BUCKET_COMPARES))
+            .map(|&rep| ((pages[rep].simhash ^ simhash).count_ones(), rep))
+            .filter(|(bits, _)| *bits <= NEAR_BITS)
+            .min();
+        match nearest {
+            Some((_, rep)) => groups[group_of[&rep]].push(i),
+            None => {
+                group_of.insert(i, groups.len());
+                groups.push(vec![i]);
+                for band in 0..bands {
+                    buckets
+                        .entry((band, band_value(simhash, band)))
+                        .or_default()
+                        .push(i);
                 }
             }
-            bucket.push(i);
         }
     }
-    let mut groups: HashMap<usize, Vec<usize>> = HashMap::new();
-    for i in 0..pages.len() {
-        let root = find(&mut parent, i);
-        groups.entry(root).or_default().push(i);
-    }
-    let mut groups: Vec<Vec<usize>> = groups.into_values().filter(|g| g.len() > 1).collect();
-    for g in &mut groups {
-        g.sort_by_key(|&i| (pages[i].fetched_at, pages[i].url.as_str()));
-    }
+    let mut groups: Vec<Vec<usize>> = groups.into_iter().filter(|g| g.len() > 1).collect();
     groups.sort_by(|a, b| pages[a[0]].url.cmp(&pages[b[0]].url));
     groups
-}
-
-fn find(parent: &mut [usize], mut i: usize) -> usize {
-    while parent[i] != i {
-        parent[i] = parent[parent[i]];
-        i = parent[i];
-    }
-    i
-}
-
-fn union(parent: &mut [usize], a: usize, b: usize) {
-    let (ra, rb) = (find(parent, a), find(parent, b));
-    if ra != rb {
-        parent[ra.max(rb)] = ra.min(rb);
-    }
 }
 
 #[cfg(test)]
@@ -200,5 +196,36 @@ mod tests {
             page("e", base ^ 0xFF00_0000_0000_0000), // 8 bits from a
         ];
         assert_eq!(near_groups(&pages), vec![vec![0, 1, 2]]);
+    }
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_of_near_pages_does_not_join_its_ends() {
+        // Each page 4 bits from the one before: a is 16 bits from e.
+        let base = 0x0123_4567_89AB_CDEFu64;
+        let pages: Vec<Page> = (0..5)
+            .map(|k| Page {
+                url: format!("{}", (b'a' + k as u8) as char),
+                fetched_at: k,
+                simhash: base ^ ((1u64 << (4 * k)) - 1),
+            })
+            .collect();
+        let groups = near_groups(&pages);
+        for g in &groups {
+            for &m in &g[1..] {
+                let bits = (pages[m].simhash ^ pages[g[0]].simhash).count_ones();
+                assert!(
+                    bits <= NEAR_BITS,
+                    "{} is {bits} bits from {}",
+                    pages[m].url,
+                    pages[g[0]].url
+                );
+            }
+        }
+        assert_eq!(groups, vec![vec![0, 1], vec![2, 3]]);
     }
 }

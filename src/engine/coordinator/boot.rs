@@ -105,6 +105,7 @@ pub(in crate::engine) fn build(
         traps,
         alerts,
         probes,
+        suspects: std::collections::HashMap::new(),
         hosts,
         workers,
         results,

@@ -31,13 +31,11 @@ const COUNT_BUDGET: PreviewBudget = PreviewBudget {
     rows: 50_000,
 };
 
-/// A fetched HTML page some candidate rule matches.
+/// A fetched 2xx page some candidate rule matches.
 struct Matched {
     url: String,
-    simhash: u64,
-    /// It had links (or its record predates the count): a page without
-    /// any, like a typical soft-404 body, is no site page to spare.
-    had_links: bool,
+    /// Its content fingerprint (HTML pages).
+    simhash: Option<u64>,
 }
 
 /// What the fetched pages say about one rule.
@@ -168,28 +166,26 @@ impl Coordinator {
     }
 }
 
-/// A fetched 2xx HTML page that one of `rules` matches.
+/// A fetched 2xx page that one of `rules` matches.
 fn html_page(page: PageRecord, rules: &[(RuleSpec, CompiledRule)]) -> Option<Matched> {
     let ok =
         matches!(page.outcome, PageOutcome::Fetched { status } if (200..300).contains(&status));
     if !ok {
         return None;
     }
-    let simhash = page.simhash?;
-    let had_links = page.links_found != Some(0);
     rules
         .iter()
         .any(|(_, r)| r.is_match(&page.url, &page.host))
         .then_some(Matched {
             url: page.url,
-            simhash,
-            had_links,
+            simhash: page.simhash,
         })
 }
 
-/// The good pages `rule` matches: pages with links whose content is near
-/// neither the evidence nor another matched page (a trap's pages resemble
-/// each other, a site's real pages do not).
+/// The good pages `rule` matches: every fetched 2xx page that is not the
+/// trap's evidence (a sample, or a page the detector would count with them:
+/// within `near_bits` of a sample's content). Whether matched pages resemble
+/// one another or have links says nothing: a site's real pages may do both.
 fn judge(
     matched: &[Matched],
     rule: &CompiledRule,
@@ -202,19 +198,14 @@ fn judge(
         .iter()
         .filter(|m| rule.is_match(&m.url, host) && !samples.contains(m.url.as_str()))
         .collect();
-    let near = |a: u64, b: u64| (a ^ b).count_ones() <= near_bits;
+    let is_evidence = |m: &Matched| {
+        m.simhash
+            .is_some_and(|h| evidence.iter().any(|e| (e ^ h).count_ones() <= near_bits))
+    };
     let good = hits
         .iter()
-        .enumerate()
-        .filter(|(i, m)| {
-            m.had_links
-                && !evidence.iter().any(|e| near(*e, m.simhash))
-                && !hits
-                    .iter()
-                    .enumerate()
-                    .any(|(j, o)| j != *i && near(o.simhash, m.simhash))
-        })
-        .map(|(_, m)| m.url.clone())
+        .filter(|m| !is_evidence(m))
+        .map(|m| m.url.clone())
         .collect();
     Verdict { good }
 }
@@ -236,8 +227,7 @@ mod tests {
     fn page(path: &str, simhash: u64) -> Matched {
         Matched {
             url: format!("http://h{path}"),
-            simhash,
-            had_links: true,
+            simhash: Some(simhash),
         }
     }
 
@@ -273,31 +263,35 @@ mod tests {
             3,
         );
         assert!(narrow.good.is_empty());
-        // Without fetched evidence, trap pages still resemble each other.
-        let unfetched = judge(&matched, &rule(r"gone"), "h", &[], &HashSet::new(), 3);
-        assert!(unfetched.good.is_empty());
     }
 
     #[test]
-    fn a_page_without_links_is_not_a_good_page() {
-        let linkless = Matched {
-            had_links: false,
-            ..page("/docs/missing.html", 0x0F0F_0F0F_0F0F_0F0F)
-        };
-        let matched = vec![page("/docs/page-1.html", 0x1234_5678_9ABC_DEF0), linkless];
+    fn pages_alike_linkless_or_not_html_are_good_unless_they_are_evidence() {
+        // Similar pages of a site's template, a page without links and a
+        // PDF: none is the trap's evidence, so each counts.
+        let template = 0x0F0F_0F0F_0F0F_0F0Fu64;
+        let matched = vec![
+            page("/api/struct.A.html", template),
+            page("/api/struct.B.html", template ^ 1),
+            page("/api/empty.html", 0x1111_2222_3333_4444),
+            Matched {
+                url: "http://h/api/manual.pdf".into(),
+                simhash: None,
+            },
+        ];
         let verdict = judge(
             &matched,
-            &rule("^https?://h/docs/"),
+            &rule("^https?://h/api/"),
             "h",
             &[],
             &HashSet::new(),
             3,
         );
-        assert_eq!(verdict.good, ["http://h/docs/page-1.html"]);
+        assert_eq!(verdict.good.len(), 4, "{:?}", verdict.good);
     }
 
     #[test]
-    fn only_a_record_that_counted_no_links_is_linkless() {
+    fn every_fetched_2xx_page_a_rule_matches_is_read() {
         let rules = [(
             RuleSpec {
                 kind: PatternKind::Regex,
@@ -306,29 +300,19 @@ mod tests {
             },
             rule("/docs/"),
         )];
-        let mut record = PageRecord::without_fetch(
-            "http://h/docs/a.html",
-            "h",
-            1,
-            0,
-            PageOutcome::Fetched { status: 200 },
-        );
-        record.simhash = Some(7);
-        let had_links = |found: Option<u32>| {
-            let mut r = record.clone();
-            r.links_found = found;
-            html_page(r, &rules).expect("matched").had_links
+        let record = |status: u16, simhash: Option<u64>| {
+            let mut r = PageRecord::without_fetch(
+                "http://h/docs/a.html",
+                "h",
+                1,
+                0,
+                PageOutcome::Fetched { status },
+            );
+            r.simhash = simhash;
+            r
         };
-        assert!(!had_links(Some(0)));
-        assert!(had_links(Some(3)));
-        assert!(
-            had_links(None),
-            "a record from before the count is judged as before"
-        );
-        // Such an older record still reads.
-        let mut old = serde_json::to_value(&record).unwrap();
-        old.as_object_mut().unwrap().remove("links_found");
-        let read: PageRecord = serde_json::from_value(old).unwrap();
-        assert_eq!(read.links_found, None);
+        assert!(html_page(record(200, Some(7)), &rules).is_some());
+        assert!(html_page(record(200, None), &rules).is_some());
+        assert!(html_page(record(404, Some(7)), &rules).is_none());
     }
 }

@@ -15,6 +15,7 @@ use crate::engine::probes::{is_soft_404, Probe};
 use crate::engine::store::{PageOutcome, SOFT_404_PROBE};
 use crate::engine::tasks::ProbeAnswer;
 use crate::engine::telemetry::{Level, TrapAlert, TrapKind};
+use crate::engine::traps::Detection;
 
 impl Coordinator {
     /// After a near-duplicate or host-budget alert: probe its host once.
@@ -34,6 +35,33 @@ impl Coordinator {
             Ok(None) => return,
             Err(e) => return self.storage_failed("storing a soft-404 probe", e),
         };
+        let why = format!("alert #{}", alert.id);
+        self.queue_probe(&alert.host, &probe, &why);
+    }
+
+    /// Near duplicates that do not beget one another: a trap only if the
+    /// host answers a made-up URL with their content. Probed once; the alert
+    /// is raised when the probe proves it.
+    pub(super) fn suspect_soft_404(&mut self, d: Detection) {
+        if self.suspects.contains_key(&d.host) || self.hosts.finished_reason(&d.host).is_some() {
+            return;
+        }
+        let Some(sample) = d.samples.iter().find_map(|s| Url::parse(s).ok()) else {
+            return;
+        };
+        let suspects = self.evidence_hashes(&d.samples);
+        let probe = match self.probes.want(&d.host, &sample, NO_ALERT, suspects) {
+            Ok(Some(probe)) => probe,
+            Ok(None) => return,
+            Err(e) => return self.storage_failed("storing a soft-404 probe", e),
+        };
+        let why = format!("{} near duplicates", d.evidence_count);
+        self.queue_probe(&d.host, &probe, &why);
+        self.suspects.insert(d.host.clone(), d);
+    }
+
+    /// Queues a probe at the head of its host's queue.
+    fn queue_probe(&mut self, host: &str, probe: &Probe, why: &str) {
         match self.frontier.claim_unseen(&[probe.url.as_str()]) {
             Ok(fresh) if fresh.first() == Some(&true) => {}
             Ok(_) => return,
@@ -42,7 +70,7 @@ impl Coordinator {
         let entry = FrontierEntry {
             priority: 0,
             url: probe.url.clone(),
-            host: alert.host.clone(),
+            host: host.to_string(),
             depth: 0,
             redirects: 0,
         };
@@ -51,10 +79,7 @@ impl Coordinator {
         }
         self.outbox.log(
             Level::Info,
-            format!(
-                "alert #{}: probing {} for soft 404s with {}",
-                alert.id, alert.host, probe.url
-            ),
+            format!("{why}: probing {host} for soft 404s with {}", probe.url),
         );
     }
 
@@ -105,7 +130,11 @@ impl Coordinator {
     /// The probe's verdict in words; relabels the alert on a soft 404.
     fn judge_probe(&mut self, host: &str, probe: &Probe, answer: &ProbeAnswer) -> String {
         let near = self.cfg.traps.near_duplicate_bits;
-        if is_soft_404(answer.status, answer.simhash, probe, near) {
+        let soft_404 = is_soft_404(answer.status, answer.simhash, probe, near);
+        if probe.alert_id == NO_ALERT {
+            return self.settle_suspect(host, probe, answer.status, soft_404);
+        }
+        if soft_404 {
             let id = probe.alert_id;
             let relabelled = self.alerts.confirm_soft_404(id, &probe.url);
             let level = if matches!(relabelled, Ok(true)) {
@@ -160,8 +189,39 @@ impl Coordinator {
             },
         );
         self.commit(lease, record, Vec::new());
+        self.suspects.remove(&host);
         if let Err(e) = self.probes.finish(&host) {
             self.storage_failed("storing a soft-404 probe's end", e);
         }
     }
+
+    /// A suspect's probe answered: with the suspect pages' content it is a
+    /// soft 404 and raised as one; otherwise the pages are the site's own.
+    fn settle_suspect(&mut self, host: &str, probe: &Probe, status: u16, soft_404: bool) -> String {
+        let Some(mut d) = self.suspects.remove(host) else {
+            return format!("{status}, no near duplicates waiting for it");
+        };
+        if !soft_404 {
+            self.outbox.log(
+                Level::Info,
+                format!(
+                    "{} near duplicates on {host} are not a trap: {} answered {status}",
+                    d.evidence_count, probe.url
+                ),
+            );
+            return format!("{status}: the near duplicates are the site's own pages");
+        }
+        d.kind = TrapKind::SoftNotFound;
+        d.samples.retain(|s| s != &probe.url);
+        d.samples.insert(0, probe.url.clone());
+        self.traps
+            .mark_raised(&d.host, TrapKind::NearDuplicates, &d.rule);
+        // The alert's sweep must find the group's links queued.
+        self.sync();
+        self.raise_alert(d);
+        format!("{status}, same content as the suspect pages: soft 404")
+    }
 }
+
+/// A probe sent for suspect near duplicates, before any alert.
+const NO_ALERT: u64 = 0;

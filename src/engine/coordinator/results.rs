@@ -269,6 +269,9 @@ impl Coordinator {
                 self.sync();
                 self.raise_alert(d);
             }
+            if let Some(suspect) = self.traps.take_suspect() {
+                self.suspect_soft_404(suspect);
+            }
         }
         self.schedule_next(&host, now);
     }

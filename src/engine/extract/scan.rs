@@ -30,6 +30,8 @@ pub(super) trait Visitor<'a> {
     /// A start tag; `content` is the raw content of a non-markup element
     /// (a `<title>`'s text, a script), up to its end tag.
     fn start_tag(&mut self, tag: &Tag<'a>, content: Option<&'a [u8]>);
+    /// An end tag, by name.
+    fn end_tag(&mut self, _name: &'a [u8]) {}
 }
 
 /// A start tag: its name and the bytes of its attributes.
@@ -122,7 +124,10 @@ fn markup<'a>(html: &'a [u8], at: usize, visitor: &mut impl Visitor<'a>) -> usiz
         [] => html.len(),
         [b'<', b'!', b'-', b'-', ..] => at + 4 + comment_len(&rest[4..]),
         [b'<', b'!' | b'?', ..] => at + until_after(rest, b">"),
-        [b'<', b'/', c, ..] if c.is_ascii_alphabetic() => at + tag_len(rest),
+        [b'<', b'/', c, ..] if c.is_ascii_alphabetic() => {
+            visitor.end_tag(tag_name(&rest[2..]));
+            at + tag_len(rest)
+        }
         [b'<', c, ..] if c.is_ascii_alphabetic() => {
             let end = at + tag_len(rest);
             let name = tag_name(&rest[1..]);

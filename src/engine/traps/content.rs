@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 
 use url::Url;
 
-use super::{anchored_rule, push_sample, segments, Detection, GenMap, MAX_SAMPLES};
+use super::{anchored_rule, hash_str, push_sample, segments, Detection, GenMap, MAX_SAMPLES};
 use crate::engine::config::TrapConfig;
 use crate::engine::telemetry::TrapKind;
 
@@ -19,10 +19,23 @@ const CLUSTERS: usize = 16;
 /// of one another by chance, scattered over thousands of pages; a trap's
 /// copies are a large share of what its prefix yields.
 const MIN_SHARE: u32 = 10;
+/// A cluster proves itself a trap once this many of its pages were linked
+/// from a near duplicate in its directory: a trap's pages beget more of
+/// themselves, while a site's similar pages (the type pages of an API
+/// reference) are listed by index pages that do not resemble them.
+const FED_MIN: u32 = 3;
+/// Same-host links remembered per fetched page, for the check above.
+const CHILDREN_PER_PAGE: usize = 64;
+/// Bits of each generation of a prefix's filter of URLs linked from its near
+/// duplicates, and the insertions after which a generation is replaced.
+const SPAWNED_BITS: usize = 8192;
+const SPAWNED_PER_GENERATION: u32 = 512;
 
 struct Cluster {
     simhash: u64,
     pages: u32,
+    /// Pages linked first from a near duplicate of their prefix.
+    fed: u32,
     /// The prefix's page count before this cluster's first page.
     since: u32,
     samples: VecDeque<String>,
@@ -31,7 +44,7 @@ struct Cluster {
 impl Cluster {
     /// Enough pages, and a large enough share of the prefix's pages since
     /// its first one.
-    fn is_trap(&self, cfg: &TrapConfig, prefix_pages: u32) -> bool {
+    fn is_suspect(&self, cfg: &TrapConfig, prefix_pages: u32) -> bool {
         let span = prefix_pages.saturating_sub(self.since);
         (self.pages as usize) > cfg.max_near_duplicates
             && u64::from(self.pages) * u64::from(MIN_SHARE) >= u64::from(span)
@@ -43,11 +56,56 @@ impl Cluster {
 struct Prefix {
     pages: u32,
     clusters: Vec<Cluster>,
+    /// URLs linked from this prefix's near duplicates (allocated on first use).
+    spawned: Option<Box<Spawned>>,
+}
+
+/// A two-generation Bloom filter of URL hashes (three bits each).
+struct Spawned {
+    young: Vec<u64>,
+    old: Vec<u64>,
+    inserted: u32,
+}
+
+impl Spawned {
+    fn new() -> Self {
+        Spawned {
+            young: vec![0; SPAWNED_BITS / 64],
+            old: vec![0; SPAWNED_BITS / 64],
+            inserted: 0,
+        }
+    }
+
+    fn bits(hash: u64) -> [usize; 3] {
+        [0, 21, 42].map(|shift| ((hash >> shift) as usize) % SPAWNED_BITS)
+    }
+
+    fn insert(&mut self, hash: u64) {
+        if self.inserted >= SPAWNED_PER_GENERATION {
+            self.old = std::mem::replace(&mut self.young, vec![0; SPAWNED_BITS / 64]);
+            self.inserted = 0;
+        }
+        for bit in Self::bits(hash) {
+            self.young[bit / 64] |= 1 << (bit % 64);
+        }
+        self.inserted += 1;
+    }
+
+    fn contains(&self, hash: u64) -> bool {
+        let has = |words: &[u64]| {
+            Self::bits(hash)
+                .iter()
+                .all(|bit| words[bit / 64] & (1 << (bit % 64)) != 0)
+        };
+        has(&self.young) || has(&self.old)
+    }
 }
 
 #[derive(Default)]
 pub struct NearDupState {
     prefixes: Option<GenMap<String, Prefix>>,
+    /// The page whose links are being admitted, and its same-host new links.
+    children: Option<(u64, Vec<u64>)>,
 }
 
 /// The path prefix a page is grouped under: its first directory, or for a
@@ -64,16 +122,36 @@ fn group_prefix(url: &Url) -> String {
 }
 
 impl NearDupState {
+    /// A new same-host link of `parent`, which is about to be reported fetched.
+    pub fn on_child(&mut self, parent: &Url, child: &Url) {
+        let parent = hash_str(parent.as_str());
+        let children = match &mut self.children {
+            Some((p, children)) if *p == parent => children,
+            _ => &mut self.children.insert((parent, Vec::new())).1,
+        };
+        if children.len() < CHILDREN_PER_PAGE {
+            children.push(hash_str(child.as_str()));
+        }
+    }
+
+    /// The cluster's detection when it is suspect, and whether its pages
+    /// beget one another (else only a soft-404 probe can prove it a trap).
     pub fn on_page(
         &mut self,
         cfg: &TrapConfig,
         host: &str,
         url: &Url,
         simhash: u64,
-    ) -> Option<Detection> {
+    ) -> Option<(Detection, bool)> {
         let prefix = group_prefix(url);
+        let url_hash = hash_str(url.as_str());
+        let children = match self.children.take() {
+            Some((parent, children)) if parent == url_hash => children,
+            _ => Vec::new(),
+        };
         let prefixes = self.prefixes.get_or_insert_with(|| GenMap::new(PREFIXES));
         let state = prefixes.get_or_insert_with(prefix.clone(), Prefix::default);
+        let fed = state.spawned.as_ref().is_some_and(|s| s.contains(url_hash));
         let since = state.pages;
         state.pages = state.pages.saturating_add(1);
         let clusters = &mut state.clusters;
@@ -89,6 +167,7 @@ impl NearDupState {
                 clusters.push(Cluster {
                     simhash,
                     pages: 0,
+                    fed: 0,
                     since,
                     samples: VecDeque::new(),
                 });
@@ -96,23 +175,32 @@ impl NearDupState {
             }
         };
         cluster.pages = cluster.pages.saturating_add(1);
+        cluster.fed = cluster.fed.saturating_add(u32::from(fed));
+        if cluster.pages >= 2 {
+            let spawned = state
+                .spawned
+                .get_or_insert_with(|| Box::new(Spawned::new()));
+            children.into_iter().for_each(|c| spawned.insert(c));
+        }
         if cluster.samples.len() < MAX_SAMPLES {
             push_sample(&mut cluster.samples, url.as_str());
         }
-        if !cluster.is_trap(cfg, state.pages) {
+        if !cluster.is_suspect(cfg, state.pages) {
             return None;
         }
+        let proven = cluster.fed >= FED_MIN;
         let (path, tail) = match prefix.strip_suffix('?') {
             Some(path) => (path.to_string(), r"\?"),
             None => (prefix, ""),
         };
-        Some(Detection {
+        let detection = Detection {
             host: host.to_string(),
             kind: TrapKind::NearDuplicates,
             evidence_count: u64::from(cluster.pages),
             samples: cluster.samples.iter().cloned().collect(),
             rule: anchored_rule(url, host, &path, tail),
-        })
+        };
+        Some((detection, proven))
     }
 }
 

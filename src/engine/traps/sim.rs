@@ -15,6 +15,8 @@ pub(super) struct Sim {
     pub discovered: usize,
     pub fetched: usize,
     pub alerts: Vec<Alerted>,
+    /// Near duplicates left for a soft-404 probe to prove (`take_suspect`).
+    pub suspects: Vec<Alerted>,
 }
 
 /// A detection and how far the crawl was when it was raised.
@@ -38,6 +40,7 @@ pub(super) fn crawl(
         discovered: 0,
         fetched: 0,
         alerts: Vec::new(),
+        suspects: Vec::new(),
     };
     let mut queue: VecDeque<(Url, u32)> = VecDeque::new();
     for s in seeds {
@@ -73,6 +76,13 @@ pub(super) fn crawl(
         }
         if let Some(detection) = sim.det.on_fetched(&page, simhash(&page), new_links, false) {
             sim.alerts.push(Alerted {
+                discovered: sim.discovered,
+                fetched: sim.fetched,
+                detection,
+            });
+        }
+        if let Some(detection) = sim.det.take_suspect() {
+            sim.suspects.push(Alerted {
                 discovered: sim.discovered,
                 fetched: sim.fetched,
                 detection,

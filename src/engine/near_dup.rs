@@ -1,0 +1,329 @@
+//! The content measure behind near-duplicate groups, trap alerts and
+//! soft-404 probes: a 64-bit simhash (Charikar; Manku et al. 2007) over the
+//! word 3-gram shingles of a page's distinctive text.
+//!
+//! What a host's pages share says nothing about a page, so it is left out
+//! before fingerprinting, in two steps:
+//! - markup: text inside navigation landmarks (`<nav>`, `<header>`,
+//!   `<footer>`, `<aside>`, ARIA navigation roles, the usual sidebar and
+//!   navigation classes) is boilerplate;
+//! - frequency: text blocks (the text between block-level tags) that recur on
+//!   [`TEMPLATE_MIN_PAGES`] or more of the host's pages are its template
+//!   (navigation, repeated headings, the same method docs on every type
+//!   page), in the spirit of Bar-Yossef & Rajagopalan's template detection.
+//!
+//! A page whose distinctive text is under a tenth of its main text is
+//! fingerprinted by its main text: copies of one page that differ in a date
+//! or a counter (a trap's output, soon all "template") stay near duplicates
+//! of one another, as do pages that are nothing but the template.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use crate::engine::control::HostKey;
+use crate::engine::dedup::{mix, Votes, WORD_BYTES};
+use crate::engine::traps::GenMap;
+
+/// Pages a block must be counted on to be template.
+pub const TEMPLATE_MIN_PAGES: u16 = 5;
+/// Distinctive text under 1/`MIN_DISTINCT_SHARE` of the main text is too
+/// little to tell a page by.
+const MIN_DISTINCT_SHARE: usize = 10;
+/// Blocks remembered per host; the rarest are forgotten past this.
+const BLOCKS_PER_HOST: usize = 2048;
+/// Hosts whose template is remembered (per generation of the LRU).
+const HOSTS: usize = 128;
+/// Shingles kept per page: bounded work and memory on any page.
+const MAX_SHINGLES: usize = 16_384;
+
+/// A page's text as the measure sees it: shingle hashes in document order,
+/// cut into blocks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TextFeatures {
+    shingles: Vec<u64>,
+    blocks: Vec<Block>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Block {
+    /// Hash of the block's words, in order.
+    hash: u64,
+    /// End of its shingles in `shingles`.
+    end: u32,
+    /// Inside navigation markup.
+    boilerplate: bool,
+}
+
+impl TextFeatures {
+    /// The blocks with their shingles.
+    fn blocks(&self) -> impl Iterator<Item = (&Block, &[u64])> {
+        let mut start = 0usize;
+        self.blocks.iter().map(move |b| {
+            let end = b.end as usize;
+            let shingles = &self.shingles[start..end];
+            start = end;
+            (b, shingles)
+        })
+    }
+
+    /// Whether the page had any text.
+    pub fn is_empty(&self) -> bool {
+        self.shingles.is_empty()
+    }
+
+    /// The set of shingles outside navigation markup (for exact comparisons).
+    #[cfg(test)]
+    pub fn main_shingles(&self) -> std::collections::HashSet<u64> {
+        self.blocks()
+            .filter(|(b, _)| !b.boilerplate)
+            .flat_map(|(_, s)| s.iter().copied())
+            .collect()
+    }
+}
+
+/// Builds [`TextFeatures`] from text fed in pieces, in one pass with no
+/// allocation per word: words are letters and digits (ASCII case-folded,
+/// bytes of multi-byte characters are word bytes).
+#[derive(Default)]
+pub struct FeatureBuilder {
+    features: TextFeatures,
+    // A word's bytes are packed eight to a u64; longer words fold each full
+    // u64 into `folded`. Word bytes are never zero, so packing is injective.
+    packed: u64,
+    folded: u64,
+    len: u32,
+    /// The current block's last two words and its word count.
+    previous: [u64; 2],
+    words: u32,
+    block_hash: u64,
+    boilerplate: bool,
+}
+
+impl FeatureBuilder {
+    pub fn feed(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            let class = WORD_BYTES[usize::from(byte)];
+            if class != 0 {
+                self.packed = (self.packed << 8) | u64::from(class);
+                self.len += 1;
+                if self.len % 8 == 0 {
+                    self.folded = (self.folded ^ self.packed)
+                        .wrapping_mul(0x517c_c1b7_2722_0a95)
+                        .rotate_left(29);
+                    self.packed = 0;
+                }
+            } else {
+                self.break_word();
+            }
+        }
+    }
+
+    /// Ends the current word, if any (as markup between two texts does).
+    pub fn break_word(&mut self) {
+        if self.len == 0 {
+            return;
+        }
+        let word = mix(self.folded ^ self.packed);
+        (self.packed, self.folded, self.len) = (0, 0, 0);
+        self.words += 1;
+        self.block_hash =
+            (self.block_hash.rotate_left(17) ^ word).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        if self.words >= 3 {
+            let [a, b] = self.previous;
+            self.push_shingle(shingle(a, b, word));
+        }
+        self.previous = [self.previous[1], word];
+    }
+
+    /// Ends the current block (a block-level tag): shingles never span two.
+    pub fn end_block(&mut self) {
+        self.break_word();
+        if self.words == 0 {
+            return;
+        }
+        if self.words < 3 {
+            // A heading or a short item is one shingle of its own.
+            self.push_shingle(mix(self.block_hash));
+        }
+        if self.features.shingles.len() <= MAX_SHINGLES {
+            self.features.blocks.push(Block {
+                hash: self.block_hash,
+                end: self.features.shingles.len() as u32,
+                boilerplate: self.boilerplate,
+            });
+        }
+        self.words = 0;
+        self.block_hash = 0;
+        self.previous = [0; 2];
+    }
+
+    /// Text from here on is (or is not) inside navigation markup.
+    pub fn set_boilerplate(&mut self, boilerplate: bool) {
+        if boilerplate != self.boilerplate {
+            self.end_block();
+            self.boilerplate = boilerplate;
+        }
+    }
+
+    fn push_shingle(&mut self, hash: u64) {
+        if self.features.shingles.len() < MAX_SHINGLES {
+            self.features.shingles.push(hash);
+        }
+    }
+
+    pub fn finish(mut self) -> TextFeatures {
+        self.end_block();
+        self.features
+    }
+}
+
+/// One hash for three consecutive words (order matters).
+fn shingle(a: u64, b: u64, c: u64) -> u64 {
+    mix(a.rotate_left(1) ^ b.rotate_left(23) ^ c.rotate_left(43) ^ 0x2545_F491_4F6C_DD1D)
+}
+
+/// What one host's pages have shown so far: per block hash, the pages it was
+/// seen on.
+#[derive(Default)]
+struct HostTemplate {
+    blocks: HashMap<u32, u16>,
+}
+
+impl HostTemplate {
+    /// Learns the page's blocks; returns which blocks are template.
+    fn learn(&mut self, features: &TextFeatures, learn: bool) -> Vec<bool> {
+        let key = |b: &Block| (b.hash >> 32) as u32 ^ b.hash as u32;
+        if learn {
+            let mut keys: Vec<u32> = features
+                .blocks
+                .iter()
+                .filter(|b| !b.boilerplate)
+                .map(key)
+                .collect();
+            keys.sort_unstable();
+            keys.dedup();
+            if self.blocks.len() + keys.len() > BLOCKS_PER_HOST {
+                self.forget_rarest();
+            }
+            for k in keys {
+                let pages = self.blocks.entry(k).or_default();
+                *pages = pages.saturating_add(1);
+            }
+        }
+        features
+            .blocks
+            .iter()
+            .map(|b| {
+                !b.boilerplate
+                    && self
+                        .blocks
+                        .get(&key(b))
+                        .is_some_and(|&pages| pages >= TEMPLATE_MIN_PAGES)
+            })
+            .collect()
+    }
+
+    /// Frees at least half the table, keeping the most counted blocks.
+    fn forget_rarest(&mut self) {
+        let mut floor: u16 = TEMPLATE_MIN_PAGES;
+        while self.blocks.len() > BLOCKS_PER_HOST / 2 {
+            self.blocks.retain(|_, pages| *pages >= floor);
+            floor = match floor.checked_mul(2) {
+                Some(f) => f,
+                None => {
+                    self.blocks.clear();
+                    break;
+                }
+            };
+        }
+    }
+}
+
+/// The templates of the hosts being crawled, shared by the extraction threads.
+pub struct Templates {
+    hosts: Mutex<GenMap<HostKey, HostTemplate>>,
+}
+
+impl Default for Templates {
+    fn default() -> Self {
+        Templates {
+            hosts: Mutex::new(GenMap::new(HOSTS)),
+        }
+    }
+}
+
+impl Templates {
+    /// A fetched page's fingerprint; its blocks teach the host's template.
+    pub fn fingerprint_page(&self, host: &str, features: &TextFeatures) -> u64 {
+        self.fingerprint(host, features, true)
+    }
+
+    /// A fingerprint to compare with the host's pages (a soft-404 probe's),
+    /// learning nothing from it.
+    pub fn fingerprint_probe(&self, host: &str, features: &TextFeatures) -> u64 {
+        self.fingerprint(host, features, false)
+    }
+
+    fn fingerprint(&self, host: &str, features: &TextFeatures, learn: bool) -> u64 {
+        if features.is_empty() {
+            return 0;
+        }
+        let template = {
+            let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
+            hosts
+                .get_or_insert_with(host.to_string(), HostTemplate::default)
+                .learn(features, learn)
+        };
+        fingerprint_with(features, &template)
+    }
+}
+
+/// The simhash of the page's distinctive shingles: neither boilerplate nor
+/// template; when they are too few, its main text; failing that, all of it.
+fn fingerprint_with(features: &TextFeatures, template: &[bool]) -> u64 {
+    let is_template = |i: usize| template.get(i).copied().unwrap_or(false);
+    let (mut main, mut distinct) = (0usize, 0usize);
+    for (i, (block, shingles)) in features.blocks().enumerate() {
+        if !block.boilerplate {
+            main += shingles.len();
+            if !is_template(i) {
+                distinct += shingles.len();
+            }
+        }
+    }
+    let keep: &dyn Fn(&Block, usize) -> bool =
+        if distinct * MIN_DISTINCT_SHARE >= main && distinct > 0 {
+            &|b, i| !b.boilerplate && !is_template(i)
+        } else if main > 0 {
+            &|b, _| !b.boilerplate
+        } else {
+            &|_, _| true
+        };
+    let mut votes = Votes::default();
+    for (i, (block, shingles)) in features.blocks().enumerate() {
+        if keep(block, i) {
+            shingles.iter().for_each(|&s| votes.add(s));
+        }
+    }
+    votes.hash()
+}
+
+/// A fingerprint with no host template (markup boilerplate still left out).
+#[cfg(test)]
+pub fn fingerprint_alone(features: &TextFeatures) -> u64 {
+    fingerprint_with(features, &[])
+}
+
+/// Features of plain text, one block per line.
+#[cfg(test)]
+pub fn features_of_text(text: &str) -> TextFeatures {
+    let mut builder = FeatureBuilder::default();
+    for line in text.lines() {
+        builder.feed(line.as_bytes());
+        builder.end_block();
+    }
+    builder.finish()
+}
+
+#[cfg(test)]
+mod tests;
