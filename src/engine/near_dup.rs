@@ -190,8 +190,8 @@ struct HostTemplate {
 }
 
 impl HostTemplate {
-    /// Learns the page's blocks; returns which blocks are template.
-    fn learn(&mut self, features: &TextFeatures, learn: bool) -> Vec<bool> {
+    /// Learns the page's blocks; returns on how many pages each was seen.
+    fn learn(&mut self, features: &TextFeatures, learn: bool) -> Vec<u16> {
         let key = |b: &Block| (b.hash >> 32) as u32 ^ b.hash as u32;
         if learn {
             let mut keys: Vec<u32> = features
@@ -213,13 +213,7 @@ impl HostTemplate {
         features
             .blocks
             .iter()
-            .map(|b| {
-                !b.boilerplate
-                    && self
-                        .blocks
-                        .get(&key(b))
-                        .is_some_and(|&pages| pages >= TEMPLATE_MIN_PAGES)
-            })
+            .map(|b| self.blocks.get(&key(b)).copied().unwrap_or(0))
             .collect()
     }
 
@@ -280,8 +274,16 @@ impl Templates {
 
 /// The simhash of the page's distinctive shingles: neither boilerplate nor
 /// template; when they are too few, its main text; failing that, all of it.
-fn fingerprint_with(features: &TextFeatures, template: &[bool]) -> u64 {
-    let is_template = |i: usize| template.get(i).copied().unwrap_or(false);
+fn fingerprint_with(features: &TextFeatures, seen_on: &[u16]) -> u64 {
+    let pages = |i: usize| seen_on.get(i).copied().unwrap_or(0);
+    let is_template = |i: usize| pages(i) >= TEMPLATE_MIN_PAGES;
+    // The site's menu around a trap's copies is far more common than the
+    // copies' own text, which becomes template too: left out of the main text.
+    let rarest_template = (0..features.blocks.len())
+        .filter(|&i| is_template(i) && !features.blocks[i].boilerplate)
+        .map(pages)
+        .min()
+        .unwrap_or(u16::MAX);
     let (mut main, mut distinct) = (0usize, 0usize);
     for (i, (block, shingles)) in features.blocks().enumerate() {
         if !block.boilerplate {
@@ -295,7 +297,7 @@ fn fingerprint_with(features: &TextFeatures, template: &[bool]) -> u64 {
         if distinct * MIN_DISTINCT_SHARE >= main && distinct > 0 {
             &|b, i| !b.boilerplate && !is_template(i)
         } else if main > 0 {
-            &|b, _| !b.boilerplate
+            &|b, i| !b.boilerplate && pages(i) <= rarest_template.saturating_mul(2)
         } else {
             &|_, _| true
         };

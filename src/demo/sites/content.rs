@@ -44,7 +44,8 @@ const DUPE_NEAR: u32 = 30;
 const DUPE_DISTINCT: u32 = 20;
 
 /// `Dupes`: 30 URLs serve one byte-identical body, 30 serve bodies differing in
-/// one word, and 20 articles are distinct.
+/// one word (each linking the next edition: near duplicates that beget one
+/// another, as a trap's do), and 20 articles are distinct.
 pub(super) fn dupes(_ctx: &SiteCtx, req: &Req) -> Reply {
     let path = req.path;
     if path == "/robots.txt" {
@@ -55,7 +56,8 @@ pub(super) fn dupes(_ctx: &SiteCtx, req: &Req) -> Reply {
         for n in 1..=DUPE_COPIES {
             page.link(&format!("/copy/{n}.html"), "copy");
         }
-        for n in 1..=DUPE_NEAR {
+        // The first third listed; each links the next (within the depth limit).
+        for n in 1..=DUPE_NEAR / 3 {
             page.link(&format!("/near/{n}.html"), "near copy");
         }
         for n in 1..=DUPE_DISTINCT {
@@ -78,12 +80,12 @@ pub(super) fn dupes(_ctx: &SiteCtx, req: &Req) -> Reply {
     }
     if let Some(n) = numbered(path, "/near/", DUPE_NEAR) {
         let text = format!("{shared} edition{n}");
-        return Reply::html(
-            Html::new("Almost the same page")
-                .p(&text)
-                .link("/", "home")
-                .finish(),
-        );
+        let mut page = Html::new("Almost the same page");
+        page.p(&text);
+        if n < DUPE_NEAR {
+            page.link(&format!("/near/{}.html", n + 1), "next edition");
+        }
+        return Reply::html(page.link("/", "home").finish());
     }
     if let Some(n) = numbered(path, "/article/", DUPE_DISTINCT) {
         let mut rng = rng_for(path);

@@ -198,14 +198,29 @@ fn judge(
         .iter()
         .filter(|m| rule.is_match(&m.url, host) && !samples.contains(m.url.as_str()))
         .collect();
-    let is_evidence = |m: &Matched| {
-        m.simhash
-            .is_some_and(|h| evidence.iter().any(|e| (e ^ h).count_ones() <= near_bits))
-    };
+    // The trap's pages: near the evidence, or near such a page (its
+    // fingerprints drift as its shared text becomes the host's template).
+    let mut known: Vec<u64> = evidence.to_vec();
+    let mut is_evidence = vec![false; hits.len()];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for (i, m) in hits.iter().enumerate() {
+            let Some(h) = m.simhash.filter(|_| !is_evidence[i]) else {
+                continue;
+            };
+            if known.iter().any(|e| (e ^ h).count_ones() <= near_bits) {
+                is_evidence[i] = true;
+                known.push(h);
+                grew = true;
+            }
+        }
+    }
     let good = hits
         .iter()
-        .filter(|m| !is_evidence(m))
-        .map(|m| m.url.clone())
+        .zip(&is_evidence)
+        .filter(|(_, evidence)| !**evidence)
+        .map(|(m, _)| m.url.clone())
         .collect();
     Verdict { good }
 }
