@@ -42,6 +42,13 @@ pub struct StatusReport {
     pub open_alerts: Vec<OpenAlert>,
     /// URLs parked by open alerts.
     pub quarantined: u64,
+    /// Links past a page's caps, not followed (`scope.max_links_per_page`,
+    /// `scope.max_link_bytes_per_page`).
+    #[serde(default)]
+    pub links_cut: u64,
+    /// Pages that had links cut.
+    #[serde(default)]
+    pub pages_cut: u64,
     /// Why the crawl is paused by itself: the shared frontier out of reach
     /// (it resumes by itself) or a storage fault (the operator resumes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -123,6 +130,8 @@ impl StatusReport {
                 .collect(),
             open_alerts,
             quarantined: snapshot.quarantined,
+            links_cut: snapshot.counters.links_cut,
+            pages_cut: snapshot.counters.pages_cut,
             paused_because: snapshot
                 .outage
                 .as_ref()
@@ -160,6 +169,12 @@ impl StatusReport {
         );
         if let Some(why) = &self.paused_because {
             out.push_str(&format!("paused: {why}\n"));
+        }
+        if self.links_cut > 0 {
+            out.push_str(&format!(
+                "links cut at the per-page cap: {} on {} pages\n",
+                self.links_cut, self.pages_cut
+            ));
         }
         out.push_str(&format!("rules {}", self.rules.len()));
         for rule in &self.rules {
@@ -425,5 +440,22 @@ mod tests {
         );
         assert!(text.contains("\n  regex:a[31mb\n"), "{text}");
         assert!(!text.contains('\u{1b}'));
+        assert!(!text.contains("links cut"), "said only when some were");
+    }
+
+    #[test]
+    fn status_counts_the_links_cut_at_the_per_page_cap() {
+        let mut snapshot = Snapshot::default();
+        snapshot.counters.links_cut = 1500;
+        snapshot.counters.pages_cut = 2;
+        let report = StatusReport::of(&snapshot, 42);
+        let text = report.text(Path::new("./c1"));
+        assert!(
+            text.contains("\nlinks cut at the per-page cap: 1500 on 2 pages\n"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["links_cut"], 1500);
+        assert_eq!(json["pages_cut"], 2);
     }
 }

@@ -288,6 +288,8 @@ fn add_counters(into: &mut Snapshot, s: &Snapshot) {
     c.redirects += o.redirects;
     c.not_modified += o.not_modified;
     c.refused_private += o.refused_private;
+    c.links_cut += o.links_cut;
+    c.pages_cut += o.pages_cut;
     into.pages_per_sec += s.pages_per_sec;
     into.bytes_per_sec += s.bytes_per_sec;
     into.in_flight += s.in_flight;

@@ -122,6 +122,15 @@ pub fn is_product_token(token: &str) -> bool {
             .all(|b| b.is_ascii_alphabetic() || b == b'-' || b == b'_')
 }
 
+/// Every link of a 5 MiB page: the densest markup (`<a href=x>`, ~10 bytes)
+/// holds about 500,000. A trap that emits many links per page is held by the
+/// per-host budgets (`traps`), not by this count.
+pub const DEFAULT_MAX_LINKS_PER_PAGE: usize = 500_000;
+/// 32 MiB of URL text per page: every link of a 5 MiB page of the densest
+/// markup (~400,000 links) whose URLs average up to ~80 bytes, of ordinary
+/// markup (~130,000) up to ~250. Admitting it peaks at ~5× the text.
+pub const DEFAULT_MAX_LINK_BYTES_PER_PAGE: usize = 32 * 1024 * 1024;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 /// Where links may lead (`scope.mode`, `--scope`).
@@ -144,8 +153,12 @@ pub struct ScopeConfig {
     pub allow_domains: Vec<String>,
     /// URLs longer than this are not queued.
     pub max_url_len: usize,
-    /// At most this many links are taken from one page.
+    /// At most this many links are taken from one page; the links past it
+    /// are counted as cut, with the page.
     pub max_links_per_page: usize,
+    /// At most this many bytes of URL text are taken from one page (the
+    /// links' memory; the count above bounds their fixed cost).
+    pub max_link_bytes_per_page: usize,
     /// Path extensions that are never fetched (lowercase, without dot).
     pub deny_extensions: Vec<String>,
 }
@@ -156,7 +169,8 @@ impl Default for ScopeConfig {
             mode: Scope::Host,
             allow_domains: Vec::new(),
             max_url_len: 2048,
-            max_links_per_page: 1000,
+            max_links_per_page: DEFAULT_MAX_LINKS_PER_PAGE,
+            max_link_bytes_per_page: DEFAULT_MAX_LINK_BYTES_PER_PAGE,
             deny_extensions: [
                 "jpg", "jpeg", "png", "gif", "webp", "bmp", "ico", "svg", "tif", "tiff", "zip",
                 "gz", "tgz", "bz2", "xz", "7z", "rar", "tar", "iso", "dmg", "exe", "msi", "mp3",

@@ -27,16 +27,23 @@ pub struct ExtractOptions {
     pub product_token: String,
     /// Links kept per page.
     pub max_links: usize,
+    /// Bytes of URL text kept per page: a long page URL with short relative
+    /// links would otherwise cost up to `max_url_len` per link.
+    pub max_link_bytes: usize,
     /// Longer URLs are dropped.
     pub max_url_len: usize,
 }
 
 #[derive(Debug, Clone, Default)]
 pub struct Extracted {
-    /// Absolute, normalized, deduplicated, in document order, at most `max_links`.
+    /// Absolute, normalized, deduplicated, in document order, at most
+    /// `max_links` of at most `max_link_bytes` together.
     pub links: Vec<Link>,
-    /// Links over the cap or over the URL length limit.
-    pub links_dropped: usize,
+    /// Links past either per-page cap (`max_links`, `max_link_bytes`), not
+    /// followed; counted per occurrence, without resolving them.
+    pub links_cut: usize,
+    /// Links whose URL is longer than `max_url_len`, not followed.
+    pub urls_too_long: usize,
     /// Whitespace-collapsed, at most [`MAX_TITLE_CHARS`] characters.
     pub title: Option<String>,
     pub canonical: Option<Url>,
@@ -180,7 +187,12 @@ struct State<'a> {
     links: Vec<Link>,
     /// Each link's place in `links`, by its URL's fingerprint.
     index: FingerprintMap<usize>,
-    dropped: usize,
+    /// URL bytes of `links`, against `max_link_bytes`.
+    link_bytes: usize,
+    /// A link did not fit `max_link_bytes`: the rest of the page is cut.
+    full: bool,
+    cut: usize,
+    too_long: usize,
     title: Option<String>,
     canonical: Option<Url>,
     directives: RobotsDirectives,
@@ -195,15 +207,15 @@ impl State<'_> {
     }
 
     fn add_link(&mut self, raw_href: &[u8], nofollow: bool) {
-        if self.links.len() >= self.opts.max_links {
-            // Over the cap: counted without the cost of resolving.
+        if self.full || self.links.len() >= self.opts.max_links {
+            // Past a cap: counted without the cost of resolving.
             if !raw_href.trim_ascii().is_empty() {
-                self.dropped += 1;
+                self.cut += 1;
             }
             return;
         }
         if raw_href.len() > self.opts.max_url_len.saturating_mul(4) {
-            self.dropped += 1;
+            self.too_long += 1;
             return;
         }
         let text = self.decode(raw_href);
@@ -212,7 +224,7 @@ impl State<'_> {
             return;
         };
         if url.as_str().len() > self.opts.max_url_len {
-            self.dropped += 1;
+            self.too_long += 1;
             return;
         }
         let fingerprint = url_fingerprint(url.as_str());
@@ -220,12 +232,25 @@ impl State<'_> {
             // A URL is nofollow only if every occurrence says so.
             Some(&i) if self.links[i].url == url => self.links[i].nofollow &= nofollow,
             // Another URL with the same fingerprint: kept, not indexed.
-            Some(_) => self.links.push(Link { url, nofollow }),
-            None => {
-                self.index.insert(fingerprint, self.links.len());
-                self.links.push(Link { url, nofollow });
-            }
+            Some(_) => self.keep(url, nofollow, None),
+            None => self.keep(url, nofollow, Some(fingerprint)),
         }
+    }
+
+    /// Keeps a new link if its URL fits the byte budget; else the page's
+    /// links from here on are cut.
+    fn keep(&mut self, url: Url, nofollow: bool, fingerprint: Option<u64>) {
+        let bytes = self.link_bytes + url.as_str().len();
+        if bytes > self.opts.max_link_bytes {
+            self.full = true;
+            self.cut += 1;
+            return;
+        }
+        self.link_bytes = bytes;
+        if let Some(fingerprint) = fingerprint {
+            self.index.insert(fingerprint, self.links.len());
+        }
+        self.links.push(Link { url, nofollow });
     }
 
     fn on_link_element(&mut self, tag: &Tag<'_>, attribute: &str) {
@@ -291,7 +316,8 @@ impl State<'_> {
     fn finish(self) -> Extracted {
         Extracted {
             links: self.links,
-            links_dropped: self.dropped,
+            links_cut: self.cut,
+            urls_too_long: self.too_long,
             title: self.title.filter(|t| !t.is_empty()),
             canonical: self.canonical,
             directives: self.directives,
@@ -397,7 +423,10 @@ pub fn extract(
         base_seen: false,
         links: Vec::new(),
         index: FingerprintMap::default(),
-        dropped: 0,
+        link_bytes: 0,
+        full: false,
+        cut: 0,
+        too_long: 0,
         title: None,
         canonical: None,
         directives: RobotsDirectives::default(),

@@ -491,7 +491,9 @@ fn check_extracted(
     elements: usize,
 ) -> Result<(), TestCaseError> {
     prop_assert!(got.links.len() <= opts.max_links);
-    prop_assert!(got.links.len() + got.links_dropped <= elements);
+    let bytes: usize = got.links.iter().map(|l| l.url.as_str().len()).sum();
+    prop_assert!(bytes <= opts.max_link_bytes);
+    prop_assert!(got.links.len() + got.links_cut + got.urls_too_long <= elements);
     let mut seen = std::collections::HashSet::new();
     for link in &got.links {
         let url = &link.url;
@@ -508,10 +510,13 @@ fn check_extracted(
 }
 
 fn extract_opts() -> impl Strategy<Value = ExtractOptions> {
-    (0usize..12, 10usize..120).prop_map(|(max_links, max_url_len)| ExtractOptions {
-        product_token: "crawldeck".into(),
-        max_links,
-        max_url_len,
+    (0usize..12, 0usize..600, 10usize..120).prop_map(|(max_links, max_link_bytes, max_url_len)| {
+        ExtractOptions {
+            product_token: "crawldeck".into(),
+            max_links,
+            max_link_bytes,
+            max_url_len,
+        }
     })
 }
 
@@ -584,12 +589,13 @@ proptest! {
         let opts = ExtractOptions {
             product_token: "crawldeck".into(),
             max_links,
+            max_link_bytes: usize::MAX,
             max_url_len: 200,
         };
         let body: String = (0..n).map(|i| format!("<a href=\"/p{i}\">{i}</a>")).collect();
         let got = extract(body.as_bytes(), &page_url(), Some("text/html"), &opts);
         prop_assert_eq!(got.links.len(), n.min(max_links));
-        prop_assert_eq!(got.links_dropped, n - got.links.len());
+        prop_assert_eq!(got.links_cut, n - got.links.len());
         for (i, link) in got.links.iter().enumerate() {
             let expected = format!("http://shop.localhost:40123/p{i}");
             prop_assert_eq!(link.url.as_str(), expected.as_str());

@@ -195,11 +195,17 @@ mod tests {
         let mut stats = CrawlStats::load(&store, false).expect("fresh");
         stats.count().pages_fetched += 7;
         stats.count().bytes += 700;
+        stats.count().links_cut += 1500;
+        stats.count().pages_cut += 2;
         tokio::time::advance(Duration::from_secs(3)).await;
         stats.save(&store).expect("saved");
 
         let resumed = CrawlStats::load(&store, false).expect("resumed");
         assert_eq!(resumed.counters().pages_fetched, 7);
+        assert_eq!(
+            (resumed.counters().links_cut, resumed.counters().pages_cut),
+            (1500, 2)
+        );
         assert!(
             resumed.elapsed() >= Duration::from_secs(3),
             "elapsed time carries on"

@@ -450,6 +450,13 @@ pub struct Counters {
     /// RFC 1918, link-local, metadata…) and neither a seed nor `--allow-private` allows it.
     #[serde(default)]
     pub refused_private: u64,
+    /// Links past a page's caps (`scope.max_links_per_page`,
+    /// `scope.max_link_bytes_per_page`), not followed; per occurrence.
+    #[serde(default)]
+    pub links_cut: u64,
+    /// Pages that had links cut.
+    #[serde(default)]
+    pub pages_cut: u64,
 }
 
 impl Counters {

@@ -30,6 +30,9 @@ pub struct Summary {
     pub allow_private: bool,
     pub redirects: u64,
     pub not_modified: u64,
+    /// Links past a page's caps, not followed, and the pages that had them.
+    pub links_cut: u64,
+    pub pages_cut: u64,
     pub frontier_left: u64,
     pub quarantined: u64,
     pub elapsed_secs: f64,
@@ -86,6 +89,8 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
         allow_private: opts.allow_private,
         redirects: s.counters.redirects,
         not_modified: s.counters.not_modified,
+        links_cut: s.counters.links_cut,
+        pages_cut: s.counters.pages_cut,
         frontier_left: s.frontier_size,
         quarantined: s.quarantined,
         elapsed_secs: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
@@ -168,6 +173,15 @@ pub fn summary_text(s: &Summary) -> String {
             format!(
                 "{} (private addresses no seed is on; --allow-private allows them)",
                 s.refused_private
+            ),
+        );
+    }
+    if s.links_cut > 0 {
+        line(
+            "links cut",
+            format!(
+                "{} on {} pages, not followed: past the per-page cap (scope.max_links_per_page or max_link_bytes_per_page)",
+                s.links_cut, s.pages_cut
             ),
         );
     }

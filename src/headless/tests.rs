@@ -33,6 +33,8 @@ fn final_snapshot() -> Snapshot {
     s.counters.robots_denied = 5;
     s.counters.blocked_by_rules = 6;
     s.counters.refused_private = 1;
+    s.counters.links_cut = 1500;
+    s.counters.pages_cut = 2;
     s.quarantined = 40;
     let mut host = HostView::default();
     host.status.record_status(200);
@@ -153,6 +155,10 @@ async fn prints_one_line_a_second_then_the_summary() {
         "{err}"
     );
     assert!(err.contains("not modified      9"), "{err}");
+    assert!(
+        err.contains("links cut         1500 on 2 pages, not followed: past the per-page cap"),
+        "{err}"
+    );
     assert!(err.contains("open trap alerts: 1"), "{err}");
     let raised = err
         .find("\ntrap alert #7 cal.localhost:4000: calendar")
@@ -205,6 +211,8 @@ async fn json_lines_then_a_summary_object() {
     assert_eq!(summary["duplicates"], 4);
     assert_eq!(summary["blocked"], 6);
     assert_eq!(summary["refused_private"], 1);
+    assert_eq!(summary["links_cut"], 1500);
+    assert_eq!(summary["pages_cut"], 2);
     assert_eq!(summary["allow_private"], true);
     assert_eq!(summary["errors_by_kind"]["timeout"], 2);
     assert_eq!(summary["data_dir"], "/tmp/crawl1");

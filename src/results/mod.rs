@@ -76,17 +76,18 @@ pub(crate) fn matching_rows<'a>(
         }))
 }
 
-static PAGE_TABLE: [Column; 7] = [
+static PAGE_TABLE: [Column; 8] = [
     col("status", Some(6)),
     col("type", Some(16)),
     col("size", Some(9)),
     col("depth", Some(5)),
+    col("cut", Some(7)),
     col("fate", Some(20)),
     col("url", Some(70)),
     col("title", None),
 ];
 
-static PAGE_FIELDS: [Column; 12] = [
+static PAGE_FIELDS: [Column; 13] = [
     col("url", None),
     col("status", None),
     col("content_type", None),
@@ -99,6 +100,7 @@ static PAGE_FIELDS: [Column; 12] = [
     col("detail", None),
     col("referrers", None),
     col("host", None),
+    col("links_cut", None),
 ];
 
 fn page_fields(row: &Row, format: Format) -> Vec<String> {
@@ -115,11 +117,16 @@ fn page_fields(row: &Row, format: Format) -> Vec<String> {
             String::new()
         };
         let title = row.title.clone().or(row.detail.clone()).unwrap_or_default();
+        let cut = match row.links_cut {
+            0 => String::new(),
+            n => n.to_string(),
+        };
         return vec![
             status,
             opt(&row.content_type),
             size,
             row.depth.to_string(),
+            cut,
             fate,
             row.url.clone(),
             title,
@@ -138,6 +145,7 @@ fn page_fields(row: &Row, format: Format) -> Vec<String> {
         opt(&row.detail),
         row.referrers.join(" "),
         row.host.clone(),
+        row.links_cut.to_string(),
     ]
 }
 

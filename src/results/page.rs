@@ -122,6 +122,13 @@ pub fn inspection_lines(page: &PageInspection) -> Vec<String> {
         format!("status   {status} ({}){when}", page.outcome),
         format!("title    {}", clean(page.title.as_deref().unwrap_or("-"))),
     ];
+    if page.links_cut > 0 {
+        lines.push(format!(
+            "cut      {} links not followed: past the per-page cap \
+             (scope.max_links_per_page, max_link_bytes_per_page)",
+            page.links_cut
+        ));
+    }
     if let Some(note) = &page.archive_note {
         lines.push(format!("archive  {}", clean(note)));
     }
@@ -252,6 +259,7 @@ mod tests {
                 fate: LinkFate::Queued,
             }],
             links_not_listed: 0,
+            links_cut: 0,
             html: String::new(),
             truncated: false,
             archive_note: Some(evil.into()),
@@ -294,6 +302,7 @@ mod tests {
             text,
             links: Vec::new(),
             links_not_listed: 0,
+            links_cut: 0,
             html: String::new(),
             truncated: false,
             archive_note: None,
@@ -311,5 +320,33 @@ mod tests {
             "{lines:#?}"
         );
         assert!(lines.len() < 20, "{lines:#?}");
+    }
+
+    #[test]
+    fn links_cut_at_the_cap_are_said_under_the_title_only_when_some_were() {
+        let mut page = PageInspection {
+            url: "http://h/index.html".into(),
+            outcome: "fetched".into(),
+            status: Some(200),
+            headers: Vec::new(),
+            fetched_at_unix_ms: 0,
+            title: Some("Index".into()),
+            outline: Vec::new(),
+            text: Vec::new(),
+            links: Vec::new(),
+            links_not_listed: 0,
+            links_cut: 0,
+            html: String::new(),
+            truncated: false,
+            archive_note: None,
+        };
+        assert!(!inspection_lines(&page).iter().any(|l| l.contains("cut")));
+        page.links_cut = 1500;
+        let lines = inspection_lines(&page);
+        assert_eq!(lines[2], "title    Index");
+        assert!(
+            lines[3].starts_with("cut      1500 links not followed: past the per-page cap"),
+            "{lines:#?}"
+        );
     }
 }

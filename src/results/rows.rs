@@ -44,6 +44,9 @@ pub struct Row {
     /// More: the redirect's target, the first URL of a duplicate, the error
     /// message, the rule, why a host was given up.
     pub detail: Option<String>,
+    /// The page's links past the per-page cap (`scope.max_links_per_page`,
+    /// `scope.max_link_bytes_per_page`), not followed.
+    pub links_cut: u32,
     #[serde(skip)]
     pub(super) fetched_at_unix_ms: u64,
     #[serde(skip)]
@@ -125,6 +128,7 @@ impl Row {
             reason_class,
             reason,
             detail,
+            links_cut: p.links_dropped,
         }
     }
 
@@ -150,6 +154,7 @@ impl Row {
             reason_class: Some(class),
             reason: Some(reason),
             detail: None,
+            links_cut: 0,
         }
     }
 

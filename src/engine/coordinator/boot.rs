@@ -357,6 +357,7 @@ fn workers(
     let extract = ExtractOptions {
         product_token: config.identity.token(),
         max_links: config.scope.max_links_per_page,
+        max_link_bytes: config.scope.max_link_bytes_per_page,
         max_url_len: config.scope.max_url_len,
     };
     let (mut workers, results) = Workers::new(

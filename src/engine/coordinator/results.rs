@@ -10,6 +10,7 @@ use url::Url;
 use super::Coordinator;
 use crate::engine::breaker::Outcome;
 use crate::engine::dedup::url_fingerprint;
+use crate::engine::extract::Extracted;
 use crate::engine::fetch::{FetchError, FetchErrorKind, Validators};
 use crate::engine::frontier::{Completion, FrontierEntry, Lease};
 use crate::engine::recrawl;
@@ -304,12 +305,7 @@ impl Coordinator {
             record.title = std::mem::take(&mut extracted.title);
             record.simhash = Some(extracted.simhash);
             record.canonical = extracted.canonical.as_ref().map(|u| u.to_string());
-            record.links_dropped = u32::try_from(extracted.links_dropped).unwrap_or(u32::MAX);
-            let found = extracted
-                .links
-                .len()
-                .saturating_add(extracted.links_dropped);
-            record.links_found = Some(u32::try_from(found).unwrap_or(u32::MAX));
+            self.count_links_not_taken(&mut record, extracted);
             let duplicate_of = page
                 .digest
                 .as_ref()
@@ -328,6 +324,25 @@ impl Coordinator {
             }
         }
         (record, links)
+    }
+
+    /// The page's links past the per-page caps, on its record and in the
+    /// counters; over-long URLs count as filtered, as the scope filter's do.
+    fn count_links_not_taken(&mut self, record: &mut PageRecord, extracted: &Extracted) {
+        let cut = extracted.links_cut;
+        record.links_dropped = u32::try_from(cut).unwrap_or(u32::MAX);
+        let found = extracted
+            .links
+            .len()
+            .saturating_add(cut)
+            .saturating_add(extracted.urls_too_long);
+        record.links_found = Some(u32::try_from(found).unwrap_or(u32::MAX));
+        let counters = self.stats.count();
+        counters.filtered += extracted.urls_too_long as u64;
+        if cut > 0 {
+            counters.links_cut += cut as u64;
+            counters.pages_cut += 1;
+        }
     }
 
     /// The validators of a URL's last fetch, during a recrawl pass.

@@ -71,6 +71,7 @@ pub fn measure_extraction(pages: usize) -> ExtractionMeasurement {
     let opts = ExtractOptions {
         product_token: "crawldeck".into(),
         max_links: 1000,
+        max_link_bytes: 1 << 20,
         max_url_len: 2048,
     };
     let templates = crate::engine::near_dup::Templates::default();

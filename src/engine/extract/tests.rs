@@ -6,6 +6,7 @@ fn opts() -> ExtractOptions {
     ExtractOptions {
         product_token: "crawldeck".into(),
         max_links: 100,
+        max_link_bytes: 1 << 20,
         max_url_len: 200,
     }
 }
@@ -41,7 +42,7 @@ fn every_link_source_in_document_order() {
             "http://shop.localhost:40123/frame-f",
         ]
     );
-    assert_eq!(got.links_dropped, 0);
+    assert_eq!((got.links_cut, got.urls_too_long), (0, 0));
 }
 
 #[test]
@@ -87,7 +88,7 @@ fn duplicates_fragments_and_non_http_links_are_skipped() {
         <a href="data:text/html,x">d</a><a href="#top">t</a><a href="">e</a>"##,
     );
     assert_eq!(urls(&got), ["http://shop.localhost:40123/p"]);
-    assert_eq!(got.links_dropped, 0);
+    assert_eq!(got.links_cut, 0);
 }
 
 #[test]
@@ -285,7 +286,7 @@ fn canonical_is_resolved_and_first_wins() {
 }
 
 #[test]
-fn link_cap_and_url_length_cap_count_drops() {
+fn link_cap_and_url_length_cap_count_apart() {
     let mut html = String::new();
     for i in 0..10 {
         let _ = write!(html, "<a href=\"/p{i}\">{i}</a>");
@@ -297,28 +298,68 @@ fn link_cap_and_url_length_cap_count_drops() {
     };
     let got = run_with(&html, &small);
     assert_eq!(got.links.len(), 4);
-    assert_eq!(got.links_dropped, 7);
+    // Past the cap nothing is resolved: the long one counts as cut.
+    assert_eq!((got.links_cut, got.urls_too_long), (7, 0));
     let got = run(&html);
     assert_eq!(got.links.len(), 10);
-    assert_eq!(got.links_dropped, 1);
+    assert_eq!((got.links_cut, got.urls_too_long), (0, 1));
+}
+
+/// The defaults' promise: every link of a dense page as big as the default
+/// body cap, the densest markup included.
+#[test]
+fn the_defaults_take_every_link_of_a_dense_five_mib_page() {
+    use crate::engine::config::{
+        FetchConfig, DEFAULT_MAX_LINKS_PER_PAGE, DEFAULT_MAX_LINK_BYTES_PER_PAGE,
+    };
+    let max_body = usize::try_from(FetchConfig::default().max_body).unwrap();
+    let mut html = String::with_capacity(max_body);
+    let mut n = 0;
+    // `<a href=k3f>`: ~13 bytes a link, each URL distinct.
+    while html.len() + 16 < max_body {
+        html.push_str("<a href=");
+        let mut k: usize = n;
+        loop {
+            html.push(char::from_digit((k % 36) as u32, 36).unwrap());
+            k /= 36;
+            if k == 0 {
+                break;
+            }
+        }
+        html.push('>');
+        n += 1;
+    }
+    let defaults = ExtractOptions {
+        max_links: DEFAULT_MAX_LINKS_PER_PAGE,
+        max_link_bytes: DEFAULT_MAX_LINK_BYTES_PER_PAGE,
+        max_url_len: 2048,
+        ..opts()
+    };
+    let got = run_with(&html, &defaults);
+    assert!(n > 350_000, "{n} links in {} bytes", html.len());
+    assert_eq!(got.links.len(), n);
+    assert_eq!(got.links_cut, 0);
 }
 
 #[test]
-fn a_page_with_100_000_links_stays_bounded() {
-    let mut html = String::with_capacity(3_000_000);
-    for i in 0..100_000 {
-        let _ = writeln!(html, "<a href=\"/trap/{i}\">{i}</a>");
+fn the_link_bytes_budget_cuts_a_long_base_with_short_links() {
+    // Each 4-byte href resolves to a ~1 KB URL under this base.
+    let base = format!("http://h.localhost/{}/", "d".repeat(1000));
+    let mut html = format!("<base href=\"{base}\">");
+    for i in 0..100 {
+        let _ = write!(html, "<a href=x{i:02}>");
     }
-    let got = run_with(
-        &html,
-        &ExtractOptions {
-            max_links: 1000,
-            ..opts()
-        },
-    );
-    assert_eq!(got.links.len(), 1000);
-    assert_eq!(got.links_dropped, 99_000);
-    assert_eq!(got.links[999].url.path(), "/trap/999");
+    let budget = ExtractOptions {
+        max_link_bytes: 10 * (base.len() + 3),
+        max_url_len: 2048,
+        ..opts()
+    };
+    let got = run_with(&html, &budget);
+    assert_eq!(got.links.len(), 10);
+    assert_eq!(got.links_cut, 90);
+    let kept: usize = got.links.iter().map(|l| l.url.as_str().len()).sum();
+    assert!(kept <= budget.max_link_bytes);
+    assert!(got.links[9].url.as_str().ends_with("/x09"));
 }
 
 #[test]

@@ -60,6 +60,10 @@ pub struct PageInspection {
     pub links: Vec<InspectedLink>,
     /// The links past [`MAX_LINKS`], not listed.
     pub links_not_listed: usize,
+    /// Links the crawl cut at the per-page cap and did not follow (the
+    /// record's count).
+    #[serde(default)]
+    pub links_cut: u32,
     /// The body as archived (at most [`MAX_BODY`] bytes, as UTF-8), for `:select`.
     pub html: String,
     /// The archived body was longer than [`MAX_BODY`] and was cut.
@@ -175,6 +179,7 @@ pub fn inspect(
         text: Vec::new(),
         links: Vec::new(),
         links_not_listed: 0,
+        links_cut: record.links_dropped,
         html: String::new(),
         truncated: false,
         archive_note: None,
@@ -233,6 +238,7 @@ fn unfetched(store: &Store, url: &str) -> Result<Option<PageInspection>, StoreEr
         text: Vec::new(),
         links: Vec::new(),
         links_not_listed: 0,
+        links_cut: 0,
         html: String::new(),
         truncated: false,
         archive_note: Some(note),

@@ -32,7 +32,9 @@ pub struct PageRecord {
     /// The page's `<link rel=canonical>`, resolved.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub canonical: Option<String>,
-    /// Links past the per-page cap (`scope.max_links_per_page`), not followed.
+    /// Links past the per-page caps (`scope.max_links_per_page`,
+    /// `scope.max_link_bytes_per_page`), not followed; per occurrence, so a
+    /// link repeated past the cap counts each time. Listed as `links_cut`.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub links_dropped: u32,
     /// The answer's media type (`text/html`, without parameters); `None` without an answer
