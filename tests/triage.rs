@@ -131,7 +131,12 @@ async fn a_trap_inside_a_directory_of_real_pages_gets_a_rule_without_collateral(
     }
     assert_eq!(naive_hits, real.len());
     assert_eq!(rule_hits, 0, "{rule} blocks real pages");
-    assert_eq!(alert.impact.as_ref().map(|i| i.good_fetched), Some(0), "{:?}", alert.impact);
+    assert_eq!(
+        alert.impact.as_ref().map(|i| i.good_fetched),
+        Some(0),
+        "{:?}",
+        alert.impact
+    );
 
     // The probe found a real 404: the alert keeps its kind.
     let probes: Vec<&RequestRecord> = log

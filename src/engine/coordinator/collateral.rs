@@ -200,6 +200,7 @@ fn judge(
         .collect();
     // The trap's pages: near the evidence, or near such a page (its
     // fingerprints drift as its shared text becomes the host's template).
+    // Distinct pages of a site are ~32 bits apart, far beyond either step.
     let mut known: Vec<u64> = evidence.to_vec();
     let mut is_evidence = vec![false; hits.len()];
     let mut grew = true;
@@ -209,7 +210,8 @@ fn judge(
             let Some(h) = m.simhash.filter(|_| !is_evidence[i]) else {
                 continue;
             };
-            if known.iter().any(|e| (e ^ h).count_ones() <= near_bits) {
+            // Twice the bits: a step of the drift, not a new page.
+            if known.iter().any(|e| (e ^ h).count_ones() <= 2 * near_bits) {
                 is_evidence[i] = true;
                 known.push(h);
                 grew = true;
