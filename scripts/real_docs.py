@@ -363,7 +363,16 @@ def report(name, root, base, reach_file, data, summary_file, binary, out):
         for s in a.get("samples", [])[:3]:
             print(f"      e.g. {s}")
     if not_fetched:
-        print(f"   {len(not_fetched)} reachable page(s) not fetched, e.g.:")
+        why = {}
+        for k in not_fetched:
+            fate = fates.get(k)
+            label = "/".join(str(x) for x in fate if x) if fate else "never seen (parked or not found)"
+            if "?" in k:
+                label += ", with a query"
+            why[label] = why.get(label, 0) + 1
+        print(f"   {len(not_fetched)} reachable page(s) not fetched: "
+              + "; ".join(f"{n} {label}" for label, n in sorted(why.items(), key=lambda x: -x[1])))
+        print("   e.g.:")
         for k in not_fetched[:8]:
             fate = fates.get(k)
             print(f"      {reachable[k]['url']}  depth {reachable[k]['depth']}  "
@@ -378,7 +387,7 @@ def report(name, root, base, reach_file, data, summary_file, binary, out):
 
 
 def table(files):
-    cols = [("site", 22), ("reachable", 9), ("fetched", 8), ("cov %", 7), ("extra", 6),
+    cols = [("site", 26), ("reachable", 9), ("fetched", 8), ("cov %", 7), ("extra", 6),
             ("alerts", 6), ("quarant.", 8), ("near grp", 8), ("genuine", 7)]
     print(" ".join(f"{c:>{w}}" if i else f"{c:<{w}}" for i, (c, w) in enumerate(cols)))
     for f in files:
