@@ -363,10 +363,26 @@ def report(name, root, base, reach_file, data, summary_file, binary, out):
         for s in a.get("samples", [])[:3]:
             print(f"      e.g. {s}")
     if not_fetched:
+        # Where the crawl could have found the pages it never saw: the links
+        # of the pages it fetched, the first MAX_LINKS_PER_PAGE of each
+        # (the crawler's cap) and the rest.
+        within, past = set(), set()
+        for k in fetched:
+            links = page_links(reachable[k]["file"], reachable[k]["url"])
+            for i, (link, nofollow) in enumerate(links):
+                if not nofollow:
+                    (within if i < MAX_LINKS_PER_PAGE else past).add(url_key(link))
         why = {}
         for k in not_fetched:
             fate = fates.get(k)
-            label = "/".join(str(x) for x in fate if x) if fate else "never seen (parked or not found)"
+            if fate:
+                label = "/".join(str(x) for x in fate if x)
+            elif k in within:
+                label = "never seen, linked from a fetched page (parked)"
+            elif k in past:
+                label = f"never seen, linked only past a fetched page's first {MAX_LINKS_PER_PAGE} links"
+            else:
+                label = "never seen, linked only from pages not fetched"
             if "?" in k:
                 label += ", with a query"
             why[label] = why.get(label, 0) + 1
