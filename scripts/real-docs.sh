@@ -25,9 +25,10 @@
 #                     default 1s would take hours for 20k pages on loopback)
 #   --no-install      do not install missing packages
 #
-# Needs root (or sudo) for apt-get, `ip netns` and nginx. Exit 0 when every
-# site met the target (100 % coverage, 0 alerts, 0 quarantined, every
-# near-duplicate group genuine), 1 otherwise, 2 on a usage error.
+# Needs root: run as another user, it starts itself again through sudo.
+# Exit 0 when every site met the target (100 % coverage, 0 alerts,
+# 0 quarantined, every near-duplicate group genuine), 1 otherwise, 2 on a
+# usage error.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -45,6 +46,7 @@ SITES=(
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2; }
 
+orig_args=("$@")
 want="" passes="default sensitive" out="" timeout_s=900 delay="0ms" install=1 bin=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -64,8 +66,11 @@ done
 bin=$(readlink -f "$bin")
 [ -x "$bin" ] || { echo "real-docs: $bin is not executable" >&2; exit 2; }
 
-sudo=""
-[ "$(id -u)" = 0 ] || sudo="sudo"
+# apt-get, `ip netns` and nginx need root; the crawls and their reads then
+# run as root too, so one user owns the data directories.
+if [ "$(id -u)" != 0 ]; then
+  exec sudo -- "$0" "${orig_args[@]}"
+fi
 
 selected=()
 for s in "${SITES[@]}"; do
@@ -85,8 +90,8 @@ if [ "$install" = 1 ]; then
     || command -v nginx >/dev/null || missing+=(nginx-light)
   if [ ${#missing[@]} -gt 0 ]; then
     echo "real-docs: installing ${missing[*]}" >&2
-    $sudo apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
   fi
 fi
 
@@ -98,17 +103,17 @@ nginx_pid=""
 
 cleanup() {
   if [ -n "$nginx_pid" ]; then
-    $sudo kill "$nginx_pid" 2>/dev/null || true
+    kill "$nginx_pid" 2>/dev/null || true
     wait "$nginx_pid" 2>/dev/null || true
   fi
-  $sudo ip netns delete "$ns" 2>/dev/null || true
+  ip netns delete "$ns" 2>/dev/null || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 # --- nginx in a private network namespace
-$sudo ip netns add "$ns"
-$sudo ip netns exec "$ns" ip link set lo up
+ip netns add "$ns"
+ip netns exec "$ns" ip link set lo up
 mkdir -p "$out/nginx/tmp"
 {
   echo "worker_processes 1;"
@@ -130,7 +135,7 @@ mkdir -p "$out/nginx/tmp"
 # script can take; stopped by its pid at exit.
 npasses=$(wc -w <<<"$passes")
 bound=$(( ${#selected[@]} * npasses * (timeout_s + 120) + 600 ))
-$sudo ip netns exec "$ns" timeout "$bound" nginx -c "$out/nginx/nginx.conf" -g 'daemon off;' &
+ip netns exec "$ns" timeout "$bound" nginx -c "$out/nginx/nginx.conf" -g 'daemon off;' &
 nginx_pid=$!
 for _ in $(seq 50); do
   [ -s "$out/nginx/nginx.pid" ] && break
@@ -166,7 +171,7 @@ for s in "${selected[@]}"; do
     [ "$pass" = sensitive ] && config=(--config "$out/sensitive.toml")
     echo "real-docs: crawling $name ($pass)" >&2
     set +e
-    $sudo ip netns exec "$ns" timeout -k 30 "$timeout_s" \
+    ip netns exec "$ns" timeout -k 30 "$timeout_s" \
       "$bin" crawl --headless "$base$index" --data "$data" --delay "$delay" "${config[@]}" --json \
       >"$data.out" 2>"$data.err"
     rc=$?
