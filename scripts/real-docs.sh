@@ -19,8 +19,9 @@
 #   --default-only    only the pass with default detector settings
 #   --sensitive-only  only the pass with twice the detector's sensitivity
 #   --out DIR         where crawls and results go (default: a new temporary dir)
-#   --timeout SECS    cap on each crawl (default 900); the crawl is stopped
-#                     with SIGTERM (it checkpoints) and reported as it is
+#   --timeout SECS    cap on each crawl, and on each site's reachability and
+#                     report steps (default 900); a crawl is stopped with
+#                     SIGTERM (it checkpoints) and reported as it is
 #   --delay DURATION  per-host delay between requests (default 0ms: the
 #                     default 1s would take hours for 20k pages on loopback)
 #   --no-install      do not install missing packages
@@ -134,7 +135,7 @@ mkdir -p "$out/nginx/tmp"
 # In the foreground of `timeout`, so it cannot outlive the longest run this
 # script can take; stopped by its pid at exit.
 npasses=$(wc -w <<<"$passes")
-bound=$(( ${#selected[@]} * npasses * (timeout_s + 120) + 600 ))
+bound=$(( ${#selected[@]} * (npasses * (2 * timeout_s + 60) + timeout_s) + 600 ))
 ip netns exec "$ns" timeout "$bound" nginx -c "$out/nginx/nginx.conf" -g 'daemon off;' &
 nginx_pid=$!
 for _ in $(seq 50); do
@@ -162,8 +163,16 @@ rows_default=() rows_sensitive=()
 for s in "${selected[@]}"; do
   IFS='|' read -r name pkg root index port <<<"$s"
   base="http://127.0.0.1:$port"
-  echo "real-docs: $name ($pkg $(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || echo '?'), $root)" >&2
-  python3 "$helper" reach "$root" "$base" "$index" "$out/$name.reach.json" >&2
+  version=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null || echo '?')
+  echo "real-docs: $name ($pkg $version, $root)" >&2
+  # The reachable set depends only on the package's files: kept in --out and
+  # reused by a later run of the same version (the Rust reference takes minutes).
+  reach="$out/$name-${version//[^A-Za-z0-9.+-]/_}.reach.json"
+  if [ ! -s "$reach" ]; then
+    timeout "$timeout_s" python3 "$helper" reach "$root" "$base" "$index" "$reach.tmp" >&2 \
+      || { echo "real-docs: no reachable set for $name" >&2; ok=0; continue; }
+    mv "$reach.tmp" "$reach"
+  fi
   for pass in $passes; do
     data="$out/$name.$pass"
     rm -rf "$data"
@@ -177,7 +186,7 @@ for s in "${selected[@]}"; do
     rc=$?
     set -e
     [ "$rc" = 0 ] || echo "real-docs: crawl of $name ($pass) exited $rc (124: timed out)" >&2
-    python3 "$helper" report "$name ($pass)" "$root" "$base" "$out/$name.reach.json" "$data" "$data.out" "$bin" "$data.row.json" \
+    timeout "$timeout_s" python3 "$helper" report "$name ($pass)" "$root" "$base" "$reach" "$data" "$data.out" "$bin" "$data.row.json" \
       || { echo "real-docs: no report for $name ($pass)" >&2; ok=0; continue; }
     if [ "$pass" = default ]; then rows_default+=("$data.row.json"); else rows_sensitive+=("$data.row.json"); fi
     python3 - "$data.row.json" <<'EOF' || ok=0
