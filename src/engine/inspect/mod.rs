@@ -20,7 +20,7 @@ pub use html::{check_selector, select, SelectError, MAX_SELECTED};
 
 #[cfg(unix)]
 use super::store::remote::{ExtraRead, Results};
-use super::store::{read_response, PageOutcome, Store, StoreError};
+use super::store::{read_response, PageOutcome, Store, StoreError, SOFT_404_PROBE};
 
 /// Most body bytes read back from the archive.
 pub const MAX_BODY: usize = 5 * 1024 * 1024;
@@ -162,11 +162,12 @@ pub fn inspect(
     };
     let record_status = match &record.outcome {
         PageOutcome::Fetched { status } | PageOutcome::Redirect { status, .. } => Some(*status),
+        PageOutcome::NotCrawled { reason } => probe_status(reason),
         _ => None,
     };
     let mut page = PageInspection {
         url: record.url.clone(),
-        outcome: record.outcome.label().to_string(),
+        outcome: outcome_words(&record.outcome),
         status: record_status,
         headers: Vec::new(),
         fetched_at_unix_ms: record.fetched_at_unix_ms,
@@ -264,8 +265,29 @@ fn no_archive_reason(outcome: &PageOutcome) -> &'static str {
         PageOutcome::Fetched { .. } | PageOutcome::Duplicate { .. } | PageOutcome::NotModified => {
             "no archived copy (WARC off, noarchive, or fetched by an older crawldeck)"
         }
+        PageOutcome::NotCrawled { reason } if probe_status(reason).is_some() => {
+            "no archived copy of the probe (WARC off, or probed by an older crawldeck)"
+        }
         _ => "no archived copy: the URL was not fetched",
     }
+}
+
+/// The record's outcome in words: a soft-404 probe says it was fetched, and
+/// its verdict, rather than `not crawled`.
+fn outcome_words(outcome: &PageOutcome) -> String {
+    match outcome {
+        PageOutcome::NotCrawled { reason } if probe_status(reason).is_some() => {
+            format!("fetched as a {reason}")
+        }
+        other => other.label().to_string(),
+    }
+}
+
+/// The status a soft-404 probe's verdict starts with (`soft-404 probe: 200, …`);
+/// `None` for a probe that got no answer, or another reason.
+pub(crate) fn probe_status(reason: &str) -> Option<u16> {
+    let verdict = reason.strip_prefix(SOFT_404_PROBE)?.strip_prefix(": ")?;
+    verdict.split(',').next()?.parse().ok()
 }
 
 /// `s` cut to `max` characters, with `…` when cut.
