@@ -146,7 +146,12 @@ fn run_without_engine(run: &ResolvedRun) -> Option<anyhow::Result<()>> {
         } => cluster_ctl(target, words, worker.as_deref()),
         Mode::ClusterStatus { target, json } => cluster_status(target, *json),
         Mode::Page(query) => crawldeck::results::page::run(query, stdout()),
-        Mode::Results(query) => crawldeck::results::run(query, stdout()),
+        Mode::Results(query) => {
+            if let Some(note) = crawldeck::results::shared_parked_note(query) {
+                eprintln!("crawldeck: {note}");
+            }
+            crawldeck::results::run(query, stdout())
+        }
         _ => return None,
     })
 }

@@ -19,7 +19,7 @@ pub use fates::LinkFate;
 pub use html::{check_selector, select, SelectError, MAX_SELECTED};
 
 #[cfg(unix)]
-use super::store::remote::{ExtraRead, Results};
+use super::store::remote::{ExtraAnswer, ExtraRead, Results};
 use super::store::{read_response, PageOutcome, Store, StoreError, SOFT_404_PROBE};
 
 /// Most body bytes read back from the archive.
@@ -92,13 +92,42 @@ pub struct InspectedLink {
 pub(crate) const SOCKET_READS: &[ExtraRead] = &[
     ExtraRead {
         name: "inspect",
-        read: inspect_as_json,
+        read: ExtraAnswer::One(inspect_as_json),
     },
     ExtraRead {
         name: "quarantine",
-        read: quarantine_as_json,
+        read: ExtraAnswer::One(quarantine_as_json),
+    },
+    ExtraRead {
+        name: "parked",
+        read: ExtraAnswer::Lines(parked_as_json),
     },
 ];
+
+#[cfg(unix)]
+fn parked_as_json(
+    store: &Store,
+    _data_dir: &Path,
+    _arg: &str,
+) -> Result<super::store::Entries<serde_json::Value>, StoreError> {
+    Ok(Box::new(quarantine::parked_entries(store).map(|entry| {
+        serde_json::to_value(entry?).map_err(|source| StoreError::Encode {
+            what: "parked URL",
+            source,
+        })
+    })))
+}
+
+/// Every parked URL with its alert and found-on pages, through `results`.
+#[cfg(unix)]
+pub fn read_parked(
+    results: &Results,
+) -> Result<super::store::Entries<quarantine::ParkedEntry>, StoreError> {
+    match results {
+        Results::Local(store) => Ok(quarantine::parked_entries(store)),
+        Results::Remote(remote) => remote.stream("parked", ""),
+    }
+}
 
 #[cfg(unix)]
 fn quarantine_as_json(

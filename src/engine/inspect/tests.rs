@@ -298,6 +298,18 @@ fn the_quarantine_groups_parked_urls_by_alert_with_their_found_on_page() {
     let second = &read.alerts[1].urls;
     assert_eq!(second.len(), quarantine::MAX_URLS_PER_ALERT);
     assert_eq!(second[0].referrer, None);
+
+    // The listing's walk: every parked URL, alert by alert, unbounded.
+    let all: Vec<quarantine::ParkedEntry> = quarantine::parked_entries(&store)
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(all.len(), rows.len());
+    assert_eq!(all[0].alert_id, 4);
+    assert_eq!(all[0].found_on, ["http://h.localhost/"]);
+    assert_eq!((all[1].depth, all[1].host.as_str()), (1, "h.localhost"));
+    assert!(all[2..]
+        .iter()
+        .all(|p| p.alert_id == 9 && p.found_on.is_empty()));
 }
 
 #[test]
