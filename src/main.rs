@@ -187,7 +187,12 @@ async fn start_engine(
             // Nobody can resume a paused headless crawl: it runs unless asked.
             // A worker of a shared crawl waits until it has replayed the
             // crawl's commands (`cluster::follow` resumes it).
-            paused: Some(run.overrides.paused.unwrap_or(false) || run.cluster.is_some()),
+            // So do `--accept`/`--dismiss`: decided before anything is fetched.
+            paused: Some(
+                run.overrides.paused.unwrap_or(false)
+                    || run.cluster.is_some()
+                    || !run.decisions.is_empty(),
+            ),
             ..run.overrides
         },
         cluster: run.cluster.clone(),
@@ -283,6 +288,15 @@ async fn run_headless(
         },
         None => (None, None),
     };
+    let mut handle = handle;
+    if !run.decisions.is_empty() {
+        let resume = run.overrides.paused != Some(true);
+        eprintln!("crawldeck: deciding trap alerts before anything is fetched");
+        if let Err(e) = headless::decide(&mut handle, &run.decisions, resume).await {
+            stop_engine(&handle.control, engine.done).await;
+            return Err(e);
+        }
+    }
     let done = after_drained(engine.done, hub.drained());
     if !json {
         eprintln!(
