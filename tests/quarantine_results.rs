@@ -2,7 +2,8 @@
 //! crawl of the demo's archive trap ends with only parked URLs, its summary
 //! names per alert what it parked and the commands that decide it, `pages
 //! --fate parked` lists them with their alert and found-on page, and the
-//! printed release command, run as printed, fetches them. Under `--traps
+//! printed release command, run as printed, fetches them. A crawl waiting
+//! for the operator lists them through its results socket. Under `--traps
 //! alert-only` the alerts show in `status` and in the summary.
 
 use std::collections::HashSet;
@@ -223,5 +224,59 @@ async fn alert_only_alerts_show_in_status_and_in_the_summary() {
     assert!(summary.contains(heading), "{summary}");
     assert!(summary.contains("  #1 archive.localhost:"), "{summary}");
     assert!(!summary.contains("open trap alerts"), "{summary}");
+    demo.shutdown().await;
+}
+
+/// While a crawl waits for the operator, its parked URLs are listed through
+/// the engine's results socket, the store being locked by the engine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_crawls_parked_urls_are_listed_through_its_engine() {
+    use crawldeck::engine::control::Command as EngineCommand;
+    let demo = crate::common::start_demo(vec![SiteKind::Archive]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = crate::common::test_config(&demo);
+    cfg.politeness.min_delay = Duration::from_millis(2);
+    cfg.max_depth = 1000;
+    let options = crawldeck::engine::EngineOptions {
+        wait_for_operator: true,
+        ..Default::default()
+    };
+    let running = crawldeck::engine::start_with(cfg, dir.path(), std::future::pending(), options)
+        .await
+        .expect("engine starts");
+    let mut snapshots = running.handle.snapshots.clone();
+    let waiting = |s: &crawldeck::engine::telemetry::Snapshot| {
+        s.quarantined > 0 && s.frontier_size == 0 && s.in_flight == 0
+    };
+    tokio::time::timeout(crate::common::CRAWL_LIMIT, async {
+        while !waiting(&snapshots.borrow()) {
+            snapshots.changed().await.expect("engine runs");
+        }
+    })
+    .await
+    .expect("only parked URLs left within the limit");
+    let parked_count = snapshots.borrow().quarantined as usize;
+    let data = dir.path().to_path_buf();
+    let listed = tokio::task::spawn_blocking(move || {
+        assert!(
+            data.join("results.sock").exists(),
+            "the engine serves reads"
+        );
+        let line = format!("crawldeck pages {} --fate parked", data.display());
+        json_lines(&run_printed(&line, &["--json"]))
+    })
+    .await
+    .unwrap();
+    assert_eq!(listed.len(), parked_count);
+    assert!(listed
+        .iter()
+        .all(|r| r["fate"] == "parked" && r["referrers"][0].is_string()));
+
+    running.handle.control.send(EngineCommand::Shutdown);
+    tokio::time::timeout(crate::common::CRAWL_LIMIT, running.done)
+        .await
+        .expect("the crawl stops")
+        .expect("no panic")
+        .expect("no engine error");
     demo.shutdown().await;
 }
