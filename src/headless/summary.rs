@@ -42,6 +42,10 @@ pub struct Summary {
     pub open_alerts: Vec<AlertSummary>,
     /// Alerts of `--traps alert-only`: raised, nothing parked.
     pub noted_alerts: Vec<AlertSummary>,
+    /// How to decide open alerts of a worker of a shared crawl, whose URLs
+    /// are parked in Redis (the per-alert commands need the data directory's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_decide: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -112,6 +116,7 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
     } else {
         s.data_dir.clone()
     };
+    let shared = crate::engine::frontier::shared_crawl(std::path::Path::new(&data_dir));
     Summary {
         pages: s.counters.pages_fetched,
         bytes: s.counters.bytes,
@@ -140,7 +145,7 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
             .iter()
             .filter(|a| a.status == AlertStatus::Open)
             .map(|a| AlertSummary {
-                commands: Some(AlertCommands::of(a.id, &data_dir)),
+                commands: shared.is_none().then(|| AlertCommands::of(a.id, &data_dir)),
                 ..alert_summary(a)
             })
             .collect(),
@@ -151,6 +156,9 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
             .map(alert_summary)
             .collect(),
         data_dir,
+        shared_decide: shared.map(|(url, crawl)| {
+            format!("`crawldeck attach --redis {url} --crawl {crawl}` while a worker of it runs")
+        }),
     }
 }
 
@@ -255,10 +263,13 @@ fn errors_value(s: &Summary) -> String {
 
 /// The open trap alerts with their impact and samples, and where to decide them.
 fn open_alerts_text(s: &Summary) -> String {
+    let decide = match &s.shared_decide {
+        Some(shared) => format!("parked in Redis; decide with {shared}"),
+        None => format!("parked; decide with `crawldeck --data {}`", s.data_dir),
+    };
     let mut text = format!(
-        "open trap alerts: {} (their URLs are parked; decide with `crawldeck --data {}`)\n",
-        s.open_alerts.len(),
-        s.data_dir
+        "open trap alerts: {} (their URLs are {decide})\n",
+        s.open_alerts.len()
     );
     for a in &s.open_alerts {
         text.push_str(&alert_lines(a));

@@ -296,3 +296,23 @@ fn the_summary_gives_each_open_alerts_commands_and_lists_noted_alerts() {
         format!("crawldeck crawl --headless --data {dir} --dismiss 7")
     );
 }
+
+#[test]
+fn a_shared_crawls_worker_is_told_to_decide_over_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("cluster-crawl"),
+        "redis://127.0.0.1:7/0\nc1\n",
+    )
+    .unwrap();
+    let mut s = final_snapshot();
+    s.data_dir = dir.path().display().to_string();
+    let summary = summarize(&s, Duration::from_secs(3), &HeadlessOptions::default());
+    assert_eq!(summary.open_alerts[0].commands, None);
+    let text = summary_text(&summary);
+    assert!(
+        text.contains("(their URLs are parked in Redis; decide with `crawldeck attach --redis redis://127.0.0.1:7/0 --crawl c1` while a worker of it runs)"),
+        "{text}"
+    );
+    assert!(!text.contains("--dismiss"), "{text}");
+}
