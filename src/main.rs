@@ -276,7 +276,7 @@ async fn run_headless(
     }
     let hub = Hub::new(engine.handle);
     let _server = socket.map(|socket| socket.serve(hub.clone()));
-    let handle = hub.local_handle();
+    let mut handle = hub.local_handle();
     // The cluster view reads this worker's records through `_reads`.
     let (_reads, publisher) = match &run.cluster {
         Some(target) => match join_cluster(run, target, &hub, &handle, data_dir) {
@@ -288,10 +288,8 @@ async fn run_headless(
         },
         None => (None, None),
     };
-    let mut handle = handle;
     if !run.decisions.is_empty() {
         let resume = run.overrides.paused != Some(true);
-        eprintln!("crawldeck: deciding trap alerts before anything is fetched");
         if let Err(e) = headless::decide(&mut handle, &run.decisions, resume).await {
             stop_engine(&handle.control, engine.done).await;
             return Err(e);

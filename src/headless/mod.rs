@@ -66,6 +66,7 @@ pub async fn decide(
     decisions: &[Command],
     resume: bool,
 ) -> anyhow::Result<()> {
+    eprintln!("crawldeck: deciding trap alerts before anything is fetched");
     for decision in decisions {
         let id = handle.control.send(decision.clone());
         let outcome = loop {
