@@ -146,7 +146,12 @@ fn run_without_engine(run: &ResolvedRun) -> Option<anyhow::Result<()>> {
         } => cluster_ctl(target, words, worker.as_deref()),
         Mode::ClusterStatus { target, json } => cluster_status(target, *json),
         Mode::Page(query) => crawldeck::results::page::run(query, stdout()),
-        Mode::Results(query) => crawldeck::results::run(query, stdout()),
+        Mode::Results(query) => {
+            if let Some(note) = crawldeck::results::shared_parked_note(query) {
+                eprintln!("crawldeck: {note}");
+            }
+            crawldeck::results::run(query, stdout())
+        }
         _ => return None,
     })
 }
@@ -182,7 +187,12 @@ async fn start_engine(
             // Nobody can resume a paused headless crawl: it runs unless asked.
             // A worker of a shared crawl waits until it has replayed the
             // crawl's commands (`cluster::follow` resumes it).
-            paused: Some(run.overrides.paused.unwrap_or(false) || run.cluster.is_some()),
+            // So do `--accept`/`--dismiss`: decided before anything is fetched.
+            paused: Some(
+                run.overrides.paused.unwrap_or(false)
+                    || run.cluster.is_some()
+                    || !run.decisions.is_empty(),
+            ),
             ..run.overrides
         },
         cluster: run.cluster.clone(),
@@ -266,7 +276,7 @@ async fn run_headless(
     }
     let hub = Hub::new(engine.handle);
     let _server = socket.map(|socket| socket.serve(hub.clone()));
-    let handle = hub.local_handle();
+    let mut handle = hub.local_handle();
     // The cluster view reads this worker's records through `_reads`.
     let (_reads, publisher) = match &run.cluster {
         Some(target) => match join_cluster(run, target, &hub, &handle, data_dir) {
@@ -278,6 +288,13 @@ async fn run_headless(
         },
         None => (None, None),
     };
+    if !run.decisions.is_empty() {
+        let resume = run.overrides.paused != Some(true);
+        if let Err(e) = headless::decide(&mut handle, &run.decisions, resume).await {
+            stop_engine(&handle.control, engine.done).await;
+            return Err(e);
+        }
+    }
     let done = after_drained(engine.done, hub.drained());
     if !json {
         eprintln!(

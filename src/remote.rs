@@ -40,6 +40,10 @@ pub struct StatusReport {
     pub rules: Vec<String>,
     /// Trap alerts waiting for a decision.
     pub open_alerts: Vec<OpenAlert>,
+    /// Alerts of `--traps alert-only`: raised, nothing parked (they can still
+    /// be accepted, which adds their rule).
+    #[serde(default)]
+    pub noted_alerts: Vec<OpenAlert>,
     /// URLs parked by open alerts.
     pub quarantined: u64,
     /// Links past a page's caps, not followed (`scope.max_links_per_page`,
@@ -93,19 +97,21 @@ pub struct OpenAlert {
 impl StatusReport {
     /// The report of `snapshot`, from the engine with `pid`.
     pub fn of(snapshot: &Snapshot, pid: u32) -> StatusReport {
-        let open_alerts = snapshot
-            .alerts
-            .iter()
-            .filter(|a| a.status == AlertStatus::Open)
-            .map(|a| OpenAlert {
-                id: a.id,
-                host: a.host.clone(),
-                kind: a.kind.label().to_string(),
-                rule: a.suggested_rule.pattern.clone(),
-                matching_queued: a.matching_queued,
-                impact: a.impact.as_ref().map(|i| i.summary()),
-            })
-            .collect();
+        let alerts = |status| {
+            snapshot
+                .alerts
+                .iter()
+                .filter(|a| a.status == status)
+                .map(|a| OpenAlert {
+                    id: a.id,
+                    host: a.host.clone(),
+                    kind: a.kind.label().to_string(),
+                    rule: a.suggested_rule.pattern.clone(),
+                    matching_queued: a.matching_queued,
+                    impact: a.impact.as_ref().map(|i| i.summary()),
+                })
+                .collect()
+        };
         StatusReport {
             state: snapshot.state.label().to_string(),
             pid,
@@ -128,7 +134,8 @@ impl StatusReport {
                 .iter()
                 .map(|r| format!("{}:{}", kind_word(r.spec.kind), r.spec.pattern))
                 .collect(),
-            open_alerts,
+            open_alerts: alerts(AlertStatus::Open),
+            noted_alerts: alerts(AlertStatus::Noted),
             quarantined: snapshot.quarantined,
             links_cut: snapshot.counters.links_cut,
             pages_cut: snapshot.counters.pages_cut,
@@ -194,6 +201,18 @@ impl StatusReport {
             if let Some(impact) = &a.impact {
                 out.push_str(&format!("\n    {impact}"));
             }
+        }
+        if !self.noted_alerts.is_empty() {
+            out.push_str(&format!(
+                "\nnoted alerts {} (--traps alert-only: nothing parked)",
+                self.noted_alerts.len()
+            ));
+        }
+        for a in &self.noted_alerts {
+            out.push_str(&format!(
+                "\n  #{} {} on {}: {} ({} matching queued URLs)",
+                a.id, a.kind, a.host, a.rule, a.matching_queued
+            ));
         }
         // Host names and patterns come from the network and the operator.
         out.lines().map(|l| strip_control(l) + "\n").collect()
@@ -457,5 +476,38 @@ mod tests {
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["links_cut"], 1500);
         assert_eq!(json["pages_cut"], 2);
+    }
+
+    #[test]
+    fn status_lists_alert_only_alerts_as_noted() {
+        use crate::engine::telemetry::{TrapAlert, TrapKind};
+        let alert = |id, status| TrapAlert {
+            id,
+            host: "cal.localhost:4000".into(),
+            kind: TrapKind::Counter,
+            evidence_count: 25,
+            last_seen: 0,
+            samples: Vec::new(),
+            suggested_rule: crate::engine::control::RuleSpec {
+                kind: crate::engine::control::PatternKind::Regex,
+                pattern: "^http://cal/day/".into(),
+                host: None,
+            },
+            matching_queued: 12,
+            impact: None,
+            status,
+        };
+        let snapshot = Snapshot {
+            alerts: vec![alert(1, AlertStatus::Noted), alert(2, AlertStatus::Open)],
+            ..Snapshot::default()
+        };
+        let report = StatusReport::of(&snapshot, 42);
+        assert_eq!(report.open_alerts.len(), 1);
+        assert_eq!(report.noted_alerts[0].id, 1);
+        let text = report.text(Path::new("./c1"));
+        assert!(
+            text.contains("noted alerts 1 (--traps alert-only: nothing parked)\n  #1 calendar on cal.localhost:4000: ^http://cal/day/ (12 matching queued URLs)\n"),
+            "{text}"
+        );
     }
 }

@@ -577,3 +577,44 @@ fn demo_on_a_directory_holding_a_crawl_exits_2_and_leaves_it_alone() {
     let kept = std::fs::read_to_string(crawl.join("crawl.toml")).unwrap();
     assert_eq!(kept, "max_pages = 7\n");
 }
+
+#[test]
+fn alert_decisions_need_an_existing_crawl_and_headless() {
+    let err = resolve(&[
+        "crawl",
+        "--headless",
+        "--dismiss",
+        "1",
+        "https://a.example/",
+    ])
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("give its --data DIR"), "{err}");
+    let no_headless = Cli::try_parse_from(["crawldeck", "crawl", "--accept", "1", "--data", "x"]);
+    assert!(no_headless.is_err(), "--accept needs --headless");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("c1");
+    std::fs::create_dir_all(data.join("db")).unwrap();
+    let data = data.to_str().unwrap();
+    let run = resolve(&[
+        "crawl",
+        "--headless",
+        "--data",
+        data,
+        "--accept",
+        "2",
+        "--dismiss",
+        "3",
+    ])
+    .expect("a crawl to decide on");
+    assert_eq!(
+        run.decisions,
+        [
+            crawldeck::engine::control::Command::AcceptAlert {
+                alert_id: 2,
+                rule: None
+            },
+            crawldeck::engine::control::Command::DismissAlert { alert_id: 3 },
+        ]
+    );
+}

@@ -24,6 +24,7 @@ mod inspector_pty;
 mod private_files;
 mod pty;
 mod quarantine_pty;
+mod quarantine_results;
 mod records;
 mod recrawl;
 mod results;

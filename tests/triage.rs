@@ -101,6 +101,20 @@ async fn soft_404_next_to_real_pages_is_probed_once_and_its_rule_spares_them() {
     assert_eq!(impact.good_fetched, 0, "{impact:?}");
     assert!(impact.parked > 0, "{impact:?}");
     assert!(impact.summary().contains("; 0 fetched good pages match"));
+
+    // The inspector shows the probe that decided the alert as fetched, with its body.
+    let store = crawldeck::engine::store::Store::open(dir.path(), 1 << 20).unwrap();
+    let page = crawldeck::engine::inspect::inspect(&store, dir.path(), probe_url.as_str())
+        .unwrap()
+        .expect("the probe's record");
+    assert_eq!(page.status, Some(200), "{page:?}");
+    assert!(
+        page.outcome.starts_with("fetched as a soft-404 probe: 200"),
+        "{}",
+        page.outcome
+    );
+    assert_eq!(page.archive_note, None);
+    assert!(!page.text.is_empty(), "the probe's body is shown");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -156,6 +156,14 @@ pub struct CrawlArgs {
     /// No terminal UI: progress on stderr, a summary at the end.
     #[arg(long)]
     pub headless: bool,
+    /// Before crawling on, dismiss this trap alert of the crawl in --data: its
+    /// parked URLs go back to the frontier and are fetched (repeatable).
+    #[arg(long, value_name = "ALERT", requires = "headless")]
+    pub dismiss: Vec<u64>,
+    /// Before crawling on, accept this trap alert: its rule is added and its
+    /// parked URLs are recorded as blocked (repeatable).
+    #[arg(long, value_name = "ALERT", requires = "headless")]
+    pub accept: Vec<u64>,
     #[command(flatten)]
     pub cluster: ClusterArgs,
     #[command(flatten)]

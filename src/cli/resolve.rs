@@ -95,6 +95,8 @@ pub struct ResolvedRun {
     pub log_filter: Option<String>,
     /// `--redis` and `--crawl`: the frontier is shared with other workers.
     pub cluster: Option<crate::engine::ClusterTarget>,
+    /// `--accept` and `--dismiss`: alert decisions applied before the crawl goes on.
+    pub decisions: Vec<crate::engine::control::Command>,
 }
 
 /// A usage or configuration error: exit code 2.
@@ -170,9 +172,29 @@ fn resolve_crawl(c: super::CrawlArgs) -> Result<ResolvedRun, UsageError> {
         Mode::Tui
     };
     let cluster = super::cluster::resolve_cluster(&c.cluster, c.headless)?;
+    let decisions = decisions(&c.accept, &c.dismiss);
     let mut resolved = resolve_run(c.run, mode, cluster.is_some())?;
+    if !decisions.is_empty() && (!resolved.resuming || cluster.is_some()) {
+        return Err(UsageError(
+            "--accept and --dismiss decide trap alerts of a crawl this machine holds: give its --data DIR (not --redis; over a shared crawl use `crawldeck ctl --redis … --worker W accept N`)".into(),
+        ));
+    }
     resolved.cluster = cluster;
+    resolved.decisions = decisions;
     Ok(resolved)
+}
+
+/// The commands `--accept` and `--dismiss` stand for, accepts first.
+fn decisions(accept: &[u64], dismiss: &[u64]) -> Vec<crate::engine::control::Command> {
+    use crate::engine::control::Command;
+    let accepts = accept.iter().map(|&alert_id| Command::AcceptAlert {
+        alert_id,
+        rule: None,
+    });
+    let dismissals = dismiss
+        .iter()
+        .map(|&alert_id| Command::DismissAlert { alert_id });
+    accepts.chain(dismissals).collect()
 }
 
 /// `demo`: a crawl of the built-in local web, which brings its own seeds.
@@ -303,6 +325,7 @@ fn front_end(mode: Mode) -> ResolvedRun {
         ui: UiOptions::default(),
         log_filter: None,
         cluster: None,
+        decisions: Vec::new(),
     }
 }
 
@@ -363,6 +386,7 @@ fn resolve_run(run: RunArgs, mode: Mode, joins_cluster: bool) -> Result<Resolved
         },
         log_filter,
         cluster: None,
+        decisions: Vec::new(),
     })
 }
 

@@ -182,16 +182,32 @@ fn shingle(a: u64, b: u64, c: u64) -> u64 {
     mix(a.rotate_left(1) ^ b.rotate_left(23) ^ c.rotate_left(43) ^ 0x2545_F491_4F6C_DD1D)
 }
 
-/// What one host's pages have shown so far: per block hash, the pages it was
-/// seen on.
+/// What one host's pages have shown so far, per block hash.
 #[derive(Default)]
 struct HostTemplate {
-    blocks: HashMap<u32, u16>,
+    blocks: HashMap<u32, Seen>,
+    /// Pages learnt from: the host's clock for `Seen::born`.
+    pages: u32,
+}
+
+/// A block as the host's pages showed it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Seen {
+    /// Pages it was seen on.
+    pages: u16,
+    /// The host's page count when it became template (0: not yet).
+    born: u32,
+}
+
+impl Seen {
+    fn is_template(self) -> bool {
+        self.pages >= TEMPLATE_MIN_PAGES
+    }
 }
 
 impl HostTemplate {
-    /// Learns the page's blocks; returns on how many pages each was seen.
-    fn learn(&mut self, features: &TextFeatures, learn: bool) -> Vec<u16> {
+    /// Learns the page's blocks; returns how each was seen.
+    fn learn(&mut self, features: &TextFeatures, learn: bool) -> Vec<Seen> {
         let key = |b: &Block| (b.hash >> 32) as u32 ^ b.hash as u32;
         if learn {
             let mut keys: Vec<u32> = features
@@ -205,15 +221,19 @@ impl HostTemplate {
             if self.blocks.len() + keys.len() > BLOCKS_PER_HOST {
                 self.forget_rarest();
             }
+            self.pages = self.pages.saturating_add(1);
             for k in keys {
-                let pages = self.blocks.entry(k).or_default();
-                *pages = pages.saturating_add(1);
+                let seen = self.blocks.entry(k).or_default();
+                seen.pages = seen.pages.saturating_add(1);
+                if seen.pages == TEMPLATE_MIN_PAGES {
+                    seen.born = self.pages;
+                }
             }
         }
         features
             .blocks
             .iter()
-            .map(|b| self.blocks.get(&key(b)).copied().unwrap_or(0))
+            .map(|b| self.blocks.get(&key(b)).copied().unwrap_or_default())
             .collect()
     }
 
@@ -221,7 +241,7 @@ impl HostTemplate {
     fn forget_rarest(&mut self) {
         let mut floor: u16 = TEMPLATE_MIN_PAGES;
         while self.blocks.len() > BLOCKS_PER_HOST / 2 {
-            self.blocks.retain(|_, pages| *pages >= floor);
+            self.blocks.retain(|_, seen| seen.pages >= floor);
             floor = match floor.checked_mul(2) {
                 Some(f) => f,
                 None => {
@@ -273,31 +293,36 @@ impl Templates {
 }
 
 /// The simhash of the page's distinctive shingles: neither boilerplate nor
-/// template; when they are too few, its main text; failing that, all of it.
-fn fingerprint_with(features: &TextFeatures, seen_on: &[u16]) -> u64 {
-    let pages = |i: usize| seen_on.get(i).copied().unwrap_or(0);
-    let is_template = |i: usize| pages(i) >= TEMPLATE_MIN_PAGES;
-    // The site's menu around a trap's copies is far more common than the
-    // copies' own text, which becomes template too: left out of the main text.
-    let rarest_template = (0..features.blocks.len())
-        .filter(|&i| is_template(i) && !features.blocks[i].boilerplate)
-        .map(pages)
-        .min()
-        .unwrap_or(u16::MAX);
-    let (mut main, mut distinct) = (0usize, 0usize);
-    for (i, (block, shingles)) in features.blocks().enumerate() {
-        if !block.boilerplate {
-            main += shingles.len();
-            if !is_template(i) {
-                distinct += shingles.len();
-            }
+/// template. When they are too few (a trap's copies, whose shared text
+/// becomes template too), the template blocks that became template late in
+/// the host's crawl, as the page's own did, with what is left: the site's
+/// menu, template long before, stays out, so the copies keep one
+/// fingerprint however many there are. Failing all that, all of the text.
+fn fingerprint_with(features: &TextFeatures, seen: &[Seen]) -> u64 {
+    let seen = |i: usize| seen.get(i).copied().unwrap_or_default();
+    let main_blocks = || {
+        features
+            .blocks()
+            .enumerate()
+            .filter(|(_, (b, _))| !b.boilerplate)
+    };
+    let (mut main, mut distinct, mut youngest) = (0usize, 0usize, 0u32);
+    for (i, (_, shingles)) in main_blocks() {
+        main += shingles.len();
+        if seen(i).is_template() {
+            youngest = youngest.max(seen(i).born);
+        } else {
+            distinct += shingles.len();
         }
     }
     let keep: &dyn Fn(&Block, usize) -> bool =
         if distinct * MIN_DISTINCT_SHARE >= main && distinct > 0 {
-            &|b, i| !b.boilerplate && !is_template(i)
+            &|b, i| !b.boilerplate && !seen(i).is_template()
         } else if main > 0 {
-            &|b, i| !b.boilerplate && pages(i) <= rarest_template.saturating_mul(2)
+            &|b, i| {
+                let s = seen(i);
+                !b.boilerplate && (!s.is_template() || s.born.saturating_mul(2) >= youngest)
+            }
         } else {
             &|_, _| true
         };

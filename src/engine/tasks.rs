@@ -32,7 +32,7 @@ pub enum Work {
         origin: Url,
         answer: RobotsAnswer,
     },
-    /// A soft-404 probe came back: neither archived nor a page of the crawl.
+    /// A soft-404 probe came back: archived, but not a page of the crawl.
     Probe {
         lease: Lease,
         result: Result<ProbeAnswer, FetchError>,
@@ -46,6 +46,11 @@ pub struct ProbeAnswer {
     pub retry_after: Option<Duration>,
     /// Simhash of a 2xx HTML body.
     pub simhash: Option<u64>,
+    pub content_type: Option<String>,
+    pub bytes: u64,
+    /// Where the exchange was archived.
+    pub warc_at: Option<WarcLocation>,
+    pub warc_error: Option<String>,
 }
 
 /// A response as the coordinator needs it; the body itself stays in the task.
@@ -140,31 +145,10 @@ fn process(
         e.fingerprint(templates, host);
     }
     let digest = ok.then(|| ContentDigest::of(&response.body));
-    let mut warc_error = None;
-    let mut warc_at = None;
-    if let (Some(warc), true) = (warc, !directives.noarchive) {
-        let label = digest.as_ref().map_or_else(
-            || ContentDigest::of(&response.body).warc_label(),
-            |d| d.warc_label(),
-        );
-        let exchange = WarcExchange {
-            url: response.final_url.as_str(),
-            ip: response.remote_ip,
-            date: SystemTime::now(),
-            request_head: &response.request_head,
-            response_head: &response.response_head,
-            body: &response.body,
-            payload_digest: &label,
-        };
-        let written = EncodedExchange::new(&exchange).and_then(|encoded| {
-            let mut writer = warc.lock().unwrap_or_else(|p| p.into_inner());
-            writer.append(&encoded)
-        });
-        match written {
-            Ok(at) => warc_at = Some(at),
-            Err(e) => warc_error = Some(format!("WARC write failed: {e}")),
-        }
-    }
+    let (warc_at, warc_error) = match (warc, !directives.noarchive) {
+        (Some(warc), true) => archive(&response, digest.as_ref(), &warc),
+        _ => (None, None),
+    };
     Fetched {
         status: response.status,
         content_type: response.content_type,
@@ -182,39 +166,69 @@ fn process(
     }
 }
 
-// One call site; a struct for it would only rename the arguments.
-#[allow(clippy::too_many_arguments)]
-async fn run_probe(
+/// Writes the request/response pair to the WARC: where it went, or why not.
+fn archive(
+    response: &Response,
+    digest: Option<&ContentDigest>,
+    warc: &Mutex<WarcWriter>,
+) -> (Option<WarcLocation>, Option<String>) {
+    let label = digest.map_or_else(
+        || ContentDigest::of(&response.body).warc_label(),
+        |d| d.warc_label(),
+    );
+    let exchange = WarcExchange {
+        url: response.final_url.as_str(),
+        ip: response.remote_ip,
+        date: SystemTime::now(),
+        request_head: &response.request_head,
+        response_head: &response.response_head,
+        body: &response.body,
+        payload_digest: &label,
+    };
+    let written = EncodedExchange::new(&exchange).and_then(|encoded| {
+        let mut writer = warc.lock().unwrap_or_else(|p| p.into_inner());
+        writer.append(&encoded)
+    });
+    match written {
+        Ok(at) => (Some(at), None),
+        Err(e) => (None, Some(format!("WARC write failed: {e}"))),
+    }
+}
+
+/// One soft-404 probe, moved into its task.
+struct ProbeJob {
     fetcher: Fetcher,
     lease: Lease,
     url: Url,
     max_body: u64,
     extract: Arc<ExtractOptions>,
     templates: Arc<Templates>,
+    warc: Option<Arc<Mutex<WarcWriter>>>,
     cpu: CpuPool,
     done: mpsc::UnboundedSender<Work>,
-) {
+}
+
+async fn run_probe(job: ProbeJob) {
+    let ProbeJob {
+        fetcher,
+        lease,
+        url,
+        max_body,
+        extract,
+        templates,
+        warc,
+        cpu,
+        done,
+    } = job;
     match fetcher.fetch(&url, None, max_body).await {
         Ok(response) => cpu.spawn(move || {
-            let ok = (200..300).contains(&response.status);
-            let simhash = (ok && extract::is_html(response.content_type.as_deref())).then(|| {
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    let extracted = extract::extract(
-                        &response.body,
-                        &response.final_url,
-                        response.content_type.as_deref(),
-                        &extract,
-                    );
-                    templates.fingerprint_probe(&lease.entry.host, &extracted.features)
-                }))
-                .ok()
-            });
-            let answer = ProbeAnswer {
-                status: response.status,
-                elapsed: response.elapsed,
-                retry_after: response.retry_after,
-                simhash: simhash.flatten(),
-            };
+            let answer = judge_probe_response(
+                &response,
+                &extract,
+                &templates,
+                &lease.entry.host,
+                warc.as_deref(),
+            );
             let _ = done.send(Work::Probe {
                 lease,
                 result: Ok(answer),
@@ -226,6 +240,44 @@ async fn run_probe(
                 result: Err(e),
             });
         }
+    }
+}
+
+/// A probe's answer: its simhash, and its exchange archived like a page's
+/// (the inspector shows what decided the alert).
+fn judge_probe_response(
+    response: &Response,
+    extract: &ExtractOptions,
+    templates: &Templates,
+    host: &str,
+    warc: Option<&Mutex<WarcWriter>>,
+) -> ProbeAnswer {
+    let ok = (200..300).contains(&response.status);
+    let simhash = (ok && extract::is_html(response.content_type.as_deref())).then(|| {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let extracted = extract::extract(
+                &response.body,
+                &response.final_url,
+                response.content_type.as_deref(),
+                extract,
+            );
+            templates.fingerprint_probe(host, &extracted.features)
+        }))
+        .ok()
+    });
+    let (warc_at, warc_error) = match warc {
+        Some(warc) => archive(response, None, warc),
+        None => (None, None),
+    };
+    ProbeAnswer {
+        status: response.status,
+        elapsed: response.elapsed,
+        retry_after: response.retry_after,
+        simhash: simhash.flatten(),
+        content_type: response.content_type.clone(),
+        bytes: response.body.len() as u64,
+        warc_at,
+        warc_error,
     }
 }
 
@@ -317,18 +369,19 @@ impl Workers {
         }));
     }
 
-    /// Fetches a soft-404 probe (no WARC record); the answer arrives as `Work::Probe`.
+    /// Fetches a soft-404 probe (archived, not a page); the answer arrives as `Work::Probe`.
     pub(crate) fn spawn_probe(&self, lease: Lease, url: Url) {
-        tokio::spawn(run_probe(
-            self.fetcher.clone(),
+        tokio::spawn(run_probe(ProbeJob {
+            fetcher: self.fetcher.clone(),
             lease,
             url,
-            self.max_body,
-            self.extract.clone(),
-            self.templates.clone(),
-            self.cpu.clone(),
-            self.done.clone(),
-        ));
+            max_body: self.max_body,
+            extract: self.extract.clone(),
+            templates: self.templates.clone(),
+            warc: self.warc.clone(),
+            cpu: self.cpu.clone(),
+            done: self.done.clone(),
+        }));
     }
 
     /// Fetches a host's robots.txt; the verdict arrives as `Work::Robots`.

@@ -16,8 +16,10 @@ pub use summary::{summary_text, AlertSummary, Summary};
 use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
+use crate::engine::control::{Command, Target};
 use crate::engine::telemetry::{EngineEvent, Snapshot};
 use crate::engine::{EngineError, EngineHandle};
+use crate::text::strip_control;
 
 const SPINNER: [char; 4] = ['|', '/', '-', '\\'];
 
@@ -54,6 +56,35 @@ struct Progress {
     /// The crawl waits for its shared frontier: why, and when it tries again.
     #[serde(skip_serializing_if = "Option::is_none")]
     waiting_for: Option<String>,
+}
+
+/// Applies `--accept`/`--dismiss` to an engine started paused, one at a
+/// time, each answer on stderr (an accept or dismiss is answered once its
+/// sweep is done); then resumes the crawl if `resume`. A refusal is an error.
+pub async fn decide(
+    handle: &mut EngineHandle,
+    decisions: &[Command],
+    resume: bool,
+) -> anyhow::Result<()> {
+    eprintln!("crawldeck: deciding trap alerts before anything is fetched");
+    for decision in decisions {
+        let id = handle.control.send(decision.clone());
+        let outcome = loop {
+            match handle.events.recv().await {
+                Some(EngineEvent::CommandDone(done)) if done.id == id => break done.outcome,
+                Some(_) => {}
+                None => anyhow::bail!("the engine stopped before it answered {}", decision.label()),
+            }
+        };
+        match outcome {
+            Ok(answer) => eprintln!("crawldeck: {}", strip_control(&answer)),
+            Err(why) => anyhow::bail!("{}: refused: {}", decision.label(), strip_control(&why)),
+        }
+    }
+    if resume {
+        handle.control.send(Command::Resume(Target::Global));
+    }
+    Ok(())
 }
 
 /// Runs until the engine task ends; returns its final snapshot.

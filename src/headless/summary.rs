@@ -43,11 +43,19 @@ pub struct Summary {
     pub user_agent: String,
     pub finish_reason: String,
     pub open_alerts: Vec<AlertSummary>,
+    /// Alerts of `--traps alert-only`: raised, nothing parked.
+    pub noted_alerts: Vec<AlertSummary>,
+    /// How to decide open alerts of a worker of a shared crawl, whose URLs
+    /// are parked in Redis (the per-alert commands need the data directory's own).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_decide: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct AlertSummary {
     pub id: u64,
+    /// `open` (its URLs parked) or `noted` (`--traps alert-only`).
+    pub status: String,
     pub host: String,
     pub kind: String,
     pub evidence: u64,
@@ -59,6 +67,41 @@ pub struct AlertSummary {
     /// `would block N queued, M parked; K fetched good pages match`, when measured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub impact: Option<String>,
+    /// What to run about an open alert once the crawl has ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commands: Option<AlertCommands>,
+}
+
+/// Commands that work on the ended crawl's data directory.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AlertCommands {
+    /// Lists the URLs the alert parked.
+    pub list: String,
+    /// Dismisses the alert: its parked URLs go back to the frontier and are fetched.
+    pub release: String,
+    /// Accepts the alert: its parked URLs are blocked under its rule.
+    pub block: String,
+}
+
+impl AlertCommands {
+    fn of(id: u64, data_dir: &str) -> AlertCommands {
+        let dir = shell_word(data_dir);
+        AlertCommands {
+            list: format!("crawldeck pages {dir} --fate parked --by alert:{id}"),
+            release: format!("crawldeck crawl --headless --data {dir} --dismiss {id}"),
+            block: format!("crawldeck crawl --headless --data {dir} --accept {id}"),
+        }
+    }
+}
+
+/// `s` as one word for a POSIX shell: quoted unless plainly safe.
+fn shell_word(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "/._-+:,@%=".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
 }
 
 pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions) -> Summary {
@@ -76,6 +119,7 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
     } else {
         s.data_dir.clone()
     };
+    let shared = crate::engine::frontier::shared_crawl(std::path::Path::new(&data_dir));
     Summary {
         pages: s.counters.pages_fetched,
         bytes: s.counters.bytes,
@@ -94,7 +138,6 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
         frontier_left: s.frontier_size,
         quarantined: s.quarantined,
         elapsed_secs: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
-        data_dir,
         product_token: strip_control(&s.product_token).into_owned(),
         user_agent: strip_control(&s.user_agent).into_owned(),
         finish_reason: s
@@ -106,8 +149,21 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
             .alerts
             .iter()
             .filter(|a| a.status == AlertStatus::Open)
+            .map(|a| AlertSummary {
+                commands: shared.is_none().then(|| AlertCommands::of(a.id, &data_dir)),
+                ..alert_summary(a)
+            })
+            .collect(),
+        noted_alerts: s
+            .alerts
+            .iter()
+            .filter(|a| a.status == AlertStatus::Noted)
             .map(alert_summary)
             .collect(),
+        data_dir,
+        shared_decide: shared.map(|(url, crawl)| {
+            format!("`crawldeck attach --redis {url} --crawl {crawl}` while a worker of it runs")
+        }),
     }
 }
 
@@ -118,6 +174,7 @@ pub(super) fn alert_summary(a: &TrapAlert) -> AlertSummary {
     };
     AlertSummary {
         id: a.id,
+        status: a.status.label().to_string(),
         host: strip_control(&a.host).into_owned(),
         kind: a.kind.label().to_string(),
         evidence: a.evidence_count,
@@ -135,6 +192,7 @@ pub(super) fn alert_summary(a: &TrapAlert) -> AlertSummary {
             .map(|u| strip_control(u).into_owned())
             .collect(),
         impact: a.impact.as_ref().map(|i| i.summary()),
+        commands: None,
     }
 }
 
@@ -197,6 +255,9 @@ pub fn summary_text(s: &Summary) -> String {
     if !s.open_alerts.is_empty() {
         text.push_str(&open_alerts_text(s));
     }
+    if !s.noted_alerts.is_empty() {
+        text.push_str(&noted_alerts_text(s));
+    }
     text
 }
 
@@ -216,19 +277,46 @@ fn errors_value(s: &Summary) -> String {
 
 /// The open trap alerts with their impact and samples, and where to decide them.
 fn open_alerts_text(s: &Summary) -> String {
+    let decide = match &s.shared_decide {
+        Some(shared) => format!("parked in Redis; decide with {shared}"),
+        None => format!("parked; decide with `crawldeck --data {}`", s.data_dir),
+    };
     let mut text = format!(
-        "open trap alerts: {} (their URLs are parked; decide with `crawldeck --data {}`)\n",
-        s.open_alerts.len(),
-        s.data_dir
+        "open trap alerts: {} (their URLs are {decide})\n",
+        s.open_alerts.len()
     );
     for a in &s.open_alerts {
-        text.push_str(&format!("  {}\n", alert_text(a)));
-        if let Some(impact) = &a.impact {
-            text.push_str(&format!("      {impact}\n"));
+        text.push_str(&alert_lines(a));
+        if let Some(c) = &a.commands {
+            text.push_str(&format!(
+                "      its {} parked URL(s): {}\n      release them (fetch): {}\n      or block them:        {}\n",
+                a.parked, c.list, c.release, c.block
+            ));
         }
-        for sample in &a.samples {
-            text.push_str(&format!("      e.g. {sample}\n"));
-        }
+    }
+    text
+}
+
+/// Alerts of `--traps alert-only`: nothing was parked, the crawl went on.
+fn noted_alerts_text(s: &Summary) -> String {
+    let mut text = format!(
+        "trap alerts noted: {} (--traps alert-only: nothing parked; their URLs were crawled)\n",
+        s.noted_alerts.len()
+    );
+    for a in &s.noted_alerts {
+        text.push_str(&alert_lines(a));
+    }
+    text
+}
+
+/// An alert, its impact and samples, indented under a heading.
+fn alert_lines(a: &AlertSummary) -> String {
+    let mut text = format!("  {}\n", alert_text(a));
+    if let Some(impact) = &a.impact {
+        text.push_str(&format!("      {impact}\n"));
+    }
+    for sample in &a.samples {
+        text.push_str(&format!("      e.g. {sample}\n"));
     }
     text
 }
@@ -239,8 +327,14 @@ pub(super) fn alert_text(a: &AlertSummary) -> String {
         .as_deref()
         .map(|h| format!(" on {h}"))
         .unwrap_or_default();
+    // Under alert-only nothing is parked: the count is of matching queued URLs.
+    let held = if a.status == AlertStatus::Noted.label() {
+        "matching queued"
+    } else {
+        "parked"
+    };
     format!(
-        "#{} {}: {}, {} URLs seen, {} parked — suggested rule {}{}",
+        "#{} {}: {}, {} URLs seen, {} {held} — suggested rule {}{}",
         a.id, a.host, a.kind, a.evidence, a.parked, a.suggested_rule, scope
     )
 }

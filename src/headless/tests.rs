@@ -267,3 +267,60 @@ async fn engine_failure_is_an_error() {
         .unwrap_err();
     assert!(format!("{error:#}").contains("db is locked"), "{error:#}");
 }
+
+#[test]
+fn the_summary_gives_each_open_alerts_commands_and_lists_noted_alerts() {
+    let mut s = final_snapshot();
+    let mut noted = s.alerts[0].clone();
+    (noted.id, noted.status) = (9, AlertStatus::Noted);
+    s.alerts.push(noted);
+    s.data_dir = "/tmp/my crawl".into();
+    let summary = summarize(&s, Duration::from_secs(3), &HeadlessOptions::default());
+    let text = summary_text(&summary);
+    let dir = "'/tmp/my crawl'";
+    for line in [
+        format!("      its 40 parked URL(s): crawldeck pages {dir} --fate parked --by alert:7\n"),
+        format!(
+            "      release them (fetch): crawldeck crawl --headless --data {dir} --dismiss 7\n"
+        ),
+        format!("      or block them:        crawldeck crawl --headless --data {dir} --accept 7\n"),
+        "trap alerts noted: 1 (--traps alert-only: nothing parked; their URLs were crawled)\n"
+            .into(),
+        "  #9 cal.localhost:4000: calendar, 25 URLs seen, 40 matching queued — suggested rule"
+            .into(),
+    ] {
+        assert!(text.contains(&line), "{line:?} missing in\n{text}");
+    }
+    assert!(
+        !text.contains("#8 "),
+        "dismissed alerts are not listed: {text}"
+    );
+    let json = serde_json::to_value(&summary).unwrap();
+    assert_eq!(json["noted_alerts"][0]["id"], 9);
+    assert_eq!(json["noted_alerts"][0]["status"], "noted");
+    assert!(json["noted_alerts"][0].get("commands").is_none());
+    assert_eq!(
+        json["open_alerts"][0]["commands"]["release"],
+        format!("crawldeck crawl --headless --data {dir} --dismiss 7")
+    );
+}
+
+#[test]
+fn a_shared_crawls_worker_is_told_to_decide_over_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("cluster-crawl"),
+        "redis://127.0.0.1:7/0\nc1\n",
+    )
+    .unwrap();
+    let mut s = final_snapshot();
+    s.data_dir = dir.path().display().to_string();
+    let summary = summarize(&s, Duration::from_secs(3), &HeadlessOptions::default());
+    assert_eq!(summary.open_alerts[0].commands, None);
+    let text = summary_text(&summary);
+    assert!(
+        text.contains("(their URLs are parked in Redis; decide with `crawldeck attach --redis redis://127.0.0.1:7/0 --crawl c1` while a worker of it runs)"),
+        "{text}"
+    );
+    assert!(!text.contains("--dismiss"), "{text}");
+}

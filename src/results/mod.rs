@@ -15,6 +15,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
+use crate::engine::inspect;
 use crate::engine::store::remote::Results;
 use output::{col, Column, Output};
 pub use query::{Fate, Format, Listing, Query, SortKey};
@@ -37,6 +38,20 @@ pub fn run(query: &Query, out: impl Write) -> anyhow::Result<()> {
     }
 }
 
+/// Why a listing that could show parked URLs shows none of a worker of a
+/// shared crawl: they are parked in Redis (not an empty quarantine).
+pub fn shared_parked_note(query: &Query) -> Option<String> {
+    if !lists_parked(query) {
+        return None;
+    }
+    let (url, crawl) = crate::engine::frontier::shared_crawl(&query.data_dir)?;
+    Some(format!(
+        "parked URLs of the shared crawl {crawl} live in Redis, not in {}: not listed; \
+         `crawldeck attach --redis {url} --crawl {crawl}` shows them (tab 7)",
+        query.data_dir.display()
+    ))
+}
+
 fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|cause| {
         cause
@@ -57,23 +72,44 @@ pub(crate) fn matching_rows<'a>(
         && query.fate.is_none_or(|f| f == Fate::Blocked)
         && query.listing == Listing::Pages;
     let mut streams = Vec::new();
-    for prefix in query.url_prefixes() {
-        streams.push(Rows::open(
-            results,
-            &prefix,
-            with_filtered,
-            with_referrers,
-            rules.clone(),
-        )?);
+    if query.fate != Some(Fate::Parked) {
+        for prefix in query.url_prefixes() {
+            streams.push(Rows::open(
+                results,
+                &prefix,
+                with_filtered,
+                with_referrers,
+                rules.clone(),
+            )?);
+        }
     }
+    // Parked URLs are keyed by alert, not URL: they follow the others.
+    let parked: Box<dyn Iterator<Item = _>> = if lists_parked(query) {
+        Box::new(inspect::read_parked(results)?.map(|p| p.map(Row::of_parked)))
+    } else {
+        Box::new(std::iter::empty())
+    };
     Ok(streams
         .into_iter()
         .flatten()
+        .chain(parked)
         .filter_map(move |row| match row {
             Ok(row) if row.passes(query) => Some(Ok(row)),
             Ok(_) => None,
             Err(e) => Some(Err(e.into())),
         }))
+}
+
+/// Whether the query can match a parked URL (no status, fate `parked`,
+/// reason `trap` or one alert).
+fn lists_parked(query: &Query) -> bool {
+    query.listing == Listing::Pages
+        && query.status.is_empty()
+        && query.fate.is_none_or(|f| f == Fate::Parked)
+        && query
+            .by
+            .as_deref()
+            .is_none_or(|by| by == "trap" || query::by_alert(by).is_some())
 }
 
 static PAGE_TABLE: [Column; 8] = [

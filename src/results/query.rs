@@ -43,6 +43,8 @@ pub enum Fate {
     Error,
     /// Never fetched: robots.txt, a rule, a trap alert, scope, depth, a given-up host.
     Blocked,
+    /// Held back by an open trap alert until it is accepted or dismissed.
+    Parked,
 }
 
 impl Fate {
@@ -54,9 +56,10 @@ impl Fate {
             "duplicate" | "duplicates" => Fate::Duplicate,
             "error" | "errors" => Fate::Error,
             "blocked" => Fate::Blocked,
+            "parked" | "quarantined" => Fate::Parked,
             other => {
                 return Err(format!(
-                "unknown fate {other:?}; use one of fetched, redirect, duplicate, error, blocked"
+                "unknown fate {other:?}; use one of fetched, redirect, duplicate, error, blocked, parked"
             ))
             }
         })
@@ -70,6 +73,7 @@ impl Fate {
             Fate::Duplicate => "duplicate",
             Fate::Error => "error",
             Fate::Blocked => "blocked",
+            Fate::Parked => "parked",
         }
     }
 }
@@ -102,6 +106,17 @@ pub const ERROR_KINDS: &[&str] = &[
     "bad-redirect",
     "too-many-redirects",
 ];
+
+/// How `--by` names one trap alert: `alert:3` (`alert:#3` too).
+pub const ALERT_PREFIX: &str = "alert:";
+
+/// The alert number of an `alert:N` reason.
+pub fn by_alert(by: &str) -> Option<u64> {
+    by.strip_prefix(ALERT_PREFIX)?
+        .trim_start_matches('#')
+        .parse()
+        .ok()
+}
 
 /// A `--status` item: one code or a class (`4xx`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -204,14 +219,16 @@ impl Query {
             .collect()
     }
 
-    /// Checks a `--by` value.
+    /// Checks a `--by` value (`alert:N` is written back as such).
     pub fn parse_by(by: &str) -> Result<String, String> {
         let by = by.to_ascii_lowercase();
         if BLOCK_REASONS.contains(&by.as_str()) || ERROR_KINDS.contains(&by.as_str()) {
             Ok(by)
+        } else if let Some(id) = by_alert(&by) {
+            Ok(format!("{ALERT_PREFIX}{id}"))
         } else {
             Err(format!(
-                "unknown reason {by:?} for --by; use one of {} or an error kind ({})",
+                "unknown reason {by:?} for --by; use one of {}, alert:N (one trap alert) or an error kind ({})",
                 BLOCK_REASONS.join(", "),
                 ERROR_KINDS.join(", ")
             ))
@@ -282,5 +299,8 @@ mod tests {
         assert_eq!(Query::parse_by("Robots").unwrap(), "robots");
         assert_eq!(Query::parse_by("timeout").unwrap(), "timeout");
         assert!(Query::parse_by("weather").unwrap_err().contains("robots"));
+        assert_eq!(Query::parse_by("Alert:#3").unwrap(), "alert:3");
+        assert!(Query::parse_by("alert:x").is_err());
+        assert_eq!(Fate::parse("parked").unwrap(), Fate::Parked);
     }
 }

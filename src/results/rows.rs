@@ -6,7 +6,8 @@ use std::iter::Peekable;
 
 use serde::Serialize;
 
-use super::query::{Fate, Query, PRIVATE_ADDRESS};
+use super::query::{by_alert, Fate, Query, PRIVATE_ADDRESS};
+use crate::engine::inspect::quarantine::ParkedEntry;
 use crate::engine::store::remote::Results;
 use crate::engine::store::{
     FilterReason, FilteredUrl, PageOutcome, PageRecord, StoreError, SOFT_404_PROBE,
@@ -42,11 +43,14 @@ pub struct Row {
     /// `scope`, `depth`, `extension`, `host`, or the error kind.
     pub reason: Option<String>,
     /// More: the redirect's target, the first URL of a duplicate, the error
-    /// message, the rule, why a host was given up.
+    /// message, the rule, why a host was given up, where a parked URL was found.
     pub detail: Option<String>,
     /// The page's links past the per-page cap (`scope.max_links_per_page`,
     /// `scope.max_link_bytes_per_page`), not followed.
     pub links_cut: u32,
+    /// The trap alert that parked the URL, or whose accepted rule blocked it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alert: Option<u64>,
     #[serde(skip)]
     pub(super) fetched_at_unix_ms: u64,
     #[serde(skip)]
@@ -61,10 +65,15 @@ impl RuleOrigins {
     /// Why a rule blocked a URL: `rule N`, or `trap alert A (rule N)` for the
     /// rule of an accepted alert.
     fn reason(&self, rule_id: u64) -> String {
-        match self.0.get(&rule_id) {
+        match self.alert_of(rule_id) {
             Some(alert) => format!("trap alert {alert} (rule {rule_id})"),
             None => format!("rule {rule_id}"),
         }
+    }
+
+    /// The accepted alert a rule came from.
+    fn alert_of(&self, rule_id: u64) -> Option<u64> {
+        self.0.get(&rule_id).copied()
     }
 
     /// Reads the rules' origins (`… (alert #N)`).
@@ -85,6 +94,10 @@ impl RuleOrigins {
 impl Row {
     /// The row of a page record.
     pub fn of_page(p: PageRecord, rules: &RuleOrigins) -> Row {
+        let alert = match &p.outcome {
+            PageOutcome::Blocked { rule_id, .. } => rules.alert_of(*rule_id),
+            _ => None,
+        };
         let (fate, status, reason, detail): (Fate, _, Option<String>, _) = match p.outcome {
             PageOutcome::Fetched { status } => (Fate::Fetched, Some(status), None, None),
             PageOutcome::NotModified => (Fate::Fetched, Some(304), None, None),
@@ -114,6 +127,7 @@ impl Row {
             .as_deref()
             .map(|r| r.split(' ').next().unwrap_or(r).to_string());
         Row {
+            alert,
             fetched_at: rfc3339(p.fetched_at_unix_ms),
             fetched_at_unix_ms: p.fetched_at_unix_ms,
             url: p.url,
@@ -134,9 +148,9 @@ impl Row {
 
     /// The row of a link that was not queued.
     pub fn of_filtered(f: FilteredUrl, rules: &RuleOrigins) -> Row {
-        let reason = match f.reason {
-            FilterReason::Rule(id) => rules.reason(id),
-            other => other.label().to_string(),
+        let (reason, alert) = match f.reason {
+            FilterReason::Rule(id) => (rules.reason(id), rules.alert_of(id)),
+            other => (other.label().to_string(), None),
         };
         let class = reason.split(' ').next().unwrap_or_default().to_string();
         Row {
@@ -155,6 +169,31 @@ impl Row {
             reason: Some(reason),
             detail: None,
             links_cut: 0,
+            alert,
+        }
+    }
+
+    /// The row of a URL parked by an open alert: never fetched, no time of
+    /// its own, found on its first referrer.
+    pub fn of_parked(p: ParkedEntry) -> Row {
+        let detail = p.found_on.first().map(|page| format!("found on {page}"));
+        Row {
+            fetched_at: String::new(),
+            fetched_at_unix_ms: 0,
+            url: p.url,
+            host: p.host,
+            status: None,
+            content_type: None,
+            size: 0,
+            depth: p.depth,
+            title: None,
+            referrers: p.found_on,
+            fate: Fate::Parked.label(),
+            reason_class: Some("trap".into()),
+            reason: Some(format!("trap alert {}", p.alert_id)),
+            detail,
+            alert: Some(p.alert_id),
+            links_cut: 0,
         }
     }
 
@@ -162,9 +201,10 @@ impl Row {
     pub fn passes(&self, q: &Query) -> bool {
         q.status_matches(self.status)
             && q.fate.is_none_or(|f| f.label() == self.fate)
-            && q.by
-                .as_deref()
-                .is_none_or(|by| self.reason_class.as_deref() == Some(by))
+            && q.by.as_deref().is_none_or(|by| match by_alert(by) {
+                Some(id) => self.alert == Some(id),
+                None => self.reason_class.as_deref() == Some(by),
+            })
             && q.host.as_deref().is_none_or(|h| h == self.host)
     }
 }
@@ -390,5 +430,38 @@ mod tests {
         assert!(ruled(7).passes(&query(Some(Fate::Blocked), Some("rule"))));
         assert_eq!(ruled(5).reason.as_deref(), Some("trap alert 2 (rule 5)"));
         assert!(ruled(5).passes(&query(Some(Fate::Blocked), Some("trap"))));
+    }
+
+    #[test]
+    fn a_parked_url_is_listed_under_its_alert_with_its_found_on_page() {
+        let parked = Row::of_parked(ParkedEntry {
+            alert_id: 3,
+            url: "http://h.example/tag-x-9.html".into(),
+            host: "h.example".into(),
+            depth: 4,
+            found_on: vec!["http://h.example/story-1.html".into()],
+        });
+        assert_eq!(parked.fate, "parked");
+        assert_eq!(parked.reason.as_deref(), Some("trap alert 3"));
+        assert_eq!(
+            parked.detail.as_deref(),
+            Some("found on http://h.example/story-1.html")
+        );
+        assert!(parked.passes(&query(Some(Fate::Parked), None)));
+        assert!(parked.passes(&query(None, Some("trap"))));
+        assert!(parked.passes(&query(None, Some("alert:3"))));
+        assert!(!parked.passes(&query(None, Some("alert:4"))));
+        assert!(!parked.passes(&query(Some(Fate::Blocked), None)));
+        // The rule of accepted alert 2 blocked this one: `alert:2` finds it too.
+        let rules = RuleOrigins(HashMap::from([(5, 2)]));
+        let blocked = row(
+            PageOutcome::Blocked {
+                rule_id: 5,
+                rule: "regex ^/x".into(),
+            },
+            &rules,
+        );
+        assert!(blocked.passes(&query(None, Some("alert:2"))));
+        assert!(!blocked.passes(&query(None, Some("alert:3"))));
     }
 }

@@ -1,8 +1,9 @@
 //! Soft-404 probes as the crawl loop runs them: queued at the head of the
 //! suspect host's queue (through the seen set), handed out by `dispatch`
 //! like a page, so robots.txt, the host's delay and in-flight limit, the
-//! breaker, the global slots and the private-address guard all apply; sent
-//! without a WARC record; recorded as `not crawled` with the verdict.
+//! breaker, the global slots and the private-address guard all apply;
+//! archived like a page (the inspector shows what decided the alert), but
+//! recorded as `not crawled` with the verdict: it is no page of the site.
 
 use tokio::time::Instant;
 use url::Url;
@@ -92,7 +93,11 @@ impl Coordinator {
 
     /// robots.txt disallows the probe's path: it is not sent.
     pub(super) fn probe_denied(&mut self, lease: Lease) {
-        self.end_probe(lease, "robots.txt disallows the path, not sent".into());
+        self.end_probe(
+            lease,
+            "robots.txt disallows the path, not sent".into(),
+            None,
+        );
     }
 
     /// A probe came back: a 2xx with the suspect pages' content makes its
@@ -105,9 +110,9 @@ impl Coordinator {
     ) {
         let host = lease.entry.host.clone();
         let Some(probe) = self.probes.pending(&host, &lease.entry.url).cloned() else {
-            return self.end_probe(lease, "no longer expected".into());
+            return self.end_probe(lease, "no longer expected".into(), None);
         };
-        let verdict = match result {
+        let (verdict, answer) = match result {
             Ok(answer) => {
                 self.hosts.record_answer(
                     &host,
@@ -116,15 +121,16 @@ impl Coordinator {
                     answer.retry_after,
                     now,
                 );
-                self.judge_probe(&host, &probe, &answer)
+                (self.judge_probe(&host, &probe, &answer), Some(answer))
             }
             Err(e) => {
                 self.hosts.record_failure(&host, e.elapsed, now);
-                format!("failed ({}): {}", e.kind.label(), e.message)
+                let verdict = format!("failed ({}): {}", e.kind.label(), e.message);
+                (verdict, None)
             }
         };
         self.schedule_next(&host, now);
-        self.end_probe(lease, verdict);
+        self.end_probe(lease, verdict, answer.as_ref());
     }
 
     /// The probe's verdict in words; relabels the alert on a soft 404.
@@ -179,15 +185,27 @@ impl Coordinator {
     }
 
     /// Records the probe's URL as not crawled (with the verdict) and never
-    /// probes the host again.
-    fn end_probe(&mut self, lease: Lease, verdict: String) {
+    /// probes the host again; an answer's archived copy goes with it.
+    fn end_probe(&mut self, lease: Lease, verdict: String, answer: Option<&ProbeAnswer>) {
         let host = lease.entry.host.clone();
-        let record = record_for(
+        let mut record = record_for(
             &lease.entry,
             PageOutcome::NotCrawled {
                 reason: format!("{SOFT_404_PROBE}: {verdict}"),
             },
         );
+        if let Some(answer) = answer {
+            record.bytes = answer.bytes;
+            record.set_content_type(answer.content_type.as_deref());
+            record.warc = answer.warc_at.clone();
+            if let Some(e) = &answer.warc_error {
+                // The verdict stands; only the inspector's copy is missing.
+                self.outbox.log(
+                    Level::Warn,
+                    format!("archiving probe {}: {e}", lease.entry.url),
+                );
+            }
+        }
         self.commit(lease, record, Vec::new());
         self.suspects.remove(&host);
         if let Err(e) = self.probes.finish(&host) {

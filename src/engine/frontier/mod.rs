@@ -30,8 +30,9 @@ use std::collections::HashMap;
 use tokio::time::Instant;
 
 pub use self::redis::{
-    alert_raisers_key, key_prefix, machine_name, refuse_worker_dir, validate_crawl_name, worker_id,
-    ClusterTarget, Heartbeat, RedisFrontier, RedisReader, DEFAULT_LEASE_TTL,
+    alert_raisers_key, key_prefix, machine_name, refuse_worker_dir, shared_crawl,
+    validate_crawl_name, worker_id, ClusterTarget, Heartbeat, RedisFrontier, RedisReader,
+    DEFAULT_LEASE_TTL,
 };
 #[cfg(test)]
 use api::FrontierCounts;

@@ -19,8 +19,8 @@ pub use fates::LinkFate;
 pub use html::{check_selector, select, SelectError, MAX_SELECTED};
 
 #[cfg(unix)]
-use super::store::remote::{ExtraRead, Results};
-use super::store::{read_response, PageOutcome, Store, StoreError};
+use super::store::remote::{ExtraAnswer, ExtraRead, Results};
+use super::store::{read_response, PageOutcome, Store, StoreError, SOFT_404_PROBE};
 
 /// Most body bytes read back from the archive.
 pub const MAX_BODY: usize = 5 * 1024 * 1024;
@@ -96,13 +96,42 @@ pub struct InspectedLink {
 pub(crate) const SOCKET_READS: &[ExtraRead] = &[
     ExtraRead {
         name: "inspect",
-        read: inspect_as_json,
+        read: ExtraAnswer::One(inspect_as_json),
     },
     ExtraRead {
         name: "quarantine",
-        read: quarantine_as_json,
+        read: ExtraAnswer::One(quarantine_as_json),
+    },
+    ExtraRead {
+        name: "parked",
+        read: ExtraAnswer::Lines(parked_as_json),
     },
 ];
+
+#[cfg(unix)]
+fn parked_as_json(
+    store: &Store,
+    _data_dir: &Path,
+    _arg: &str,
+) -> Result<super::store::Entries<serde_json::Value>, StoreError> {
+    Ok(Box::new(quarantine::parked_entries(store).map(|entry| {
+        serde_json::to_value(entry?).map_err(|source| StoreError::Encode {
+            what: "parked URL",
+            source,
+        })
+    })))
+}
+
+/// Every parked URL with its alert and found-on pages, through `results`.
+#[cfg(unix)]
+pub fn read_parked(
+    results: &Results,
+) -> Result<super::store::Entries<quarantine::ParkedEntry>, StoreError> {
+    match results {
+        Results::Local(store) => Ok(quarantine::parked_entries(store)),
+        Results::Remote(remote) => remote.stream("parked", ""),
+    }
+}
 
 #[cfg(unix)]
 fn quarantine_as_json(
@@ -166,11 +195,12 @@ pub fn inspect(
     };
     let record_status = match &record.outcome {
         PageOutcome::Fetched { status } | PageOutcome::Redirect { status, .. } => Some(*status),
+        PageOutcome::NotCrawled { reason } => probe_status(reason),
         _ => None,
     };
     let mut page = PageInspection {
         url: record.url.clone(),
-        outcome: record.outcome.label().to_string(),
+        outcome: outcome_words(&record.outcome),
         status: record_status,
         headers: Vec::new(),
         fetched_at_unix_ms: record.fetched_at_unix_ms,
@@ -270,8 +300,29 @@ fn no_archive_reason(outcome: &PageOutcome) -> &'static str {
         PageOutcome::Fetched { .. } | PageOutcome::Duplicate { .. } | PageOutcome::NotModified => {
             "no archived copy (WARC off, noarchive, or fetched by an older crawldeck)"
         }
+        PageOutcome::NotCrawled { reason } if probe_status(reason).is_some() => {
+            "no archived copy of the probe (WARC off, or probed by an older crawldeck)"
+        }
         _ => "no archived copy: the URL was not fetched",
     }
+}
+
+/// The record's outcome in words: a soft-404 probe says it was fetched, and
+/// its verdict, rather than `not crawled`.
+fn outcome_words(outcome: &PageOutcome) -> String {
+    match outcome {
+        PageOutcome::NotCrawled { reason } if probe_status(reason).is_some() => {
+            format!("fetched as a {reason}")
+        }
+        other => other.label().to_string(),
+    }
+}
+
+/// The status a soft-404 probe's verdict starts with (`soft-404 probe: 200, …`);
+/// `None` for a probe that got no answer, or another reason.
+pub(crate) fn probe_status(reason: &str) -> Option<u16> {
+    let verdict = reason.strip_prefix(SOFT_404_PROBE)?.strip_prefix(": ")?;
+    verdict.split(',').next()?.parse().ok()
 }
 
 /// `s` cut to `max` characters, with `…` when cut.

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::frontier::decode_entry as decode;
 use crate::engine::frontier::RedisReader;
-use crate::engine::store::{keys, PageOutcome, PageRecord, Store, StoreError};
+use crate::engine::store::{keys, Entries, PageOutcome, PageRecord, Store, StoreError};
 
 /// Parked URLs walked at most per read; past it counts are lower bounds.
 pub const MAX_SCAN: usize = 200_000;
@@ -46,6 +46,91 @@ pub struct ParkedUrl {
     pub referrer: Option<String>,
     /// The referrer has a fetched page record (so the inspector can show it).
     pub referrer_fetched: bool,
+}
+
+/// A parked URL as `crawldeck pages` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParkedEntry {
+    /// The alert whose rule parked it.
+    pub alert_id: u64,
+    /// The URL as the crawl keys it.
+    pub url: String,
+    /// Its host key.
+    pub host: String,
+    /// Link hops from a seed.
+    pub depth: u32,
+    /// The page it was first found on, then up to two more.
+    pub found_on: Vec<String>,
+}
+
+/// Every parked URL, alert by alert, read a chunk at a time (memory stays
+/// constant however many are parked); each costs one referrer lookup.
+pub fn parked_entries(store: &Store) -> Entries<ParkedEntry> {
+    Box::new(ParkedWalk {
+        store: store.clone(),
+        after: None,
+        chunk: std::collections::VecDeque::new(),
+        done: false,
+    })
+}
+
+struct ParkedWalk {
+    store: Store,
+    after: Option<Vec<u8>>,
+    chunk: std::collections::VecDeque<(Vec<u8>, Vec<u8>)>,
+    done: bool,
+}
+
+impl ParkedWalk {
+    fn refill(&mut self) -> Result<(), StoreError> {
+        let rows =
+            self.store
+                .scan_after(&[keys::PARKED], self.after.as_deref(), SCAN_CHUNK, |_| {
+                    false
+                })?;
+        match rows.last() {
+            Some((last, _)) => self.after = Some(last.clone()),
+            None => self.done = true,
+        }
+        self.chunk.extend(rows);
+        Ok(())
+    }
+
+    fn entry(&self, key: &[u8], value: &[u8]) -> Result<Option<ParkedEntry>, StoreError> {
+        let Some((alert_id, _)) = keys::parse_parked_key(key) else {
+            return Ok(None);
+        };
+        let entry = decode(value)?;
+        let found_on = self.store.referrers(&entry.url)?;
+        Ok(Some(ParkedEntry {
+            alert_id,
+            url: entry.url,
+            host: entry.host,
+            depth: entry.depth,
+            found_on,
+        }))
+    }
+}
+
+impl Iterator for ParkedWalk {
+    type Item = Result<ParkedEntry, StoreError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.chunk.is_empty() && !self.done {
+                if let Err(e) = self.refill() {
+                    self.done = true;
+                    return Some(Err(e));
+                }
+            }
+            let (key, value) = self.chunk.pop_front()?;
+            match self.entry(&key, &value) {
+                Ok(Some(entry)) => return Some(Ok(entry)),
+                Ok(None) => continue,
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
 }
 
 /// Reads the quarantine: a bounded walk of the parked URLs.

@@ -298,4 +298,43 @@ fn the_quarantine_groups_parked_urls_by_alert_with_their_found_on_page() {
     let second = &read.alerts[1].urls;
     assert_eq!(second.len(), quarantine::MAX_URLS_PER_ALERT);
     assert_eq!(second[0].referrer, None);
+
+    // The listing's walk: every parked URL, alert by alert, unbounded.
+    let all: Vec<quarantine::ParkedEntry> = quarantine::parked_entries(&store)
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(all.len(), rows.len());
+    assert_eq!(all[0].alert_id, 4);
+    assert_eq!(all[0].found_on, ["http://h.localhost/"]);
+    assert_eq!((all[1].depth, all[1].host.as_str()), (1, "h.localhost"));
+    assert!(all[2..]
+        .iter()
+        .all(|p| p.alert_id == 9 && p.found_on.is_empty()));
+}
+
+#[test]
+fn an_archived_soft_404_probe_shows_as_fetched_with_its_status_and_body() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = "http://h.localhost/crawldeck-probe-0a1b.html";
+    let store = archived_page(dir.path(), url, b"<title>Not here</title><p>Sorry</p>");
+    let mut record = store.page(url).unwrap().unwrap();
+    let reason = format!("{SOFT_404_PROBE}: 200, same content as the suspect pages: soft 404");
+    record.outcome = PageOutcome::NotCrawled { reason };
+    store.record_pages(&[record.clone()]).unwrap();
+    let page = inspect(&store, dir.path(), url).unwrap().unwrap();
+    assert_eq!(page.status, Some(200));
+    assert!(
+        page.outcome.starts_with("fetched as a soft-404 probe: 200"),
+        "{}",
+        page.outcome
+    );
+    assert_eq!(page.archive_note, None);
+    assert!(page.html.contains("Sorry"), "{}", page.html);
+
+    // Probed by an older crawldeck: no copy, but the status it answered.
+    record.warc = None;
+    store.record_pages(&[record]).unwrap();
+    let page = inspect(&store, dir.path(), url).unwrap().unwrap();
+    assert_eq!(page.status, Some(200));
+    assert!(page.archive_note.unwrap().contains("of the probe"));
 }

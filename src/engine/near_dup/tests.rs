@@ -142,8 +142,8 @@ fn a_host_template_is_bounded() {
         assert!(host.blocks.len() <= BLOCKS_PER_HOST);
     }
     // The template survives the forgetting.
-    let seen_on = host.learn(&features_of_text(&page("new")), true);
-    let template = seen_on.iter().filter(|&&n| n >= TEMPLATE_MIN_PAGES).count();
+    let seen = host.learn(&features_of_text(&page("new")), true);
+    let template = seen.iter().filter(|s| s.is_template()).count();
     assert!(template >= 40, "{template} template blocks");
 }
 

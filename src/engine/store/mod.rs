@@ -34,7 +34,7 @@ pub(crate) use batch::CrawlBatch;
 use crawl_tree::CrawlTree;
 use faults::DiskFaults;
 use index::CrawlIndex;
-pub use query::{FilterReason, FilteredUrl};
+pub use query::{Entries, FilterReason, FilteredUrl};
 pub use records::{PageOutcome, PageRecord, WarcLocation, SOFT_404_PROBE};
 use referrers::ReferrerCounts;
 pub use referrers::MAX_REFERRERS;

@@ -49,7 +49,17 @@ pub struct ExtraRead {
     /// The request verb.
     pub name: &'static str,
     /// Answers the request's argument from the store and the data directory.
-    pub read: fn(&Store, &Path, &str) -> Result<serde_json::Value, StoreError>,
+    pub read: ExtraAnswer,
+}
+
+/// How an [`ExtraRead`] answers: one value, or a stream of them (one line
+/// each, so a long listing is never held whole).
+#[derive(Clone, Copy)]
+pub enum ExtraAnswer {
+    /// One JSON value.
+    One(fn(&Store, &Path, &str) -> Result<serde_json::Value, StoreError>),
+    /// JSON values, one a line.
+    Lines(fn(&Store, &Path, &str) -> Result<Entries<serde_json::Value>, StoreError>),
 }
 
 /// Serves the store's reads on `<data>/results.sock` until dropped.
@@ -222,7 +232,12 @@ fn answer(verb: &str, arg: &str, reading: &Reading, out: &mut impl Write) -> Res
         "rules" => send_line(&store.rule_origins()?, out)?,
         _ => {
             if let Some(extra) = reading.extra.iter().find(|e| e.name == verb) {
-                send_line(&(extra.read)(store, reading.data_dir, arg)?, out)?;
+                match extra.read {
+                    ExtraAnswer::One(read) => send_line(&read(store, reading.data_dir, arg)?, out)?,
+                    ExtraAnswer::Lines(read) => {
+                        send_all(read(store, reading.data_dir, arg)?, stop, out)?
+                    }
+                }
                 return Ok(());
             }
             return Err(Answer::Store(StoreError::Corrupt {

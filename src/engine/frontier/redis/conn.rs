@@ -29,16 +29,21 @@ pub(super) fn record_crawl(data_dir: &Path, url: &str, crawl: &str) -> Result<()
         })
 }
 
+/// `(redis URL, crawl name)` if `data_dir` is a worker of a shared crawl.
+pub fn shared_crawl(data_dir: &Path) -> Option<(String, String)> {
+    let text = std::fs::read_to_string(data_dir.join(CRAWL_FILE)).ok()?;
+    let mut lines = text.lines();
+    Some((
+        lines.next().unwrap_or("URL").to_string(),
+        lines.next().unwrap_or("NAME").to_string(),
+    ))
+}
+
 /// `Err` with what to run instead if `data_dir` is a worker of a shared crawl.
 pub fn refuse_worker_dir(data_dir: &Path) -> Result<(), String> {
-    let Ok(text) = std::fs::read_to_string(data_dir.join(CRAWL_FILE)) else {
+    let Some((url, crawl)) = shared_crawl(data_dir) else {
         return Ok(());
     };
-    let mut lines = text.lines();
-    let (url, crawl) = (
-        lines.next().unwrap_or("URL"),
-        lines.next().unwrap_or("NAME"),
-    );
     Err(format!(
         "{} is a worker of the shared crawl {crawl}; resume it with `crawldeck crawl --headless --redis {url} --crawl {crawl} --data {}`",
         data_dir.display(),

@@ -40,7 +40,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-pub use conn::{key_prefix, refuse_worker_dir, validate_crawl_name, worker_id};
+pub use conn::{key_prefix, refuse_worker_dir, shared_crawl, validate_crawl_name, worker_id};
 use conn::{Clock, Link};
 pub use meta::{alert_raisers_key, machine_name, Heartbeat};
 pub use reader::RedisReader;
