@@ -354,3 +354,5 @@ pub fn features_of_text(text: &str) -> TextFeatures {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod real_html;
