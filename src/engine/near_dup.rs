@@ -326,14 +326,27 @@ fn fingerprint_with(features: &TextFeatures, seen: &[Seen]) -> u64 {
         } else {
             &|_, _| true
         };
+    // A set, not a multiset: one shingle repeated hundreds of times (a
+    // permalink sign, a prompt) would otherwise decide every bit.
+    let mut voted = vec![0u64; VOTED_BITS / 64];
     let mut votes = Votes::default();
     for (i, (block, shingles)) in features.blocks().enumerate() {
         if keep(block, i) {
-            shingles.iter().for_each(|&s| votes.add(s));
+            for &s in shingles {
+                let bit = (s >> 40) as usize % VOTED_BITS;
+                if voted[bit / 64] & (1 << (bit % 64)) == 0 {
+                    voted[bit / 64] |= 1 << (bit % 64);
+                    votes.add(s);
+                }
+            }
         }
     }
     votes.hash()
 }
+
+/// Bits of the filter that lets each shingle vote once: a few percent of a
+/// long page's distinct shingles collide and are skipped, alike on its copies.
+const VOTED_BITS: usize = 1 << 16;
 
 /// A fingerprint with no host template (markup boilerplate still left out).
 #[cfg(test)]
@@ -353,6 +366,6 @@ pub fn features_of_text(text: &str) -> TextFeatures {
 }
 
 #[cfg(test)]
-mod tests;
-#[cfg(test)]
 mod real_html;
+#[cfg(test)]
+mod tests;

@@ -15,6 +15,7 @@ use url::Url;
 
 use super::control::HostKey;
 use super::store::{Store, StoreError, Tree};
+use super::traps::Detection;
 
 /// Hosts probed (or to be probed) in one crawl.
 pub const MAX_PROBED_HOSTS: usize = 4096;
@@ -34,6 +35,11 @@ pub struct Probe {
     pub suspects: Vec<u64>,
     /// Its answer came back (or it was skipped): never again.
     pub done: bool,
+    /// Near duplicates that asked for it before any alert (`alert_id` 0):
+    /// raised as a soft 404 if the answer proves them one. Stored with the
+    /// probe, so a restart in between loses nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub suspect: Option<Detection>,
 }
 
 /// The crawl's soft-404 probes; the one owner of `meta/soft404-probes`.
@@ -60,6 +66,28 @@ impl SoftProbes {
         host: &str,
         sample: &Url,
         alert_id: u64,
+        suspects: Vec<u64>,
+    ) -> Result<Option<Probe>, StoreError> {
+        self.want_probe(host, sample, alert_id, None, suspects)
+    }
+
+    /// As [`SoftProbes::want`], for suspect near duplicates with no alert.
+    pub fn want_for_suspect(
+        &mut self,
+        sample: &Url,
+        suspect: Detection,
+        suspects: Vec<u64>,
+    ) -> Result<Option<Probe>, StoreError> {
+        let host = suspect.host.clone();
+        self.want_probe(&host, sample, 0, Some(suspect), suspects)
+    }
+
+    fn want_probe(
+        &mut self,
+        host: &str,
+        sample: &Url,
+        alert_id: u64,
+        suspect: Option<Detection>,
         mut suspects: Vec<u64>,
     ) -> Result<Option<Probe>, StoreError> {
         if suspects.is_empty()
@@ -80,6 +108,7 @@ impl SoftProbes {
             alert_id,
             suspects,
             done: false,
+            suspect,
         };
         self.probes.insert(host.to_string(), probe.clone());
         self.save()?;
@@ -142,6 +171,32 @@ mod tests {
     }
 
     #[test]
+    fn a_suspects_probe_keeps_its_near_duplicates_across_a_restart() {
+        let (_dir, store) = store();
+        let sample = Url::parse("http://h/p/gone-1.html").unwrap();
+        let suspect = Detection {
+            host: "h".into(),
+            kind: crate::engine::telemetry::TrapKind::NearDuplicates,
+            evidence_count: 21,
+            samples: vec![sample.to_string()],
+            rule: crate::engine::control::RuleSpec {
+                kind: crate::engine::control::PatternKind::Regex,
+                pattern: r"^https?://h/p/gone\-\d+\.html$".into(),
+                host: Some("h".into()),
+            },
+        };
+        let mut probes = SoftProbes::load(&store).unwrap();
+        let probe = probes
+            .want_for_suspect(&sample, suspect.clone(), vec![7])
+            .unwrap()
+            .unwrap();
+        assert_eq!(probe.alert_id, 0);
+        let again = SoftProbes::load(&store).unwrap();
+        let pending = again.pending("h", &probe.url).expect("still pending");
+        assert_eq!(pending.suspect.as_ref(), Some(&suspect));
+    }
+
+    #[test]
     fn no_suspects_no_probe() {
         let (_dir, store) = store();
         let sample = Url::parse("http://h/").unwrap();
@@ -156,6 +211,7 @@ mod tests {
             alert_id: 1,
             suspects: vec![0b1111_0000],
             done: false,
+            suspect: None,
         };
         assert!(is_soft_404(200, Some(0b1111_0001), &probe, 3));
         assert!(!is_soft_404(200, Some(!0b1111_0000), &probe, 3));

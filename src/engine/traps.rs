@@ -17,6 +17,7 @@ mod shape;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 
+use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::engine::config::TrapConfig;
@@ -32,7 +33,7 @@ const MAX_RAISED: usize = 65_536;
 /// Samples carried by a detection.
 pub const MAX_SAMPLES: usize = 5;
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Detection {
     pub host: HostKey,
     pub kind: TrapKind,

@@ -105,7 +105,6 @@ pub(in crate::engine) fn build(
         traps,
         alerts,
         probes,
-        suspects: std::collections::HashMap::new(),
         hosts,
         workers,
         results,

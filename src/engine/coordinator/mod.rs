@@ -23,7 +23,6 @@ mod unblock;
 
 pub(super) use boot::build;
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -43,7 +42,7 @@ use super::store::{Store, StoreError};
 use super::tasks::{Work, Workers};
 use super::telemetry::{CrawlState, HostActivity, Level, Snapshot};
 use super::timers::{Timer, Timers};
-use super::traps::{Detection, TrapDetector};
+use super::traps::TrapDetector;
 use super::url_norm::UrlFilter;
 use super::EngineError;
 
@@ -82,8 +81,6 @@ pub(crate) struct Coordinator {
     traps: TrapDetector,
     alerts: Alerts,
     probes: SoftProbes,
-    /// Near duplicates waiting for their host's soft-404 probe (not alerts yet).
-    suspects: HashMap<HostKey, Detection>,
     hosts: HostTable,
     workers: Workers,
     results: mpsc::UnboundedReceiver<Work>,

@@ -44,21 +44,23 @@ impl Coordinator {
     /// host answers a made-up URL with their content. Probed once; the alert
     /// is raised when the probe proves it.
     pub(super) fn suspect_soft_404(&mut self, d: Detection) {
-        if self.suspects.contains_key(&d.host) || self.hosts.finished_reason(&d.host).is_some() {
+        if self.hosts.finished_reason(&d.host).is_some() {
             return;
         }
         let Some(sample) = d.samples.iter().find_map(|s| Url::parse(s).ok()) else {
             return;
         };
         let suspects = self.evidence_hashes(&d.samples);
-        let probe = match self.probes.want(&d.host, &sample, NO_ALERT, suspects) {
+        let (host, why) = (
+            d.host.clone(),
+            format!("{} near duplicates", d.evidence_count),
+        );
+        let probe = match self.probes.want_for_suspect(&sample, d, suspects) {
             Ok(Some(probe)) => probe,
             Ok(None) => return,
             Err(e) => return self.storage_failed("storing a soft-404 probe", e),
         };
-        let why = format!("{} near duplicates", d.evidence_count);
-        self.queue_probe(&d.host, &probe, &why);
-        self.suspects.insert(d.host.clone(), d);
+        self.queue_probe(&host, &probe, &why);
     }
 
     /// Queues a probe at the head of its host's queue.
@@ -207,7 +209,6 @@ impl Coordinator {
             }
         }
         self.commit(lease, record, Vec::new());
-        self.suspects.remove(&host);
         if let Err(e) = self.probes.finish(&host) {
             self.storage_failed("storing a soft-404 probe's end", e);
         }
@@ -216,7 +217,7 @@ impl Coordinator {
     /// A suspect's probe answered: with the suspect pages' content it is a
     /// soft 404 and raised as one; otherwise the pages are the site's own.
     fn settle_suspect(&mut self, host: &str, probe: &Probe, status: u16, soft_404: bool) -> String {
-        let Some(mut d) = self.suspects.remove(host) else {
+        let Some(mut d) = probe.suspect.clone() else {
             return format!("{status}, no near duplicates waiting for it");
         };
         if !soft_404 {
