@@ -36,8 +36,8 @@ pub struct StatusReport {
     pub hosts: HostCounts,
     /// Hosts the operator paused, by name.
     pub paused_hosts: Vec<String>,
-    /// Operator rules, in order, as `kind:pattern`.
-    pub rules: Vec<String>,
+    /// Operator rules, in order.
+    pub rules: Vec<StatusRule>,
     /// Trap alerts waiting for a decision.
     pub open_alerts: Vec<OpenAlert>,
     /// Alerts of `--traps alert-only`: raised, nothing parked (they can still
@@ -74,6 +74,48 @@ pub struct HostCounts {
     pub breaker_open: u32,
     /// Held for robots.txt.
     pub robots_pending: u32,
+}
+
+/// One operator rule: what `ctl DIR unrule ID` takes, and what it matches.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct StatusRule {
+    /// The rule's number.
+    pub id: u64,
+    /// `regex` or `glob`.
+    pub kind: String,
+    /// The pattern as written.
+    pub pattern: String,
+    /// The one host it applies to; `null`: every host.
+    pub host: Option<String>,
+    /// URLs it refused.
+    pub hits: u64,
+    /// Who added it: `operator`, `alert #3`, `auto`.
+    pub origin: String,
+}
+
+impl StatusRule {
+    fn of(rule: &crate::engine::telemetry::RuleView) -> StatusRule {
+        StatusRule {
+            id: rule.id,
+            kind: kind_word(rule.spec.kind).to_string(),
+            pattern: rule.spec.pattern.clone(),
+            host: rule.spec.host.clone(),
+            hits: rule.hits,
+            origin: rule.origin.clone(),
+        }
+    }
+
+    /// `#1 regex:sql- on HOST (7 hits)`.
+    fn line(&self) -> String {
+        let on = self
+            .host
+            .as_ref()
+            .map_or(String::new(), |h| format!(" on {h}"));
+        format!(
+            "#{} {}:{}{on} ({} hits)",
+            self.id, self.kind, self.pattern, self.hits
+        )
+    }
 }
 
 /// One open trap alert.
@@ -129,11 +171,7 @@ impl StatusReport {
                 robots_pending: snapshot.hosts_robots_pending,
             },
             paused_hosts: snapshot.paused_hosts(),
-            rules: snapshot
-                .rules
-                .iter()
-                .map(|r| format!("{}:{}", kind_word(r.spec.kind), r.spec.pattern))
-                .collect(),
+            rules: snapshot.rules.iter().map(StatusRule::of).collect(),
             open_alerts: alerts(AlertStatus::Open),
             noted_alerts: alerts(AlertStatus::Noted),
             quarantined: snapshot.quarantined,
@@ -185,7 +223,7 @@ impl StatusReport {
         }
         out.push_str(&format!("rules {}", self.rules.len()));
         for rule in &self.rules {
-            out.push_str(&format!("\n  {rule}"));
+            out.push_str(&format!("\n  {}", rule.line()));
         }
         out.push_str(&format!(
             "\nopen alerts {} ({} URLs quarantined)",
@@ -457,9 +495,47 @@ mod tests {
             text.starts_with("crawl in ./c1 (pid 42): STARTING\n"),
             "{text}"
         );
-        assert!(text.contains("\n  regex:a[31mb\n"), "{text}");
+        assert!(text.contains("\n  #1 regex:a[31mb (0 hits)\n"), "{text}");
         assert!(!text.contains('\u{1b}'));
         assert!(!text.contains("links cut"), "said only when some were");
+    }
+
+    #[test]
+    fn status_names_each_rule_with_its_number_and_host() {
+        use crate::engine::control::{PatternKind, RuleSpec};
+        use crate::engine::telemetry::RuleView;
+        let rule = |id, kind, pattern: &str, host: Option<&str>| RuleView {
+            id,
+            spec: RuleSpec {
+                kind,
+                pattern: pattern.into(),
+                host: host.map(str::to_string),
+            },
+            hits: 7,
+            origin: "operator".into(),
+        };
+        let snapshot = Snapshot {
+            rules: vec![
+                rule(1, PatternKind::Regex, "sql-", Some("127.0.0.1:4000")),
+                rule(3, PatternKind::Glob, "*/cal/*", None),
+            ],
+            ..Snapshot::default()
+        };
+        let report = StatusReport::of(&snapshot, 42);
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(
+            json["rules"][0],
+            serde_json::json!({"id": 1, "kind": "regex", "pattern": "sql-",
+                "host": "127.0.0.1:4000", "hits": 7, "origin": "operator"})
+        );
+        assert_eq!(json["rules"][1]["host"], serde_json::Value::Null);
+        let text = report.text(Path::new("./c1"));
+        assert!(
+            text.contains(
+                "\n  #1 regex:sql- on 127.0.0.1:4000 (7 hits)\n  #3 glob:*/cal/* (7 hits)\n"
+            ),
+            "{text}"
+        );
     }
 
     #[test]

@@ -206,7 +206,13 @@ async fn two_viewers_steer_one_crawl_and_it_outlives_them() {
     let report: StatusReport = serde_json::from_slice(&out.stdout).expect("status --json parses");
     assert_eq!(report.state, "PAUSED");
     assert_eq!(report.pid, engine_pid);
-    assert_eq!(report.rules, vec![r"regex:calendar/\d{4}".to_string()]);
+    let rules: Vec<_> = report
+        .rules
+        .iter()
+        .map(|r| (r.kind.as_str(), r.pattern.as_str(), r.host.as_deref()))
+        .collect();
+    assert_eq!(rules, vec![("regex", r"calendar/\d{4}", None)]);
+    assert!(report.rules[0].id >= 1, "the number unrule takes");
     let seen = b.snapshots.borrow().clone();
     assert!(
         report.pages >= shop_pages().len() as u64 - 1

@@ -409,13 +409,13 @@ fn seeds_from_flags(run: &RunArgs) -> Result<Vec<String>, UsageError> {
         seeds.push(parsed.to_string());
     }
     if let Some(file) = &run.seeds {
-        let text = std::fs::read_to_string(file).map_err(|e| {
+        let bytes = std::fs::read(file).map_err(|e| {
             UsageError(format!(
                 "cannot read seeds file {}: {e}; give an existing file with one URL per line",
                 file.display()
             ))
         })?;
-        seeds.extend(parse_seeds_file(&text, file)?);
+        seeds.extend(parse_seeds_file(&bytes, file)?);
     }
     Ok(seeds)
 }
@@ -442,18 +442,28 @@ pub fn holds_crawl(dir: &Path) -> bool {
 
 /// Seeds file: one URL per line; blank lines and `#` comment lines are skipped.
 /// A bad line is reported as `FILE:LINE: problem`.
-pub fn parse_seeds_file(text: &str, file: &Path) -> Result<Vec<String>, UsageError> {
+pub fn parse_seeds_file(bytes: &[u8], file: &Path) -> Result<Vec<String>, UsageError> {
     // Some editors (Windows Notepad) start a UTF-8 file with a byte order mark.
-    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let bytes = bytes.strip_prefix("\u{feff}".as_bytes()).unwrap_or(bytes);
     let mut seeds = Vec::new();
-    for (index, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
+    // Line by line, so a line that is not UTF-8 is named like any bad line.
+    for (index, line) in bytes.split(|&b| b == b'\n').enumerate() {
+        let at = |e: String| UsageError(format!("{}:{}: {e}", file.display(), index + 1));
+        // A comment may be in any encoding: it is skipped unread.
+        if line.trim_ascii_start().starts_with(b"#") {
             continue;
         }
-        let url = parse_seed(line)
-            .map_err(|e| UsageError(format!("{}:{}: {e}", file.display(), index + 1)))?;
-        seeds.push(url.to_string());
+        let line = std::str::from_utf8(line).map_err(|e| {
+            at(format!(
+                "not valid UTF-8 (byte {} of the line); save the file as UTF-8",
+                e.valid_up_to() + 1
+            ))
+        })?;
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        seeds.push(parse_seed(line).map_err(at)?.to_string());
     }
     Ok(seeds)
 }
@@ -520,7 +530,7 @@ mod tests {
     #[test]
     fn seeds_file_skips_comments_and_names_the_bad_line() {
         let text = "# seeds\n\nhttps://a.example/\n  https://B.example/x  \nhttps://a.example/\n";
-        let seeds = parse_seeds_file(text, Path::new("seeds.txt")).unwrap();
+        let seeds = parse_seeds_file(text.as_bytes(), Path::new("seeds.txt")).unwrap();
         assert_eq!(
             seeds,
             [
@@ -530,7 +540,7 @@ mod tests {
             ]
         );
         let err = parse_seeds_file(
-            "https://a.example/\n\nexample.org\n",
+            b"https://a.example/\n\nexample.org\n",
             Path::new("seeds.txt"),
         )
         .unwrap_err()
@@ -542,10 +552,22 @@ mod tests {
     #[test]
     fn seeds_file_may_start_with_a_byte_order_mark() {
         let text = "\u{feff}http://127.0.0.1:18082/\nhttps://a.example/\n";
-        let seeds = parse_seeds_file(text, Path::new("seeds.txt")).unwrap();
+        let seeds = parse_seeds_file(text.as_bytes(), Path::new("seeds.txt")).unwrap();
         assert_eq!(seeds, ["http://127.0.0.1:18082/", "https://a.example/"]);
-        let seeds = parse_seeds_file("\u{feff}# list\nhttps://a.example/\n", Path::new("s"));
+        let seeds = parse_seeds_file(
+            "\u{feff}# list\nhttps://a.example/\n".as_bytes(),
+            Path::new("s"),
+        );
         assert_eq!(seeds.unwrap(), ["https://a.example/"]);
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_named_by_line() {
+        let bytes = b"https://a.example/\r\n# caf\xe9\nhttps://b.example/\xff\n";
+        let err = parse_seeds_file(bytes, Path::new("seeds.txt"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("seeds.txt:3: not valid UTF-8"), "{err}");
     }
 
     #[test]

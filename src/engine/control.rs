@@ -4,6 +4,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// The longest delay an operator may set between two requests to a host.
+pub const MAX_DELAY: Duration = Duration::from_secs(3600);
+
 /// Identifies one command so its result can be matched to it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct CommandId(pub u64);

@@ -127,7 +127,7 @@ impl HostPoliteness {
         self.backoff = Some(self.backoff.map_or(held, |b| b.max(held)));
     }
 
-    #[cfg(test)]
+    /// When the last response arrived.
     pub fn last_response_at(&self) -> Option<Instant> {
         self.last_response_at
     }

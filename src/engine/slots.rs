@@ -95,8 +95,10 @@ impl FetchSlots {
         self.rate.rate()
     }
 
+    /// A new cap applies from now: a refusal's wake, set by the old one, goes.
     pub(crate) fn set_rate(&mut self, rate: Option<f64>, now: Instant) {
         self.rate.set_rate(rate, now);
+        self.rate_wake = None;
     }
 }
 
@@ -123,5 +125,18 @@ mod tests {
         let wake = slots.rate_wake().expect("refusal sets a wake time");
         assert!(wake > now && wake <= now + Duration::from_millis(1001));
         assert!(!slots.rate_limited(wake));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_new_rate_replaces_the_wait_the_old_one_set() {
+        let mut slots = FetchSlots::new(2, Some(0.01));
+        let now = Instant::now();
+        assert!(slots.take_rate_token(now));
+        assert!(!slots.take_rate_token(now), "the next one in 100 s");
+        slots.set_rate(Some(10.0), now);
+        assert!(!slots.rate_limited(now), "a faster cap asks again now");
+        assert!(slots.take_rate_token(now + Duration::from_millis(101)));
+        slots.set_rate(None, now);
+        assert!(slots.take_rate_token(now) && !slots.rate_limited(now));
     }
 }

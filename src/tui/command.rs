@@ -4,7 +4,9 @@
 
 use std::time::Duration;
 
-use crate::engine::control::{BreakerThresholds, Command, HostKey, PatternKind, RuleSpec, Target};
+use crate::engine::control::{
+    BreakerThresholds, Command, HostKey, PatternKind, RuleSpec, Target, MAX_DELAY,
+};
 
 /// `:breaker`'s cooldown when the line gives none.
 const DEFAULT_BREAKER_COOLDOWN: Duration = Duration::from_secs(30);
@@ -106,19 +108,29 @@ fn unless_off<T>(
     }
 }
 
-/// A host's delay as typed: a duration, or `off` for the default.
+/// A host's delay as typed: a duration up to [`MAX_DELAY`], or `off` for the default.
 pub fn parse_optional_delay(text: &str) -> Result<Option<Duration>, String> {
-    unless_off(text, parse_delay)
+    unless_off(text, |text| {
+        let delay = parse_delay(text)?;
+        if delay > MAX_DELAY {
+            return Err(format!(
+                "bad delay \"{text}\": at most {} between two requests to a host",
+                humantime::format_duration(MAX_DELAY)
+            ));
+        }
+        Ok(delay)
+    })
 }
 
-/// A global rate cap in pages per second, or `off` for none.
+/// A global rate cap in pages per second; `off` or 0 for none (as `--max-rate 0`).
 pub fn parse_rate(text: &str) -> Result<Option<f64>, String> {
-    unless_off(text, |text| match text.parse::<f64>() {
-        Ok(r) if r.is_finite() && r > 0.0 && r <= 10_000.0 => Ok(r),
+    let rate = unless_off(text, |text| match text.parse::<f64>() {
+        Ok(r) if r.is_finite() && (0.0..=10_000.0).contains(&r) => Ok(r),
         _ => Err(format!(
-            "bad rate \"{text}\": pages per second between 0 and 10000, or off"
+            "bad rate \"{text}\": pages per second up to 10000 (0 or off: no cap)"
         )),
-    })
+    })?;
+    Ok(rate.filter(|r| *r > 0.0))
 }
 
 /// A concurrency limit from 1 to 1024, or `off` for the default.

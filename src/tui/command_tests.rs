@@ -94,6 +94,20 @@ fn select_takes_the_rest_of_the_line_as_its_selector() {
 }
 
 #[test]
+fn delays_are_bounded_and_a_zero_rate_is_no_cap() {
+    let too_long = "bad delay \"99999h\": at most 1h between two requests to a host";
+    assert_eq!(parse("throttle * 99999h"), Err(too_long.into()));
+    assert_eq!(parse("throttle a.example 99999h"), Err(too_long.into()));
+    assert_eq!(
+        engine("throttle * 1h"),
+        Command::SetGlobalDelay(Duration::from_secs(3600))
+    );
+    assert_eq!(engine("rate 0"), Command::SetGlobalRate(None));
+    assert_eq!(engine("rate 0.5"), Command::SetGlobalRate(Some(0.5)));
+    assert!(parse("rate 10001").is_err());
+}
+
+#[test]
 fn bad_input_says_what_is_wrong() {
     assert_eq!(
         parse("throttle a 500"),
@@ -105,7 +119,7 @@ fn bad_input_says_what_is_wrong() {
     assert!(parse("glob a[").unwrap_err().starts_with("invalid glob"));
     assert_eq!(
         parse("rate -1"),
-        Err("bad rate \"-1\": pages per second between 0 and 10000, or off".into())
+        Err("bad rate \"-1\": pages per second up to 10000 (0 or off: no cap)".into())
     );
     assert_eq!(
         parse("seed ftp://x/"),

@@ -1,6 +1,8 @@
 //! Operator commands: each one changes a part and is stored at once, so it
 //! survives a restart. The answer is the text front ends show.
 
+use std::time::Duration;
+
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
@@ -10,7 +12,7 @@ use super::sweep::Then;
 use super::triage::Blocking;
 use super::Coordinator;
 use crate::engine::config::parse_seed;
-use crate::engine::control::{BreakerThresholds, Command, CommandId, RuleSpec, Target};
+use crate::engine::control::{BreakerThresholds, Command, CommandId, RuleSpec, Target, MAX_DELAY};
 use crate::engine::frontier::{FrontierEntry, Hold};
 use crate::engine::rules::{describe, RuleSet};
 use crate::engine::store::{StoreError, Tree};
@@ -21,7 +23,7 @@ use crate::engine::url_norm;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(super) struct Settings {
     pub paused: bool,
-    pub global_delay: std::time::Duration,
+    pub global_delay: Duration,
     pub global_concurrency: usize,
     pub global_rate: Option<f64>,
     pub next_rule_id: u64,
@@ -72,31 +74,25 @@ pub(super) fn handle(c: &mut Coordinator, id: CommandId, command: Command) -> Op
             Ok(()) => return None,
             Err(e) => Err(e),
         },
-        Command::SetHostDelay { host, delay } => c.set_host_delay(&host, delay),
+        Command::SetHostDelay { host, delay } => c.set_host_delay(&host, delay, now),
         Command::SetHostConcurrency { host, max } => c.set_host_concurrency(&host, max),
-        Command::SetGlobalDelay(d) => {
-            c.hosts.set_default_delay(d);
-            Ok(format!(
-                "default per-host delay {}",
-                humantime::format_duration(d)
-            ))
-        }
+        Command::SetGlobalDelay(d) => c.set_global_delay(d, now),
         Command::SetGlobalConcurrency(n) => c.set_global_concurrency(n),
         Command::SetGlobalRate(rate) => c.set_global_rate(rate, now),
         Command::AddSeed(text) => c.add_seed(&text),
         Command::SetHostBreaker { host, thresholds } => c.set_host_breaker(&host, thresholds),
-        Command::ResetBreaker(host) => {
+        Command::ResetBreaker(host) => c.met(&host).map(|()| {
             if let Some(t) = c.hosts.reset_breaker(&host) {
                 c.breaker_transition(&host, t, now);
             }
-            Ok(format!("{host}: breaker closed"))
-        }
-        Command::ForceOpenBreaker(host) => {
+            format!("{host}: breaker closed")
+        }),
+        Command::ForceOpenBreaker(host) => c.met(&host).map(|()| {
             if let Some(t) = c.hosts.force_open_breaker(&host, now) {
                 c.breaker_transition(&host, t, now);
             }
-            Ok(format!("{host}: breaker opened"))
-        }
+            format!("{host}: breaker opened")
+        }),
         Command::AcceptAlert { alert_id, rule } => {
             sweeping(c.accept_alert(alert_id, rule, "operator", Some(id)))
         }
@@ -133,6 +129,19 @@ fn host_of(command: &Command) -> Option<&str> {
         | Command::ResetBreaker(host)
         | Command::ForceOpenBreaker(host) => Some(host),
         _ => None,
+    }
+}
+
+/// Refuses a delay past [`MAX_DELAY`]: the grammar does, but a command may
+/// come from elsewhere (a cluster's stream, a test).
+fn check_delay(delay: Option<Duration>) -> Result<(), String> {
+    match delay {
+        Some(d) if d > MAX_DELAY => Err(format!(
+            "a delay of {} is longer than the longest, {}",
+            humantime::format_duration(d),
+            humantime::format_duration(MAX_DELAY)
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -196,7 +205,11 @@ impl Coordinator {
                 }
             }
             Target::Host(host) => {
-                self.hold(&host, Hold::Paused, paused);
+                // A host not in memory has no queue to hold: it takes the
+                // stored pause when it appears (`adopt`).
+                if self.hosts.is_resident(&host) {
+                    self.hold(&host, Hold::Paused, paused);
+                }
                 self.hosts
                     .set_paused(&host, paused)
                     .map_err(|e| not_stored("pause", e))?;
@@ -206,10 +219,35 @@ impl Coordinator {
         }
     }
 
-    fn set_host_delay(&mut self, host: &str, delay: Option<std::time::Duration>) -> Answer {
+    /// A breaker is opened or closed on a host the crawl has in memory only:
+    /// it is a moment's state, not a setting kept for later.
+    fn met(&self, host: &str) -> Result<(), String> {
+        if self.hosts.is_resident(host) {
+            return Ok(());
+        }
+        Err(format!(
+            "no host {host} active in this crawl: its breaker starts closed when it appears"
+        ))
+    }
+
+    fn set_global_delay(&mut self, delay: Duration, now: Instant) -> Answer {
+        check_delay(Some(delay))?;
+        self.hosts.set_default_delay(delay);
+        for host in self.hosts.keys() {
+            self.retime(&host, now);
+        }
+        Ok(format!(
+            "default per-host delay {}",
+            humantime::format_duration(delay)
+        ))
+    }
+
+    fn set_host_delay(&mut self, host: &str, delay: Option<Duration>, now: Instant) -> Answer {
+        check_delay(delay)?;
         self.hosts
             .set_delay_override(host, delay)
             .map_err(|e| not_stored("delay", e))?;
+        self.retime(host, now);
         Ok(match delay {
             Some(d) => format!("{host}: delay {}", humantime::format_duration(d)),
             None => format!("{host}: delay override removed"),
@@ -220,13 +258,17 @@ impl Coordinator {
         if max == Some(0) {
             return Err("concurrency must be at least 1 (pause the host instead)".into());
         }
+        let resident = self.hosts.is_resident(host);
         let effective = self
             .hosts
             .set_concurrency_override(host, max)
             .map_err(|e| not_stored("concurrency", e))?;
-        self.frontier
-            .set_max_in_flight(host, effective)
-            .map_err(|e| not_stored("concurrency", e))?;
+        // A host not in memory takes its limit when it appears (`adopt`).
+        if resident {
+            self.frontier
+                .set_max_in_flight(host, effective)
+                .map_err(|e| not_stored("concurrency", e))?;
+        }
         Ok(format!("{host}: {effective} request(s) in flight at most"))
     }
 
@@ -315,3 +357,7 @@ impl Coordinator {
         self.store.put(Tree::Meta, SETTINGS_KEY, &settings)
     }
 }
+
+#[cfg(test)]
+#[path = "commands_tests.rs"]
+mod tests;

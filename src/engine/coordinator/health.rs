@@ -22,13 +22,25 @@ impl Coordinator {
     /// Sets when the host may be asked again, from its politeness state.
     pub(super) fn schedule_next(&mut self, host: &str, now: Instant) {
         if let Some(delay) = self.hosts.next_delay(host) {
-            // An open breaker's cooldown is the host's next allowed time too:
-            // the breaker is this worker's, the schedule is every worker's.
-            let probe_at = self.hosts.breaker_probe_at(host);
-            let at = probe_at.map_or(now + delay, |probe| probe.max(now + delay));
-            if let Err(e) = self.frontier.set_not_before(host, at) {
-                self.storage_failed(&format!("scheduling {host}"), e);
-            }
+            self.not_before(host, now + delay);
+        }
+    }
+
+    /// The host's delay changed: its pending wait ends by the new one, from
+    /// its last answer (shorter: sooner, longer: later).
+    pub(super) fn retime(&mut self, host: &str, now: Instant) {
+        if let Some(at) = self.hosts.retimed(host, now) {
+            self.not_before(host, at);
+        }
+    }
+
+    fn not_before(&mut self, host: &str, at: Instant) {
+        // An open breaker's cooldown is the host's next allowed time too:
+        // the breaker is this worker's, the schedule is every worker's.
+        let probe_at = self.hosts.breaker_probe_at(host);
+        let at = probe_at.map_or(at, |probe| probe.max(at));
+        if let Err(e) = self.frontier.set_not_before(host, at) {
+            self.storage_failed(&format!("scheduling {host}"), e);
         }
     }
 

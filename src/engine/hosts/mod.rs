@@ -208,10 +208,31 @@ impl HostTable {
 
     // ---- operator settings ----
 
+    /// Whether the host is in memory: the crawl has met it and it is not idle.
+    pub(crate) fn is_resident(&self, host: &str) -> bool {
+        self.hosts.contains_key(host)
+    }
+
+    /// Changes one host's stored settings. A host not in memory is stored
+    /// and left out: it takes them when it appears, and is no row before.
+    fn update<R>(
+        &mut self,
+        host: &str,
+        change: impl FnOnce(&mut HostState, &PolitenessConfig) -> R,
+    ) -> Result<R, StoreError> {
+        let resident = self.is_resident(host);
+        let (state, politeness, _) = self.entry_with_settings(host);
+        let result = change(state, politeness);
+        let saved = self.save(host);
+        if !resident {
+            self.hosts.remove(host);
+        }
+        saved.map(|()| result)
+    }
+
     /// Pauses or resumes one host.
     pub(crate) fn set_paused(&mut self, host: &str, paused: bool) -> Result<(), StoreError> {
-        self.entry(host).paused = paused;
-        self.save(host)
+        self.update(host, |state, _| state.paused = paused)
     }
 
     /// The operator's delay for one host (`None`: computed again).
@@ -220,8 +241,7 @@ impl HostTable {
         host: &str,
         delay: Option<Duration>,
     ) -> Result<(), StoreError> {
-        self.entry(host).politeness.set_override_delay(delay);
-        self.save(host)
+        self.update(host, |state, _| state.politeness.set_override_delay(delay))
     }
 
     /// The operator's in-flight limit for one host; returns the effective limit.
@@ -230,11 +250,10 @@ impl HostTable {
         host: &str,
         max: Option<usize>,
     ) -> Result<usize, StoreError> {
-        let (state, politeness, _) = self.entry_with_settings(host);
-        state.politeness.set_override_concurrency(max);
-        let effective = state.politeness.max_in_flight(politeness);
-        self.save(host)?;
-        Ok(effective)
+        self.update(host, |state, politeness| {
+            state.politeness.set_override_concurrency(max);
+            state.politeness.max_in_flight(politeness)
+        })
     }
 
     /// The operator's breaker thresholds for one host (`None`: crawl.toml's).
@@ -243,19 +262,18 @@ impl HostTable {
         host: &str,
         thresholds: Option<BreakerThresholds>,
     ) -> Result<(), StoreError> {
-        self.entry(host).breaker_thresholds = thresholds;
-        self.save(host)
+        self.update(host, |state, _| state.breaker_thresholds = thresholds)
     }
 
-    /// Closes the host's breaker.
+    /// Closes the host's breaker (a host in memory: see `is_resident`).
     pub(crate) fn reset_breaker(&mut self, host: &str) -> Option<Transition> {
-        self.entry(host).breaker.reset()
+        self.hosts.get_mut(host)?.breaker.reset()
     }
 
-    /// Opens the host's breaker now.
+    /// Opens the host's breaker now (a host in memory: see `is_resident`).
     pub(crate) fn force_open_breaker(&mut self, host: &str, now: Instant) -> Option<Transition> {
-        let (state, _, base) = self.entry_with_settings(host);
-        let cfg = state.breaker_config(base);
+        let state = self.hosts.get_mut(host)?;
+        let cfg = state.breaker_config(&self.breaker);
         state.breaker.force_open(now, &cfg)
     }
 
@@ -368,6 +386,21 @@ impl HostTable {
                 .next_delay(&self.politeness, self.default_delay, state.crawl_delay());
         state.delay = (delay, source);
         Some(delay)
+    }
+
+    /// The operator changed the host's delay: when its next request may go,
+    /// from its last answer and the delay now in force. `None` when that is
+    /// nobody's concern: the host is not in memory, has a request out (its
+    /// answer schedules it), never answered, or its wait is over either way.
+    pub(crate) fn retimed(&mut self, host: &str, now: Instant) -> Option<Instant> {
+        let state = self.hosts.get(host)?;
+        if state.in_flight > 0 {
+            return None;
+        }
+        let last = state.politeness.last_response_at()?;
+        let before = state.delay.0;
+        let delay = self.next_delay(host)?;
+        (last + before.max(delay) > now).then(|| (last + delay).max(now))
     }
 
     // ---- circuit breaker ----

@@ -212,8 +212,27 @@ pub fn check_selector(selector: &str) -> Result<(), SelectError> {
 fn parse_selector(selector: &str) -> Result<Selector, SelectError> {
     Selector::parse(selector).map_err(|e| SelectError {
         selector: selector.to_string(),
-        message: e.to_string(),
+        message: selector_complaint(&e),
     })
+}
+
+/// The parser's complaint in words: scraper prints some kinds as an internal
+/// error ("please report this") with a Rust debug dump.
+fn selector_complaint(e: &scraper::error::SelectorErrorKind) -> String {
+    use scraper::error::SelectorErrorKind as Kind;
+    let Kind::UnexpectedSelectorParseError(kind) = e else {
+        return e.to_string();
+    };
+    // `DanglingCombinator` → "dangling combinator".
+    let name = format!("{kind:?}");
+    let mut words = String::new();
+    for c in name.chars() {
+        if c.is_ascii_uppercase() && !words.is_empty() {
+            words.push(' ');
+        }
+        words.push(c.to_ascii_lowercase());
+    }
+    words
 }
 
 /// The text of each element of `html` matching the CSS `selector` (at most

@@ -59,6 +59,15 @@ fn select_lists_matches_says_none_and_reports_bad_selectors() {
 }
 
 #[test]
+fn a_selector_the_parser_calls_unexpected_is_named_in_words() {
+    let e = select(PAGE, "h1 >>> a").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "bad CSS selector `h1 >>> a`: dangling combinator"
+    );
+}
+
+#[test]
 fn a_huge_flat_or_deep_page_stays_within_the_caps() {
     let mut body = String::from("<html><body>");
     for i in 0..20_000 {
