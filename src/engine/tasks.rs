@@ -72,7 +72,7 @@ pub struct Fetched {
     pub warc_at: Option<WarcLocation>,
 }
 
-/// One page fetch and everything it needs, moved into its task.
+/// One page (or probe) fetch and everything it needs, moved into its task.
 struct PageJob {
     fetcher: Fetcher,
     lease: Lease,
@@ -195,24 +195,13 @@ fn archive(
     }
 }
 
-/// One soft-404 probe, moved into its task.
-struct ProbeJob {
-    fetcher: Fetcher,
-    lease: Lease,
-    url: Url,
-    max_body: u64,
-    extract: Arc<ExtractOptions>,
-    templates: Arc<Templates>,
-    warc: Option<Arc<Mutex<WarcWriter>>>,
-    cpu: CpuPool,
-    done: mpsc::UnboundedSender<Work>,
-}
-
-async fn run_probe(job: ProbeJob) {
-    let ProbeJob {
+/// A soft-404 probe: fetched like a page (never conditionally), judged, archived.
+async fn run_probe(job: PageJob) {
+    let PageJob {
         fetcher,
         lease,
         url,
+        validators: _,
         max_body,
         extract,
         templates,
@@ -355,7 +344,16 @@ impl Workers {
 
     /// Fetches and processes one page; the result arrives as `Work::Page`.
     pub(crate) fn spawn_page(&self, lease: Lease, url: Url, validators: Option<Validators>) {
-        tokio::spawn(run_page(PageJob {
+        tokio::spawn(run_page(self.job(lease, url, validators)));
+    }
+
+    /// Fetches a soft-404 probe (archived, not a page); the answer arrives as `Work::Probe`.
+    pub(crate) fn spawn_probe(&self, lease: Lease, url: Url) {
+        tokio::spawn(run_probe(self.job(lease, url, None)));
+    }
+
+    fn job(&self, lease: Lease, url: Url, validators: Option<Validators>) -> PageJob {
+        PageJob {
             fetcher: self.fetcher.clone(),
             lease,
             url,
@@ -366,22 +364,7 @@ impl Workers {
             warc: self.warc.clone(),
             cpu: self.cpu.clone(),
             done: self.done.clone(),
-        }));
-    }
-
-    /// Fetches a soft-404 probe (archived, not a page); the answer arrives as `Work::Probe`.
-    pub(crate) fn spawn_probe(&self, lease: Lease, url: Url) {
-        tokio::spawn(run_probe(ProbeJob {
-            fetcher: self.fetcher.clone(),
-            lease,
-            url,
-            max_body: self.max_body,
-            extract: self.extract.clone(),
-            templates: self.templates.clone(),
-            warc: self.warc.clone(),
-            cpu: self.cpu.clone(),
-            done: self.done.clone(),
-        }));
+        }
     }
 
     /// Fetches a host's robots.txt; the verdict arrives as `Work::Robots`.

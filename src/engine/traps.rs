@@ -102,7 +102,9 @@ impl TrapDetector {
             found.extend(state.depth.on_link(cfg, &host, parent, child));
             found.extend(state.counter.on_link(cfg, &host, parent, child));
         }
-        found.extend(state.query.on_link(cfg, &host, child));
+        if same_host {
+            found.extend(state.query.on_link(cfg, &host, parent, child));
+        }
         found.extend(state.session.on_link(&host, child));
         found.into_iter().find_map(|d| self.raise(d, child))
     }

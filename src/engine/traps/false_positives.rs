@@ -360,3 +360,29 @@ fn near_pages_scattered_over_a_large_site_raise_nothing() {
     );
     assert_quiet(&sim, 30_000);
 }
+
+#[test]
+fn a_frame_link_on_every_class_page_raises_nothing() {
+    // Javadoc: each of 2,000 class pages links `index.html?<its path>`, the
+    // frameset showing it. Many variants of one path, none begetting another.
+    let cfg = TrapConfig::default();
+    let sim = crawl(
+        &cfg,
+        &["http://api.localhost:4000/allclasses.html"],
+        5000,
+        |page, _| {
+            if page.path() == "/allclasses.html" {
+                return (0..2000).map(|i| format!("/org/C{i}.html")).collect();
+            }
+            match page.path().strip_prefix("/org/") {
+                Some(class) => vec![
+                    format!("/index.html?org/{class}"),
+                    "/allclasses.html".into(),
+                ],
+                None => vec![],
+            }
+        },
+        distinct,
+    );
+    assert_quiet(&sim, 4000);
+}

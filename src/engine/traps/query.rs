@@ -28,6 +28,10 @@ const SESSION_PAGES: usize = 256;
 
 struct Variants {
     seen: HashSet<u64>,
+    /// New variants linked from a variant of the same path: the space
+    /// begets itself (facets, sort orders), unlike a finite set of variants
+    /// each linked from another page (javadoc's `index.html?<class>` frames).
+    fed: usize,
     samples: VecDeque<String>,
 }
 
@@ -37,22 +41,32 @@ pub struct QueryState {
 }
 
 impl QueryState {
-    pub fn on_link(&mut self, cfg: &TrapConfig, host: &str, url: &Url) -> Option<Detection> {
+    /// A link from `parent` (same host) to `url`.
+    pub fn on_link(
+        &mut self,
+        cfg: &TrapConfig,
+        host: &str,
+        parent: &Url,
+        url: &Url,
+    ) -> Option<Detection> {
         let query = url.query().filter(|q| !q.is_empty())?;
+        let from_variant = parent.path() == url.path() && parent.query().is_some();
         let limit = cfg.max_query_variants;
         let paths = self.paths.get_or_insert_with(|| GenMap::new(QUERY_PATHS));
         let v = paths.get_or_insert_with(hash_str(url.path()), || Variants {
             seen: HashSet::new(),
+            fed: 0,
             samples: VecDeque::new(),
         });
         // Past the limit the count no longer matters: bounded at limit + 1.
         if v.seen.len() <= limit && v.seen.insert(hash_str(query)) {
+            v.fed += usize::from(from_variant);
             // Samples only near the threshold, so most paths keep none.
             if v.seen.len() + super::MAX_SAMPLES > limit {
                 push_sample(&mut v.samples, url.as_str());
             }
         }
-        if v.seen.len() <= limit {
+        if v.seen.len() <= limit || v.fed * 2 < limit {
             return None;
         }
         Some(Detection {
