@@ -4,6 +4,8 @@
 mod bench;
 mod blocks;
 mod entities;
+#[cfg(test)]
+mod real_html;
 mod scan;
 #[cfg(test)]
 mod tests;

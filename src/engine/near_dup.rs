@@ -366,6 +366,4 @@ pub fn features_of_text(text: &str) -> TextFeatures {
 }
 
 #[cfg(test)]
-mod real_html;
-#[cfg(test)]
 mod tests;

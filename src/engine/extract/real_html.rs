@@ -1,4 +1,4 @@
-//! The measure on real documentation pages (tests/fixtures/real-docs: Python,
+//! The content measure (`near_dup`) on real documentation pages (tests/fixtures/real-docs: Python,
 //! PostgreSQL, git and Rust std pages from Debian's packages, whole and
 //! unedited), checked against the exact Jaccard of their shingles.
 
@@ -7,9 +7,9 @@ use std::path::Path;
 
 use url::Url;
 
-use super::*;
+use super::{extract, ExtractOptions};
 use crate::engine::dedup::hamming;
-use crate::engine::extract::{extract, ExtractOptions};
+use crate::engine::near_dup::{Templates, TextFeatures};
 
 const NEAR: u32 = 6;
 
