@@ -432,7 +432,7 @@ pub fn extract(
         title: None,
         canonical: None,
         directives: RobotsDirectives::default(),
-        blocks: blocks::Blocks::default(),
+        blocks: blocks::Blocks::for_page(body.len()),
         text_budget: MAX_SIMHASH_TEXT,
     };
     scan::scan(body, &mut state);

@@ -171,15 +171,24 @@ impl FeatureBuilder {
         }
     }
 
+    /// A builder for a page of `bytes` bytes: room for its shingles at once.
+    pub fn for_page(bytes: usize) -> Self {
+        let mut builder = FeatureBuilder::default();
+        builder.features.shingles = Vec::with_capacity((bytes / 8).min(MAX_SHINGLES));
+        builder
+    }
+
     pub fn finish(mut self) -> TextFeatures {
         self.end_block();
         self.features
     }
 }
 
-/// One hash for three consecutive words (order matters).
+/// One hash for three consecutive words (order matters). The words' hashes
+/// are mixed already; one multiply keeps shingles sharing words unrelated.
 fn shingle(a: u64, b: u64, c: u64) -> u64 {
-    mix(a.rotate_left(1) ^ b.rotate_left(23) ^ c.rotate_left(43) ^ 0x2545_F491_4F6C_DD1D)
+    let h = (a.rotate_left(21) ^ b.rotate_left(42) ^ c).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    h ^ (h >> 29)
 }
 
 /// What one host's pages have shown so far, per block hash.
@@ -328,20 +337,29 @@ fn fingerprint_with(features: &TextFeatures, seen: &[Seen]) -> u64 {
         };
     // A set, not a multiset: one shingle repeated hundreds of times (a
     // permalink sign, a prompt) would otherwise decide every bit.
-    let mut voted = vec![0u64; VOTED_BITS / 64];
-    let mut votes = Votes::default();
-    for (i, (block, shingles)) in features.blocks().enumerate() {
-        if keep(block, i) {
-            for &s in shingles {
-                let bit = (s >> 40) as usize % VOTED_BITS;
-                if voted[bit / 64] & (1 << (bit % 64)) == 0 {
-                    voted[bit / 64] |= 1 << (bit % 64);
-                    votes.add(s);
+    VOTED.with(|voted| {
+        let mut voted = voted.borrow_mut();
+        voted.fill(0);
+        let mut votes = Votes::default();
+        for (i, (block, shingles)) in features.blocks().enumerate() {
+            if keep(block, i) {
+                for &s in shingles {
+                    let bit = (s >> 40) as usize % VOTED_BITS;
+                    let (word, mask) = (bit / 64, 1u64 << (bit % 64));
+                    if voted[word] & mask == 0 {
+                        voted[word] |= mask;
+                        votes.add(s);
+                    }
                 }
             }
         }
-    }
-    votes.hash()
+        votes.hash()
+    })
+}
+
+thread_local! {
+    /// The shingles that voted, per extraction thread (reused, not allocated per page).
+    static VOTED: std::cell::RefCell<Vec<u64>> = std::cell::RefCell::new(vec![0; VOTED_BITS / 64]);
 }
 
 /// Bits of the filter that lets each shingle vote once: a few percent of a

@@ -4,15 +4,37 @@
 use super::scan::Tag;
 use crate::engine::near_dup::FeatureBuilder;
 
-/// Elements that sit inside a line of text: they do not end a block.
-const INLINE: [&str; 31] = [
-    "a", "abbr", "b", "bdi", "bdo", "big", "cite", "code", "data", "dfn", "em", "font", "i", "img",
-    "kbd", "label", "mark", "nobr", "q", "s", "samp", "small", "span", "strike", "strong", "sub",
-    "sup", "time", "tt", "u", "var",
-];
+/// What an element is to the measure, by its name.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Sits inside a line of text: does not end a block.
+    Inline,
+    /// Holds a site's navigation, not a page's content.
+    Landmark,
+    /// Its role, class or id may mark navigation.
+    Container,
+    Other,
+}
 
-/// Elements that hold a site's navigation, not a page's content.
-const LANDMARKS: [&str; 4] = ["nav", "header", "footer", "aside"];
+/// One match on the lower-cased name: this runs on every tag of every page.
+fn kind(name: &[u8]) -> Kind {
+    let mut lower = [0u8; 8];
+    if name.len() > lower.len() {
+        return Kind::Other;
+    }
+    for (l, b) in lower.iter_mut().zip(name) {
+        *l = b.to_ascii_lowercase();
+    }
+    match &lower[..name.len()] {
+        b"a" | b"abbr" | b"b" | b"bdi" | b"bdo" | b"big" | b"cite" | b"code" | b"data" | b"dfn"
+        | b"em" | b"font" | b"i" | b"img" | b"kbd" | b"label" | b"mark" | b"nobr" | b"q" | b"s"
+        | b"samp" | b"small" | b"span" | b"strike" | b"strong" | b"sub" | b"sup" | b"time"
+        | b"tt" | b"u" | b"var" => Kind::Inline,
+        b"nav" | b"header" | b"footer" | b"aside" => Kind::Landmark,
+        b"div" | b"section" | b"ul" | b"table" | b"td" => Kind::Container,
+        _ => Kind::Other,
+    }
+}
 
 /// ARIA roles of the same.
 const ROLES: [&str; 5] = [
@@ -64,14 +86,22 @@ impl Region {
 }
 
 impl Blocks {
+    pub(super) fn for_page(bytes: usize) -> Self {
+        Blocks {
+            features: FeatureBuilder::for_page(bytes),
+            region: None,
+        }
+    }
+
     pub(super) fn start_tag(&mut self, tag: &Tag<'_>) {
-        if !is_inline(tag.name) {
+        let kind = kind(tag.name);
+        if kind != Kind::Inline {
             self.features.end_block();
         }
         match &mut self.region {
             Some(region) if region.is(tag.name) => region.depth += 1,
             Some(_) => {}
-            None if tag.name.len() <= NAME_MAX && is_navigation(tag) => {
+            None if tag.name.len() <= NAME_MAX && is_navigation(tag, kind) => {
                 let mut name = [0; NAME_MAX];
                 name[..tag.name.len()].copy_from_slice(tag.name);
                 self.region = Some(Region {
@@ -102,16 +132,17 @@ impl Blocks {
 }
 
 fn is_inline(name: &[u8]) -> bool {
-    INLINE
-        .iter()
-        .any(|t| name.eq_ignore_ascii_case(t.as_bytes()))
+    kind(name) == Kind::Inline
 }
 
-/// A landmark element, an element with a navigation role, or one whose class
-/// or id names navigation.
-fn is_navigation(tag: &Tag<'_>) -> bool {
-    if LANDMARKS.iter().any(|l| tag.is(l)) {
-        return true;
+/// A landmark element, or a container (only those: reading every tag's
+/// attributes would cost more than the rest of the measure) whose role,
+/// class or id names navigation.
+fn is_navigation(tag: &Tag<'_>, kind: Kind) -> bool {
+    match kind {
+        Kind::Landmark => return true,
+        Kind::Container => {}
+        _ => return false,
     }
     let names = |attribute: &str, list: &[&str]| {
         tag.attribute(attribute).is_some_and(|value| {
