@@ -183,10 +183,14 @@ impl Coordinator {
             Ok(fresh) => fresh,
             Err(e) => return self.storage_failed("recording links left out", e),
         };
+        // New to the filtered tree is not new to the crawl: a link too deep
+        // here may have been found (and queued) from a shallower page.
+        let store = &self.store;
+        let first = |url: &str| store.referrers(url).is_ok_and(|r| r.is_empty());
         let referred = filtered
             .iter()
             .zip(fresh)
-            .map(|(f, new)| (f.url.as_str(), new));
+            .map(|(f, new)| (f.url.as_str(), new && first(&f.url)));
         if let Err(e) = self.store.add_referrers(parent, referred) {
             self.storage_failed("recording who links to a page", e);
         }
