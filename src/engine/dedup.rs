@@ -18,7 +18,7 @@ pub fn url_fingerprint(url: &str) -> u64 {
 /// they already are (the common case: no allocation, and the fingerprints
 /// stored by earlier versions stay valid). Values of one name keep their
 /// order, since `?id=2&id=1` may be an ordered list.
-fn sorted_query(url: &str) -> Option<String> {
+pub(crate) fn sorted_query(url: &str) -> Option<String> {
     let (head, query) = url.split_once('?')?;
     if !query.contains('&') {
         return None;
