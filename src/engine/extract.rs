@@ -170,7 +170,7 @@ const MAX_SIMHASH_TEXT: usize = 64 * 1024;
 
 /// `<link rel>` values that point at documents: only these are followed, so
 /// a `rev="made"` mail address or an `author` contact is not fetched as a page.
-const DOCUMENT_RELS: [&str; 16] = [
+const DOCUMENT_RELS: [&str; 21] = [
     "alternate",
     "amphtml",
     "canonical",
@@ -187,6 +187,11 @@ const DOCUMENT_RELS: [&str; 16] = [
     "section",
     "subsection",
     "appendix",
+    "glossary",
+    "help",
+    "home",
+    "copyright",
+    "license",
 ];
 
 /// `<link rel>` values that name resources, not pages (`alternate stylesheet`).
