@@ -3,10 +3,11 @@
 
   real_docs.py reach ROOT BASE INDEX OUT.json
       Pages reachable from BASE+INDEX, served by nginx from ROOT: an
-      independent parser (html.parser) follows <a>/<area>/<link> href (not
-      resource rels such as stylesheet) and <frame>/<iframe> src within
-      BASE's host:port, strips fragments, honours <base href>, rel=nofollow,
-      <meta name=robots content=nofollow> and robots.txt (for "crawldeck"),
+      independent parser (html.parser) follows <a>/<area> href, <link> href
+      of document rels (next, prev, alternate, ..., not stylesheet) and
+      <frame>/<iframe> src within BASE's host:port, strips fragments,
+      honours <base href>, rel=nofollow, <meta name=robots content=nofollow>
+      and robots.txt (for "crawldeck"),
       and keeps HTML pages only (files ending .html/.htm; a directory is its
       index.html, reached through nginx's 301 to the slash form).
   real_docs.py report NAME ROOT BASE REACH.json DATA SUMMARY.json BIN OUT.json
@@ -32,6 +33,12 @@ from collections import deque
 MAX_DEPTH = 20
 MAX_LINKS_PER_PAGE = 1000
 PRODUCT_TOKEN = "crawldeck"
+# As crawldeck's extract.rs: <link> is followed only for document relations.
+DOCUMENT_RELS = {
+    "alternate", "amphtml", "canonical", "next", "prev", "previous", "first",
+    "last", "up", "start", "index", "contents", "chapter", "section",
+    "subsection", "appendix", "glossary", "help", "home", "copyright", "license",
+}
 RESOURCE_RELS = {
     "stylesheet", "icon", "preload", "prefetch", "preconnect", "dns-prefetch",
     "modulepreload", "manifest", "apple-touch-icon",
@@ -90,7 +97,7 @@ class LinkParser(html.parser.HTMLParser):
         a = {k: (v or "") for k, v in attrs}
         rel = {t.lower() for t in a.get("rel", "").split()}
         if tag in ("a", "area", "link") and "href" in a:
-            if tag == "link" and rel & RESOURCE_RELS:
+            if tag == "link" and (not rel & DOCUMENT_RELS or rel & RESOURCE_RELS):
                 return
             self.links.append((a["href"], "nofollow" in rel))
         elif tag in ("frame", "iframe") and "src" in a:

@@ -106,10 +106,9 @@ fn broken_links_name_their_referrers(data: &str) {
         BTreeSet::from(["/about.html".into(), "/sale/".into()])
     );
     assert!(
-        broken
-            .iter()
-            .all(|b| b["status"].as_u64().is_none_or(|s| s >= 400)),
-        "only 4xx, 5xx and failures are broken: {broken:?}"
+        broken.iter().all(|b| b["error"] == "redirect loop"
+            || b["status"].as_u64().is_none_or(|s| s >= 400)),
+        "only 4xx, 5xx, failures and redirect loops are broken: {broken:?}"
     );
 }
 
@@ -167,6 +166,14 @@ fn a_redirect_loop_is_one_chain_that_says_so(data: &str, site: &url::Url) {
     assert_eq!(hops.len(), 3, "{hops:?}");
     assert_eq!((hops[1].0.as_str(), hops[2].0.as_str()), ("/b", "/a"));
     assert_eq!(hops[2].1, "loop");
+    // A link that can never resolve is broken too.
+    let broken = json_lines(&["links", data, "--broken", "--host", &host, "--json"]);
+    assert!(
+        broken
+            .iter()
+            .any(|b| path_of(b["url"].as_str().unwrap()) == "/a" && b["error"] == "redirect loop"),
+        "{broken:?}"
+    );
     assert!(
         !chains
             .iter()

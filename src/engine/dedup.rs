@@ -5,8 +5,33 @@ use sha1::{Digest, Sha1};
 use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed};
 
 /// xxh3_64 of the normalized URL string; stable across runs and platforms.
+/// Query parameters count in name order, so `?b=2&a=1` is seen as
+/// `?a=1&b=2` and not fetched twice; the URL itself is fetched as found.
 pub fn url_fingerprint(url: &str) -> u64 {
-    xxh3_64(url.as_bytes())
+    match sorted_query(url) {
+        Some(key) => xxh3_64(key.as_bytes()),
+        None => xxh3_64(url.as_bytes()),
+    }
+}
+
+/// The URL with its query parameters stably sorted by name, or `None` if
+/// they already are (the common case: no allocation, and the fingerprints
+/// stored by earlier versions stay valid). Values of one name keep their
+/// order, since `?id=2&id=1` may be an ordered list.
+pub(crate) fn sorted_query(url: &str) -> Option<String> {
+    let (head, query) = url.split_once('?')?;
+    if !query.contains('&') {
+        return None;
+    }
+    fn name<'a>(param: &&'a str) -> &'a str {
+        param.split_once('=').map_or(*param, |(n, _)| n)
+    }
+    let mut params: Vec<&str> = query.split('&').collect();
+    if params.is_sorted_by_key(name) {
+        return None;
+    }
+    params.sort_by_key(name);
+    Some(format!("{head}?{}", params.join("&")))
 }
 
 /// A fixed-size, blocked Bloom filter over 64-bit fingerprints: all k bits
@@ -261,6 +286,33 @@ mod tests {
         assert_ne!(
             url_fingerprint("http://a.example/"),
             url_fingerprint("http://b.example/")
+        );
+    }
+
+    #[test]
+    fn query_parameter_order_does_not_change_the_fingerprint() {
+        let fp = url_fingerprint;
+        assert_eq!(
+            fp("http://a.example/?b=2&a=1"),
+            fp("http://a.example/?a=1&b=2")
+        );
+        assert_eq!(
+            fp("http://a.example/?c&b=2&a"),
+            fp("http://a.example/?a&b=2&c")
+        );
+        // A sorted query keeps the fingerprint of its own text (stored marks stay valid).
+        assert_eq!(
+            fp("http://a.example/?a=1&b=2"),
+            xxh3_64(b"http://a.example/?a=1&b=2")
+        );
+        // Values of one name keep their order: `?id=1&id=2` may be a list.
+        assert_ne!(
+            fp("http://a.example/?id=2&id=1"),
+            fp("http://a.example/?id=1&id=2")
+        );
+        assert_ne!(
+            fp("http://a.example/?a=1&b=2"),
+            fp("http://a.example/?a=2&b=1")
         );
     }
 

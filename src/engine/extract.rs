@@ -168,7 +168,33 @@ const MAX_TITLE_RAW: usize = 8 * 1024;
 /// Visible text fed to the content measure: enough to characterise a page, bounded work.
 const MAX_SIMHASH_TEXT: usize = 64 * 1024;
 
-/// `<link rel>` values that name resources, not pages.
+/// `<link rel>` values that point at documents: only these are followed, so
+/// a `rev="made"` mail address or an `author` contact is not fetched as a page.
+const DOCUMENT_RELS: [&str; 21] = [
+    "alternate",
+    "amphtml",
+    "canonical",
+    "next",
+    "prev",
+    "previous",
+    "first",
+    "last",
+    "up",
+    "start",
+    "index",
+    "contents",
+    "chapter",
+    "section",
+    "subsection",
+    "appendix",
+    "glossary",
+    "help",
+    "home",
+    "copyright",
+    "license",
+];
+
+/// `<link rel>` values that name resources, not pages (`alternate stylesheet`).
 const RESOURCE_RELS: [&str; 9] = [
     "stylesheet",
     "icon",
@@ -269,7 +295,8 @@ impl State<'_> {
                 let text = self.decode(href);
                 self.canonical = url_norm::resolve(&self.base, &entities::decode(&text, true));
             }
-            if RESOURCE_RELS.iter().any(|r| has_rel(r)) {
+            let document = DOCUMENT_RELS.iter().any(|r| has_rel(r));
+            if !document || RESOURCE_RELS.iter().any(|r| has_rel(r)) {
                 return;
             }
         }

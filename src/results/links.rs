@@ -29,32 +29,59 @@ struct Broken<'a> {
     referrers: &'a [String],
 }
 
-fn is_broken(row: &Row) -> bool {
-    match row.fate {
-        f if f == Fate::Error.label() => true,
-        f if f == Fate::Fetched.label() => row.status.is_some_and(|s| s >= 400),
-        _ => false,
-    }
+/// Why a row is broken: `None` if it is not, `Some(None)` for its status or
+/// error, `Some(Some("redirect loop"))` for a redirect that never resolves.
+fn broken_why(row: &Row, results: &Results) -> anyhow::Result<Option<Option<&'static str>>> {
+    Ok(match row.fate {
+        f if f == Fate::Error.label() => Some(None),
+        f if f == Fate::Fetched.label() => row.status.filter(|s| *s >= 400).map(|_| None),
+        f if f == Fate::Redirect.label() && redirect_loops(&row.url, results)? => {
+            Some(Some(REDIRECT_LOOP))
+        }
+        _ => None,
+    })
 }
 
-/// 4xx, 5xx and failed URLs with their referrers. TSV and CSV have one line
-/// per (target, referrer); a table lists the referrers under their target.
+const REDIRECT_LOOP: &str = "redirect loop";
+
+/// Whether the redirects from `url` come back to one of their URLs (or go on
+/// past [`MAX_HOPS`]): a link to it can never resolve.
+fn redirect_loops(url: &str, results: &Results) -> anyhow::Result<bool> {
+    let mut seen = HashSet::new();
+    let mut url = url.to_string();
+    while seen.insert(url.clone()) {
+        if seen.len() > MAX_HOPS {
+            return Ok(true);
+        }
+        match results.page(&url)?.map(|p| p.outcome) {
+            Some(PageOutcome::Redirect { location, .. }) => url = location,
+            _ => return Ok(false),
+        }
+    }
+    Ok(true)
+}
+
+/// 4xx, 5xx, failed URLs and redirect loops with their referrers. TSV and
+/// CSV have one line per (target, referrer); a table lists the referrers
+/// under their target.
 pub(super) fn broken(query: &Query, results: &Results, out: impl Write) -> anyhow::Result<()> {
     let mut output = Output::start(out, query.format, &BROKEN_COLUMNS)?;
     let rows = super::matching_rows(query, results, true)?
-        .filter(|r| r.as_ref().map_or(true, is_broken))
+        .map(|r| r.and_then(|row| Ok(broken_why(&row, results)?.map(|why| (row, why)))))
+        .filter_map(Result::transpose)
         .take(query.limit.unwrap_or(usize::MAX));
     for row in rows {
-        let row = row?;
-        let status = match (row.status, &row.reason) {
-            (Some(s), _) => s.to_string(),
-            (None, Some(kind)) => kind.clone(),
-            (None, None) => String::new(),
+        let (row, why) = row?;
+        let status = match (why, row.status, &row.reason) {
+            (Some(_), _, _) => "loop".to_string(),
+            (None, Some(s), _) => s.to_string(),
+            (None, None, Some(kind)) => kind.clone(),
+            (None, None, None) => String::new(),
         };
         let json = Broken {
             url: &row.url,
             status: row.status,
-            error: row.detail.as_deref().filter(|_| row.status.is_none()),
+            error: why.or(row.detail.as_deref().filter(|_| row.status.is_none())),
             referrers: &row.referrers,
         };
         match query.format {
@@ -237,3 +264,7 @@ fn follow(
     chain.push(end);
     Ok(chain)
 }
+
+#[cfg(test)]
+#[path = "links_tests.rs"]
+mod tests;

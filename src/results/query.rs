@@ -33,7 +33,8 @@ pub enum Format {
 /// What became of a URL, in the words `--fate` takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fate {
-    /// An HTTP answer (2xx, 4xx, 5xx) or a 304 of a recrawl.
+    /// An HTTP answer (2xx, 4xx, 5xx); a page a recrawl found unchanged keeps
+    /// the 200 of its content.
     Fetched,
     /// A 3xx that was followed.
     Redirect,

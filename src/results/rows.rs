@@ -57,6 +57,9 @@ pub struct Row {
     pub(super) reason_class: Option<String>,
 }
 
+/// The detail of a page a recrawl found unchanged.
+const NOT_MODIFIED: &str = "not modified at its last recrawl (304)";
+
 /// Which rule ids came from accepted trap alerts (id → alert id).
 #[derive(Default)]
 pub struct RuleOrigins(HashMap<u64, u64>);
@@ -100,7 +103,9 @@ impl Row {
         };
         let (fate, status, reason, detail): (Fate, _, Option<String>, _) = match p.outcome {
             PageOutcome::Fetched { status } => (Fate::Fetched, Some(status), None, None),
-            PageOutcome::NotModified => (Fate::Fetched, Some(304), None, None),
+            // The status of the content it holds, as `page` shows it; the
+            // 304 is a separate fact. A recrawl only asks again for 2xx pages.
+            PageOutcome::NotModified => (Fate::Fetched, Some(200), None, Some(NOT_MODIFIED.into())),
             PageOutcome::Redirect { status, location } => {
                 (Fate::Redirect, Some(status), None, Some(location))
             }
@@ -463,5 +468,16 @@ mod tests {
         );
         assert!(blocked.passes(&query(None, Some("alert:2"))));
         assert!(!blocked.passes(&query(None, Some("alert:3"))));
+    }
+
+    #[test]
+    fn an_unchanged_page_of_a_recrawl_has_the_status_of_its_content() {
+        let unchanged = row(PageOutcome::NotModified, &RuleOrigins::default());
+        assert_eq!(unchanged.status, Some(200));
+        assert_eq!(unchanged.fate, Fate::Fetched.label());
+        assert_eq!(unchanged.detail.as_deref(), Some(NOT_MODIFIED));
+        let mut q = query(None, None);
+        q.status = Query::parse_status("2xx").unwrap();
+        assert!(unchanged.passes(&q));
     }
 }

@@ -49,7 +49,7 @@ impl Coordinator {
             0
         };
         // Extraction normalizes the links it finds; a Location header is not.
-        let candidates = self.in_scope(links, depth, redirect);
+        let candidates = self.in_scope(&parent_entry.url, links, depth, redirect);
         let fresh = self.claim_unseen(&parent_entry.url, candidates);
         let quarantining_before = self.alerts.quarantining_count();
         let (mut admitted, given_up) = self.route_fresh(parent, fresh, depth, redirects);
@@ -118,8 +118,15 @@ impl Coordinator {
 
     /// The links (normalized first if `normalize`) that pass depth, scope and
     /// operator rules, each with its host key. Those left out for scope, depth,
-    /// extension or a rule are recorded so a listing can say why they were not fetched.
-    fn in_scope(&mut self, links: Vec<Url>, depth: u32, normalize: bool) -> Vec<(Url, HostKey)> {
+    /// extension or a rule are recorded, with `parent` as a referrer, so a
+    /// listing can say why they were not fetched and who links to them.
+    fn in_scope(
+        &mut self,
+        parent: &str,
+        links: Vec<Url>,
+        depth: u32,
+        normalize: bool,
+    ) -> Vec<(Url, HostKey)> {
         let too_deep = depth > self.cfg.max_depth;
         let mut kept = Vec::with_capacity(if too_deep { 0 } else { links.len() });
         let mut filtered = Vec::new();
@@ -162,12 +169,31 @@ impl Coordinator {
             }
             kept.push((url, host));
         }
-        if !filtered.is_empty() {
-            if let Err(e) = self.store.record_filtered(&filtered) {
-                self.storage_failed("recording links left out", e);
-            }
-        }
+        self.record_filtered(parent, &filtered);
         kept
+    }
+
+    /// Records links left out, and `parent` as their first referrer (new
+    /// ones) or a further one.
+    fn record_filtered(&mut self, parent: &str, filtered: &[FilteredUrl]) {
+        if filtered.is_empty() {
+            return;
+        }
+        let fresh = match self.store.record_filtered(filtered) {
+            Ok(fresh) => fresh,
+            Err(e) => return self.storage_failed("recording links left out", e),
+        };
+        // New to the filtered tree is not new to the crawl: a link too deep
+        // here may have been found (and queued) from a shallower page.
+        let store = &self.store;
+        let first = |url: &str| store.referrers(url).is_ok_and(|r| r.is_empty());
+        let referred = filtered
+            .iter()
+            .zip(fresh)
+            .map(|(f, new)| (f.url.as_str(), new && first(&f.url)));
+        if let Err(e) = self.store.add_referrers(parent, referred) {
+            self.storage_failed("recording who links to a page", e);
+        }
     }
 
     /// The links never seen before, in one batch; they are seen from now on.
@@ -205,3 +231,7 @@ impl Coordinator {
         }
     }
 }
+
+#[cfg(test)]
+#[path = "links_tests.rs"]
+mod tests;

@@ -472,3 +472,23 @@ fn markup_that_is_not_a_tag_yields_no_link() {
     );
     assert_eq!(got.title.as_deref(), Some("<a href=\"/in-title\">"));
 }
+
+#[test]
+fn link_elements_followed_only_for_document_relations() {
+    // A mail address without `mailto:` behind rev="made" resolved to a 404 on every page.
+    let got = run(r#"<head><link rev="made" href="user@lists.example.org">
+        <link rel="author" href="/me"><link rel="search" href="/os.xml">
+        <link rel="Next" href="/p2"><link rel="prev" href="/p0">
+        <link rel="canonical" href="/canon"><link rel="alternate nofollow" href="/feed">
+        <link href="/no-rel"></head>"#);
+    assert_eq!(
+        urls(&got),
+        [
+            "http://shop.localhost:40123/p2",
+            "http://shop.localhost:40123/p0",
+            "http://shop.localhost:40123/canon",
+            "http://shop.localhost:40123/feed",
+        ]
+    );
+    assert!(got.links[3].nofollow);
+}

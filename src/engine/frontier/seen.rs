@@ -126,4 +126,17 @@ mod tests {
         assert!(seen.bloom.might_contain(fp));
         assert!(!seen.recent.contains(fp), "the recent set starts empty");
     }
+
+    #[test]
+    fn parameters_in_another_order_are_seen_before_the_fetch() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 4 << 20).unwrap();
+        let mut seen = SeenSet::load(&store).unwrap();
+        let urls = [
+            "http://a.example/p?a=1&b=2",
+            "http://a.example/p?b=2&a=1",
+            "http://a.example/p?b=2&a=2",
+        ];
+        assert_eq!(seen.claim(&store, &urls).unwrap(), [true, false, true]);
+    }
 }

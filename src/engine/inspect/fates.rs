@@ -76,7 +76,7 @@ pub(super) fn of_links(
     let mut fates: Vec<Option<LinkFate>> = Vec::with_capacity(links.len());
     let mut unknown = HashSet::new();
     for link in &links {
-        let fate = recorded_fate(store, &link.url)?;
+        let fate = recorded_fate_any_order(store, &link.url)?;
         if fate.is_none() {
             unknown.insert(link.url.as_str());
         }
@@ -109,6 +109,25 @@ pub(super) fn of_unrecorded(store: &Store, url: &str) -> Result<Option<LinkFate>
         LinkFate::NotFollowed { .. } => Ok(None),
         fate => Ok(Some(fate)),
     }
+}
+
+/// The fate of the URL's record, or of the record of the same URL with its
+/// query parameters sorted: the seen set takes them as one URL, so only the
+/// first order found is fetched (the sorted one is the usual first).
+fn recorded_fate_any_order(store: &Store, url: &str) -> Result<Option<LinkFate>, StoreError> {
+    if let Some(fate) = recorded_fate(store, url)? {
+        return Ok(Some(fate));
+    }
+    let Some(sorted) = crate::engine::dedup::sorted_query(url) else {
+        return Ok(None);
+    };
+    Ok(recorded_fate(store, &sorted)?.map(|fate| match fate {
+        LinkFate::Fetched { outcome, status } => LinkFate::Fetched {
+            outcome: format!("{outcome} (as {sorted})"),
+            status,
+        },
+        other => other,
+    }))
 }
 
 /// The fate a page record says.

@@ -347,3 +347,25 @@ fn an_archived_soft_404_probe_shows_as_fetched_with_its_status_and_body() {
     assert_eq!(page.status, Some(200));
     assert!(page.archive_note.unwrap().contains("of the probe"));
 }
+
+#[test]
+fn a_link_with_its_parameters_in_another_order_has_the_fetched_ones_fate() {
+    use crate::engine::store::{CrawlBatch, PageOutcome, PageRecord};
+    let dir = tempfile::tempdir().unwrap();
+    let body = br#"<a href="/s?b=2&amp;a=1">reordered</a>"#;
+    let store = archived_page(dir.path(), "http://h.localhost/", body);
+    let fetched = "http://h.localhost/s?a=1&b=2";
+    let outcome = PageOutcome::Fetched { status: 200 };
+    let record = PageRecord::without_fetch(fetched, "h.localhost", 1, 0, outcome);
+    store.record_pages(&[record]).unwrap();
+    let mut batch = CrawlBatch::default();
+    batch.mark_seen(fetched);
+    store.apply(batch).unwrap();
+    let page = inspect(&store, dir.path(), "http://h.localhost/")
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        page.links[0].fate.label(),
+        "followed: fetched (as http://h.localhost/s?a=1&b=2) 200"
+    );
+}

@@ -60,14 +60,19 @@ pub type Entries<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
 
 impl Store {
     /// Records links that were not queued; a URL keeps its first record.
-    pub(crate) fn record_filtered(&self, urls: &[FilteredUrl]) -> Result<(), StoreError> {
+    /// Returns, for each, whether it was new (so its referrer is the first).
+    pub(crate) fn record_filtered(&self, urls: &[FilteredUrl]) -> Result<Vec<bool>, StoreError> {
         let tree = &self.inner.filtered;
         let mut batch = sled::Batch::default();
+        let mut fresh = Vec::with_capacity(urls.len());
+        let mut in_batch = std::collections::HashSet::new();
         for url in urls {
-            if tree
+            let new = !tree
                 .contains_key(&url.url)
                 .map_err(StoreError::sled("filtered URL lookup"))?
-            {
+                && in_batch.insert(url.url.as_str());
+            fresh.push(new);
+            if !new {
                 continue;
             }
             let value = serde_json::to_vec(url).map_err(|source| StoreError::Encode {
@@ -77,7 +82,8 @@ impl Store {
             batch.insert(url.url.as_bytes(), value);
         }
         tree.apply_batch(batch)
-            .map_err(StoreError::sled("filtered URL write"))
+            .map_err(StoreError::sled("filtered URL write"))?;
+        Ok(fresh)
     }
 
     /// Forgets why these links were left out (they are queued after all).
