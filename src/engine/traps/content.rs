@@ -151,7 +151,6 @@ impl NearDupState {
         };
         let prefixes = self.prefixes.get_or_insert_with(|| GenMap::new(PREFIXES));
         let state = prefixes.get_or_insert_with(prefix.clone(), Prefix::default);
-        let fed = state.spawned.as_ref().is_some_and(|s| s.contains(url_hash));
         let since = state.pages;
         state.pages = state.pages.saturating_add(1);
         let clusters = &mut state.clusters;
@@ -174,13 +173,21 @@ impl NearDupState {
                 clusters.last_mut()?
             }
         };
+        // Keyed by the cluster: a page linked from a near duplicate of
+        // another cluster (javadoc's "no usage" pages, linked from class
+        // pages that resemble each other) is not one that begot itself.
+        let key = |page: u64| page ^ cluster.simhash;
+        let fed = state
+            .spawned
+            .as_ref()
+            .is_some_and(|s| s.contains(key(url_hash)));
         cluster.pages = cluster.pages.saturating_add(1);
         cluster.fed = cluster.fed.saturating_add(u32::from(fed));
         if cluster.pages >= 2 {
             let spawned = state
                 .spawned
                 .get_or_insert_with(|| Box::new(Spawned::new()));
-            children.into_iter().for_each(|c| spawned.insert(c));
+            children.into_iter().for_each(|c| spawned.insert(key(c)));
         }
         if cluster.samples.len() < MAX_SAMPLES {
             push_sample(&mut cluster.samples, url.as_str());

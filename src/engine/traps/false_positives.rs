@@ -386,3 +386,36 @@ fn a_frame_link_on_every_class_page_raises_nothing() {
     );
     assert_quiet(&sim, 4000);
 }
+
+#[test]
+fn pages_linked_from_near_duplicates_of_another_kind_did_not_beget_themselves() {
+    // Javadoc: similar small class pages each link their own "no usage"
+    // page; the "no usage" pages are copies, but none links another.
+    let cfg = TrapConfig::default();
+    let sim = crawl(
+        &cfg,
+        &["http://api.localhost:4000/org/allclasses.html"],
+        5000,
+        |page, _| {
+            let path = page.path();
+            if path == "/org/allclasses.html" {
+                (0..300).map(|i| format!("/org/C{i}.html")).collect()
+            } else if let Some(class) = path.strip_prefix("/org/C") {
+                vec![format!("/org/use/C{class}")]
+            } else {
+                vec![]
+            }
+        },
+        |u| {
+            let path = u.path();
+            if path.starts_with("/org/use/") {
+                Some(0x5555_0000_aaaa_ffff)
+            } else if path.starts_with("/org/C") {
+                Some(0x0f0f_0f0f_0f0f_0f0f ^ (1 << (hash_str(path) % 64)))
+            } else {
+                distinct(u)
+            }
+        },
+    );
+    assert_quiet(&sim, 500);
+}
