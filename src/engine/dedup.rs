@@ -26,10 +26,11 @@ pub(crate) fn sorted_query(url: &str) -> Option<String> {
     fn name<'a>(param: &&'a str) -> &'a str {
         param.split_once('=').map_or(*param, |(n, _)| n)
     }
-    let mut params: Vec<&str> = query.split('&').collect();
-    if params.is_sorted_by_key(name) {
+    // Checked before collecting: this runs on every link of every page.
+    if query.split('&').is_sorted_by_key(|p| name(&p)) {
         return None;
     }
+    let mut params: Vec<&str> = query.split('&').collect();
     params.sort_by_key(name);
     Some(format!("{head}?{}", params.join("&")))
 }

@@ -16,7 +16,7 @@ use encoding_rs::{Encoding, UTF_8};
 use url::Url;
 
 use crate::engine::dedup::{url_fingerprint, FingerprintMap};
-use crate::engine::near_dup::{Templates, TextFeatures};
+use crate::engine::near_dup::TextFeatures;
 use crate::engine::url_norm;
 use scan::{Tag, Visitor};
 
@@ -50,20 +50,8 @@ pub struct Extracted {
     pub title: Option<String>,
     pub canonical: Option<Url>,
     pub directives: RobotsDirectives,
-    /// The visible text's shingles, until [`Extracted::fingerprint`] turns
-    /// them into `simhash`.
+    /// The visible text's shingles, for the content fingerprint (`near_dup`).
     pub features: TextFeatures,
-    /// The content fingerprint for near-duplicate detection (`near_dup`).
-    pub simhash: u64,
-}
-
-impl Extracted {
-    /// Sets `simhash` from the text with the host's template left out, and
-    /// frees the text's shingles.
-    pub fn fingerprint(&mut self, templates: &Templates, host: &str) {
-        self.simhash = templates.fingerprint_page(host, &self.features);
-        self.features = TextFeatures::default();
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -351,7 +339,6 @@ impl State<'_> {
             canonical: self.canonical,
             directives: self.directives,
             features: self.blocks.features.finish(),
-            simhash: 0,
         }
     }
 }

@@ -309,14 +309,11 @@ impl Templates {
 /// fingerprint however many there are. Failing all that, all of the text.
 fn fingerprint_with(features: &TextFeatures, seen: &[Seen]) -> u64 {
     let seen = |i: usize| seen.get(i).copied().unwrap_or_default();
-    let main_blocks = || {
-        features
-            .blocks()
-            .enumerate()
-            .filter(|(_, (b, _))| !b.boilerplate)
-    };
     let (mut main, mut distinct, mut youngest) = (0usize, 0usize, 0u32);
-    for (i, (_, shingles)) in main_blocks() {
+    for (i, (block, shingles)) in features.blocks().enumerate() {
+        if block.boilerplate {
+            continue;
+        }
         main += shingles.len();
         if seen(i).is_template() {
             youngest = youngest.max(seen(i).born);

@@ -67,6 +67,8 @@ pub struct Fetched {
     pub digest: Option<ContentDigest>,
     /// Present for HTML 2xx responses.
     pub extracted: Option<Extracted>,
+    /// The content fingerprint of those, the host's template left out (`near_dup`).
+    pub simhash: Option<u64>,
     pub warc_error: Option<String>,
     /// Where the response was archived.
     pub warc_at: Option<WarcLocation>,
@@ -140,9 +142,11 @@ fn process(
             extract_opts,
         )
     });
+    let mut simhash = None;
     if let Some(e) = &mut extracted {
         directives = directives.merge(e.directives);
-        e.fingerprint(templates, host);
+        // The shingles are done with once fingerprinted: not sent on.
+        simhash = Some(templates.fingerprint_page(host, &std::mem::take(&mut e.features)));
     }
     let digest = ok.then(|| ContentDigest::of(&response.body));
     let (warc_at, warc_error) = match (warc, !directives.noarchive) {
@@ -161,6 +165,7 @@ fn process(
         directives,
         digest,
         extracted,
+        simhash,
         warc_error,
         warc_at,
     }

@@ -201,20 +201,18 @@ fn judge(
     // The trap's pages: near the evidence, or near such a page (its
     // fingerprints drift as its shared text becomes the host's template).
     // Distinct pages of a site are ~32 bits apart, far beyond either step.
-    let mut known: Vec<u64> = evidence.to_vec();
+    // A worklist: each fingerprint is compared with the hits once.
     let mut is_evidence = vec![false; hits.len()];
-    let mut grew = true;
-    while grew {
-        grew = false;
+    let mut to_visit: Vec<u64> = evidence.to_vec();
+    while let Some(e) = to_visit.pop() {
         for (i, m) in hits.iter().enumerate() {
-            let Some(h) = m.simhash.filter(|_| !is_evidence[i]) else {
-                continue;
-            };
             // Twice the bits: a step of the drift, not a new page.
-            if known.iter().any(|e| (e ^ h).count_ones() <= 2 * near_bits) {
+            let near = m
+                .simhash
+                .is_some_and(|h| (e ^ h).count_ones() <= 2 * near_bits);
+            if near && !is_evidence[i] {
                 is_evidence[i] = true;
-                known.push(h);
-                grew = true;
+                to_visit.extend(m.simhash);
             }
         }
     }

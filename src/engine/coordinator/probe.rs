@@ -139,8 +139,8 @@ impl Coordinator {
     fn judge_probe(&mut self, host: &str, probe: &Probe, answer: &ProbeAnswer) -> String {
         let near = self.cfg.traps.near_duplicate_bits;
         let soft_404 = is_soft_404(answer.status, answer.simhash, probe, near);
-        if probe.alert_id == NO_ALERT {
-            return self.settle_suspect(host, probe, answer.status, soft_404);
+        if let Some(suspect) = probe.suspect.clone() {
+            return self.settle_suspect(host, probe, suspect, answer.status, soft_404);
         }
         if soft_404 {
             let id = probe.alert_id;
@@ -216,10 +216,14 @@ impl Coordinator {
 
     /// A suspect's probe answered: with the suspect pages' content it is a
     /// soft 404 and raised as one; otherwise the pages are the site's own.
-    fn settle_suspect(&mut self, host: &str, probe: &Probe, status: u16, soft_404: bool) -> String {
-        let Some(mut d) = probe.suspect.clone() else {
-            return format!("{status}, no near duplicates waiting for it");
-        };
+    fn settle_suspect(
+        &mut self,
+        host: &str,
+        probe: &Probe,
+        mut d: Detection,
+        status: u16,
+        soft_404: bool,
+    ) -> String {
         if !soft_404 {
             self.outbox.log(
                 Level::Info,
@@ -241,6 +245,3 @@ impl Coordinator {
         format!("{status}, same content as the suspect pages: soft 404")
     }
 }
-
-/// A probe sent for suspect near duplicates, before any alert.
-const NO_ALERT: u64 = 0;

@@ -261,10 +261,10 @@ impl Coordinator {
         let new_links = outlinks.len();
         let exact_copy = matches!(record.outcome, PageOutcome::Duplicate { .. });
         self.commit(lease, record, outlinks);
-        if let (Some(extracted), Some(url)) = (&page.extracted, parent) {
-            if let Some(d) =
-                self.traps
-                    .on_fetched(&url, Some(extracted.simhash), new_links, exact_copy)
+        if let (Some(simhash), Some(url)) = (page.simhash, parent) {
+            if let Some(d) = self
+                .traps
+                .on_fetched(&url, Some(simhash), new_links, exact_copy)
             {
                 // The alert's sweep must find the group's links queued.
                 self.sync();
@@ -303,7 +303,7 @@ impl Coordinator {
             }
         } else if let Some(extracted) = &mut page.extracted {
             record.title = std::mem::take(&mut extracted.title);
-            record.simhash = Some(extracted.simhash);
+            record.simhash = page.simhash;
             record.canonical = extracted.canonical.as_ref().map(|u| u.to_string());
             self.count_links_not_taken(&mut record, extracted);
             let duplicate_of = page

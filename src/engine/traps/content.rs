@@ -36,6 +36,9 @@ struct Cluster {
     pages: u32,
     /// Pages linked first from a near duplicate of their prefix.
     fed: u32,
+    /// Handed over for a soft-404 probe once: a host is probed only once,
+    /// and the work of a suspect is not redone on each of its pages.
+    suspected: bool,
     /// The prefix's page count before this cluster's first page.
     since: u32,
     samples: VecDeque<String>,
@@ -167,6 +170,7 @@ impl NearDupState {
                     simhash,
                     pages: 0,
                     fed: 0,
+                    suspected: false,
                     since,
                     samples: VecDeque::new(),
                 });
@@ -196,6 +200,9 @@ impl NearDupState {
             return None;
         }
         let proven = cluster.fed >= FED_MIN;
+        if !proven && std::mem::replace(&mut cluster.suspected, true) {
+            return None;
+        }
         let (path, tail) = match prefix.strip_suffix('?') {
             Some(path) => (path.to_string(), r"\?"),
             None => (prefix, ""),
