@@ -63,74 +63,38 @@ pub struct ParkedEntry {
     pub found_on: Vec<String>,
 }
 
-/// Every parked URL, alert by alert, read a chunk at a time (memory stays
-/// constant however many are parked); each costs one referrer lookup.
+/// Every parked URL, alert by alert, streamed (memory stays constant
+/// however many are parked); each costs one referrer lookup.
 pub fn parked_entries(store: &Store) -> Entries<ParkedEntry> {
-    Box::new(ParkedWalk {
-        store: store.clone(),
-        after: None,
-        chunk: std::collections::VecDeque::new(),
-        done: false,
-    })
+    let lookup = store.clone();
+    Box::new(
+        store
+            .crawl_rows(&[keys::PARKED], "parked URL scan")
+            .filter_map(move |row| {
+                row.and_then(|(key, value)| parked_entry(&lookup, &key, &value))
+                    .transpose()
+            }),
+    )
 }
 
-struct ParkedWalk {
-    store: Store,
-    after: Option<Vec<u8>>,
-    chunk: std::collections::VecDeque<(Vec<u8>, Vec<u8>)>,
-    done: bool,
-}
-
-impl ParkedWalk {
-    fn refill(&mut self) -> Result<(), StoreError> {
-        let rows =
-            self.store
-                .scan_after(&[keys::PARKED], self.after.as_deref(), SCAN_CHUNK, |_| {
-                    false
-                })?;
-        match rows.last() {
-            Some((last, _)) => self.after = Some(last.clone()),
-            None => self.done = true,
-        }
-        self.chunk.extend(rows);
-        Ok(())
-    }
-
-    fn entry(&self, key: &[u8], value: &[u8]) -> Result<Option<ParkedEntry>, StoreError> {
-        let Some((alert_id, _)) = keys::parse_parked_key(key) else {
-            return Ok(None);
-        };
-        let entry = decode(value)?;
-        let found_on = self.store.referrers(&entry.url)?;
-        Ok(Some(ParkedEntry {
-            alert_id,
-            url: entry.url,
-            host: entry.host,
-            depth: entry.depth,
-            found_on,
-        }))
-    }
-}
-
-impl Iterator for ParkedWalk {
-    type Item = Result<ParkedEntry, StoreError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if self.chunk.is_empty() && !self.done {
-                if let Err(e) = self.refill() {
-                    self.done = true;
-                    return Some(Err(e));
-                }
-            }
-            let (key, value) = self.chunk.pop_front()?;
-            match self.entry(&key, &value) {
-                Ok(Some(entry)) => return Some(Ok(entry)),
-                Ok(None) => continue,
-                Err(e) => return Some(Err(e)),
-            }
-        }
-    }
+/// A parked row as listed, with the page its URL was found on.
+fn parked_entry(
+    store: &Store,
+    key: &[u8],
+    value: &[u8],
+) -> Result<Option<ParkedEntry>, StoreError> {
+    let Some((alert_id, _)) = keys::parse_parked_key(key) else {
+        return Ok(None);
+    };
+    let entry = decode(value)?;
+    let found_on = store.referrers(&entry.url)?;
+    Ok(Some(ParkedEntry {
+        alert_id,
+        url: entry.url,
+        host: entry.host,
+        depth: entry.depth,
+        found_on,
+    }))
 }
 
 /// Reads the quarantine: a bounded walk of the parked URLs.

@@ -98,6 +98,20 @@ impl Store {
             .map_err(StoreError::sled("filtered URL removal"))
     }
 
+    /// Raw rows of the crawl tree under `prefix`, in key order, streamed.
+    pub(crate) fn crawl_rows(
+        &self,
+        prefix: &[u8],
+        op: &'static str,
+    ) -> Entries<(Vec<u8>, Vec<u8>)> {
+        Box::new(
+            self.inner
+                .crawl
+                .scan_prefix(prefix, op)
+                .map(|row| row.map(|(k, v)| (k.to_vec(), v.to_vec()))),
+        )
+    }
+
     /// Page records whose URL starts with `url_prefix`, in URL order.
     pub fn page_records(&self, url_prefix: &str) -> Entries<PageRecord> {
         let mut prefix = vec![keys::PAGE];
