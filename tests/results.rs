@@ -8,7 +8,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use crawldeck::demo::{blog_disallowed_paths, SiteKind, SHOP_BROKEN_PATH};
+use crawldeck::demo::{blog_disallowed_paths, SiteKind, SHOP_BROKEN_PATH, SHOP_NOINDEX_PATH};
 use crawldeck::engine::telemetry::CrawlState;
 use serde_json::Value;
 
@@ -82,10 +82,63 @@ async fn listings_of_the_demo_web() {
         robots_listing_is_exactly_what_robots_kept_out(&data);
         near_duplicates_are_grouped(&data);
         csv_and_json_parse_back(&data);
+        page_facts_are_listed_and_filtered(&data);
     })
     .await
     .expect("checks pass");
     drop(demo);
+}
+
+/// Response time, indexability with its reason, headings and words, and
+/// the `--indexable` and `--missing` filters, on the shop's pages.
+fn page_facts_are_listed_and_filtered(data: &str) {
+    let pages = json_lines(&["pages", data, "--json"]);
+    let by_path = |path: &str| {
+        pages
+            .iter()
+            .find(|p| {
+                let url = p["url"].as_str().unwrap();
+                url.contains("shop") && path_of(url) == path && !url.contains('?')
+            })
+            .unwrap_or_else(|| panic!("{path} is listed"))
+    };
+    let noindex = by_path(SHOP_NOINDEX_PATH);
+    assert_eq!(noindex["indexable"], false);
+    assert_eq!(noindex["indexability"], "noindex (meta robots)");
+    let product = by_path("/p/tools-2.html");
+    assert_eq!(product["indexable"], true, "{product}");
+    assert_eq!(product["h1"], product["title"]);
+    assert_eq!(product["h1_count"], 1);
+    assert!(product["words"].as_u64().unwrap() >= 40, "{product}");
+    assert!(product["links_out"].as_u64().unwrap() >= 3, "{product}");
+    assert!(product["response_ms"].is_u64(), "{product}");
+    let variant = pages
+        .iter()
+        .find(|p| p["url"].as_str().unwrap().contains("?ref=list"))
+        .expect("a product variant with a canonical");
+    assert_eq!(variant["indexability"], "canonicalised", "{variant}");
+
+    let not_indexable = json_lines(&["pages", data, "--indexable", "no", "--json"]);
+    assert!(not_indexable.iter().all(|p| p["indexable"] == false));
+    for path in [SHOP_NOINDEX_PATH, SHOP_BROKEN_PATH] {
+        assert!(
+            not_indexable
+                .iter()
+                .any(|p| path_of(p["url"].as_str().unwrap()) == path),
+            "{path} is not indexable"
+        );
+    }
+    let html_pages = pages.iter().filter(|p| p["h1_count"].is_u64()).count();
+    let undescribed = json_lines(&["pages", data, "--missing", "description", "--json"]);
+    assert_eq!(
+        undescribed.len(),
+        html_pages,
+        "no demo page has a description"
+    );
+    assert!(json_lines(&["pages", data, "--missing", "h1,description", "--json"]).is_empty());
+    let bad = crawldeck(&["pages", data, "--missing", "weight"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("title, description or h1"));
 }
 
 fn broken_links_name_their_referrers(data: &str) {

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::UsageError;
+use crate::results::facts::{FactFilters, Missing};
 use crate::results::page::PageQuery;
 use crate::results::query::{parse_host, Fate, Format, Listing, Query, SortKey};
 
@@ -50,8 +51,15 @@ pub struct PagesArgs {
     /// Row order: url (default, streams), status, size (largest first), depth, fetched.
     #[arg(long, value_name = "KEY")]
     pub sort: Option<String>,
+    /// Only URLs that may (yes) or may not (no) be indexed: noindex,
+    /// canonicalised elsewhere, not a 2xx, blocked by robots.txt.
+    #[arg(long, value_name = "yes|no")]
+    pub indexable: Option<String>,
+    /// Only HTML pages missing these: title, description, h1 (e.g. `description,h1`).
+    #[arg(long, value_name = "LIST")]
+    pub missing: Option<String>,
     /// Duplicate and near-duplicate groups instead of one line per URL.
-    #[arg(long, conflicts_with_all = ["status", "fate", "by", "sort"])]
+    #[arg(long, conflicts_with_all = ["status", "fate", "by", "sort", "indexable", "missing"])]
     pub duplicates: bool,
 }
 
@@ -99,6 +107,7 @@ fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
             .map_err(UsageError)?,
         limit: list.limit,
         sort: SortKey::Url,
+        facts: Default::default(),
     })
 }
 
@@ -127,6 +136,12 @@ pub fn pages_query(args: PagesArgs) -> Result<Query, UsageError> {
         .map_err(UsageError)?;
     if let Some(sort) = &args.sort {
         query.sort = SortKey::parse(sort).map_err(UsageError)?;
+    }
+    if let Some(indexable) = &args.indexable {
+        query.facts.indexable = Some(FactFilters::parse_indexable(indexable).map_err(UsageError)?);
+    }
+    if let Some(missing) = &args.missing {
+        query.facts.missing = Missing::parse_list(missing).map_err(UsageError)?;
     }
     Ok(query)
 }

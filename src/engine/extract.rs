@@ -5,6 +5,8 @@ mod bench;
 mod blocks;
 mod entities;
 #[cfg(test)]
+mod facts_tests;
+#[cfg(test)]
 mod real_html;
 mod scan;
 #[cfg(test)]
@@ -17,6 +19,7 @@ use url::Url;
 
 use crate::engine::dedup::{url_fingerprint, FingerprintMap};
 use crate::engine::near_dup::TextFeatures;
+use crate::engine::page_facts::{self, Hreflang, HtmlFacts};
 use crate::engine::url_norm;
 use scan::{Tag, Visitor};
 
@@ -52,6 +55,10 @@ pub struct Extracted {
     pub directives: RobotsDirectives,
     /// The visible text's shingles, for the content fingerprint (`near_dup`).
     pub features: TextFeatures,
+    /// Description, headings, word count, language alternates.
+    pub facts: HtmlFacts,
+    /// Where a `<meta http-equiv="refresh">` sends the reader, if elsewhere.
+    pub refresh: Option<Url>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,6 +221,12 @@ struct State<'a> {
     directives: RobotsDirectives,
     blocks: blocks::Blocks,
     text_budget: usize,
+    facts: HtmlFacts,
+    /// Open `<h1>` elements, and the first one's raw text while it is open.
+    h1_open: u32,
+    h1_raw: Option<Vec<u8>>,
+    in_word: bool,
+    refresh: Option<Url>,
 }
 
 impl State<'_> {
@@ -279,6 +292,9 @@ impl State<'_> {
                 .any(|token| token.eq_ignore_ascii_case(wanted.as_bytes()))
         };
         if tag.is("link") {
+            if has_rel("alternate") {
+                self.on_hreflang(tag, href);
+            }
             if has_rel("canonical") && self.canonical.is_none() {
                 let text = self.decode(href);
                 self.canonical = url_norm::resolve(&self.base, &entities::decode(&text, true));
@@ -305,11 +321,55 @@ impl State<'_> {
         }
     }
 
+    /// A language alternate: `<link rel="alternate" hreflang="de" href>`.
+    fn on_hreflang(&mut self, tag: &Tag<'_>, href: &[u8]) {
+        let Some(lang) = tag.attribute("hreflang") else {
+            return;
+        };
+        let lang = self.decode(lang.trim_ascii()).into_owned();
+        if self.facts.hreflang.len() >= page_facts::MAX_HREFLANG
+            || lang.is_empty()
+            || lang.chars().count() > page_facts::MAX_LANG_CHARS
+            || href.len() > self.opts.max_url_len
+        {
+            return;
+        }
+        let text = self.decode(href);
+        if let Some(url) = url_norm::resolve(&self.base, &entities::decode(&text, true)) {
+            let url = url.to_string();
+            self.facts.hreflang.push(Hreflang { lang, url });
+        }
+    }
+
+    /// The decoded `content` of a meta tag.
+    fn meta_content(&self, tag: &Tag<'_>) -> String {
+        let raw = tag.attribute("content").unwrap_or_default();
+        let text = self.decode(&raw[..raw.len().min(MAX_TITLE_RAW)]);
+        entities::decode(&text, true).into_owned()
+    }
+
     fn on_meta(&mut self, tag: &Tag<'_>) {
+        if let Some(equiv) = tag.attribute("http-equiv") {
+            if equiv.trim_ascii().eq_ignore_ascii_case(b"refresh") && self.refresh.is_none() {
+                let content = self.meta_content(tag);
+                self.refresh = refresh_target(&content)
+                    .and_then(|target| url_norm::resolve(&self.base, target))
+                    .filter(|target| target.as_str().len() <= self.opts.max_url_len);
+            }
+            return;
+        }
         let Some(name) = tag.attribute("name") else {
             return;
         };
         let name = name.trim_ascii();
+        if name.eq_ignore_ascii_case(b"description") {
+            if self.facts.description.is_none() {
+                let content = self.meta_content(tag);
+                let description = page_facts::collapse(&content, page_facts::MAX_DESCRIPTION_CHARS);
+                self.facts.description = Some(description).filter(|d| !d.is_empty());
+            }
+            return;
+        }
         let token = self.opts.product_token.as_bytes();
         if name.eq_ignore_ascii_case(b"robots")
             || (!token.is_empty() && name.eq_ignore_ascii_case(token))
@@ -326,11 +386,39 @@ impl State<'_> {
             return;
         }
         let text = self.decode(&content[..content.len().min(MAX_TITLE_RAW)]);
-        let title = collapse_title(&entities::decode(&text, false));
+        let title = page_facts::collapse(&entities::decode(&text, false), MAX_TITLE_CHARS);
         self.title = Some(title);
     }
 
-    fn finish(self) -> Extracted {
+    /// An `<h1>` starts: counted, and the first one's text captured.
+    fn on_h1(&mut self) {
+        self.facts.h1_count += 1;
+        self.h1_open += 1;
+        if self.facts.h1_count == 1 {
+            self.h1_raw = Some(Vec::new());
+        }
+    }
+
+    /// An `</h1>`: the first heading's text is done when its element closes.
+    fn on_h1_end(&mut self) {
+        self.h1_open = self.h1_open.saturating_sub(1);
+        if self.h1_open == 0 {
+            self.finish_h1();
+        }
+    }
+
+    fn finish_h1(&mut self) {
+        if let Some(raw) = self.h1_raw.take() {
+            let text = self.decode(&raw);
+            let h1 =
+                page_facts::collapse(&entities::decode(&text, false), page_facts::MAX_H1_CHARS);
+            self.facts.h1 = Some(h1).filter(|h| !h.is_empty());
+        }
+    }
+
+    fn finish(mut self) -> Extracted {
+        // An `<h1>` never closed holds the rest of the page (bounded).
+        self.finish_h1();
         Extracted {
             links: self.links,
             links_cut: self.cut,
@@ -339,12 +427,20 @@ impl State<'_> {
             canonical: self.canonical,
             directives: self.directives,
             features: self.blocks.features.finish(),
+            facts: self.facts,
+            refresh: self.refresh,
         }
     }
 }
 
 impl Visitor<'_> for State<'_> {
     fn text(&mut self, bytes: &[u8]) {
+        self.facts.words =
+            (self.facts.words).saturating_add(page_facts::count_words(bytes, &mut self.in_word));
+        if let Some(raw) = &mut self.h1_raw {
+            let room = MAX_TITLE_RAW.saturating_sub(raw.len());
+            raw.extend_from_slice(&bytes[..bytes.len().min(room)]);
+        }
         let fed = &bytes[..bytes.len().min(self.text_budget)];
         self.blocks.features.feed(fed);
         self.text_budget -= fed.len();
@@ -353,10 +449,15 @@ impl Visitor<'_> for State<'_> {
 
     fn end_tag(&mut self, name: &[u8]) {
         self.blocks.end_tag(name);
+        self.in_word = false;
+        if name.eq_ignore_ascii_case(b"h1") {
+            self.on_h1_end();
+        }
     }
 
     fn start_tag(&mut self, tag: &Tag<'_>, content: Option<&[u8]>) {
         self.blocks.start_tag(tag);
+        self.in_word = false;
         if tag.is("a") || tag.is("area") || tag.is("link") {
             self.on_link_element(tag, "href");
         } else if tag.is("frame") || tag.is("iframe") {
@@ -367,24 +468,9 @@ impl Visitor<'_> for State<'_> {
             self.on_meta(tag);
         } else if tag.is("title") {
             self.on_title(content.unwrap_or_default());
+        } else if tag.is("h1") {
+            self.on_h1();
         }
-    }
-}
-
-fn collapse_title(raw: &str) -> String {
-    let mut out = String::new();
-    for word in raw.split_whitespace().flat_map(|w| w.split('\u{a0}')) {
-        if word.is_empty() {
-            continue;
-        }
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(word);
-    }
-    match out.char_indices().nth(MAX_TITLE_CHARS) {
-        Some((cut, _)) => out[..cut].to_string(),
-        None => out,
     }
 }
 
@@ -417,7 +503,8 @@ fn ascii_compatible(label: &[u8]) -> Option<&'static Encoding> {
     Encoding::for_label_no_replacement(label.trim_ascii()).filter(|e| e.is_ascii_compatible())
 }
 
-/// Extracts links, title, canonical URL, meta robots and the text's shingles.
+/// Extracts links, title, canonical URL, meta robots, the text's shingles
+/// and the page's facts (`page_facts`).
 /// Never fails: whatever the markup, it returns what it found.
 pub fn extract(
     body: &[u8],
@@ -448,7 +535,42 @@ pub fn extract(
         directives: RobotsDirectives::default(),
         blocks: blocks::Blocks::for_page(body.len()),
         text_budget: MAX_SIMHASH_TEXT,
+        facts: HtmlFacts::default(),
+        h1_open: 0,
+        h1_raw: None,
+        in_word: false,
+        refresh: None,
     };
     scan::scan(body, &mut state);
     state.finish()
+}
+
+/// The URL of a meta refresh's `content` (`5; url='next.html'`), after the
+/// HTML standard's "shared declarative refresh steps"; `None` without one.
+fn refresh_target(content: &str) -> Option<&str> {
+    let rest = content.trim_start();
+    let after_delay = rest.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
+    if after_delay.len() == rest.len() {
+        return None;
+    }
+    let rest = after_delay.trim_start();
+    let rest = rest.strip_prefix([';', ',']).unwrap_or(rest).trim_start();
+    let rest = match rest.get(..3) {
+        Some(word) if word.eq_ignore_ascii_case("url") => {
+            match rest[3..].trim_start().strip_prefix('=') {
+                Some(value) => value.trim_start(),
+                None => rest,
+            }
+        }
+        _ => rest,
+    };
+    let target = match rest.chars().next() {
+        Some(quote @ ('"' | '\'')) => {
+            let inner = &rest[1..];
+            &inner[..inner.find(quote).unwrap_or(inner.len())]
+        }
+        _ => rest,
+    };
+    let target = target.trim();
+    (!target.is_empty()).then_some(target)
 }

@@ -25,6 +25,7 @@ pub mod host_window;
 mod hosts;
 pub mod inspect;
 mod outbox;
+pub mod page_facts;
 pub(crate) mod politeness;
 pub(crate) mod prioritize;
 mod probes;

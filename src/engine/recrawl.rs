@@ -118,6 +118,9 @@ pub fn keep_unchanged_page(store: &Store, record: &mut PageRecord) {
     record.links_found = previous.links_found;
     record.content_type = previous.content_type;
     record.simhash = previous.simhash;
+    record.facts = previous.facts;
+    // The meta robots is in the body kept; a 304 need not repeat headers.
+    record.noindex = previous.noindex.or(record.noindex);
     // A 304 is archived as a revisit without a body: the page is the earlier record.
     record.warc = previous.warc.or(record.warc.take());
     record.etag = record.etag.take().or(previous.etag);

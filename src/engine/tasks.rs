@@ -16,6 +16,7 @@ use super::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
 use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
 use super::frontier::Lease;
 use super::near_dup::Templates;
+use super::page_facts::NoindexSource;
 use super::robots::{self, RobotsAnswer, SharedRobots};
 use super::store::warc::{EncodedExchange, WarcExchange, WarcWriter};
 use super::store::WarcLocation;
@@ -64,6 +65,8 @@ pub struct Fetched {
     pub bytes: u64,
     pub elapsed: Duration,
     pub directives: RobotsDirectives,
+    /// Where `directives.noindex` came from.
+    pub noindex: Option<NoindexSource>,
     pub digest: Option<ContentDigest>,
     /// Present for HTML 2xx responses.
     pub extracted: Option<Extracted>,
@@ -143,6 +146,7 @@ fn process(
         )
     });
     let mut simhash = None;
+    let header_noindex = directives.noindex;
     if let Some(e) = &mut extracted {
         directives = directives.merge(e.directives);
         // The shingles are done with once fingerprinted: not sent on.
@@ -162,6 +166,10 @@ fn process(
         last_modified: response.last_modified,
         bytes: response.body.len() as u64,
         elapsed: response.elapsed,
+        noindex: NoindexSource::of(
+            extracted.as_ref().is_some_and(|e| e.directives.noindex),
+            header_noindex,
+        ),
         directives,
         digest,
         extracted,

@@ -168,6 +168,18 @@ pub(super) fn redirects(query: &Query, results: &Results, out: impl Write) -> an
     Ok(())
 }
 
+/// How a page redirects: a 2xx redirects by its meta refresh.
+fn redirect_kind(status: u16) -> &'static str {
+    if status < 300 {
+        META_REFRESH
+    } else {
+        "redirect"
+    }
+}
+
+/// The redirect a page makes with `<meta http-equiv="refresh">`.
+pub(crate) const META_REFRESH: &str = "meta refresh";
+
 /// Every redirect of the query's hosts: URL → (status, location).
 fn redirect_hops(
     query: &Query,
@@ -198,6 +210,7 @@ fn write_chain<W: Write>(
     let text: Vec<String> = chain
         .iter()
         .map(|h| match h.status {
+            Some(s) if h.fate == META_REFRESH => format!("{} [{s} {META_REFRESH}]", h.url),
             Some(s) => format!("{} [{s}]", h.url),
             None => format!("{} [{}]", h.url, h.fate),
         })
@@ -235,7 +248,7 @@ fn follow(
         chain.push(Hop {
             url: std::mem::replace(&mut url, to.clone()),
             status: Some(*status),
-            fate: "redirect".into(),
+            fate: redirect_kind(*status).into(),
         });
         if seen.contains(&url) || chain.len() >= MAX_HOPS {
             chain.push(Hop {

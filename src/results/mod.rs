@@ -3,6 +3,7 @@
 //! its results socket, see `engine::store::remote`).
 
 mod dupes;
+pub mod facts;
 pub mod host_lists;
 mod links;
 pub mod output;
@@ -69,6 +70,7 @@ pub(crate) fn matching_rows<'a>(
     let rules = Arc::new(RuleOrigins::load(results)?);
     // Links left out have no status, fate "blocked" and no answer.
     let with_filtered = query.status.is_empty()
+        && !query.facts.needs_answer()
         && query.fate.is_none_or(|f| f == Fate::Blocked)
         && query.listing == Listing::Pages;
     let mut streams = Vec::new();
@@ -105,6 +107,7 @@ pub(crate) fn matching_rows<'a>(
 fn lists_parked(query: &Query) -> bool {
     query.listing == Listing::Pages
         && query.status.is_empty()
+        && !query.facts.needs_answer()
         && query.fate.is_none_or(|f| f == Fate::Parked)
         && query
             .by
@@ -112,18 +115,20 @@ fn lists_parked(query: &Query) -> bool {
             .is_none_or(|by| by == "trap" || query::by_alert(by).is_some())
 }
 
-static PAGE_TABLE: [Column; 8] = [
+static PAGE_TABLE: [Column; 10] = [
     col("status", Some(6)),
     col("type", Some(16)),
     col("size", Some(9)),
+    col("time", Some(7)),
     col("depth", Some(5)),
     col("cut", Some(7)),
+    col("index", Some(5)),
     col("fate", Some(20)),
     col("url", Some(70)),
     col("title", None),
 ];
 
-static PAGE_FIELDS: [Column; 13] = [
+static PAGE_FIELDS: [Column; 23] = [
     col("url", None),
     col("status", None),
     col("content_type", None),
@@ -137,40 +142,33 @@ static PAGE_FIELDS: [Column; 13] = [
     col("referrers", None),
     col("host", None),
     col("links_cut", None),
+    col("response_ms", None),
+    col("indexable", None),
+    col("indexability", None),
+    col("canonical", None),
+    col("description", None),
+    col("h1", None),
+    col("h1_count", None),
+    col("words", None),
+    col("links_out", None),
+    col("hreflang", None),
 ];
 
 fn page_fields(row: &Row, format: Format) -> Vec<String> {
-    let opt = |s: &Option<String>| s.clone().unwrap_or_default();
-    let status = row.status.map(|s| s.to_string()).unwrap_or_default();
     if format == Format::Table {
-        let fate = match &row.reason {
-            Some(reason) => format!("{}: {reason}", row.fate),
-            None => row.fate.to_string(),
-        };
-        let size = if row.size > 0 {
-            crate::text::human_bytes(row.size)
-        } else {
-            String::new()
-        };
-        let title = row.title.clone().or(row.detail.clone()).unwrap_or_default();
-        let cut = match row.links_cut {
-            0 => String::new(),
-            n => n.to_string(),
-        };
-        return vec![
-            status,
-            opt(&row.content_type),
-            size,
-            row.depth.to_string(),
-            cut,
-            fate,
-            row.url.clone(),
-            title,
-        ];
+        return page_table_fields(row);
     }
+    let opt = |s: &Option<String>| s.clone().unwrap_or_default();
+    let num = |n: Option<u32>| n.map(|n| n.to_string()).unwrap_or_default();
+    let facts = &row.facts;
+    let hreflang: Vec<String> = facts
+        .hreflang
+        .iter()
+        .map(|h| format!("{}={}", h.lang, h.url))
+        .collect();
     vec![
         row.url.clone(),
-        status,
+        row.status.map(|s| s.to_string()).unwrap_or_default(),
         opt(&row.content_type),
         row.size.to_string(),
         row.depth.to_string(),
@@ -182,6 +180,58 @@ fn page_fields(row: &Row, format: Format) -> Vec<String> {
         row.referrers.join(" "),
         row.host.clone(),
         row.links_cut.to_string(),
+        num(facts.response_ms),
+        yes_no(facts.indexable).to_string(),
+        opt(&facts.indexability),
+        opt(&facts.canonical),
+        opt(&facts.description),
+        opt(&facts.h1),
+        num(facts.h1_count),
+        num(facts.words),
+        num(facts.links_out),
+        hreflang.join(" "),
+    ]
+}
+
+fn yes_no(flag: Option<bool>) -> &'static str {
+    match flag {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "",
+    }
+}
+
+fn page_table_fields(row: &Row) -> Vec<String> {
+    let fate = match &row.reason {
+        Some(reason) => format!("{}: {reason}", row.fate),
+        None => row.fate.to_string(),
+    };
+    let size = if row.size > 0 {
+        crate::text::human_bytes(row.size)
+    } else {
+        String::new()
+    };
+    let time = row
+        .facts
+        .response_ms
+        .map(|ms| format!("{ms} ms"))
+        .unwrap_or_default();
+    let title = row.title.clone().or(row.detail.clone()).unwrap_or_default();
+    let cut = match row.links_cut {
+        0 => String::new(),
+        n => n.to_string(),
+    };
+    vec![
+        row.status.map(|s| s.to_string()).unwrap_or_default(),
+        row.content_type.clone().unwrap_or_default(),
+        size,
+        time,
+        row.depth.to_string(),
+        cut,
+        yes_no(row.facts.indexable).to_string(),
+        fate,
+        row.url.clone(),
+        title,
     ]
 }
 
@@ -219,6 +269,7 @@ fn sorted(
         SortKey::Size => b.size.cmp(&a.size),
         SortKey::Depth => a.depth.cmp(&b.depth),
         SortKey::Fetched => a.fetched_at_unix_ms.cmp(&b.fetched_at_unix_ms),
+        SortKey::Response => b.facts.response_ms.cmp(&a.facts.response_ms),
     };
     let mut held = Vec::new();
     for row in rows {

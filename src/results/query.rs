@@ -150,6 +150,8 @@ pub enum SortKey {
     Depth,
     /// Oldest first.
     Fetched,
+    /// Slowest answer first.
+    Response,
 }
 
 impl SortKey {
@@ -161,9 +163,10 @@ impl SortKey {
             "size" => SortKey::Size,
             "depth" => SortKey::Depth,
             "fetched" | "time" => SortKey::Fetched,
+            "response" | "response-time" | "slowest" => SortKey::Response,
             other => {
                 return Err(format!(
-                    "unknown sort key {other:?}; use one of url, status, size, depth, fetched"
+                    "unknown sort key {other:?}; use one of url, status, size, depth, fetched, response"
                 ))
             }
         })
@@ -191,6 +194,8 @@ pub struct Query {
     pub limit: Option<usize>,
     /// Row order (pages only).
     pub sort: SortKey,
+    /// `--indexable`, `--missing` (pages only).
+    pub facts: super::facts::FactFilters,
 }
 
 impl Query {

@@ -6,6 +6,7 @@ use std::iter::Peekable;
 
 use serde::Serialize;
 
+use super::facts::RowFacts;
 use super::query::{by_alert, Fate, Query, PRIVATE_ADDRESS};
 use crate::engine::inspect::quarantine::ParkedEntry;
 use crate::engine::store::remote::Results;
@@ -51,6 +52,9 @@ pub struct Row {
     /// The trap alert that parked the URL, or whose accepted rule blocked it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alert: Option<u64>,
+    /// Response time, indexability, description, headings, words, links out.
+    #[serde(flatten)]
+    pub facts: RowFacts,
     #[serde(skip)]
     pub(super) fetched_at_unix_ms: u64,
     #[serde(skip)]
@@ -97,6 +101,7 @@ impl RuleOrigins {
 impl Row {
     /// The row of a page record.
     pub fn of_page(p: PageRecord, rules: &RuleOrigins) -> Row {
+        let facts = RowFacts::of(&p);
         let alert = match &p.outcome {
             PageOutcome::Blocked { rule_id, .. } => rules.alert_of(*rule_id),
             _ => None,
@@ -107,7 +112,8 @@ impl Row {
             // 304 is a separate fact. A recrawl only asks again for 2xx pages.
             PageOutcome::NotModified => (Fate::Fetched, Some(200), None, Some(NOT_MODIFIED.into())),
             PageOutcome::Redirect { status, location } => {
-                (Fate::Redirect, Some(status), None, Some(location))
+                let how = (status < 300).then(|| super::links::META_REFRESH.to_string());
+                (Fate::Redirect, Some(status), how, Some(location))
             }
             PageOutcome::Duplicate { of } => (Fate::Duplicate, Some(200), None, Some(of)),
             // Refused by policy, not failed: a private address is a reason for blocking.
@@ -132,6 +138,7 @@ impl Row {
             .as_deref()
             .map(|r| r.split(' ').next().unwrap_or(r).to_string());
         Row {
+            facts,
             alert,
             fetched_at: rfc3339(p.fetched_at_unix_ms),
             fetched_at_unix_ms: p.fetched_at_unix_ms,
@@ -175,6 +182,7 @@ impl Row {
             detail: None,
             links_cut: 0,
             alert,
+            facts: RowFacts::default(),
         }
     }
 
@@ -199,6 +207,7 @@ impl Row {
             detail,
             alert: Some(p.alert_id),
             links_cut: 0,
+            facts: RowFacts::default(),
         }
     }
 
@@ -211,6 +220,7 @@ impl Row {
                 None => self.reason_class.as_deref() == Some(by),
             })
             && q.host.as_deref().is_none_or(|h| h == self.host)
+            && q.facts.passes(&self.facts, self.title.as_deref())
     }
 }
 
@@ -336,6 +346,7 @@ mod tests {
             host: None,
             limit: None,
             sort: SortKey::Url,
+            facts: Default::default(),
         }
     }
 

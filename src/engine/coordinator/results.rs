@@ -289,6 +289,8 @@ impl Coordinator {
         record.content_digest = page.digest.as_ref().map(|d| d.warc_label());
         record.set_content_type(page.content_type.as_deref());
         record.warc = page.warc_at.clone();
+        record.response_ms = Some(u32::try_from(page.elapsed.as_millis()).unwrap_or(u32::MAX));
+        record.noindex = page.noindex;
         let mut links = Vec::new();
         if status == 304 {
             self.stats.count().not_modified += 1;
@@ -305,7 +307,18 @@ impl Coordinator {
             record.title = std::mem::take(&mut extracted.title);
             record.simhash = page.simhash;
             record.canonical = extracted.canonical.as_ref().map(|u| u.to_string());
+            record.facts = Some(std::mem::take(&mut extracted.facts));
             self.count_links_not_taken(&mut record, extracted);
+            let refresh = extracted.refresh.take();
+            if let Some(target) = refresh.filter(|t| t.as_str() != lease.entry.url) {
+                // A meta refresh is a redirect the page makes (as a browser
+                // follows it): its target is followed as a Location is.
+                record.outcome = self.redirect_outcome(lease, status, Some(&target));
+                if matches!(record.outcome, PageOutcome::Redirect { .. }) {
+                    links.push(target);
+                }
+                return (record, links);
+            }
             let duplicate_of = page
                 .digest
                 .as_ref()
@@ -358,7 +371,7 @@ impl Coordinator {
         recrawl::keep_unchanged_page(&self.store, record);
     }
 
-    /// A 3xx: followed as a link within the redirect limit.
+    /// A 3xx, or a meta refresh: followed as a link within the redirect limit.
     fn redirect_outcome(
         &mut self,
         lease: &Lease,

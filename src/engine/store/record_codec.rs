@@ -6,6 +6,7 @@
 //! versions (they start with `{`) still decode.
 
 use super::records::{PageOutcome, PageRecord, WarcLocation};
+use crate::engine::page_facts::{Hreflang, HtmlFacts, NoindexSource};
 
 /// First byte of a record in this form (JSON starts with `{`).
 const FORMAT: u8 = 1;
@@ -22,6 +23,14 @@ const CONTENT_TYPE: u16 = 1 << 8;
 const SIMHASH: u16 = 1 << 9;
 const LINKS_FOUND: u16 = 1 << 10;
 const WARC: u16 = 1 << 11;
+const RESPONSE_MS: u16 = 1 << 12;
+const NOINDEX: u16 = 1 << 13;
+const FACTS: u16 = 1 << 14;
+// Bit 15 is kept free: it will say a second flags word follows.
+
+/// Flags of the facts section, one byte after its start.
+const DESCRIPTION: u8 = 1 << 0;
+const H1: u8 = 1 << 1;
 
 const SHA1_PREFIX: &str = "sha1:";
 
@@ -48,6 +57,9 @@ pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
         (record.simhash.is_some(), SIMHASH),
         (record.links_found.is_some(), LINKS_FOUND),
         (record.warc.is_some(), WARC),
+        (record.response_ms.is_some(), RESPONSE_MS),
+        (record.noindex.is_some(), NOINDEX),
+        (record.facts.is_some(), FACTS),
     ]
     .into_iter()
     .filter(|&(on, _)| on)
@@ -86,7 +98,24 @@ pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
         out.varint(warc.offset);
         out.varint(warc.length);
     }
+    if let Some(ms) = record.response_ms {
+        out.varint(u64::from(ms));
+    }
+    if let Some(source) = record.noindex {
+        out.0.push(noindex_byte(source));
+    }
+    if let Some(facts) = &record.facts {
+        out.facts(facts);
+    }
     out.0
+}
+
+fn noindex_byte(source: NoindexSource) -> u8 {
+    match source {
+        NoindexSource::Meta => 1,
+        NoindexSource::Header => 2,
+        NoindexSource::Both => 3,
+    }
 }
 
 /// The record stored under `url`'s key.
@@ -136,6 +165,26 @@ impl Writer {
     fn opt_str(&mut self, s: Option<&str>) {
         if let Some(s) = s {
             self.str(s);
+        }
+    }
+
+    fn facts(&mut self, facts: &HtmlFacts) {
+        let flags = [
+            (facts.description.is_some(), DESCRIPTION),
+            (facts.h1.is_some(), H1),
+        ]
+        .into_iter()
+        .filter(|&(on, _)| on)
+        .fold(0u8, |flags, (_, bit)| flags | bit);
+        self.0.push(flags);
+        self.opt_str(facts.description.as_deref());
+        self.opt_str(facts.h1.as_deref());
+        self.varint(u64::from(facts.h1_count));
+        self.varint(u64::from(facts.words));
+        self.varint(facts.hreflang.len() as u64);
+        for alternate in &facts.hreflang {
+            self.str(&alternate.lang);
+            self.str(&alternate.url);
         }
     }
 
@@ -220,6 +269,9 @@ impl Reader<'_> {
                     length: r.varint()?,
                 })
             })?,
+            response_ms: self.opt(has(RESPONSE_MS), Self::small)?,
+            noindex: self.opt(has(NOINDEX), Self::noindex)?,
+            facts: self.opt(has(FACTS), Self::facts)?,
         };
         if !self.0.is_empty() {
             return Err(format!("{} bytes after the record", self.0.len()));
@@ -274,6 +326,40 @@ impl Reader<'_> {
         read: impl FnOnce(&mut Self) -> Result<T, String>,
     ) -> Result<Option<T>, String> {
         present.then(|| read(self)).transpose()
+    }
+
+    fn noindex(&mut self) -> Result<NoindexSource, String> {
+        Ok(match self.byte()? {
+            1 => NoindexSource::Meta,
+            2 => NoindexSource::Header,
+            3 => NoindexSource::Both,
+            other => return Err(format!("unknown noindex source {other}")),
+        })
+    }
+
+    fn facts(&mut self) -> Result<HtmlFacts, String> {
+        let flags = self.byte()?;
+        let description = self.opt(flags & DESCRIPTION != 0, Self::string)?;
+        let h1 = self.opt(flags & H1 != 0, Self::string)?;
+        let h1_count = self.small()?;
+        let words = self.small()?;
+        let alternates: usize = self.small()?;
+        // Each alternate takes at least two bytes: a corrupt count cannot
+        // make the reader reserve more than the record holds.
+        let mut hreflang = Vec::with_capacity(alternates.min(self.0.len() / 2));
+        for _ in 0..alternates {
+            hreflang.push(Hreflang {
+                lang: self.string()?,
+                url: self.string()?,
+            });
+        }
+        Ok(HtmlFacts {
+            description,
+            h1,
+            h1_count,
+            words,
+            hreflang,
+        })
     }
 
     fn outcome(&mut self) -> Result<PageOutcome, String> {

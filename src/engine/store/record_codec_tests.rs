@@ -1,6 +1,7 @@
 use proptest::prelude::*;
 
 use super::{decode, encode};
+use crate::engine::page_facts::{Hreflang, HtmlFacts, NoindexSource};
 use crate::engine::store::{PageOutcome, PageRecord, WarcLocation};
 
 fn fetched_page() -> PageRecord {
@@ -20,6 +21,14 @@ fn fetched_page() -> PageRecord {
             file: "crawldeck-00000.warc.gz".into(),
             offset: 389_772_472,
             length: 13_573,
+        }),
+        response_ms: Some(37),
+        facts: Some(HtmlFacts {
+            description: Some("Calsenis misone caltur andadama.".into()),
+            h1: Some("Calsenis Misone".into()),
+            h1_count: 1,
+            words: 812,
+            hreflang: Vec::new(),
         }),
         ..PageRecord::without_fetch(
             url,
@@ -99,6 +108,39 @@ fn a_host_a_digest_or_a_canonical_unlike_the_usual_ones_is_kept_as_written() {
     record.content_digest = Some("md5:abc".into());
     record.url = "not a url".into();
     record.canonical = None;
+    round_trip(&record);
+}
+
+#[test]
+fn every_noindex_source_and_the_facts_of_a_page_round_trip() {
+    let mut record = fetched_page();
+    for source in [
+        NoindexSource::Meta,
+        NoindexSource::Header,
+        NoindexSource::Both,
+    ] {
+        record.noindex = Some(source);
+        round_trip(&record);
+    }
+    record.facts = Some(HtmlFacts {
+        description: None,
+        h1: Some(String::new()),
+        h1_count: u32::MAX,
+        words: 0,
+        hreflang: vec![
+            Hreflang {
+                lang: "de-AT".into(),
+                url: "http://a.test/de/".into(),
+            },
+            Hreflang {
+                lang: "x-default".into(),
+                url: "http://a.test/".into(),
+            },
+        ],
+    });
+    record.response_ms = Some(u32::MAX);
+    round_trip(&record);
+    record.facts = Some(HtmlFacts::default());
     round_trip(&record);
 }
 

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::engine::page_facts::{HtmlFacts, NoindexSource};
+
 /// One per URL that left the frontier (fetched, failed, blocked, given up…).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageRecord {
@@ -52,6 +54,17 @@ pub struct PageRecord {
     /// URLs without an archived answer and records stored before this was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub warc: Option<WarcLocation>,
+    /// Milliseconds from sending the request to the body's last byte; `None`
+    /// without an answer and for records stored before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub response_ms: Option<u32>,
+    /// Where the answer's `noindex` came from, if it had one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noindex: Option<NoindexSource>,
+    /// Description, headings, word count and language alternates of an HTML
+    /// 2xx page (`page_facts`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub facts: Option<HtmlFacts>,
 }
 
 /// One WARC record in the data directory's `warc/`: its file and its gzip member.
@@ -81,9 +94,10 @@ pub enum PageOutcome {
     /// A 304 to a recrawl pass's conditional request: unchanged since the last fetch, whose
     /// title, digest, size and link count the record keeps.
     NotModified,
-    /// A 3xx whose Location was followed as a link (within `fetch.max_redirects`).
+    /// A 3xx whose Location was followed as a link (within `fetch.max_redirects`),
+    /// or an HTML 2xx page whose `<meta http-equiv="refresh">` was.
     Redirect {
-        /// The 3xx status.
+        /// The 3xx status, or the 2xx of a meta refresh.
         status: u16,
         /// The Location, resolved against the URL.
         location: String,
@@ -183,6 +197,9 @@ impl PageRecord {
             simhash: None,
             links_found: None,
             warc: None,
+            response_ms: None,
+            noindex: None,
+            facts: None,
         }
     }
 }
