@@ -112,6 +112,13 @@ fn page_facts_are_listed_and_filtered(data: &str) {
     assert!(product["words"].as_u64().unwrap() >= 40, "{product}");
     assert!(product["links_out"].as_u64().unwrap() >= 3, "{product}");
     assert!(product["response_ms"].is_u64(), "{product}");
+    // Linked from its list page and its two neighbours.
+    assert_eq!(product["inlinks"], 3, "{product}");
+    let home = by_path("/");
+    assert!(
+        home["inlinks"].as_u64().unwrap() >= 8,
+        "category pages link home: {home}"
+    );
     let variant = pages
         .iter()
         .find(|p| p["url"].as_str().unwrap().contains("?ref=list"))

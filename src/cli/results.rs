@@ -48,7 +48,8 @@ pub struct PagesArgs {
     /// host (given up), or an error kind (timeout, connect, …).
     #[arg(long, value_name = "REASON")]
     pub by: Option<String>,
-    /// Row order: url (default, streams), status, size (largest first), depth, fetched.
+    /// Row order: url (default, streams), status, size (largest first), depth,
+    /// fetched, response (slowest first), inlinks (most linked first).
     #[arg(long, value_name = "KEY")]
     pub sort: Option<String>,
     /// Only URLs that may (yes) or may not (no) be indexed: noindex,

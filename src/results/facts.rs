@@ -27,6 +27,8 @@ pub struct RowFacts {
     pub words: Option<u32>,
     /// Links found on the page, followed or not.
     pub links_out: Option<u32>,
+    /// Crawled pages that link to the URL (a redirect counts as a link).
+    pub inlinks: u32,
     /// Language alternates.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hreflang: Vec<Hreflang>,
@@ -54,6 +56,7 @@ impl RowFacts {
             h1_count: facts.map(|f| f.h1_count),
             words: facts.map(|f| f.words),
             links_out: p.links_found,
+            inlinks: 0,
             hreflang: facts.map(|f| f.hreflang.clone()).unwrap_or_default(),
             html: facts.is_some(),
         }

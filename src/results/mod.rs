@@ -115,20 +115,21 @@ fn lists_parked(query: &Query) -> bool {
             .is_none_or(|by| by == "trap" || query::by_alert(by).is_some())
 }
 
-static PAGE_TABLE: [Column; 10] = [
+static PAGE_TABLE: [Column; 11] = [
     col("status", Some(6)),
     col("type", Some(16)),
     col("size", Some(9)),
     col("time", Some(7)),
     col("depth", Some(5)),
     col("cut", Some(7)),
+    col("in", Some(5)),
     col("index", Some(5)),
     col("fate", Some(20)),
     col("url", Some(70)),
     col("title", None),
 ];
 
-static PAGE_FIELDS: [Column; 23] = [
+static PAGE_FIELDS: [Column; 24] = [
     col("url", None),
     col("status", None),
     col("content_type", None),
@@ -151,6 +152,7 @@ static PAGE_FIELDS: [Column; 23] = [
     col("h1_count", None),
     col("words", None),
     col("links_out", None),
+    col("inlinks", None),
     col("hreflang", None),
 ];
 
@@ -189,6 +191,7 @@ fn page_fields(row: &Row, format: Format) -> Vec<String> {
         num(facts.h1_count),
         num(facts.words),
         num(facts.links_out),
+        facts.inlinks.to_string(),
         hreflang.join(" "),
     ]
 }
@@ -228,6 +231,7 @@ fn page_table_fields(row: &Row) -> Vec<String> {
         time,
         row.depth.to_string(),
         cut,
+        row.facts.inlinks.to_string(),
         yes_no(row.facts.indexable).to_string(),
         fate,
         row.url.clone(),
@@ -270,6 +274,7 @@ fn sorted(
         SortKey::Depth => a.depth.cmp(&b.depth),
         SortKey::Fetched => a.fetched_at_unix_ms.cmp(&b.fetched_at_unix_ms),
         SortKey::Response => b.facts.response_ms.cmp(&a.facts.response_ms),
+        SortKey::Inlinks => b.facts.inlinks.cmp(&a.facts.inlinks),
     };
     let mut held = Vec::new();
     for row in rows {

@@ -152,6 +152,8 @@ pub enum SortKey {
     Fetched,
     /// Slowest answer first.
     Response,
+    /// Most linked first.
+    Inlinks,
 }
 
 impl SortKey {
@@ -164,9 +166,10 @@ impl SortKey {
             "depth" => SortKey::Depth,
             "fetched" | "time" => SortKey::Fetched,
             "response" | "response-time" | "slowest" => SortKey::Response,
+            "inlinks" => SortKey::Inlinks,
             other => {
                 return Err(format!(
-                    "unknown sort key {other:?}; use one of url, status, size, depth, fetched, response"
+                    "unknown sort key {other:?}; use one of url, status, size, depth, fetched, response, inlinks"
                 ))
             }
         })

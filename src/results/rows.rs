@@ -16,6 +16,7 @@ use crate::engine::store::{
 
 type Entries<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
 type ReferrerStream = Peekable<Entries<(String, Vec<String>)>>;
+type InlinkStream = Peekable<Entries<(String, u32)>>;
 
 /// What a listing shows of one URL.
 #[derive(Debug, Clone, Serialize)]
@@ -235,6 +236,7 @@ pub struct Rows {
     pages: Peekable<Entries<PageRecord>>,
     filtered: Option<Peekable<Entries<FilteredUrl>>>,
     referrers: Option<ReferrerStream>,
+    inlinks: InlinkStream,
     rules: std::sync::Arc<RuleOrigins>,
 }
 
@@ -260,6 +262,7 @@ impl Rows {
             } else {
                 None
             },
+            inlinks: results.inlink_entries(prefix)?.peekable(),
             rules,
         })
     }
@@ -297,23 +300,32 @@ impl Rows {
     }
 
     fn attach_referrers(&mut self, row: &mut Row) -> Result<(), StoreError> {
-        let Some(refs) = &mut self.referrers else {
-            return Ok(());
-        };
-        loop {
-            match refs.peek() {
-                Some(Ok((url, _))) if url.as_str() < row.url.as_str() => {
-                    refs.next();
-                }
-                Some(Ok((url, _))) if *url == row.url => {
-                    if let Some(Ok((_, list))) = refs.next() {
-                        row.referrers = list;
-                    }
-                    return Ok(());
-                }
-                Some(Err(_)) => return refs.next().map_or(Ok(()), |r| r.map(|_| ())),
-                _ => return Ok(()),
+        if let Some(refs) = &mut self.referrers {
+            if let Some(list) = entry_of(refs, &row.url)? {
+                row.referrers = list;
             }
+        }
+        row.facts.inlinks = entry_of(&mut self.inlinks, &row.url)?.unwrap_or(0);
+        Ok(())
+    }
+}
+
+/// The value of `url` in a stream of `(url, value)` in URL order, skipping
+/// the URLs before it; the stream stays at the first URL after it.
+fn entry_of<T>(
+    stream: &mut Peekable<Entries<(String, T)>>,
+    url: &str,
+) -> Result<Option<T>, StoreError> {
+    loop {
+        match stream.peek() {
+            Some(Ok((at, _))) if at.as_str() < url => {
+                stream.next();
+            }
+            Some(Ok((at, _))) if at == url => {
+                return Ok(stream.next().and_then(Result::ok).map(|(_, value)| value));
+            }
+            Some(Err(_)) => return stream.next().map_or(Ok(None), |r| r.map(|_| None)),
+            _ => return Ok(None),
         }
     }
 }

@@ -32,6 +32,7 @@ pub(super) enum Rows {
     Crawl,
     Referrers,
     Digests,
+    Inlinks,
 }
 
 impl Rows {
@@ -40,6 +41,7 @@ impl Rows {
             Rows::Crawl => "crawl",
             Rows::Referrers => "referrers",
             Rows::Digests => "digests",
+            Rows::Inlinks => "inlinks",
         }
     }
 }
@@ -60,6 +62,7 @@ struct Handles {
     crawl: Keyspace,
     referrers: Keyspace,
     digests: Keyspace,
+    inlinks: Keyspace,
 }
 
 fn open_error(path: &Path, source: fjall::Error) -> StoreError {
@@ -123,7 +126,7 @@ impl CrawlIndex {
         let keyspace = |rows: Rows| {
             let memtable = match rows {
                 Rows::Crawl => CRAWL_MEMTABLE_BYTES,
-                Rows::Referrers | Rows::Digests => MEMTABLE_BYTES,
+                Rows::Referrers | Rows::Digests | Rows::Inlinks => MEMTABLE_BYTES,
             };
             // Filters and block indexes stay in memory (~2 bytes a key): read
             // through the cache, a large table's filter was read again for
@@ -140,6 +143,7 @@ impl CrawlIndex {
             crawl: keyspace(Rows::Crawl)?,
             referrers: keyspace(Rows::Referrers)?,
             digests: keyspace(Rows::Digests)?,
+            inlinks: keyspace(Rows::Inlinks)?,
             db,
         };
         // Files of an earlier run that ended without closing the index.
@@ -161,6 +165,7 @@ impl CrawlIndex {
             Rows::Crawl => &handles.crawl,
             Rows::Referrers => &handles.referrers,
             Rows::Digests => &handles.digests,
+            Rows::Inlinks => &handles.inlinks,
         }
     }
 

@@ -11,6 +11,7 @@ mod digests;
 pub mod faults;
 mod gzip;
 mod index;
+mod inlinks;
 pub(crate) mod keys;
 pub mod private;
 mod query;
@@ -182,8 +183,11 @@ struct Inner {
     meta: sled::Tree,
     /// Referrers and digests, outside sled (see `index.rs`).
     index: CrawlIndex,
-    /// Referrers held back and how many each URL has (see `referrers.rs`).
+    /// Referrers held back and how many each URL has (see `referrers.rs`),
+    /// and the links counted since the last write (`inlinks.rs`).
     referrer_counts: Mutex<ReferrerCounts>,
+    /// The group number of the next write of inlink counts.
+    inlink_group: AtomicU64,
     /// Links not followed for scope or depth (see `query.rs`).
     filtered: sled::Tree,
     /// Which content digests are stored (see `digests.rs`).
@@ -192,6 +196,15 @@ struct Inner {
     /// Serialises batch application so the page counter stays exact.
     apply_lock: Mutex<()>,
     faults: DiskFaults,
+}
+
+/// Now in microseconds since the Unix epoch: later than any group number an
+/// earlier opening of the store gave out (it gives out fewer than one a
+/// microsecond).
+fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
 }
 
 /// A raw `(key, value)` pair of the crawl tree.
@@ -240,6 +253,7 @@ impl Store {
             meta: open_tree("meta")?,
             index,
             referrer_counts: Mutex::default(),
+            inlink_group: AtomicU64::new(unix_micros()),
             filtered: open_tree("filtered")?,
             digests: Default::default(),
             crawl,
@@ -387,6 +401,7 @@ impl Store {
     pub(crate) fn flush(&self) -> Result<(), StoreError> {
         self.simulated_fault("flush")?;
         self.write_pending_referrers()?;
+        self.write_pending_inlinks()?;
         self.inner.index.persist()?;
         self.inner.db.flush().map_err(StoreError::sled("flush"))?;
         Ok(())

@@ -7,6 +7,7 @@
 //! crawl index, an LSM tree (`index.rs`).
 
 use super::index::{CrawlIndex, Rows};
+use super::inlinks::InlinkTally;
 use super::{keys, Store, StoreError};
 use crate::engine::dedup::FingerprintSet;
 
@@ -39,6 +40,8 @@ const REFERRER_BATCH: usize = 1024;
 pub(super) struct ReferrerCounts {
     slots: Vec<u8>,
     pending: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The links of the pages since the last write, counted (`inlinks`).
+    pub(super) inlinks: InlinkTally,
 }
 
 impl ReferrerCounts {
@@ -103,6 +106,9 @@ impl Store {
             if !done.insert(fingerprint) {
                 continue;
             }
+            if target != parent {
+                counts.inlinks.add(target);
+            }
             if fresh {
                 counts
                     .pending
@@ -113,14 +119,19 @@ impl Store {
                     .push((further_key(target, parent), order.to_vec()));
             }
         }
-        if counts.pending.len() < REFERRER_BATCH {
-            return Ok(());
-        }
+        let inlinks_full = counts.inlinks.is_full();
+        let referrers_full = counts.pending.len() >= REFERRER_BATCH;
         drop(counts);
-        self.write_pending_referrers()
+        if inlinks_full {
+            self.write_pending_inlinks()?;
+        }
+        if referrers_full {
+            self.write_pending_referrers()?;
+        }
+        Ok(())
     }
 
-    fn referrer_counts(&self) -> std::sync::MutexGuard<'_, ReferrerCounts> {
+    pub(super) fn referrer_counts(&self) -> std::sync::MutexGuard<'_, ReferrerCounts> {
         self.inner
             .referrer_counts
             .lock()

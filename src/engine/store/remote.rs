@@ -227,6 +227,7 @@ fn answer(verb: &str, arg: &str, reading: &Reading, out: &mut impl Write) -> Res
         "pages" => send_all(store.page_records(arg), stop, out)?,
         "filtered" => send_all(store.filtered_urls(arg), stop, out)?,
         "referrers" => send_all(store.referrer_entries(arg), stop, out)?,
+        "inlinks" => send_all(store.inlink_entries(arg), stop, out)?,
         "page" => send_line(&store.page(arg)?, out)?,
         "referrers-of" => send_line(&store.referrers(arg)?, out)?,
         "rules" => send_line(&store.rule_origins()?, out)?,
@@ -444,6 +445,15 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.referrer_entries(url_prefix)),
             Results::Remote(r) => r.stream("referrers", url_prefix),
+        }
+    }
+
+    /// `(url, inlinks)` under `url_prefix`, in URL order: how many crawled
+    /// pages link to each URL.
+    pub fn inlink_entries(&self, url_prefix: &str) -> Result<Entries<(String, u32)>, StoreError> {
+        match self {
+            Results::Local(s) => Ok(s.inlink_entries(url_prefix)),
+            Results::Remote(r) => r.stream("inlinks", url_prefix),
         }
     }
 
