@@ -91,7 +91,7 @@ impl Store {
             self.inner
                 .index
                 .rows(Rows::Inlinks)
-                .prefix(url_prefix.as_bytes().to_vec())
+                .prefix(url_prefix.as_bytes())
                 .map(|guard| guard.into_inner()),
         );
         Box::new(Sums {
