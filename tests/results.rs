@@ -83,6 +83,7 @@ async fn listings_of_the_demo_web() {
         near_duplicates_are_grouped(&data);
         csv_and_json_parse_back(&data);
         page_facts_are_listed_and_filtered(&data);
+        the_audit_finds_the_demo_webs_problems(&data);
     })
     .await
     .expect("checks pass");
@@ -146,6 +147,69 @@ fn page_facts_are_listed_and_filtered(data: &str) {
     let bad = crawldeck(&["pages", data, "--missing", "weight"]);
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("title, description or h1"));
+}
+
+/// `crawldeck audit`: the summary's counts agree with the listings, and
+/// `--show` lists a finding's URLs.
+fn the_audit_finds_the_demo_webs_problems(data: &str) {
+    let summary = json_lines(&["audit", data, "--json"]);
+    let count = |check: &str| {
+        summary
+            .iter()
+            .find(|f| f["check"] == check)
+            .map_or(0, |f| f["urls"].as_u64().unwrap())
+    };
+    let broken = json_lines(&["links", data, "--broken", "--json"]);
+    let loops = broken
+        .iter()
+        .filter(|b| b["error"] == "redirect loop")
+        .count() as u64;
+    assert_eq!(
+        count("broken-links") + count("redirect-loops"),
+        broken.len() as u64
+    );
+    assert!(loops >= 2, "the loop site's two URLs: {broken:?}");
+    assert_eq!(count("redirect-loops"), loops);
+    let copies = json_lines(&["pages", data, "--fate", "duplicate", "--json"]);
+    assert_eq!(count("exact-duplicates"), copies.len() as u64);
+    assert!(count("near-duplicates") > 0, "{summary:?}");
+    let undescribed = json_lines(&["pages", data, "--missing", "description", "--json"]);
+    assert_eq!(count("missing-description"), undescribed.len() as u64);
+    let urls: Vec<u64> = summary
+        .iter()
+        .map(|f| f["urls"].as_u64().unwrap())
+        .collect();
+    assert!(urls.windows(2).all(|w| w[0] >= w[1]), "ranked: {urls:?}");
+    assert!(summary
+        .iter()
+        .all(|f| f["command"].as_str().unwrap().contains("--show")));
+
+    let shown = json_lines(&["audit", data, "--show", "broken-links", "--json"]);
+    let target = shown
+        .iter()
+        .find(|s| path_of(s["url"].as_str().unwrap()) == SHOP_BROKEN_PATH)
+        .expect("the shop's broken link is shown");
+    assert!(
+        target["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("404, linked from"),
+        "{target}"
+    );
+    assert_eq!(shown.len() as u64, count("broken-links"));
+    let limited = json_lines(&[
+        "audit",
+        data,
+        "--show",
+        "missing-description",
+        "--limit",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(limited.len(), 3);
+    let bad = crawldeck(&["audit", data, "--show", "spelling"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("broken-links"));
 }
 
 fn broken_links_name_their_referrers(data: &str) {

@@ -73,6 +73,10 @@ pub enum CliCommand {
     Pages(results::PagesArgs),
     /// List a crawl's broken links (with the pages linking to them) or its redirect chains.
     Links(results::LinksArgs),
+    /// What is wrong with the crawled site: broken links, redirect chains and loops,
+    /// canonical, indexing, title, description and heading problems, slow, large and
+    /// duplicate pages; each with how many URLs it touches (`--show CHECK` lists them).
+    Audit(results::AuditArgs),
     /// Show one fetched page from the archive: status, headers, title, outline, its links and
     /// what became of each; `--select CSS` lists matching elements, `--diff URL` compares texts.
     Page(results::PageArgs),

@@ -146,6 +146,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         Some(CliCommand::Bench(b)) => resolve_bench(b),
         Some(CliCommand::Pages(p)) => Ok(front_end(Mode::Results(super::results::pages_query(p)?))),
         Some(CliCommand::Links(l)) => Ok(front_end(Mode::Results(super::results::links_query(l)?))),
+        Some(CliCommand::Audit(a)) => Ok(front_end(Mode::Results(super::results::audit_query(a)?))),
         Some(CliCommand::Page(p)) => Ok(front_end(Mode::Page(super::results::page_query(p)?))),
         Some(CliCommand::Keys(k)) => Ok(front_end(Mode::Keys { file: k.keys })),
         Some(CliCommand::Attach(a)) => resolve_attach(a),

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::UsageError;
+use crate::results::audit::Check;
 use crate::results::facts::{FactFilters, Missing};
 use crate::results::page::PageQuery;
 use crate::results::query::{parse_host, Fate, Format, Listing, Query, SortKey};
@@ -145,6 +146,28 @@ pub fn pages_query(args: PagesArgs) -> Result<Query, UsageError> {
         query.facts.missing = Missing::parse_list(missing).map_err(UsageError)?;
     }
     Ok(query)
+}
+
+/// `crawldeck audit`: what is wrong with the crawled site.
+#[derive(Debug, Args, Clone)]
+pub struct AuditArgs {
+    #[command(flatten)]
+    pub list: ListArgs,
+    /// List the URLs of one check (its name as the summary gives it, e.g.
+    /// broken-links, duplicate-titles) with what is wrong with each.
+    #[arg(long, value_name = "CHECK")]
+    pub show: Option<String>,
+}
+
+/// The query of `crawldeck audit`.
+pub fn audit_query(args: AuditArgs) -> Result<Query, UsageError> {
+    let show = args
+        .show
+        .as_deref()
+        .map(Check::parse)
+        .transpose()
+        .map_err(UsageError)?;
+    base_query(args.list, Listing::Audit(show))
 }
 
 /// The query of `crawldeck links`.

@@ -85,6 +85,23 @@ pub(super) fn list(query: &Query, results: &Results, out: impl Write) -> anyhow:
     Ok(())
 }
 
+/// Every page of a near-duplicate group but its first, with the first: what
+/// `crawldeck audit` counts.
+pub(super) fn near_duplicate_urls(
+    query: &Query,
+    results: &Results,
+) -> anyhow::Result<Vec<(String, String)>> {
+    let (_, pages) = read_pages(query, results)?;
+    let mut near = Vec::new();
+    for group in near_groups(&pages) {
+        let first = &pages[group[0]].url;
+        for &i in &group[1..] {
+            near.push((pages[i].url.clone(), first.clone()));
+        }
+    }
+    Ok(near)
+}
+
 /// The query's pages: copies by the URL they duplicate, and the successful
 /// fetches with a simhash (the candidates for near duplicates).
 fn read_pages(query: &Query, results: &Results) -> anyhow::Result<(Copies, Vec<Page>)> {

@@ -2,6 +2,7 @@
 //! filtered and exported from its store (or from the running engine through
 //! its results socket, see `engine::store::remote`).
 
+pub mod audit;
 mod dupes;
 pub mod facts;
 pub mod host_lists;
@@ -32,6 +33,7 @@ pub fn run(query: &Query, out: impl Write) -> anyhow::Result<()> {
         Listing::Duplicates => dupes::list(query, &results, out),
         Listing::Broken => links::broken(query, &results, out),
         Listing::Redirects => links::redirects(query, &results, out),
+        Listing::Audit(show) => audit::run(query, show, &results, out),
     };
     match written {
         Err(e) if is_broken_pipe(&e) => Ok(()),

@@ -15,6 +15,8 @@ pub enum Listing {
     Broken,
     /// Redirect chains.
     Redirects,
+    /// The audit's findings, or the URLs of one check.
+    Audit(Option<super::audit::Check>),
 }
 
 /// How rows are written.
