@@ -8,6 +8,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::Duration;
 
 use anyhow::Context;
+use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::control::client;
@@ -33,35 +34,63 @@ pub fn is_engine_process() -> bool {
 /// engine of `data_dir`, in its own process group (Ctrl-C in this terminal
 /// does not reach it), and attaches the terminal UI to it.
 pub async fn run(data_dir: &Path, options: TuiOptions) -> anyhow::Result<()> {
-    let mut engine = spawn(data_dir)?;
-    wait_for_socket(&mut engine, data_dir).await?;
-    let gone = crate::remote::attach(data_dir, options, false).await?;
-    if let (true, Some(status)) = (gone, engine.try_wait()?) {
-        if !status.success() {
-            // This process started the engine, so it can say how it ended.
-            eprintln!(
-                "crawldeck: the engine exited with {status}; see {}",
-                data_dir.join(crate::cli::LOG_FILE).display()
-            );
-            return Ok(());
-        }
-    }
+    let engine = reap(spawn(data_dir)?)?;
+    wait_for_socket(&engine, data_dir).await?;
+    let gone = crate::remote::attach(data_dir, options, false, Some(engine.exited.clone())).await?;
     if gone {
-        // The operator stopped the crawl: return once it released the directory.
-        let deadline = Instant::now() + STOP_TIMEOUT;
-        while engine.try_wait()?.is_none() {
-            if Instant::now() >= deadline {
-                eprintln!("crawldeck: the engine is still checkpointing (pid {}); its log is in the data directory", engine.id());
-                break;
-            }
-            tokio::time::sleep(START_POLL).await;
-        }
-        eprintln!(
-            "crawldeck: crawl stopped and checkpointed in {0}; resume with `crawldeck --data {0}`",
-            data_dir.display()
-        );
+        // Stopped or ended: return once the engine released the directory.
+        let mut exited = engine.exited.clone();
+        let status = tokio::time::timeout(STOP_TIMEOUT, exited.wait_for(Option::is_some))
+            .await
+            .ok()
+            .and_then(|waited| waited.ok().and_then(|s| *s));
+        eprintln!("crawldeck: {}", after_exit(data_dir, engine.pid, status));
     }
     Ok(())
+}
+
+/// What is said once a stopped or ended engine has exited (`status`), or
+/// has not within [`STOP_TIMEOUT`] (`None`).
+pub fn after_exit(data_dir: &Path, pid: u32, status: Option<ExitStatus>) -> String {
+    match status {
+        None => format!(
+            "the engine is still checkpointing (pid {pid}); its log is in the data directory"
+        ),
+        // This process started the engine, so it can say how it ended.
+        Some(status) if !status.success() => format!(
+            "the engine exited with {status}; see {}",
+            data_dir.join(crate::cli::LOG_FILE).display()
+        ),
+        Some(status) => format!(
+            "the engine exited ({status}); crawl checkpointed in {0}; resume with `crawldeck --data {0}`",
+            data_dir.display()
+        ),
+    }
+}
+
+/// The background engine, waited on by a thread of its own from the start,
+/// so it never lingers as a zombie however long the UI stays open.
+struct Engine {
+    pid: u32,
+    /// `Some` once it has exited: how.
+    exited: watch::Receiver<Option<ExitStatus>>,
+}
+
+fn reap(mut child: Child) -> anyhow::Result<Engine> {
+    let pid = child.id();
+    let (tell, exited) = watch::channel(None);
+    let waiter = std::thread::Builder::new()
+        .name("crawldeck-reaper".into())
+        .spawn(move || {
+            if let Ok(status) = child.wait() {
+                tell.send_replace(Some(status));
+            }
+        });
+    if let Err(e) = waiter {
+        // The child went with the closure; nothing would wait on it.
+        anyhow::bail!("cannot watch the engine process (pid {pid}): {e}");
+    }
+    Ok(Engine { pid, exited })
 }
 
 fn spawn(data_dir: &Path) -> anyhow::Result<Child> {
@@ -87,10 +116,11 @@ fn spawn(data_dir: &Path) -> anyhow::Result<Child> {
 
 /// Waits until the engine answers on its socket; if it exits first, its
 /// own words say why.
-async fn wait_for_socket(engine: &mut Child, data_dir: &Path) -> anyhow::Result<()> {
+async fn wait_for_socket(engine: &Engine, data_dir: &Path) -> anyhow::Result<()> {
     let deadline = Instant::now() + START_TIMEOUT;
     loop {
-        if let Some(status) = engine.try_wait()? {
+        let exited = *engine.exited.borrow();
+        if let Some(status) = exited {
             anyhow::bail!(failed_start(data_dir, status));
         }
         if client::connect(data_dir, true).await.is_ok() {
@@ -99,7 +129,7 @@ async fn wait_for_socket(engine: &mut Child, data_dir: &Path) -> anyhow::Result<
         if Instant::now() >= deadline {
             anyhow::bail!(
                 "the engine (pid {}) did not open its control socket within {START_TIMEOUT:?}; see {}",
-                engine.id(),
+                engine.pid,
                 data_dir.join(crate::cli::LOG_FILE).display()
             );
         }
@@ -119,5 +149,45 @@ fn failed_start(data_dir: &Path, status: ExitStatus) -> String {
     match last {
         Some(line) => line,
         None => format!("the engine exited ({status}) before it was ready"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::process::ExitStatusExt;
+
+    #[test]
+    fn after_exit_gives_the_exit_status_or_says_it_is_not_known_yet() {
+        let dir = Path::new("./c1");
+        assert_eq!(
+            after_exit(dir, 42, Some(ExitStatus::from_raw(0))),
+            "the engine exited (exit status: 0); crawl checkpointed in ./c1; resume with `crawldeck --data ./c1`"
+        );
+        let killed = after_exit(dir, 42, Some(ExitStatus::from_raw(9)));
+        assert!(
+            killed.starts_with("the engine exited with signal: 9"),
+            "{killed}"
+        );
+        assert!(after_exit(dir, 42, None).contains("still checkpointing (pid 42)"));
+    }
+
+    #[test]
+    fn the_engine_is_reaped_as_soon_as_it_exits() {
+        let child = Command::new("true").spawn().unwrap();
+        let engine = reap(child).unwrap();
+        let mut exited = engine.exited.clone();
+        let status = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let waited =
+                    tokio::time::timeout(Duration::from_secs(10), exited.wait_for(Option::is_some));
+                *waited.await.expect("exits at once").unwrap()
+            });
+        assert!(status.unwrap().success());
+        // Reaped: no zombie left in the process table.
+        assert!(!Path::new(&format!("/proc/{}", engine.pid)).exists());
     }
 }

@@ -576,7 +576,7 @@ fn run_viewer(run: &ResolvedRun) -> anyhow::Result<()> {
                     Some(dir) => dir.clone(),
                     None => remote::find_running_crawl(Path::new("."))?,
                 };
-                remote::attach(&dir, tui_options(run, true, &dir), *wait)
+                remote::attach(&dir, tui_options(run, true, &dir), *wait, None)
                     .await
                     .map(drop)
             }

@@ -7,8 +7,13 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use std::process::ExitStatus;
+
+use tokio::sync::watch;
+
 use crate::control::client::{self, ClientError};
 use crate::control::lock::recorded_engine;
+use crate::control::server::FINISHED;
 use crate::engine::control::Command;
 use crate::engine::telemetry::{AlertStatus, Snapshot};
 use crate::text::strip_control;
@@ -346,9 +351,15 @@ const WAIT_POLL: std::time::Duration = std::time::Duration::from_millis(500);
 
 /// `crawldeck attach DIR`: the terminal UI on the crawl running in `dir`,
 /// until the operator detaches or stops it, or the engine goes (with
-/// `wait`: then it waits for the engine to come back). Returns whether the
-/// engine is gone (`false`: the operator detached).
-pub async fn attach(dir: &Path, options: TuiOptions, wait: bool) -> anyhow::Result<bool> {
+/// `wait`: then it waits for the engine to come back). `exited` is the
+/// engine's exit status as its parent sees it (`crawldeck URL`). Returns
+/// whether the engine is gone (`false`: the operator detached).
+pub async fn attach(
+    dir: &Path,
+    options: TuiOptions,
+    wait: bool,
+    exited: Option<watch::Receiver<Option<ExitStatus>>>,
+) -> anyhow::Result<bool> {
     if !std::io::stdout().is_terminal() {
         anyhow::bail!(
             "the terminal UI needs a terminal; use `crawldeck status {}` for scripts and pipes",
@@ -373,24 +384,68 @@ pub async fn attach(dir: &Path, options: TuiOptions, wait: bool) -> anyhow::Resu
         } else {
             ui.await?
         };
-        let reason = gone.try_recv().ok();
-        match (exit, reason) {
-            (TuiExit::Detach, _) => {
-                eprintln!(
-                    "crawldeck: detached; the crawl runs on (pid {pid}); attach again with `crawldeck attach {}`",
-                    dir.display()
-                );
-                return Ok(false);
-            }
-            (_, Some(reason)) if wait => {
+        let fate = EngineFate {
+            gone: gone.try_recv().ok(),
+            // A parent knows; anyone else asks whether the engine still holds the directory.
+            exited: match &exited {
+                Some(status) => status.borrow().is_some(),
+                None => !recorded_engine(dir).is_some_and(|(p, alive)| p == pid && alive),
+            },
+        };
+        match (leaving(exit, &fate, pid, dir), fate.gone) {
+            (_, Some(reason)) if wait && exit != TuiExit::Detach => {
+                let reason = strip_control(&reason);
                 eprintln!("crawldeck: engine gone ({reason}); waiting for it to come back");
             }
-            (_, Some(reason)) => {
-                eprintln!("crawldeck: engine gone ({reason})");
+            (Leaving::Detached(line), _) => {
+                eprintln!("crawldeck: {line}");
+                return Ok(false);
+            }
+            (Leaving::Ended(line), _) => {
+                eprintln!("crawldeck: {line}");
                 return Ok(true);
             }
-            (_, None) => return Ok(true),
+            (Leaving::Stopped, _) => return Ok(true),
         }
+    }
+}
+
+/// What a viewer knows of its engine when its UI returns.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct EngineFate {
+    /// Why the connection ended, as the engine or the socket said.
+    pub gone: Option<String>,
+    /// The engine process has exited.
+    pub exited: bool,
+}
+
+/// What `attach` says on the way out.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Leaving {
+    /// The crawl runs on without this viewer.
+    Detached(String),
+    /// The engine had ended: how.
+    Ended(String),
+    /// The operator stopped the crawl (the caller says how that went).
+    Stopped,
+}
+
+/// The words for leaving the UI with `exit`: a detach only while the engine
+/// with `pid` is still there; a crawl that ended is said to have ended.
+pub fn leaving(exit: TuiExit, fate: &EngineFate, pid: u32, dir: &Path) -> Leaving {
+    let ended = match &fate.gone {
+        Some(reason) if reason.starts_with(FINISHED) => Some(strip_control(reason).into_owned()),
+        Some(reason) => Some(format!("engine gone ({})", strip_control(reason))),
+        None if fate.exited => Some(format!("the engine (pid {pid}) has exited")),
+        None => None,
+    };
+    match (exit, ended) {
+        (_, Some(line)) => Leaving::Ended(line),
+        (TuiExit::Detach, None) => Leaving::Detached(format!(
+            "detached; the crawl runs on (pid {pid}); attach again with `crawldeck attach {}`",
+            dir.display()
+        )),
+        (TuiExit::Quit | TuiExit::EngineFinished, None) => Leaving::Stopped,
     }
 }
 
@@ -473,6 +528,46 @@ mod tests {
         let _two = DataDirLock::acquire(&second).unwrap();
         let many = find_running_crawl(root.path()).unwrap_err().to_string();
         assert!(many.contains("several crawls are running here"), "{many}");
+    }
+
+    #[test]
+    fn leaving_detaches_only_from_an_engine_still_there() {
+        let dir = Path::new("./c1");
+        let there = EngineFate::default();
+        let runs_on =
+            "detached; the crawl runs on (pid 42); attach again with `crawldeck attach ./c1`";
+        assert_eq!(
+            leaving(TuiExit::Detach, &there, 42, dir),
+            Leaving::Detached(runs_on.into())
+        );
+        assert_eq!(leaving(TuiExit::Quit, &there, 42, dir), Leaving::Stopped);
+        let finished = EngineFate {
+            gone: Some("the crawl finished: page limit reached (3)".into()),
+            exited: true,
+        };
+        for exit in [TuiExit::Detach, TuiExit::EngineFinished] {
+            assert_eq!(
+                leaving(exit, &finished, 42, dir),
+                Leaving::Ended("the crawl finished: page limit reached (3)".into())
+            );
+        }
+        let killed = EngineFate {
+            gone: Some("the engine (pid 42) exited without a goodbye\u{1b}[2J".into()),
+            exited: false,
+        };
+        assert_eq!(
+            leaving(TuiExit::Detach, &killed, 42, dir),
+            Leaving::Ended("engine gone (the engine (pid 42) exited without a goodbye[2J)".into())
+        );
+        // Exited before the viewer heard of it: still no detach.
+        let silent = EngineFate {
+            gone: None,
+            exited: true,
+        };
+        assert_eq!(
+            leaving(TuiExit::Detach, &silent, 42, dir),
+            Leaving::Ended("the engine (pid 42) has exited".into())
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `crawldeck attach` in a real pseudo-terminal on a headless crawl process:
 //! read-only says so, `kill -9` of the viewer leaves the crawl running, and
-//! `q` then Enter detaches. Every process is killed by pid at the end.
+//! `q` then Enter detaches; `crawldeck URL` shows a finished or killed engine
+//! as such and reaps it. Every process is killed by pid at the end.
 
 use crate::common;
 
@@ -206,6 +207,81 @@ async fn crawldeck_url_runs_the_engine_in_the_background_and_quitting_detaches()
             !data.join("control.sock").exists(),
             "the socket goes with the engine"
         );
+    })
+    .await
+    .unwrap();
+    demo.shutdown().await;
+}
+
+/// Whether `pid` is still a process, a zombie included (`kill -0` succeeds
+/// on a zombie; its `/proc` entry stays until its parent reaps it).
+fn in_process_table(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawldeck_url_after_the_crawl_finished_says_so_and_reaps_its_engine() {
+    let demo = common::start_demo(vec![SiteKind::Shop]).await;
+    let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("c1");
+    tokio::task::spawn_blocking(move || {
+        let mut args: Vec<&str> = seeds.iter().map(|s| s.as_str()).collect();
+        args.extend(["--paused", "--max-pages", "3", "--traps", "alert-only"]);
+        let mut ui = in_terminal(&args, &data);
+        ui.wait_for("the paused crawl", |s| s.contains("PAUSED"));
+        let engine_pid = status(&data).pid;
+        let _cleanup = KillPid(engine_pid);
+        ui.press(b"p");
+        ui.wait_for("the finished crawl", |s| s.contains(" FINISHED "));
+        wait_until("the engine reaped by its parent", || {
+            !in_process_table(engine_pid)
+        });
+        ui.press(b"p");
+        ui.wait_for("the refusal", |s| {
+            s.contains("the crawl has finished; nothing to steer")
+        });
+        ui.press(b"\x03");
+        ui.wait_exit("Ctrl-C");
+        ui.read_to_end();
+        let said = ui.text();
+        assert!(!said.contains("runs on"), "{said}");
+        assert!(said.contains("the crawl finished"), "{said}");
+    })
+    .await
+    .unwrap();
+    demo.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crawldeck_url_after_kill_9_of_its_engine_shows_it_gone_and_refuses_commands() {
+    let demo = common::start_demo(vec![SiteKind::Shop]).await;
+    let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("c1");
+    tokio::task::spawn_blocking(move || {
+        let mut args: Vec<&str> = seeds.iter().map(|s| s.as_str()).collect();
+        args.push("--paused");
+        let mut ui = in_terminal(&args, &data);
+        ui.wait_for("the paused crawl", |s| s.contains("PAUSED"));
+        let engine_pid = status(&data).pid;
+        drop(KillPid(engine_pid)); // kill -9
+        ui.wait_for("the engine gone", |s| {
+            s.contains(" GONE ") && s.contains("ENGINE GONE: ")
+        });
+        assert!(!ui.text().contains("PAUSED"), "{}", ui.text());
+        wait_until("the engine reaped by its parent", || {
+            !in_process_table(engine_pid)
+        });
+        ui.press(b":throttle * 1s\r");
+        ui.wait_for("the refusal", |s| s.contains("ERROR engine gone: "));
+        ui.press(b"\x03");
+        ui.wait_exit("Ctrl-C");
+        ui.read_to_end();
+        let said = ui.text();
+        assert!(!said.contains("runs on"), "{said}");
+        assert!(said.contains("engine gone ("), "{said}");
+        assert!(said.contains("signal: 9"), "{said}");
     })
     .await
     .unwrap();

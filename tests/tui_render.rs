@@ -484,3 +484,40 @@ fn long_host_names_are_cut_in_the_middle_and_keep_their_port() {
         }
     }
 }
+
+#[test]
+fn the_header_shows_a_gone_engine_and_a_finished_crawl_not_running() {
+    let area = Rect::new(0, 0, 160, 40);
+    let header = |m: &Model| {
+        let mut buf = Buffer::empty(area);
+        ui::render(m, area, &mut buf);
+        let screen = text(&buf);
+        let lines: Vec<String> = screen.lines().take(3).map(str::to_string).collect();
+        (lines, buf)
+    };
+    // The last snapshot said RUNNING, then the connection went.
+    let mut m = model(false);
+    update(&mut m, Msg::EngineClosed);
+    let (lines, buf) = header(&m);
+    assert!(lines[0].contains(" GONE "), "{}", lines[0]);
+    assert!(!lines[0].contains("RUNNING"), "{}", lines[0]);
+    assert!(lines[2].starts_with(" ENGINE GONE: "), "{}", lines[2]);
+    let (x, y) = find(&buf, "GONE");
+    assert_eq!(buf[(x, y)].fg, Color::Red);
+
+    let mut m = model(false);
+    let done = Snapshot {
+        state: CrawlState::Done,
+        finish_reason: Some("page limit reached (3)".into()),
+        ..fixture()
+    };
+    update(&mut m, Msg::Snapshot(Arc::new(done)));
+    update(&mut m, Msg::EngineClosed);
+    let (lines, _) = header(&m);
+    assert!(lines[0].contains(" FINISHED "), "{}", lines[0]);
+    assert!(
+        lines[2].contains("finished: page limit reached (3)"),
+        "{}",
+        lines[2]
+    );
+}

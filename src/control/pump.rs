@@ -9,12 +9,13 @@ use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc::error::TrySendError;
 
 use super::protocol::{recv, send, ClientMsg, ServerMsg, Transport, WireError};
-use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
+use crate::engine::telemetry::{EngineEvent, Snapshot};
 use crate::engine::EngineEnds;
 
 /// Runs until the engine goes (returns why) or the front end drops its
 /// handle (returns `None`). On the way out the front end gets a log line
-/// (the crawl finished, or "engine gone" and why), then its event stream closes.
+/// ([`EngineEvent::Ended`]: the crawl finished, or the engine gone and why),
+/// then its event stream closes.
 pub(super) async fn run<S>(wire: Transport<S>, mut ends: EngineEnds, pid: u32) -> Option<String>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -62,16 +63,15 @@ where
             },
         }
     };
-    let event = if reason.starts_with(super::server::FINISHED) {
-        EngineEvent::Log {
-            level: Level::Info,
-            message: reason.clone(),
-        }
-    } else {
-        EngineEvent::Log {
-            level: Level::Error,
-            message: format!("engine gone: {reason}"),
-        }
+    let event = match reason.strip_prefix(super::server::FINISHED) {
+        Some(why) => EngineEvent::Ended {
+            finished: true,
+            reason: why.trim_start_matches(": ").to_string(),
+        },
+        None => EngineEvent::Ended {
+            finished: false,
+            reason: reason.clone(),
+        },
     };
     let _ = ends.events.try_send(event);
     Some(reason)

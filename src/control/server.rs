@@ -268,7 +268,7 @@ fn snapshot_msg(viewer: &Viewer, whole: &Snapshot, window: &HostWindow) -> Serve
 }
 
 /// How a viewer is told the crawl ended as it should (not an error).
-pub(super) const FINISHED: &str = "the crawl finished";
+pub const FINISHED: &str = "the crawl finished";
 
 fn gone_reason(last: &Arc<Snapshot>) -> String {
     match (&last.state, &last.finish_reason) {

@@ -159,9 +159,9 @@ async fn a_stopped_engine_reaches_the_viewer_as_engine_gone_then_a_closed_stream
     drop(engine);
     assert_eq!(
         last_event(&mut viewer).await,
-        Some(EngineEvent::Log {
-            level: Level::Error,
-            message: "engine gone: the engine stopped".into()
+        Some(EngineEvent::Ended {
+            finished: false,
+            reason: "the engine stopped".into()
         })
     );
 }
@@ -179,9 +179,9 @@ async fn a_finished_crawl_reaches_the_viewer_as_news_not_an_error() {
     drop(engine);
     assert_eq!(
         last_event(&mut viewer).await,
-        Some(EngineEvent::Log {
-            level: Level::Info,
-            message: "the crawl finished: frontier empty".into()
+        Some(EngineEvent::Ended {
+            finished: true,
+            reason: "frontier empty".into()
         })
     );
 }

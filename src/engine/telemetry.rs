@@ -630,4 +630,13 @@ pub enum EngineEvent {
     },
     /// The crawl moved to a new state.
     StateChanged(CrawlState),
+    /// A viewer's connection to the engine ended, its last event: the crawl
+    /// finished (`finished`), or the engine went away. Made by the viewer's
+    /// side of the control socket; an engine in-process just closes its stream.
+    Ended {
+        /// The crawl ended as it should (not an error).
+        finished: bool,
+        /// Why, in words.
+        reason: String,
+    },
 }

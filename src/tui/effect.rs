@@ -1,7 +1,7 @@
 //! What `update` asks the run loop to do, as values: the vocabulary that the
 //! deciding modules (`update`, `prompt`, `targets`) share without importing each other.
 
-use super::model::{HostList, Model};
+use super::model::{EngineLife, HostList, Model};
 use super::records::Records;
 use crate::engine::control::{Command, RuleSpec};
 use crate::engine::host_window::HostWindow;
@@ -56,9 +56,18 @@ pub enum Effect {
     },
 }
 
-/// Sends a command unless the TUI is read-only and the command would change the crawl.
+/// Sends a command unless the engine has finished or gone (it would never be
+/// answered) or the TUI is read-only and the command would change the crawl.
 pub fn send(model: &mut Model, cmd: Command) -> Vec<Effect> {
     let what = command_label(&cmd);
+    if let Some(why) = model.engine.refusal() {
+        let level = match model.engine {
+            EngineLife::Gone(_) => Level::Error,
+            _ => Level::Warn,
+        };
+        model.set_status(level, why);
+        return Vec::new();
+    }
     if model.readonly && cmd.is_mutating() {
         model.set_status(Level::Warn, format!("read-only: {what} not sent"));
         return Vec::new();

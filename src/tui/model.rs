@@ -174,6 +174,28 @@ pub struct StatusLine {
     pub text: String,
 }
 
+/// The engine as this UI last heard of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EngineLife {
+    /// Answering commands.
+    Running,
+    /// The crawl ended as it should; why, as the engine said.
+    Finished(String),
+    /// The engine went away without finishing; why, as far as known.
+    Gone(String),
+}
+
+impl EngineLife {
+    /// Why nothing can be sent to the engine any more; `None` while it runs.
+    pub fn refusal(&self) -> Option<String> {
+        match self {
+            EngineLife::Running => None,
+            EngineLife::Finished(_) => Some("the crawl has finished; nothing to steer".into()),
+            EngineLife::Gone(why) => Some(format!("engine gone: {why}")),
+        }
+    }
+}
+
 /// Where quitting stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Quitting {
@@ -240,7 +262,8 @@ pub struct Model {
     pub pending: HashMap<CommandId, String>,
     pub rule_preview: RulePreview,
     pub quitting: Quitting,
-    pub engine_closed: bool,
+    /// Running until the engine's stream ends (finished or gone).
+    pub engine: EngineLife,
     pub readonly: bool,
     /// A viewer of an engine in another process: quitting offers to detach.
     pub attached: bool,
@@ -286,13 +309,18 @@ impl Model {
             pending: HashMap::new(),
             rule_preview: RulePreview::default(),
             quitting: Quitting::No,
-            engine_closed: false,
+            engine: EngineLife::Running,
             readonly,
             attached: false,
             no_color,
             keymap,
             page_rows: 10,
         }
+    }
+
+    /// Whether the engine has finished or gone: nothing more will come from it.
+    pub fn engine_closed(&self) -> bool {
+        self.engine != EngineLife::Running
     }
 
     /// The key mode the operator is in.

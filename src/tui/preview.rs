@@ -52,6 +52,10 @@ pub(super) fn due(model: &mut Model, generation: u64) -> Vec<Effect> {
     if generation != model.rule_preview.generation {
         return Vec::new();
     }
+    if let Some(why) = model.engine.refusal() {
+        model.rule_preview.shown = Some(Err(why));
+        return Vec::new();
+    }
     match model.prompt.as_ref().and_then(rule_of) {
         None => {
             model.rule_preview.shown = None;

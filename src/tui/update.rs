@@ -10,7 +10,7 @@ use super::action::Action;
 use super::effect::{send, Effect, TuiExit};
 use super::inspector;
 use super::keys::Mode;
-use super::model::{FetchLine, HostList, HostListing, Model, Overlay, Pane, Quitting};
+use super::model::{EngineLife, FetchLine, HostList, HostListing, Model, Overlay, Pane, Quitting};
 use super::preview;
 use super::prompt::{self, Submitted};
 use super::quarantine;
@@ -106,16 +106,14 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::EngineClosed => {
-            if !model.engine_closed {
-                model.engine_closed = true;
-                model.push_log(Level::Info, "engine stopped".into());
-                if model.attached {
-                    if model.latest.state == CrawlState::Done {
-                        model.set_status(Level::Info, "the crawl finished; q leaves");
-                    } else {
-                        model.set_status(Level::Error, "engine gone (see the log); q leaves");
-                    }
-                }
+            if !model.engine_closed() {
+                // No word from the engine on the way out: the last snapshot says.
+                let finished = model.latest.state == CrawlState::Done;
+                let reason = match finished {
+                    true => model.latest.finish_reason.clone().unwrap_or_default(),
+                    false => "the engine stopped (see the log)".into(),
+                };
+                engine_ended(model, finished, reason);
             }
             finish_if_done(model, true)
         }
@@ -183,6 +181,37 @@ fn list_host(model: &mut Model, list: HostList) -> Vec<Effect> {
     }]
 }
 
+/// The engine's stream ended: the crawl finished or the engine is gone.
+/// Commands still waiting will get no answer, so they are named as lost.
+fn engine_ended(model: &mut Model, finished: bool, reason: String) {
+    if model.engine_closed() {
+        return;
+    }
+    let (level, line) = match (finished, reason.is_empty()) {
+        (true, true) => (Level::Info, "the crawl finished".to_string()),
+        (true, false) => (Level::Info, format!("the crawl finished: {reason}")),
+        (false, _) => (Level::Error, format!("engine gone: {reason}")),
+    };
+    model.push_log(level, line.clone());
+    let mut lost: Vec<String> = model.pending.drain().map(|(_, what)| what).collect();
+    lost.sort();
+    for what in lost {
+        model.push_log(Level::Warn, format!("{what}: no answer came"));
+    }
+    model.engine = match finished {
+        true => EngineLife::Finished(reason),
+        false => EngineLife::Gone(reason),
+    };
+    let preview = &mut model.rule_preview;
+    preview.in_flight.clear();
+    if preview.asked.take().is_some() {
+        preview.shown = Some(Err(model.engine.refusal().unwrap_or_default()));
+    }
+    if model.attached {
+        model.set_status(level, format!("{line}; q leaves"));
+    }
+}
+
 /// Leaves once the engine is done, if the operator was quitting.
 fn finish_if_done(model: &mut Model, done: bool) -> Vec<Effect> {
     if done && model.quitting == Quitting::Checkpointing {
@@ -233,6 +262,7 @@ fn on_event(model: &mut Model, ev: EngineEvent) {
         EngineEvent::StateChanged(state) => {
             model.push_log(Level::Info, format!("crawl {}", state.label()))
         }
+        EngineEvent::Ended { finished, reason } => engine_ended(model, finished, reason),
     }
 }
 
@@ -332,9 +362,13 @@ fn on_prompt_key(model: &mut Model, action: Option<Action>, key: &KeyEvent) -> V
     }
 }
 
-/// Ctrl-C: an attached viewer detaches (the crawl may be others' too);
+/// Ctrl-C: an attached viewer detaches (the crawl may be others' too),
+/// or leaves once the engine has ended (there is nothing to detach from);
 /// otherwise, or while a stop is under way, as [`begin_quit`].
 fn force_quit(model: &mut Model) -> Vec<Effect> {
+    if model.attached && model.engine_closed() {
+        return vec![Effect::Quit(TuiExit::EngineFinished)];
+    }
     if model.attached && model.quitting == Quitting::No {
         return vec![Effect::Quit(TuiExit::Detach)];
     }
@@ -343,7 +377,7 @@ fn force_quit(model: &mut Model) -> Vec<Effect> {
 
 /// Asks the engine to checkpoint and stop; a second request leaves at once.
 pub(super) fn begin_quit(model: &mut Model) -> Vec<Effect> {
-    if model.quitting == Quitting::Checkpointing || model.engine_closed {
+    if model.quitting == Quitting::Checkpointing || model.engine_closed() {
         // Second request, or nothing left to checkpoint: leave now.
         return vec![Effect::Quit(TuiExit::Quit)];
     }
@@ -432,7 +466,7 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
 fn quit(model: &mut Model) -> Vec<Effect> {
     if model.overlay == Overlay::Help {
         model.overlay = Overlay::None;
-    } else if model.engine_closed || model.latest.state == CrawlState::Done {
+    } else if model.engine_closed() || model.latest.state == CrawlState::Done {
         return vec![Effect::Quit(TuiExit::EngineFinished)];
     } else if model.quitting == Quitting::No {
         model.overlay = Overlay::ConfirmQuit;

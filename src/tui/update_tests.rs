@@ -276,6 +276,7 @@ fn an_attached_viewer_says_a_finished_crawl_finished_and_a_lost_engine_is_an_err
         (status.level, status.text.as_str()),
         (Level::Info, "the crawl finished; q leaves")
     );
+    assert_eq!(m.engine, EngineLife::Finished(String::new()));
 
     let mut m = model(false);
     m.attached = true;
@@ -535,4 +536,119 @@ fn rate_steps_and_exact_values() {
         .as_deref()
         .unwrap()
         .starts_with("bad duration \"fast\""));
+}
+
+/// An attached model whose engine said the crawl finished, then closed.
+fn finished_attached() -> Model {
+    let mut m = model(false);
+    m.attached = true;
+    let done = Snapshot {
+        state: CrawlState::Done,
+        finish_reason: Some("page limit reached (3)".into()),
+        ..(*m.latest).clone()
+    };
+    update(&mut m, Msg::Snapshot(Arc::new(done)));
+    update(&mut m, Msg::EngineClosed);
+    m
+}
+
+/// Sends `line` on the `:` line: the effects of Enter.
+fn command_line(m: &mut Model, line: &str) -> Vec<Effect> {
+    update(m, key(':'));
+    typed(m, line);
+    update(m, code(KeyCode::Enter))
+}
+
+#[test]
+fn a_finished_crawl_refuses_steering_at_once_and_says_why() {
+    let mut m = finished_attached();
+    for line in ["pause shop.localhost:8080", "throttle * 1s", "rate 3"] {
+        let effects = command_line(&mut m, line);
+        assert!(
+            !effects.iter().any(|e| matches!(e, Effect::Send(_))),
+            "{line}: {effects:?}"
+        );
+        let status = m.status.as_ref().unwrap();
+        assert_eq!(
+            status.text, "the crawl has finished; nothing to steer",
+            "{line}"
+        );
+    }
+    assert!(update(&mut m, key('p')).is_empty(), "p sends nothing");
+    assert!(m.pending.is_empty());
+    assert!(!m.status.as_ref().unwrap().text.ends_with('…'));
+    // Looking around still works.
+    update(&mut m, key('2'));
+    assert_eq!(m.pane, Pane::Alerts);
+    assert!(update(&mut m, key('d')).is_empty(), "dismiss is not sent");
+    assert_eq!(
+        m.status.as_ref().unwrap().text,
+        "the crawl has finished; nothing to steer"
+    );
+}
+
+#[test]
+fn a_gone_engine_refuses_commands_with_the_reason() {
+    let mut m = model(false);
+    m.attached = true;
+    update(&mut m, Msg::EngineClosed);
+    assert!(update(&mut m, key('p')).is_empty());
+    let status = m.status.as_ref().unwrap();
+    assert_eq!(status.level, Level::Error);
+    assert!(status.text.starts_with("engine gone: "), "{}", status.text);
+    assert!(!status.text.ends_with('…'), "{}", status.text);
+}
+
+#[test]
+fn ctrl_c_after_the_engine_ended_leaves_without_claiming_a_detach() {
+    let ctrl_c = Msg::Key(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL));
+    let mut m = finished_attached();
+    assert_eq!(
+        update(&mut m, ctrl_c.clone()),
+        [Effect::Quit(TuiExit::EngineFinished)]
+    );
+    let mut m = model(false);
+    m.attached = true;
+    update(&mut m, Msg::EngineClosed);
+    assert_eq!(
+        update(&mut m, ctrl_c),
+        [Effect::Quit(TuiExit::EngineFinished)]
+    );
+}
+
+#[test]
+fn the_engine_gone_over_the_socket_names_its_reason_and_the_commands_left_unanswered() {
+    let mut m = model(false);
+    m.attached = true;
+    let effects = update(&mut m, key('p'));
+    assert_eq!(effects, [Effect::Send(Command::Pause(Target::Global))]);
+    update(
+        &mut m,
+        Msg::Sent {
+            id: CommandId(1),
+            what: "pause crawl".into(),
+        },
+    );
+    let why = "the engine (pid 7) exited without a goodbye (killed or crashed)";
+    let ended = EngineEvent::Ended {
+        finished: false,
+        reason: why.into(),
+    };
+    update(&mut m, Msg::Event(ended));
+    assert_eq!(m.engine, EngineLife::Gone(why.into()));
+    assert_eq!(
+        m.status.as_ref().unwrap().text,
+        format!("engine gone: {why}; q leaves")
+    );
+    assert!(m.pending.is_empty());
+    let log: Vec<&str> = m.log.iter().map(|l| l.text.as_str()).collect();
+    assert!(log.contains(&"pause crawl: no answer came"), "{log:?}");
+    // The stream's close after it changes nothing.
+    update(&mut m, Msg::EngineClosed);
+    assert_eq!(m.engine, EngineLife::Gone(why.into()));
+    assert!(update(&mut m, key('p')).is_empty());
+    assert_eq!(
+        m.status.as_ref().unwrap().text,
+        format!("engine gone: {why}")
+    );
 }

@@ -2,23 +2,32 @@
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Modifier;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Sparkline, Widget};
 
 use super::{bytes, clock, count, short, strip, Theme};
-use crate::engine::telemetry::Snapshot;
-use crate::tui::model::Model;
+use crate::engine::telemetry::{CrawlState, Level, Snapshot};
+use crate::tui::model::{EngineLife, Model};
 
 /// The header: gauges, the pages/s sparkline, then the settings.
 pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
     let [top, spark, bottom] = Layout::vertical([Constraint::Length(1); 3]).areas(area);
-    gauges(&model.shown, theme, area.width >= 100).render(top, buf);
+    gauges(model, theme, area.width >= 100).render(top, buf);
     sparkline(model, theme, spark, buf);
+    if let EngineLife::Gone(why) = &model.engine {
+        // Nothing on screen changes any more: say why before anything else.
+        return Line::from(Span::styled(
+            format!(" ENGINE GONE: {}  (q leaves)", strip(why)),
+            theme.level(Level::Error),
+        ))
+        .render(bottom, buf);
+    }
     if let Some(outage) = &model.shown.outage {
         // The crawl waits for the shared frontier and resumes by itself.
         return Line::from(Span::styled(
             format!(" PAUSED, shared frontier unreachable: {}", strip(outage)),
-            theme.level(crate::engine::telemetry::Level::Error),
+            theme.level(Level::Error),
         ))
         .render(bottom, buf);
     }
@@ -29,7 +38,7 @@ pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
                 " STORAGE FAULT, paused: {}  (free space, then p resumes)",
                 strip(fault)
             ),
-            theme.level(crate::engine::telemetry::Level::Error),
+            theme.level(Level::Error),
         ))
         .render(bottom, buf),
         None => Line::from(settings(&model.shown)).render(bottom, buf),
@@ -37,12 +46,22 @@ pub fn render(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
 }
 
 /// State, clock and counters; `wide` adds the brand and longer words.
-fn gauges<'a>(s: &Snapshot, theme: &Theme, wide: bool) -> Line<'a> {
+fn gauges<'a>(model: &Model, theme: &Theme, wide: bool) -> Line<'a> {
+    let s = &model.shown;
     let brand = if wide { " crawldeck " } else { "" };
     let in_flight = if wide { "in-flight" } else { "fly" };
+    // The engine's own state, not the last snapshot's, once it has ended.
+    let state = match &model.engine {
+        EngineLife::Running => Span::styled(format!(" {} ", s.state.label()), theme.state(s.state)),
+        EngineLife::Finished(_) => Span::styled(" FINISHED ", theme.state(CrawlState::Done)),
+        EngineLife::Gone(_) => Span::styled(
+            " GONE ",
+            theme.level(Level::Error).add_modifier(Modifier::BOLD),
+        ),
+    };
     Line::from(vec![
         Span::styled(brand, theme.accent()),
-        Span::styled(format!(" {} ", s.state.label()), theme.state(s.state)),
+        state,
         Span::raw(format!(
             " {}  pages {}  {:.1}/s  {}  err {}  frontier {}  {in_flight} {}",
             clock(s.elapsed),

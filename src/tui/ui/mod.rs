@@ -24,7 +24,7 @@ use ratatui::widgets::{Block, Paragraph, Row, Table, TableState, Widget};
 
 use super::action::Action;
 use super::keys::Mode;
-use super::model::{Model, Overlay, Pane, Prompt, PromptKind, Quitting};
+use super::model::{EngineLife, Model, Overlay, Pane, Prompt, PromptKind, Quitting};
 use crate::engine::telemetry::{AlertStatus, CrawlState, Level};
 
 /// Below this the UI shows only a notice.
@@ -197,7 +197,9 @@ fn render_status(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
             ),
             Span::raw(strip(&status.text).into_owned()),
         ])
-    } else if model.engine_closed || model.shown.state == CrawlState::Done {
+    } else if let EngineLife::Gone(_) = model.engine {
+        Line::from("engine gone: q exits (the log and panes stay readable until then)")
+    } else if model.engine_closed() || model.shown.state == CrawlState::Done {
         Line::from("crawl finished: q exits (the log and panes stay readable until then)")
     } else {
         Line::from(key_hints(model))
