@@ -164,10 +164,21 @@ fn the_audit_finds_the_demo_webs_problems(data: &str) {
         .iter()
         .filter(|b| b["error"] == "redirect loop")
         .count() as u64;
+    let fragments = broken
+        .iter()
+        .filter(|b| b["error"] == "no such fragment")
+        .count() as u64;
     assert_eq!(
-        count("broken-links") + count("redirect-loops"),
+        count("broken-links") + count("redirect-loops") + count("broken-fragments"),
         broken.len() as u64
     );
+    // Product pages link their neighbours' `#reviews`, which they lack.
+    assert!(fragments > 0, "{broken:?}");
+    assert_eq!(count("broken-fragments"), fragments);
+    assert!(broken.iter().any(|b| b["url"]
+        .as_str()
+        .unwrap()
+        .ends_with("/p/tools-2.html#reviews")));
     assert!(loops >= 2, "the loop site's two URLs: {broken:?}");
     assert_eq!(count("redirect-loops"), loops);
     let copies = json_lines(&["pages", data, "--fate", "duplicate", "--json"]);

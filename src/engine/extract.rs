@@ -6,6 +6,7 @@ mod blocks;
 mod entities;
 #[cfg(test)]
 mod facts_tests;
+mod fragments;
 #[cfg(test)]
 mod real_html;
 mod scan;
@@ -24,6 +25,7 @@ use crate::engine::url_norm;
 use scan::{Tag, Visitor};
 
 pub use bench::measure_extraction;
+pub use fragments::{element_ids, fragment_found};
 
 /// What extraction needs from the crawl's settings.
 #[derive(Debug, Clone)]
@@ -59,6 +61,9 @@ pub struct Extracted {
     pub facts: HtmlFacts,
     /// Where a `<meta http-equiv="refresh">` sends the reader, if elsewhere.
     pub refresh: Option<Url>,
+    /// `<a href="page#part">` links: the page (without the fragment) and the
+    /// fragment as written, each pair once, at most [`fragments::MAX_PER_PAGE`].
+    pub fragments: Vec<(Url, String)>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,6 +232,7 @@ struct State<'a> {
     h1_raw: Option<Vec<u8>>,
     in_word: bool,
     refresh: Option<Url>,
+    fragments: fragments::FragmentLinks,
 }
 
 impl State<'_> {
@@ -236,6 +242,11 @@ impl State<'_> {
     }
 
     fn add_link(&mut self, raw_href: &[u8], nofollow: bool) {
+        if memchr::memchr(b'#', raw_href).is_some() {
+            let text = self.decode(raw_href);
+            let href = entities::decode(&text, true).into_owned();
+            self.fragments.add(&self.base, &href);
+        }
         if self.full || self.links.len() >= self.opts.max_links {
             // Past a cap: counted without the cost of resolving.
             if !raw_href.trim_ascii().is_empty() {
@@ -429,6 +440,7 @@ impl State<'_> {
             features: self.blocks.features.finish(),
             facts: self.facts,
             refresh: self.refresh,
+            fragments: self.fragments.finish(),
         }
     }
 }
@@ -540,6 +552,7 @@ pub fn extract(
         h1_raw: None,
         in_word: false,
         refresh: None,
+        fragments: Default::default(),
     };
     scan::scan(body, &mut state);
     state.finish()

@@ -70,8 +70,10 @@ pub(super) fn broken(query: &Query, results: &Results, out: impl Write) -> anyho
         .map(|r| r.and_then(|row| Ok(broken_why(&row, results)?.map(|why| (row, why)))))
         .filter_map(Result::transpose)
         .take(query.limit.unwrap_or(usize::MAX));
+    let mut written = 0;
     for row in rows {
         let (row, why) = row?;
+        written += 1;
         let status = match (why, row.status, &row.reason) {
             (Some(_), _, _) => "loop".to_string(),
             (None, Some(s), _) => s.to_string(),
@@ -102,9 +104,50 @@ pub(super) fn broken(query: &Query, results: &Results, out: impl Write) -> anyho
             }
         }
     }
+    let left = query.limit.unwrap_or(usize::MAX) - written;
+    broken_fragments(query, results, left, &mut output)?;
     output.finish()?;
     Ok(())
 }
+
+/// Links to `#fragments` their page does not have, after the broken targets.
+fn broken_fragments<W: Write>(
+    query: &Query,
+    results: &Results,
+    mut left: usize,
+    output: &mut Output<W>,
+) -> anyhow::Result<()> {
+    super::fragments::for_each_broken(query, results, |broken| {
+        if left == 0 {
+            return Ok(false);
+        }
+        left -= 1;
+        let url = broken.url();
+        let referrers = [broken.linked_from.clone()];
+        let json = Broken {
+            url: &url,
+            status: None,
+            error: Some(MISSING_FRAGMENT),
+            referrers: &referrers,
+        };
+        let fields = [
+            "fragment".to_string(),
+            url.clone(),
+            broken.linked_from.clone(),
+        ];
+        match query.format {
+            Format::Table => {
+                output.row(&[fields[0].clone(), url.clone(), String::new()], &json)?;
+                output.note(&format!("← {}", broken.linked_from))?;
+            }
+            _ => output.row(&fields, &json)?,
+        }
+        Ok(true)
+    })
+}
+
+/// Why a link to `page#part` is broken.
+const MISSING_FRAGMENT: &str = "no such fragment";
 
 static CHAIN_TABLE: [Column; 1] = [col("chain", None)];
 

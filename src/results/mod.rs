@@ -5,6 +5,7 @@
 pub mod audit;
 mod dupes;
 pub mod facts;
+pub mod fragments;
 pub mod host_lists;
 mod links;
 pub mod output;

@@ -328,6 +328,7 @@ impl Coordinator {
                 self.stats.count().duplicates += 1;
                 record.outcome = PageOutcome::Duplicate { of };
             } else if !page.directives.nofollow {
+                self.record_fragment_links(&lease.entry.url, &extracted.fragments);
                 links.extend(
                     std::mem::take(&mut extracted.links)
                         .into_iter()
@@ -337,6 +338,19 @@ impl Coordinator {
             }
         }
         (record, links)
+    }
+
+    /// Keeps the page's `#fragment` links, to check their targets later.
+    fn record_fragment_links(&mut self, source: &str, fragments: &[(Url, String)]) {
+        if fragments.is_empty() {
+            return;
+        }
+        let pairs = fragments
+            .iter()
+            .map(|(page, f)| (page.as_str(), f.as_str()));
+        if let Err(e) = self.store.add_fragment_links(source, pairs) {
+            self.storage_failed("recording #fragment links", e);
+        }
     }
 
     /// The page's links past the per-page caps, on its record and in the

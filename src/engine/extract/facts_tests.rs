@@ -92,3 +92,43 @@ fn a_meta_refresh_names_its_target() {
     assert_eq!(target("soon; url=next.html"), None, "no delay, no refresh");
     assert_eq!(target("0; url="), None);
 }
+
+#[test]
+fn fragment_links_keep_their_page_and_fragment_once() {
+    let got = run(
+        r##"<a href="other.html#install">1</a><a href="other.html#install">again</a>
+        <a href="#local">2</a><a href="#">top</a><a href="#top">top</a>
+        <a href="/x#%C3%A9t%C3%A9">3</a><a href="plain.html">4</a>"##,
+    );
+    let pairs: Vec<(String, String)> = got
+        .fragments
+        .iter()
+        .map(|(page, f)| (page.to_string(), f.clone()))
+        .collect();
+    let pair = |p: &str, f: &str| (p.to_string(), f.to_string());
+    assert_eq!(
+        pairs,
+        [
+            pair("http://docs.localhost/guide/other.html", "install"),
+            pair("http://docs.localhost/guide/page.html", "local"),
+            pair("http://docs.localhost/x", "%C3%A9t%C3%A9"),
+        ]
+    );
+}
+
+#[test]
+fn a_page_offers_its_ids_and_anchor_names_to_fragments() {
+    let ids = element_ids(
+        r#"<h2 id="install">I</h2><a name="legacy"></a><p id='été'>x</p><div name="not-an-anchor">"#
+            .as_bytes(),
+        Some("text/html"),
+    );
+    assert!(fragment_found("install", &ids));
+    assert!(fragment_found("legacy", &ids));
+    assert!(
+        fragment_found("%C3%A9t%C3%A9", &ids),
+        "percent-decoded as a browser does"
+    );
+    assert!(!fragment_found("not-an-anchor", &ids));
+    assert!(!fragment_found("Install", &ids), "ids are case-sensitive");
+}

@@ -33,6 +33,7 @@ pub(super) enum Rows {
     Referrers,
     Digests,
     Inlinks,
+    Fragments,
 }
 
 impl Rows {
@@ -42,6 +43,7 @@ impl Rows {
             Rows::Referrers => "referrers",
             Rows::Digests => "digests",
             Rows::Inlinks => "inlinks",
+            Rows::Fragments => "fragments",
         }
     }
 }
@@ -63,6 +65,7 @@ struct Handles {
     referrers: Keyspace,
     digests: Keyspace,
     inlinks: Keyspace,
+    fragments: Keyspace,
 }
 
 fn open_error(path: &Path, source: fjall::Error) -> StoreError {
@@ -126,7 +129,7 @@ impl CrawlIndex {
         let keyspace = |rows: Rows| {
             let memtable = match rows {
                 Rows::Crawl => CRAWL_MEMTABLE_BYTES,
-                Rows::Referrers | Rows::Digests | Rows::Inlinks => MEMTABLE_BYTES,
+                Rows::Referrers | Rows::Digests | Rows::Inlinks | Rows::Fragments => MEMTABLE_BYTES,
             };
             // Filters and block indexes stay in memory (~2 bytes a key): read
             // through the cache, a large table's filter was read again for
@@ -144,6 +147,7 @@ impl CrawlIndex {
             referrers: keyspace(Rows::Referrers)?,
             digests: keyspace(Rows::Digests)?,
             inlinks: keyspace(Rows::Inlinks)?,
+            fragments: keyspace(Rows::Fragments)?,
             db,
         };
         // Files of an earlier run that ended without closing the index.
@@ -166,6 +170,7 @@ impl CrawlIndex {
             Rows::Referrers => &handles.referrers,
             Rows::Digests => &handles.digests,
             Rows::Inlinks => &handles.inlinks,
+            Rows::Fragments => &handles.fragments,
         }
     }
 

@@ -9,6 +9,7 @@ mod batch;
 mod crawl_tree;
 mod digests;
 pub mod faults;
+mod fragments;
 mod gzip;
 mod index;
 mod inlinks;
@@ -34,6 +35,7 @@ use serde::Serialize;
 pub(crate) use batch::CrawlBatch;
 use crawl_tree::CrawlTree;
 use faults::DiskFaults;
+pub use fragments::FragmentLinks;
 use index::CrawlIndex;
 pub use query::{Entries, FilterReason, FilteredUrl};
 pub use records::{PageOutcome, PageRecord, WarcLocation, SOFT_404_PROBE};
@@ -188,6 +190,8 @@ struct Inner {
     referrer_counts: Mutex<ReferrerCounts>,
     /// The group number of the next write of inlink counts.
     inlink_group: AtomicU64,
+    /// The `#fragment` links written this run (`fragments.rs`).
+    fragment_marks: Mutex<fragments::FragmentMarks>,
     /// Links not followed for scope or depth (see `query.rs`).
     filtered: sled::Tree,
     /// Which content digests are stored (see `digests.rs`).
@@ -254,6 +258,7 @@ impl Store {
             index,
             referrer_counts: Mutex::default(),
             inlink_group: AtomicU64::new(unix_micros()),
+            fragment_marks: Mutex::default(),
             filtered: open_tree("filtered")?,
             digests: Default::default(),
             crawl,

@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use super::query::Entries;
-use super::{FilteredUrl, PageRecord, Store, StoreError};
+use super::{FilteredUrl, FragmentLinks, PageRecord, Store, StoreError};
 use crate::engine::socket_path::SocketPath;
 
 /// The socket's name inside a data directory.
@@ -228,6 +228,7 @@ fn answer(verb: &str, arg: &str, reading: &Reading, out: &mut impl Write) -> Res
         "filtered" => send_all(store.filtered_urls(arg), stop, out)?,
         "referrers" => send_all(store.referrer_entries(arg), stop, out)?,
         "inlinks" => send_all(store.inlink_entries(arg), stop, out)?,
+        "fragments" => send_all(store.fragment_links(arg), stop, out)?,
         "page" => send_line(&store.page(arg)?, out)?,
         "referrers-of" => send_line(&store.referrers(arg)?, out)?,
         "rules" => send_line(&store.rule_origins()?, out)?,
@@ -454,6 +455,14 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.inlink_entries(url_prefix)),
             Results::Remote(r) => r.stream("inlinks", url_prefix),
+        }
+    }
+
+    /// `#fragment` links to pages under `url_prefix`, page by page in URL order.
+    pub fn fragment_links(&self, url_prefix: &str) -> Result<Entries<FragmentLinks>, StoreError> {
+        match self {
+            Results::Local(s) => Ok(s.fragment_links(url_prefix)),
+            Results::Remote(r) => r.stream("fragments", url_prefix),
         }
     }
 

@@ -7,6 +7,8 @@ pub enum Check {
     BrokenLinks,
     /// Redirects that come back to themselves.
     RedirectLoops,
+    /// Links to a `#fragment` their page does not have.
+    BrokenFragments,
     /// Pages whose canonical URL is not a 2xx that may be indexed.
     CanonicalNotIndexable,
     /// HTML pages without a `<title>`.
@@ -67,9 +69,10 @@ impl Priority {
 }
 
 /// Every check, in the order of their names' table.
-pub const ALL: [Check; 16] = [
+pub const ALL: [Check; 17] = [
     Check::BrokenLinks,
     Check::RedirectLoops,
+    Check::BrokenFragments,
     Check::CanonicalNotIndexable,
     Check::MissingTitle,
     Check::NoindexLinked,
@@ -92,6 +95,7 @@ impl Check {
         match self {
             Check::BrokenLinks => "broken-links",
             Check::RedirectLoops => "redirect-loops",
+            Check::BrokenFragments => "broken-fragments",
             Check::CanonicalNotIndexable => "canonical-not-indexable",
             Check::MissingTitle => "missing-title",
             Check::NoindexLinked => "noindex-linked",
@@ -116,9 +120,11 @@ impl Check {
             | Check::RedirectLoops
             | Check::CanonicalNotIndexable
             | Check::MissingTitle => Priority::High,
-            Check::NoindexLinked | Check::DuplicateTitles | Check::MissingH1 | Check::SlowPages => {
-                Priority::Medium
-            }
+            Check::NoindexLinked
+            | Check::BrokenFragments
+            | Check::DuplicateTitles
+            | Check::MissingH1
+            | Check::SlowPages => Priority::Medium,
             _ => Priority::Low,
         }
     }
@@ -128,6 +134,7 @@ impl Check {
         match self {
             Check::BrokenLinks => "URLs answering 4xx, 5xx or nothing".into(),
             Check::RedirectLoops => "URLs in redirect loops".into(),
+            Check::BrokenFragments => "links to a #fragment their page does not have".into(),
             Check::CanonicalNotIndexable => {
                 "pages whose canonical URL is not an indexable 2xx".into()
             }

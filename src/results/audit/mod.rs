@@ -103,6 +103,10 @@ pub fn audit(query: &Query, show: Option<Check>, results: &Results) -> anyhow::R
     }
     let near = super::dupes::near_duplicate_urls(query, results)?;
     tally.near_duplicates(near);
+    super::fragments::for_each_broken(query, results, |broken| {
+        tally.broken_fragment(&broken);
+        Ok(true)
+    })?;
     Ok(tally)
 }
 

@@ -7,6 +7,7 @@ use super::checks::{Check, LARGE_PAGE_BYTES, NOINDEX_MANY_INLINKS, SLOW_PAGE_MS}
 use super::{ranked, Finding, Shown};
 use crate::engine::store::remote::Results;
 use crate::results::facts::indexability;
+use crate::results::fragments::BrokenFragment;
 use crate::results::query::Fate;
 use crate::results::rows::Row;
 
@@ -220,6 +221,14 @@ impl Tally {
         for (url, first) in near {
             self.found(Check::NearDuplicates, &url, || format!("near {first}"));
         }
+    }
+
+    /// Counts a link to a fragment its page lacks.
+    pub(super) fn broken_fragment(&mut self, broken: &BrokenFragment) {
+        let from = &broken.linked_from;
+        self.found(Check::BrokenFragments, &broken.url(), || {
+            format!("no such id on the page, linked from {from}")
+        });
     }
 
     /// The summary lines.
