@@ -319,3 +319,57 @@ async fn a_run_that_resumes_a_paused_crawl_leaves_it_running() {
     );
     assert_eq!(starts[2], "running", "the second run left it running");
 }
+
+/// A first start the disk refuses (the index's 64 MiB journal under `ulimit
+/// -f 3000`) exits 1, and keeps the seeds it was given: the next run with
+/// `--data` alone crawls them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_start_that_fails_keeps_its_seeds_for_the_next_run() {
+    let demo = start_demo(vec![SiteKind::Shop]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let seed = demo.seeds()[0].to_string();
+    let crawl = crawl_command(dir.path(), std::slice::from_ref(&seed));
+    let mut limited = Command::new("sh");
+    limited
+        .arg("-c")
+        .arg(r#"trap '' XFSZ; ulimit -f 3000; exec "$0" "$@""#)
+        .arg(crawl.get_program())
+        .args(crawl.get_args());
+    let first = run_bounded(limited, Duration::from_secs(60)).await;
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(first.status.code(), Some(1), "{err}");
+    let stored = std::fs::read_to_string(dir.path().join("crawl.toml")).unwrap_or_default();
+    assert!(
+        stored.contains(&seed),
+        "crawl.toml keeps the seed: {stored}"
+    );
+
+    let mut resume = crawl_command(dir.path(), &[]);
+    resume.args(["--max-pages", "3"]);
+    let resumed = run_bounded(resume, Duration::from_secs(60)).await;
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{err}");
+    let fetched = page_requests(&demo.log().records()).len();
+    demo.shutdown().await;
+    assert!(fetched > 0, "the seed was crawled on resume: {err}");
+    assert!(err.contains("page limit reached (3)"), "{err}");
+}
+
+/// A data directory with no seeds, nothing queued and nothing fetched (what
+/// a failed first start left before its seeds were kept) is refused with the fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resuming_a_crawl_with_no_seeds_and_nothing_queued_exits_2_naming_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    crawldeck::engine::config::CrawlConfig::default()
+        .save(&dir.path().join("crawl.toml"))
+        .unwrap();
+    let resumed = run_bounded(crawl_command(dir.path(), &[]), Duration::from_secs(60)).await;
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(2), "{err}");
+    let fix = format!(
+        "crawldeck crawl --headless URL --data {}",
+        dir.path().display()
+    );
+    assert!(err.contains("no seeds and nothing queued"), "{err}");
+    assert!(err.contains(&fix), "names the fix: {err}");
+}
