@@ -89,13 +89,14 @@ pub(in crate::engine) fn build(
     }
 
     let (workers, results) = workers(&config, data_dir, fetcher, &options)?;
-    let hosts = HostTable::new(
+    let mut hosts = HostTable::new(
         store.clone(),
         config.politeness.clone(),
         config.breaker.clone(),
         config.robots.clone(),
         operator.default_delay,
     );
+    hosts.restore_met(recrawl_pass).map_err(store_err)?;
     let mut settings_report = operator.report;
     settings_report.push(workers.address_guard().describe());
     settings_report.extend(cluster_line);
