@@ -25,6 +25,9 @@ use state::{HostFigures, HostRecord, HostState};
 /// back).
 pub(crate) const RESIDENT_HOSTS: usize = 20_000;
 
+/// A key of the crawl tree and its JSON value.
+pub(crate) type ProgressValue = (Vec<u8>, Vec<u8>);
+
 /// How a newly tracked host must be held in the frontier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HostHolds {
@@ -182,7 +185,7 @@ impl HostTable {
 
     /// The changed hosts' figures as (key, JSON), for the caller to store
     /// with the crawl's counters; then `figures_saved`.
-    pub(crate) fn figures_to_save(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>, StoreError> {
+    pub(crate) fn figures_to_save(&self) -> Result<Vec<ProgressValue>, StoreError> {
         let mut values = Vec::with_capacity(self.figures_changed.len());
         for host in &self.figures_changed {
             let Some(state) = self.hosts.get(host) else {
