@@ -201,16 +201,25 @@ async fn start_engine(
     start_and_save(run, data_dir, shutdown, options).await
 }
 
-/// Starts the engine, then keeps its configuration for the next resume
-/// (only once the engine took it, so a rejected one never replaces it).
+/// Starts the engine and keeps its configuration for the next resume. A
+/// first start writes it before anything can fail, so a start the disk
+/// refuses keeps its seeds; a resume writes it only once the engine took it,
+/// so a rejected one never replaces the stored one.
 async fn start_and_save(
     run: &ResolvedRun,
     data_dir: &Path,
     shutdown: impl Future<Output = ()> + Send + 'static,
     options: engine::EngineOptions,
 ) -> anyhow::Result<RunningEngine> {
+    let path = data_dir.join(CONFIG_FILE);
+    if !run.resuming {
+        run.config.save(&path)?;
+    }
     let engine = engine::start_with(run.config.clone(), data_dir, shutdown, options).await?;
-    if let Err(e) = run.config.save(&data_dir.join(CONFIG_FILE)) {
+    if !run.resuming {
+        return Ok(engine);
+    }
+    if let Err(e) = run.config.save(&path) {
         stop_engine(&engine.handle.control, engine.done).await;
         return Err(e.into());
     }

@@ -319,3 +319,169 @@ async fn a_run_that_resumes_a_paused_crawl_leaves_it_running() {
     );
     assert_eq!(starts[2], "running", "the second run left it running");
 }
+
+/// A first start the disk refuses (the index's 64 MiB journal under `ulimit
+/// -f 3000`) exits 1, and keeps the seeds it was given: the next run with
+/// `--data` alone crawls them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_start_that_fails_keeps_its_seeds_for_the_next_run() {
+    let demo = start_demo(vec![SiteKind::Shop]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let seed = demo.seeds()[0].to_string();
+    let crawl = crawl_command(dir.path(), std::slice::from_ref(&seed));
+    let mut limited = Command::new("sh");
+    limited
+        .arg("-c")
+        .arg(r#"trap '' XFSZ; ulimit -f 3000; exec "$0" "$@""#)
+        .arg(crawl.get_program())
+        .args(crawl.get_args());
+    let first = run_bounded(limited, Duration::from_secs(60)).await;
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert_eq!(first.status.code(), Some(1), "{err}");
+    let stored = std::fs::read_to_string(dir.path().join("crawl.toml")).unwrap_or_default();
+    assert!(
+        stored.contains(&seed),
+        "crawl.toml keeps the seed: {stored}"
+    );
+
+    let mut resume = crawl_command(dir.path(), &[]);
+    resume.args(["--max-pages", "3"]);
+    let resumed = run_bounded(resume, Duration::from_secs(60)).await;
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{err}");
+    let fetched = page_requests(&demo.log().records()).len();
+    demo.shutdown().await;
+    assert!(fetched > 0, "the seed was crawled on resume: {err}");
+    assert!(err.contains("page limit reached (3)"), "{err}");
+}
+
+/// A data directory with no seeds, nothing queued and nothing fetched (what
+/// a failed first start left before its seeds were kept) is refused with the fix.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resuming_a_crawl_with_no_seeds_and_nothing_queued_exits_2_naming_the_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    crawldeck::engine::config::CrawlConfig::default()
+        .save(&dir.path().join("crawl.toml"))
+        .unwrap();
+    let resumed = run_bounded(crawl_command(dir.path(), &[]), Duration::from_secs(60)).await;
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    assert_eq!(resumed.status.code(), Some(2), "{err}");
+    let fix = format!(
+        "crawldeck crawl --headless URL --data {}",
+        dir.path().display()
+    );
+    assert!(err.contains("no seeds and nothing queued"), "{err}");
+    assert!(err.contains(&fix), "names the fix: {err}");
+}
+
+/// `pages fetched N` and `responses 2xx a | 3xx b | 4xx c | 5xx d | …` of a
+/// headless summary.
+fn summary_figures(summary: &str) -> (u64, u64) {
+    let number = |line: &str, after: &str| -> u64 {
+        let rest = &line[line.find(after).expect(after) + after.len()..];
+        let digits: String = rest
+            .trim_start()
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        digits.parse().expect("a number")
+    };
+    let pages = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with("pages fetched"))
+        .map(|l| number(l, "pages fetched"))
+        .expect("pages line");
+    let line = summary
+        .lines()
+        .find(|l| l.trim_start().starts_with("responses"))
+        .expect("responses line");
+    let answered = ["2xx", "3xx", "4xx", "5xx"]
+        .iter()
+        .map(|class| number(line, class))
+        .sum();
+    (pages, answered)
+}
+
+/// After `kill -9`, the resumed crawl lists every host it met with the
+/// figures stored before the kill, before it fetches anything; host rows add
+/// up to the crawl's figures, and so does the final summary.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_kill_nine_every_host_comes_back_with_figures_that_add_up() {
+    use crawldeck::engine::telemetry::CrawlState;
+    use crawldeck::engine::{EngineOptions, RunOverrides};
+
+    let demo = start_demo(vec![SiteKind::Shop, SiteKind::DeepFinite]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
+    let mut first = crawl_command(dir.path(), &seeds)
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("crawldeck starts");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while page_requests(&demo.log().records()).len() < 20 {
+        assert!(tokio::time::Instant::now() < deadline, "no progress");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    first.kill().expect("SIGKILL");
+    tokio::task::spawn_blocking(move || first.wait().unwrap())
+        .await
+        .unwrap();
+
+    // Resumed paused: what it shows is what was stored.
+    let options = EngineOptions {
+        overrides: RunOverrides {
+            paused: Some(true),
+            ..RunOverrides::default()
+        },
+        ..EngineOptions::default()
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let signal = async move {
+        let _ = stopped.await;
+    };
+    let mut running =
+        crawldeck::engine::start_with(test_config(&demo), dir.path(), signal, options)
+            .await
+            .expect("engine starts");
+    let snap = tokio::time::timeout(
+        common::CRAWL_LIMIT,
+        running
+            .handle
+            .snapshots
+            .wait_for(|s| s.state == CrawlState::Paused),
+    )
+    .await
+    .expect("a snapshot")
+    .expect("the engine runs")
+    .clone();
+    stop.send(()).unwrap();
+    tokio::time::timeout(common::CRAWL_LIMIT, running.done)
+        .await
+        .expect("the engine stops")
+        .unwrap()
+        .unwrap();
+    let c = &snap.counters;
+    let hosts: Vec<&str> = snap.hosts.iter().map(|h| h.host.as_str()).collect();
+    for seed in demo.seeds() {
+        let met = crawldeck::engine::url_norm::host_key(&seed);
+        assert!(
+            hosts.contains(&met.as_str()),
+            "{met} is a row at once: {hosts:?}"
+        );
+    }
+    assert!(c.pages_fetched > 0);
+    let rows: u64 = snap.hosts.iter().map(|h| h.fetched).sum();
+    assert_eq!(rows, c.pages_fetched, "host rows add up to the header");
+    assert_eq!(c.responses.answered(), c.pages_fetched, "{c:?}");
+    for h in &snap.hosts {
+        assert_eq!(h.status.answered(), h.fetched, "{h:?}");
+    }
+
+    let resumed = run_bounded(crawl_command(dir.path(), &[]), Duration::from_secs(120)).await;
+    let err = String::from_utf8_lossy(&resumed.stderr);
+    demo.shutdown().await;
+    assert!(resumed.status.success(), "{err}");
+    let (pages, answered) = summary_figures(&err);
+    assert!(pages > c.pages_fetched, "{err}");
+    assert_eq!(pages, answered, "the summary's classes sum up: {err}");
+}

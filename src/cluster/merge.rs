@@ -290,6 +290,13 @@ fn add_counters(into: &mut Snapshot, s: &Snapshot) {
     c.refused_private += o.refused_private;
     c.links_cut += o.links_cut;
     c.pages_cut += o.pages_cut;
+    let (r, or) = (&mut c.responses, &o.responses);
+    r.s2xx += or.s2xx;
+    r.s3xx += or.s3xx;
+    r.s4xx += or.s4xx;
+    r.s5xx += or.s5xx;
+    r.errors += or.errors;
+    r.refused += or.refused;
     into.pages_per_sec += s.pages_per_sec;
     into.bytes_per_sec += s.bytes_per_sec;
     into.in_flight += s.in_flight;

@@ -18,6 +18,9 @@ use crate::engine::{EngineControl, EngineHandle, EVENT_CAPACITY};
 /// Events a remote viewer may have queued before new ones are dropped.
 pub const VIEWER_QUEUE: usize = 256;
 
+/// Log lines of the engine's start kept for viewers that join later.
+const START_LOG_LINES: usize = 32;
+
 /// Shared by the router task and every viewer.
 struct Shared {
     control: EngineControl,
@@ -35,6 +38,11 @@ struct State {
     pending: HashMap<CommandId, (u32, CommandId)>,
     /// The engine's event channel has closed: no viewer gets events any more.
     engine_gone: bool,
+    /// The engine's log lines before its first state change: the settings
+    /// it started with, which every viewer's log begins with, whenever it joins.
+    start_log: Vec<EngineEvent>,
+    /// The engine left its start: `start_log` is complete.
+    started: bool,
 }
 
 struct ViewerSlot {
@@ -52,6 +60,17 @@ impl ViewerSlot {
 }
 
 impl State {
+    /// Keeps the engine's log lines until its first state change.
+    fn keep_start_line(&mut self, event: &EngineEvent) {
+        match event {
+            EngineEvent::StateChanged(_) => self.started = true,
+            EngineEvent::Log { .. } if !self.started && self.start_log.len() < START_LOG_LINES => {
+                self.start_log.push(event.clone());
+            }
+            _ => {}
+        }
+    }
+
     /// Gives `viewer` the answer to its command `id`, if it is still there.
     fn answer(&self, viewer: u32, id: CommandId, outcome: Result<String, String>) {
         if let Some(slot) = self.viewers.iter().find(|v| v.id == viewer) {
@@ -118,11 +137,16 @@ impl Hub {
         let id = state.next_viewer;
         state.next_viewer += 1;
         if !state.engine_gone {
-            state.viewers.push(ViewerSlot {
+            let slot = ViewerSlot {
                 id,
                 events,
                 dropped: dropped.clone(),
-            });
+            };
+            // Under the lock: the router offers each later line live.
+            for line in &state.start_log {
+                slot.offer(line.clone());
+            }
+            state.viewers.push(slot);
         }
         drop(state);
         Viewer {
@@ -221,6 +245,7 @@ async fn route(shared: Arc<Shared>, mut events: mpsc::Receiver<EngineEvent>) {
                 }
             }
             event => {
+                state.keep_start_line(&event);
                 for viewer in &state.viewers {
                     viewer.offer(event.clone());
                 }

@@ -56,6 +56,23 @@ async fn answers_go_to_the_issuer_and_every_viewer_sees_who_sent_it() {
 }
 
 #[tokio::test]
+async fn a_viewer_that_joins_after_the_start_gets_the_settings_lines_first() {
+    let (handle, engine) = EngineHandle::channel();
+    let hub = Hub::new(handle);
+    let mut early = hub.join(false, 16);
+    let started = EngineEvent::StateChanged(CrawlState::Running);
+    for event in [log("setting: running"), started.clone(), log("later")] {
+        engine.events.send(event.clone()).await.unwrap();
+        assert_eq!(early.events.recv().await.unwrap(), event);
+    }
+    let mut late = hub.join(false, 16);
+    engine.events.send(log("after joining")).await.unwrap();
+    assert_eq!(late.events.recv().await.unwrap(), log("setting: running"));
+    assert_eq!(late.events.recv().await.unwrap(), log("after joining"));
+    assert_eq!(early.events.recv().await.unwrap(), log("after joining"));
+}
+
+#[tokio::test]
 async fn a_read_only_viewer_is_refused_every_command_that_changes_the_crawl() {
     let (handle, mut engine) = EngineHandle::channel();
     let hub = Hub::new(handle);

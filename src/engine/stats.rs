@@ -165,15 +165,22 @@ impl CrawlStats {
         )
     }
 
-    /// Stores the counters and elapsed time (flushed by the caller, with
-    /// the pages they count).
-    pub(crate) fn save(&self, store: &Store) -> Result<(), StoreError> {
+    /// Stores the counters and elapsed time in one batch with `with`
+    /// (hosts' figures, which must agree with the counters); flushed by the
+    /// caller, with the pages they count.
+    pub(crate) fn save(
+        &self,
+        store: &Store,
+        with: &[(Vec<u8>, Vec<u8>)],
+    ) -> Result<(), StoreError> {
         let elapsed = encode(&(self.elapsed().as_millis() as u64))?;
         let counters = encode(&self.counters)?;
-        store.put_progress(&[
+        let mut values: Vec<(&[u8], Vec<u8>)> = vec![
             (keys::META_ELAPSED, elapsed),
             (keys::META_COUNTERS, counters),
-        ])
+        ];
+        values.extend(with.iter().map(|(k, v)| (k.as_slice(), v.clone())));
+        store.put_progress(&values)
     }
 }
 
@@ -198,7 +205,7 @@ mod tests {
         stats.count().links_cut += 1500;
         stats.count().pages_cut += 2;
         tokio::time::advance(Duration::from_secs(3)).await;
-        stats.save(&store).expect("saved");
+        stats.save(&store, &[]).expect("saved");
 
         let resumed = CrawlStats::load(&store, false).expect("resumed");
         assert_eq!(resumed.counters().pages_fetched, 7);
@@ -230,7 +237,7 @@ mod tests {
         assert!(resumed.elapsed() >= Duration::from_secs(5));
 
         resumed.count().pages_fetched += 1;
-        resumed.save(&store).expect("saved");
+        resumed.save(&store, &[]).expect("saved");
         let again = CrawlStats::load(&store, false).expect("resumed again");
         assert_eq!(again.counters().pages_fetched, 12, "the crawl tree's wins");
     }

@@ -144,7 +144,9 @@ pub struct BreakerView {
     pub opens: u32,
 }
 
-/// Responses of a host by class.
+/// Recorded URLs (of a host, or of the crawl) by their answer's status class;
+/// an answer that is retried is not counted, so the classes sum to the pages
+/// fetched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct StatusMix {
     /// Answers 200–299.
@@ -164,7 +166,19 @@ pub struct StatusMix {
 }
 
 impl StatusMix {
-    /// Counts one HTTP answer in its class (every answer, retried ones too).
+    /// Counts a recorded URL: answered with `status`, or (`None`) failed
+    /// without an answer, `refused` when its address was private.
+    pub fn record(&mut self, status: Option<u16>, refused: bool) {
+        match status {
+            Some(status) => self.record_status(status),
+            None => {
+                self.errors += 1;
+                self.refused += u64::from(refused);
+            }
+        }
+    }
+
+    /// Counts one HTTP answer in its class.
     pub fn record_status(&mut self, status: u16) {
         match status {
             200..=299 => self.s2xx += 1,
@@ -176,7 +190,12 @@ impl StatusMix {
 
     /// Every answer and transport error counted.
     pub fn total(&self) -> u64 {
-        self.s2xx + self.s3xx + self.s4xx + self.s5xx + self.errors
+        self.answered() + self.errors
+    }
+
+    /// Every answer counted: the pages fetched.
+    pub fn answered(&self) -> u64 {
+        self.s2xx + self.s3xx + self.s4xx + self.s5xx
     }
 }
 
@@ -230,7 +249,8 @@ pub struct HostView {
     /// Page requests the host may have out at once: the operator's override, else
     /// `politeness.per_host`.
     pub max_in_flight: u32,
-    /// HTTP answers from the host, any status, retried ones included (transport errors not).
+    /// The host's pages fetched: URLs recorded with an HTTP answer, any status (its part of
+    /// `Counters::pages_fetched`; retried answers not). Kept across restarts.
     pub fetched: u64,
     /// Requests per second over the last 10 s.
     pub req_per_sec: f64,
@@ -241,7 +261,8 @@ pub struct HostView {
     pub delay: Duration,
     /// Which term set `delay`.
     pub delay_source: DelaySource,
-    /// The host's answers by status class, and its transport errors.
+    /// The host's recorded URLs by status class, and those that failed without an answer.
+    /// Kept across restarts.
     pub status: StatusMix,
     /// Where the host's robots.txt stands.
     pub robots: RobotsState,
@@ -457,6 +478,10 @@ pub struct Counters {
     /// Pages that had links cut.
     #[serde(default)]
     pub pages_cut: u64,
+    /// Recorded URLs by status class (summing to `pages_fetched`) and those recorded as
+    /// transport errors: the sum of every host's `HostView::status`.
+    #[serde(default)]
+    pub responses: StatusMix,
 }
 
 impl Counters {

@@ -20,7 +20,7 @@ pub struct Summary {
     pub errors: u64,
     /// Failed URLs by kind, as the engine counted them (one per URL).
     pub errors_by_kind: BTreeMap<String, u64>,
-    /// Responses by status class, over the hosts in the final snapshot.
+    /// Recorded URLs by status class (summing to `pages`), and those with no response.
     pub responses: StatusMix,
     pub robots_denied: u64,
     pub blocked: u64,
@@ -105,15 +105,6 @@ fn shell_word(s: &str) -> String {
 }
 
 pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions) -> Summary {
-    let responses = s.hosts.iter().fold(StatusMix::default(), |mut sum, host| {
-        sum.s2xx += host.status.s2xx;
-        sum.s3xx += host.status.s3xx;
-        sum.s4xx += host.status.s4xx;
-        sum.s5xx += host.status.s5xx;
-        sum.errors += host.status.errors;
-        sum.refused += host.status.refused;
-        sum
-    });
     let data_dir = if s.data_dir.is_empty() {
         opts.data_dir.display().to_string()
     } else {
@@ -126,7 +117,7 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
         duplicates: s.counters.duplicates,
         errors: s.counters.errors,
         errors_by_kind: s.counters.errors_by_kind.clone(),
-        responses,
+        responses: s.counters.responses,
         robots_denied: s.counters.robots_denied,
         blocked: s.counters.blocked_by_rules,
         refused_private: s.counters.refused_private,

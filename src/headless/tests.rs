@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::engine::control::{PatternKind, RuleSpec};
-use crate::engine::telemetry::{AlertStatus, CrawlState, HostView, TrapAlert, TrapKind};
+use crate::engine::telemetry::{AlertStatus, CrawlState, TrapAlert, TrapKind};
 
 fn snapshot(pages: u64) -> Snapshot {
     let mut s = Snapshot {
@@ -36,11 +36,10 @@ fn final_snapshot() -> Snapshot {
     s.counters.links_cut = 1500;
     s.counters.pages_cut = 2;
     s.quarantined = 40;
-    let mut host = HostView::default();
-    host.status.record_status(200);
-    host.status.record_status(404);
-    host.status.errors = 2;
-    s.hosts = vec![host];
+    s.counters.responses.record(Some(200), false);
+    s.counters.responses.record(Some(404), false);
+    s.counters.responses.record(None, false);
+    s.counters.responses.record(None, true);
     let alert = |id, status| TrapAlert {
         id,
         host: "cal.localhost:4000".into(),

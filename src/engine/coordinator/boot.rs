@@ -84,15 +84,19 @@ pub(in crate::engine) fn build(
     // A recrawl pass has counters, limits and elapsed time of its own.
     let stats = CrawlStats::load(&store, options.recrawl).map_err(store_err)?;
     queue_new_seeds(frontier.as_mut(), &seeds)?;
+    if options.cluster.is_none() {
+        refuse_empty_crawl(&store, frontier.as_mut(), &seeds, data_dir)?;
+    }
 
     let (workers, results) = workers(&config, data_dir, fetcher, &options)?;
-    let hosts = HostTable::new(
+    let mut hosts = HostTable::new(
         store.clone(),
         config.politeness.clone(),
         config.breaker.clone(),
         config.robots.clone(),
         operator.default_delay,
     );
+    hosts.restore_met(recrawl_pass).map_err(store_err)?;
     let mut settings_report = operator.report;
     settings_report.push(workers.address_guard().describe());
     settings_report.extend(cluster_line);
@@ -302,6 +306,27 @@ fn all_seeds(store: &Store, config: &CrawlConfig) -> Result<Vec<Url>, EngineErro
         })
         .collect::<Result<_, _>>()
         .map_err(EngineError::Config)
+}
+
+/// A crawl with no seeds, nothing queued or parked and no page recorded
+/// would end at once as if done: say how to give it seeds instead.
+fn refuse_empty_crawl(
+    store: &Store,
+    frontier: &mut dyn FrontierStore,
+    seeds: &[Url],
+    data_dir: &Path,
+) -> Result<(), EngineError> {
+    if !seeds.is_empty() || store.pages_count() > 0 {
+        return Ok(());
+    }
+    let counts = frontier.counts().map_err(store_err)?;
+    if counts.queued + counts.parked + counts.in_flight > 0 {
+        return Ok(());
+    }
+    let dir = data_dir.display();
+    Err(EngineError::Config(format!(
+        "{dir} has no seeds and nothing queued: give a URL, `crawldeck crawl --headless URL --data {dir}`"
+    )))
 }
 
 /// The seeds of every worker of a shared crawl (scope and allowed address

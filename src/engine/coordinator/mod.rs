@@ -390,14 +390,22 @@ impl Coordinator {
     /// `kill -9` re-fetches only what was in flight.
     fn sync(&mut self) {
         self.write_group();
-        // With the pages they count: a page budget holds across a kill -9.
-        let saved = self
-            .stats
-            .save(&self.store)
-            .and_then(|()| self.store.flush());
+        if let Some(e) = self.hosts.take_read_failure() {
+            self.storage_failed("reading a host's stored state", e);
+        }
+        let saved = self.save_progress().and_then(|()| self.store.flush());
         if let Err(e) = saved {
             self.storage_failed("flush", e);
         }
+    }
+
+    /// Stores the counters with the pages they count (a page budget holds
+    /// across a kill -9) and, in the same batch, the hosts' figures.
+    fn save_progress(&mut self) -> Result<(), StoreError> {
+        let figures = self.hosts.figures_to_save()?;
+        self.stats.save(&self.store, &figures)?;
+        self.hosts.figures_saved();
+        Ok(())
     }
 
     /// Writes the finished pages' group without making it durable: only for

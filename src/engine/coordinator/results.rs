@@ -129,6 +129,8 @@ impl Coordinator {
         }
         self.retries.forget(url_fp);
         self.stats.count().count_error(error.kind.label());
+        let refused = error.kind == FetchErrorKind::PrivateAddress;
+        self.count_recorded(&host, None, refused);
         let record = record_for(
             &lease.entry,
             PageOutcome::Error {
@@ -138,6 +140,13 @@ impl Coordinator {
         );
         self.commit(lease, record, Vec::new());
         self.schedule_next(&host, now);
+    }
+
+    /// A fetched URL is recorded: counted crawl-wide and for its host alike,
+    /// so the host rows add up to the crawl's figures.
+    fn count_recorded(&mut self, host: &str, status: Option<u16>, refused: bool) {
+        self.stats.count().responses.record(status, refused);
+        self.hosts.count_recorded(host, status, refused);
     }
 
     /// After a host failure the URL goes to the back of its host's queue, so
@@ -247,6 +256,7 @@ impl Coordinator {
         let counters = self.stats.count();
         counters.pages_fetched += 1;
         counters.bytes += page.bytes;
+        self.count_recorded(&host, Some(status), false);
 
         let (mut record, links) = self.page_record(&lease, &mut page);
         let is_redirect = matches!(record.outcome, PageOutcome::Redirect { .. });

@@ -5,7 +5,7 @@
 
 mod state;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -16,13 +16,17 @@ use super::config::{BreakerConfig, PolitenessConfig, RobotsConfig};
 use super::control::{BreakerThresholds, HostKey};
 use super::frontier::HostQueueView;
 use super::robots::RobotsAnswer;
-use super::store::{PageOutcome, Store, StoreError, Tree};
+use super::store::{keys, PageOutcome, Store, StoreError, Tree};
 use super::telemetry::{BreakerPhase, HostView, RobotsState};
-use state::{HostRecord, HostState};
+use state::{HostFigures, HostRecord, HostState};
 
-/// Hosts kept in memory before idle ones are evicted (their settings are in
-/// the store; their live figures start over when they come back).
+/// Hosts kept in memory before idle ones are evicted (their settings and
+/// figures are in the store; rates and latencies start over when they come
+/// back).
 pub(crate) const RESIDENT_HOSTS: usize = 20_000;
+
+/// A key of the crawl tree and its JSON value.
+pub(crate) type ProgressValue = (Vec<u8>, Vec<u8>);
 
 /// How a newly tracked host must be held in the frontier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,6 +100,12 @@ pub(crate) struct HostTable {
     /// The operator's default delay between two requests to a host.
     default_delay: Duration,
     resident_cap: usize,
+    /// The recrawl pass whose figures the hosts count.
+    pass: u32,
+    /// Hosts whose figures changed since they were last stored.
+    figures_changed: HashSet<HostKey>,
+    /// A failed read of a host's stored state, for the coordinator to report.
+    read_failure: Option<StoreError>,
 }
 
 impl HostTable {
@@ -114,26 +124,94 @@ impl HostTable {
             robots,
             default_delay,
             resident_cap: RESIDENT_HOSTS,
+            pass: 0,
+            figures_changed: HashSet::new(),
+            read_failure: None,
         }
+    }
+
+    /// Brings back the hosts the crawl has met in recrawl pass `pass` (up to
+    /// the resident cap) with their figures, so each is a row at once.
+    pub(crate) fn restore_met(&mut self, pass: u32) -> Result<usize, StoreError> {
+        self.pass = pass;
+        let prefix = keys::host_figures_prefix(pass);
+        let met: Vec<(Vec<u8>, HostFigures)> =
+            self.store.progress_under(&prefix, self.resident_cap)?;
+        for (host, figures) in &met {
+            let host = String::from_utf8_lossy(host);
+            let state = self.load(&host, Some(*figures));
+            self.hosts.insert(host.into_owned(), state);
+        }
+        Ok(met.len())
+    }
+
+    /// A failed read of a host's stored state since the last call.
+    pub(crate) fn take_read_failure(&mut self) -> Option<StoreError> {
+        self.read_failure.take()
     }
 
     /// The host's state, loaded from the store (or created) on first sight.
     fn entry(&mut self, host: &str) -> &mut HostState {
         if !self.hosts.contains_key(host) {
-            let record: Option<HostRecord> = match self.store.get(Tree::Hosts, host.as_bytes()) {
-                Ok(record) => record,
-                Err(e) => {
-                    tracing::error!("reading the stored settings of {host}: {e}");
-                    None
-                }
-            };
-            let state = match record {
-                Some(r) => HostState::restore(host.to_string(), r, Instant::now()),
-                None => HostState::new(host.to_string()),
-            };
+            let key = keys::host_figures_key(self.pass, host);
+            let figures = self.store.get_progress(&key).unwrap_or_else(|e| {
+                self.read_failure = Some(e);
+                None
+            });
+            let state = self.load(host, figures);
             self.hosts.insert(host.to_string(), state);
         }
         self.hosts.get_mut(host).expect("inserted above")
+    }
+
+    /// The host's stored settings, with `figures` (read by the caller).
+    fn load(&mut self, host: &str, figures: Option<HostFigures>) -> HostState {
+        let record: Option<HostRecord> = self
+            .store
+            .get(Tree::Hosts, host.as_bytes())
+            .unwrap_or_else(|e| {
+                self.read_failure = Some(e);
+                None
+            });
+        let mut state = match record {
+            Some(r) => HostState::restore(host.to_string(), r, Instant::now()),
+            None => HostState::new(host.to_string()),
+        };
+        if let Some(figures) = figures {
+            state.restore_figures(figures);
+        }
+        state
+    }
+
+    /// The changed hosts' figures as (key, JSON), for the caller to store
+    /// with the crawl's counters; then `figures_saved`.
+    pub(crate) fn figures_to_save(&self) -> Result<Vec<ProgressValue>, StoreError> {
+        let mut values = Vec::with_capacity(self.figures_changed.len());
+        for host in &self.figures_changed {
+            let Some(state) = self.hosts.get(host) else {
+                continue;
+            };
+            let json =
+                serde_json::to_vec(&state.figures()).map_err(|source| StoreError::Encode {
+                    what: "host figures",
+                    source,
+                })?;
+            values.push((keys::host_figures_key(self.pass, host), json));
+        }
+        Ok(values)
+    }
+
+    /// The figures `figures_to_save` gave are stored.
+    pub(crate) fn figures_saved(&mut self) {
+        self.figures_changed.clear();
+    }
+
+    /// A URL of the host was recorded: answered with `status`, or (`None`)
+    /// failed without an answer, `refused` for a private address. Counted
+    /// where the crawl's counters count it, so host rows add up to them.
+    pub(crate) fn count_recorded(&mut self, host: &str, status: Option<u16>, refused: bool) {
+        self.entry(host).count_recorded(status, refused);
+        self.figures_changed.insert(host.to_string());
     }
 
     /// `entry`, with the crawl's politeness and breaker settings beside it.
@@ -160,6 +238,8 @@ impl HostTable {
     /// Starts tracking a host the frontier (re)created; `first_url` gives its
     /// origin (where robots.txt lives). Returns the holds it needs.
     pub(crate) fn adopt(&mut self, host: &str, first_url: Option<&str>, now: Instant) -> HostHolds {
+        // Stored with its figures, so a resumed crawl lists every host it met.
+        self.figures_changed.insert(host.to_string());
         let (state, politeness, _) = self.entry_with_settings(host);
         if state.origin.is_none() {
             state.origin = first_url.and_then(|u| Url::parse(u).ok()).map(|mut u| {
@@ -188,7 +268,9 @@ impl HostTable {
         }
         self.hosts
             .iter()
-            .filter(|(_, h)| h.in_flight == 0 && !h.robots_fetching())
+            .filter(|(key, h)| {
+                h.in_flight == 0 && !h.robots_fetching() && !self.figures_changed.contains(*key)
+            })
             .map(|(key, _)| key.clone())
             .take(excess)
             .collect()
@@ -334,17 +416,14 @@ impl HostTable {
     /// A request failed without an answer (connect, timeout, reset, ...).
     pub(crate) fn record_failure(&mut self, host: &str, elapsed: Duration, now: Instant) {
         if let Some(state) = self.hosts.get_mut(host) {
-            state.status.errors += 1;
             state.latency.record(elapsed);
             state.politeness.record_response(elapsed, None, None, now);
         }
     }
 
     /// A URL of the host was not connected to: its address is private.
-    /// (Counted as an error by `record_failure` too.)
     pub(crate) fn record_refusal(&mut self, host: &str, why: &str) {
         if let Some(state) = self.hosts.get_mut(host) {
-            state.status.refused += 1;
             state.last_refusal = Some(why.to_string());
         }
     }
@@ -367,8 +446,6 @@ impl HostTable {
         now: Instant,
     ) {
         if let Some(state) = self.hosts.get_mut(host) {
-            state.status.record_status(status);
-            state.fetched += 1;
             state.latency.record(elapsed);
             state
                 .politeness

@@ -298,6 +298,14 @@ pub(crate) struct HostRecord {
     pub given_up: Option<PageOutcome>,
 }
 
+/// What a host's row counts. Stored in the crawl index with the crawl's
+/// counters, in one batch, so that after a `kill -9` the two still agree.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct HostFigures {
+    pub fetched: u64,
+    pub status: StatusMix,
+}
+
 /// The robots.txt of a host's second scheme.
 pub(crate) struct OtherOrigin {
     /// `scheme://host[:port]/`.
@@ -442,6 +450,25 @@ impl HostState {
             breaker_thresholds: self.breaker_thresholds,
             given_up: self.given_up.clone(),
         }
+    }
+
+    pub fn figures(&self) -> HostFigures {
+        HostFigures {
+            fetched: self.fetched,
+            status: self.status,
+        }
+    }
+
+    pub fn restore_figures(&mut self, figures: HostFigures) {
+        self.fetched = figures.fetched;
+        self.status = figures.status;
+    }
+
+    /// A URL of the host was recorded: answered with `status`, or (`None`)
+    /// failed without an answer, `refused` for a private address.
+    pub fn count_recorded(&mut self, status: Option<u16>, refused: bool) {
+        self.status.record(status, refused);
+        self.fetched += u64::from(status.is_some());
     }
 
     pub fn restore(key: HostKey, record: HostRecord, now: Instant) -> Self {

@@ -123,6 +123,17 @@ async fn an_open_breaker_holds_the_host_and_lets_one_probe_through() {
     assert_eq!(t.to, BreakerPhase::HalfOpen);
 }
 
+/// Stores the changed hosts' figures, as the coordinator's sync does.
+fn save_figures(hosts: &mut HostTable) {
+    let figures = hosts.figures_to_save().expect("encoded");
+    let values: Vec<(&[u8], Vec<u8>)> = figures
+        .iter()
+        .map(|(k, v)| (k.as_slice(), v.clone()))
+        .collect();
+    hosts.store.put_progress(&values).expect("stored");
+    hosts.figures_saved();
+}
+
 #[tokio::test(start_paused = true)]
 async fn idle_hosts_leave_memory_past_the_cap_and_come_back_with_their_settings() {
     let dir = tempfile::tempdir().expect("temp dir");
@@ -144,7 +155,13 @@ async fn idle_hosts_leave_memory_past_the_cap_and_come_back_with_their_settings(
             },
         )
         .expect("stored");
+    hosts.count_recorded("a.test", Some(200), false);
     hosts.fetch_started("d.test", now);
+    assert!(
+        hosts.eviction_candidates().is_empty(),
+        "figures not stored yet: nobody leaves"
+    );
+    save_figures(&mut hosts);
     let candidates = hosts.eviction_candidates();
     assert_eq!(candidates.len(), 2, "down to the cap");
     assert!(
@@ -160,6 +177,7 @@ async fn idle_hosts_leave_memory_past_the_cap_and_come_back_with_their_settings(
     );
     hosts.resident_cap = 0;
     hosts.fetch_ended("d.test");
+    save_figures(&mut hosts);
     let all = hosts.eviction_candidates();
     let keys: Vec<&str> = all.iter().map(String::as_str).collect();
     hosts.evict(&keys).unwrap();
@@ -180,6 +198,18 @@ async fn idle_hosts_leave_memory_past_the_cap_and_come_back_with_their_settings(
         hosts.finished_reason("c.test").is_some(),
         "a given-up host stays given up"
     );
+    let a = view(&mut hosts, "a.test");
+    assert_eq!((a.fetched, a.status.s2xx), (1, 1), "its figures come back");
+
+    let mut resumed = HostTable::new(
+        hosts.store.clone(),
+        PolitenessConfig::default(),
+        BreakerConfig::default(),
+        RobotsConfig::default(),
+        Duration::from_millis(250),
+    );
+    assert_eq!(resumed.restore_met(0).unwrap(), 4, "every host met");
+    assert_eq!(view(&mut resumed, "a.test").fetched, 1);
 }
 
 #[tokio::test(start_paused = true)]

@@ -8,11 +8,13 @@
 //! - `p <url>`                                    — the page record of a URL that left the queue
 //! - `k <alert u64 BE> <seq u64 BE>`              — a URL parked by a trap alert
 //! - `m <name>`                                   — counters written in the same batches
+//! - `h <pass u32 BE> <host>`                     — a host's figures, written with the counters
 
 pub(crate) const QUEUE: u8 = b'f';
 pub(crate) const SEEN: u8 = b's';
 pub(crate) const PAGE: u8 = b'p';
 pub(crate) const PARKED: u8 = b'k';
+pub(crate) const HOST_FIGURES: u8 = b'h';
 
 pub(crate) const META_SEQ: &[u8] = b"mseq";
 pub(crate) const META_PAGES: &[u8] = b"mpages";
@@ -20,6 +22,20 @@ pub(crate) const META_PAGES: &[u8] = b"mpages";
 /// so that a budget survives `kill -9`.
 pub(crate) const META_COUNTERS: &[u8] = b"mcounters";
 pub(crate) const META_ELAPSED: &[u8] = b"melapsed";
+
+/// Prefix of the host figures of recrawl pass `pass` (each pass counts anew).
+pub(crate) fn host_figures_prefix(pass: u32) -> Vec<u8> {
+    let mut key = vec![HOST_FIGURES];
+    key.extend_from_slice(&pass.to_be_bytes());
+    key
+}
+
+/// Key of one host's figures in recrawl pass `pass`.
+pub(crate) fn host_figures_key(pass: u32, host: &str) -> Vec<u8> {
+    let mut key = host_figures_prefix(pass);
+    key.extend_from_slice(host.as_bytes());
+    key
+}
 
 /// Length of the `<priority><seq>` suffix of a queue key.
 const QUEUE_SUFFIX: usize = 9;

@@ -305,6 +305,26 @@ impl Store {
         self.apply(batch)
     }
 
+    /// Up to `limit` values [`Store::put_progress`] wrote under `prefix`,
+    /// with their keys' rest.
+    pub(crate) fn progress_under<T: DeserializeOwned>(
+        &self,
+        prefix: &[u8],
+        limit: usize,
+    ) -> Result<Vec<(Vec<u8>, T)>, StoreError> {
+        let rows = self
+            .inner
+            .crawl
+            .scan_prefix(prefix, "read of the crawl's progress");
+        let mut found = Vec::new();
+        for row in rows.take(limit) {
+            let (key, value) = row?;
+            let value = decode_json(&value, "crawl progress")?;
+            found.push((key[prefix.len()..].to_vec(), value));
+        }
+        Ok(found)
+    }
+
     /// A value [`Store::put_progress`] wrote.
     pub(crate) fn get_progress<T: DeserializeOwned>(
         &self,
