@@ -27,8 +27,10 @@ use crate::engine::socket_path::SocketPath;
 /// The socket's name inside a data directory.
 pub const SOCKET_FILE: &str = "results.sock";
 
-/// Readers served at once; more are told the engine is busy.
-const MAX_READERS: usize = 4;
+/// Readers served at once; more are told the engine is busy. One `pages`
+/// listing streams up to five at once (pages, links left out, referrers,
+/// inlinks, parked URLs): this serves two listings and an inspector.
+const MAX_READERS: usize = 12;
 
 /// A reader that stops reading (or sending) for this long is dropped.
 const IDLE_LIMIT: Duration = Duration::from_secs(60);
