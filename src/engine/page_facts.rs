@@ -96,14 +96,18 @@ pub fn collapse(raw: &str, max_chars: usize) -> String {
 /// Words in `bytes`, a run of text cut by markup: `in_word` carries whether
 /// the previous run ended inside a word, so a run never splits one.
 pub fn count_words(bytes: &[u8], in_word: &mut bool) -> u32 {
-    let mut words = 0u32;
-    let mut previous = *in_word;
-    for &b in bytes {
-        let letter = !matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c');
-        words += u32::from(letter & !previous);
-        previous = letter;
-    }
-    *in_word = previous;
+    let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else {
+        return 0;
+    };
+    let space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c');
+    // Pairs of neighbours, no carried state: the compiler vectorizes it.
+    let starts: u32 = bytes
+        .iter()
+        .zip(&bytes[1..])
+        .map(|(&a, &b)| u32::from(space(a) & !space(b)))
+        .sum();
+    let words = starts + u32::from(!*in_word && !space(first));
+    *in_word = !space(last);
     words
 }
 

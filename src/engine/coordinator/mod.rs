@@ -435,7 +435,7 @@ impl Coordinator {
             .alerts
             .save_changed()
             .and_then(|()| self.rules.save_hits())
-            .and_then(|()| self.store.flush());
+            .and_then(|()| self.store.flush_all());
         if let Err(e) = saved {
             self.storage_failed("checkpoint", e);
         }

@@ -4,35 +4,50 @@
 //! that group's count, and a reader adds up a URL's keys. A menu linked from
 //! every page costs one key per group, not one per page, and a count is never
 //! read back while crawling.
+//!
+//! A group is written when it holds [`MAX_PENDING`] URLs, at the first flush
+//! [`WRITE_EVERY`] after it began, and at every checkpoint: writing at every
+//! flush (each group commit) cost a store write for nearly every link. So a
+//! `kill -9` may lose the counts of the last few seconds' links.
 
-use std::collections::HashMap;
 use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
 
 use super::index::Rows;
 use super::{Store, StoreError};
+use crate::engine::dedup::FingerprintMap;
 
 /// URLs tallied before the group is written even without a flush.
-const MAX_PENDING: usize = 16 * 1024;
+const MAX_PENDING: usize = 64 * 1024;
+/// Age of a group at which a flush writes it.
+const WRITE_EVERY: Duration = Duration::from_secs(2);
 
-/// Links of the current group of pages, by target URL.
+/// Links of the current group of pages, by target URL's fingerprint.
 #[derive(Default)]
 pub(super) struct InlinkTally {
-    pending: HashMap<Box<str>, u32>,
+    pending: FingerprintMap<(Box<str>, u32)>,
+    since: Option<Instant>,
 }
 
 impl InlinkTally {
-    /// One more page links to `target`.
-    pub(super) fn add(&mut self, target: &str) {
-        match self.pending.get_mut(target) {
-            Some(n) => *n = n.saturating_add(1),
+    /// One more page links to `target` (whose fingerprint is `fingerprint`).
+    pub(super) fn add(&mut self, fingerprint: u64, target: &str) {
+        match self.pending.get_mut(&fingerprint) {
+            Some((_, n)) => *n = n.saturating_add(1),
             None => {
-                self.pending.insert(target.into(), 1);
+                self.since.get_or_insert_with(Instant::now);
+                self.pending.insert(fingerprint, (target.into(), 1));
             }
         }
     }
 
     pub(super) fn is_full(&self) -> bool {
         self.pending.len() >= MAX_PENDING
+    }
+
+    /// Whether a flush should write the group.
+    pub(super) fn is_due(&self) -> bool {
+        self.is_full() || self.since.is_some_and(|t| t.elapsed() >= WRITE_EVERY)
     }
 }
 
@@ -59,14 +74,15 @@ impl Store {
     /// write of this data directory used: they start at the time the store
     /// was opened, in microseconds.
     pub(super) fn write_pending_inlinks(&self) -> Result<(), StoreError> {
-        let pending = std::mem::take(&mut self.referrer_counts().inlinks.pending);
-        if pending.is_empty() {
+        let pending = std::mem::take(&mut self.referrer_counts().inlinks);
+        if pending.pending.is_empty() {
             return Ok(());
         }
         let group = self.inner.inlink_group.fetch_add(1, Ordering::Relaxed);
         let rows = pending
-            .into_iter()
-            .map(|(url, n)| (key(&url[..], group), Some(n.to_le_bytes().to_vec())));
+            .pending
+            .into_values()
+            .map(|(url, n)| (key(&url, group), Some(n.to_le_bytes().to_vec())));
         self.inner.index.write(Rows::Inlinks, rows)
     }
 
@@ -161,14 +177,14 @@ mod tests {
                 let links = [(menu, n == 0), (menu, false)];
                 store.add_referrers(&parent, links.into_iter()).unwrap();
                 if n % 4 == 0 {
-                    store.flush().unwrap();
+                    store.flush_all().unwrap();
                 }
             }
             let page = "http://a.example/p0";
             store
                 .add_referrers(page, [(once, true), (page, false)].into_iter())
                 .unwrap();
-            store.flush().unwrap();
+            store.flush_all().unwrap();
             assert_eq!(store.inlinks(menu).unwrap(), 10);
         }
         let store = Store::open(dir.path(), 1 << 20).unwrap();
@@ -176,6 +192,12 @@ mod tests {
             .add_referrers("http://a.example/p99", [(menu, false)].into_iter())
             .unwrap();
         store.flush().unwrap();
+        assert_eq!(
+            store.inlinks(menu).unwrap(),
+            10,
+            "a flush writes a group when it is due"
+        );
+        store.flush_all().unwrap();
         assert_eq!(store.inlinks(menu).unwrap(), 11, "counts survive a reopen");
         assert_eq!(store.inlinks(once).unwrap(), 1);
         assert_eq!(

@@ -422,11 +422,21 @@ impl Store {
         self.apply(batch)
     }
 
-    /// Makes everything written so far durable.
+    /// [`Store::flush`], with everything held back for a larger write (the
+    /// inlink counts) written first: at checkpoints and at the end.
+    pub(crate) fn flush_all(&self) -> Result<(), StoreError> {
+        self.write_pending_inlinks()?;
+        self.flush()
+    }
+
+    /// Makes everything written so far durable (but the inlink counts of the
+    /// last seconds, see `inlinks.rs`).
     pub(crate) fn flush(&self) -> Result<(), StoreError> {
         self.simulated_fault("flush")?;
         self.write_pending_referrers()?;
-        self.write_pending_inlinks()?;
+        if self.referrer_counts().inlinks.is_due() {
+            self.write_pending_inlinks()?;
+        }
         self.inner.index.persist()?;
         self.inner.db.flush().map_err(StoreError::sled("flush"))?;
         Ok(())

@@ -107,7 +107,7 @@ impl Store {
                 continue;
             }
             if target != parent {
-                counts.inlinks.add(target);
+                counts.inlinks.add(fingerprint, target);
             }
             if fresh {
                 counts
