@@ -106,6 +106,13 @@ fn page_facts_are_listed_and_filtered(data: &str) {
     let noindex = by_path(SHOP_NOINDEX_PATH);
     assert_eq!(noindex["indexable"], false);
     assert_eq!(noindex["indexability"], "noindex (meta robots)");
+    let inspected = ok_stdout(&["page", data, noindex["url"].as_str().unwrap()]);
+    assert!(
+        inspected.contains("index    no: noindex (meta robots)")
+            && inspected.contains(" inlinks")
+            && inspected.contains("h1       Not for the index"),
+        "{inspected}"
+    );
     let product = by_path("/p/tools-2.html");
     assert_eq!(product["indexable"], true, "{product}");
     assert_eq!(product["h1"], product["title"]);

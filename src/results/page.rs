@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 
+use super::facts::RowFacts;
 use crate::engine::inspect::{self, DiffRow, DiffSide, PageInspection, SelectError};
 use crate::engine::store::remote::Results;
 use crate::text::{cut_middle, strip_control};
@@ -122,6 +123,7 @@ pub fn inspection_lines(page: &PageInspection) -> Vec<String> {
         format!("status   {status} ({}){when}", page.outcome),
         format!("title    {}", clean(page.title.as_deref().unwrap_or("-"))),
     ];
+    lines.extend(fact_lines(page));
     if page.links_cut > 0 {
         lines.push(format!(
             "cut      {} links not followed: past the per-page cap \
@@ -156,6 +158,47 @@ pub fn inspection_lines(page: &PageInspection) -> Vec<String> {
     lines.push(format!("links ({}{more})", page.links.len()));
     for link in &page.links {
         lines.push(format!("  {:<26} {}", link.fate.label(), clean(&link.url)));
+    }
+    lines
+}
+
+/// Indexability, time, words, headings, description and canonical of a
+/// fetched page, from its record.
+fn fact_lines(page: &PageInspection) -> Vec<String> {
+    let Some(record) = &page.record else {
+        return Vec::new();
+    };
+    let clean = |s: &str| strip_control(s).into_owned();
+    let facts = RowFacts::of(record);
+    let mut lines = Vec::new();
+    match (facts.indexable, &facts.indexability) {
+        (Some(true), _) => lines.push("index    yes".to_string()),
+        (Some(false), Some(why)) => lines.push(format!("index    no: {why}")),
+        _ => {}
+    }
+    let mut figures = Vec::new();
+    if let Some(ms) = facts.response_ms {
+        figures.push(format!("{ms} ms"));
+    }
+    if let Some(words) = facts.words {
+        figures.push(format!("{words} words"));
+    }
+    if let Some(h1) = facts.h1_count {
+        figures.push(format!("{h1} h1"));
+    }
+    if let Some(out) = facts.links_out {
+        figures.push(format!("{out} links out"));
+    }
+    figures.push(format!("{} inlinks", page.inlinks));
+    lines.push(format!("facts    {}", figures.join(" · ")));
+    if let Some(h1) = &facts.h1 {
+        lines.push(format!("h1       {}", clean(h1)));
+    }
+    if let Some(description) = &facts.description {
+        lines.push(format!("descr    {}", clean(description)));
+    }
+    if let Some(canonical) = facts.canonical.as_ref().filter(|c| **c != record.url) {
+        lines.push(format!("canon    {}", clean(canonical)));
     }
     lines
 }
@@ -263,6 +306,8 @@ mod tests {
             html: String::new(),
             truncated: false,
             archive_note: Some(evil.into()),
+            record: None,
+            inlinks: 0,
         };
         let rows = inspect::side_by_side(&page.text, &[]);
         let mut lines = inspection_lines(&page);
@@ -306,6 +351,8 @@ mod tests {
             html: String::new(),
             truncated: false,
             archive_note: None,
+            record: None,
+            inlinks: 0,
         };
         let (a, b) = (page(left), page(right));
         let rows = inspect::side_by_side(&a.text, &b.text);
@@ -339,6 +386,8 @@ mod tests {
             html: String::new(),
             truncated: false,
             archive_note: None,
+            record: None,
+            inlinks: 0,
         };
         assert!(!inspection_lines(&page).iter().any(|l| l.contains("cut")));
         page.links_cut = 1500;

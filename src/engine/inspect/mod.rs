@@ -20,7 +20,7 @@ pub use html::{check_selector, select, SelectError, MAX_SELECTED};
 
 #[cfg(unix)]
 use super::store::remote::{ExtraAnswer, ExtraRead, Results};
-use super::store::{read_response, PageOutcome, Store, StoreError, SOFT_404_PROBE};
+use super::store::{read_response, PageOutcome, PageRecord, Store, StoreError, SOFT_404_PROBE};
 
 /// Most body bytes read back from the archive.
 pub const MAX_BODY: usize = 5 * 1024 * 1024;
@@ -70,6 +70,12 @@ pub struct PageInspection {
     pub truncated: bool,
     /// Why there is no archived copy to show, if there is none.
     pub archive_note: Option<String>,
+    /// The page's record, for its facts (indexability, headings, words, time).
+    #[serde(default)]
+    pub record: Option<PageRecord>,
+    /// Crawled pages that link to it.
+    #[serde(default)]
+    pub inlinks: u32,
 }
 
 /// A heading (`level` 1-6) or a line of text (`level` 0).
@@ -213,7 +219,10 @@ pub fn inspect(
         html: String::new(),
         truncated: false,
         archive_note: None,
+        record: None,
+        inlinks: store.inlinks(url)?,
     };
+    page.record = Some(record.clone());
     let Some(at) = &record.warc else {
         page.archive_note = Some(no_archive_reason(&record.outcome).into());
         return Ok(Some(page));
@@ -272,6 +281,8 @@ fn unfetched(store: &Store, url: &str) -> Result<Option<PageInspection>, StoreEr
         html: String::new(),
         truncated: false,
         archive_note: Some(note),
+        record: None,
+        inlinks: store.inlinks(url)?,
     }))
 }
 
