@@ -8,11 +8,13 @@
 //! - `p <url>`                                    — the page record of a URL that left the queue
 //! - `k <alert u64 BE> <seq u64 BE>`              — a URL parked by a trap alert
 //! - `m <name>`                                   — counters written in the same batches
+//! - `x <url>`                                    — the sitemap that listed a URL (`sitemaps.rs`)
 
 pub(crate) const QUEUE: u8 = b'f';
 pub(crate) const SEEN: u8 = b's';
 pub(crate) const PAGE: u8 = b'p';
 pub(crate) const PARKED: u8 = b'k';
+pub(crate) const SITEMAP: u8 = b'x';
 
 pub(crate) const META_SEQ: &[u8] = b"mseq";
 pub(crate) const META_PAGES: &[u8] = b"mpages";
@@ -84,6 +86,13 @@ pub(crate) fn seen_key(fp: u64) -> [u8; 9] {
 pub(crate) fn page_key(url: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(url.len() + 1);
     key.push(PAGE);
+    key.extend_from_slice(url.as_bytes());
+    key
+}
+
+pub(crate) fn sitemap_key(url: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(url.len() + 1);
+    key.push(SITEMAP);
     key.extend_from_slice(url.as_bytes());
     key
 }

@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use super::query::Entries;
-use super::{FilteredUrl, PageRecord, Store, StoreError};
+use super::{FilteredUrl, PageRecord, SitemapEntry, Store, StoreError};
 use crate::engine::socket_path::SocketPath;
 
 /// The socket's name inside a data directory.
@@ -227,6 +227,7 @@ fn answer(verb: &str, arg: &str, reading: &Reading, out: &mut impl Write) -> Res
         "pages" => send_all(store.page_records(arg), stop, out)?,
         "filtered" => send_all(store.filtered_urls(arg), stop, out)?,
         "referrers" => send_all(store.referrer_entries(arg), stop, out)?,
+        "sitemaps" => send_all(store.sitemap_entries(arg), stop, out)?,
         "page" => send_line(&store.page(arg)?, out)?,
         "referrers-of" => send_line(&store.referrers(arg)?, out)?,
         "rules" => send_line(&store.rule_origins()?, out)?,
@@ -444,6 +445,14 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.referrer_entries(url_prefix)),
             Results::Remote(r) => r.stream("referrers", url_prefix),
+        }
+    }
+
+    /// URLs sitemaps listed under `url_prefix`, in URL order.
+    pub fn sitemap_entries(&self, url_prefix: &str) -> Result<Entries<SitemapEntry>, StoreError> {
+        match self {
+            Results::Local(s) => Ok(s.sitemap_entries(url_prefix)),
+            Results::Remote(r) => r.stream("sitemaps", url_prefix),
         }
     }
 
