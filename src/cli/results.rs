@@ -9,6 +9,7 @@ use clap::Args;
 use super::UsageError;
 use crate::results::page::PageQuery;
 use crate::results::query::{parse_host, Fate, Format, Listing, Query, SortKey};
+use crate::results::sitemaps::FoundBy;
 
 /// Output and filter flags shared by `pages` and `links`.
 #[derive(Debug, Args, Default, Clone)]
@@ -47,11 +48,15 @@ pub struct PagesArgs {
     /// host (given up), or an error kind (timeout, connect, …).
     #[arg(long, value_name = "REASON")]
     pub by: Option<String>,
+    /// Only URLs found this way: links, sitemap (orphans: in a sitemap,
+    /// linked from no crawled page), both, seed, sitemap-file.
+    #[arg(long, value_name = "HOW")]
+    pub found_by: Option<String>,
     /// Row order: url (default, streams), status, size (largest first), depth, fetched.
     #[arg(long, value_name = "KEY")]
     pub sort: Option<String>,
     /// Duplicate and near-duplicate groups instead of one line per URL.
-    #[arg(long, conflicts_with_all = ["status", "fate", "by", "sort"])]
+    #[arg(long, conflicts_with_all = ["status", "fate", "by", "sort", "found_by"])]
     pub duplicates: bool,
 }
 
@@ -99,6 +104,7 @@ fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
             .map_err(UsageError)?,
         limit: list.limit,
         sort: SortKey::Url,
+        found_by: None,
     })
 }
 
@@ -128,6 +134,12 @@ pub fn pages_query(args: PagesArgs) -> Result<Query, UsageError> {
     if let Some(sort) = &args.sort {
         query.sort = SortKey::parse(sort).map_err(UsageError)?;
     }
+    query.found_by = args
+        .found_by
+        .as_deref()
+        .map(FoundBy::parse)
+        .transpose()
+        .map_err(UsageError)?;
     Ok(query)
 }
 

@@ -13,6 +13,7 @@ fn query(listing: Listing) -> Query {
         host: None,
         limit: None,
         sort: SortKey::Url,
+        found_by: None,
     }
 }
 

@@ -9,6 +9,7 @@ pub mod output;
 pub mod page;
 pub mod query;
 pub mod rows;
+pub mod sitemaps;
 
 use std::io::Write;
 use std::sync::Arc;
@@ -112,18 +113,19 @@ fn lists_parked(query: &Query) -> bool {
             .is_none_or(|by| by == "trap" || query::by_alert(by).is_some())
 }
 
-static PAGE_TABLE: [Column; 8] = [
+static PAGE_TABLE: [Column; 9] = [
     col("status", Some(6)),
     col("type", Some(16)),
     col("size", Some(9)),
     col("depth", Some(5)),
     col("cut", Some(7)),
+    col("found_by", Some(12)),
     col("fate", Some(20)),
     col("url", Some(70)),
     col("title", None),
 ];
 
-static PAGE_FIELDS: [Column; 13] = [
+static PAGE_FIELDS: [Column; 14] = [
     col("url", None),
     col("status", None),
     col("content_type", None),
@@ -137,6 +139,7 @@ static PAGE_FIELDS: [Column; 13] = [
     col("referrers", None),
     col("host", None),
     col("links_cut", None),
+    col("found_by", None),
 ];
 
 fn page_fields(row: &Row, format: Format) -> Vec<String> {
@@ -163,6 +166,7 @@ fn page_fields(row: &Row, format: Format) -> Vec<String> {
             size,
             row.depth.to_string(),
             cut,
+            row.found_by.label().to_string(),
             fate,
             row.url.clone(),
             title,
@@ -182,6 +186,7 @@ fn page_fields(row: &Row, format: Format) -> Vec<String> {
         row.referrers.join(" "),
         row.host.clone(),
         row.links_cut.to_string(),
+        row.found_by.label().to_string(),
     ]
 }
 
@@ -190,7 +195,8 @@ fn list_pages(query: &Query, results: &Results, out: impl Write) -> anyhow::Resu
         Format::Table => &PAGE_TABLE,
         _ => &PAGE_FIELDS,
     };
-    let with_referrers = matches!(query.format, Format::Json | Format::Csv | Format::Tsv);
+    // The referrers say which URLs were found by links (`found_by`).
+    let with_referrers = true;
     let mut output = Output::start(out, query.format, columns)?;
     let mut write = |row: &Row| output.row(&page_fields(row, query.format), row);
     let rows = matching_rows(query, results, with_referrers)?;

@@ -106,6 +106,7 @@ pub const ERROR_KINDS: &[&str] = &[
     "other",
     "bad-redirect",
     "too-many-redirects",
+    "sitemap",
 ];
 
 /// How `--by` names one trap alert: `alert:3` (`alert:#3` too).
@@ -191,6 +192,8 @@ pub struct Query {
     pub limit: Option<usize>,
     /// Row order (pages only).
     pub sort: SortKey,
+    /// Keep URLs found this way (links, sitemap, both, seed, sitemap-file).
+    pub found_by: Option<super::sitemaps::FoundBy>,
 }
 
 impl Query {

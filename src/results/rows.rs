@@ -7,14 +7,16 @@ use std::iter::Peekable;
 use serde::Serialize;
 
 use super::query::{by_alert, Fate, Query, PRIVATE_ADDRESS};
+use super::sitemaps::FoundBy;
 use crate::engine::inspect::quarantine::ParkedEntry;
 use crate::engine::store::remote::Results;
 use crate::engine::store::{
-    FilterReason, FilteredUrl, PageOutcome, PageRecord, StoreError, SOFT_404_PROBE,
+    FilterReason, FilteredUrl, PageOutcome, PageRecord, SitemapEntry, StoreError, SOFT_404_PROBE,
 };
 
 type Entries<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
 type ReferrerStream = Peekable<Entries<(String, Vec<String>)>>;
+type SitemapStream = Peekable<Entries<SitemapEntry>>;
 
 /// What a listing shows of one URL.
 #[derive(Debug, Clone, Serialize)]
@@ -51,6 +53,11 @@ pub struct Row {
     /// The trap alert that parked the URL, or whose accepted rule blocked it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub alert: Option<u64>,
+    /// Found by links, a sitemap, both, or a seed (read with the referrers).
+    pub found_by: FoundBy,
+    /// Its `rel=canonical` names another URL.
+    #[serde(skip)]
+    pub(super) canonical_elsewhere: bool,
     #[serde(skip)]
     pub(super) fetched_at_unix_ms: u64,
     #[serde(skip)]
@@ -131,8 +138,11 @@ impl Row {
         let reason_class = reason
             .as_deref()
             .map(|r| r.split(' ').next().unwrap_or(r).to_string());
+        let canonical_elsewhere = p.canonical.as_ref().is_some_and(|c| *c != p.url);
         Row {
             alert,
+            found_by: FoundBy::Seed,
+            canonical_elsewhere,
             fetched_at: rfc3339(p.fetched_at_unix_ms),
             fetched_at_unix_ms: p.fetched_at_unix_ms,
             url: p.url,
@@ -175,6 +185,8 @@ impl Row {
             detail: None,
             links_cut: 0,
             alert,
+            found_by: FoundBy::Seed,
+            canonical_elsewhere: false,
         }
     }
 
@@ -199,6 +211,8 @@ impl Row {
             detail,
             alert: Some(p.alert_id),
             links_cut: 0,
+            found_by: FoundBy::Links,
+            canonical_elsewhere: false,
         }
     }
 
@@ -211,6 +225,7 @@ impl Row {
                 None => self.reason_class.as_deref() == Some(by),
             })
             && q.host.as_deref().is_none_or(|h| h == self.host)
+            && q.found_by.is_none_or(|f| f == self.found_by)
     }
 }
 
@@ -220,11 +235,13 @@ fn rfc3339(unix_ms: u64) -> String {
 }
 
 /// Every row under `prefix` in URL order: page records, then (for URLs
-/// without one) links left out; with their referrers if `referrers`.
+/// without one) links left out; with their referrers and `found_by` if
+/// `referrers`.
 pub struct Rows {
     pages: Peekable<Entries<PageRecord>>,
     filtered: Option<Peekable<Entries<FilteredUrl>>>,
     referrers: Option<ReferrerStream>,
+    sitemaps: Option<SitemapStream>,
     rules: std::sync::Arc<RuleOrigins>,
 }
 
@@ -247,6 +264,11 @@ impl Rows {
             },
             referrers: if with_referrers {
                 Some(results.referrer_entries(prefix)?.peekable())
+            } else {
+                None
+            },
+            sitemaps: if with_referrers {
+                Some(results.sitemap_entries(prefix)?.peekable())
             } else {
                 None
             },
@@ -306,6 +328,28 @@ impl Rows {
             }
         }
     }
+
+    /// Sets `found_by` from the referrers and the URL's sitemap row.
+    fn attach_found_by(&mut self, row: &mut Row) -> Result<(), StoreError> {
+        let Some(rows) = &mut self.sitemaps else {
+            return Ok(());
+        };
+        loop {
+            match rows.peek() {
+                Some(Ok(e)) if e.url.as_str() < row.url.as_str() => {
+                    rows.next();
+                }
+                Some(Err(_)) => return rows.next().map_or(Ok(()), |r| r.map(|_| ())),
+                next => {
+                    let listed = next
+                        .and_then(|r| r.as_ref().ok())
+                        .filter(|e| e.url == row.url);
+                    row.found_by = FoundBy::of(!row.referrers.is_empty(), listed);
+                    return Ok(());
+                }
+            }
+        }
+    }
 }
 
 impl Iterator for Rows {
@@ -316,7 +360,10 @@ impl Iterator for Rows {
             Ok(row) => row,
             Err(e) => return Some(Err(e)),
         };
-        Some(self.attach_referrers(&mut row).map(|()| row))
+        let attached = self
+            .attach_referrers(&mut row)
+            .and_then(|()| self.attach_found_by(&mut row));
+        Some(attached.map(|()| row))
     }
 }
 
@@ -336,6 +383,7 @@ mod tests {
             host: None,
             limit: None,
             sort: SortKey::Url,
+            found_by: None,
         }
     }
 
