@@ -239,12 +239,17 @@ impl Coordinator {
         });
     }
 
-    /// A file that could not be used: an error record, never a stop.
+    /// A file that could not be used: an error record, never a stop. A
+    /// guessed `/sitemap.xml` that is missing is common: said, not warned.
     fn sitemap_failed(&mut self, lease: Lease, message: String, answer: Option<&SitemapAnswer>) {
-        self.outbox.log(
-            Level::Warn,
-            format!("sitemap {}: {message}", lease.entry.url),
-        );
+        let guessed = self
+            .sitemaps
+            .pending(&lease.entry.url)
+            .is_some_and(|(_, l)| l == 0)
+            && lease.entry.url.ends_with("/sitemap.xml");
+        let level = if guessed { Level::Info } else { Level::Warn };
+        self.outbox
+            .log(level, format!("sitemap {}: {message}", lease.entry.url));
         let url = lease.entry.url.clone();
         let outcome = PageOutcome::Error {
             kind: SITEMAP_ERROR.into(),

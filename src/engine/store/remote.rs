@@ -27,8 +27,11 @@ use crate::engine::socket_path::SocketPath;
 /// The socket's name inside a data directory.
 pub const SOCKET_FILE: &str = "results.sock";
 
-/// Readers served at once; more are told the engine is busy.
-const MAX_READERS: usize = 4;
+/// Readers served at once; more are told the engine is busy. One `pages`
+/// listing holds up to four streams per URL prefix (pages, links left out,
+/// referrers, sitemap rows; two prefixes with `--host`) and then the parked
+/// URLs, and a closed stream's thread ends a moment after the client moves on.
+const MAX_READERS: usize = 16;
 
 /// A reader that stops reading (or sending) for this long is dropped.
 const IDLE_LIMIT: Duration = Duration::from_secs(60);
