@@ -15,7 +15,7 @@ use url::Url;
 
 use super::results::record_for;
 use super::Coordinator;
-use crate::engine::fetch::FetchError;
+use crate::engine::fetch::{FetchError, FetchErrorKind};
 use crate::engine::frontier::{FrontierEntry, Lease};
 use crate::engine::sitemaps::parse::{Kind, Limits, Parsed};
 use crate::engine::sitemaps::PendingFile;
@@ -186,13 +186,7 @@ impl Coordinator {
         let url = lease.entry.url.clone();
         let answer = match result {
             Ok(answer) => answer,
-            Err(e) => {
-                self.hosts.record_failure(&host, e.elapsed, now);
-                self.schedule_next(&host, now);
-                let message = format!("{}: {}", e.kind.label(), e.message);
-                self.emit_sitemap(&lease, None, e.elapsed, Some(message.clone()));
-                return self.sitemap_failed(lease, message, None);
-            }
+            Err(e) => return self.sitemap_not_fetched(lease, e, now),
         };
         let status = answer.status;
         self.hosts
@@ -204,7 +198,7 @@ impl Coordinator {
         let parsed = answer.parsed.take();
         match (parsed, answer.location.clone()) {
             (Some(Ok(parsed)), _) => self.sitemap_read(lease, &owner, level, parsed, &answer),
-            (Some(Err(e)), _) => self.sitemap_failed(lease, e.to_string(), Some(&answer)),
+            (Some(Err(e)), _) => self.sitemap_failed(lease, e.to_string(), &answer),
             (None, Some(location)) if (300..400).contains(&status) => {
                 // Followed as a file of its own (http → https, a moved file).
                 let files = self.claim_sitemap_files(&owner, vec![location.clone()], level, &url);
@@ -216,9 +210,37 @@ impl Coordinator {
             }
             (None, _) => {
                 let message = format!("answered {status}: no sitemap read");
-                self.sitemap_failed(lease, message, Some(&answer));
+                self.sitemap_failed(lease, message, &answer);
             }
         }
+    }
+
+    /// No answer: recorded with the fetch error's kind, as a page's would be
+    /// (not retried: the file is metadata, and the host's pages go on).
+    fn sitemap_not_fetched(&mut self, lease: Lease, e: FetchError, now: Instant) {
+        let host = lease.entry.host.clone();
+        self.hosts.record_failure(&host, e.elapsed, now);
+        if e.kind == FetchErrorKind::PrivateAddress {
+            self.hosts.record_refusal(&host, &e.message);
+            self.stats.count().refused_private += 1;
+        }
+        self.schedule_next(&host, now);
+        let kind = e.kind.label();
+        let message = format!("{kind}: {}", e.message);
+        self.emit_sitemap(&lease, None, e.elapsed, Some(message));
+        self.outbox.log(
+            Level::Info,
+            format!("sitemap {}: {kind}: {}", lease.entry.url, e.message),
+        );
+        self.stats.count().count_error(kind);
+        let url = lease.entry.url.clone();
+        let outcome = PageOutcome::Error {
+            kind: kind.to_string(),
+            message: e.message,
+        };
+        let record = record_for(&lease.entry, outcome);
+        self.commit(lease, record, Vec::new());
+        self.end_sitemap(&url);
     }
 
     /// The TUI's recent fetches of the host show the file too.
@@ -241,7 +263,7 @@ impl Coordinator {
 
     /// A file that could not be used: an error record, never a stop. A
     /// guessed `/sitemap.xml` that is missing is common: said, not warned.
-    fn sitemap_failed(&mut self, lease: Lease, message: String, answer: Option<&SitemapAnswer>) {
+    fn sitemap_failed(&mut self, lease: Lease, message: String, answer: &SitemapAnswer) {
         let guessed = self
             .sitemaps
             .pending(&lease.entry.url)
@@ -250,19 +272,13 @@ impl Coordinator {
         let level = if guessed { Level::Info } else { Level::Warn };
         self.outbox
             .log(level, format!("sitemap {}: {message}", lease.entry.url));
-        let url = lease.entry.url.clone();
+        // The summary's error counts are the listing's.
+        self.stats.count().count_error(SITEMAP_ERROR);
         let outcome = PageOutcome::Error {
             kind: SITEMAP_ERROR.into(),
             message,
         };
-        match answer {
-            Some(answer) => self.commit_sitemap(lease, outcome, answer, Vec::new()),
-            None => {
-                let record = record_for(&lease.entry, outcome);
-                self.commit(lease, record, Vec::new());
-            }
-        }
-        self.end_sitemap(&url);
+        self.commit_sitemap(lease, outcome, answer, Vec::new());
     }
 
     /// Ends the file's lease with its record and what it queues.
@@ -301,7 +317,7 @@ impl Coordinator {
     ) {
         let file = lease.entry.url.clone();
         let Ok(file_url) = Url::parse(&file) else {
-            return self.sitemap_failed(lease, "stored URL no longer parses".into(), Some(answer));
+            return self.sitemap_failed(lease, "stored URL no longer parses".into(), answer);
         };
         let total = parsed.locs.len();
         let mut notes = Vec::new();
