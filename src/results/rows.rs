@@ -194,6 +194,8 @@ impl Row {
     /// its own, found on its first referrer.
     pub fn of_parked(p: ParkedEntry) -> Row {
         let detail = p.found_on.first().map(|page| format!("found on {page}"));
+        // Parked URLs are read by alert, not beside the sitemap rows.
+        let found_by = FoundBy::of(!p.found_on.is_empty(), None);
         Row {
             fetched_at: String::new(),
             fetched_at_unix_ms: 0,
@@ -211,7 +213,7 @@ impl Row {
             detail,
             alert: Some(p.alert_id),
             links_cut: 0,
-            found_by: FoundBy::Links,
+            found_by,
             canonical_elsewhere: false,
         }
     }
