@@ -236,6 +236,22 @@ fn allow_private_comes_from_the_flag_or_the_file() {
 }
 
 #[test]
+fn sitemaps_are_read_unless_the_flag_or_the_file_says_no() {
+    let seed = "https://a.example/";
+    let run = resolve(&["crawl", "--headless", seed]).unwrap();
+    assert!(run.config.sitemaps.enabled, "on by default");
+    let run = resolve(&["crawl", "--headless", "--no-sitemaps", seed]).unwrap();
+    assert!(!run.config.sitemaps.enabled);
+
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("c.toml");
+    std::fs::write(&file, "[sitemaps]\nenabled = false\nmax_urls = 10\n").unwrap();
+    let run = resolve(&["crawl", "--config", file.to_str().unwrap(), seed]).unwrap();
+    assert!(!run.config.sitemaps.enabled);
+    assert_eq!(run.config.sitemaps.max_urls, 10);
+}
+
+#[test]
 fn resume_reads_the_stored_config_and_adds_new_seeds() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("crawl1");

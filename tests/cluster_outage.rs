@@ -72,7 +72,10 @@ async fn workers_pause_while_redis_is_down_and_finish_the_crawl_after_its_restar
     let reference: HashSet<_> = {
         let demo = start_demo(SITES.to_vec()).await;
         let dir = tempfile::tempdir().unwrap();
-        crawl(test_config(&demo), dir.path()).await;
+        let mut cfg = test_config(&demo);
+        // Workers of a shared crawl read no sitemaps.
+        cfg.sitemaps.enabled = false;
+        crawl(cfg, dir.path()).await;
         let pages = page_requests(&demo.log().records());
         demo.shutdown().await;
         pages.into_iter().collect()

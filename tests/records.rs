@@ -168,8 +168,10 @@ async fn serve_index(mut stream: TcpStream, body: String) {
 async fn an_index_of_3000_links_is_followed_whole_with_the_default_caps() {
     let base = index_server().await;
     let mut cfg = common::seeded_config(vec![base.clone()]);
-    // The index only: its links are queued, not fetched.
+    // The index only: its links are queued, not fetched (and no
+    // /sitemap.xml queued beside them).
     cfg.max_pages = 1;
+    cfg.sitemaps.enabled = false;
     let dir = tempfile::tempdir().expect("temp dir");
     let snapshot = common::crawl(cfg, dir.path()).await;
     let pages = common::pages(dir.path());

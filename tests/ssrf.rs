@@ -228,7 +228,7 @@ async fn links_redirects_and_robots_redirects_to_private_addresses_are_never_con
     );
     assert!(!paths.contains(&"/zero"), "{paths:?}");
 
-    let refused: HashMap<String, String> = pages(dir.path())
+    let mut refused: HashMap<String, String> = pages(dir.path())
         .into_iter()
         .filter_map(|p| match p.outcome {
             PageOutcome::Error { kind, message } if kind == "private-address" => {
@@ -236,6 +236,15 @@ async fn links_redirects_and_robots_redirects_to_private_addresses_are_never_con
             }
             _ => None,
         })
+        .collect();
+    // Each host met asks for /sitemap.xml: the guard refuses those too.
+    let sitemaps = refused.len();
+    refused.retain(|url, _| !url.ends_with("/sitemap.xml"));
+    let sitemaps = sitemaps - refused.len();
+    assert!(sitemaps > 0, "sitemap fetches go through the guard");
+    let fetch_errors: Vec<_> = fetch_errors
+        .into_iter()
+        .filter(|(u, _)| !u.ends_with("/sitemap.xml"))
         .collect();
     let expect = [
         (net.trap(2, "/secret"), "private (RFC 1918)"),
@@ -275,13 +284,17 @@ async fn links_redirects_and_robots_redirects_to_private_addresses_are_never_con
     assert_eq!(refused.len(), expect.len(), "{refused:?}");
     // Refused once each: not retried, and not counted against a failing host.
     assert_eq!(fetch_errors.len(), expect.len(), "{fetch_errors:?}");
-    assert_eq!(snap.counters.refused_private, expect.len() as u64);
+    assert_eq!(
+        snap.counters.refused_private,
+        (expect.len() + sitemaps) as u64
+    );
     assert!(snap.counters.errors >= expect.len() as u64);
     let trap_host = format!("127.0.0.2:{}", net.traps[&2]);
     let host = snap.hosts.iter().find(|h| h.host == trap_host);
     let host = host.unwrap_or_else(|| panic!("{trap_host} not in {:?}", snap.hosts));
-    // `/secret` and `/decimal`; the other names of 127.0.0.2 are hosts of their own.
-    assert_eq!(host.status.refused, 2, "{host:?}");
+    // `/secret`, `/decimal` and `/sitemap.xml`; the other names of
+    // 127.0.0.2 are hosts of their own.
+    assert_eq!(host.status.refused, 3, "{host:?}");
     let why = host.last_refusal.as_deref().unwrap_or_default();
     assert!(why.contains("private (RFC 1918)"), "{why}");
     assert!(snap
@@ -341,12 +354,12 @@ async fn a_seed_on_a_private_address_opens_that_class_and_no_other() {
         |log: &Log| -> Vec<String> { log.lock().unwrap().iter().map(|(_, p)| p.clone()).collect() };
     assert_eq!(
         paths(&site_log),
-        ["/robots.txt", "/", "/page"],
+        ["/robots.txt", "/", "/sitemap.xml", "/page"],
         "the seed's host"
     );
     assert_eq!(
         paths(&other_log),
-        ["/robots.txt", "/other"],
+        ["/robots.txt", "/other", "/sitemap.xml"],
         "another private address"
     );
     assert!(paths(&trap_log).is_empty(), "link-local was asked");

@@ -30,6 +30,7 @@ mod recrawl;
 mod results;
 mod resume;
 mod robots_cases;
+mod sitemaps;
 mod slow_servers;
 mod ssrf;
 mod traps;

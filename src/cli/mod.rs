@@ -300,6 +300,10 @@ pub struct RunArgs {
     /// seed is on one. Without it only the seeds' own address classes are allowed.
     #[arg(long)]
     pub allow_private: bool,
+    /// Do not read sitemaps (robots.txt's Sitemap: lines, /sitemap.xml);
+    /// `[sitemaps] enabled = false` in crawl.toml.
+    #[arg(long)]
+    pub no_sitemaps: bool,
     /// Global cap on pages per second (0 = no cap).
     #[arg(long, value_name = "PAGES_PER_SEC")]
     pub max_rate: Option<f64>,

@@ -517,6 +517,9 @@ fn apply_flags(config: &mut CrawlConfig, run: &RunArgs) {
     if run.allow_private {
         config.fetch.allow_private = true;
     }
+    if run.no_sitemaps {
+        config.sitemaps.enabled = false;
+    }
     set(&mut config.fetch.total_timeout, &run.timeout);
     set(&mut config.fetch.max_body, &run.max_body);
     set(&mut config.robots.mode, &run.robots.map(Into::into));

@@ -11,6 +11,7 @@ use crate::results::audit::Check;
 use crate::results::facts::{FactFilters, Missing};
 use crate::results::page::PageQuery;
 use crate::results::query::{parse_host, Fate, Format, Listing, Query, SortKey};
+use crate::results::sitemaps::FoundBy;
 
 /// Output and filter flags shared by `pages` and `links`.
 #[derive(Debug, Args, Default, Clone)]
@@ -49,6 +50,10 @@ pub struct PagesArgs {
     /// host (given up), or an error kind (timeout, connect, …).
     #[arg(long, value_name = "REASON")]
     pub by: Option<String>,
+    /// Only URLs found this way: links, sitemap (orphans: in a sitemap,
+    /// linked from no crawled page), both, seed, sitemap-file.
+    #[arg(long, value_name = "HOW")]
+    pub found_by: Option<String>,
     /// Row order: url (default, streams), status, size (largest first), depth,
     /// fetched, response (slowest first), inlinks (most linked first).
     #[arg(long, value_name = "KEY")]
@@ -61,7 +66,7 @@ pub struct PagesArgs {
     #[arg(long, value_name = "LIST")]
     pub missing: Option<String>,
     /// Duplicate and near-duplicate groups instead of one line per URL.
-    #[arg(long, conflicts_with_all = ["status", "fate", "by", "sort", "indexable", "missing"])]
+    #[arg(long, conflicts_with_all = ["status", "fate", "by", "sort", "found_by", "indexable", "missing"])]
     pub duplicates: bool,
 }
 
@@ -110,6 +115,7 @@ fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
         limit: list.limit,
         sort: SortKey::Url,
         facts: Default::default(),
+        found_by: None,
     })
 }
 
@@ -145,6 +151,12 @@ pub fn pages_query(args: PagesArgs) -> Result<Query, UsageError> {
     if let Some(missing) = &args.missing {
         query.facts.missing = Missing::parse_list(missing).map_err(UsageError)?;
     }
+    query.found_by = args
+        .found_by
+        .as_deref()
+        .map(FoundBy::parse)
+        .transpose()
+        .map_err(UsageError)?;
     Ok(query)
 }
 

@@ -33,6 +33,9 @@ pub use sites::shop::{
     SHOP_NOINDEX_PATH,
 };
 pub use sites::{archive_real_paths, blog_allowed_paths, blog_disallowed_paths, MANUAL_PAGES};
+pub use sites::{
+    AUDIT_NOT_IN_SITEMAP, AUDIT_ORPHANS, AUDIT_PAGES, AUDIT_SITEMAP_404, AUDIT_SITEMAP_FILES,
+};
 
 /// One site of the demo web and what it exercises in a crawler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -88,6 +91,11 @@ pub enum SiteKind {
     /// `/archive/tag-<word>-<n>.html` that link two more each: a rule for the directory
     /// would block every story.
     Archive,
+    /// A site audit's material: robots.txt names a sitemap index listing a
+    /// gzip-compressed and a plain sitemap; they list an orphan page, a 404
+    /// and most linked pages, and two linked pages are in none (see
+    /// [`AUDIT_ORPHANS`] and its neighbours).
+    Audit,
     /// Test site: robots.txt answers this status (401, 403, 404, 410, 500, 503…); 5 pages.
     RobotsStatus(u16),
     /// Test site: `/a` → `/b` → `/a`, and `/hop/0` → … → `/hop/15` (15 hops).
@@ -117,6 +125,7 @@ impl SiteKind {
             SiteKind::Facets => "facets",
             SiteKind::Manual => "manual",
             SiteKind::Archive => "archive",
+            SiteKind::Audit => "audit",
             SiteKind::RobotsStatus(401) => "robots-401",
             SiteKind::RobotsStatus(403) => "robots-403",
             SiteKind::RobotsStatus(404) => "robots-404",
@@ -194,6 +203,7 @@ impl DemoOptions {
                 SiteKind::Facets,
                 SiteKind::Manual,
                 SiteKind::Archive,
+                SiteKind::Audit,
             ],
             latency_scale: 1.0,
         }

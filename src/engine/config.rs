@@ -41,6 +41,8 @@ pub struct CrawlConfig {
     pub traps: TrapConfig,
     /// The sled cache and WARC output.
     pub storage: StorageConfig,
+    /// Sitemaps read when a host is first met, and their bounds.
+    pub sitemaps: SitemapsConfig,
 }
 
 impl Default for CrawlConfig {
@@ -59,6 +61,7 @@ impl Default for CrawlConfig {
             breaker: BreakerConfig::default(),
             traps: TrapConfig::default(),
             storage: StorageConfig::default(),
+            sitemaps: SitemapsConfig::default(),
         }
     }
 }
@@ -400,6 +403,34 @@ impl Default for StorageConfig {
     }
 }
 
+/// `[sitemaps]`: the sitemap files of each host, read when it is first met.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SitemapsConfig {
+    /// Fetch sitemaps at all (`--no-sitemaps` turns it off).
+    pub enabled: bool,
+    /// Bytes of one file, after decompression (sitemaps.org: 50 MiB).
+    pub max_bytes: u64,
+    /// URLs kept of one file (sitemaps.org: 50,000).
+    pub max_urls: usize,
+    /// Sitemap files fetched per host, index children included.
+    pub max_files_per_host: u32,
+    /// How many levels of sitemap indexes are followed below the first file.
+    pub max_index_depth: u8,
+}
+
+impl Default for SitemapsConfig {
+    fn default() -> Self {
+        SitemapsConfig {
+            enabled: true,
+            max_bytes: 50 * 1024 * 1024,
+            max_urls: 50_000,
+            max_files_per_host: 100,
+            max_index_depth: 2,
+        }
+    }
+}
+
 /// Why a configuration could not be read, written or accepted.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -552,6 +583,12 @@ impl CrawlConfig {
         }
         if self.breaker.consecutive_failures == 0 {
             return invalid("breaker.consecutive_failures", "must be at least 1");
+        }
+        if self.sitemaps.max_bytes == 0 || self.sitemaps.max_urls == 0 {
+            return invalid(
+                "sitemaps.max_bytes",
+                "sitemaps.max_bytes and sitemaps.max_urls must be at least 1; turn sitemaps off with `enabled = false`",
+            );
         }
         validate_robots(&self.robots)?;
         validate_identity(&self.identity)

@@ -33,6 +33,7 @@ mod recrawl;
 pub(crate) mod robots;
 pub(crate) mod rules;
 pub(crate) mod session_ids;
+pub(crate) mod sitemaps;
 mod slots;
 #[cfg(unix)]
 pub mod socket_path;

@@ -1,5 +1,5 @@
-//! The work the coordinator hands out: one page fetch, one robots.txt fetch
-//! or one soft-404 probe.
+//! The work the coordinator hands out: one page fetch, one robots.txt fetch,
+//! one soft-404 probe or one sitemap file.
 //! Network waits run on the async runtime; parsing, hashing and WARC writing
 //! run on the engine's CPU pool. Results go back to the coordinator on a channel.
 
@@ -18,6 +18,7 @@ use super::frontier::Lease;
 use super::near_dup::Templates;
 use super::page_facts::NoindexSource;
 use super::robots::{self, RobotsAnswer, SharedRobots};
+use super::sitemaps::parse::{self as sitemap, Limits, ParseError, Parsed};
 use super::store::warc::{EncodedExchange, WarcExchange, WarcWriter};
 use super::store::WarcLocation;
 use crate::engine::config::RobotsConfig;
@@ -38,6 +39,25 @@ pub enum Work {
         lease: Lease,
         result: Result<ProbeAnswer, FetchError>,
     },
+    /// A sitemap file came back, read.
+    Sitemap {
+        lease: Lease,
+        result: Result<Box<SitemapAnswer>, FetchError>,
+    },
+}
+
+/// A sitemap file's answer and what it held.
+pub struct SitemapAnswer {
+    pub status: u16,
+    pub elapsed: Duration,
+    pub retry_after: Option<Duration>,
+    pub content_type: Option<String>,
+    pub location: Option<Url>,
+    pub bytes: u64,
+    /// The file read, for a 2xx answer.
+    pub parsed: Option<Result<Parsed, ParseError>>,
+    pub warc_at: Option<WarcLocation>,
+    pub warc_error: Option<String>,
 }
 
 /// What a soft-404 probe needs of its answer.
@@ -283,6 +303,58 @@ fn judge_probe_response(
     }
 }
 
+/// A sitemap file: fetched (never conditionally, at most `limits.max_bytes`),
+/// archived like a page, read on the CPU pool.
+async fn run_sitemap(job: PageJob, limits: Limits) {
+    let PageJob {
+        fetcher,
+        lease,
+        url,
+        warc,
+        cpu,
+        done,
+        ..
+    } = job;
+    match fetcher.fetch(&url, None, limits.max_bytes).await {
+        Ok(response) => cpu.spawn(move || {
+            let ok = (200..300).contains(&response.status);
+            let parsed = ok.then(|| {
+                std::panic::catch_unwind(|| sitemap::parse(&response.body, limits)).unwrap_or_else(
+                    |_| {
+                        Err(ParseError::Xml {
+                            at: 0,
+                            message: "internal error reading the file".into(),
+                        })
+                    },
+                )
+            });
+            let (warc_at, warc_error) = match warc.as_deref() {
+                Some(warc) => archive(&response, None, warc),
+                None => (None, None),
+            };
+            let answer = SitemapAnswer {
+                status: response.status,
+                elapsed: response.elapsed,
+                retry_after: response.retry_after,
+                content_type: response.content_type,
+                location: response.location,
+                bytes: response.body.len() as u64,
+                parsed,
+                warc_at,
+                warc_error,
+            };
+            let result = Ok(Box::new(answer));
+            let _ = done.send(Work::Sitemap { lease, result });
+        }),
+        Err(e) => {
+            let _ = done.send(Work::Sitemap {
+                lease,
+                result: Err(e),
+            });
+        }
+    }
+}
+
 async fn run_robots(
     fetcher: Fetcher,
     host: HostKey,
@@ -363,6 +435,11 @@ impl Workers {
     /// Fetches a soft-404 probe (archived, not a page); the answer arrives as `Work::Probe`.
     pub(crate) fn spawn_probe(&self, lease: Lease, url: Url) {
         tokio::spawn(run_probe(self.job(lease, url, None)));
+    }
+
+    /// Fetches and reads a sitemap file; the answer arrives as `Work::Sitemap`.
+    pub(crate) fn spawn_sitemap(&self, lease: Lease, url: Url, limits: Limits) {
+        tokio::spawn(run_sitemap(self.job(lease, url, None), limits));
     }
 
     fn job(&self, lease: Lease, url: Url, validators: Option<Validators>) -> PageJob {

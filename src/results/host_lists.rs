@@ -48,6 +48,7 @@ pub fn host_list_lines(data_dir: &Path, host: &str, list: HostList) -> Result<Ve
         limit: Some(HOST_LIST_LINES),
         sort: SortKey::Url,
         facts: Default::default(),
+        found_by: None,
     };
     let mut out = Vec::new();
     crate::results::run(&query, &mut out).map_err(|e| crate::text::error_chain(&e))?;

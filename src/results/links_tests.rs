@@ -14,6 +14,7 @@ fn query(listing: Listing) -> Query {
         limit: None,
         sort: SortKey::Url,
         facts: Default::default(),
+        found_by: None,
     }
 }
 

@@ -12,6 +12,7 @@ pub mod output;
 pub mod page;
 pub mod query;
 pub mod rows;
+pub mod sitemaps;
 
 use std::io::Write;
 use std::sync::Arc;
@@ -118,7 +119,7 @@ fn lists_parked(query: &Query) -> bool {
             .is_none_or(|by| by == "trap" || query::by_alert(by).is_some())
 }
 
-static PAGE_TABLE: [Column; 11] = [
+static PAGE_TABLE: [Column; 12] = [
     col("status", Some(6)),
     col("type", Some(16)),
     col("size", Some(9)),
@@ -127,12 +128,13 @@ static PAGE_TABLE: [Column; 11] = [
     col("cut", Some(7)),
     col("in", Some(5)),
     col("index", Some(5)),
+    col("found_by", Some(12)),
     col("fate", Some(20)),
     col("url", Some(70)),
     col("title", None),
 ];
 
-static PAGE_FIELDS: [Column; 24] = [
+static PAGE_FIELDS: [Column; 25] = [
     col("url", None),
     col("status", None),
     col("content_type", None),
@@ -157,6 +159,7 @@ static PAGE_FIELDS: [Column; 24] = [
     col("links_out", None),
     col("inlinks", None),
     col("hreflang", None),
+    col("found_by", None),
 ];
 
 fn page_fields(row: &Row, format: Format) -> Vec<String> {
@@ -196,6 +199,7 @@ fn page_fields(row: &Row, format: Format) -> Vec<String> {
         num(facts.links_out),
         facts.inlinks.to_string(),
         hreflang.join(" "),
+        row.found_by.label().to_string(),
     ]
 }
 
@@ -236,6 +240,7 @@ fn page_table_fields(row: &Row) -> Vec<String> {
         cut,
         row.facts.inlinks.to_string(),
         yes_no(row.facts.indexable).to_string(),
+        row.found_by.label().to_string(),
         fate,
         row.url.clone(),
         title,
@@ -247,7 +252,8 @@ fn list_pages(query: &Query, results: &Results, out: impl Write) -> anyhow::Resu
         Format::Table => &PAGE_TABLE,
         _ => &PAGE_FIELDS,
     };
-    let with_referrers = matches!(query.format, Format::Json | Format::Csv | Format::Tsv);
+    // The referrers say which URLs were found by links (`found_by`).
+    let with_referrers = true;
     let mut output = Output::start(out, query.format, columns)?;
     let mut write = |row: &Row| output.row(&page_fields(row, query.format), row);
     let rows = matching_rows(query, results, with_referrers)?;

@@ -108,6 +108,7 @@ pub const ERROR_KINDS: &[&str] = &[
     "other",
     "bad-redirect",
     "too-many-redirects",
+    "sitemap",
 ];
 
 /// How `--by` names one trap alert: `alert:3` (`alert:#3` too).
@@ -201,6 +202,8 @@ pub struct Query {
     pub sort: SortKey,
     /// `--indexable`, `--missing` (pages only).
     pub facts: super::facts::FactFilters,
+    /// Keep URLs found this way (links, sitemap, both, seed, sitemap-file).
+    pub found_by: Option<super::sitemaps::FoundBy>,
 }
 
 impl Query {

@@ -8,15 +8,17 @@ use serde::Serialize;
 
 use super::facts::RowFacts;
 use super::query::{by_alert, Fate, Query, PRIVATE_ADDRESS};
+use super::sitemaps::FoundBy;
 use crate::engine::inspect::quarantine::ParkedEntry;
 use crate::engine::store::remote::Results;
 use crate::engine::store::{
-    FilterReason, FilteredUrl, PageOutcome, PageRecord, StoreError, SOFT_404_PROBE,
+    FilterReason, FilteredUrl, PageOutcome, PageRecord, SitemapEntry, StoreError, SOFT_404_PROBE,
 };
 
 type Entries<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
 type ReferrerStream = Peekable<Entries<(String, Vec<String>)>>;
 type InlinkStream = Peekable<Entries<(String, u32)>>;
+type SitemapStream = Peekable<Entries<SitemapEntry>>;
 
 /// What a listing shows of one URL.
 #[derive(Debug, Clone, Serialize)]
@@ -56,6 +58,8 @@ pub struct Row {
     /// Response time, indexability, description, headings, words, links out.
     #[serde(flatten)]
     pub facts: RowFacts,
+    /// Found by links, a sitemap, both, or a seed (read with the referrers).
+    pub found_by: FoundBy,
     #[serde(skip)]
     pub(super) fetched_at_unix_ms: u64,
     #[serde(skip)]
@@ -141,6 +145,7 @@ impl Row {
         Row {
             facts,
             alert,
+            found_by: FoundBy::Seed,
             fetched_at: rfc3339(p.fetched_at_unix_ms),
             fetched_at_unix_ms: p.fetched_at_unix_ms,
             url: p.url,
@@ -184,6 +189,7 @@ impl Row {
             links_cut: 0,
             alert,
             facts: RowFacts::default(),
+            found_by: FoundBy::Seed,
         }
     }
 
@@ -191,6 +197,8 @@ impl Row {
     /// its own, found on its first referrer.
     pub fn of_parked(p: ParkedEntry) -> Row {
         let detail = p.found_on.first().map(|page| format!("found on {page}"));
+        // Parked URLs are read by alert, not beside the sitemap rows.
+        let found_by = FoundBy::of(!p.found_on.is_empty(), None);
         Row {
             fetched_at: String::new(),
             fetched_at_unix_ms: 0,
@@ -209,6 +217,7 @@ impl Row {
             alert: Some(p.alert_id),
             links_cut: 0,
             facts: RowFacts::default(),
+            found_by,
         }
     }
 
@@ -222,6 +231,7 @@ impl Row {
             })
             && q.host.as_deref().is_none_or(|h| h == self.host)
             && q.facts.passes(&self.facts, self.title.as_deref())
+            && q.found_by.is_none_or(|f| f == self.found_by)
     }
 }
 
@@ -231,12 +241,14 @@ fn rfc3339(unix_ms: u64) -> String {
 }
 
 /// Every row under `prefix` in URL order: page records, then (for URLs
-/// without one) links left out; with their referrers if `referrers`.
+/// without one) links left out; with their referrers and `found_by` if
+/// `referrers`.
 pub struct Rows {
     pages: Peekable<Entries<PageRecord>>,
     filtered: Option<Peekable<Entries<FilteredUrl>>>,
     referrers: Option<ReferrerStream>,
     inlinks: InlinkStream,
+    sitemaps: Option<SitemapStream>,
     rules: std::sync::Arc<RuleOrigins>,
 }
 
@@ -263,6 +275,11 @@ impl Rows {
                 None
             },
             inlinks: results.inlink_entries(prefix)?.peekable(),
+            sitemaps: if with_referrers {
+                Some(results.sitemap_entries(prefix)?.peekable())
+            } else {
+                None
+            },
             rules,
         })
     }
@@ -330,6 +347,30 @@ fn entry_of<T>(
     }
 }
 
+impl Rows {
+    /// Sets `found_by` from the referrers and the URL's sitemap row.
+    fn attach_found_by(&mut self, row: &mut Row) -> Result<(), StoreError> {
+        let Some(rows) = &mut self.sitemaps else {
+            return Ok(());
+        };
+        loop {
+            match rows.peek() {
+                Some(Ok(e)) if e.url.as_str() < row.url.as_str() => {
+                    rows.next();
+                }
+                Some(Err(_)) => return rows.next().map_or(Ok(()), |r| r.map(|_| ())),
+                next => {
+                    let listed = next
+                        .and_then(|r| r.as_ref().ok())
+                        .filter(|e| e.url == row.url);
+                    row.found_by = FoundBy::of(!row.referrers.is_empty(), listed);
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
 impl Iterator for Rows {
     type Item = Result<Row, StoreError>;
 
@@ -338,7 +379,10 @@ impl Iterator for Rows {
             Ok(row) => row,
             Err(e) => return Some(Err(e)),
         };
-        Some(self.attach_referrers(&mut row).map(|()| row))
+        let attached = self
+            .attach_referrers(&mut row)
+            .and_then(|()| self.attach_found_by(&mut row));
+        Some(attached.map(|()| row))
     }
 }
 
@@ -359,6 +403,7 @@ mod tests {
             limit: None,
             sort: SortKey::Url,
             facts: Default::default(),
+            found_by: None,
         }
     }
 

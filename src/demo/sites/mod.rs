@@ -1,6 +1,7 @@
 //! Page generators, one module per family of sites. Every page is computed
 //! from the request path (and a few per-site counters); nothing is read from disk.
 
+mod audit;
 pub(crate) mod bench;
 mod blog;
 mod content;
@@ -19,6 +20,9 @@ use url::Url;
 
 use super::SiteKind;
 
+pub use audit::{
+    AUDIT_NOT_IN_SITEMAP, AUDIT_ORPHANS, AUDIT_PAGES, AUDIT_SITEMAP_404, AUDIT_SITEMAP_FILES,
+};
 pub use blog::{blog_allowed_paths, blog_disallowed_paths};
 pub(crate) use hostile::huge_chunk;
 pub use triage::{archive_real_paths, MANUAL_PAGES};
@@ -163,6 +167,7 @@ pub(crate) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
         SiteKind::Facets => traps::facets(ctx, req),
         SiteKind::Manual => triage::manual(ctx, req),
         SiteKind::Archive => triage::archive(ctx, req),
+        SiteKind::Audit => audit::respond(ctx, req),
         SiteKind::RobotsFlaky => faults::robots_flaky(ctx, req),
         SiteKind::Flaky => faults::flaky(ctx, req),
         SiteKind::RobotsStatus(code) => faults::robots_status(ctx, req, code),

@@ -24,6 +24,7 @@ use crate::engine::probes::SoftProbes;
 use crate::engine::recrawl;
 use crate::engine::robots::SharedRobots;
 use crate::engine::rules::OperatorRules;
+use crate::engine::sitemaps::SitemapFiles;
 use crate::engine::slots::FetchSlots;
 use crate::engine::stats::CrawlStats;
 use crate::engine::store::faults::DiskFaults;
@@ -78,6 +79,12 @@ pub(in crate::engine) fn build(
         traps.mark_raised(&host, kind, &rule);
     }
     let probes = SoftProbes::load(&store).map_err(store_err)?;
+    let sitemaps =
+        SitemapFiles::load(&store, config.sitemaps.max_files_per_host).map_err(store_err)?;
+    let mut config = config;
+    // A pending file is known to the worker that queued it only: another
+    // worker of a shared crawl would take it for a page.
+    config.sitemaps.enabled &= options.cluster.is_none();
     let journal = Journal::load(&store).map_err(store_err)?;
     let operator = restore_settings(&store, &config, &options.overrides, &mut rules, &mut alerts)?;
     let recrawl_pass = recrawl_pass(&store, frontier.as_mut(), options.recrawl)?;
@@ -109,6 +116,7 @@ pub(in crate::engine) fn build(
         traps,
         alerts,
         probes,
+        sitemaps,
         hosts,
         workers,
         results,

@@ -103,6 +103,7 @@ impl Coordinator {
                     self.start_robots(&host);
                 }
                 FetchGate::RobotsDenied if self.is_probe(&lease) => self.probe_denied(lease),
+                FetchGate::RobotsDenied if self.is_sitemap(&lease) => self.sitemap_denied(lease),
                 FetchGate::RobotsDenied => self.record_robots_denied(lease),
                 FetchGate::BreakerHeld => {
                     self.release(lease);
@@ -116,6 +117,11 @@ impl Coordinator {
                     self.slots.start_page();
                     if self.is_probe(&lease) {
                         self.workers.spawn_probe(lease, url);
+                        continue;
+                    }
+                    if self.is_sitemap(&lease) {
+                        let limits = self.sitemap_limits();
+                        self.workers.spawn_sitemap(lease, url, limits);
                         continue;
                     }
                     let validators = self.validators_for(&lease.entry.url);

@@ -162,16 +162,8 @@ impl Coordinator {
         };
         match settled {
             RobotsSettled::Open { sitemaps } => {
-                if !sitemaps.is_empty() {
-                    self.outbox.log(
-                        Level::Info,
-                        format!(
-                            "{host}: robots.txt lists sitemap(s) {}",
-                            sitemaps.join(", ")
-                        ),
-                    );
-                }
                 self.hold(host, Hold::Robots, false);
+                self.find_sitemaps(host, origin, &sitemaps);
             }
             RobotsSettled::DisallowAll => {
                 let dropped = self.finish_host(host, PageOutcome::RobotsDenied);

@@ -12,6 +12,15 @@ use crate::engine::prioritize::priority;
 use crate::engine::store::{FilterReason, FilteredUrl, PageRecord};
 use crate::engine::url_norm::{self, Rejection};
 
+/// Where links were found: the page (or sitemap), the referrer to record
+/// (none for a sitemap), and the depth and redirect count they get.
+pub(super) struct Found<'a> {
+    parent: &'a Url,
+    referrer: Option<&'a str>,
+    depth: u32,
+    redirects: u8,
+}
+
 impl Coordinator {
     /// Exact-duplicate check: the first URL stored with this digest, if it
     /// is another one.
@@ -49,10 +58,40 @@ impl Coordinator {
             0
         };
         // Extraction normalizes the links it finds; a Location header is not.
-        let candidates = self.in_scope(&parent_entry.url, links, depth, redirect);
-        let fresh = self.claim_unseen(&parent_entry.url, candidates);
+        let found = Found {
+            parent,
+            referrer: Some(&parent_entry.url),
+            depth,
+            redirects,
+        };
+        self.admit(found, links, redirect)
+    }
+
+    /// A sitemap's URLs take the links' way, one hop below the file (which
+    /// is at depth 0): scope, rules, the seen set and quarantine, but no
+    /// referrer (a sitemap is no page linking to them: `pages` tells them
+    /// apart by that) and no trap detector (a sitemap lists a site's URLs
+    /// by design, tens of thousands of them at once).
+    pub(super) fn admit_sitemap_urls(
+        &mut self,
+        sitemap: &Url,
+        urls: Vec<Url>,
+        depth: u32,
+    ) -> Vec<FrontierEntry> {
+        let found = Found {
+            parent: sitemap,
+            referrer: None,
+            depth,
+            redirects: 0,
+        };
+        self.admit(found, urls, true)
+    }
+
+    fn admit(&mut self, found: Found, links: Vec<Url>, normalize: bool) -> Vec<FrontierEntry> {
+        let candidates = self.in_scope(found.referrer, links, found.depth, normalize);
+        let fresh = self.claim_unseen(found.referrer, candidates);
         let quarantining_before = self.alerts.quarantining_count();
-        let (mut admitted, given_up) = self.route_fresh(parent, fresh, depth, redirects);
+        let (mut admitted, given_up) = self.route_fresh(&found, fresh);
         if !given_up.is_empty() {
             if let Err(e) = self.store.record_pages(&given_up) {
                 self.storage_failed("recording URLs of given-up hosts", e);
@@ -78,16 +117,19 @@ impl Coordinator {
     /// by them blocks go neither way.
     fn route_fresh(
         &mut self,
-        parent: &Url,
+        found: &Found,
         fresh: Vec<(Url, HostKey)>,
-        depth: u32,
-        redirects: u8,
     ) -> (Vec<FrontierEntry>, Vec<PageRecord>) {
+        let (depth, redirects) = (found.depth, found.redirects);
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
         let rules_before = self.rules.next_id();
         for (url, host) in fresh {
-            if let Some(d) = self.traps.on_discovered(parent, &url, depth) {
+            let detection = match found.referrer {
+                Some(_) => self.traps.on_discovered(found.parent, &url, depth),
+                None => None,
+            };
+            if let Some(d) = detection {
                 // The alert's sweep must find the group's links queued.
                 self.sync();
                 self.raise_alert(d);
@@ -122,7 +164,7 @@ impl Coordinator {
     /// listing can say why they were not fetched and who links to them.
     fn in_scope(
         &mut self,
-        parent: &str,
+        parent: Option<&str>,
         links: Vec<Url>,
         depth: u32,
         normalize: bool,
@@ -173,15 +215,18 @@ impl Coordinator {
         kept
     }
 
-    /// Records links left out, and `parent` as their first referrer (new
-    /// ones) or a further one.
-    fn record_filtered(&mut self, parent: &str, filtered: &[FilteredUrl]) {
+    /// Records links left out, and `parent` (if any) as their first
+    /// referrer (new ones) or a further one.
+    fn record_filtered(&mut self, parent: Option<&str>, filtered: &[FilteredUrl]) {
         if filtered.is_empty() {
             return;
         }
         let fresh = match self.store.record_filtered(filtered) {
             Ok(fresh) => fresh,
             Err(e) => return self.storage_failed("recording links left out", e),
+        };
+        let Some(parent) = parent else {
+            return;
         };
         // New to the filtered tree is not new to the crawl: a link too deep
         // here may have been found (and queued) from a shallower page.
@@ -197,8 +242,13 @@ impl Coordinator {
     }
 
     /// The links never seen before, in one batch; they are seen from now on.
-    /// `parent` is recorded as the first referrer of those, a further one of the others.
-    fn claim_unseen(&mut self, parent: &str, links: Vec<(Url, HostKey)>) -> Vec<(Url, HostKey)> {
+    /// `parent` (if any) is recorded as the first referrer of those, a
+    /// further one of the others.
+    fn claim_unseen(
+        &mut self,
+        parent: Option<&str>,
+        links: Vec<(Url, HostKey)>,
+    ) -> Vec<(Url, HostKey)> {
         if links.is_empty() {
             return links;
         }
@@ -210,12 +260,14 @@ impl Coordinator {
                 return Vec::new();
             }
         };
-        let referred = links
-            .iter()
-            .zip(&fresh)
-            .map(|((url, _), f)| (url.as_str(), *f));
-        if let Err(e) = self.store.add_referrers(parent, referred) {
-            self.storage_failed("recording who links to a page", e);
+        if let Some(parent) = parent {
+            let referred = links
+                .iter()
+                .zip(&fresh)
+                .map(|((url, _), f)| (url.as_str(), *f));
+            if let Err(e) = self.store.add_referrers(parent, referred) {
+                self.storage_failed("recording who links to a page", e);
+            }
         }
         links
             .into_iter()

@@ -16,6 +16,7 @@ mod preview;
 mod preview_job;
 mod probe;
 mod results;
+mod sitemap;
 mod snapshot;
 mod sweep;
 mod triage;
@@ -36,6 +37,7 @@ use super::hosts::HostTable;
 use super::outbox::Outbox;
 use super::probes::SoftProbes;
 use super::rules::OperatorRules;
+use super::sitemaps::SitemapFiles;
 use super::slots::FetchSlots;
 use super::stats::CrawlStats;
 use super::store::{Store, StoreError};
@@ -81,6 +83,8 @@ pub(crate) struct Coordinator {
     traps: TrapDetector,
     alerts: Alerts,
     probes: SoftProbes,
+    /// Each host's sitemap files, and which are pending.
+    sitemaps: SitemapFiles,
     hosts: HostTable,
     workers: Workers,
     results: mpsc::UnboundedReceiver<Work>,

@@ -97,6 +97,11 @@ impl Coordinator {
                 self.hosts.fetch_ended(&lease.entry.host);
                 self.probe_answered(lease, result, now);
             }
+            Work::Sitemap { lease, result } => {
+                self.slots.end_page();
+                self.hosts.fetch_ended(&lease.entry.host);
+                self.sitemap_answered(lease, result, now);
+            }
         }
     }
 

@@ -37,6 +37,11 @@ impl CrawlBatch {
         ));
     }
 
+    /// Writes a row other than the queue's, the seen marks and the pages'.
+    pub(super) fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        self.writes.push((key, Some(value)));
+    }
+
     pub(crate) fn set_seq(&mut self, next_seq: u64) {
         self.set_meta(keys::META_SEQ, &next_seq.to_be_bytes());
     }

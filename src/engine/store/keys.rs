@@ -9,12 +9,14 @@
 //! - `k <alert u64 BE> <seq u64 BE>`              — a URL parked by a trap alert
 //! - `m <name>`                                   — counters written in the same batches
 //! - `h <pass u32 BE> <host>`                     — a host's figures, written with the counters
+//! - `x <url>`                                    — the sitemap that listed a URL (`sitemaps.rs`)
 
 pub(crate) const QUEUE: u8 = b'f';
 pub(crate) const SEEN: u8 = b's';
 pub(crate) const PAGE: u8 = b'p';
 pub(crate) const PARKED: u8 = b'k';
 pub(crate) const HOST_FIGURES: u8 = b'h';
+pub(crate) const SITEMAP: u8 = b'x';
 
 pub(crate) const META_SEQ: &[u8] = b"mseq";
 pub(crate) const META_PAGES: &[u8] = b"mpages";
@@ -100,6 +102,13 @@ pub(crate) fn seen_key(fp: u64) -> [u8; 9] {
 pub(crate) fn page_key(url: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(url.len() + 1);
     key.push(PAGE);
+    key.extend_from_slice(url.as_bytes());
+    key
+}
+
+pub(crate) fn sitemap_key(url: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(url.len() + 1);
+    key.push(SITEMAP);
     key.extend_from_slice(url.as_bytes());
     key
 }

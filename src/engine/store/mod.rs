@@ -21,6 +21,7 @@ mod records;
 mod referrers;
 #[cfg(unix)]
 pub mod remote;
+mod sitemaps;
 pub(crate) mod warc;
 mod warc_read;
 
@@ -41,6 +42,7 @@ pub use query::{Entries, FilterReason, FilteredUrl};
 pub use records::{PageOutcome, PageRecord, WarcLocation, SOFT_404_PROBE};
 use referrers::ReferrerCounts;
 pub use referrers::MAX_REFERRERS;
+pub use sitemaps::SitemapEntry;
 pub use warc_read::{read_response, ArchivedResponse};
 
 /// Why a read or write of the crawl database failed.
@@ -167,6 +169,8 @@ pub enum Tree {
     /// Crawl-wide records: settings, counters, elapsed time, seeds, recrawl pass, and the
     /// first URL of each content digest.
     Meta,
+    /// Each host's sitemap files: how many were queued, which are pending, by host key.
+    Sitemaps,
 }
 
 /// The crawl database. Cheap to clone: sled handles are reference counted.
@@ -183,6 +187,7 @@ struct Inner {
     alerts: sled::Tree,
     hosts: sled::Tree,
     meta: sled::Tree,
+    sitemaps: sled::Tree,
     /// Referrers and digests, outside sled (see `index.rs`).
     index: CrawlIndex,
     /// Referrers held back and how many each URL has (see `referrers.rs`),
@@ -255,6 +260,7 @@ impl Store {
             alerts: open_tree("alerts")?,
             hosts: open_tree("hosts")?,
             meta: open_tree("meta")?,
+            sitemaps: open_tree("sitemaps")?,
             index,
             referrer_counts: Mutex::default(),
             inlink_group: AtomicU64::new(unix_micros()),
@@ -533,6 +539,7 @@ impl Store {
             Tree::Alerts => &self.inner.alerts,
             Tree::Hosts => &self.inner.hosts,
             Tree::Meta => &self.inner.meta,
+            Tree::Sitemaps => &self.inner.sitemaps,
         }
     }
 }
@@ -592,6 +599,7 @@ fn tree_name(tree: Tree) -> &'static str {
         Tree::Alerts => "alert",
         Tree::Hosts => "host state",
         Tree::Meta => "meta record",
+        Tree::Sitemaps => "host's sitemaps",
     }
 }
 

@@ -21,16 +21,18 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use super::query::Entries;
-use super::{FilteredUrl, FragmentLinks, PageRecord, Store, StoreError};
+use super::{FilteredUrl, FragmentLinks, PageRecord, SitemapEntry, Store, StoreError};
 use crate::engine::socket_path::SocketPath;
 
 /// The socket's name inside a data directory.
 pub const SOCKET_FILE: &str = "results.sock";
 
 /// Readers served at once; more are told the engine is busy. One `pages`
-/// listing streams up to five at once (pages, links left out, referrers,
-/// inlinks, parked URLs): this serves two listings and an inspector.
-const MAX_READERS: usize = 12;
+/// listing holds up to six streams per URL prefix (pages, links left out,
+/// referrers, inlinks, fragments read by audit, sitemap rows; two prefixes
+/// with `--host`) and then the parked URLs, and a closed stream's thread ends
+/// a moment after the client moves on.
+const MAX_READERS: usize = 16;
 
 /// A reader that stops reading (or sending) for this long is dropped.
 const IDLE_LIMIT: Duration = Duration::from_secs(60);
@@ -231,6 +233,7 @@ fn answer(verb: &str, arg: &str, reading: &Reading, out: &mut impl Write) -> Res
         "referrers" => send_all(store.referrer_entries(arg), stop, out)?,
         "inlinks" => send_all(store.inlink_entries(arg), stop, out)?,
         "fragments" => send_all(store.fragment_links(arg), stop, out)?,
+        "sitemaps" => send_all(store.sitemap_entries(arg), stop, out)?,
         "page" => send_line(&store.page(arg)?, out)?,
         "referrers-of" => send_line(&store.referrers(arg)?, out)?,
         "rules" => send_line(&store.rule_origins()?, out)?,
@@ -465,6 +468,14 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.fragment_links(url_prefix)),
             Results::Remote(r) => r.stream("fragments", url_prefix),
+        }
+    }
+
+    /// URLs sitemaps listed under `url_prefix`, in URL order.
+    pub fn sitemap_entries(&self, url_prefix: &str) -> Result<Entries<SitemapEntry>, StoreError> {
+        match self {
+            Results::Local(s) => Ok(s.sitemap_entries(url_prefix)),
+            Results::Remote(r) => r.stream("sitemaps", url_prefix),
         }
     }
 

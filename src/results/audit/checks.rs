@@ -37,6 +37,12 @@ pub enum Check {
     ExactDuplicates,
     /// Pages in near-duplicate groups.
     NearDuplicates,
+    /// URLs in a sitemap that no crawled page links to.
+    SitemapOrphans,
+    /// URLs in a sitemap that are not an indexable 200 page.
+    SitemapNotIndexable,
+    /// Indexable pages linked but missing from their host's sitemaps.
+    MissingFromSitemap,
 }
 
 /// A page is slow from this response time on, by default.
@@ -69,7 +75,7 @@ impl Priority {
 }
 
 /// Every check, in the order of their names' table.
-pub const ALL: [Check; 17] = [
+pub const ALL: [Check; 20] = [
     Check::BrokenLinks,
     Check::RedirectLoops,
     Check::BrokenFragments,
@@ -87,6 +93,9 @@ pub const ALL: [Check; 17] = [
     Check::LargePages,
     Check::ExactDuplicates,
     Check::NearDuplicates,
+    Check::SitemapOrphans,
+    Check::SitemapNotIndexable,
+    Check::MissingFromSitemap,
 ];
 
 impl Check {
@@ -110,6 +119,9 @@ impl Check {
             Check::LargePages => "large-pages",
             Check::ExactDuplicates => "exact-duplicates",
             Check::NearDuplicates => "near-duplicates",
+            Check::SitemapOrphans => "sitemap-orphans",
+            Check::SitemapNotIndexable => "sitemap-not-indexable",
+            Check::MissingFromSitemap => "missing-from-sitemap",
         }
     }
 
@@ -122,6 +134,8 @@ impl Check {
             | Check::MissingTitle => Priority::High,
             Check::NoindexLinked
             | Check::BrokenFragments
+            | Check::SitemapOrphans
+            | Check::SitemapNotIndexable
             | Check::DuplicateTitles
             | Check::MissingH1
             | Check::SlowPages => Priority::Medium,
@@ -155,6 +169,13 @@ impl Check {
             Check::LargePages => "HTML pages over 1 MiB".into(),
             Check::ExactDuplicates => "byte-identical copies of another page".into(),
             Check::NearDuplicates => "pages in near-duplicate groups".into(),
+            Check::SitemapOrphans => "URLs in a sitemap that no crawled page links to".into(),
+            Check::SitemapNotIndexable => {
+                "URLs in a sitemap that are not an indexable 200 page".into()
+            }
+            Check::MissingFromSitemap => {
+                "indexable pages linked but missing from their host's sitemap".into()
+            }
         }
     }
 

@@ -80,13 +80,15 @@ pub(super) fn run(
 /// (at most `--limit`).
 pub fn audit(query: &Query, show: Option<Check>, results: &Results) -> anyhow::Result<Tally> {
     let rules = Arc::new(RuleOrigins::load(results)?);
+    let sitemap_hosts = super::sitemaps::hosts_with_sitemap(results, query)?;
     let mut tally = Tally::new(show, query.limit);
-    let referrers = show == Some(Check::BrokenLinks);
+    // With the referrers: they say which URLs were found by links.
     for prefix in query.url_prefixes() {
-        for row in Rows::open(results, &prefix, false, referrers, rules.clone())? {
+        for row in Rows::open(results, &prefix, false, true, rules.clone())? {
             let row = row?;
             if query.host.as_deref().is_none_or(|h| h == row.host) {
                 tally.row(&row);
+                tally.sitemap_findings(&row, &super::sitemaps::findings(&row, &sitemap_hosts));
             }
         }
     }

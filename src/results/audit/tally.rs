@@ -10,6 +10,7 @@ use crate::results::facts::indexability;
 use crate::results::fragments::BrokenFragment;
 use crate::results::query::Fate;
 use crate::results::rows::Row;
+use crate::results::sitemaps::Finding as SitemapFinding;
 
 /// Redirect hops followed before a chain counts as a loop.
 const MAX_HOPS: usize = 32;
@@ -220,6 +221,27 @@ impl Tally {
     pub(super) fn near_duplicates(&mut self, near: Vec<(String, String)>) {
         for (url, first) in near {
             self.found(Check::NearDuplicates, &url, || format!("near {first}"));
+        }
+    }
+
+    /// Counts what the row's sitemap findings say.
+    pub(super) fn sitemap_findings(&mut self, row: &Row, found: &[SitemapFinding]) {
+        for finding in found {
+            let (check, detail) = match finding {
+                SitemapFinding::Orphan => {
+                    (Check::SitemapOrphans, "in a sitemap, linked from no page")
+                }
+                SitemapFinding::NotOk => (Check::SitemapNotIndexable, "in a sitemap"),
+                SitemapFinding::Missing => {
+                    (Check::MissingFromSitemap, "linked, not in the sitemap")
+                }
+            };
+            let why = match (&row.facts.indexability, row.status) {
+                (Some(why), _) => format!("{detail}; {why}"),
+                (None, Some(status)) => format!("{detail}; {status}"),
+                (None, None) => format!("{detail}; {}", row.fate),
+            };
+            self.found(check, &row.url, || why);
         }
     }
 

@@ -1,0 +1,203 @@
+//! `Audit`: a small site whose sitemaps and links disagree, for the site
+//! audit. robots.txt names a sitemap index; the index lists a gzip-compressed
+//! sitemap (served as `.xml.gz`, an opaque gzip file) and a plain one. The
+//! sitemaps list an orphan page (linked from nowhere), a URL answering 404
+//! and most linked pages; two linked pages are in no sitemap. Every page is
+//! one row of [`PAGES`], so new kinds of page are one line each.
+
+use std::io::Write;
+
+use super::{Reply, Req, SiteCtx};
+use crate::demo::html::{filler, rng_for, Html};
+
+/// Which sitemap file lists a page.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Listed {
+    /// `/sitemaps/pages.xml.gz`.
+    Gzipped,
+    /// `/sitemaps/more.xml`.
+    Plain,
+    /// No sitemap.
+    Nowhere,
+}
+
+/// What a path answers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Body {
+    Page,
+    NotFound,
+}
+
+struct Page {
+    path: &'static str,
+    title: &'static str,
+    body: Body,
+    /// The home page links it.
+    linked: bool,
+    listed: Listed,
+    lastmod: &'static str,
+}
+
+const fn page(path: &'static str, title: &'static str, linked: bool, listed: Listed) -> Page {
+    Page {
+        path,
+        title,
+        body: Body::Page,
+        linked,
+        listed,
+        lastmod: "2025-03-01",
+    }
+}
+
+/// The site. `/` links every `linked` page; each page links home.
+const PAGES: &[Page] = &[
+    page("/", "Audit demo: home", true, Listed::Gzipped),
+    page("/about.html", "About us", true, Listed::Gzipped),
+    page("/products/1.html", "Product one", true, Listed::Gzipped),
+    page("/products/2.html", "Product two", true, Listed::Gzipped),
+    page("/products/3.html", "Product three", true, Listed::Gzipped),
+    page("/blog/1.html", "Blog post one", true, Listed::Plain),
+    page("/blog/2.html", "Blog post two", true, Listed::Plain),
+    page("/blog/3.html", "Blog post three", true, Listed::Nowhere),
+    page("/contact.html", "Contact", true, Listed::Nowhere),
+    page("/orphan.html", "Orphan page", false, Listed::Gzipped),
+    Page {
+        path: "/gone.html",
+        title: "",
+        body: Body::NotFound,
+        linked: false,
+        listed: Listed::Plain,
+        lastmod: "2024-01-15",
+    },
+];
+
+/// Paths in a sitemap that no page links to (the orphans), the 404 included.
+pub const AUDIT_ORPHANS: &[&str] = &["/orphan.html", "/gone.html"];
+/// Paths in a sitemap that answer 404.
+pub const AUDIT_SITEMAP_404: &[&str] = &["/gone.html"];
+/// Linked HTML pages that no sitemap lists.
+pub const AUDIT_NOT_IN_SITEMAP: &[&str] = &["/blog/3.html", "/contact.html"];
+/// The sitemap files, in the order a crawler finds them.
+pub const AUDIT_SITEMAP_FILES: &[&str] = &[
+    "/sitemap-index.xml",
+    "/sitemaps/pages.xml.gz",
+    "/sitemaps/more.xml",
+];
+/// Pages answering 200 (linked or not).
+pub const AUDIT_PAGES: usize = 10;
+
+pub(super) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
+    match req.path {
+        "/robots.txt" => Reply::text(format!(
+            "User-agent: *\nDisallow: /private/\n\nSitemap: {}\n",
+            ctx.abs("/sitemap-index.xml")
+        )),
+        "/sitemap-index.xml" => xml(index(ctx)),
+        "/sitemaps/pages.xml.gz" => {
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            let urlset = urlset(ctx, Listed::Gzipped);
+            let body = gz.write_all(urlset.as_bytes()).and_then(|()| gz.finish());
+            match body {
+                Ok(bytes) => Reply::with_type(200, "application/gzip", bytes),
+                Err(_) => Reply::status(500, "gzip failed\n"),
+            }
+        }
+        "/sitemaps/more.xml" => xml(urlset(ctx, Listed::Plain)),
+        path => match PAGES.iter().find(|p| p.path == path) {
+            Some(p) if p.body == Body::Page => Reply::html(render(p)),
+            _ => Reply::not_found(),
+        },
+    }
+}
+
+fn xml(body: String) -> Reply {
+    Reply::with_type(200, "application/xml", body)
+}
+
+fn index(ctx: &SiteCtx) -> String {
+    let mut out = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <sitemapindex xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",
+    );
+    for file in &AUDIT_SITEMAP_FILES[1..] {
+        out.push_str(&format!(
+            "  <sitemap><loc>{}</loc><lastmod>2025-03-01</lastmod></sitemap>\n",
+            ctx.abs(file)
+        ));
+    }
+    out.push_str("</sitemapindex>\n");
+    out
+}
+
+fn urlset(ctx: &SiteCtx, listed: Listed) -> String {
+    let mut out = String::from(
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n\
+         <urlset xmlns=\"http://www.sitemaps.org/schemas/sitemap/0.9\">\n",
+    );
+    for p in PAGES.iter().filter(|p| p.listed == listed) {
+        out.push_str(&format!(
+            "  <url><loc>{}</loc><lastmod>{}</lastmod></url>\n",
+            ctx.abs(p.path),
+            p.lastmod
+        ));
+    }
+    out.push_str("</urlset>\n");
+    out
+}
+
+fn render(p: &Page) -> String {
+    let mut html = Html::new(p.title);
+    html.p(&filler(&mut rng_for(p.path), 40));
+    if p.path == "/" {
+        for other in PAGES.iter().filter(|o| o.linked && o.path != "/") {
+            html.link(other.path, other.title);
+        }
+    } else {
+        html.link("/", "home");
+    }
+    html.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::sitemaps::parse::{parse, Kind, Limits};
+
+    #[test]
+    fn the_tables_agree_with_the_constants() {
+        let pages = PAGES.iter().filter(|p| p.body == Body::Page);
+        assert_eq!(pages.count(), AUDIT_PAGES);
+        let orphans: Vec<&str> = PAGES
+            .iter()
+            .filter(|p| !p.linked && p.listed != Listed::Nowhere)
+            .map(|p| p.path)
+            .collect();
+        assert_eq!(orphans, AUDIT_ORPHANS);
+        let missing: Vec<&str> = PAGES
+            .iter()
+            .filter(|p| p.linked && p.listed == Listed::Nowhere)
+            .map(|p| p.path)
+            .collect();
+        assert_eq!(missing, AUDIT_NOT_IN_SITEMAP);
+        let limits = Limits {
+            max_bytes: 1 << 20,
+            max_urls: 100,
+        };
+        let base = url::Url::parse("http://audit.localhost:1/").unwrap();
+        let ctx = SiteCtx {
+            kind: crate::demo::SiteKind::Audit,
+            base: base.clone(),
+            peers: Default::default(),
+            latency_scale: 0.0,
+            robots_requests: Default::default(),
+            page_requests: Default::default(),
+            bench: (0, 0),
+        };
+        assert_eq!(
+            parse(index(&ctx).as_bytes(), limits).unwrap().kind,
+            Kind::Index
+        );
+        let plain = parse(urlset(&ctx, Listed::Plain).as_bytes(), limits).unwrap();
+        assert_eq!(plain.locs.len(), 3);
+    }
+}
