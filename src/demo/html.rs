@@ -83,6 +83,15 @@ impl Html {
         Html { buf }
     }
 
+    /// A document without a `<title>` or an `<h1>`.
+    pub fn bare() -> Self {
+        Html {
+            buf:
+                "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"></head>\n<body>\n"
+                    .into(),
+        }
+    }
+
     pub fn p(&mut self, text: &str) -> &mut Self {
         let _ = writeln!(self.buf, "<p>{}</p>", escape(text));
         self

@@ -34,7 +34,8 @@ pub use sites::shop::{
 };
 pub use sites::{archive_real_paths, blog_allowed_paths, blog_disallowed_paths, MANUAL_PAGES};
 pub use sites::{
-    AUDIT_NOT_IN_SITEMAP, AUDIT_ORPHANS, AUDIT_PAGES, AUDIT_SITEMAP_404, AUDIT_SITEMAP_FILES,
+    AUDIT_NOT_IN_SITEMAP, AUDIT_ORPHANS, AUDIT_PAGES, AUDIT_SITEMAP_FILES,
+    AUDIT_SITEMAP_NOT_INDEXABLE,
 };
 
 /// One site of the demo web and what it exercises in a crawler.

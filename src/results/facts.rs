@@ -58,7 +58,14 @@ impl RowFacts {
             links_out: p.links_found,
             inlinks: 0,
             hreflang: facts.map(|f| f.hreflang.clone()).unwrap_or_default(),
-            html: facts.is_some(),
+            // A page that redirects by its meta refresh is judged as a redirect.
+            html: facts.is_some()
+                && matches!(
+                    p.outcome,
+                    PageOutcome::Fetched { status: 200..=299 }
+                        | PageOutcome::NotModified
+                        | PageOutcome::Duplicate { .. }
+                ),
         }
     }
 }

@@ -3,7 +3,10 @@
 //! sitemap (served as `.xml.gz`, an opaque gzip file) and a plain one. The
 //! sitemaps list an orphan page (linked from nowhere), a URL answering 404
 //! and most linked pages; two linked pages are in no sitemap. Every page is
-//! one row of [`PAGES`], so new kinds of page are one line each.
+//! one row of [`PAGES`], so new kinds of page are one line each. Some pages
+//! carry what `crawldeck audit` reports: a canonical to the 404, a `noindex`
+//! page every page links, a meta refresh, two `<h1>`, a link to a missing
+//! `#fragment`, a duplicate title, a page without title or heading.
 
 use std::io::Write;
 
@@ -26,6 +29,17 @@ enum Listed {
 enum Body {
     Page,
     NotFound,
+    /// `rel=canonical` naming this path.
+    CanonicalTo(&'static str),
+    /// `<meta name="robots" content="noindex">`; every other page links it.
+    Noindex,
+    /// `<meta http-equiv="refresh">` to this path.
+    RefreshTo(&'static str),
+    /// A description, two `<h1>`, an `id="steps"` and links to `#steps` and
+    /// to a fragment `/about.html` lacks.
+    TwoHeadings,
+    /// No `<title>`, no `<h1>`.
+    Untitled,
 }
 
 struct Page {
@@ -49,7 +63,20 @@ const fn page(path: &'static str, title: &'static str, linked: bool, listed: Lis
     }
 }
 
-/// The site. `/` links every `linked` page; each page links home.
+/// A linked page of a special kind.
+const fn special(path: &'static str, title: &'static str, body: Body, listed: Listed) -> Page {
+    Page {
+        path,
+        title,
+        body,
+        linked: true,
+        listed,
+        lastmod: "2025-03-01",
+    }
+}
+
+/// The site. `/` links every `linked` page; each page links home and the
+/// noindex page.
 const PAGES: &[Page] = &[
     page("/", "Audit demo: home", true, Listed::Gzipped),
     page("/about.html", "About us", true, Listed::Gzipped),
@@ -61,6 +88,27 @@ const PAGES: &[Page] = &[
     page("/blog/3.html", "Blog post three", true, Listed::Nowhere),
     page("/contact.html", "Contact", true, Listed::Nowhere),
     page("/orphan.html", "Orphan page", false, Listed::Gzipped),
+    special(
+        "/canonical-elsewhere.html",
+        "Canonical to a retired page",
+        Body::CanonicalTo("/retired.html"),
+        Listed::Plain,
+    ),
+    special(
+        "/private-note.html",
+        "Private note",
+        Body::Noindex,
+        Listed::Nowhere,
+    ),
+    special(
+        "/moved.html",
+        "Moved",
+        Body::RefreshTo("/about.html"),
+        Listed::Nowhere,
+    ),
+    special("/guide.html", "Guide", Body::TwoHeadings, Listed::Gzipped),
+    page("/products/4.html", "Product three", true, Listed::Gzipped),
+    special("/untitled.html", "", Body::Untitled, Listed::Gzipped),
     Page {
         path: "/gone.html",
         title: "",
@@ -69,12 +117,19 @@ const PAGES: &[Page] = &[
         listed: Listed::Plain,
         lastmod: "2024-01-15",
     },
+    // Named only by a canonical (which a crawler follows as a link).
+    Page {
+        path: "/retired.html",
+        title: "",
+        body: Body::NotFound,
+        linked: false,
+        listed: Listed::Nowhere,
+        lastmod: "2024-01-15",
+    },
 ];
 
 /// Paths in a sitemap that no page links to (the orphans), the 404 included.
 pub const AUDIT_ORPHANS: &[&str] = &["/orphan.html", "/gone.html"];
-/// Paths in a sitemap that answer 404.
-pub const AUDIT_SITEMAP_404: &[&str] = &["/gone.html"];
 /// Linked HTML pages that no sitemap lists.
 pub const AUDIT_NOT_IN_SITEMAP: &[&str] = &["/blog/3.html", "/contact.html"];
 /// The sitemap files, in the order a crawler finds them.
@@ -84,7 +139,9 @@ pub const AUDIT_SITEMAP_FILES: &[&str] = &[
     "/sitemaps/more.xml",
 ];
 /// Pages answering 200 (linked or not).
-pub const AUDIT_PAGES: usize = 10;
+pub const AUDIT_PAGES: usize = 16;
+/// Paths in a sitemap that are not an indexable 200 page.
+pub const AUDIT_SITEMAP_NOT_INDEXABLE: &[&str] = &["/canonical-elsewhere.html", "/gone.html"];
 
 pub(super) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
     match req.path {
@@ -104,7 +161,7 @@ pub(super) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
         }
         "/sitemaps/more.xml" => xml(urlset(ctx, Listed::Plain)),
         path => match PAGES.iter().find(|p| p.path == path) {
-            Some(p) if p.body == Body::Page => Reply::html(render(p)),
+            Some(p) if p.body != Body::NotFound => Reply::html(render(p)),
             _ => Reply::not_found(),
         },
     }
@@ -146,14 +203,36 @@ fn urlset(ctx: &SiteCtx, listed: Listed) -> String {
 }
 
 fn render(p: &Page) -> String {
-    let mut html = Html::new(p.title);
+    let head = match p.body {
+        Body::CanonicalTo(path) => format!("<link rel=\"canonical\" href=\"{path}\">\n"),
+        Body::Noindex => "<meta name=\"robots\" content=\"noindex\">\n".into(),
+        Body::RefreshTo(path) => {
+            format!("<meta http-equiv=\"refresh\" content=\"0; url={path}\">\n")
+        }
+        Body::TwoHeadings => {
+            "<meta name=\"description\" content=\"How to use the demo.\">\n".into()
+        }
+        _ => String::new(),
+    };
+    let mut html = match p.body {
+        Body::Untitled => Html::bare(),
+        _ => Html::with_head(p.title, &head),
+    };
     html.p(&filler(&mut rng_for(p.path), 40));
+    if p.body == Body::TwoHeadings {
+        html.raw("<h1 id=\"steps\">Steps</h1>\n");
+        html.link("#steps", "the steps")
+            .link("/about.html#team", "the team");
+    }
     if p.path == "/" {
         for other in PAGES.iter().filter(|o| o.linked && o.path != "/") {
             html.link(other.path, other.title);
         }
     } else {
         html.link("/", "home");
+        if p.body != Body::Noindex {
+            html.link("/private-note.html", "a note");
+        }
     }
     html.finish()
 }
@@ -165,7 +244,7 @@ mod tests {
 
     #[test]
     fn the_tables_agree_with_the_constants() {
-        let pages = PAGES.iter().filter(|p| p.body == Body::Page);
+        let pages = PAGES.iter().filter(|p| p.body != Body::NotFound);
         assert_eq!(pages.count(), AUDIT_PAGES);
         let orphans: Vec<&str> = PAGES
             .iter()
@@ -175,10 +254,10 @@ mod tests {
         assert_eq!(orphans, AUDIT_ORPHANS);
         let missing: Vec<&str> = PAGES
             .iter()
-            .filter(|p| p.linked && p.listed == Listed::Nowhere)
+            .filter(|p| p.linked && p.listed == Listed::Nowhere && p.body == Body::Page)
             .map(|p| p.path)
             .collect();
-        assert_eq!(missing, AUDIT_NOT_IN_SITEMAP);
+        assert_eq!(missing, AUDIT_NOT_IN_SITEMAP, "indexable pages only");
         let limits = Limits {
             max_bytes: 1 << 20,
             max_urls: 100,
@@ -198,6 +277,6 @@ mod tests {
             Kind::Index
         );
         let plain = parse(urlset(&ctx, Listed::Plain).as_bytes(), limits).unwrap();
-        assert_eq!(plain.locs.len(), 3);
+        assert_eq!(plain.locs.len(), 4);
     }
 }

@@ -21,7 +21,8 @@ use url::Url;
 use super::SiteKind;
 
 pub use audit::{
-    AUDIT_NOT_IN_SITEMAP, AUDIT_ORPHANS, AUDIT_PAGES, AUDIT_SITEMAP_404, AUDIT_SITEMAP_FILES,
+    AUDIT_NOT_IN_SITEMAP, AUDIT_ORPHANS, AUDIT_PAGES, AUDIT_SITEMAP_FILES,
+    AUDIT_SITEMAP_NOT_INDEXABLE,
 };
 pub use blog::{blog_allowed_paths, blog_disallowed_paths};
 pub(crate) use hostile::huge_chunk;
