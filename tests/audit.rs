@@ -5,58 +5,10 @@
 use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use crawldeck::demo::{SiteKind, AUDIT_NOT_IN_SITEMAP, AUDIT_ORPHANS, AUDIT_SITEMAP_NOT_INDEXABLE};
-use serde_json::Value;
 
-/// No command may take longer than this.
-const LIMIT: Duration = Duration::from_secs(60);
-
-/// Runs the binary, killed by pid if it outlives [`LIMIT`].
-fn crawldeck(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
-    let out = std::thread::spawn(move || std::io::read_to_string(stdout));
-    let err = std::thread::spawn(move || std::io::read_to_string(stderr));
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if started.elapsed() > LIMIT {
-            let _ = child.kill();
-            panic!("{args:?} (pid {}) hangs", child.id());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Output {
-        status,
-        stdout: out.join().unwrap().unwrap().into_bytes(),
-        stderr: err.join().unwrap().unwrap().into_bytes(),
-    }
-}
-
-fn json_lines(args: &[&str]) -> Vec<Value> {
-    let out = crawldeck(args);
-    assert!(
-        out.status.success(),
-        "{args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout)
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str(l).expect("JSON lines"))
-        .collect()
-}
+use common::{json_lines, run_binary as crawldeck};
 
 fn path(url: &str) -> String {
     let url = url::Url::parse(url).expect("a URL");

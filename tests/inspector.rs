@@ -4,45 +4,11 @@
 
 use crate::common;
 
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
-
 use crawldeck::demo::SiteKind;
 use crawldeck::engine::inspect::{self, DiffSide, LinkFate, PageInspection};
 use crawldeck::engine::store::Store;
 
-/// No `crawldeck page` may take longer than this.
-const RUN_LIMIT: Duration = Duration::from_secs(60);
-
-/// Runs the binary, killed if it outlives [`RUN_LIMIT`].
-fn crawldeck(args: &[&str]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let started = Instant::now();
-    while child.try_wait().expect("child state").is_none() {
-        if started.elapsed() > RUN_LIMIT {
-            let _ = child.kill();
-            panic!("crawldeck {args:?} hangs");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn ok_stdout(args: &[&str]) -> String {
-    let out = crawldeck(args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8")
-}
+use common::{ok_stdout, run_binary as crawldeck};
 
 fn fate_of<'a>(page: &'a PageInspection, path: &str) -> &'a LinkFate {
     &page

@@ -5,55 +5,12 @@
 use crate::common;
 
 use std::collections::{BTreeSet, HashSet};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
 use crawldeck::demo::{blog_disallowed_paths, SiteKind, SHOP_BROKEN_PATH, SHOP_NOINDEX_PATH};
 use crawldeck::engine::telemetry::CrawlState;
 use serde_json::Value;
 
-/// No listing may take longer than this.
-const LISTING_LIMIT: Duration = Duration::from_secs(60);
-
-/// Runs the binary, killed if it outlives [`LISTING_LIMIT`].
-fn crawldeck(args: &[&str]) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the binary runs");
-    let started = Instant::now();
-    // Read while waiting, so a large listing cannot fill the pipe and stall.
-    let out = std::thread::spawn(move || child_output(child));
-    while !out.is_finished() {
-        assert!(started.elapsed() < LISTING_LIMIT, "listing {args:?} hangs");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    out.join().expect("output reader")
-}
-
-fn child_output(child: std::process::Child) -> Output {
-    child.wait_with_output().expect("the listing ends")
-}
-
-fn ok_stdout(args: &[&str]) -> String {
-    let out = crawldeck(args);
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).expect("UTF-8 output")
-}
-
-fn json_lines(args: &[&str]) -> Vec<Value> {
-    ok_stdout(args)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?} is not JSON: {e}")))
-        .collect()
-}
+use common::{json_lines, ok_stdout, run_binary as crawldeck};
 
 fn path_of(url: &str) -> String {
     url::Url::parse(url).expect("a URL").path().to_string()

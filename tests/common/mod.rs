@@ -123,3 +123,58 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// No run of the binary in a listing test may take longer than this.
+pub const RUN_LIMIT: Duration = Duration::from_secs(60);
+
+/// Runs the crawldeck binary with `args`, reading its output while it runs
+/// (a long listing cannot stall on a full pipe); killed by pid past
+/// [`RUN_LIMIT`].
+pub fn run_binary(args: &[&str]) -> std::process::Output {
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
+        .args(args)
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the binary runs");
+    let (stdout, stderr) = (child.stdout.take().unwrap(), child.stderr.take().unwrap());
+    let out = std::thread::spawn(move || std::io::read_to_string(stdout));
+    let err = std::thread::spawn(move || std::io::read_to_string(stderr));
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("child state") {
+            break status;
+        }
+        if started.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            panic!("crawldeck {args:?} (pid {}) hangs", child.id());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    std::process::Output {
+        status,
+        stdout: out.join().unwrap().expect("UTF-8 stdout").into_bytes(),
+        stderr: err.join().unwrap().expect("UTF-8 stderr").into_bytes(),
+    }
+}
+
+/// The binary's stdout, which must succeed.
+pub fn ok_stdout(args: &[&str]) -> String {
+    let out = run_binary(args);
+    assert!(
+        out.status.success(),
+        "{args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).expect("UTF-8 output")
+}
+
+/// The binary's JSON lines.
+pub fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
+    ok_stdout(args)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?} is not JSON: {e}")))
+        .collect()
+}

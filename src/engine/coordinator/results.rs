@@ -149,7 +149,7 @@ impl Coordinator {
 
     /// A fetched URL is recorded: counted crawl-wide and for its host alike,
     /// so the host rows add up to the crawl's figures.
-    fn count_recorded(&mut self, host: &str, status: Option<u16>, refused: bool) {
+    pub(super) fn count_recorded(&mut self, host: &str, status: Option<u16>, refused: bool) {
         self.stats.count().responses.record(status, refused);
         self.hosts.count_recorded(host, status, refused);
     }

@@ -233,6 +233,8 @@ impl Coordinator {
             format!("sitemap {}: {kind}: {}", lease.entry.url, e.message),
         );
         self.stats.count().count_error(kind);
+        // As a page without an answer: the host row adds up to the crawl's.
+        self.count_recorded(&host, None, e.kind == FetchErrorKind::PrivateAddress);
         let url = lease.entry.url.clone();
         let outcome = PageOutcome::Error {
             kind: kind.to_string(),
