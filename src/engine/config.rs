@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod checks;
+pub use checks::{ChecksConfig, ResourcesMode, DEFAULT_MAX_RESOURCES_PER_PAGE};
+
 /// The commented default configuration shipped with the binary.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../../assets/crawl.toml");
 
@@ -41,6 +44,8 @@ pub struct CrawlConfig {
     pub traps: TrapConfig,
     /// The sled cache and WARC output.
     pub storage: StorageConfig,
+    /// Resources and external links: requested for their status, never parsed.
+    pub checks: ChecksConfig,
 }
 
 impl Default for CrawlConfig {
@@ -59,6 +64,7 @@ impl Default for CrawlConfig {
             breaker: BreakerConfig::default(),
             traps: TrapConfig::default(),
             storage: StorageConfig::default(),
+            checks: ChecksConfig::default(),
         }
     }
 }
@@ -552,6 +558,9 @@ impl CrawlConfig {
         }
         if self.breaker.consecutive_failures == 0 {
             return invalid("breaker.consecutive_failures", "must be at least 1");
+        }
+        if let Some((key, message)) = self.checks.problem() {
+            return invalid(key, message);
         }
         validate_robots(&self.robots)?;
         validate_identity(&self.identity)

@@ -64,6 +64,7 @@ pub fn start_pass(
                 host: page.host,
                 depth: page.depth,
                 redirects: 0,
+                kind: crate::engine::store::UrlKind::Page,
             });
             if chunk.len() == PUSH_CHUNK {
                 match frontier.push(std::mem::take(&mut chunk)) {

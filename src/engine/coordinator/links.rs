@@ -9,8 +9,8 @@ use crate::engine::control::HostKey;
 use crate::engine::dedup::ContentDigest;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::prioritize::priority;
-use crate::engine::store::{FilterReason, FilteredUrl, PageRecord};
-use crate::engine::url_norm::{self, Rejection};
+use crate::engine::store::{FilterReason, FilteredUrl, PageRecord, UrlKind};
+use crate::engine::url_norm;
 
 impl Coordinator {
     /// Exact-duplicate check: the first URL stored with this digest, if it
@@ -30,12 +30,14 @@ impl Coordinator {
     }
 
     /// Normalization, filters, rules, seen check, traps and quarantine for a
-    /// page's links; returns the entries to queue.
+    /// page's links, each with the kind it was found as; returns the entries
+    /// to queue. Within one page a URL found as a link and as a resource is
+    /// a page (links come first); across pages the first finding wins.
     pub(super) fn admit_links(
         &mut self,
         parent: &Url,
         parent_entry: &FrontierEntry,
-        links: Vec<Url>,
+        links: Vec<(Url, UrlKind)>,
         redirect: bool,
     ) -> Vec<FrontierEntry> {
         let depth = if redirect {
@@ -51,6 +53,7 @@ impl Coordinator {
         // Extraction normalizes the links it finds; a Location header is not.
         let candidates = self.in_scope(&parent_entry.url, links, depth, redirect);
         let fresh = self.claim_unseen(&parent_entry.url, candidates);
+        let fresh = self.cap_externals(fresh, depth);
         let quarantining_before = self.alerts.quarantining_count();
         let (mut admitted, given_up) = self.route_fresh(parent, fresh, depth, redirects);
         if !given_up.is_empty() {
@@ -79,15 +82,20 @@ impl Coordinator {
     fn route_fresh(
         &mut self,
         parent: &Url,
-        fresh: Vec<(Url, HostKey)>,
+        fresh: Vec<(Url, HostKey, UrlKind)>,
         depth: u32,
         redirects: u8,
     ) -> (Vec<FrontierEntry>, Vec<PageRecord>) {
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
         let rules_before = self.rules.next_id();
-        for (url, host) in fresh {
-            if let Some(d) = self.traps.on_discovered(parent, &url, depth) {
+        for (url, host, kind) in fresh {
+            // Checks beget no links: no trap grows from them.
+            let detection = match kind {
+                UrlKind::Page => self.traps.on_discovered(parent, &url, depth),
+                _ => None,
+            };
+            if let Some(d) = detection {
                 // The alert's sweep must find the group's links queued.
                 self.sync();
                 self.raise_alert(d);
@@ -98,6 +106,7 @@ impl Coordinator {
                 url: url.into(),
                 depth,
                 redirects,
+                kind,
             };
             if self.rules.next_id() != rules_before
                 && self.rules.matches(&entry.url, &entry.host).is_some()
@@ -123,38 +132,35 @@ impl Coordinator {
     fn in_scope(
         &mut self,
         parent: &str,
-        links: Vec<Url>,
+        links: Vec<(Url, UrlKind)>,
         depth: u32,
         normalize: bool,
-    ) -> Vec<(Url, HostKey)> {
+    ) -> Vec<(Url, HostKey, UrlKind)> {
         let too_deep = depth > self.cfg.max_depth;
-        let mut kept = Vec::with_capacity(if too_deep { 0 } else { links.len() });
+        let mut kept = Vec::with_capacity(links.len());
         let mut filtered = Vec::new();
-        for mut url in links {
+        for (mut url, kind) in links {
             if normalize {
                 url_norm::normalize(&mut url);
             }
-            let reason = match self.filter.check(&url) {
-                Ok(()) if too_deep => Some(FilterReason::Depth),
-                Ok(()) => None,
-                Err(Rejection::OutOfScope) => Some(FilterReason::Scope),
-                Err(Rejection::DeniedExtension) => Some(FilterReason::Extension),
-                Err(_) => {
+            let kind = match self.admission(&url, kind, too_deep) {
+                Ok(kind) => kind,
+                Err(Some(reason)) => {
+                    self.stats.count().filtered += 1;
+                    filtered.push(FilteredUrl {
+                        host: url_norm::host_key(&url),
+                        url: url.into(),
+                        depth,
+                        reason,
+                        found_at_unix_ms: unix_ms(),
+                    });
+                    continue;
+                }
+                Err(None) => {
                     self.stats.count().filtered += 1;
                     continue;
                 }
             };
-            if let Some(reason) = reason {
-                self.stats.count().filtered += 1;
-                filtered.push(FilteredUrl {
-                    host: url_norm::host_key(&url),
-                    url: url.into(),
-                    depth,
-                    reason,
-                    found_at_unix_ms: unix_ms(),
-                });
-                continue;
-            }
             let host = url_norm::host_key(&url);
             if let Some(rule) = self.rules.matches(url.as_str(), &host) {
                 self.stats.count().blocked_by_rules += 1;
@@ -167,7 +173,7 @@ impl Coordinator {
                 });
                 continue;
             }
-            kept.push((url, host));
+            kept.push((url, host, kind));
         }
         self.record_filtered(parent, &filtered);
         kept
@@ -198,11 +204,11 @@ impl Coordinator {
 
     /// The links never seen before, in one batch; they are seen from now on.
     /// `parent` is recorded as the first referrer of those, a further one of the others.
-    fn claim_unseen(&mut self, parent: &str, links: Vec<(Url, HostKey)>) -> Vec<(Url, HostKey)> {
+    fn claim_unseen<T>(&mut self, parent: &str, links: Vec<(Url, HostKey, T)>) -> Vec<(Url, HostKey, T)> {
         if links.is_empty() {
             return links;
         }
-        let texts: Vec<&str> = links.iter().map(|(url, _)| url.as_str()).collect();
+        let texts: Vec<&str> = links.iter().map(|(url, ..)| url.as_str()).collect();
         let fresh = match self.frontier.claim_unseen(&texts) {
             Ok(fresh) => fresh,
             Err(e) => {
@@ -213,7 +219,7 @@ impl Coordinator {
         let referred = links
             .iter()
             .zip(&fresh)
-            .map(|((url, _), f)| (url.as_str(), *f));
+            .map(|((url, ..), f)| (url.as_str(), *f));
         if let Err(e) = self.store.add_referrers(parent, referred) {
             self.storage_failed("recording who links to a page", e);
         }

@@ -59,6 +59,7 @@ pub(crate) fn entry(host: &str, path: &str, priority: u8) -> FrontierEntry {
         depth: 1,
         priority,
         redirects: 0,
+        kind: crate::engine::store::UrlKind::Page,
     }
 }
 

@@ -36,7 +36,7 @@ use crawl_tree::CrawlTree;
 use faults::DiskFaults;
 use index::CrawlIndex;
 pub use query::{Entries, FilterReason, FilteredUrl};
-pub use records::{PageOutcome, PageRecord, WarcLocation, SOFT_404_PROBE};
+pub use records::{PageOutcome, PageRecord, UrlKind, WarcLocation, SOFT_404_PROBE};
 use referrers::ReferrerCounts;
 pub use referrers::MAX_REFERRERS;
 pub use warc_read::{read_response, ArchivedResponse};
