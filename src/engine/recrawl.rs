@@ -59,12 +59,13 @@ pub fn start_pass(
                 return;
             };
             chunk.push(FrontierEntry {
+                // A check is checked again, a page fetched again.
+                kind: page.kind,
                 priority: priority(&url, page.depth),
                 url: page.url,
                 host: page.host,
                 depth: page.depth,
                 redirects: 0,
-                kind: crate::engine::store::UrlKind::Page,
             });
             if chunk.len() == PUSH_CHUNK {
                 match frontier.push(std::mem::take(&mut chunk)) {

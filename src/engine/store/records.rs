@@ -6,7 +6,9 @@ use crate::engine::page_facts::{HtmlFacts, NoindexSource};
 
 /// What a URL was queued as: a page (fetched in full, its links followed) or
 /// a check (requested once for its status, never parsed).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum UrlKind {
     /// Fetched in full; its links are followed.
