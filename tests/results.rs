@@ -165,7 +165,10 @@ fn the_audit_finds_the_demo_webs_problems(data: &str) {
         .filter(|b| b["error"] == "redirect loop")
         .count() as u64;
     assert_eq!(
-        count("broken-links") + count("redirect-loops"),
+        count("broken-links")
+            + count("broken-resources")
+            + count("broken-external")
+            + count("redirect-loops"),
         broken.len() as u64
     );
     assert!(loops >= 2, "the loop site's two URLs: {broken:?}");

@@ -9,6 +9,7 @@ mod allocator;
 mod architecture;
 mod attach;
 mod attach_pty;
+mod checks;
 mod cli;
 mod cluster;
 mod cluster_ctl;

@@ -117,7 +117,7 @@ fn lists_parked(query: &Query) -> bool {
             .is_none_or(|by| by == "trap" || query::by_alert(by).is_some())
 }
 
-static PAGE_TABLE: [Column; 11] = [
+static PAGE_TABLE: [Column; 12] = [
     col("status", Some(6)),
     col("type", Some(16)),
     col("size", Some(9)),
@@ -126,12 +126,13 @@ static PAGE_TABLE: [Column; 11] = [
     col("cut", Some(7)),
     col("in", Some(5)),
     col("index", Some(5)),
+    col("kind", Some(8)),
     col("fate", Some(20)),
     col("url", Some(70)),
     col("title", None),
 ];
 
-static PAGE_FIELDS: [Column; 24] = [
+static PAGE_FIELDS: [Column; 25] = [
     col("url", None),
     col("status", None),
     col("content_type", None),
@@ -156,6 +157,7 @@ static PAGE_FIELDS: [Column; 24] = [
     col("links_out", None),
     col("inlinks", None),
     col("hreflang", None),
+    col("kind", None),
 ];
 
 fn page_fields(row: &Row, format: Format) -> Vec<String> {
@@ -195,6 +197,7 @@ fn page_fields(row: &Row, format: Format) -> Vec<String> {
         num(facts.links_out),
         facts.inlinks.to_string(),
         hreflang.join(" "),
+        row.kind.to_string(),
     ]
 }
 
@@ -235,6 +238,7 @@ fn page_table_fields(row: &Row) -> Vec<String> {
         cut,
         row.facts.inlinks.to_string(),
         yes_no(row.facts.indexable).to_string(),
+        row.kind.to_string(),
         fate,
         row.url.clone(),
         title,

@@ -11,7 +11,7 @@ use super::query::{by_alert, Fate, Query, PRIVATE_ADDRESS};
 use crate::engine::inspect::quarantine::ParkedEntry;
 use crate::engine::store::remote::Results;
 use crate::engine::store::{
-    FilterReason, FilteredUrl, PageOutcome, PageRecord, StoreError, SOFT_404_PROBE,
+    FilterReason, FilteredUrl, PageOutcome, PageRecord, StoreError, UrlKind, SOFT_404_PROBE,
 };
 
 type Entries<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
@@ -41,6 +41,9 @@ pub struct Row {
     pub referrers: Vec<String>,
     /// What became of it.
     pub fate: &'static str,
+    /// What it was queued as: `page`, or `resource` or `external` (only
+    /// checked for its status); links left out and parked URLs are `page`.
+    pub kind: &'static str,
     /// Why, for a URL not fetched or failed: `robots`, `rule 3`, `trap alert 2`,
     /// `scope`, `depth`, `extension`, `host`, or the error kind.
     pub reason: Option<String>,
@@ -152,6 +155,7 @@ impl Row {
             title: p.title,
             referrers: Vec::new(),
             fate: fate.label(),
+            kind: p.kind.label(),
             reason_class,
             reason,
             detail,
@@ -178,6 +182,7 @@ impl Row {
             title: None,
             referrers: Vec::new(),
             fate: Fate::Blocked.label(),
+            kind: UrlKind::Page.label(),
             reason_class: Some(class),
             reason: Some(reason),
             detail: None,
@@ -203,6 +208,7 @@ impl Row {
             title: None,
             referrers: p.found_on,
             fate: Fate::Parked.label(),
+            kind: UrlKind::Page.label(),
             reason_class: Some("trap".into()),
             reason: Some(format!("trap alert {}", p.alert_id)),
             detail,

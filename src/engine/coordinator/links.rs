@@ -204,7 +204,11 @@ impl Coordinator {
 
     /// The links never seen before, in one batch; they are seen from now on.
     /// `parent` is recorded as the first referrer of those, a further one of the others.
-    fn claim_unseen<T>(&mut self, parent: &str, links: Vec<(Url, HostKey, T)>) -> Vec<(Url, HostKey, T)> {
+    fn claim_unseen<T>(
+        &mut self,
+        parent: &str,
+        links: Vec<(Url, HostKey, T)>,
+    ) -> Vec<(Url, HostKey, T)> {
         if links.is_empty() {
             return links;
         }

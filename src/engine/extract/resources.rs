@@ -222,10 +222,28 @@ mod tests {
         assert_eq!(
             paths(&got),
             [
-                "/s.css", "/i.ico", "/f.woff2", "/dir/m.js", "/t.png", "/app.webmanifest",
-                "/bg.png", "/dir/a.gif", "/app.js", "/a.jpg", "/a-2x.jpg", "/a-3x.jpg",
-                "/p.webp", "/p2.webp", "/s.mp4", "/v.mp4", "/poster.jpg", "/subs.vtt",
-                "/a.mp3", "/e.swf", "/o.svg", "/div.png",
+                "/s.css",
+                "/i.ico",
+                "/f.woff2",
+                "/dir/m.js",
+                "/t.png",
+                "/app.webmanifest",
+                "/bg.png",
+                "/dir/a.gif",
+                "/app.js",
+                "/a.jpg",
+                "/a-2x.jpg",
+                "/a-3x.jpg",
+                "/p.webp",
+                "/p2.webp",
+                "/s.mp4",
+                "/v.mp4",
+                "/poster.jpg",
+                "/subs.vtt",
+                "/a.mp3",
+                "/e.swf",
+                "/o.svg",
+                "/div.png",
             ]
         );
         let links: Vec<&str> = got.links.iter().map(|l| &l.url.as_str()[27..]).collect();

@@ -310,7 +310,14 @@ impl Fetcher {
                 .chain(extra.iter().map(|(n, v)| (n.as_str(), v.as_bytes()))),
         );
 
-        let exchange = self.exchange(method, url, extra, (max_body, overflow), started, request_head);
+        let exchange = self.exchange(
+            method,
+            url,
+            extra,
+            (max_body, overflow),
+            started,
+            request_head,
+        );
         match tokio::time::timeout(self.total_timeout, exchange).await {
             Ok(result) => result.map_err(|(kind, message)| fail(kind, message)),
             Err(_) => Err(fail(

@@ -154,6 +154,9 @@ mod tests {
         old.extend_from_slice(b"a.lo");
         old.extend_from_slice(b"http://a.lo/x");
         let e = decode(&old).unwrap();
-        assert_eq!((e.kind, e.host.as_str(), e.depth), (UrlKind::Page, "a.lo", 1));
+        assert_eq!(
+            (e.kind, e.host.as_str(), e.depth),
+            (UrlKind::Page, "a.lo", 1)
+        );
     }
 }

@@ -204,5 +204,8 @@ fn checked_kinds_take_a_second_flags_word_and_pages_do_not() {
         round_trip(&checked);
         assert_eq!(encode(&checked).len(), page_len + 2);
     }
-    assert_eq!(decode(&page.url, &encode(&page)).unwrap().kind, UrlKind::Page);
+    assert_eq!(
+        decode(&page.url, &encode(&page)).unwrap().kind,
+        UrlKind::Page
+    );
 }

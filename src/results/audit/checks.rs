@@ -5,6 +5,10 @@
 pub enum Check {
     /// Internal URLs answering 4xx/5xx or nothing.
     BrokenLinks,
+    /// Resources pages load (images, scripts, stylesheets…) answering 4xx/5xx or nothing.
+    BrokenResources,
+    /// Out-of-scope URLs pages link to answering 4xx/5xx or nothing (`--check-external`).
+    BrokenExternal,
     /// Redirects that come back to themselves.
     RedirectLoops,
     /// Pages whose canonical URL is not a 2xx that may be indexed.
@@ -67,8 +71,10 @@ impl Priority {
 }
 
 /// Every check, in the order of their names' table.
-pub const ALL: [Check; 16] = [
+pub const ALL: [Check; 18] = [
     Check::BrokenLinks,
+    Check::BrokenResources,
+    Check::BrokenExternal,
     Check::RedirectLoops,
     Check::CanonicalNotIndexable,
     Check::MissingTitle,
@@ -91,6 +97,8 @@ impl Check {
     pub fn name(self) -> &'static str {
         match self {
             Check::BrokenLinks => "broken-links",
+            Check::BrokenResources => "broken-resources",
+            Check::BrokenExternal => "broken-external",
             Check::RedirectLoops => "redirect-loops",
             Check::CanonicalNotIndexable => "canonical-not-indexable",
             Check::MissingTitle => "missing-title",
@@ -113,12 +121,15 @@ impl Check {
     pub fn priority(self) -> Priority {
         match self {
             Check::BrokenLinks
+            | Check::BrokenResources
             | Check::RedirectLoops
             | Check::CanonicalNotIndexable
             | Check::MissingTitle => Priority::High,
-            Check::NoindexLinked | Check::DuplicateTitles | Check::MissingH1 | Check::SlowPages => {
-                Priority::Medium
-            }
+            Check::BrokenExternal
+            | Check::NoindexLinked
+            | Check::DuplicateTitles
+            | Check::MissingH1
+            | Check::SlowPages => Priority::Medium,
             _ => Priority::Low,
         }
     }
@@ -127,6 +138,8 @@ impl Check {
     pub fn what(self) -> String {
         match self {
             Check::BrokenLinks => "URLs answering 4xx, 5xx or nothing".into(),
+            Check::BrokenResources => "resources answering 4xx, 5xx or nothing".into(),
+            Check::BrokenExternal => "external URLs answering 4xx, 5xx or nothing".into(),
             Check::RedirectLoops => "URLs in redirect loops".into(),
             Check::CanonicalNotIndexable => {
                 "pages whose canonical URL is not an indexable 2xx".into()

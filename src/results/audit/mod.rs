@@ -81,7 +81,10 @@ pub(super) fn run(
 pub fn audit(query: &Query, show: Option<Check>, results: &Results) -> anyhow::Result<Tally> {
     let rules = Arc::new(RuleOrigins::load(results)?);
     let mut tally = Tally::new(show, query.limit);
-    let referrers = show == Some(Check::BrokenLinks);
+    let referrers = matches!(
+        show,
+        Some(Check::BrokenLinks | Check::BrokenResources | Check::BrokenExternal)
+    );
     for prefix in query.url_prefixes() {
         for row in Rows::open(results, &prefix, false, referrers, rules.clone())? {
             let row = row?;
