@@ -27,7 +27,7 @@ pub(super) fn client(web: &DemoWeb) -> reqwest::Client {
         .user_agent(TEST_UA)
         .default_headers(headers)
         .timeout(Duration::from_secs(30));
-    for url in web.seeds() {
+    for url in web.kinds().into_iter().map(|k| web.base_url(k)) {
         let host = url.host_str().expect("demo URLs have a host").to_string();
         builder = builder.resolve(&host, SocketAddr::from(([127, 0, 0, 1], 0)));
     }
