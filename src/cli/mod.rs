@@ -310,7 +310,13 @@ pub struct RunArgs {
     /// Request each out-of-scope URL an in-scope page links to once (HEAD)
     /// and record its status; nothing it links to is followed. Default: off
     /// for crawl, on for demo (--check-external=false turns it off).
-    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
     pub check_external: Option<bool>,
     /// Start paused (resuming a crawl otherwise starts it running, even if
     /// it was paused when the last run stopped).

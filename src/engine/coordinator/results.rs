@@ -264,7 +264,13 @@ impl Coordinator {
             None => Vec::new(),
         };
         if status != 304 {
-            record.outlinks = outlinks.len() as u32;
+            // Links queued: a page's checks are not its links; a check's
+            // one outlink is its redirect.
+            let kind = lease.entry.kind;
+            let queued = outlinks
+                .iter()
+                .filter(|e| e.kind == kind || !e.kind.is_check());
+            record.outlinks = queued.count() as u32;
         }
         let new_links = outlinks.len();
         let exact_copy = matches!(record.outcome, PageOutcome::Duplicate { .. });

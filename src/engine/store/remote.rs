@@ -27,8 +27,11 @@ use crate::engine::socket_path::SocketPath;
 /// The socket's name inside a data directory.
 pub const SOCKET_FILE: &str = "results.sock";
 
-/// Readers served at once; more are told the engine is busy.
-const MAX_READERS: usize = 4;
+/// Readers served at once; more are told the engine is busy. One `pages`
+/// listing holds five streams open together (pages, links left out,
+/// referrers, inlinks, parked URLs) once its answers outgrow the socket's
+/// buffer, as a crawl's resource records make them: room for that and a viewer.
+const MAX_READERS: usize = 8;
 
 /// A reader that stops reading (or sending) for this long is dropped.
 const IDLE_LIMIT: Duration = Duration::from_secs(60);
