@@ -73,6 +73,20 @@ impl Retries {
     }
 }
 
+/// A page's links to follow (unless nofollow), then its resources to check
+/// (loading a resource is not following a link: nofollow keeps them).
+fn followed(extracted: &mut Extracted, nofollow: bool) -> Vec<(Url, UrlKind)> {
+    let links = std::mem::take(&mut extracted.links);
+    let resources = std::mem::take(&mut extracted.resources);
+    let links = links
+        .into_iter()
+        .filter(|l| !nofollow && !l.nofollow)
+        .map(|l| (l.url, UrlKind::Page));
+    links
+        .chain(resources.into_iter().map(|u| (u, UrlKind::Resource)))
+        .collect()
+}
+
 impl Coordinator {
     pub(super) fn handle_work(&mut self, work: Work) {
         let now = Instant::now();
@@ -347,17 +361,7 @@ impl Coordinator {
                 self.stats.count().duplicates += 1;
                 record.outcome = PageOutcome::Duplicate { of };
             } else {
-                if !page.directives.nofollow {
-                    links.extend(
-                        std::mem::take(&mut extracted.links)
-                            .into_iter()
-                            .filter(|l| !l.nofollow)
-                            .map(|l| (l.url, UrlKind::Page)),
-                    );
-                }
-                // Loading a resource is not following a link: nofollow keeps them.
-                let resources = std::mem::take(&mut extracted.resources);
-                links.extend(resources.into_iter().map(|u| (u, UrlKind::Resource)));
+                links = followed(extracted, page.directives.nofollow);
             }
         }
         (record, links)
