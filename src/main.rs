@@ -504,7 +504,7 @@ async fn run_demo(
     if !run.ui.json {
         eprintln!(
             "crawldeck: demo web serving {} sites on 127.0.0.1",
-            demo.seeds().len()
+            demo.kinds().len()
         );
     }
     let result = if let Some(workers) = cluster {

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use crawldeck::cli::{self, Cli, Mode, ResolvedRun, UsageError};
-use crawldeck::engine::config::{CrawlConfig, Scope, TrapPolicy};
+use crawldeck::engine::config::{CrawlConfig, ResourcesMode, Scope, TrapPolicy};
 
 fn crawldeck(dir: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_crawldeck"))
@@ -632,5 +632,36 @@ fn alert_decisions_need_an_existing_crawl_and_headless() {
             },
             crawldeck::engine::control::Command::DismissAlert { alert_id: 3 },
         ]
+    );
+}
+
+#[test]
+fn resources_and_external_checks_from_flags_with_their_defaults() {
+    let run = resolve(&["crawl", "https://a.example/"]).unwrap();
+    assert_eq!(run.config.checks.resources, ResourcesMode::Check);
+    assert!(!run.config.checks.external, "off for a plain crawl");
+    let run = resolve(&[
+        "crawl",
+        "--resources",
+        "off",
+        "--check-external",
+        "https://a.example/",
+    ])
+    .unwrap();
+    assert_eq!(run.config.checks.resources, ResourcesMode::Off);
+    assert!(run.config.checks.external);
+    assert!(
+        resolve(&["demo", "--headless"])
+            .unwrap()
+            .config
+            .checks
+            .external
+    );
+    let off = resolve(&["demo", "--headless", "--check-external=false"]).unwrap();
+    assert!(!off.config.checks.external);
+    let err = resolve(&["crawl", "--resources", "fetch", "https://a.example/"]).unwrap_err();
+    assert!(
+        err.0.contains("--resources") && err.0.contains("not built yet"),
+        "{err}"
     );
 }

@@ -24,6 +24,8 @@ fn outcomes(dir: &Path) -> BTreeMap<String, String> {
         .into_iter()
         .map(|p| {
             let outcome = match p.outcome {
+                // Resources are checked, never archived.
+                PageOutcome::Fetched { status } if p.kind.is_check() => format!("checked {status}"),
                 PageOutcome::Fetched { status } => format!("fetched {status}"),
                 other => format!("{other:?}"),
             };

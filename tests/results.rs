@@ -133,7 +133,11 @@ fn the_audit_finds_the_demo_webs_problems(data: &str) {
         .filter(|b| b["error"] == "no such fragment")
         .count() as u64;
     assert_eq!(
-        count("broken-links") + count("redirect-loops") + count("broken-fragments"),
+        count("broken-links")
+            + count("broken-resources")
+            + count("broken-external")
+            + count("redirect-loops")
+            + count("broken-fragments"),
         broken.len() as u64
     );
     // Product pages link their neighbours' `#reviews`, which they lack.

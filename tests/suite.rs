@@ -10,6 +10,7 @@ mod architecture;
 mod attach;
 mod attach_pty;
 mod audit;
+mod checks;
 mod cli;
 mod cluster;
 mod cluster_ctl;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::engine::config::{RobotsMode, Scope, TrapPolicy};
+use crate::engine::config::{ResourcesMode, RobotsMode, Scope, TrapPolicy};
 
 mod cluster;
 mod resolve;
@@ -307,6 +307,21 @@ pub struct RunArgs {
     /// Global cap on pages per second (0 = no cap).
     #[arg(long, value_name = "PAGES_PER_SEC")]
     pub max_rate: Option<f64>,
+    /// Resources pages load (images, scripts, stylesheets, media, CSS url()):
+    /// check each in-scope one once with HEAD (default), or leave them out.
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub resources: Option<ResourcesArg>,
+    /// Request each out-of-scope URL an in-scope page links to once (HEAD)
+    /// and record its status; nothing it links to is followed. Default: off
+    /// for crawl, on for demo (--check-external=false turns it off).
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    pub check_external: Option<bool>,
     /// Start paused (resuming a crawl otherwise starts it running, even if
     /// it was paused when the last run stopped).
     #[arg(long)]
@@ -356,6 +371,27 @@ impl From<ScopeArg> for Scope {
             ScopeArg::Host => Scope::Host,
             ScopeArg::Domain => Scope::Domain,
             ScopeArg::Any => Scope::Any,
+        }
+    }
+}
+
+/// `--resources` values; see [`ResourcesMode`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ResourcesArg {
+    /// Request each in-scope resource once (HEAD) and record its status.
+    Check,
+    /// Do not collect resources.
+    Off,
+    /// Check and archive them (not built yet: refused with the reason).
+    Fetch,
+}
+
+impl From<ResourcesArg> for ResourcesMode {
+    fn from(arg: ResourcesArg) -> Self {
+        match arg {
+            ResourcesArg::Check => ResourcesMode::Check,
+            ResourcesArg::Off => ResourcesMode::Off,
+            ResourcesArg::Fetch => ResourcesMode::Fetch,
         }
     }
 }
@@ -467,6 +503,7 @@ mod tests {
         assert_names_match::<ScopeArg, Scope>();
         assert_names_match::<RobotsArg, RobotsMode>();
         assert_names_match::<TrapsArg, TrapPolicy>();
+        assert_names_match::<ResourcesArg, ResourcesMode>();
     }
 
     #[test]

@@ -130,6 +130,7 @@ fn flag_for_key(key: &str) -> Option<&'static str> {
         "fetch.max_body" => "--max-body",
         "fetch.total_timeout" => "--timeout",
         "identity.from" => "--from",
+        "checks.resources" => "--resources",
         "scope.allow_domains" => "--allow-domain",
         "identity.product_token" => "--product-token",
         _ => return None,
@@ -353,6 +354,10 @@ fn resolve_run(run: RunArgs, mode: Mode, joins_cluster: bool) -> Result<Resolved
     let seeds = seeds_from_flags(&run)?;
     add_seeds(&mut config, seeds);
     apply_flags(&mut config, &run);
+    if is_demo && !resuming && run.config.is_none() && run.check_external.is_none() {
+        // The demo shows every check: its one external host is its own, on loopback.
+        config.checks.external = true;
+    }
 
     // A worker joining a shared crawl gets its seeds from the others.
     if config.seeds.is_empty() && !resuming && !is_demo && !joins_cluster {
@@ -525,6 +530,8 @@ fn apply_flags(config: &mut CrawlConfig, run: &RunArgs) {
     set(&mut config.robots.mode, &run.robots.map(Into::into));
     set(&mut config.traps.policy, &run.traps.map(Into::into));
     set(&mut config.max_rate, &run.max_rate);
+    set(&mut config.checks.resources, &run.resources.map(Into::into));
+    set(&mut config.checks.external, &run.check_external);
 }
 
 #[cfg(test)]

@@ -28,6 +28,10 @@ pub use sites::hostile::{
     HOSTILE_BOMB_BYTES, HOSTILE_ESC_TITLE, HOSTILE_HUGE_BYTES, HOSTILE_LINK_COUNT,
     HOSTILE_LONG_URL_BYTES,
 };
+pub use sites::links::{
+    ELSEWHERE_DISALLOWED, ELSEWHERE_GONE, ELSEWHERE_NEVER, ELSEWHERE_OK, LINKS_PAGES,
+    LINKS_RESOURCES_BROKEN, LINKS_RESOURCES_OK,
+};
 pub use sites::shop::{
     SHOP_BROKEN_PATH, SHOP_HIDDEN_PATHS, SHOP_META_NOFOLLOW_PATH, SHOP_NOFOLLOW_ONLY_PATH,
     SHOP_NOINDEX_PATH,
@@ -106,6 +110,14 @@ pub enum SiteKind {
     Hostile,
     /// Benchmark host number `n` of [`DemoWeb::start_bench`].
     Bench(u32),
+    /// Two pages loading stylesheets, a script, images (one with a `srcset`)
+    /// and CSS `url()`s, two of them broken (404), and linking to three URLs
+    /// of `Elsewhere`: resource and external-link checks.
+    Links,
+    /// Never a seed: the other host `Links` links to. `/ok.html` (200, its
+    /// links lead further), `/gone.html` (404), and `/private/` disallowed
+    /// by its robots.txt.
+    Elsewhere,
 }
 
 impl SiteKind {
@@ -137,6 +149,8 @@ impl SiteKind {
             SiteKind::RedirectLoop => "redirect-loop",
             SiteKind::Hostile => "hostile",
             SiteKind::Bench(_) => "bench",
+            SiteKind::Links => "links",
+            SiteKind::Elsewhere => "elsewhere",
         }
     }
 
@@ -205,6 +219,8 @@ impl DemoOptions {
                 SiteKind::Manual,
                 SiteKind::Archive,
                 SiteKind::Audit,
+                SiteKind::Links,
+                SiteKind::Elsewhere,
             ],
             latency_scale: 1.0,
         }
@@ -353,9 +369,14 @@ impl DemoWeb {
         self.try_base_url(kind).and_then(|u| u.port())
     }
 
-    /// The entry URL of every site started, in start order.
+    /// The entry URL of every site started, in start order, but
+    /// `Elsewhere`: what is out of scope for a crawl of the seeds.
     pub fn seeds(&self) -> Vec<Url> {
-        self.sites.iter().map(|s| s.base.clone()).collect()
+        self.sites
+            .iter()
+            .filter(|s| s.kind != SiteKind::Elsewhere)
+            .map(|s| s.base.clone())
+            .collect()
     }
 
     pub fn kinds(&self) -> Vec<SiteKind> {

@@ -8,6 +8,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+mod checks;
+pub use checks::{ChecksConfig, ResourcesMode, DEFAULT_MAX_RESOURCES_PER_PAGE};
+
 /// The commented default configuration shipped with the binary.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../../assets/crawl.toml");
 
@@ -43,6 +46,8 @@ pub struct CrawlConfig {
     pub storage: StorageConfig,
     /// Sitemaps read when a host is first met, and their bounds.
     pub sitemaps: SitemapsConfig,
+    /// Resources and external links: requested for their status, never parsed.
+    pub checks: ChecksConfig,
 }
 
 impl Default for CrawlConfig {
@@ -62,6 +67,7 @@ impl Default for CrawlConfig {
             traps: TrapConfig::default(),
             storage: StorageConfig::default(),
             sitemaps: SitemapsConfig::default(),
+            checks: ChecksConfig::default(),
         }
     }
 }
@@ -589,6 +595,9 @@ impl CrawlConfig {
                 "sitemaps.max_bytes",
                 "sitemaps.max_bytes and sitemaps.max_urls must be at least 1; turn sitemaps off with `enabled = false`",
             );
+        }
+        if let Some((key, message)) = self.checks.problem() {
+            return invalid(key, message);
         }
         validate_robots(&self.robots)?;
         validate_identity(&self.identity)

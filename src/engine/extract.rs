@@ -9,6 +9,7 @@ mod facts_tests;
 mod fragments;
 #[cfg(test)]
 mod real_html;
+mod resources;
 mod scan;
 #[cfg(test)]
 mod tests;
@@ -39,6 +40,9 @@ pub struct ExtractOptions {
     pub max_link_bytes: usize,
     /// Longer URLs are dropped.
     pub max_url_len: usize,
+    /// Resources (images, scripts, stylesheets, media, CSS `url()`) kept
+    /// per page; 0 = none collected.
+    pub max_resources: usize,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -51,6 +55,11 @@ pub struct Extracted {
     pub links_cut: usize,
     /// Links whose URL is longer than `max_url_len`, not followed.
     pub urls_too_long: usize,
+    /// Resources the page loads, resolved and normalized like links, unique,
+    /// in document order, at most `max_resources` (`resources::MAX_RESOURCE_BYTES`).
+    pub resources: Vec<Url>,
+    /// Resource references past those caps or longer than `max_url_len`, not checked.
+    pub resources_cut: usize,
     /// Whitespace-collapsed, at most [`MAX_TITLE_CHARS`] characters.
     pub title: Option<String>,
     pub canonical: Option<Url>,
@@ -221,6 +230,7 @@ struct State<'a> {
     full: bool,
     cut: usize,
     too_long: usize,
+    resources: resources::Resources,
     title: Option<String>,
     canonical: Option<Url>,
     directives: RobotsDirectives,
@@ -309,6 +319,9 @@ impl State<'_> {
             if has_rel("canonical") && self.canonical.is_none() {
                 let text = self.decode(href);
                 self.canonical = url_norm::resolve(&self.base, &entities::decode(&text, true));
+            }
+            if resources::is_loaded_rel(has_rel) {
+                self.add_resource(href);
             }
             let document = DOCUMENT_RELS.iter().any(|r| has_rel(r));
             if !document || RESOURCE_RELS.iter().any(|r| has_rel(r)) {
@@ -434,6 +447,8 @@ impl State<'_> {
             links: self.links,
             links_cut: self.cut,
             urls_too_long: self.too_long,
+            resources: self.resources.urls,
+            resources_cut: self.resources.cut,
             title: self.title.filter(|t| !t.is_empty()),
             canonical: self.canonical,
             directives: self.directives,
@@ -470,6 +485,7 @@ impl Visitor<'_> for State<'_> {
     fn start_tag(&mut self, tag: &Tag<'_>, content: Option<&[u8]>) {
         self.blocks.start_tag(tag);
         self.in_word = false;
+        self.on_resources(tag, content);
         if tag.is("a") || tag.is("area") || tag.is("link") {
             self.on_link_element(tag, "href");
         } else if tag.is("frame") || tag.is("iframe") {
@@ -542,6 +558,7 @@ pub fn extract(
         full: false,
         cut: 0,
         too_long: 0,
+        resources: resources::Resources::default(),
         title: None,
         canonical: None,
         directives: RobotsDirectives::default(),

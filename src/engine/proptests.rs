@@ -516,6 +516,7 @@ fn extract_opts() -> impl Strategy<Value = ExtractOptions> {
             max_links,
             max_link_bytes,
             max_url_len,
+            max_resources: max_links,
         }
     })
 }
@@ -591,6 +592,7 @@ proptest! {
             max_links,
             max_link_bytes: usize::MAX,
             max_url_len: 200,
+            max_resources: 0,
         };
         let body: String = (0..n).map(|i| format!("<a href=\"/p{i}\">{i}</a>")).collect();
         let got = extract(body.as_bytes(), &page_url(), Some("text/html"), &opts);

@@ -52,13 +52,16 @@ pub fn start_pass(
     let mut failed = None;
     store
         .for_each_page(|page| {
-            if failed.is_some() || !had_content(&page.outcome) {
+            // Checks (resources, external URLs) are not asked again: a
+            // recrawl pass is of pages, by their validators.
+            if failed.is_some() || !had_content(&page.outcome) || page.kind.is_check() {
                 return;
             }
             let Ok(url) = Url::parse(&page.url) else {
                 return;
             };
             chunk.push(FrontierEntry {
+                kind: page.kind,
                 priority: priority(&url, page.depth),
                 url: page.url,
                 host: page.host,

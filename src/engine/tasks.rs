@@ -228,6 +228,36 @@ fn archive(
     }
 }
 
+/// A resource or external URL: asked for its status (HEAD), never parsed
+/// or archived; its answer comes back as a page's does.
+async fn run_check(fetcher: Fetcher, lease: Lease, url: Url, done: mpsc::UnboundedSender<Work>) {
+    let result = fetcher.check(&url).await.map(|r| Box::new(checked(r)));
+    let _ = done.send(Work::Page { lease, result });
+}
+
+/// What the coordinator records of a check's answer.
+fn checked(response: Response) -> Fetched {
+    Fetched {
+        status: response.status,
+        bytes: response
+            .content_length
+            .unwrap_or(response.body.len() as u64),
+        content_type: response.content_type,
+        location: response.location,
+        retry_after: response.retry_after,
+        etag: None,
+        last_modified: None,
+        elapsed: response.elapsed,
+        directives: RobotsDirectives::default(),
+        noindex: None,
+        digest: None,
+        extracted: None,
+        simhash: None,
+        warc_error: None,
+        warc_at: None,
+    }
+}
+
 /// A soft-404 probe: fetched like a page (never conditionally), judged, archived.
 async fn run_probe(job: PageJob) {
     let PageJob {
@@ -430,6 +460,16 @@ impl Workers {
     /// Fetches and processes one page; the result arrives as `Work::Page`.
     pub(crate) fn spawn_page(&self, lease: Lease, url: Url, validators: Option<Validators>) {
         tokio::spawn(run_page(self.job(lease, url, validators)));
+    }
+
+    /// Checks a resource or external URL; the answer arrives as `Work::Page`.
+    pub(crate) fn spawn_check(&self, lease: Lease, url: Url) {
+        tokio::spawn(run_check(
+            self.fetcher.clone(),
+            lease,
+            url,
+            self.done.clone(),
+        ));
     }
 
     /// Fetches a soft-404 probe (archived, not a page); the answer arrives as `Work::Probe`.

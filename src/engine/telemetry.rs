@@ -482,6 +482,16 @@ pub struct Counters {
     /// transport errors: the sum of every host's `HostView::status`.
     #[serde(default)]
     pub responses: StatusMix,
+    /// Resources and external URLs answered to a check (HEAD) and recorded;
+    /// not in `pages_fetched`, so `max_pages` counts pages only.
+    #[serde(default)]
+    pub checked: u64,
+    /// Resource references past a page's cap (`checks.max_resources_per_page`), not checked.
+    #[serde(default)]
+    pub resources_cut: u64,
+    /// External URLs queued for a check, against `checks.max_external`.
+    #[serde(default)]
+    pub external_queued: u64,
 }
 
 impl Counters {

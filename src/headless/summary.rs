@@ -33,6 +33,10 @@ pub struct Summary {
     /// Links past a page's caps, not followed, and the pages that had them.
     pub links_cut: u64,
     pub pages_cut: u64,
+    /// Resources and external URLs requested for their status (not pages).
+    pub checked: u64,
+    /// Resource references past a page's cap, not checked.
+    pub resources_cut: u64,
     pub frontier_left: u64,
     pub quarantined: u64,
     pub elapsed_secs: f64,
@@ -126,6 +130,8 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
         not_modified: s.counters.not_modified,
         links_cut: s.counters.links_cut,
         pages_cut: s.counters.pages_cut,
+        checked: s.counters.checked,
+        resources_cut: s.counters.resources_cut,
         frontier_left: s.frontier_size,
         quarantined: s.quarantined,
         elapsed_secs: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
@@ -231,6 +237,15 @@ pub fn summary_text(s: &Summary) -> String {
             format!(
                 "{} on {} pages, not followed: past the per-page cap (scope.max_links_per_page or max_link_bytes_per_page)",
                 s.links_cut, s.pages_cut
+            ),
+        );
+    }
+    if s.checked > 0 || s.resources_cut > 0 {
+        line(
+            "checked",
+            format!(
+                "{} resources and external URLs (HEAD, not pages); {} resources past the per-page cap",
+                s.checked, s.resources_cut
             ),
         );
     }

@@ -15,8 +15,9 @@ use crate::engine::store::PageOutcome;
 /// Hops followed before a chain is cut (the engine follows fewer).
 const MAX_HOPS: usize = 32;
 
-static BROKEN_COLUMNS: [Column; 3] = [
+static BROKEN_COLUMNS: [Column; 4] = [
     col("status", Some(14)),
+    col("kind", Some(8)),
     col("url", None),
     col("linked from", None),
 ];
@@ -26,6 +27,8 @@ struct Broken<'a> {
     url: &'a str,
     status: Option<u16>,
     error: Option<&'a str>,
+    /// `page`, `resource` or `external`.
+    kind: &'a str,
     referrers: &'a [String],
 }
 
@@ -84,22 +87,30 @@ pub(super) fn broken(query: &Query, results: &Results, out: impl Write) -> anyho
             url: &row.url,
             status: row.status,
             error: why.or(row.detail.as_deref().filter(|_| row.status.is_none())),
+            kind: row.kind,
             referrers: &row.referrers,
         };
+        let kind = row.kind.to_string();
         match query.format {
             Format::Table => {
-                output.row(&[status, row.url.clone(), String::new()], &json)?;
+                output.row(&[status, kind, row.url.clone(), String::new()], &json)?;
                 for referrer in &row.referrers {
                     output.note(&format!("← {referrer}"))?;
                 }
             }
             Format::Json => output.row(&[], &json)?,
             Format::Tsv | Format::Csv if row.referrers.is_empty() => {
-                output.row(&[status, row.url.clone(), String::new()], &json)?
+                output.row(&[status, kind, row.url.clone(), String::new()], &json)?
             }
             Format::Tsv | Format::Csv => {
                 for referrer in &row.referrers {
-                    output.row(&[status.clone(), row.url.clone(), referrer.clone()], &json)?;
+                    let fields = [
+                        status.clone(),
+                        kind.clone(),
+                        row.url.clone(),
+                        referrer.clone(),
+                    ];
+                    output.row(&fields, &json)?;
                 }
             }
         }
@@ -128,16 +139,24 @@ fn broken_fragments<W: Write>(
             url: &url,
             status: None,
             error: Some(MISSING_FRAGMENT),
+            kind: "page",
             referrers: &referrers,
         };
         let fields = [
             "fragment".to_string(),
+            "page".to_string(),
             url.clone(),
             broken.linked_from.clone(),
         ];
         match query.format {
             Format::Table => {
-                output.row(&[fields[0].clone(), url.clone(), String::new()], &json)?;
+                let head = [
+                    fields[0].clone(),
+                    fields[1].clone(),
+                    url.clone(),
+                    String::new(),
+                ];
+                output.row(&head, &json)?;
                 output.note(&format!("← {}", broken.linked_from))?;
             }
             _ => output.row(&fields, &json)?,

@@ -119,7 +119,7 @@ fn lists_parked(query: &Query) -> bool {
             .is_none_or(|by| by == "trap" || query::by_alert(by).is_some())
 }
 
-static PAGE_TABLE: [Column; 12] = [
+static PAGE_TABLE: [Column; 13] = [
     col("status", Some(6)),
     col("type", Some(16)),
     col("size", Some(9)),
@@ -129,12 +129,13 @@ static PAGE_TABLE: [Column; 12] = [
     col("in", Some(5)),
     col("index", Some(5)),
     col("found_by", Some(12)),
+    col("kind", Some(8)),
     col("fate", Some(20)),
     col("url", Some(70)),
     col("title", None),
 ];
 
-static PAGE_FIELDS: [Column; 25] = [
+static PAGE_FIELDS: [Column; 26] = [
     col("url", None),
     col("status", None),
     col("content_type", None),
@@ -160,6 +161,7 @@ static PAGE_FIELDS: [Column; 25] = [
     col("inlinks", None),
     col("hreflang", None),
     col("found_by", None),
+    col("kind", None),
 ];
 
 fn page_fields(row: &Row, format: Format) -> Vec<String> {
@@ -200,6 +202,7 @@ fn page_fields(row: &Row, format: Format) -> Vec<String> {
         facts.inlinks.to_string(),
         hreflang.join(" "),
         row.found_by.label().to_string(),
+        row.kind.to_string(),
     ]
 }
 
@@ -241,6 +244,7 @@ fn page_table_fields(row: &Row) -> Vec<String> {
         row.facts.inlinks.to_string(),
         yes_no(row.facts.indexable).to_string(),
         row.found_by.label().to_string(),
+        row.kind.to_string(),
         fate,
         row.url.clone(),
         title,

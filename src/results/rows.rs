@@ -12,7 +12,8 @@ use super::sitemaps::FoundBy;
 use crate::engine::inspect::quarantine::ParkedEntry;
 use crate::engine::store::remote::Results;
 use crate::engine::store::{
-    FilterReason, FilteredUrl, PageOutcome, PageRecord, SitemapEntry, StoreError, SOFT_404_PROBE,
+    FilterReason, FilteredUrl, PageOutcome, PageRecord, SitemapEntry, StoreError, UrlKind,
+    SOFT_404_PROBE,
 };
 
 type Entries<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
@@ -43,6 +44,9 @@ pub struct Row {
     pub referrers: Vec<String>,
     /// What became of it.
     pub fate: &'static str,
+    /// What it was queued as: `page`, or `resource` or `external` (only
+    /// checked for its status); links left out and parked URLs are `page`.
+    pub kind: &'static str,
     /// Why, for a URL not fetched or failed: `robots`, `rule 3`, `trap alert 2`,
     /// `scope`, `depth`, `extension`, `host`, or the error kind.
     pub reason: Option<String>,
@@ -157,6 +161,7 @@ impl Row {
             title: p.title,
             referrers: Vec::new(),
             fate: fate.label(),
+            kind: p.kind.label(),
             reason_class,
             reason,
             detail,
@@ -183,6 +188,7 @@ impl Row {
             title: None,
             referrers: Vec::new(),
             fate: Fate::Blocked.label(),
+            kind: UrlKind::Page.label(),
             reason_class: Some(class),
             reason: Some(reason),
             detail: None,
@@ -211,6 +217,7 @@ impl Row {
             title: None,
             referrers: p.found_on,
             fate: Fate::Parked.label(),
+            kind: UrlKind::Page.label(),
             reason_class: Some("trap".into()),
             reason: Some(format!("trap alert {}", p.alert_id)),
             detail,

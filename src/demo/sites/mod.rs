@@ -7,6 +7,7 @@ mod blog;
 mod content;
 pub(crate) mod faults;
 pub(crate) mod hostile;
+pub(crate) mod links;
 pub(crate) mod shop;
 mod traps;
 mod triage;
@@ -97,7 +98,7 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
-    fn with_type(status: u16, content_type: &str, body: impl Into<Bytes>) -> Self {
+    pub(crate) fn with_type(status: u16, content_type: &str, body: impl Into<Bytes>) -> Self {
         Reply {
             status,
             headers: vec![("content-type", content_type.to_string())],
@@ -175,6 +176,8 @@ pub(crate) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
         SiteKind::RedirectLoop => faults::redirect_loop(ctx, req),
         SiteKind::Hostile => hostile::respond(ctx, req),
         SiteKind::Bench(host) => bench::respond(ctx, req, host),
+        SiteKind::Links => links::links(ctx, req),
+        SiteKind::Elsewhere => links::elsewhere(ctx, req),
     }
 }
 

@@ -125,6 +125,7 @@ pub(in crate::engine) fn build(
         robots_wanted: Vec::new(),
         timers: Timers::default(),
         retries: Default::default(),
+        external_hosts: Default::default(),
         stats,
         slots: operator.slots,
         run: RunState {
@@ -361,6 +362,7 @@ fn queue_new_seeds(frontier: &mut dyn FrontierStore, seeds: &[Url]) -> Result<()
             depth: 0,
             priority: 0,
             redirects: 0,
+            kind: crate::engine::store::UrlKind::Page,
         })
         .collect();
     frontier.push(new_seeds).map_err(store_err)?;
@@ -391,6 +393,7 @@ fn workers(
         max_links: config.scope.max_links_per_page,
         max_link_bytes: config.scope.max_link_bytes_per_page,
         max_url_len: config.scope.max_url_len,
+        max_resources: config.checks.resources_per_page(),
     };
     let (mut workers, results) = Workers::new(
         fetcher,

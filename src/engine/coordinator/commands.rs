@@ -329,6 +329,7 @@ impl Coordinator {
             host: url_norm::host_key(&url),
             depth: 0,
             redirects: 0,
+            kind: crate::engine::store::UrlKind::Page,
         };
         self.frontier
             .push(vec![entry])

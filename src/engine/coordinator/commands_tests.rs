@@ -34,6 +34,7 @@ fn queue(c: &mut Coordinator, url: &str) {
         host: url_norm::host_key(&url::Url::parse(url).expect("a URL")),
         depth: 1,
         redirects: 0,
+        kind: crate::engine::store::UrlKind::Page,
     };
     c.frontier.push(vec![entry]).expect("queued");
 }

@@ -124,6 +124,10 @@ impl Coordinator {
                         self.workers.spawn_sitemap(lease, url, limits);
                         continue;
                     }
+                    if lease.entry.kind.is_check() {
+                        self.workers.spawn_check(lease, url);
+                        continue;
+                    }
                     let validators = self.validators_for(&lease.entry.url);
                     self.workers.spawn_page(lease, url, validators);
                 }

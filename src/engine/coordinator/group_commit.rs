@@ -74,6 +74,7 @@ mod tests {
                         depth: 0,
                         priority: 0,
                         redirects: 0,
+                        kind: crate::engine::store::UrlKind::Page,
                     },
                 },
                 record: PageRecord::without_fetch(&url, "a.test", 0, 0, PageOutcome::RobotsDenied),

@@ -31,6 +31,7 @@ async fn an_open_breaker_makes_its_probe_time_the_hosts_next_allowed_time() {
         host: HOST.into(),
         depth: 1,
         redirects: 0,
+        kind: crate::engine::store::UrlKind::Page,
     };
     c.frontier.push(vec![entry]).expect("queued");
     c.hosts.adopt(HOST, Some(&format!("http://{HOST}/")), now);

@@ -9,8 +9,8 @@ use crate::engine::control::HostKey;
 use crate::engine::dedup::ContentDigest;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::prioritize::priority;
-use crate::engine::store::{FilterReason, FilteredUrl, PageRecord};
-use crate::engine::url_norm::{self, Rejection};
+use crate::engine::store::{FilterReason, FilteredUrl, PageRecord, UrlKind};
+use crate::engine::url_norm;
 
 /// Where links were found: the page (or sitemap), the referrer to record
 /// (none for a sitemap), and the depth and redirect count they get.
@@ -39,12 +39,14 @@ impl Coordinator {
     }
 
     /// Normalization, filters, rules, seen check, traps and quarantine for a
-    /// page's links; returns the entries to queue.
+    /// page's links, each with the kind it was found as; returns the entries
+    /// to queue. Within one page a URL found as a link and as a resource is
+    /// a page (links come first); across pages the first finding wins.
     pub(super) fn admit_links(
         &mut self,
         parent: &Url,
         parent_entry: &FrontierEntry,
-        links: Vec<Url>,
+        links: Vec<(Url, UrlKind)>,
         redirect: bool,
     ) -> Vec<FrontierEntry> {
         let depth = if redirect {
@@ -84,12 +86,19 @@ impl Coordinator {
             depth,
             redirects: 0,
         };
+        let urls = urls.into_iter().map(|url| (url, UrlKind::Page)).collect();
         self.admit(found, urls, true)
     }
 
-    fn admit(&mut self, found: Found, links: Vec<Url>, normalize: bool) -> Vec<FrontierEntry> {
+    fn admit(
+        &mut self,
+        found: Found,
+        links: Vec<(Url, UrlKind)>,
+        normalize: bool,
+    ) -> Vec<FrontierEntry> {
         let candidates = self.in_scope(found.referrer, links, found.depth, normalize);
         let fresh = self.claim_unseen(found.referrer, candidates);
+        let fresh = self.cap_externals(fresh, found.depth);
         let quarantining_before = self.alerts.quarantining_count();
         let (mut admitted, given_up) = self.route_fresh(&found, fresh);
         if !given_up.is_empty() {
@@ -118,16 +127,18 @@ impl Coordinator {
     fn route_fresh(
         &mut self,
         found: &Found,
-        fresh: Vec<(Url, HostKey)>,
+        fresh: Vec<(Url, HostKey, UrlKind)>,
     ) -> (Vec<FrontierEntry>, Vec<PageRecord>) {
         let (depth, redirects) = (found.depth, found.redirects);
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
         let rules_before = self.rules.next_id();
-        for (url, host) in fresh {
-            let detection = match found.referrer {
-                Some(_) => self.traps.on_discovered(found.parent, &url, depth),
-                None => None,
+        for (url, host, kind) in fresh {
+            // Checks beget no links, and a sitemap lists URLs by design: no
+            // trap grows from either.
+            let detection = match (kind, found.referrer) {
+                (UrlKind::Page, Some(_)) => self.traps.on_discovered(found.parent, &url, depth),
+                _ => None,
             };
             if let Some(d) = detection {
                 // The alert's sweep must find the group's links queued.
@@ -140,6 +151,7 @@ impl Coordinator {
                 url: url.into(),
                 depth,
                 redirects,
+                kind,
             };
             if self.rules.next_id() != rules_before
                 && self.rules.matches(&entry.url, &entry.host).is_some()
@@ -165,38 +177,35 @@ impl Coordinator {
     fn in_scope(
         &mut self,
         parent: Option<&str>,
-        links: Vec<Url>,
+        links: Vec<(Url, UrlKind)>,
         depth: u32,
         normalize: bool,
-    ) -> Vec<(Url, HostKey)> {
+    ) -> Vec<(Url, HostKey, UrlKind)> {
         let too_deep = depth > self.cfg.max_depth;
-        let mut kept = Vec::with_capacity(if too_deep { 0 } else { links.len() });
+        let mut kept = Vec::with_capacity(links.len());
         let mut filtered = Vec::new();
-        for mut url in links {
+        for (mut url, kind) in links {
             if normalize {
                 url_norm::normalize(&mut url);
             }
-            let reason = match self.filter.check(&url) {
-                Ok(()) if too_deep => Some(FilterReason::Depth),
-                Ok(()) => None,
-                Err(Rejection::OutOfScope) => Some(FilterReason::Scope),
-                Err(Rejection::DeniedExtension) => Some(FilterReason::Extension),
-                Err(_) => {
+            let kind = match self.admission(&url, kind, too_deep) {
+                Ok(kind) => kind,
+                Err(Some(reason)) => {
+                    self.stats.count().filtered += 1;
+                    filtered.push(FilteredUrl {
+                        host: url_norm::host_key(&url),
+                        url: url.into(),
+                        depth,
+                        reason,
+                        found_at_unix_ms: unix_ms(),
+                    });
+                    continue;
+                }
+                Err(None) => {
                     self.stats.count().filtered += 1;
                     continue;
                 }
             };
-            if let Some(reason) = reason {
-                self.stats.count().filtered += 1;
-                filtered.push(FilteredUrl {
-                    host: url_norm::host_key(&url),
-                    url: url.into(),
-                    depth,
-                    reason,
-                    found_at_unix_ms: unix_ms(),
-                });
-                continue;
-            }
             let host = url_norm::host_key(&url);
             if let Some(rule) = self.rules.matches(url.as_str(), &host) {
                 self.stats.count().blocked_by_rules += 1;
@@ -209,7 +218,7 @@ impl Coordinator {
                 });
                 continue;
             }
-            kept.push((url, host));
+            kept.push((url, host, kind));
         }
         self.record_filtered(parent, &filtered);
         kept
@@ -244,15 +253,15 @@ impl Coordinator {
     /// The links never seen before, in one batch; they are seen from now on.
     /// `parent` (if any) is recorded as the first referrer of those, a
     /// further one of the others.
-    fn claim_unseen(
+    fn claim_unseen<T>(
         &mut self,
         parent: Option<&str>,
-        links: Vec<(Url, HostKey)>,
-    ) -> Vec<(Url, HostKey)> {
+        links: Vec<(Url, HostKey, T)>,
+    ) -> Vec<(Url, HostKey, T)> {
         if links.is_empty() {
             return links;
         }
-        let texts: Vec<&str> = links.iter().map(|(url, _)| url.as_str()).collect();
+        let texts: Vec<&str> = links.iter().map(|(url, ..)| url.as_str()).collect();
         let fresh = match self.frontier.claim_unseen(&texts) {
             Ok(fresh) => fresh,
             Err(e) => {
@@ -264,7 +273,7 @@ impl Coordinator {
             let referred = links
                 .iter()
                 .zip(&fresh)
-                .map(|((url, _), f)| (url.as_str(), *f));
+                .map(|((url, ..), f)| (url.as_str(), *f));
             if let Err(e) = self.store.add_referrers(parent, referred) {
                 self.storage_failed("recording who links to a page", e);
             }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::store::UrlKind;
 
 fn entry(url: &str) -> FrontierEntry {
     FrontierEntry {
@@ -7,6 +8,7 @@ fn entry(url: &str) -> FrontierEntry {
         host: url_norm::host_key(&Url::parse(url).expect("a URL")),
         depth: 0,
         redirects: 0,
+        kind: UrlKind::Page,
     }
 }
 
@@ -19,7 +21,7 @@ async fn links_left_out_for_scope_keep_their_referrers() {
     for page in pages {
         let parent = entry(page);
         let url = Url::parse(page).expect("a URL");
-        let queued = c.admit_links(&url, &parent, vec![outside.clone()], false);
+        let queued = c.admit_links(&url, &parent, vec![(outside.clone(), UrlKind::Page)], false);
         assert!(queued.is_empty(), "out of scope");
     }
     c.store.flush().expect("flushed");
@@ -38,7 +40,7 @@ async fn a_link_too_deep_to_a_url_found_before_keeps_its_first_referrer() {
     let shallow = entry("http://127.0.0.1:9/p1");
     let url = Url::parse(&shallow.url).expect("a URL");
     assert_eq!(
-        c.admit_links(&url, &shallow, vec![target.clone()], false)
+        c.admit_links(&url, &shallow, vec![(target.clone(), UrlKind::Page)], false)
             .len(),
         1
     );
@@ -47,11 +49,55 @@ async fn a_link_too_deep_to_a_url_found_before_keeps_its_first_referrer() {
     deep.depth = c.cfg.max_depth;
     let url = Url::parse(&deep.url).expect("a URL");
     assert!(c
-        .admit_links(&url, &deep, vec![target.clone()], false)
+        .admit_links(&url, &deep, vec![(target.clone(), UrlKind::Page)], false)
         .is_empty());
     c.store.flush().expect("flushed");
     assert_eq!(
         c.store.referrers(target.as_str()).expect("read"),
         ["http://127.0.0.1:9/p1", "http://127.0.0.1:9/deep"]
     );
+}
+
+#[tokio::test]
+async fn resources_and_external_links_are_queued_as_checks_within_their_caps() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut config = super::super::closed_port_config();
+    config.checks.external = true;
+    config.checks.max_external_per_host = 2;
+    let (_handle, mut c) = super::super::for_test(config, dir.path());
+    let parent = entry("http://127.0.0.1:9/p");
+    let url = Url::parse(&parent.url).expect("a URL");
+    let u = |s: &str| Url::parse(s).expect("a URL");
+    let links = vec![
+        (u("http://127.0.0.1:9/next"), UrlKind::Page),
+        // Found as a link first: a page, though the page also loads it.
+        (u("http://127.0.0.1:9/both.css"), UrlKind::Page),
+        (u("http://127.0.0.1:9/both.css"), UrlKind::Resource),
+        // A denied extension does not stop a resource.
+        (u("http://127.0.0.1:9/logo.png"), UrlKind::Resource),
+        (u("http://elsewhere.example/1"), UrlKind::Page),
+        (u("http://elsewhere.example/2"), UrlKind::Resource),
+        (u("http://elsewhere.example/3"), UrlKind::Page),
+    ];
+    let queued = c.admit_links(&url, &parent, links, false);
+    let got: Vec<(&str, UrlKind)> = queued.iter().map(|e| (e.url.as_str(), e.kind)).collect();
+    assert_eq!(
+        got,
+        [
+            ("http://127.0.0.1:9/next", UrlKind::Page),
+            ("http://127.0.0.1:9/both.css", UrlKind::Page),
+            ("http://127.0.0.1:9/logo.png", UrlKind::Resource),
+            ("http://elsewhere.example/1", UrlKind::External),
+            ("http://elsewhere.example/2", UrlKind::External),
+        ],
+        "the third external URL of a host is past max_external_per_host"
+    );
+    assert_eq!(c.stats.counters().external_queued, 2);
+    c.store.flush().expect("flushed");
+    let left_out: Vec<String> = c
+        .store
+        .filtered_urls("http://elsewhere.example/")
+        .map(|f| f.expect("read").url)
+        .collect();
+    assert_eq!(left_out, ["http://elsewhere.example/3"]);
 }

@@ -4,6 +4,7 @@
 //! runs on its own thread so sled calls never stall the runtime's workers.
 
 mod boot;
+mod checks;
 mod collateral;
 mod commands;
 mod dispatch;
@@ -94,6 +95,8 @@ pub(crate) struct Coordinator {
     robots_wanted: Vec<HostKey>,
     timers: Timers,
     retries: results::Retries,
+    /// External URLs queued per host in this run (`checks.max_external_per_host`).
+    external_hosts: checks::ExternalCounts,
     stats: CrawlStats,
     slots: FetchSlots,
     run: RunState,

@@ -76,6 +76,7 @@ impl Coordinator {
             host: host.to_string(),
             depth: 0,
             redirects: 0,
+            kind: crate::engine::store::UrlKind::Page,
         };
         if let Err(e) = self.frontier.push(vec![entry]) {
             return self.storage_failed("queueing a soft-404 probe", e);

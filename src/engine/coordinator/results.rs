@@ -14,7 +14,7 @@ use crate::engine::extract::Extracted;
 use crate::engine::fetch::{FetchError, FetchErrorKind, Validators};
 use crate::engine::frontier::{Completion, FrontierEntry, Lease};
 use crate::engine::recrawl;
-use crate::engine::store::{PageOutcome, PageRecord};
+use crate::engine::store::{PageOutcome, PageRecord, UrlKind};
 use crate::engine::tasks::{Fetched, Work};
 use crate::engine::telemetry::EngineEvent;
 
@@ -46,7 +46,10 @@ pub(super) fn unix_ms() -> u64 {
 
 /// The record of a URL that was not fetched (or not successfully).
 pub(super) fn record_for(entry: &FrontierEntry, outcome: PageOutcome) -> PageRecord {
-    PageRecord::without_fetch(&entry.url, &entry.host, entry.depth, unix_ms(), outcome)
+    PageRecord {
+        kind: entry.kind,
+        ..PageRecord::without_fetch(&entry.url, &entry.host, entry.depth, unix_ms(), outcome)
+    }
 }
 
 /// Attempts so far of URLs that failed transiently (by URL fingerprint).
@@ -68,6 +71,20 @@ impl Retries {
     fn forget(&mut self, url_fp: u64) {
         self.attempts.remove(&url_fp);
     }
+}
+
+/// A page's links to follow (unless nofollow), then its resources to check
+/// (loading a resource is not following a link: nofollow keeps them).
+fn followed(extracted: &mut Extracted, nofollow: bool) -> Vec<(Url, UrlKind)> {
+    let links = std::mem::take(&mut extracted.links);
+    let resources = std::mem::take(&mut extracted.resources);
+    let links = links
+        .into_iter()
+        .filter(|l| !nofollow && !l.nofollow)
+        .map(|l| (l.url, UrlKind::Page));
+    links
+        .chain(resources.into_iter().map(|u| (u, UrlKind::Resource)))
+        .collect()
 }
 
 impl Coordinator {
@@ -258,10 +275,15 @@ impl Coordinator {
             return;
         }
         self.retries.forget(url_fp);
-        let counters = self.stats.count();
-        counters.pages_fetched += 1;
-        counters.bytes += page.bytes;
-        self.count_recorded(&host, Some(status), false);
+        if lease.entry.kind.is_check() {
+            // Its size is what the server says: nothing was downloaded.
+            self.stats.count().checked += 1;
+        } else {
+            let counters = self.stats.count();
+            counters.pages_fetched += 1;
+            counters.bytes += page.bytes;
+            self.count_recorded(&host, Some(status), false);
+        }
 
         let (mut record, links) = self.page_record(&lease, &mut page);
         let is_redirect = matches!(record.outcome, PageOutcome::Redirect { .. });
@@ -271,7 +293,13 @@ impl Coordinator {
             None => Vec::new(),
         };
         if status != 304 {
-            record.outlinks = outlinks.len() as u32;
+            // Links queued: a page's checks are not its links; a check's
+            // one outlink is its redirect.
+            let kind = lease.entry.kind;
+            let queued = outlinks
+                .iter()
+                .filter(|e| e.kind == kind || !e.kind.is_check());
+            record.outlinks = queued.count() as u32;
         }
         let new_links = outlinks.len();
         let exact_copy = matches!(record.outcome, PageOutcome::Duplicate { .. });
@@ -295,7 +323,11 @@ impl Coordinator {
     /// The page's record by its answer (a 304, a redirect, a duplicate or a
     /// page with content), and the links to follow from it (moved out of
     /// `page`).
-    fn page_record(&mut self, lease: &Lease, page: &mut Fetched) -> (PageRecord, Vec<Url>) {
+    fn page_record(
+        &mut self,
+        lease: &Lease,
+        page: &mut Fetched,
+    ) -> (PageRecord, Vec<(Url, UrlKind)>) {
         let status = page.status;
         let mut record = record_for(&lease.entry, PageOutcome::Fetched { status });
         record.bytes = page.bytes;
@@ -316,7 +348,8 @@ impl Coordinator {
             if let (PageOutcome::Redirect { .. }, Some(location)) =
                 (&record.outcome, &page.location)
             {
-                links.push(location.clone());
+                // A checked URL's redirect is checked as what it was found as.
+                links.push((location.clone(), lease.entry.kind));
             }
         } else if let Some(extracted) = &mut page.extracted {
             record.title = std::mem::take(&mut extracted.title);
@@ -330,7 +363,7 @@ impl Coordinator {
                 // follows it): its target is followed as a Location is.
                 record.outcome = self.redirect_outcome(lease, status, Some(&target));
                 if matches!(record.outcome, PageOutcome::Redirect { .. }) {
-                    links.push(target);
+                    links.push((target, UrlKind::Page));
                 }
                 return (record, links);
             }
@@ -342,14 +375,11 @@ impl Coordinator {
                 // Links of duplicate content are not followed (BUbiNG).
                 self.stats.count().duplicates += 1;
                 record.outcome = PageOutcome::Duplicate { of };
-            } else if !page.directives.nofollow {
-                self.record_fragment_links(&lease.entry.url, &extracted.fragments);
-                links.extend(
-                    std::mem::take(&mut extracted.links)
-                        .into_iter()
-                        .filter(|l| !l.nofollow)
-                        .map(|l| l.url),
-                );
+            } else {
+                if !page.directives.nofollow {
+                    self.record_fragment_links(&lease.entry.url, &extracted.fragments);
+                }
+                links = followed(extracted, page.directives.nofollow);
             }
         }
         (record, links)
@@ -381,6 +411,7 @@ impl Coordinator {
         record.links_found = Some(u32::try_from(found).unwrap_or(u32::MAX));
         let counters = self.stats.count();
         counters.filtered += extracted.urls_too_long as u64;
+        counters.resources_cut += extracted.resources_cut as u64;
         if cut > 0 {
             counters.links_cut += cut as u64;
             counters.pages_cut += 1;

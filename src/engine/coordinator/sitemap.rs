@@ -19,7 +19,7 @@ use crate::engine::fetch::{FetchError, FetchErrorKind};
 use crate::engine::frontier::{FrontierEntry, Lease};
 use crate::engine::sitemaps::parse::{Kind, Limits, Parsed};
 use crate::engine::sitemaps::PendingFile;
-use crate::engine::store::{PageOutcome, SitemapEntry};
+use crate::engine::store::{PageOutcome, SitemapEntry, UrlKind};
 use crate::engine::tasks::SitemapAnswer;
 use crate::engine::telemetry::{EngineEvent, Level};
 use crate::engine::url_norm::{self, registrable_domain};
@@ -143,6 +143,7 @@ impl Coordinator {
                 url: file.url,
                 depth: 0,
                 redirects: 0,
+                kind: UrlKind::Page,
             });
         }
         entries

@@ -15,6 +15,7 @@ fn calendar(n: u32) -> FrontierEntry {
         host: HOST.into(),
         depth: 2,
         redirects: 0,
+        kind: crate::engine::store::UrlKind::Page,
     }
 }
 

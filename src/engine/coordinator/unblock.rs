@@ -363,6 +363,7 @@ fn entry((url, host, depth): &Stored) -> Option<FrontierEntry> {
         host: host.clone(),
         depth: *depth,
         redirects: 0,
+        kind: crate::engine::store::UrlKind::Page,
     })
 }
 

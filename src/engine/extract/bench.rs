@@ -73,6 +73,7 @@ pub fn measure_extraction(pages: usize) -> ExtractionMeasurement {
         max_links: 1000,
         max_link_bytes: 1 << 20,
         max_url_len: 2048,
+        max_resources: crate::engine::config::DEFAULT_MAX_RESOURCES_PER_PAGE,
     };
     let templates = crate::engine::near_dup::Templates::default();
     let mut links_per_page = 0;

@@ -8,6 +8,7 @@ fn run(html: &str) -> Extracted {
         max_links: 100,
         max_link_bytes: 1 << 20,
         max_url_len: 200,
+        max_resources: 100,
     };
     let page = Url::parse("http://docs.localhost/guide/page.html").unwrap();
     extract(html.as_bytes(), &page, Some("text/html"), &opts)

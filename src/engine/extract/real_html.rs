@@ -27,6 +27,7 @@ fn features(site: &str, path: &str, html: &str) -> TextFeatures {
         max_links: 100_000,
         max_link_bytes: 1 << 25,
         max_url_len: 2048,
+        max_resources: 0,
     };
     let url = Url::parse(&format!("http://{site}.localhost/{path}")).unwrap();
     extract(html.as_bytes(), &url, Some("text/html"), &opts).features

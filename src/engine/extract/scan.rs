@@ -45,6 +45,11 @@ impl<'a> Tag<'a> {
         self.name.eq_ignore_ascii_case(name.as_bytes())
     }
 
+    /// The tag's attribute bytes, unparsed.
+    pub fn raw_attributes(&self) -> &'a [u8] {
+        self.attributes
+    }
+
     /// The raw value of the first attribute called `name` (entities not
     /// decoded); an attribute without a value gives an empty one.
     pub fn attribute(&self, name: &str) -> Option<&'a [u8]> {

@@ -8,6 +8,7 @@ fn opts() -> ExtractOptions {
         max_links: 100,
         max_link_bytes: 1 << 20,
         max_url_len: 200,
+        max_resources: 100,
     }
 }
 

@@ -130,10 +130,11 @@ pub fn response_head(
 
 /// A request head in HTTP/1.1 form: request line, then the given headers.
 pub fn request_head<'a>(
+    method: &str,
     target: &str,
     headers: impl Iterator<Item = (&'a str, &'a [u8])>,
 ) -> Vec<u8> {
-    let mut head = format!("GET {target} HTTP/1.1\r\n").into_bytes();
+    let mut head = format!("{method} {target} HTTP/1.1\r\n").into_bytes();
     append_headers(&mut head, headers);
     head
 }
@@ -276,7 +277,7 @@ mod tests {
             response_head(reqwest::Version::HTTP_11, StatusCode::NOT_FOUND, &h),
             b"HTTP/1.1 404 Not Found\r\ncontent-type: text/html\r\n\r\n"
         );
-        let req = request_head("/a?b=1", [("Host", &b"example.org"[..])].into_iter());
+        let req = request_head("GET", "/a?b=1", [("Host", &b"example.org"[..])].into_iter());
         assert_eq!(req, b"GET /a?b=1 HTTP/1.1\r\nHost: example.org\r\n\r\n");
     }
 }

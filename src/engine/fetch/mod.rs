@@ -19,6 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
+use reqwest::Method;
 use tokio::time::Instant;
 use url::{Position, Url};
 
@@ -36,6 +37,8 @@ pub const MAX_RESPONSE_HEADERS: usize = 128;
 /// HTTP/2 header block limit (HTTP/1 heads are bounded by the parser's buffer).
 pub const MAX_H2_HEADER_BYTES: u32 = 64 * 1024;
 pub const ACCEPT: &str = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5";
+/// Body bytes read of a check's GET (HEAD refused); the rest is never read.
+pub const CHECK_GET_BYTES: u64 = 16 * 1024;
 /// What the client announces when decompression is on (it adds the header itself).
 const ACCEPT_ENCODING: &str = "gzip,deflate,br";
 
@@ -58,6 +61,8 @@ pub struct Response {
     pub etag: Option<String>,
     pub last_modified: Option<String>,
     pub cache_max_age: Option<Duration>,
+    /// The `Content-Length` header as sent (a HEAD's body is empty).
+    pub content_length: Option<u64>,
     pub body: Bytes,
     pub elapsed: Duration,
     pub remote_ip: Option<IpAddr>,
@@ -209,6 +214,34 @@ impl Fetcher {
         max_body: u64,
         overflow: Overflow,
     ) -> Result<Response, FetchError> {
+        self.request(Method::GET, url, validators, max_body, overflow)
+            .await
+    }
+
+    /// Asks for `url`'s status only: a HEAD, or a GET cut at
+    /// [`CHECK_GET_BYTES`] when the server refuses HEAD (405, 501). The
+    /// size is the answer's Content-Length, if it gives one.
+    pub async fn check(&self, url: &Url) -> Result<Response, FetchError> {
+        let head = self
+            .request(Method::HEAD, url, None, 0, Overflow::Truncate)
+            .await;
+        match &head {
+            Ok(r) if r.status == 405 || r.status == 501 => {
+                self.request(Method::GET, url, None, CHECK_GET_BYTES, Overflow::Truncate)
+                    .await
+            }
+            _ => head,
+        }
+    }
+
+    async fn request(
+        &self,
+        method: Method,
+        url: &Url,
+        validators: Option<&Validators>,
+        max_body: u64,
+        overflow: Overflow,
+    ) -> Result<Response, FetchError> {
         let started = Instant::now();
         let fail = |kind, message: String| FetchError {
             kind,
@@ -264,6 +297,7 @@ impl Fetcher {
             None => host.to_string(),
         };
         let request_head = headers::request_head(
+            method.as_str(),
             &url[Position::BeforePath..Position::AfterQuery],
             [("host", host_header.as_bytes())]
                 .into_iter()
@@ -276,7 +310,14 @@ impl Fetcher {
                 .chain(extra.iter().map(|(n, v)| (n.as_str(), v.as_bytes()))),
         );
 
-        let exchange = self.exchange(url, extra, max_body, overflow, started, request_head);
+        let exchange = self.exchange(
+            method,
+            url,
+            extra,
+            (max_body, overflow),
+            started,
+            request_head,
+        );
         match tokio::time::timeout(self.total_timeout, exchange).await {
             Ok(result) => result.map_err(|(kind, message)| fail(kind, message)),
             Err(_) => Err(fail(
@@ -321,16 +362,16 @@ impl Fetcher {
 
     async fn exchange(
         &self,
+        method: Method,
         url: &Url,
         extra: HeaderMap,
-        max_body: u64,
-        overflow: Overflow,
+        (max_body, overflow): (u64, Overflow),
         started: Instant,
         request_head: Vec<u8>,
     ) -> Result<Response, (FetchErrorKind, String)> {
         let mut resp = self
             .client
-            .get(url.clone())
+            .request(method, url.clone())
             .headers(extra)
             .send()
             .await
@@ -358,6 +399,8 @@ impl Fetcher {
             etag: headers::text(hdrs, header::ETAG),
             last_modified: headers::text(hdrs, header::LAST_MODIFIED),
             cache_max_age: headers::cache_max_age(hdrs, now),
+            content_length: headers::text(hdrs, header::CONTENT_LENGTH)
+                .and_then(|v| v.trim().parse().ok()),
             body: Bytes::new(),
             elapsed: Duration::ZERO,
             remote_ip: resp.remote_addr().map(|a| a.ip()),

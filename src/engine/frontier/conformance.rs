@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Completion, FrontierEntry, FrontierStore, Hold, HostQueueView, Lease, LEVEL_WEIGHTS};
-use crate::engine::store::{PageOutcome, PageRecord, StoreError};
+use crate::engine::store::{PageOutcome, PageRecord, StoreError, UrlKind};
 use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
 
 /// One `#[test]` per conformance property for the frontier `$open` opens.
@@ -38,6 +38,7 @@ macro_rules! frontier_conformance_tests {
             a_host_scoped_removal_leaves_other_hosts_alone,
             stepwise_removal_and_release_cover_everything_in_bounded_steps,
             complete_all_ends_every_lease_and_queues_their_links,
+            an_entrys_kind_survives_queue_lease_requeue_and_reopen,
         );
     };
     (@each $open:expr; $($name:ident),* $(,)?) => {
@@ -59,6 +60,7 @@ pub(crate) fn entry(host: &str, path: &str, priority: u8) -> FrontierEntry {
         depth: 1,
         priority,
         redirects: 0,
+        kind: UrlKind::Page,
     }
 }
 
@@ -445,6 +447,35 @@ pub(crate) fn a_reopen_requeues_queued_and_leased_urls_but_not_completed_ones<F:
     for url in &completed {
         assert!(!requeued.contains(url), "{url} handed out again");
     }
+}
+
+pub(crate) fn an_entrys_kind_survives_queue_lease_requeue_and_reopen<F: FrontierStore>(
+    open: &mut impl FnMut(&Path) -> F,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let now = Instant::now();
+    let kinds = [UrlKind::Page, UrlKind::Resource, UrlKind::External];
+    let of = |kind: UrlKind| FrontierEntry {
+        kind,
+        ..entry("k.example", kind.label(), 1)
+    };
+    {
+        let mut f = open(dir.path());
+        f.push(kinds.iter().map(|&k| of(k)).collect()).unwrap();
+        // Out and back: a requeued check is still a check.
+        let first = lease(&mut f, now);
+        f.requeue(first).unwrap();
+    }
+    let mut f = open(dir.path());
+    let mut got = Vec::new();
+    while let Some(l) = f.next_ready(now).unwrap() {
+        f.complete(&l, &record(&l.entry), Vec::new()).unwrap();
+        got.push((l.entry.url.clone(), l.entry.kind));
+    }
+    got.sort();
+    let mut want: Vec<_> = kinds.iter().map(|&k| (of(k).url, k)).collect();
+    want.sort();
+    assert_eq!(got, want);
 }
 
 pub(crate) fn order_and_sequence_survive_a_reopen<F: FrontierStore>(

@@ -191,6 +191,7 @@ fn parked_queued_and_unknown_links_get_their_fates() {
         depth: 1,
         priority: 0,
         redirects: 0,
+        kind: crate::engine::store::UrlKind::Page,
     };
     batch.enqueue(&keys::parked_key(7, 1), &encode_entry(&parked));
     batch.mark_seen("http://h.localhost/parked");
@@ -263,6 +264,7 @@ fn the_quarantine_groups_parked_urls_by_alert_with_their_found_on_page() {
             depth: 1,
             priority: 0,
             redirects: 0,
+            kind: crate::engine::store::UrlKind::Page,
         };
         (keys::parked_key(alert, seq), encode_entry(&entry))
     };

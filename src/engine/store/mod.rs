@@ -39,7 +39,7 @@ use faults::DiskFaults;
 pub use fragments::FragmentLinks;
 use index::CrawlIndex;
 pub use query::{Entries, FilterReason, FilteredUrl};
-pub use records::{PageOutcome, PageRecord, WarcLocation, SOFT_404_PROBE};
+pub use records::{PageOutcome, PageRecord, UrlKind, WarcLocation, SOFT_404_PROBE};
 use referrers::ReferrerCounts;
 pub use referrers::MAX_REFERRERS;
 pub use sitemaps::SitemapEntry;

@@ -5,7 +5,7 @@
 //! flags; the SHA-1 digest is 20 raw bytes. Records stored as JSON by earlier
 //! versions (they start with `{`) still decode.
 
-use super::records::{PageOutcome, PageRecord, WarcLocation};
+use super::records::{PageOutcome, PageRecord, UrlKind, WarcLocation};
 use crate::engine::page_facts::{Hreflang, HtmlFacts, NoindexSource};
 
 /// First byte of a record in this form (JSON starts with `{`).
@@ -26,7 +26,12 @@ const WARC: u16 = 1 << 11;
 const RESPONSE_MS: u16 = 1 << 12;
 const NOINDEX: u16 = 1 << 13;
 const FACTS: u16 = 1 << 14;
-// Bit 15 is kept free: it will say a second flags word follows.
+/// A second flags word follows the first.
+const MORE_FLAGS: u16 = 1 << 15;
+
+/// Second word: the URL was only checked, as a resource or an external link.
+const KIND_RESOURCE: u16 = 1 << 0;
+const KIND_EXTERNAL: u16 = 1 << 1;
 
 /// Flags of the facts section, one byte after its start.
 const DESCRIPTION: u8 = 1 << 0;
@@ -64,7 +69,17 @@ pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
     .into_iter()
     .filter(|&(on, _)| on)
     .fold(0u16, |flags, (_, bit)| flags | bit);
+    let more = match record.kind {
+        UrlKind::Page => 0,
+        UrlKind::Resource => KIND_RESOURCE,
+        UrlKind::External => KIND_EXTERNAL,
+    };
+    // Pages, nearly every record, keep the one word of earlier versions.
+    let flags = if more != 0 { flags | MORE_FLAGS } else { flags };
     out.0.extend_from_slice(&flags.to_le_bytes());
+    if more != 0 {
+        out.0.extend_from_slice(&more.to_le_bytes());
+    }
 
     if flags & HOST_IS_AUTHORITY == 0 {
         out.str(&record.host);
@@ -229,6 +244,17 @@ impl Reader<'_> {
     fn record(mut self, url: &str) -> Result<PageRecord, String> {
         let flags = u16::from_le_bytes(self.array()?);
         let has = |bit: u16| flags & bit != 0;
+        let more = match has(MORE_FLAGS) {
+            true => u16::from_le_bytes(self.array()?),
+            false => 0,
+        };
+        let kind = if more & KIND_RESOURCE != 0 {
+            UrlKind::Resource
+        } else if more & KIND_EXTERNAL != 0 {
+            UrlKind::External
+        } else {
+            UrlKind::Page
+        };
         // The fields are read in the order they are written below, which is
         // `PageRecord`'s order and the order `encode` writes them in.
         let record = PageRecord {
@@ -272,6 +298,7 @@ impl Reader<'_> {
             response_ms: self.opt(has(RESPONSE_MS), Self::small)?,
             noindex: self.opt(has(NOINDEX), Self::noindex)?,
             facts: self.opt(has(FACTS), Self::facts)?,
+            kind,
         };
         if !self.0.is_empty() {
             return Err(format!("{} bytes after the record", self.0.len()));

@@ -2,7 +2,7 @@ use proptest::prelude::*;
 
 use super::{decode, encode};
 use crate::engine::page_facts::{Hreflang, HtmlFacts, NoindexSource};
-use crate::engine::store::{PageOutcome, PageRecord, WarcLocation};
+use crate::engine::store::{PageOutcome, PageRecord, UrlKind, WarcLocation};
 
 fn fetched_page() -> PageRecord {
     let url = "http://127.0.1.10:8080/articles/000/andadama-96.html";
@@ -190,4 +190,22 @@ proptest! {
         record.canonical = if canonical_is_url { Some(url.clone()) } else { text };
         prop_assert_eq!(decode(&url, &encode(&record)), Ok(record));
     }
+}
+
+#[test]
+fn checked_kinds_take_a_second_flags_word_and_pages_do_not() {
+    let page = fetched_page();
+    let page_len = encode(&page).len();
+    for kind in [UrlKind::Resource, UrlKind::External] {
+        let checked = PageRecord {
+            kind,
+            ..fetched_page()
+        };
+        round_trip(&checked);
+        assert_eq!(encode(&checked).len(), page_len + 2);
+    }
+    assert_eq!(
+        decode(&page.url, &encode(&page)).unwrap().kind,
+        UrlKind::Page
+    );
 }

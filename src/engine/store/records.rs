@@ -4,6 +4,42 @@ use serde::{Deserialize, Serialize};
 
 use crate::engine::page_facts::{HtmlFacts, NoindexSource};
 
+/// What a URL was queued as: a page (fetched in full, its links followed) or
+/// a check (requested once for its status, never parsed).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum UrlKind {
+    /// Fetched in full; its links are followed.
+    #[default]
+    Page,
+    /// A resource an in-scope page loads (image, script, stylesheet…).
+    Resource,
+    /// An out-of-scope URL an in-scope page links to (`checks.external`).
+    External,
+}
+
+impl UrlKind {
+    /// The name listings use: `page`, `resource`, `external`.
+    pub fn label(self) -> &'static str {
+        match self {
+            UrlKind::Page => "page",
+            UrlKind::Resource => "resource",
+            UrlKind::External => "external",
+        }
+    }
+
+    /// Requested for its status only: no links taken, nothing archived.
+    pub fn is_check(self) -> bool {
+        self != UrlKind::Page
+    }
+}
+
+fn is_page(kind: &UrlKind) -> bool {
+    *kind == UrlKind::Page
+}
+
 /// One per URL that left the frontier (fetched, failed, blocked, given up…).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PageRecord {
@@ -65,6 +101,9 @@ pub struct PageRecord {
     /// 2xx page (`page_facts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facts: Option<HtmlFacts>,
+    /// Page, or a resource or external URL that was only checked.
+    #[serde(default, skip_serializing_if = "is_page")]
+    pub kind: UrlKind,
 }
 
 /// One WARC record in the data directory's `warc/`: its file and its gzip member.
@@ -200,6 +239,7 @@ impl PageRecord {
             response_ms: None,
             noindex: None,
             facts: None,
+            kind: UrlKind::Page,
         }
     }
 }

@@ -5,6 +5,10 @@
 pub enum Check {
     /// Internal URLs answering 4xx/5xx or nothing.
     BrokenLinks,
+    /// Resources pages load (images, scripts, stylesheets…) answering 4xx/5xx or nothing.
+    BrokenResources,
+    /// Out-of-scope URLs pages link to answering 4xx/5xx or nothing (`--check-external`).
+    BrokenExternal,
     /// Redirects that come back to themselves.
     RedirectLoops,
     /// Links to a `#fragment` their page does not have.
@@ -75,8 +79,10 @@ impl Priority {
 }
 
 /// Every check, in the order of their names' table.
-pub const ALL: [Check; 20] = [
+pub const ALL: [Check; 22] = [
     Check::BrokenLinks,
+    Check::BrokenResources,
+    Check::BrokenExternal,
     Check::RedirectLoops,
     Check::BrokenFragments,
     Check::CanonicalNotIndexable,
@@ -103,6 +109,8 @@ impl Check {
     pub fn name(self) -> &'static str {
         match self {
             Check::BrokenLinks => "broken-links",
+            Check::BrokenResources => "broken-resources",
+            Check::BrokenExternal => "broken-external",
             Check::RedirectLoops => "redirect-loops",
             Check::BrokenFragments => "broken-fragments",
             Check::CanonicalNotIndexable => "canonical-not-indexable",
@@ -129,10 +137,12 @@ impl Check {
     pub fn priority(self) -> Priority {
         match self {
             Check::BrokenLinks
+            | Check::BrokenResources
             | Check::RedirectLoops
             | Check::CanonicalNotIndexable
             | Check::MissingTitle => Priority::High,
-            Check::NoindexLinked
+            Check::BrokenExternal
+            | Check::NoindexLinked
             | Check::BrokenFragments
             | Check::SitemapOrphans
             | Check::SitemapNotIndexable
@@ -147,6 +157,8 @@ impl Check {
     pub fn what(self) -> String {
         match self {
             Check::BrokenLinks => "URLs answering 4xx, 5xx or nothing".into(),
+            Check::BrokenResources => "resources answering 4xx, 5xx or nothing".into(),
+            Check::BrokenExternal => "external URLs answering 4xx, 5xx or nothing".into(),
             Check::RedirectLoops => "URLs in redirect loops".into(),
             Check::BrokenFragments => "links to a #fragment their page does not have".into(),
             Check::CanonicalNotIndexable => {

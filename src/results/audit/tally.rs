@@ -65,7 +65,16 @@ impl Tally {
     pub(super) fn row(&mut self, row: &Row) {
         let facts = &row.facts;
         if is_broken(row) {
-            self.found(Check::BrokenLinks, &row.url, || broken_detail(row));
+            let check = match row.kind {
+                "resource" => Check::BrokenResources,
+                "external" => Check::BrokenExternal,
+                _ => Check::BrokenLinks,
+            };
+            self.found(check, &row.url, || broken_detail(row));
+        }
+        if row.kind != "page" {
+            // A check's answer says nothing of a page: no speed, no content.
+            return;
         }
         if row.fate == Fate::Redirect.label() {
             if let Some(location) = &row.detail {

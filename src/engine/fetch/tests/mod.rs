@@ -295,3 +295,42 @@ fn setup_rejects_unsendable_identity() {
 
 mod failures;
 mod guarded;
+
+#[tokio::test]
+async fn a_check_is_a_head_and_falls_back_to_a_cut_get_when_head_is_refused() {
+    let methods: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = methods.clone();
+    let app = Router::new()
+        .route(
+            "/img.png",
+            get(|| async { respond(200, &[], vec![7u8; 5000]) }),
+        )
+        .route(
+            "/no-head",
+            axum::routing::any(move |method: axum::http::Method| {
+                let log = log.clone();
+                async move {
+                    log.lock().unwrap().push(method.to_string());
+                    match method {
+                        axum::http::Method::HEAD => respond(405, &[], Body::empty()),
+                        _ => respond(200, &[("content-type", "text/plain")], vec![b'x'; 1 << 20]),
+                    }
+                }
+            }),
+        );
+    let server = TestServer::axum(app).await;
+    let f = fetcher();
+
+    let head = f.check(&server.url("/img.png")).await.unwrap();
+    assert_eq!((head.status, head.body.len()), (200, 0));
+    assert_eq!(head.content_length, Some(5000), "the size the server gives");
+    assert!(head.request_head.starts_with(b"HEAD /img.png "));
+
+    let refused = f.check(&server.url("/no-head")).await.unwrap();
+    assert_eq!(refused.status, 200);
+    assert!(
+        refused.body.len() as u64 <= CHECK_GET_BYTES,
+        "the GET's body is cut"
+    );
+    assert_eq!(*methods.lock().unwrap(), ["HEAD", "GET"]);
+}
