@@ -210,17 +210,19 @@ async fn resources_off_and_no_external_checks_request_neither() {
         .filter(|r| r.site == SiteKind::Links)
         .map(|r| r.path_and_query.as_str())
         .collect();
-    let mut want = BTreeSet::from(["/robots.txt"]);
+    // robots.txt names no sitemap: the guessed one is asked for once.
+    let mut want = BTreeSet::from(["/robots.txt", "/sitemap.xml"]);
     want.extend(LINKS_PAGES);
     assert_eq!(links, want, "pages only");
     assert!(
         log.iter().all(|r| r.site != SiteKind::Elsewhere),
         "no external request without --check-external"
     );
+    // The two pages and the guessed sitemap's record; nothing checked.
     let kinds: Vec<UrlKind> = pages(dir.path()).iter().map(|p| p.kind).collect();
     assert_eq!(
         kinds,
-        [UrlKind::Page, UrlKind::Page],
-        "the two pages, nothing checked"
+        [UrlKind::Page, UrlKind::Page, UrlKind::Page],
+        "the two pages and /sitemap.xml, nothing checked"
     );
 }

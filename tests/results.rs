@@ -140,6 +140,12 @@ fn the_audit_finds_the_demo_webs_problems(data: &str) {
             + count("broken-fragments"),
         broken.len() as u64
     );
+    assert!(
+        broken
+            .iter()
+            .all(|b| !b["url"].as_str().unwrap().ends_with("/sitemap.xml")),
+        "a guessed sitemap that is absent is no broken link"
+    );
     // Product pages link their neighbours' `#reviews`, which they lack.
     assert!(fragments > 0, "{broken:?}");
     assert_eq!(count("broken-fragments"), fragments);

@@ -33,6 +33,14 @@ impl Coordinator {
         if !self.cfg.sitemaps.enabled || self.hosts.finished_reason(host).is_some() {
             return;
         }
+        // A host out of scope is only met through external checks: none of
+        // its URLs would be crawled.
+        if matches!(
+            self.filter.check(origin),
+            Err(url_norm::Rejection::OutOfScope)
+        ) {
+            return;
+        }
         match self.sitemaps.met(host) {
             Ok(false) => {}
             Ok(true) => return,
