@@ -96,7 +96,7 @@ async fn a_recrawl_asks_conditionally_and_keeps_every_page() {
         if has_content(&before.outcome) && before.kind == UrlKind::Page {
             let expected = match &before.outcome {
                 PageOutcome::Duplicate { .. } => before.outcome.clone(),
-                _ => PageOutcome::NotModified,
+                _ => PageOutcome::NotModified { pass: 1 },
             };
             assert_eq!(page.outcome, expected, "{}", page.url);
             assert_eq!(page.title, before.title, "{}", page.url);

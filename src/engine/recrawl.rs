@@ -19,7 +19,7 @@ const PUSH_CHUNK: usize = 4096;
 fn had_content(outcome: &PageOutcome) -> bool {
     match outcome {
         PageOutcome::Fetched { status } => (200..300).contains(status),
-        PageOutcome::NotModified | PageOutcome::Duplicate { .. } => true,
+        PageOutcome::NotModified { .. } | PageOutcome::Duplicate { .. } => true,
         _ => false,
     }
 }

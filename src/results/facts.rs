@@ -63,7 +63,7 @@ impl RowFacts {
                 && matches!(
                     p.outcome,
                     PageOutcome::Fetched { status: 200..=299 }
-                        | PageOutcome::NotModified
+                        | PageOutcome::NotModified { .. }
                         | PageOutcome::Duplicate { .. }
                 ),
         }
@@ -77,7 +77,7 @@ impl RowFacts {
 pub fn indexability(p: &PageRecord) -> Option<Result<(), String>> {
     let status = match &p.outcome {
         PageOutcome::Fetched { status } => *status,
-        PageOutcome::NotModified | PageOutcome::Duplicate { .. } => 200,
+        PageOutcome::NotModified { .. } | PageOutcome::Duplicate { .. } => 200,
         PageOutcome::Redirect { status, .. } if *status < 300 => {
             return Some(Err("meta refresh".into()))
         }

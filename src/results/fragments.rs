@@ -73,7 +73,7 @@ fn page_ids(
     };
     let answered = matches!(
         record.outcome,
-        PageOutcome::Fetched { status: 200..=299 } | PageOutcome::NotModified
+        PageOutcome::Fetched { status: 200..=299 } | PageOutcome::NotModified { .. }
     );
     let html = record.facts.is_some();
     let (Some(warc), true, true) = (&record.warc, answered, html) else {

@@ -70,8 +70,13 @@ pub struct Row {
     pub(super) reason_class: Option<String>,
 }
 
-/// The detail of a page a recrawl found unchanged.
-const NOT_MODIFIED: &str = "not modified at its last recrawl (304)";
+/// The detail of a page recrawl pass `pass` found unchanged.
+fn not_modified(pass: u32) -> String {
+    match pass {
+        0 => "not modified at its last recrawl (304)".into(),
+        n => format!("not modified in pass {n} (304)"),
+    }
+}
 
 /// Which rule ids came from accepted trap alerts (id → alert id).
 #[derive(Default)]
@@ -119,7 +124,9 @@ impl Row {
             PageOutcome::Fetched { status } => (Fate::Fetched, Some(status), None, None),
             // The status of the content it holds, as `page` shows it; the
             // 304 is a separate fact. A recrawl only asks again for 2xx pages.
-            PageOutcome::NotModified => (Fate::Fetched, Some(200), None, Some(NOT_MODIFIED.into())),
+            PageOutcome::NotModified { pass } => {
+                (Fate::Fetched, Some(200), None, Some(not_modified(pass)))
+            }
             PageOutcome::Redirect { status, location } => {
                 let how = (status < 300).then(|| super::links::META_REFRESH.to_string());
                 (Fate::Redirect, Some(status), how, Some(location))
@@ -547,10 +554,16 @@ mod tests {
 
     #[test]
     fn an_unchanged_page_of_a_recrawl_has_the_status_of_its_content() {
-        let unchanged = row(PageOutcome::NotModified, &RuleOrigins::default());
+        let unchanged = row(
+            PageOutcome::NotModified { pass: 2 },
+            &RuleOrigins::default(),
+        );
         assert_eq!(unchanged.status, Some(200));
         assert_eq!(unchanged.fate, Fate::Fetched.label());
-        assert_eq!(unchanged.detail.as_deref(), Some(NOT_MODIFIED));
+        assert_eq!(
+            unchanged.detail.as_deref(),
+            Some("not modified in pass 2 (304)")
+        );
         let mut q = query(None, None);
         q.status = Query::parse_status("2xx").unwrap();
         assert!(unchanged.passes(&q));

@@ -177,7 +177,7 @@ fn was_fetched(outcome: &PageOutcome) -> bool {
     matches!(
         outcome,
         PageOutcome::Fetched { .. }
-            | PageOutcome::NotModified
+            | PageOutcome::NotModified { .. }
             | PageOutcome::Redirect { .. }
             | PageOutcome::Duplicate { .. }
     )

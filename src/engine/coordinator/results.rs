@@ -341,7 +341,9 @@ impl Coordinator {
         let mut links = Vec::new();
         if status == 304 {
             self.stats.count().not_modified += 1;
-            record.outcome = PageOutcome::NotModified;
+            record.outcome = PageOutcome::NotModified {
+                pass: self.run.recrawl_pass,
+            };
             self.keep_unchanged_page(&mut record);
         } else if (300..400).contains(&status) {
             record.outcome = self.redirect_outcome(lease, status, page.location.as_ref());

@@ -308,7 +308,9 @@ fn decode_body(headers: &[(String, String)], body: &[u8]) -> String {
 /// Why a page with this outcome has no archived copy.
 fn no_archive_reason(outcome: &PageOutcome) -> &'static str {
     match outcome {
-        PageOutcome::Fetched { .. } | PageOutcome::Duplicate { .. } | PageOutcome::NotModified => {
+        PageOutcome::Fetched { .. }
+        | PageOutcome::Duplicate { .. }
+        | PageOutcome::NotModified { .. } => {
             "no archived copy (WARC off, noarchive, or fetched by an older crawldeck)"
         }
         PageOutcome::NotCrawled { reason } if probe_status(reason).is_some() => {
@@ -325,6 +327,7 @@ fn outcome_words(outcome: &PageOutcome) -> String {
         PageOutcome::NotCrawled { reason } if probe_status(reason).is_some() => {
             format!("fetched as a {reason}")
         }
+        PageOutcome::NotModified { pass } if *pass > 0 => format!("not modified in pass {pass}"),
         other => other.label().to_string(),
     }
 }

@@ -209,7 +209,11 @@ impl Writer {
                 self.0.push(0);
                 self.varint(u64::from(*status));
             }
-            PageOutcome::NotModified => self.0.push(1),
+            // Byte 1 was a 304 without its pass, in earlier records.
+            PageOutcome::NotModified { pass } => {
+                self.0.push(8);
+                self.varint(u64::from(*pass));
+            }
             PageOutcome::Redirect { status, location } => {
                 self.0.push(2);
                 self.varint(u64::from(*status));
@@ -394,7 +398,10 @@ impl Reader<'_> {
             0 => PageOutcome::Fetched {
                 status: self.small()?,
             },
-            1 => PageOutcome::NotModified,
+            1 => PageOutcome::NotModified { pass: 0 },
+            8 => PageOutcome::NotModified {
+                pass: self.small()?,
+            },
             2 => PageOutcome::Redirect {
                 status: self.small()?,
                 location: self.string()?,

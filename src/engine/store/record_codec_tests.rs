@@ -63,7 +63,7 @@ fn a_fetched_page_round_trips_in_under_a_third_of_its_json() {
 fn every_outcome_and_every_absent_field_round_trips() {
     let outcomes = [
         PageOutcome::Fetched { status: 404 },
-        PageOutcome::NotModified,
+        PageOutcome::NotModified { pass: 3 },
         PageOutcome::Redirect {
             status: 301,
             location: "https://b.test/é".into(),
@@ -178,7 +178,7 @@ proptest! {
         canonical_is_url in any::<bool>(),
     ) {
         let (depth, at, bytes, outlinks, dropped) = numbers;
-        let mut record = PageRecord::without_fetch(&url, &host, depth, at, PageOutcome::NotModified);
+        let mut record = PageRecord::without_fetch(&url, &host, depth, at, PageOutcome::NotModified { pass: 1 });
         record.title = text.clone();
         record.etag = text.clone();
         record.content_digest = digest;

@@ -132,7 +132,12 @@ pub enum PageOutcome {
     },
     /// A 304 to a recrawl pass's conditional request: unchanged since the last fetch, whose
     /// title, digest, size and link count the record keeps.
-    NotModified,
+    NotModified {
+        /// The recrawl pass that asked (1 for the first `--recrawl`); 0 in
+        /// records written before it was kept.
+        #[serde(default)]
+        pass: u32,
+    },
     /// A 3xx whose Location was followed as a link (within `fetch.max_redirects`),
     /// or an HTML 2xx page whose `<meta http-equiv="refresh">` was.
     Redirect {
@@ -180,7 +185,7 @@ impl PageOutcome {
     pub fn label(&self) -> &'static str {
         match self {
             PageOutcome::Fetched { .. } => "fetched",
-            PageOutcome::NotModified => "not modified",
+            PageOutcome::NotModified { .. } => "not modified",
             PageOutcome::Redirect { .. } => "redirect",
             PageOutcome::Duplicate { .. } => "duplicate",
             PageOutcome::Error { .. } => "error",
