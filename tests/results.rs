@@ -444,11 +444,14 @@ async fn a_running_crawl_is_listed_through_its_engine() {
     .await
     .expect("40 pages within the limit");
     let data = dir.path().to_str().unwrap().to_string();
-    let live = {
+    let (live, live_audit) = {
         let data = data.clone();
-        tokio::task::spawn_blocking(move || json_lines(&["pages", &data, "--json"]))
-            .await
-            .expect("listing runs")
+        tokio::task::spawn_blocking(move || {
+            let pages = json_lines(&["pages", &data, "--json"]);
+            (pages, json_lines(&["audit", &data, "--json"]))
+        })
+        .await
+        .expect("listing runs")
     };
     let still_running = snapshots.borrow().state != CrawlState::Done;
     assert!(
@@ -464,6 +467,15 @@ async fn a_running_crawl_is_listed_through_its_engine() {
     assert!(live
         .iter()
         .all(|p| p["fate"].is_string() && p["host"].is_string()));
+    // The audit reads the running crawl too: every shop page lacks a description.
+    let undescribed = live_audit
+        .iter()
+        .find(|f| f["check"] == "missing-description")
+        .expect("the audit of a running crawl");
+    assert!(
+        undescribed["urls"].as_u64().unwrap() >= 30,
+        "{live_audit:?}"
+    );
 
     let _ = stop_tx.send(());
     tokio::time::timeout(common::CRAWL_LIMIT, running.done)
