@@ -5,44 +5,17 @@
 use crate::common;
 
 use std::collections::BTreeSet;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{crawl, pages, start_demo, test_config};
+use common::{crawl, json_lines, pages, start_demo, test_config};
 use crawldeck::demo::{
     RequestRecord, SiteKind, ELSEWHERE_DISALLOWED, ELSEWHERE_GONE, ELSEWHERE_NEVER, ELSEWHERE_OK,
     LINKS_PAGES, LINKS_RESOURCES_BROKEN, LINKS_RESOURCES_OK,
 };
 use crawldeck::engine::config::ResourcesMode;
 use crawldeck::engine::store::{PageOutcome, UrlKind};
-use serde_json::Value;
 
 const DELAY: Duration = Duration::from_millis(40);
-
-/// Runs the binary on a finished crawl; killed by its pid past 60 s.
-fn json_lines(args: &[&str]) -> Vec<Value> {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
-        .args(args)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("the binary runs");
-    let stdout = child.stdout.take().expect("stdout");
-    let reader = std::thread::spawn(move || std::io::read_to_string(stdout));
-    let started = Instant::now();
-    while child.try_wait().expect("wait").is_none() {
-        if started.elapsed() > Duration::from_secs(60) {
-            child.kill().expect("kill by pid");
-            panic!("{args:?} hangs");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let text = reader.join().expect("reader").expect("UTF-8");
-    text.lines()
-        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?}: {e}")))
-        .collect()
-}
 
 fn requests<'a>(log: &'a [RequestRecord], site: SiteKind, path: &str) -> Vec<&'a RequestRecord> {
     log.iter()
