@@ -303,7 +303,10 @@ def report(name, root, base, reach_file, data, summary_file, binary, out):
         fates[key] = (fate, row.get("status"), row.get("reason"))
         status = row.get("status") or 0
         ctype = (row.get("content_type") or "").lower()
-        if fate in ("fetched", "duplicate") and 200 <= status < 300 and "html" in ctype:
+        # A page that redirects by its meta refresh was fetched too (fate
+        # redirect, status 2xx); the parser counts it as a page.
+        refreshed = fate == "redirect" and row.get("reason") == "meta refresh"
+        if (fate in ("fetched", "duplicate") or refreshed) and 200 <= status < 300 and "html" in ctype:
             if key in reachable:
                 fetched.add(key)
             elif urllib.parse.urlsplit(row["url"]).netloc.lower() == urllib.parse.urlsplit(base).netloc.lower():
