@@ -242,7 +242,7 @@ impl Coordinator {
         self.commit_now(lease, &record);
     }
 
-    fn page_fetched(&mut self, lease: Lease, mut page: Fetched, now: Instant) {
+    fn page_fetched(&mut self, lease: Lease, page: Fetched, now: Instant) {
         let host = lease.entry.host.clone();
         let url_fp = url_fingerprint(&lease.entry.url);
         let status = page.status;
@@ -275,6 +275,13 @@ impl Coordinator {
             return;
         }
         self.retries.forget(url_fp);
+        self.record_answered(lease, page, now);
+    }
+
+    /// An answer kept: counted, recorded, its links admitted and the trap
+    /// detector told.
+    fn record_answered(&mut self, lease: Lease, mut page: Fetched, now: Instant) {
+        let (host, status) = (lease.entry.host.clone(), page.status);
         if lease.entry.kind.is_check() {
             // Its size is what the server says: nothing was downloaded.
             self.stats.count().checked += 1;
@@ -284,7 +291,6 @@ impl Coordinator {
             counters.bytes += page.bytes;
             self.count_recorded(&host, Some(status), false);
         }
-
         let (mut record, links) = self.page_record(&lease, &mut page);
         let is_redirect = matches!(record.outcome, PageOutcome::Redirect { .. });
         let parent = Url::parse(&lease.entry.url).ok();
