@@ -273,7 +273,8 @@ impl Coordinator {
     }
 
     /// A file that could not be used: an error record, never a stop. A
-    /// guessed `/sitemap.xml` that is missing is common: said, not warned.
+    /// guessed `/sitemap.xml` that is missing is common: said, not warned,
+    /// and recorded as the 404 it is, not as an error.
     fn sitemap_failed(&mut self, lease: Lease, message: String, answer: &SitemapAnswer) {
         let guessed = self
             .sitemaps
@@ -283,6 +284,13 @@ impl Coordinator {
         let level = if guessed { Level::Info } else { Level::Warn };
         self.outbox
             .log(level, format!("sitemap {}: {message}", lease.entry.url));
+        if guessed && matches!(answer.status, 404 | 410) {
+            // No sitemap, which is no error: the answer is recorded as it came.
+            let outcome = PageOutcome::Fetched {
+                status: answer.status,
+            };
+            return self.commit_sitemap(lease, outcome, answer, Vec::new());
+        }
         // The summary's error counts are the listing's.
         self.stats.count().count_error(SITEMAP_ERROR);
         let outcome = PageOutcome::Error {
