@@ -17,7 +17,7 @@ use crawldeck::demo::{
 use crawldeck::engine::store::remote::Results;
 use crawldeck::engine::store::PageOutcome;
 use crawldeck::results::sitemaps::{self, Finding, SitemapAudit};
-use crawldeck::results::{Format, Listing, Query, SortKey};
+use crawldeck::results::{Format, Listing, Query};
 use serde_json::Value;
 
 /// No listing may take longer than this.
@@ -70,19 +70,7 @@ fn set(paths: &[&str]) -> BTreeSet<String> {
 }
 
 fn query(dir: &std::path::Path) -> Query {
-    Query {
-        data_dir: dir.to_path_buf(),
-        listing: Listing::Pages,
-        format: Format::Json,
-        status: Vec::new(),
-        fate: None,
-        by: None,
-        host: None,
-        limit: None,
-        sort: SortKey::Url,
-        found_by: None,
-        facts: Default::default(),
-    }
+    Query::new(dir.to_path_buf(), Listing::Pages, Format::Json)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

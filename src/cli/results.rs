@@ -100,12 +100,6 @@ fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
         return Err(UsageError("--limit must be at least 1".into()));
     }
     Ok(Query {
-        data_dir: list.data,
-        listing,
-        format,
-        status: Vec::new(),
-        fate: None,
-        by: None,
         host: list
             .host
             .as_deref()
@@ -113,9 +107,7 @@ fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
             .transpose()
             .map_err(UsageError)?,
         limit: list.limit,
-        sort: SortKey::Url,
-        facts: Default::default(),
-        found_by: None,
+        ..Query::new(list.data, listing, format)
     })
 }
 

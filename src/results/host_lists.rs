@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::{Fate, Format, Listing, Query, SortKey};
+use super::{Fate, Format, Listing, Query};
 
 /// Which of a host's lists the detail view shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -38,17 +38,10 @@ pub fn host_list_lines(data_dir: &Path, host: &str, list: HostList) -> Result<Ve
         HostList::Blocked => (Listing::Pages, Some(Fate::Blocked)),
     };
     let query = Query {
-        data_dir: data_dir.to_path_buf(),
-        listing,
-        format: Format::Table,
-        status: Vec::new(),
         fate,
-        by: None,
         host: Some(host.to_string()),
         limit: Some(HOST_LIST_LINES),
-        sort: SortKey::Url,
-        facts: Default::default(),
-        found_by: None,
+        ..Query::new(data_dir.to_path_buf(), listing, Format::Table)
     };
     let mut out = Vec::new();
     crate::results::run(&query, &mut out).map_err(|e| crate::text::error_chain(&e))?;

@@ -35,17 +35,12 @@ struct Broken<'a> {
 /// Why a row is broken: `None` if it is not, `Some(None)` for its status or
 /// error, `Some(Some("redirect loop"))` for a redirect that never resolves.
 fn broken_why(row: &Row, results: &Results) -> anyhow::Result<Option<Option<&'static str>>> {
-    // A sitemap file is no link (a guessed /sitemap.xml is mostly absent).
-    if row.found_by == super::sitemaps::FoundBy::SitemapFile {
-        return Ok(None);
-    }
-    Ok(match row.fate {
-        f if f == Fate::Error.label() => Some(None),
-        f if f == Fate::Fetched.label() => row.status.filter(|s| *s >= 400).map(|_| None),
-        f if f == Fate::Redirect.label() && redirect_loops(&row.url, results)? => {
-            Some(Some(REDIRECT_LOOP))
-        }
-        _ => None,
+    Ok(if row.is_broken() {
+        Some(None)
+    } else if row.fate == Fate::Redirect.label() && redirect_loops(&row.url, results)? {
+        Some(Some(REDIRECT_LOOP))
+    } else {
+        None
     })
 }
 

@@ -1,21 +1,9 @@
 use super::*;
 use crate::engine::store::{PageRecord, Store};
-use crate::results::query::{Listing, SortKey};
+use crate::results::query::Listing;
 
 fn query(listing: Listing) -> Query {
-    Query {
-        data_dir: Default::default(),
-        listing,
-        format: Format::Json,
-        status: Vec::new(),
-        fate: None,
-        by: None,
-        host: None,
-        limit: None,
-        sort: SortKey::Url,
-        facts: Default::default(),
-        found_by: None,
-    }
+    Query::new(Default::default(), listing, Format::Json)
 }
 
 fn record(url: &str, outcome: PageOutcome) -> PageRecord {

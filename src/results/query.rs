@@ -207,6 +207,24 @@ pub struct Query {
 }
 
 impl Query {
+    /// A listing of every URL of the crawl in `data_dir`, unfiltered, in URL
+    /// order; callers set the filters they take.
+    pub fn new(data_dir: PathBuf, listing: Listing, format: Format) -> Query {
+        Query {
+            data_dir,
+            listing,
+            format,
+            status: Vec::new(),
+            fate: None,
+            by: None,
+            host: None,
+            limit: None,
+            sort: SortKey::Url,
+            facts: Default::default(),
+            found_by: None,
+        }
+    }
+
     /// Parses a `--status` list: `404`, `4xx`, `301,5xx`.
     pub fn parse_status(list: &str) -> Result<Vec<StatusMatch>, String> {
         list.split(',')

@@ -235,6 +235,15 @@ impl Row {
         }
     }
 
+    /// A 4xx, 5xx or no answer at all: a broken link target. A refused
+    /// private address is blocked, not broken, and a sitemap file is no
+    /// link (a guessed /sitemap.xml is mostly absent).
+    pub fn is_broken(&self) -> bool {
+        self.found_by != FoundBy::SitemapFile
+            && (self.fate == Fate::Error.label()
+                || (self.fate == Fate::Fetched.label() && self.status.is_some_and(|s| s >= 400)))
+    }
+
     /// Whether the row passes the query's filters.
     pub fn passes(&self, q: &Query) -> bool {
         q.status_matches(self.status)
@@ -403,21 +412,13 @@ impl Iterator for Rows {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::query::{Format, Listing, SortKey};
+    use crate::results::query::{Format, Listing};
 
     fn query(fate: Option<Fate>, by: Option<&str>) -> Query {
         Query {
-            data_dir: "/nowhere".into(),
-            listing: Listing::Pages,
-            format: Format::Json,
-            status: Vec::new(),
             fate,
             by: by.map(str::to_string),
-            host: None,
-            limit: None,
-            sort: SortKey::Url,
-            facts: Default::default(),
-            found_by: None,
+            ..Query::new("/nowhere".into(), Listing::Pages, Format::Json)
         }
     }
 

@@ -10,7 +10,7 @@ use crate::results::facts::indexability;
 use crate::results::fragments::BrokenFragment;
 use crate::results::query::Fate;
 use crate::results::rows::Row;
-use crate::results::sitemaps::{Finding as SitemapFinding, FoundBy};
+use crate::results::sitemaps::Finding as SitemapFinding;
 
 /// Redirect hops followed before a chain counts as a loop.
 const MAX_HOPS: usize = 32;
@@ -64,7 +64,7 @@ impl Tally {
     /// Everything one row can tell alone.
     pub(super) fn row(&mut self, row: &Row) {
         let facts = &row.facts;
-        if is_broken(row) {
+        if row.is_broken() {
             let check = match row.kind {
                 "resource" => Check::BrokenResources,
                 "external" => Check::BrokenExternal,
@@ -281,14 +281,6 @@ impl Tally {
         }
         self.shown
     }
-}
-
-/// A 4xx, 5xx or no answer at all (a refused private address is blocked, not broken).
-fn is_broken(row: &Row) -> bool {
-    // A sitemap file is no link (a guessed /sitemap.xml is mostly absent).
-    row.found_by != FoundBy::SitemapFile
-        && (row.fate == Fate::Error.label()
-            || (row.fate == Fate::Fetched.label() && row.status.is_some_and(|s| s >= 400)))
 }
 
 fn broken_detail(row: &Row) -> String {
