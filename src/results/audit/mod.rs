@@ -83,25 +83,13 @@ pub fn audit(query: &Query, show: Option<Check>, results: &Results) -> anyhow::R
     let sitemap_hosts = super::sitemaps::hosts_with_sitemap(results, query)?;
     let mut tally = Tally::new(show, query.limit);
     // With the referrers: they say which URLs were found by links.
-    for prefix in query.url_prefixes() {
-        for row in Rows::open(results, &prefix, false, true, rules.clone())? {
-            let row = row?;
-            if query.host.as_deref().is_none_or(|h| h == row.host) {
-                tally.row(&row);
-                tally.sitemap_findings(&row, &super::sitemaps::findings(&row, &sitemap_hosts));
-            }
-        }
-    }
+    each_page(query, results, true, &rules, |row| {
+        tally.row(row);
+        tally.sitemap_findings(row, &super::sitemaps::findings(row, &sitemap_hosts));
+    })?;
     tally.after_rows(results)?;
     if tally.wants_second_pass() {
-        for prefix in query.url_prefixes() {
-            for row in Rows::open(results, &prefix, false, false, rules.clone())? {
-                let row = row?;
-                if query.host.as_deref().is_none_or(|h| h == row.host) {
-                    tally.second_pass(&row);
-                }
-            }
-        }
+        each_page(query, results, false, &rules, |row| tally.second_pass(row))?;
     }
     let near = super::dupes::near_duplicate_urls(query, results)?;
     tally.near_duplicates(near);
@@ -110,6 +98,25 @@ pub fn audit(query: &Query, show: Option<Check>, results: &Results) -> anyhow::R
         Ok(true)
     })?;
     Ok(tally)
+}
+
+/// Calls `each` with every page row of the query's host (all hosts without one).
+fn each_page(
+    query: &Query,
+    results: &Results,
+    with_referrers: bool,
+    rules: &Arc<RuleOrigins>,
+    mut each: impl FnMut(&super::rows::Row),
+) -> anyhow::Result<()> {
+    for prefix in query.url_prefixes() {
+        for row in Rows::open(results, &prefix, false, with_referrers, rules.clone())? {
+            let row = row?;
+            if query.host.as_deref().is_none_or(|h| h == row.host) {
+                each(&row);
+            }
+        }
+    }
+    Ok(())
 }
 
 fn write_summary(query: &Query, findings: &[Finding], out: impl Write) -> anyhow::Result<()> {
