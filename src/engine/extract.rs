@@ -252,11 +252,6 @@ impl State<'_> {
     }
 
     fn add_link(&mut self, raw_href: &[u8], nofollow: bool) {
-        if memchr::memchr(b'#', raw_href).is_some() {
-            let text = self.decode(raw_href);
-            let href = entities::decode(&text, true).into_owned();
-            self.fragments.add(&self.base, &href);
-        }
         if self.full || self.links.len() >= self.opts.max_links {
             // Past a cap: counted without the cost of resolving.
             if !raw_href.trim_ascii().is_empty() {
@@ -270,7 +265,11 @@ impl State<'_> {
         }
         let text = self.decode(raw_href);
         let href = entities::decode(&text, true);
-        let Some(url) = url_norm::resolve(&self.base, &href) else {
+        let resolved = url_norm::resolve(&self.base, &href);
+        if href.contains('#') {
+            self.fragments.add(&self.base, &href, resolved.as_ref());
+        }
+        let Some(url) = resolved else {
             return;
         };
         if url.as_str().len() > self.opts.max_url_len {

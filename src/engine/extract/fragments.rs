@@ -26,11 +26,11 @@ pub(super) struct FragmentLinks {
 }
 
 impl FragmentLinks {
-    /// Keeps `href`'s page and fragment if it has one worth checking (`#top`
-    /// and an empty fragment scroll to the top, whatever the page holds).
-    pub(super) fn add(&mut self, base: &Url, href: &str) {
-        let href = href.trim();
-        let Some((page, fragment)) = href.split_once('#') else {
+    /// Keeps `href`'s page (`resolved`, the link it is) and fragment if it
+    /// has one worth checking (`#top` and an empty fragment scroll to the
+    /// top, whatever the page holds).
+    pub(super) fn add(&mut self, base: &Url, href: &str, resolved: Option<&Url>) {
+        let Some((page, fragment)) = href.trim().split_once('#') else {
             return;
         };
         if fragment.is_empty()
@@ -40,15 +40,14 @@ impl FragmentLinks {
         {
             return;
         }
-        let target = if page.is_empty() {
-            let mut same = base.clone();
-            url_norm::normalize(&mut same);
-            same
-        } else {
-            match url_norm::resolve(base, page) {
-                Some(url) => url,
-                None => return,
+        let target = match (page.is_empty(), resolved) {
+            (true, _) => {
+                let mut same = base.clone();
+                url_norm::normalize(&mut same);
+                same
             }
+            (false, Some(url)) => url.clone(),
+            (false, None) => return,
         };
         let key = url_fingerprint(target.as_str()) ^ url_fingerprint(fragment).rotate_left(17);
         if self.seen.insert(key) {
