@@ -13,6 +13,7 @@ pub mod page;
 pub mod query;
 pub mod rows;
 pub mod sitemaps;
+pub mod window;
 
 use std::io::Write;
 use std::sync::Arc;

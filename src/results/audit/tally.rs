@@ -272,6 +272,11 @@ impl Tally {
         self.counts.get(&check).copied().unwrap_or(0)
     }
 
+    /// The URLs of the check shown, as found.
+    pub fn shown_urls(&self) -> impl Iterator<Item = &str> {
+        self.shown.iter().map(|s| s.url.as_str())
+    }
+
     /// The URLs of the check shown, grouped by what they share where that
     /// is the point (titles, descriptions).
     pub(super) fn shown(mut self) -> Vec<Shown> {
