@@ -23,6 +23,7 @@ mod engine_polite;
 mod identity;
 mod inspector;
 mod inspector_pty;
+mod pages_pty;
 mod private_files;
 mod pty;
 mod quarantine_pty;

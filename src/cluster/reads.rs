@@ -366,6 +366,24 @@ impl RemoteRecords for WorkerRecords {
     fn host_list(&self, host: &str, list: HostList) -> Result<Vec<String>, String> {
         host_list(&self.0, host, list)
     }
+
+    fn page_band(
+        &self,
+        _request: &crate::results::window::BandRequest,
+    ) -> anyhow::Result<crate::results::window::Band> {
+        anyhow::bail!("{}", per_worker("pages"))
+    }
+
+    fn audit(&self) -> anyhow::Result<Vec<crate::results::audit::Finding>> {
+        anyhow::bail!("{}", per_worker("audit"))
+    }
+}
+
+/// Where a shared crawl's pages and findings are listed today: per worker.
+fn per_worker(command: &str) -> String {
+    format!(
+        "a shared crawl's pages are kept by each worker: `crawldeck {command} DIR` on a worker's data directory lists its part"
+    )
 }
 
 #[cfg(test)]

@@ -159,6 +159,14 @@ pub fn inspection_lines(page: &PageInspection) -> Vec<String> {
     for link in &page.links {
         lines.push(format!("  {:<26} {}", link.fate.label(), clean(&link.url)));
     }
+    lines.push(format!(
+        "linked from ({} listed of {} inlinks)",
+        page.linked_from.len(),
+        page.inlinks
+    ));
+    for from in &page.linked_from {
+        lines.push(format!("  {}", clean(from)));
+    }
     lines
 }
 
@@ -308,6 +316,7 @@ mod tests {
             archive_note: Some(evil.into()),
             record: None,
             inlinks: 0,
+            linked_from: Vec::new(),
         };
         let rows = inspect::side_by_side(&page.text, &[]);
         let mut lines = inspection_lines(&page);
@@ -353,6 +362,7 @@ mod tests {
             archive_note: None,
             record: None,
             inlinks: 0,
+            linked_from: Vec::new(),
         };
         let (a, b) = (page(left), page(right));
         let rows = inspect::side_by_side(&a.text, &b.text);
@@ -388,6 +398,7 @@ mod tests {
             archive_note: None,
             record: None,
             inlinks: 0,
+            linked_from: Vec::new(),
         };
         assert!(!inspection_lines(&page).iter().any(|l| l.contains("cut")));
         page.links_cut = 1500;

@@ -78,9 +78,11 @@ impl PageColumn {
         )
     }
 
-    fn key(self, row: &Row) -> SortValue {
-        let text = |s: Option<&str>| SortValue::Text(sort_text(s.unwrap_or_default()));
-        let num = |n: Option<u64>| SortValue::Num(n.map_or(0, |n| n + 1));
+    /// The row's value in this column; `None` (no answer, no title) sorts
+    /// last either way.
+    fn key(self, row: &Row) -> Option<SortValue> {
+        let text = |s: Option<&str>| s.map(|s| SortValue::Text(sort_text(s)));
+        let num = |n: Option<u64>| n.map(SortValue::Num);
         match self {
             PageColumn::Url => text(Some(&row.url)),
             PageColumn::Status => num(row.status.map(u64::from)),
@@ -108,7 +110,7 @@ fn sort_text(s: &str) -> Box<str> {
     s[..end].to_lowercase().into_boxed_str()
 }
 
-/// A row's place in an order: a missing value (0) sorts first.
+/// A row's value in an order.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum SortValue {
     Num(u64),
@@ -268,7 +270,7 @@ struct Pass<'a> {
 
 /// A row's place: its column's value, then the order the crawl met it in
 /// (as site crawlers list ties), then its URL's hash.
-type Rank = (SortValue, u64, u64);
+type Rank = (Option<SortValue>, u64, u64);
 
 /// An entry of the band-picking heap, compared in the order asked.
 struct Ranked {
@@ -277,11 +279,18 @@ struct Ranked {
 }
 
 impl Ranked {
-    /// The value in the order asked; ties in crawl order either way.
+    /// The value in the order asked, missing values last; ties in crawl
+    /// order either way.
     fn order(&self, other: &Ranked) -> Ordering {
-        let value = self.rank.0.cmp(&other.rank.0);
-        let value = if self.reverse { value.reverse() } else { value };
-        value.then_with(|| (self.rank.1, self.rank.2).cmp(&(other.rank.1, other.rank.2)))
+        let (a, b) = (&self.rank.0, &other.rank.0);
+        let value = match self.reverse {
+            false => a.cmp(b),
+            true => b.cmp(a),
+        };
+        let missing_last = a.is_none().cmp(&b.is_none());
+        missing_last
+            .then(value)
+            .then_with(|| (self.rank.1, self.rank.2).cmp(&(other.rank.1, other.rank.2)))
     }
 }
 

@@ -158,3 +158,29 @@ fn a_band_past_the_end_is_empty_and_says_where_the_end_is() {
     assert!(band.rows.is_empty());
     assert!(band.covers(50, 5));
 }
+
+#[test]
+fn rows_without_a_value_sort_last_in_either_direction() {
+    let (dir, results) = crawl(3);
+    let store = match &results {
+        Results::Local(store) => store,
+        _ => unreachable!(),
+    };
+    let unanswered = PageRecord::without_fetch(
+        "http://a.example/a-timeout",
+        "a.example",
+        1,
+        1_600_000_000_000,
+        PageOutcome::Error {
+            kind: "timeout".into(),
+            message: "timed out".into(),
+        },
+    );
+    store.record_pages(&[unanswered]).unwrap();
+    for reverse in [false, true] {
+        let mut asked = request(dir.path(), "", PageColumn::Status, 0, 10);
+        asked.reverse = reverse;
+        let band = read_band(&results, &asked).unwrap();
+        assert_eq!(band.rows.last().unwrap().url, "http://a.example/a-timeout");
+    }
+}

@@ -392,6 +392,12 @@ fn perform(
             Effect::ReadQuarantine { records } => {
                 off_loop(listed, move || Msg::QuarantineRead(records.quarantine()))
             }
+            Effect::ReadPages { records, request } => {
+                off_loop(listed, move || Msg::PagesRead(records.page_band(&request)))
+            }
+            Effect::ReadAudit { records } => {
+                off_loop(listed, move || Msg::AuditRead(records.audit()))
+            }
             Effect::Select { page, css } => off_loop(listed, move || {
                 let found = crate::engine::inspect::select(&page.html, &css);
                 let lines = crate::results::page::select_lines(&css, &found);

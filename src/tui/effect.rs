@@ -48,6 +48,13 @@ pub enum Effect {
     },
     /// Read the parked URLs by alert (answered by `Msg::QuarantineRead`).
     ReadQuarantine { records: Records },
+    /// Read a band of the Pages view (answered by `Msg::PagesRead`).
+    ReadPages {
+        records: Records,
+        request: crate::results::window::BandRequest,
+    },
+    /// Run the audit for the Audit view (answered by `Msg::AuditRead`).
+    ReadAudit { records: Records },
     /// Read one of a host's lists (answered by `Msg::HostListed`).
     ListHost {
         records: Records,

@@ -60,7 +60,26 @@ pub(super) fn open_on(
         selected: None,
         scroll: 0,
         diff_rows: None,
+        jump_to: None,
     });
+    read_shown(model)
+}
+
+/// The inspector on `urls[at]` (`n`/`N` step through the others), scrolled
+/// to the first line starting with `jump_to` once it is read.
+pub(super) fn open_at(
+    model: &mut Model,
+    origin: String,
+    urls: Vec<String>,
+    at: usize,
+    jump_to: Option<&'static str>,
+) -> Vec<Effect> {
+    let effects = open_on(model, origin, urls, false);
+    let Some(inspector) = model.inspector.as_mut() else {
+        return effects;
+    };
+    inspector.at = at.min(inspector.urls.len().saturating_sub(1));
+    inspector.jump_to = jump_to;
     read_shown(model)
 }
 
@@ -77,6 +96,7 @@ pub(super) fn open_note(model: &mut Model, origin: String, url: String, note: St
         selected: None,
         scroll: 0,
         diff_rows: None,
+        jump_to: None,
     });
 }
 
@@ -139,8 +159,25 @@ pub(super) fn inspected(model: &mut Model, url: String, page: Result<Arc<PageIns
         if wanted {
             inspector.pages.insert(url, page);
             diff_when_read(inspector);
+            jump_when_read(inspector);
         }
     }
+}
+
+/// Scrolls to the line asked for once the shown page is read.
+fn jump_when_read(inspector: &mut Inspector) {
+    let Some(prefix) = inspector.jump_to else {
+        return;
+    };
+    let Some(Ok(page)) = inspector.page() else {
+        return;
+    };
+    let lines = crate::results::page::inspection_lines(page);
+    inspector.scroll = lines
+        .iter()
+        .position(|l| l.starts_with(prefix))
+        .unwrap_or(0);
+    inspector.jump_to = None;
 }
 
 /// Diffs the shown page with its partner once both are read: once, not per

@@ -24,6 +24,9 @@ pub struct Inspector {
     pub scroll: usize,
     /// The diff of the shown page with its partner, once both are read.
     pub diff_rows: Option<Vec<DiffRow>>,
+    /// Scroll to the first line starting with this once a page is read
+    /// (the Pages view's links key opens at the links).
+    pub jump_to: Option<&'static str>,
 }
 
 impl Inspector {

@@ -8,12 +8,15 @@
 
 pub mod action;
 pub mod app;
+pub mod audit;
 pub mod command;
 pub mod effect;
 mod inspector;
 pub mod inspector_state;
 pub mod keys;
 pub mod model;
+mod pages;
+pub mod pages_state;
 pub mod preview;
 mod prompt;
 mod quarantine;

@@ -35,11 +35,15 @@ pub enum Pane {
     Workers,
     /// URLs parked by open alerts, read from the store on demand.
     Quarantine,
+    /// The crawl's pages as a live table, read a band at a time.
+    Pages,
+    /// The audit's findings, re-read while in front.
+    Audit,
 }
 
 impl Pane {
     /// Every pane, in tab order.
-    pub const ALL: [Pane; 7] = [
+    pub const ALL: [Pane; 9] = [
         Pane::Hosts,
         Pane::Alerts,
         Pane::Rules,
@@ -47,6 +51,8 @@ impl Pane {
         Pane::Queues,
         Pane::Workers,
         Pane::Quarantine,
+        Pane::Pages,
+        Pane::Audit,
     ];
 
     /// The tab title.
@@ -59,6 +65,8 @@ impl Pane {
             Pane::Queues => "Queues",
             Pane::Workers => "Workers",
             Pane::Quarantine => "Quarantine",
+            Pane::Pages => "Pages",
+            Pane::Audit => "Audit",
         }
     }
 }
@@ -67,6 +75,8 @@ impl Pane {
 #[derive(Debug, Clone, PartialEq)]
 pub enum PromptKind {
     Filter,
+    /// The Pages view's filter.
+    PagesFilter,
     Rule {
         kind: PatternKind,
         host: Option<HostKey>,
@@ -88,6 +98,9 @@ impl PromptKind {
     pub fn label(&self) -> String {
         match self {
             PromptKind::Filter => "filter hosts".into(),
+            PromptKind::PagesFilter => {
+                "filter pages (status: fate: indexable: host: type: audit: words)".into()
+            }
             PromptKind::Rule {
                 kind: PatternKind::Regex,
                 host,
@@ -234,6 +247,10 @@ pub struct Model {
     pub host_listing: Option<HostListing>,
     /// The quarantine pane's read of parked URLs and its selection.
     pub quarantine: super::quarantine_state::QuarantineView,
+    /// The Pages view: filter, order, selection and the band read.
+    pub pages: super::pages_state::PagesView,
+    /// The Audit view: the findings read and the selection.
+    pub audit: super::audit::AuditView,
     /// Where host lists, the inspector and the quarantine read the crawl's records.
     pub records: Option<super::records::Records>,
     pub detail_scroll: usize,
@@ -288,6 +305,8 @@ impl Model {
             inspector: None,
             host_listing: None,
             quarantine: Default::default(),
+            pages: Default::default(),
+            audit: Default::default(),
             records: None,
             detail_scroll: 0,
             help_scroll: 0,

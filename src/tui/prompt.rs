@@ -7,7 +7,9 @@ use super::action::Action;
 use super::command::{self, CommandLine};
 use super::effect::{send, Effect};
 use super::model::{Model, PromptKind};
+use super::pages;
 use crate::engine::control::{Command, PatternKind};
+use crate::results::window::PageFilter;
 
 /// The editing a key does in a prompt (readline-style), if any.
 fn input_request(key: &KeyEvent) -> Option<InputRequest> {
@@ -35,23 +37,32 @@ fn input_request(key: &KeyEvent) -> Option<InputRequest> {
     })
 }
 
-/// Edits the open prompt; the filter prompt filters as it is typed.
-pub(super) fn edit_prompt(model: &mut Model, key: &KeyEvent) {
+/// Edits the open prompt; the filter prompts filter as they are typed.
+pub(super) fn edit_prompt(model: &mut Model, key: &KeyEvent) -> Vec<Effect> {
     let Some(req) = input_request(key) else {
-        return;
+        return Vec::new();
     };
     let Some(prompt) = model.prompt.as_mut() else {
-        return;
+        return Vec::new();
     };
-    if let Some(changed) = prompt.input.handle(req) {
-        if changed.value {
-            prompt.error = None;
-            prompt.hint = None;
-            if prompt.kind == PromptKind::Filter {
-                model.filter = prompt.input.value().to_string();
-                model.host_selected = 0;
-            }
+    if !prompt
+        .input
+        .handle(req)
+        .is_some_and(|changed| changed.value)
+    {
+        return Vec::new();
+    }
+    prompt.error = None;
+    prompt.hint = None;
+    let text = prompt.input.value().to_string();
+    match prompt.kind {
+        PromptKind::Filter => {
+            model.filter = text;
+            model.host_selected = 0;
+            Vec::new()
         }
+        PromptKind::PagesFilter => pages::filter_typed(model, &text),
+        _ => Vec::new(),
     }
 }
 
@@ -87,12 +98,16 @@ pub(super) fn open_for(model: &mut Model, action: Action) {
     model.open_prompt(kind, text);
 }
 
-/// Closes the prompt without running it; a cancelled filter shows every host again.
-pub(super) fn cancel(model: &mut Model) {
-    if let Some(p) = model.prompt.take() {
-        if p.kind == PromptKind::Filter {
+/// Closes the prompt without running it; a cancelled hosts filter shows
+/// every host again, a cancelled pages filter the filter before it.
+pub(super) fn cancel(model: &mut Model) -> Vec<Effect> {
+    match model.prompt.take().map(|p| p.kind) {
+        Some(PromptKind::Filter) => {
             model.filter.clear();
+            Vec::new()
         }
+        Some(PromptKind::PagesFilter) => pages::filter_cancelled(model),
+        _ => Vec::new(),
     }
 }
 
@@ -111,6 +126,8 @@ pub(super) enum Submitted {
 enum Request {
     /// The hosts filter to keep.
     Filter(String),
+    /// The pages filter to keep (it parsed).
+    PagesFilter(String),
     /// An engine command to send.
     Send(Command),
     /// A parsed command line (`:…`, or a seed through `:seed`).
@@ -121,6 +138,9 @@ enum Request {
 fn parse_request(kind: PromptKind, text: String) -> Result<Request, String> {
     match kind {
         PromptKind::Filter => Ok(Request::Filter(text)),
+        PromptKind::PagesFilter => {
+            PageFilter::parse(&text, std::path::Path::new("")).map(|_| Request::PagesFilter(text))
+        }
         PromptKind::Rule { kind, host } => command::checked_rule(kind, text, host)
             .map(|spec| Request::Send(Command::AddRule(spec))),
         PromptKind::AcceptAlert {
@@ -168,6 +188,10 @@ pub(super) fn submit(model: &mut Model) -> Submitted {
         Request::Filter(text) => {
             model.filter = text;
             Vec::new()
+        }
+        Request::PagesFilter(text) => {
+            model.pages.filter_before = None;
+            pages::set_filter(model, text)
         }
         Request::Send(cmd) | Request::Line(CommandLine::Engine(cmd)) => send(model, cmd),
         Request::Line(CommandLine::Quit) => return Submitted::Dispatch(Action::Quit),

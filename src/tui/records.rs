@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use crate::engine::inspect::quarantine::Quarantine;
 use crate::engine::inspect::PageInspection;
+use crate::results::audit::Finding;
 use crate::results::host_lists::{host_list_lines, HostList};
+use crate::results::window::{Band, BandRequest};
 
 /// Records the UI cannot open itself (`cluster::reads::WorkerRecords`).
 pub trait RemoteRecords: Send + Sync + std::fmt::Debug {
@@ -18,6 +20,10 @@ pub trait RemoteRecords: Send + Sync + std::fmt::Debug {
     fn quarantine(&self) -> anyhow::Result<Quarantine>;
     /// One of `host`'s lists, as lines.
     fn host_list(&self, host: &str, list: HostList) -> Result<Vec<String>, String>;
+    /// A band of the Pages view.
+    fn page_band(&self, request: &BandRequest) -> anyhow::Result<Band>;
+    /// The audit's findings.
+    fn audit(&self) -> anyhow::Result<Vec<Finding>>;
 }
 
 /// The crawl's records.
@@ -65,4 +71,38 @@ impl Records {
             Records::Remote(remote) => remote.host_list(host, list),
         }
     }
+
+    /// A band of the Pages view.
+    pub fn page_band(&self, request: &BandRequest) -> Result<Band, String> {
+        match self {
+            Records::Dir(dir) => {
+                let request = BandRequest {
+                    data_dir: dir.clone(),
+                    ..request.clone()
+                };
+                crate::results::page::open(dir)
+                    .and_then(|results| crate::results::window::read_band(&results, &request))
+            }
+            Records::Remote(remote) => remote.page_band(request),
+        }
+        .map_err(|e| crate::text::error_chain(&e))
+    }
+
+    /// The audit's findings over every page.
+    pub fn audit(&self) -> Result<Vec<Finding>, String> {
+        match self {
+            Records::Dir(dir) => audit_dir(dir),
+            Records::Remote(remote) => remote.audit(),
+        }
+        .map_err(|e| crate::text::error_chain(&e))
+    }
+}
+
+/// The findings of the crawl in `dir`, as `crawldeck audit DIR` lists them.
+pub fn audit_dir(dir: &std::path::Path) -> anyhow::Result<Vec<Finding>> {
+    use crate::results::{Format, Listing, Query};
+    let results = crate::results::page::open(dir)?;
+    let query = Query::new(dir.to_path_buf(), Listing::Audit(None), Format::Table);
+    let tally = crate::results::audit::audit(&query, None, &results)?;
+    Ok(tally.findings(dir))
 }

@@ -7,10 +7,12 @@ use std::sync::Arc;
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyEventKind};
 
 use super::action::Action;
+use super::audit;
 use super::effect::{send, Effect, TuiExit};
 use super::inspector;
 use super::keys::Mode;
 use super::model::{EngineLife, FetchLine, HostList, HostListing, Model, Overlay, Pane, Quitting};
+use super::pages;
 use super::preview;
 use super::prompt::{self, Submitted};
 use super::quarantine;
@@ -60,6 +62,10 @@ pub enum Msg {
     },
     /// The parked URLs read for the quarantine pane, or why they could not be.
     QuarantineRead(Result<crate::engine::inspect::quarantine::Quarantine, String>),
+    /// A band of the Pages view (`Effect::ReadPages`), or why it could not be read.
+    PagesRead(Result<crate::results::window::Band, String>),
+    /// The audit's findings (`Effect::ReadAudit`), or why it could not run.
+    AuditRead(Result<Vec<crate::results::audit::Finding>, String>),
     /// A page read for the inspector (`Effect::Inspect`), or why it could not be.
     Inspected {
         url: String,
@@ -98,6 +104,8 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
             let done = snap.state == CrawlState::Done;
             model.set_snapshot(snap);
             let mut effects = quarantine::on_snapshot(model);
+            effects.extend(pages::on_snapshot(model));
+            effects.extend(audit::on_snapshot(model));
             effects.extend(finish_if_done(model, done));
             effects
         }
@@ -137,6 +145,11 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
         }
         Msg::QuarantineRead(read) => {
             quarantine::on_read(model, read);
+            Vec::new()
+        }
+        Msg::PagesRead(read) => pages::on_read(model, read),
+        Msg::AuditRead(read) => {
+            audit::on_read(model, read);
             Vec::new()
         }
         Msg::Inspected { url, page } => {
@@ -346,19 +359,13 @@ fn on_prompt_key(model: &mut Model, action: Option<Action>, key: &KeyEvent) -> V
             Submitted::Dispatch(action) => on_action(model, action),
             Submitted::Select(css) => inspector::select(model, css),
         },
-        Some(Action::Cancel) => {
-            prompt::cancel(model);
-            Vec::new()
-        }
+        Some(Action::Cancel) => prompt::cancel(model),
         Some(Action::Complete) => {
             prompt::complete(model);
             Vec::new()
         }
         Some(Action::ForceQuit) => force_quit(model),
-        _ => {
-            prompt::edit_prompt(model, key);
-            Vec::new()
-        }
+        _ => prompt::edit_prompt(model, key),
     }
 }
 
@@ -412,15 +419,21 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
         | Action::PaneQueues
         | Action::PaneWorkers
         | Action::PaneQuarantine
+        | Action::PanePages
+        | Action::PaneAudit
         | Action::SortNext
         | Action::SortReverse
         | Action::Freeze => {
+            if let Some(effects) = pages_view_action(model, action) {
+                return effects;
+            }
             let before = model.pane;
             view::apply(model, action);
-            match model.pane == Pane::Quarantine && before != Pane::Quarantine {
-                true => quarantine::refresh(model),
-                false => Vec::new(),
-            }
+            entered(model, before)
+        }
+        Action::Filter if pages_in_front(model) => {
+            pages::open_filter(model);
+            Vec::new()
         }
         Action::Filter
         | Action::CommandLine
@@ -434,6 +447,10 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
         Action::Open if model.pane == Pane::Quarantine && model.detail.is_none() => {
             quarantine::open(model)
         }
+        Action::Open if pages_in_front(model) => pages::open(model),
+        Action::PageLinks if pages_in_front(model) => pages::links(model),
+        Action::PageLinks => Vec::new(),
+        Action::Open if model.pane == Pane::Audit && model.detail.is_none() => audit::open(model),
         Action::Open if model.pane == Pane::Alerts && model.detail.is_none() => {
             inspector::open(model)
         }
@@ -459,6 +476,48 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
         // The host actions, and the prompt keys (submit, cancel, complete) when
         // bound in a view: the selected host has to exist either way.
         _ => host_action(model, action),
+    }
+}
+
+/// Whether the Pages view is what the keys act on.
+fn pages_in_front(model: &Model) -> bool {
+    model.pane == Pane::Pages
+        && model.detail.is_none()
+        && model.inspector.is_none()
+        && model.overlay == Overlay::None
+}
+
+/// Moving and sorting in the Pages view, which reads bands as it goes;
+/// `None` for an action the view does not take (or when it is not in front).
+fn pages_view_action(model: &mut Model, action: Action) -> Option<Vec<Effect>> {
+    if !pages_in_front(model) {
+        return None;
+    }
+    let page = model.page_rows.max(1) as isize;
+    Some(match action {
+        Action::Up => pages::scroll(model, -1),
+        Action::Down => pages::scroll(model, 1),
+        Action::PageUp => pages::scroll(model, -page),
+        Action::PageDown => pages::scroll(model, page),
+        Action::Top => pages::scroll(model, isize::MIN / 2),
+        Action::Bottom => pages::scroll(model, isize::MAX / 2),
+        Action::SortNext => pages::sort_next(model),
+        Action::SortReverse => pages::sort_reverse(model),
+        Action::Back if !model.pages.filter.is_empty() => pages::set_filter(model, String::new()),
+        _ => return None,
+    })
+}
+
+/// A pane that reads its rows reads them when it comes to the front.
+fn entered(model: &mut Model, before: Pane) -> Vec<Effect> {
+    if model.pane == before {
+        return Vec::new();
+    }
+    match model.pane {
+        Pane::Quarantine => quarantine::refresh(model),
+        Pane::Pages => pages::refresh(model),
+        Pane::Audit => audit::refresh(model),
+        _ => Vec::new(),
     }
 }
 

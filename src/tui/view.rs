@@ -34,6 +34,8 @@ pub(super) fn apply(model: &mut Model, action: Action) {
             "the workers pane belongs to a shared crawl: `crawldeck attach --redis URL --crawl NAME`",
         ),
         Action::PaneQuarantine => model.pane = Pane::Quarantine,
+        Action::PanePages => model.pane = Pane::Pages,
+        Action::PaneAudit => model.pane = Pane::Audit,
         Action::Open => open_detail(model),
         Action::SortNext => sort_next(model),
         Action::SortReverse => model.sort_reverse = !model.sort_reverse,
@@ -78,7 +80,12 @@ fn scroll(model: &mut Model, delta: isize) {
                 let len = model.quarantine.rows().len();
                 move_selection(&mut model.quarantine.selected, len, delta)
             }
-            Pane::Queues | Pane::Workers => {}
+            Pane::Audit => {
+                let len = model.audit.findings().len();
+                move_selection(&mut model.audit.selected, len, delta)
+            }
+            // The Pages view moves in `pages`, which reads as it goes.
+            Pane::Queues | Pane::Workers | Pane::Pages => {}
         }
     }
 }

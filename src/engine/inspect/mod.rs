@@ -76,6 +76,9 @@ pub struct PageInspection {
     /// Crawled pages that link to it.
     #[serde(default)]
     pub inlinks: u32,
+    /// The page it was first found on, then a few more (the store keeps a few).
+    #[serde(default)]
+    pub linked_from: Vec<String>,
 }
 
 /// A heading (`level` 1-6) or a line of text (`level` 0).
@@ -221,6 +224,7 @@ pub fn inspect(
         archive_note: None,
         record: None,
         inlinks: store.inlinks(url)?,
+        linked_from: store.referrers(url)?,
     };
     page.record = Some(record.clone());
     let Some(at) = &record.warc else {
@@ -283,6 +287,7 @@ fn unfetched(store: &Store, url: &str) -> Result<Option<PageInspection>, StoreEr
         archive_note: Some(note),
         record: None,
         inlinks: store.inlinks(url)?,
+        linked_from: found_on,
     }))
 }
 

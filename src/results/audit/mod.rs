@@ -39,7 +39,7 @@ static SUMMARY_FIELDS: [Column; 5] = [
 static SHOW_COLUMNS: [Column; 2] = [col("url", Some(70)), col("detail", None)];
 
 /// One line of the summary.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Finding {
     /// The check's name (`--show` takes it).
     pub check: &'static str,

@@ -263,7 +263,7 @@ impl Tally {
     }
 
     /// The summary lines.
-    pub(super) fn findings(&self, data_dir: &std::path::Path) -> Vec<Finding> {
+    pub fn findings(&self, data_dir: &std::path::Path) -> Vec<Finding> {
         ranked(&self.counts, data_dir)
     }
 

