@@ -579,3 +579,7 @@ mod preview_tests;
 #[cfg(test)]
 #[path = "update_quarantine_tests.rs"]
 mod quarantine_tests;
+
+#[cfg(test)]
+#[path = "update_pages_tests.rs"]
+mod pages_tests;
