@@ -521,3 +521,64 @@ fn the_header_shows_a_gone_engine_and_a_finished_crawl_not_running() {
         lines[2]
     );
 }
+
+/// A page record for the Pages view's fixtures.
+fn page_row(url: &str, status: u16, title: &str) -> crawldeck::results::rows::Row {
+    use crawldeck::engine::store::{PageOutcome, PageRecord};
+    let mut record = PageRecord::without_fetch(
+        url,
+        "shop.localhost:8080",
+        2,
+        1_700_000_000_000,
+        PageOutcome::Fetched { status },
+    );
+    record.title = Some(title.into());
+    record.bytes = 5_120;
+    record.response_ms = Some(42);
+    record.set_content_type(Some("text/html; charset=utf-8"));
+    let rules = crawldeck::results::rows::RuleOrigins::default();
+    crawldeck::results::rows::Row::of_page(record, &rules)
+}
+
+#[test]
+fn the_pages_and_audit_views() {
+    use crawldeck::results::window::{Band, BandRequest, PageColumn};
+    let mut m = model(true);
+    m.pane = Pane::Pages;
+    m.pages.filter = "status:4xx".into();
+    m.pages.sort = PageColumn::Size;
+    let request = BandRequest {
+        data_dir: "./crawl-data".into(),
+        filter: m.pages.filter.clone(),
+        sort: PageColumn::Size,
+        reverse: false,
+        first: 0,
+        rows: 40,
+    };
+    let rows = vec![
+        page_row(
+            "http://shop.localhost:8080/discontinued.html",
+            404,
+            "Gone\u{1b}[2J",
+        ),
+        page_row("http://shop.localhost:8080/old/cart?id=7", 410, "Old cart"),
+    ];
+    m.pages.band = Some(Ok(Band {
+        request,
+        total: 2,
+        first: 0,
+        rows,
+    }));
+    m.pages.selected = 1;
+    insta::assert_snapshot!("pane_pages", draw(&m, 120, 24).backend());
+
+    m.pane = Pane::Audit;
+    m.audit.read = Some(Ok(vec![crawldeck::results::audit::Finding {
+        check: "broken-links",
+        priority: "high",
+        urls: 2,
+        finding: "internal URLs answering 4xx/5xx or nothing".into(),
+        command: String::new(),
+    }]));
+    insta::assert_snapshot!("pane_audit", draw(&m, 120, 24).backend());
+}

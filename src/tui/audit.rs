@@ -11,26 +11,6 @@ use crate::results::audit::Finding;
 /// Snapshots between re-reads while the view is in front (~10 s).
 pub(super) const SNAPSHOTS_PER_READ: u32 = 40;
 
-/// What the Audit view holds.
-#[derive(Debug, Clone, Default)]
-pub struct AuditView {
-    /// The last read, or why it failed; `None` before the first.
-    pub read: Option<Result<Vec<Finding>, String>>,
-    pub reading: bool,
-    pub selected: usize,
-    pub snapshots_since_read: u32,
-}
-
-impl AuditView {
-    /// The findings read, none before the first read.
-    pub fn findings(&self) -> &[Finding] {
-        match &self.read {
-            Some(Ok(findings)) => findings,
-            _ => &[],
-        }
-    }
-}
-
 /// Asks for a fresh audit unless one is under way.
 pub(super) fn refresh(model: &mut Model) -> Vec<Effect> {
     let view = &mut model.audit;

@@ -8,7 +8,8 @@
 
 pub mod action;
 pub mod app;
-pub mod audit;
+mod audit;
+pub mod audit_state;
 pub mod command;
 pub mod effect;
 mod inspector;

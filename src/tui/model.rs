@@ -250,7 +250,7 @@ pub struct Model {
     /// The Pages view: filter, order, selection and the band read.
     pub pages: super::pages_state::PagesView,
     /// The Audit view: the findings read and the selection.
-    pub audit: super::audit::AuditView,
+    pub audit: super::audit_state::AuditView,
     /// Where host lists, the inspector and the quarantine read the crawl's records.
     pub records: Option<super::records::Records>,
     pub detail_scroll: usize,
