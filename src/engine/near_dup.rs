@@ -277,19 +277,19 @@ impl Default for Templates {
 
 impl Templates {
     /// A fetched page's fingerprint; its blocks teach the host's template.
-    pub fn fingerprint_page(&self, host: &str, features: &TextFeatures) -> u64 {
+    pub fn fingerprint_page(&self, host: &str, features: &TextFeatures) -> Fingerprint {
         self.fingerprint(host, features, true)
     }
 
     /// A fingerprint to compare with the host's pages (a soft-404 probe's),
     /// learning nothing from it.
     pub fn fingerprint_probe(&self, host: &str, features: &TextFeatures) -> u64 {
-        self.fingerprint(host, features, false)
+        self.fingerprint(host, features, false).simhash
     }
 
-    fn fingerprint(&self, host: &str, features: &TextFeatures, learn: bool) -> u64 {
+    fn fingerprint(&self, host: &str, features: &TextFeatures, learn: bool) -> Fingerprint {
         if features.is_empty() {
-            return 0;
+            return Fingerprint::default();
         }
         let template = {
             let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
@@ -301,13 +301,38 @@ impl Templates {
     }
 }
 
+/// A page's content fingerprint: the simhash the crawl compares pages by,
+/// and a second one of the same shingles under another hash, which a
+/// near-duplicate listing checks a pair against.
+///
+/// Why two: a 64-bit simhash of a short text is a noisy estimate, and on
+/// a site of 20,000 short, similar pages (API entries sharing a sentence)
+/// hundreds of unrelated pairs land within the few bits that mark near
+/// duplicates by chance. Both within reach at once is about as likely as
+/// one 128-bit simhash within twice the bits, which halves the spread of
+/// the estimate: chance pairs become rare, true copies stay.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Fingerprint {
+    pub simhash: u64,
+    pub check: u64,
+}
+
+/// The second hash of a shingle (the splitmix64 finaliser): bits
+/// independent of the shingle's own.
+fn check_hash(shingle: u64) -> u64 {
+    let mut z = shingle.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
 /// The simhash of the page's distinctive shingles: neither boilerplate nor
 /// template. When they are too few (a trap's copies, whose shared text
 /// becomes template too), the template blocks that became template late in
 /// the host's crawl, as the page's own did, with what is left: the site's
 /// menu, template long before, stays out, so the copies keep one
 /// fingerprint however many there are. Failing all that, all of the text.
-fn fingerprint_with(features: &TextFeatures, seen: &[Seen]) -> u64 {
+fn fingerprint_with(features: &TextFeatures, seen: &[Seen]) -> Fingerprint {
     let seen = |i: usize| seen.get(i).copied().unwrap_or_default();
     let (mut main, mut distinct, mut youngest) = (0usize, 0usize, 0u32);
     for (i, (block, shingles)) in features.blocks().enumerate() {
@@ -337,7 +362,7 @@ fn fingerprint_with(features: &TextFeatures, seen: &[Seen]) -> u64 {
     VOTED.with(|voted| {
         let mut voted = voted.borrow_mut();
         voted.fill(0);
-        let mut votes = Votes::default();
+        let (mut votes, mut check) = (Votes::default(), Votes::default());
         for (i, (block, shingles)) in features.blocks().enumerate() {
             if keep(block, i) {
                 for &s in shingles {
@@ -346,11 +371,15 @@ fn fingerprint_with(features: &TextFeatures, seen: &[Seen]) -> u64 {
                     if voted[word] & mask == 0 {
                         voted[word] |= mask;
                         votes.add(s);
+                        check.add(check_hash(s));
                     }
                 }
             }
         }
-        votes.hash()
+        Fingerprint {
+            simhash: votes.hash(),
+            check: check.hash(),
+        }
     })
 }
 
@@ -366,7 +395,7 @@ const VOTED_BITS: usize = 1 << 16;
 /// A fingerprint with no host template (markup boilerplate still left out).
 #[cfg(test)]
 pub fn fingerprint_alone(features: &TextFeatures) -> u64 {
-    fingerprint_with(features, &[])
+    fingerprint_with(features, &[]).simhash
 }
 
 /// Features of plain text, one block per line.

@@ -92,6 +92,8 @@ pub struct Fetched {
     pub extracted: Option<Extracted>,
     /// The content fingerprint of those, the host's template left out (`near_dup`).
     pub simhash: Option<u64>,
+    /// Its second hash, which near-duplicate listings check pairs against.
+    pub simhash_check: Option<u64>,
     pub warc_error: Option<String>,
     /// Where the response was archived.
     pub warc_at: Option<WarcLocation>,
@@ -165,12 +167,12 @@ fn process(
             extract_opts,
         )
     });
-    let mut simhash = None;
+    let mut fingerprint = None;
     let header_noindex = directives.noindex;
     if let Some(e) = &mut extracted {
         directives = directives.merge(e.directives);
         // The shingles are done with once fingerprinted: not sent on.
-        simhash = Some(templates.fingerprint_page(host, &std::mem::take(&mut e.features)));
+        fingerprint = Some(templates.fingerprint_page(host, &std::mem::take(&mut e.features)));
     }
     let digest = ok.then(|| ContentDigest::of(&response.body));
     let (warc_at, warc_error) = match (warc, !directives.noarchive) {
@@ -193,7 +195,8 @@ fn process(
         directives,
         digest,
         extracted,
-        simhash,
+        simhash: fingerprint.map(|f| f.simhash),
+        simhash_check: fingerprint.map(|f| f.check),
         warc_error,
         warc_at,
     }
@@ -253,6 +256,7 @@ fn checked(response: Response) -> Fetched {
         digest: None,
         extracted: None,
         simhash: None,
+        simhash_check: None,
         warc_error: None,
         warc_at: None,
     }

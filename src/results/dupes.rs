@@ -47,6 +47,25 @@ struct Page {
     url: String,
     fetched_at: u64,
     simhash: u64,
+    /// The simhash's second hash, if the record keeps one.
+    check: Option<u64>,
+}
+
+impl Page {
+    /// Bits from `other`, if they are near duplicates: within [`NEAR_BITS`]
+    /// by the simhash and, where both keep a second hash, within twice
+    /// that by both together (a 128-bit simhash's reach: chance pairs of
+    /// short similar pages fall out, see `near_dup::Fingerprint`).
+    fn near(&self, other: &Page) -> Option<u32> {
+        let bits = (self.simhash ^ other.simhash).count_ones();
+        if bits > NEAR_BITS {
+            return None;
+        }
+        match (self.check, other.check) {
+            (Some(a), Some(b)) => Some(bits + (a ^ b).count_ones()).filter(|b| *b <= 2 * NEAR_BITS),
+            _ => Some(bits * 2),
+        }
+    }
 }
 
 /// Lists the groups: exact ones first, then near ones, each with its URLs.
@@ -119,6 +138,7 @@ fn read_pages(query: &Query, results: &Results) -> anyhow::Result<(Copies, Vec<P
                     url: page.url,
                     fetched_at: page.fetched_at_unix_ms,
                     simhash,
+                    check: page.simhash_check,
                 }),
                 _ => {}
             }
@@ -168,8 +188,7 @@ fn near_groups(pages: &[Page]) -> Vec<Vec<usize>> {
         let nearest = (0..bands)
             .filter_map(|band| buckets.get(&(band, band_value(simhash, band))))
             .flat_map(|bucket| bucket.iter().rev().take(BUCKET_COMPARES))
-            .map(|&rep| ((pages[rep].simhash ^ simhash).count_ones(), rep))
-            .filter(|(bits, _)| *bits <= NEAR_BITS)
+            .filter_map(|&rep| Some((pages[rep].near(&pages[i])?, rep)))
             .min();
         match nearest {
             Some((_, rep)) => groups[group_of[&rep]].push(i),
@@ -199,7 +218,27 @@ mod tests {
             url: url.into(),
             fetched_at: 0,
             simhash,
+            check: None,
         }
+    }
+
+    #[test]
+    fn a_pair_near_by_chance_on_one_hash_is_no_group_when_the_second_disagrees() {
+        let (base, check) = (0xDEAD_BEEF_0123_4567u64, 0x0F0F_1234_5678_9ABCu64);
+        let with = |url: &str, simhash: u64, c: u64| Page {
+            check: Some(c),
+            ..page(url, simhash)
+        };
+        let pages = [
+            with("a", base, check),
+            // 5 bits by the simhash, 20 by the second: a chance pair.
+            with("b", base ^ 0b11111, check ^ 0xFFFFF),
+            // 5 and 5: a copy.
+            with("c", base ^ (0b11111 << 20), check ^ (0b11111 << 30)),
+            // A record without a second hash is judged by the simhash alone.
+            page("d", base ^ 0b11),
+        ];
+        assert_eq!(near_groups(&pages), vec![vec![0, 2, 3]]);
     }
 
     #[test]
@@ -229,6 +268,7 @@ mod chain_tests {
                 url: format!("{}", (b'a' + k as u8) as char),
                 fetched_at: k,
                 simhash: base ^ ((1u64 << (4 * k)) - 1),
+                check: None,
             })
             .collect();
         let groups = near_groups(&pages);

@@ -362,6 +362,7 @@ impl Coordinator {
         } else if let Some(extracted) = &mut page.extracted {
             record.title = std::mem::take(&mut extracted.title);
             record.simhash = page.simhash;
+            record.simhash_check = page.simhash_check;
             record.canonical = extracted.canonical.as_ref().map(|u| u.to_string());
             record.facts = Some(std::mem::take(&mut extracted.facts));
             self.count_links_not_taken(&mut record, extracted);

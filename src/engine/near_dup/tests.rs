@@ -72,7 +72,7 @@ fn pages_sharing_only_a_template_are_far_once_it_is_learnt() {
         .collect();
     let prints: Vec<u64> = pages
         .iter()
-        .map(|p| templates.fingerprint_page("docs.example", p))
+        .map(|p| templates.fingerprint_page("docs.example", p).simhash)
         .collect();
     // Without the template, a short page is dominated by it.
     let (a, b) = (&pages[10], &pages[11]);
@@ -102,7 +102,9 @@ fn copies_of_a_page_stay_near_however_many_there_are() {
     let prints: Vec<u64> = (0..200)
         .map(|day| {
             let text = page(&format!("Events on day {day} of the calendar\n{body}"));
-            templates.fingerprint_page("h.example", &features_of_text(&text))
+            templates
+                .fingerprint_page("h.example", &features_of_text(&text))
+                .simhash
         })
         .collect();
     let settled = TEMPLATE_MIN_PAGES as usize;

@@ -32,6 +32,8 @@ const MORE_FLAGS: u16 = 1 << 15;
 /// Second word: the URL was only checked, as a resource or an external link.
 const KIND_RESOURCE: u16 = 1 << 0;
 const KIND_EXTERNAL: u16 = 1 << 1;
+/// Second word: the simhash's second hash follows the simhash.
+const SIMHASH_CHECK: u16 = 1 << 3;
 
 /// Flags of the facts section, one byte after its start.
 const DESCRIPTION: u8 = 1 << 0;
@@ -69,11 +71,16 @@ pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
     .into_iter()
     .filter(|&(on, _)| on)
     .fold(0u16, |flags, (_, bit)| flags | bit);
-    let more = match record.kind {
+    let kind = match record.kind {
         UrlKind::Page => 0,
         UrlKind::Resource => KIND_RESOURCE,
         UrlKind::External => KIND_EXTERNAL,
     };
+    let check = match record.simhash.and(record.simhash_check) {
+        Some(_) => SIMHASH_CHECK,
+        None => 0,
+    };
+    let more = kind | check;
     // Pages, nearly every record, keep the one word of earlier versions.
     let flags = if more != 0 { flags | MORE_FLAGS } else { flags };
     out.0.extend_from_slice(&flags.to_le_bytes());
@@ -104,6 +111,9 @@ pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
     out.opt_str(record.content_type.as_deref());
     if let Some(simhash) = record.simhash {
         out.0.extend_from_slice(&simhash.to_le_bytes());
+        if let Some(check) = record.simhash_check {
+            out.0.extend_from_slice(&check.to_le_bytes());
+        }
     }
     if let Some(found) = record.links_found {
         out.varint(u64::from(found));
@@ -291,6 +301,9 @@ impl Reader<'_> {
             links_dropped: self.small()?,
             content_type: self.opt(has(CONTENT_TYPE), Self::string)?,
             simhash: self.opt(has(SIMHASH), |r| Ok(u64::from_le_bytes(r.array()?)))?,
+            simhash_check: self.opt(has(SIMHASH) && more & SIMHASH_CHECK != 0, |r| {
+                Ok(u64::from_le_bytes(r.array()?))
+            })?,
             links_found: self.opt(has(LINKS_FOUND), Self::small)?,
             warc: self.opt(has(WARC), |r| {
                 Ok(WarcLocation {

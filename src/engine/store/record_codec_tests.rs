@@ -16,6 +16,7 @@ fn fetched_page() -> PageRecord {
         canonical: Some(url.into()),
         content_type: Some("text/html".into()),
         simhash: Some(18_146_577_480_245_306_867),
+        simhash_check: None,
         links_found: Some(47),
         warc: Some(WarcLocation {
             file: "crawldeck-00000.warc.gz".into(),
@@ -186,6 +187,7 @@ proptest! {
         record.outlinks = outlinks;
         record.links_dropped = dropped;
         record.simhash = simhash;
+        record.simhash_check = simhash.map(|h| h.rotate_left(7));
         record.links_found = simhash.map(|h| h as u32);
         record.canonical = if canonical_is_url { Some(url.clone()) } else { text };
         prop_assert_eq!(decode(&url, &encode(&record)), Ok(record));

@@ -82,6 +82,10 @@ pub struct PageRecord {
     /// Simhash of an HTML 2xx page's visible text, for near-duplicate groups.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simhash: Option<u64>,
+    /// The simhash's second hash (`near_dup::Fingerprint`); `None` in
+    /// records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simhash_check: Option<u64>,
     /// Links found on an HTML 2xx page, followed or not (unlike `outlinks`), past the cap
     /// included; `None` for other answers and for records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -239,6 +243,7 @@ impl PageRecord {
             links_dropped: 0,
             content_type: None,
             simhash: None,
+            simhash_check: None,
             links_found: None,
             warc: None,
             response_ms: None,
