@@ -14,6 +14,7 @@ use crawldeck::cluster::redis_server::RedisServer;
 use crawldeck::demo::SiteKind;
 use crawldeck::engine::url_norm::host_key;
 use crawldeck::engine::ClusterTarget;
+use crawldeck::results::window::{BandRequest, PageColumn};
 use crawldeck::tui::HostList;
 use tokio::time::Instant;
 
@@ -121,6 +122,48 @@ async fn the_cluster_view_reads_pages_parked_urls_and_host_lists_from_the_worker
     assert!(lines[0].starts_with("worker "), "{lines:?}");
     let trap_dir = format!("/{trap_path}/");
     assert!(lines.iter().any(|l| l.contains(&trap_dir)), "{lines:?}");
+
+    // The Pages view: every worker's pages in one order, and the audit's counts.
+    let t = target.clone();
+    let band = eventually("a band of the shop's pages from the workers", move || {
+        let request = BandRequest {
+            data_dir: Default::default(),
+            filter: "shop.localhost status:200".into(),
+            sort: PageColumn::Size,
+            reverse: false,
+            first: 0,
+            rows: 50,
+        };
+        let band = reads::page_band(&t, &request).ok()?;
+        (band.total >= 3).then_some(band)
+    })
+    .await;
+    assert!(band.rows.iter().all(|r| r.url.contains("shop.localhost")));
+    assert!(
+        band.rows.windows(2).all(|w| w[0].size >= w[1].size),
+        "largest first across workers"
+    );
+    let t = target.clone();
+    let findings = tokio::task::spawn_blocking(move || reads::audit(&t).unwrap())
+        .await
+        .unwrap();
+    let broken = findings.iter().find(|f| f.check == "broken-links");
+    assert!(broken.is_some_and(|f| f.urls >= 1), "{findings:?}");
+    let t = target.clone();
+    let too_deep = tokio::task::spawn_blocking(move || {
+        let request = BandRequest {
+            data_dir: Default::default(),
+            filter: String::new(),
+            sort: PageColumn::Url,
+            reverse: false,
+            first: reads::MAX_CLUSTER_RANK,
+            rows: 10,
+        };
+        reads::page_band(&t, &request).unwrap_err().to_string()
+    })
+    .await
+    .unwrap();
+    assert!(too_deep.contains("narrow the filter"), "{too_deep}");
 
     let stopped = run_ctl(&redis, CRAWL, vec!["stop".into()]).await;
     assert!(stopped.status.success(), "{stopped:?}");

@@ -20,6 +20,7 @@ use crate::engine::inspect::quarantine::{self, ParkedUrl, Quarantine};
 use crate::engine::inspect::PageInspection;
 use crate::engine::{key_prefix, ClusterTarget};
 use crate::results::host_lists::{host_list_lines, HostList};
+use crate::results::window::{Band, BandRequest};
 use crate::text::strip_control;
 use crate::tui::RemoteRecords;
 
@@ -39,6 +40,11 @@ pub enum Read {
     HostList { host: String, list: HostList },
     /// The page each URL was first found on, where this worker found it.
     FoundOn { urls: Vec<String> },
+    /// This worker's rows of ranks 0 to the request's last (the viewer
+    /// merges every worker's into the band asked).
+    PageBand { request: BandRequest },
+    /// The audit's counts over this worker's pages, by check name.
+    Audit,
 }
 
 /// A worker's answer.
@@ -48,6 +54,8 @@ pub enum Answer {
     Page(Option<Box<PageInspection>>),
     Lines(Vec<String>),
     FoundOn(Vec<ParkedUrl>),
+    Band(Box<Band>),
+    Counts(Vec<(String, u64)>),
     Failed(String),
 }
 
@@ -178,7 +186,77 @@ pub fn answer(read: &Read, data_dir: &std::path::Path) -> Answer {
         Read::FoundOn { urls } => crate::results::page::open(data_dir)
             .and_then(|r| Ok(quarantine::found_on(&r, urls)?))
             .map_or_else(|e| failed(&e), Answer::FoundOn),
+        Read::PageBand { request } => {
+            let own = BandRequest {
+                data_dir: data_dir.to_path_buf(),
+                first: 0,
+                rows: request.first.saturating_add(request.rows),
+                ..request.clone()
+            };
+            crate::results::page::open(data_dir)
+                .and_then(|r| crate::results::window::read_band(&r, &own))
+                .map_or_else(|e| failed(&e), |band| Answer::Band(Box::new(band)))
+        }
+        Read::Audit => crate::tui::records::audit_dir(data_dir).map_or_else(
+            |e| failed(&e),
+            |findings| {
+                let counts = findings.iter().map(|f| (f.check.to_string(), f.urls));
+                Answer::Counts(counts.collect())
+            },
+        ),
     }
+}
+
+/// The deepest rank a shared crawl's Pages view reads: each worker sends
+/// its rows up to the band's last, so the depth is what bounds an answer.
+pub const MAX_CLUSTER_RANK: usize = 20_000;
+
+/// A band of every live worker's pages together.
+pub fn page_band(target: &ClusterTarget, request: &BandRequest) -> anyhow::Result<Band> {
+    if request.first.saturating_add(request.rows) > MAX_CLUSTER_RANK {
+        anyhow::bail!(
+            "a shared crawl's Pages view reads its first {MAX_CLUSTER_RANK} rows of an order: \
+             narrow the filter, reverse the order (S), or list a worker's pages with `crawldeck pages DIR`"
+        );
+    }
+    let read = Read::PageBand {
+        request: request.clone(),
+    };
+    let Asked { answers, gone } = ask(target, &read)?;
+    let mut bands = Vec::new();
+    for (worker, answer) in answers {
+        match answer {
+            Answer::Band(band) => bands.push(*band),
+            Answer::Failed(why) => anyhow::bail!("worker {}: {why}", strip_control(&worker)),
+            _ => {}
+        }
+    }
+    if !gone.is_empty() {
+        tracing::info!("the Pages view leaves out workers that are gone{gone}");
+    }
+    Ok(crate::results::window::merge(request, bands))
+}
+
+/// The audit's findings over every live worker's pages: each check's URLs
+/// added up (a check that compares pages, such as duplicate titles, compares
+/// them within a worker).
+pub fn audit(target: &ClusterTarget) -> anyhow::Result<Vec<crate::results::audit::Finding>> {
+    use crate::results::audit::{ranked, Check};
+    let mut counts = std::collections::HashMap::new();
+    for (worker, answer) in ask(target, &Read::Audit)?.answers {
+        match answer {
+            Answer::Counts(found) => {
+                for (name, urls) in found {
+                    if let Ok(check) = Check::parse(&name) {
+                        *counts.entry(check).or_insert(0) += urls;
+                    }
+                }
+            }
+            Answer::Failed(why) => anyhow::bail!("worker {}: {why}", strip_control(&worker)),
+            _ => {}
+        }
+    }
+    Ok(ranked(&counts, std::path::Path::new("DIR")))
 }
 
 /// The answers to one read, by worker.
@@ -367,23 +445,13 @@ impl RemoteRecords for WorkerRecords {
         host_list(&self.0, host, list)
     }
 
-    fn page_band(
-        &self,
-        _request: &crate::results::window::BandRequest,
-    ) -> anyhow::Result<crate::results::window::Band> {
-        anyhow::bail!("{}", per_worker("pages"))
+    fn page_band(&self, request: &BandRequest) -> anyhow::Result<Band> {
+        page_band(&self.0, request)
     }
 
     fn audit(&self) -> anyhow::Result<Vec<crate::results::audit::Finding>> {
-        anyhow::bail!("{}", per_worker("audit"))
+        audit(&self.0)
     }
-}
-
-/// Where a shared crawl's pages and findings are listed today: per worker.
-fn per_worker(command: &str) -> String {
-    format!(
-        "a shared crawl's pages are kept by each worker: `crawldeck {command} DIR` on a worker's data directory lists its part"
-    )
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use crate::engine::page_facts::Hreflang;
 use crate::engine::store::{PageOutcome, PageRecord};
 
 /// The facts columns of one row; empty for URLs without an answer.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
 pub struct RowFacts {
     /// Milliseconds from the request to the answer's last byte.
     pub response_ms: Option<u32>,
@@ -30,7 +30,7 @@ pub struct RowFacts {
     /// Crawled pages that link to the URL (a redirect counts as a link).
     pub inlinks: u32,
     /// Language alternates.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub hreflang: Vec<Hreflang>,
     /// An HTML 2xx page whose facts were recorded: `--missing` judges only these.
     #[serde(skip)]

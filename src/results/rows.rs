@@ -21,8 +21,10 @@ type ReferrerStream = Peekable<Entries<(String, Vec<String>)>>;
 type InlinkStream = Peekable<Entries<(String, u32)>>;
 type SitemapStream = Peekable<Entries<SitemapEntry>>;
 
-/// What a listing shows of one URL.
-#[derive(Debug, Clone, Serialize)]
+/// What a listing shows of one URL. It crosses the wire too (a shared
+/// crawl's Pages view reads its workers' rows): read back, the fate and kind
+/// words become the listing's own.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
 pub struct Row {
     /// The normalized URL.
     pub url: String,
@@ -43,10 +45,12 @@ pub struct Row {
     /// The page it was first found on, then a few more.
     pub referrers: Vec<String>,
     /// What became of it.
-    pub fate: &'static str,
+    #[serde(deserialize_with = "fate_word")]
+    pub fate: Word,
     /// What it was queued as: `page`, or `resource` or `external` (only
     /// checked for its status); links left out and parked URLs are `page`.
-    pub kind: &'static str,
+    #[serde(deserialize_with = "kind_word")]
+    pub kind: Word,
     /// Why, for a URL not fetched or failed: `robots`, `rule 3`, `trap alert 2`,
     /// `scope`, `depth`, `extension`, `host`, or the error kind.
     pub reason: Option<String>,
@@ -68,6 +72,26 @@ pub struct Row {
     pub(super) fetched_at_unix_ms: u64,
     #[serde(skip)]
     pub(super) reason_class: Option<String>,
+}
+
+/// A listing's word (a fate, a kind). Named, so serde does not borrow it
+/// from the input as it would a `&str` field: it is read back as one of
+/// the listing's own words.
+pub type Word = &'static str;
+
+fn fate_word<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    let word = <String as serde::Deserialize>::deserialize(d)?;
+    Fate::parse(&word)
+        .map(Fate::label)
+        .map_err(serde::de::Error::custom)
+}
+
+fn kind_word<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    let word = <String as serde::Deserialize>::deserialize(d)?;
+    ["page", "resource", "external"]
+        .into_iter()
+        .find(|k| *k == word)
+        .ok_or_else(|| serde::de::Error::custom(format!("unknown kind {word:?}")))
 }
 
 /// The detail of a page recrawl pass `pass` found unchanged.

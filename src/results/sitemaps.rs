@@ -18,7 +18,7 @@ use crate::engine::store::SitemapEntry;
 use crate::engine::url_norm::host_key;
 
 /// How a URL was found.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum FoundBy {
     /// Neither linked nor listed: a seed (or a soft-404 probe).

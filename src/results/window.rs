@@ -11,6 +11,8 @@ use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
+use serde::{Deserialize, Serialize};
+
 use super::audit::Check;
 use super::facts::{FactFilters, Missing};
 use super::query::{parse_host, Fate, Format, Listing, Query};
@@ -18,7 +20,7 @@ use super::rows::Row;
 use crate::engine::store::remote::Results;
 
 /// A column of the Pages view: what a band can be ordered by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum PageColumn {
     Url,
     Status,
@@ -118,7 +120,7 @@ enum SortValue {
 }
 
 /// What a viewer asks for: a filter, an order and the ranks it wants.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BandRequest {
     /// The crawl's data directory (the filter's `Query` names it).
     pub data_dir: PathBuf,
@@ -134,7 +136,7 @@ pub struct BandRequest {
 }
 
 /// The rows of ranks `first..first + rows.len()` of a filtered, ordered list.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Band {
     /// What was asked.
     pub request: BandRequest,
@@ -391,6 +393,50 @@ impl Pass<'_> {
             rows,
         }
     }
+}
+
+/// Bands of the same request from several crawls with disjoint URLs (the
+/// workers of a shared crawl), each read from rank 0 to the request's last:
+/// the request's band of all of them together.
+pub fn merge(request: &BandRequest, bands: Vec<Band>) -> Band {
+    let reverse = request.reverse != request.sort.largest_first();
+    let total = bands.iter().map(|b| b.total).sum();
+    let mut rows: Vec<(Ranked, Row)> = bands
+        .into_iter()
+        .flat_map(|b| b.rows)
+        .map(|mut row| {
+            // Not on the wire: read back from the time it was written as.
+            if row.fetched_at_unix_ms == 0 {
+                row.fetched_at_unix_ms = unix_ms(&row.fetched_at);
+            }
+            let rank = match request.sort == PageColumn::Url && !request.reverse {
+                // URL order is the stores' own, not a key's.
+                true => (Some(SortValue::Text(row.url.clone().into())), 0, 0),
+                false => rank_of(request.sort, &row),
+            };
+            (Ranked { rank, reverse }, row)
+        })
+        .collect();
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    let rows = rows
+        .into_iter()
+        .skip(request.first)
+        .take(request.rows)
+        .map(|(_, row)| row)
+        .collect();
+    Band {
+        request: request.clone(),
+        total,
+        first: request.first.min(total),
+        rows,
+    }
+}
+
+fn unix_ms(rfc3339: &str) -> u64 {
+    humantime::parse_rfc3339(rfc3339)
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn rank_of(sort: PageColumn, row: &Row) -> Rank {

@@ -184,3 +184,40 @@ fn rows_without_a_value_sort_last_in_either_direction() {
         assert_eq!(band.rows.last().unwrap().url, "http://a.example/a-timeout");
     }
 }
+
+#[test]
+fn bands_of_disjoint_crawls_merge_into_the_band_of_both() {
+    // One crawl, and the same pages split over two (as workers split hosts).
+    let (dir, all) = crawl(120);
+    let (odd_dir, even_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (odd, even) = (
+        Store::open(odd_dir.path(), 4 << 20).unwrap(),
+        Store::open(even_dir.path(), 4 << 20).unwrap(),
+    );
+    let Results::Local(store) = &all else {
+        unreachable!()
+    };
+    for (i, record) in store.page_records("").enumerate() {
+        let target = if i % 2 == 1 { &odd } else { &even };
+        target.record_pages(&[record.unwrap()]).unwrap();
+    }
+    let parts = [Results::Local(odd), Results::Local(even)];
+    for sort in [PageColumn::Url, PageColumn::Size, PageColumn::Time] {
+        let asked = request(dir.path(), "", sort, 30, 20);
+        let each = BandRequest {
+            first: 0,
+            rows: 50,
+            ..asked.clone()
+        };
+        let bands: Vec<Band> = parts.iter().map(|r| read_band(r, &each).unwrap()).collect();
+        // Across the wire and back, as a shared crawl's workers send them.
+        let bands = bands
+            .into_iter()
+            .map(|b| serde_json::from_str(&serde_json::to_string(&b).unwrap()).unwrap())
+            .collect();
+        let merged = merge(&asked, bands);
+        let whole = read_band(&all, &asked).unwrap();
+        assert_eq!(merged.total, 120);
+        assert_eq!(urls(&merged), urls(&whole), "{sort:?}");
+    }
+}

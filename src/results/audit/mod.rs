@@ -183,7 +183,7 @@ fn shell_word(s: &str) -> String {
 }
 
 /// Findings with at least one URL, most URLs first, then by priority.
-fn ranked(counts: &HashMap<Check, u64>, data_dir: &std::path::Path) -> Vec<Finding> {
+pub fn ranked(counts: &HashMap<Check, u64>, data_dir: &std::path::Path) -> Vec<Finding> {
     let mut found: Vec<(Check, u64)> = ALL
         .iter()
         .filter_map(|c| counts.get(c).filter(|&&n| n > 0).map(|&n| (*c, n)))
