@@ -224,4 +224,72 @@ mod tests {
         );
         assert_eq!(summary.of(ChangeKind::Title), 2);
     }
+
+    fn render(format: Format, changes: &[Change]) -> String {
+        let columns: &'static [Column] = match format {
+            Format::Table => &DIFF_TABLE,
+            _ => &DIFF_FIELDS,
+        };
+        let mut buf = Vec::new();
+        let mut output = Output::start(&mut buf, format, columns).unwrap();
+        for change in changes {
+            write_change(&mut output, format, change).unwrap();
+        }
+        output.finish().unwrap();
+        String::from_utf8(buf).unwrap()
+    }
+
+    #[test]
+    fn a_table_names_the_page_linking_to_a_broken_url_under_it() {
+        let change = |kind, old: &str, new: &str| Change {
+            url: "http://h.example/a".into(),
+            change: kind,
+            old: Some(old.into()),
+            new: Some(new.into()),
+            linked_from: Some("http://h.example/".into()),
+        };
+        let changes = [
+            change(ChangeKind::Broken, "200", "404"),
+            change(ChangeKind::Title, "Old\u{1b}[2J", "New"),
+        ];
+        let table = render(Format::Table, &changes);
+        let lines: Vec<&str> = table.lines().collect();
+        let pad = |s: &str, w: usize| format!("{s:w$}  ");
+        assert_eq!(
+            lines[0],
+            format!(
+                "{}{}{}new",
+                pad("change", 12),
+                pad("url", 70),
+                pad("old", 30)
+            )
+        );
+        assert!(lines[1].starts_with(&pad("broken", 12)), "{table}");
+        assert!(
+            lines[1].ends_with("200                             404"),
+            "{table}"
+        );
+        assert_eq!(lines[2], "    ← http://h.example/");
+        assert!(
+            lines[3].contains("Old[2J"),
+            "no control characters: {table}"
+        );
+        assert_eq!(
+            lines.len(),
+            4,
+            "only broken and fixed URLs name their referrer"
+        );
+        assert_eq!(
+            render(Format::Tsv, &changes[..1]),
+            "url\tchange\told\tnew\tlinked_from\n\
+             http://h.example/a\tbroken\t200\t404\thttp://h.example/\n"
+        );
+        let json: serde_json::Value =
+            serde_json::from_str(render(Format::Json, &changes[1..]).trim()).unwrap();
+        assert_eq!(json["change"], "title");
+        assert_eq!(
+            json["old"], "Old\u{1b}[2J",
+            "JSON keeps the string as stored"
+        );
+    }
 }
