@@ -238,7 +238,7 @@ pub struct DiffArgs {
     /// The later crawl's data directory.
     #[arg(value_name = "NEW")]
     pub new: Option<PathBuf>,
-    /// Only these changes: added, removed, status, redirect, broken, fixed,
+    /// Only these changes: added, removed, broken, fixed, status, redirect,
     /// title, canonical, indexability, description, h1 (e.g. `broken,title`).
     #[arg(long, value_name = "LIST")]
     pub only: Option<String>,

@@ -17,16 +17,16 @@ pub enum ChangeKind {
     Added,
     /// Recorded in the old crawl only (and not broken there).
     Removed,
-    /// Another answer: status code, error kind or block reason.
-    Status,
-    /// Redirects elsewhere, starts or stops redirecting.
-    Redirect,
     /// Broken (4xx, 5xx, no answer) in the new crawl, not in the old one: a
     /// new broken link.
     Broken,
     /// Broken in the old crawl, not in the new one (answers, or is no longer
     /// linked): a fixed broken link.
     Fixed,
+    /// Another answer otherwise: status code, error kind or block reason.
+    Status,
+    /// Redirects elsewhere, starts or stops redirecting.
+    Redirect,
     /// The `<title>` of a page answering 2xx in both crawls.
     Title,
     /// Its `rel=canonical`.
@@ -44,10 +44,10 @@ impl ChangeKind {
     pub const ALL: [ChangeKind; 11] = [
         ChangeKind::Added,
         ChangeKind::Removed,
-        ChangeKind::Status,
-        ChangeKind::Redirect,
         ChangeKind::Broken,
         ChangeKind::Fixed,
+        ChangeKind::Status,
+        ChangeKind::Redirect,
         ChangeKind::Title,
         ChangeKind::Canonical,
         ChangeKind::Indexability,
@@ -60,10 +60,10 @@ impl ChangeKind {
         match self {
             ChangeKind::Added => "added",
             ChangeKind::Removed => "removed",
-            ChangeKind::Status => "status",
-            ChangeKind::Redirect => "redirect",
             ChangeKind::Broken => "broken",
             ChangeKind::Fixed => "fixed",
+            ChangeKind::Status => "status",
+            ChangeKind::Redirect => "redirect",
             ChangeKind::Title => "title",
             ChangeKind::Canonical => "canonical",
             ChangeKind::Indexability => "indexability",
@@ -185,22 +185,16 @@ impl Side {
 
 /// The changes between a URL's old and new record, in [`ChangeKind`] order.
 pub fn changes(old: Option<&Side>, new: Option<&Side>) -> Vec<Change> {
-    let change = |side: &Side, change, old: Option<&String>, new: Option<&String>, from| Change {
-        url: side.url.clone(),
-        change,
-        old: old.cloned(),
-        new: new.cloned(),
-        linked_from: from,
-    };
-    let (o, n) = match (old, new) {
-        (None, None) => return Vec::new(),
+    match (old, new) {
+        (None, None) => Vec::new(),
         (None, Some(n)) => {
             let kind = if n.broken {
                 ChangeKind::Broken
             } else {
                 ChangeKind::Added
             };
-            return vec![change(n, kind, None, Some(&n.state), n.linked_from.clone())];
+            let from = n.linked_from.clone();
+            vec![Change::of(n, kind, None, Some(&n.state), from)]
         }
         (Some(o), None) => {
             let kind = if o.broken {
@@ -208,44 +202,31 @@ pub fn changes(old: Option<&Side>, new: Option<&Side>) -> Vec<Change> {
             } else {
                 ChangeKind::Removed
             };
-            return vec![change(o, kind, Some(&o.state), None, o.linked_from.clone())];
+            let from = o.linked_from.clone();
+            vec![Change::of(o, kind, Some(&o.state), None, from)]
         }
-        (Some(o), Some(n)) => (o, n),
-    };
+        (Some(o), Some(n)) => in_both(o, n),
+    }
+}
+
+/// The changes of a URL both crawls recorded.
+fn in_both(o: &Side, n: &Side) -> Vec<Change> {
     let mut found = Vec::new();
-    let from = || n.linked_from.clone().or_else(|| o.linked_from.clone());
-    match (o.broken, n.broken) {
-        (false, true) => found.push(change(
-            n,
-            ChangeKind::Broken,
-            Some(&o.state),
-            Some(&n.state),
-            from(),
-        )),
-        (true, false) => found.push(change(
-            n,
-            ChangeKind::Fixed,
-            Some(&o.state),
-            Some(&n.state),
-            from(),
-        )),
-        _ if o.state != n.state => found.push(change(
-            n,
-            ChangeKind::Status,
-            Some(&o.state),
-            Some(&n.state),
-            None,
-        )),
-        _ => {}
+    let answer = match (o.broken, n.broken) {
+        (false, true) => Some(ChangeKind::Broken),
+        (true, false) => Some(ChangeKind::Fixed),
+        _ => (o.state != n.state).then_some(ChangeKind::Status),
+    };
+    if let Some(kind) = answer {
+        let from = match kind {
+            ChangeKind::Status => None,
+            _ => n.linked_from.clone().or_else(|| o.linked_from.clone()),
+        };
+        found.push(Change::of(n, kind, Some(&o.state), Some(&n.state), from));
     }
     if o.redirect != n.redirect {
-        found.push(change(
-            n,
-            ChangeKind::Redirect,
-            o.redirect.as_ref(),
-            n.redirect.as_ref(),
-            None,
-        ));
+        let (a, b) = (o.redirect.as_ref(), n.redirect.as_ref());
+        found.push(Change::of(n, ChangeKind::Redirect, a, b, None));
     }
     if o.content && n.content {
         let facts = [
@@ -257,12 +238,29 @@ pub fn changes(old: Option<&Side>, new: Option<&Side>) -> Vec<Change> {
         ];
         for (kind, a, b) in facts {
             if a != b {
-                found.push(change(n, kind, a.as_ref(), b.as_ref(), None));
+                found.push(Change::of(n, kind, a.as_ref(), b.as_ref(), None));
             }
         }
     }
-    found.sort_by_key(|c| c.change);
     found
+}
+
+impl Change {
+    fn of(
+        side: &Side,
+        change: ChangeKind,
+        old: Option<&String>,
+        new: Option<&String>,
+        linked_from: Option<String>,
+    ) -> Change {
+        Change {
+            url: side.url.clone(),
+            change,
+            old: old.cloned(),
+            new: new.cloned(),
+            linked_from,
+        }
+    }
 }
 
 /// Two streams of sides in URL order, walked side by side: each URL once,

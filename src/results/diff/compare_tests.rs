@@ -136,6 +136,10 @@ fn redirects_are_compared_by_target() {
 
 #[test]
 fn page_facts_are_compared_between_2xx_pages_each_kind_once() {
+    assert!(
+        ChangeKind::ALL.windows(2).all(|w| w[0] < w[1]),
+        "ALL in listing order"
+    );
     let old = page(URL, "A");
     let mut new = page(URL, "B");
     new.canonical = Some("http://h.example/b".into());
@@ -216,5 +220,8 @@ fn only_lists_parse_and_name_the_kinds() {
         [ChangeKind::Title, ChangeKind::Broken]
     );
     let err = ChangeKind::parse_list("titles").unwrap_err();
-    assert!(err.contains("added, removed, status"), "{err}");
+    assert!(
+        err.contains("added, removed, broken, fixed, status"),
+        "{err}"
+    );
 }
