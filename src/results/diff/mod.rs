@@ -16,7 +16,7 @@ use anyhow::Context;
 pub use compare::{changes, Change, ChangeKind, Paired, Side};
 
 use super::output::{col, Column, Output};
-use super::query::Format;
+use super::query::{host_prefixes, Format};
 use super::rows::{Rows, RuleOrigins};
 use crate::engine::store::remote::Results;
 
@@ -45,6 +45,8 @@ pub struct Summary {
     pub complete: bool,
     /// Either crawl was read through its running engine.
     pub live: bool,
+    /// URLs both crawls recorded.
+    pub shared_urls: u64,
 }
 
 impl Summary {
@@ -74,10 +76,17 @@ impl Summary {
         } else {
             ""
         };
+        // Every URL added or removed: most likely not the same site's URLs.
+        let apart = if self.shared_urls == 0 && self.total() > 0 {
+            "; the crawls have no URL in common: another site, or the site at another \
+             host, port or scheme?"
+        } else {
+            ""
+        };
         match self.total() {
             0 => format!("no changes{live}"),
-            1 => format!("1 change: {}{live}", parts.join(", ")),
-            n => format!("{n} changes: {}{live}", parts.join(", ")),
+            1 => format!("1 change: {}{live}{apart}", parts.join(", ")),
+            n => format!("{n} changes: {}{live}{apart}", parts.join(", ")),
         }
     }
 }
@@ -134,6 +143,7 @@ fn write_changes(
     let limit = query.limit.unwrap_or(usize::MAX) as u64;
     for pair in Paired::new(sides(query, old)?, sides(query, new)?) {
         let (o, n) = pair?;
+        summary.shared_urls += u64::from(o.is_some() && n.is_some());
         for change in changes(o.as_ref(), n.as_ref()) {
             if !query.only.is_empty() && !query.only.contains(&change.change) {
                 continue;
@@ -154,12 +164,8 @@ fn sides<'a>(
     results: &Results,
 ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Side>> + 'a> {
     let rules = Arc::new(RuleOrigins::load(results)?);
-    let prefixes = match &query.host {
-        Some(host) => vec![format!("http://{host}/"), format!("https://{host}/")],
-        None => vec![String::new()],
-    };
     let mut streams = Vec::new();
-    for prefix in prefixes {
+    for prefix in host_prefixes(query.host.as_deref()) {
         // Page records only: links left out and parked URLs were never asked
         // for; referrers for `linked_from` and, with the sitemap rows, for
         // telling a sitemap file (never a broken link) from a page.
@@ -214,6 +220,12 @@ mod tests {
         let mut summary = Summary::default();
         assert_eq!(summary.line(), "no changes");
         summary.count(ChangeKind::Title);
+        assert!(
+            summary.line().contains("no URL in common"),
+            "{}",
+            summary.line()
+        );
+        summary.shared_urls = 1;
         assert_eq!(summary.line(), "1 change: 1 title");
         summary.count(ChangeKind::Removed);
         summary.count(ChangeKind::Title);
