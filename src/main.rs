@@ -54,6 +54,9 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
+    if let Mode::Diff(query) = &run.mode {
+        return diff(query);
+    }
     match dispatch(run) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -118,6 +121,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             | Mode::ClusterCtl { .. }
             | Mode::Ctl { .. }
             | Mode::Results(_)
+            | Mode::Diff(_)
             | Mode::Page(_) => {
                 unreachable!("handled before the runtime starts")
             }
@@ -127,6 +131,24 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
         tracing::error!("crawldeck stopped: {}", crawldeck::text::error_chain(e));
     }
     result
+}
+
+/// `crawldeck diff`: exits 0 without differences, 1 with some, 2 on any
+/// trouble (as diff(1)), so a script can tell "changed" from "failed".
+fn diff(query: &crawldeck::results::diff::DiffQuery) -> ExitCode {
+    let out = std::io::BufWriter::new(std::io::stdout().lock());
+    match crawldeck::results::diff::run(query, out) {
+        Ok(summary) => {
+            if summary.complete {
+                eprintln!("crawldeck: {}", summary.line());
+            }
+            ExitCode::from(u8::from(summary.total() > 0))
+        }
+        Err(e) => {
+            eprintln!("crawldeck: {}", crawldeck::text::error_chain(&e));
+            ExitCode::from(EXIT_USAGE)
+        }
+    }
 }
 
 /// Commands that start no engine here: viewers of a running crawl, the

@@ -42,7 +42,8 @@ crawldeck status ./crawl1 --json\n  \
 crawldeck ctl ./crawl1 pause\n  \
 crawldeck pages ./crawl1 --status 4xx,5xx\n  \
 crawldeck links ./crawl1 --broken\n  \
-crawldeck page ./crawl1 https://example.org/ --select h2"
+crawldeck page ./crawl1 https://example.org/ --select h2\n  \
+crawldeck diff ./crawl1 ./crawl2 --only broken,title"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -80,6 +81,10 @@ pub enum CliCommand {
     /// Show one fetched page from the archive: status, headers, title, outline, its links and
     /// what became of each; `--select CSS` lists matching elements, `--diff URL` compares texts.
     Page(results::PageArgs),
+    /// Compare two crawls of one site: URLs added and removed, new and fixed broken
+    /// links, status, redirect, title, canonical, indexability, description and h1
+    /// changes. Exits 0 without differences, 1 with, 2 on trouble.
+    Diff(results::DiffArgs),
 }
 
 #[derive(Debug, Args)]

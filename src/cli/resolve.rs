@@ -64,6 +64,8 @@ pub enum Mode {
     Results(crate::results::Query),
     /// `page`: one page read back from the archive.
     Page(crate::results::page::PageQuery),
+    /// `diff`: two crawls compared.
+    Diff(crate::results::diff::DiffQuery),
 }
 
 /// Front-end options that are not crawl settings.
@@ -149,6 +151,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         Some(CliCommand::Links(l)) => Ok(front_end(Mode::Results(super::results::links_query(l)?))),
         Some(CliCommand::Audit(a)) => Ok(front_end(Mode::Results(super::results::audit_query(a)?))),
         Some(CliCommand::Page(p)) => Ok(front_end(Mode::Page(super::results::page_query(p)?))),
+        Some(CliCommand::Diff(d)) => Ok(front_end(Mode::Diff(super::results::diff_query(d)?))),
         Some(CliCommand::Keys(k)) => Ok(front_end(Mode::Keys { file: k.keys })),
         Some(CliCommand::Attach(a)) => resolve_attach(a),
         Some(CliCommand::Status(s)) => match s.dir {

@@ -1,5 +1,5 @@
-//! `crawldeck pages` and `crawldeck links`: the flags, checked into a
-//! [`Query`] before anything is opened.
+//! `crawldeck pages`, `links`, `audit`, `page` and `diff`: the flags, checked
+//! into a [`Query`] (or its like) before anything is opened.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -8,6 +8,7 @@ use clap::Args;
 
 use super::UsageError;
 use crate::results::audit::Check;
+use crate::results::diff::{ChangeKind, DiffQuery};
 use crate::results::facts::{FactFilters, Missing};
 use crate::results::page::PageQuery;
 use crate::results::query::{parse_host, Fate, Format, Listing, Query, SortKey};
@@ -86,27 +87,35 @@ pub struct LinksArgs {
     pub redirects: bool,
 }
 
-fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
-    let format = if list.json {
+/// `--json`, `--csv`, `--tsv`, else a table on a terminal and TSV when piped.
+fn format_of(json: bool, csv: bool, tsv: bool) -> Format {
+    if json {
         Format::Json
-    } else if list.csv {
+    } else if csv {
         Format::Csv
-    } else if list.tsv || !std::io::stdout().is_terminal() {
+    } else if tsv || !std::io::stdout().is_terminal() {
         Format::Tsv
     } else {
         Format::Table
-    };
-    if list.limit == Some(0) {
-        return Err(UsageError("--limit must be at least 1".into()));
     }
+}
+
+fn check_limit(limit: Option<usize>) -> Result<Option<usize>, UsageError> {
+    match limit {
+        Some(0) => Err(UsageError("--limit must be at least 1".into())),
+        other => Ok(other),
+    }
+}
+
+fn host_of(host: Option<&str>) -> Result<Option<String>, UsageError> {
+    host.map(parse_host).transpose().map_err(UsageError)
+}
+
+fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
+    let format = format_of(list.json, list.csv, list.tsv);
     Ok(Query {
-        host: list
-            .host
-            .as_deref()
-            .map(parse_host)
-            .transpose()
-            .map_err(UsageError)?,
-        limit: list.limit,
+        host: host_of(list.host.as_deref())?,
+        limit: check_limit(list.limit)?,
         ..Query::new(list.data, listing, format)
     })
 }
@@ -217,5 +226,82 @@ pub fn page_query(args: PageArgs) -> Result<PageQuery, UsageError> {
         select: args.select,
         diff: args.diff,
         json: args.json,
+    })
+}
+
+/// `crawldeck diff`: two crawls of one site compared.
+#[derive(Debug, Args, Clone)]
+pub struct DiffArgs {
+    /// The earlier crawl's data directory (a running crawl is read through its engine).
+    #[arg(value_name = "OLD")]
+    pub old: PathBuf,
+    /// The later crawl's data directory.
+    #[arg(value_name = "NEW")]
+    pub new: Option<PathBuf>,
+    /// Only these changes: added, removed, broken, fixed, status, redirect,
+    /// title, canonical, indexability, description, h1 (e.g. `broken,title`).
+    #[arg(long, value_name = "LIST")]
+    pub only: Option<String>,
+    /// Only URLs of this host (a host name, host:port, or a URL).
+    #[arg(long, value_name = "HOST")]
+    pub host: Option<String>,
+    /// At most this many rows (every change is still counted).
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// JSON lines.
+    #[arg(long, conflicts_with_all = ["csv", "tsv"])]
+    pub json: bool,
+    /// CSV with a header line.
+    #[arg(long, conflicts_with = "tsv")]
+    pub csv: bool,
+    /// Tab-separated values (the default when stdout is not a terminal).
+    #[arg(long)]
+    pub tsv: bool,
+}
+
+/// The query of `crawldeck diff`. One directory, or the same one twice, is
+/// a usage error: a data directory keeps only the last recrawl pass of each
+/// page, so there is no earlier pass in it to compare with.
+pub fn diff_query(args: DiffArgs) -> Result<DiffQuery, UsageError> {
+    let old = args.old;
+    let copy_first = |dir: &std::path::Path| {
+        let dir = dir.display();
+        format!(
+            "a data directory keeps only the last recrawl pass of each page; to compare a \
+             recrawl with the pass before, copy the directory first: `cp -a {dir} {dir}.before`, \
+             `crawldeck crawl --headless --data {dir} --recrawl`, then \
+             `crawldeck diff {dir}.before {dir}`"
+        )
+    };
+    let Some(new) = args.new else {
+        return Err(UsageError(format!(
+            "diff compares two crawls: give OLD and NEW data directories; {}",
+            copy_first(&old)
+        )));
+    };
+    let same = match (old.canonicalize(), new.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if same {
+        return Err(UsageError(format!(
+            "OLD and NEW are the same data directory ({}); give two crawls; {}",
+            new.display(),
+            copy_first(&new)
+        )));
+    }
+    Ok(DiffQuery {
+        old,
+        new,
+        format: format_of(args.json, args.csv, args.tsv),
+        only: args
+            .only
+            .as_deref()
+            .map(ChangeKind::parse_list)
+            .transpose()
+            .map_err(UsageError)?
+            .unwrap_or_default(),
+        host: host_of(args.host.as_deref())?,
+        limit: check_limit(args.limit)?,
     })
 }

@@ -72,13 +72,18 @@ impl Html {
 
     /// `head_extra` is raw markup placed inside `<head>` (meta, base, canonical).
     pub fn with_head(title: &str, head_extra: &str) -> Self {
+        Self::titled(title, title, head_extra)
+    }
+
+    /// A `<title>` and an `<h1>` that differ.
+    pub fn titled(title: &str, h1: &str, head_extra: &str) -> Self {
         let mut buf = String::with_capacity(2048);
         buf.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<title>");
         buf.push_str(&escape(title));
         buf.push_str("</title>\n");
         buf.push_str(head_extra);
         buf.push_str("</head>\n<body>\n<h1>");
-        buf.push_str(&escape(title));
+        buf.push_str(&escape(h1));
         buf.push_str("</h1>\n");
         Html { buf }
     }

@@ -11,7 +11,7 @@ mod sites;
 mod tests;
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::net::TcpListener;
@@ -38,8 +38,8 @@ pub use sites::shop::{
 };
 pub use sites::{archive_real_paths, blog_allowed_paths, blog_disallowed_paths, MANUAL_PAGES};
 pub use sites::{
-    AUDIT_NOT_IN_SITEMAP, AUDIT_ORPHANS, AUDIT_PAGES, AUDIT_SITEMAP_FILES,
-    AUDIT_SITEMAP_NOT_INDEXABLE,
+    AUDIT_CHANGED_BROKEN, AUDIT_CHANGED_REMOVED, AUDIT_CHANGED_TITLE, AUDIT_NOT_IN_SITEMAP,
+    AUDIT_ORPHANS, AUDIT_PAGES, AUDIT_SITEMAP_FILES, AUDIT_SITEMAP_NOT_INDEXABLE,
 };
 
 /// One site of the demo web and what it exercises in a crawler.
@@ -247,6 +247,7 @@ pub struct DemoWeb {
     sites: Vec<RunningSite>,
     log: RequestLog,
     shutdown: watch::Sender<bool>,
+    changed: Arc<AtomicBool>,
 }
 
 impl DemoWeb {
@@ -308,6 +309,7 @@ impl DemoWeb {
             bound.push((*kind, base, listener));
         }
         let peers = Arc::new(peers);
+        let changed = Arc::new(AtomicBool::new(false));
         let (shutdown, stop_rx) = watch::channel(false);
         let mut sites = Vec::with_capacity(bound.len());
         for (kind, base, listener) in bound {
@@ -320,6 +322,7 @@ impl DemoWeb {
                     robots_requests: AtomicU64::new(0),
                     page_requests: AtomicU64::new(0),
                     bench,
+                    changed: changed.clone(),
                 },
                 log: log.clone(),
                 gauge: log.gauge(kind),
@@ -344,7 +347,17 @@ impl DemoWeb {
             sites,
             log,
             shutdown,
+            changed,
         })
+    }
+
+    /// From now on, sites with a second version serve it, on the same
+    /// addresses, so a second crawl of the web finds known changes (`crawldeck
+    /// diff`'s tests): `Audit` loses a page and its link
+    /// ([`AUDIT_CHANGED_REMOVED`]), retitles one ([`AUDIT_CHANGED_TITLE`]) and
+    /// loses one it still links to ([`AUDIT_CHANGED_BROKEN`]).
+    pub fn change_sites(&self) {
+        self.changed.store(true, Ordering::Relaxed);
     }
 
     /// `http://<name>.localhost:<port>/`, or `None` if that site was not started.

@@ -3,6 +3,7 @@
 //! its results socket, see `engine::store::remote`).
 
 pub mod audit;
+pub mod diff;
 mod dupes;
 pub mod facts;
 pub mod fragments;
@@ -58,7 +59,7 @@ pub fn shared_parked_note(query: &Query) -> Option<String> {
     ))
 }
 
-fn is_broken_pipe(e: &anyhow::Error) -> bool {
+pub(crate) fn is_broken_pipe(e: &anyhow::Error) -> bool {
     e.chain().any(|cause| {
         cause
             .downcast_ref::<std::io::Error>()

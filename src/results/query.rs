@@ -277,10 +277,16 @@ impl Query {
 
     /// The URL prefixes that hold the pages of `--host` (every URL without it).
     pub fn url_prefixes(&self) -> Vec<String> {
-        match &self.host {
-            Some(host) => vec![format!("http://{host}/"), format!("https://{host}/")],
-            None => vec![String::new()],
-        }
+        host_prefixes(self.host.as_deref())
+    }
+}
+
+/// The URL prefixes that hold the pages of a host key, in URL order (every
+/// URL without one).
+pub fn host_prefixes(host: Option<&str>) -> Vec<String> {
+    match host {
+        Some(host) => vec![format!("http://{host}/"), format!("https://{host}/")],
+        None => vec![String::new()],
     }
 }
 

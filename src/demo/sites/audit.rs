@@ -7,6 +7,8 @@
 //! carry what `crawldeck audit` reports: a canonical to the 404, a `noindex`
 //! page every page links, a meta refresh, two `<h1>`, a link to a missing
 //! `#fragment`, a duplicate title, a page without title or heading.
+//! Its second version (`DemoWeb::change_sites`) removes a page and its link,
+//! retitles a page and removes a page the home page still links to.
 
 use std::io::Write;
 
@@ -140,6 +142,22 @@ pub const AUDIT_SITEMAP_FILES: &[&str] = &[
 ];
 /// Pages answering 200 (linked or not).
 pub const AUDIT_PAGES: usize = 16;
+/// Second version: this page and the home page's link to it are gone.
+pub const AUDIT_CHANGED_REMOVED: &str = "/contact.html";
+/// Second version: this page's title, before and after.
+pub const AUDIT_CHANGED_TITLE: (&str, &str, &str) = ("/about.html", "About us", "About the team");
+/// Second version: this page answers 404, and the home page still links to it.
+pub const AUDIT_CHANGED_BROKEN: &str = "/blog/2.html";
+
+/// The page at `path` in the version served, `None` where it answers 404.
+fn served(ctx: &SiteCtx, path: &str) -> Option<&'static Page> {
+    let gone = ctx.changed() && (path == AUDIT_CHANGED_REMOVED || path == AUDIT_CHANGED_BROKEN);
+    PAGES
+        .iter()
+        .find(|p| p.path == path)
+        .filter(|p| p.body != Body::NotFound && !gone)
+}
+
 /// Paths in a sitemap that are not an indexable 200 page.
 pub const AUDIT_SITEMAP_NOT_INDEXABLE: &[&str] = &["/canonical-elsewhere.html", "/gone.html"];
 
@@ -160,9 +178,9 @@ pub(super) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
             }
         }
         "/sitemaps/more.xml" => xml(urlset(ctx, Listed::Plain)),
-        path => match PAGES.iter().find(|p| p.path == path) {
-            Some(p) if p.body != Body::NotFound => Reply::html(render(p)),
-            _ => Reply::not_found(),
+        path => match served(ctx, path) {
+            Some(p) => Reply::html(render(p, ctx.changed())),
+            None => Reply::not_found(),
         },
     }
 }
@@ -202,7 +220,7 @@ fn urlset(ctx: &SiteCtx, listed: Listed) -> String {
     out
 }
 
-fn render(p: &Page) -> String {
+fn render(p: &Page, changed: bool) -> String {
     let head = match p.body {
         Body::CanonicalTo(path) => format!("<link rel=\"canonical\" href=\"{path}\">\n"),
         Body::Noindex => "<meta name=\"robots\" content=\"noindex\">\n".into(),
@@ -214,9 +232,16 @@ fn render(p: &Page) -> String {
         }
         _ => String::new(),
     };
+    let (retitled, _, new_title) = AUDIT_CHANGED_TITLE;
+    let title = if changed && p.path == retitled {
+        new_title
+    } else {
+        p.title
+    };
     let mut html = match p.body {
         Body::Untitled => Html::bare(),
-        _ => Html::with_head(p.title, &head),
+        // A new title only: the heading stays.
+        _ => Html::titled(title, p.title, &head),
     };
     html.p(&filler(&mut rng_for(p.path), 40));
     if p.body == Body::TwoHeadings {
@@ -225,7 +250,11 @@ fn render(p: &Page) -> String {
             .link("/about.html#team", "the team");
     }
     if p.path == "/" {
-        for other in PAGES.iter().filter(|o| o.linked && o.path != "/") {
+        let removed = |o: &Page| changed && o.path == AUDIT_CHANGED_REMOVED;
+        for other in PAGES
+            .iter()
+            .filter(|o| o.linked && o.path != "/" && !removed(o))
+        {
             html.link(other.path, other.title);
         }
     } else {
@@ -271,6 +300,7 @@ mod tests {
             robots_requests: Default::default(),
             page_requests: Default::default(),
             bench: (0, 0),
+            changed: Default::default(),
         };
         assert_eq!(
             parse(index(&ctx).as_bytes(), limits).unwrap().kind,
@@ -278,5 +308,58 @@ mod tests {
         );
         let plain = parse(urlset(&ctx, Listed::Plain).as_bytes(), limits).unwrap();
         assert_eq!(plain.locs.len(), 4);
+    }
+
+    #[test]
+    fn the_second_version_removes_retitles_and_breaks_exactly_one_page_each() {
+        let ctx = |changed: bool| SiteCtx {
+            kind: crate::demo::SiteKind::Audit,
+            base: url::Url::parse("http://audit.localhost:1/").unwrap(),
+            peers: Default::default(),
+            latency_scale: 0.0,
+            robots_requests: Default::default(),
+            page_requests: Default::default(),
+            bench: (0, 0),
+            changed: std::sync::Arc::new(changed.into()),
+        };
+        let body = |changed: bool, path: &str| {
+            let reply = respond(&ctx(changed), &Req { path, query: None });
+            let text = match reply.body {
+                super::super::ReplyBody::Full(b) => String::from_utf8(b.to_vec()).unwrap(),
+                _ => panic!("a full body"),
+            };
+            (reply.status, text)
+        };
+        let (about, old_title, new_title) = AUDIT_CHANGED_TITLE;
+        assert!(body(false, about)
+            .1
+            .contains(&format!("<title>{old_title}</title>")));
+        assert!(body(true, about)
+            .1
+            .contains(&format!("<title>{new_title}</title>")));
+        assert!(
+            body(true, about)
+                .1
+                .contains(&format!("<h1>{old_title}</h1>")),
+            "the title only"
+        );
+        for path in [AUDIT_CHANGED_REMOVED, AUDIT_CHANGED_BROKEN] {
+            assert_eq!(body(false, path).0, 200, "{path} before");
+            assert_eq!(body(true, path).0, 404, "{path} after");
+        }
+        let link = |path: &str| format!("href=\"{path}\"");
+        let (before, after) = (body(false, "/").1, body(true, "/").1);
+        assert!(before.contains(&link(AUDIT_CHANGED_REMOVED)));
+        assert!(
+            !after.contains(&link(AUDIT_CHANGED_REMOVED)),
+            "its link goes too"
+        );
+        assert!(after.contains(&link(AUDIT_CHANGED_BROKEN)), "still linked");
+        // Nothing else changes.
+        for p in PAGES.iter().filter(|p| p.path != "/" && p.path != about) {
+            if p.path != AUDIT_CHANGED_REMOVED && p.path != AUDIT_CHANGED_BROKEN {
+                assert_eq!(body(false, p.path), body(true, p.path), "{}", p.path);
+            }
+        }
     }
 }

@@ -13,7 +13,8 @@ mod traps;
 mod triage;
 
 use std::collections::HashMap;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -22,8 +23,8 @@ use url::Url;
 use super::SiteKind;
 
 pub use audit::{
-    AUDIT_NOT_IN_SITEMAP, AUDIT_ORPHANS, AUDIT_PAGES, AUDIT_SITEMAP_FILES,
-    AUDIT_SITEMAP_NOT_INDEXABLE,
+    AUDIT_CHANGED_BROKEN, AUDIT_CHANGED_REMOVED, AUDIT_CHANGED_TITLE, AUDIT_NOT_IN_SITEMAP,
+    AUDIT_ORPHANS, AUDIT_PAGES, AUDIT_SITEMAP_FILES, AUDIT_SITEMAP_NOT_INDEXABLE,
 };
 pub use blog::{blog_allowed_paths, blog_disallowed_paths};
 pub(crate) use hostile::huge_chunk;
@@ -42,6 +43,9 @@ pub(crate) struct SiteCtx {
     pub page_requests: AtomicU64,
     /// Bench geometry: (pages per host, number of hosts); zero elsewhere.
     pub bench: (u32, u32),
+    /// Set by [`crate::demo::DemoWeb::change_sites`]: sites that have a second
+    /// version serve it (shared by every site of the web).
+    pub changed: Arc<AtomicBool>,
 }
 
 impl SiteCtx {
@@ -51,6 +55,11 @@ impl SiteCtx {
         } else {
             Duration::ZERO
         }
+    }
+
+    /// Whether the site serves its second version.
+    pub fn changed(&self) -> bool {
+        self.changed.load(Ordering::Relaxed)
     }
 
     /// An absolute URL on this site.
@@ -201,6 +210,7 @@ mod tests {
             robots_requests: AtomicU64::new(0),
             page_requests: AtomicU64::new(0),
             bench: (0, 0),
+            changed: Default::default(),
         }
     }
 
