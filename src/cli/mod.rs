@@ -19,7 +19,7 @@ pub use resolve::{
 /// Data directory used when `--data` is not given (crawl and TUI modes).
 pub const DEFAULT_DATA_DIR: &str = "crawldeck-data";
 /// The effective configuration inside a data directory.
-pub const CONFIG_FILE: &str = "crawl.toml";
+pub use crate::engine::config::CONFIG_FILE;
 /// The tracing log inside a data directory.
 pub const LOG_FILE: &str = "crawldeck.log";
 /// The sled database inside a data directory.

@@ -364,6 +364,7 @@ impl Coordinator {
             record.simhash = page.simhash;
             record.canonical = extracted.canonical.as_ref().map(|u| u.to_string());
             record.facts = Some(std::mem::take(&mut extracted.facts));
+            record.custom = std::mem::take(&mut extracted.custom);
             self.count_links_not_taken(&mut record, extracted);
             let refresh = extracted.refresh.take();
             if let Some(target) = refresh.filter(|t| t.as_str() != lease.entry.url) {
