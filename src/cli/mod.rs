@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::engine::config::{ResourcesMode, RobotsMode, Scope, TrapPolicy};
+use crate::engine::config::{ExtractionSpec, ResourcesMode, RobotsMode, Scope, TrapPolicy};
 
 mod cluster;
 mod resolve;
@@ -322,6 +322,12 @@ pub struct RunArgs {
         default_missing_value = "true"
     )]
     pub check_external: Option<bool>,
+    /// A custom extraction: NAME=CSS takes the text of the elements a CSS
+    /// selector matches on each HTML page, NAME=CSS@attr an attribute
+    /// (e.g. image=meta[property="og:image"]@content); repeatable. Listed
+    /// by `pages --csv`/`--json`; replaces one of the same name in crawl.toml.
+    #[arg(long = "extract", value_name = "NAME=CSS", value_parser = parse_extraction)]
+    pub extract: Vec<ExtractionSpec>,
     /// Start paused (resuming a crawl otherwise starts it running, even if
     /// it was paused when the last run stopped).
     #[arg(long)]
@@ -433,6 +439,11 @@ impl From<TrapsArg> for TrapPolicy {
             TrapsArg::AlertOnly => TrapPolicy::AlertOnly,
         }
     }
+}
+
+/// `--extract NAME=CSS[@attr]`, checked as the engine will compile it.
+pub fn parse_extraction(text: &str) -> Result<ExtractionSpec, String> {
+    ExtractionSpec::parse(text)
 }
 
 /// `--delay`/`--timeout` values: humantime ("500ms", "2s", "1m 30s").

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Cli, CliCommand, RunArgs, CONFIG_FILE, DB_DIR, DEFAULT_DATA_DIR};
-use crate::engine::config::{ascii_domain, parse_seed, ConfigError, CrawlConfig};
+use crate::engine::config::{ascii_domain, extract, parse_seed, ConfigError, CrawlConfig};
 use crate::engine::RunOverrides;
 
 const NO_SEEDS: &str = "no seeds: give a URL, --seeds FILE, or --data of an existing crawl";
@@ -131,6 +131,7 @@ fn flag_for_key(key: &str) -> Option<&'static str> {
         "fetch.total_timeout" => "--timeout",
         "identity.from" => "--from",
         "checks.resources" => "--resources",
+        "extract" => "--extract",
         "scope.allow_domains" => "--allow-domain",
         "identity.product_token" => "--product-token",
         _ => return None,
@@ -532,6 +533,9 @@ fn apply_flags(config: &mut CrawlConfig, run: &RunArgs) {
     set(&mut config.max_rate, &run.max_rate);
     set(&mut config.checks.resources, &run.resources.map(Into::into));
     set(&mut config.checks.external, &run.check_external);
+    for spec in &run.extract {
+        extract::add_or_replace(&mut config.extract, spec.clone());
+    }
 }
 
 #[cfg(test)]

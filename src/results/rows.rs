@@ -1,7 +1,7 @@
 //! One row per URL: page records and links left out, walked side by side in
 //! URL order with their referrers, so a listing of any size streams.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::iter::Peekable;
 
 use serde::Serialize;
@@ -64,6 +64,15 @@ pub struct Row {
     pub facts: RowFacts,
     /// Found by links, a sitemap, both, or a seed (read with the referrers).
     pub found_by: FoundBy,
+    /// The values of each custom extraction (`[[extract]]`) run on the
+    /// page, by name: an empty list when it found nothing; no entry for
+    /// pages fetched before it was added (or that are not HTML 2xx).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub extract: BTreeMap<String, Vec<String>>,
+    /// Extractions whose values were cut by the bounds (16 values per page,
+    /// 1 KiB each, 64 KiB a page).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extract_cut: Vec<String>,
     #[serde(skip)]
     pub(super) fetched_at_unix_ms: u64,
     #[serde(skip)]
@@ -153,8 +162,13 @@ impl Row {
         let reason_class = reason
             .as_deref()
             .map(|r| r.split(' ').next().unwrap_or(r).to_string());
+        let extract_cut = p.custom.iter().filter(|c| c.cut).map(|c| c.name.clone());
+        let extract_cut = extract_cut.collect();
+        let extract = p.custom.into_iter().map(|c| (c.name, c.values)).collect();
         Row {
             facts,
+            extract,
+            extract_cut,
             alert,
             found_by: FoundBy::Seed,
             fetched_at: rfc3339(p.fetched_at_unix_ms),
@@ -203,6 +217,8 @@ impl Row {
             alert,
             facts: RowFacts::default(),
             found_by: FoundBy::Seed,
+            extract: BTreeMap::new(),
+            extract_cut: Vec::new(),
         }
     }
 
@@ -232,6 +248,8 @@ impl Row {
             links_cut: 0,
             facts: RowFacts::default(),
             found_by,
+            extract: BTreeMap::new(),
+            extract_cut: Vec::new(),
         }
     }
 
@@ -255,6 +273,19 @@ impl Row {
             && q.host.as_deref().is_none_or(|h| h == self.host)
             && q.facts.passes(&self.facts, self.title.as_deref())
             && q.found_by.is_none_or(|f| f == self.found_by)
+            && q.facts
+                .extract_missing
+                .as_deref()
+                .is_none_or(|name| self.values_of(name).is_some_and(<[String]>::is_empty))
+    }
+
+    /// The values extraction `name` found on the page (names match ignoring
+    /// case, as they are unique that way); `None` if it did not run on it.
+    pub fn values_of(&self, name: &str) -> Option<&[String]> {
+        self.extract
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, values)| values.as_slice())
     }
 }
 

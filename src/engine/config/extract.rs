@@ -2,6 +2,8 @@
 //! fetched HTML page (`--extract NAME=CSS`, `:extract NAME=CSS`). What the
 //! operator writes and its checks; the evaluation is `extract::custom`.
 
+use std::path::Path;
+
 use serde::{Deserialize, Serialize};
 
 /// Extractions one crawl may have: each costs every HTML page a selector run.
@@ -90,6 +92,18 @@ impl ExtractionSpec {
             None => format!("{}={}", self.name, self.selector),
         }
     }
+}
+
+/// The extractions of the crawl in `data_dir`: those of its crawl.toml,
+/// which flags and `:extract` write to; none without one. What a viewer
+/// reads to know the columns of `pages` (a running crawl's snapshot has
+/// their names too: `Snapshot::extractions`).
+pub fn stored(data_dir: &Path) -> Result<Vec<ExtractionSpec>, super::ConfigError> {
+    let path = data_dir.join(super::CONFIG_FILE);
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    Ok(super::CrawlConfig::load(&path)?.extract)
 }
 
 /// Checks every extraction, their number, and that names differ (ignoring case).
