@@ -20,6 +20,7 @@ mod cluster_tui;
 mod disk_faults;
 mod engine_hostile;
 mod engine_polite;
+mod extraction;
 mod identity;
 mod inspector;
 mod inspector_pty;
