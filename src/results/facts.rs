@@ -225,6 +225,7 @@ mod tests {
         let filter = |missing: &str| FactFilters {
             indexable: None,
             missing: Missing::parse_list(missing).unwrap(),
+            ..FactFilters::default()
         };
         assert!(filter("title").passes(&facts, None));
         assert!(filter("description").passes(&facts, Some("T")));
@@ -235,7 +236,7 @@ mod tests {
         assert!(Missing::parse_list("weight").unwrap_err().contains("h1"));
         let no = FactFilters {
             indexable: Some(false),
-            missing: Vec::new(),
+            ..FactFilters::default()
         };
         assert!(!no.passes(&facts, None));
         assert!(no.passes(&RowFacts::of(&page(PageOutcome::RobotsDenied)), None));

@@ -600,4 +600,51 @@ mod tests {
         q.status = Query::parse_status("2xx").unwrap();
         assert!(unchanged.passes(&q));
     }
+
+    #[test]
+    fn extracted_values_are_listed_by_name_and_found_by_extract_missing() {
+        use crate::engine::page_facts::ExtractedValues;
+        let found = |name: &str, values: &[&str], cut| ExtractedValues {
+            name: name.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+            cut,
+        };
+        let mut record = PageRecord::without_fetch(
+            "http://h.example/p",
+            "h.example",
+            1,
+            0,
+            PageOutcome::Fetched { status: 200 },
+        );
+        record.custom = vec![found("price", &["9.99"], false), found("sku", &[], true)];
+        let row = Row::of_page(record, &RuleOrigins::default());
+        assert_eq!(row.values_of("Price"), Some(&["9.99".to_string()][..]));
+        assert_eq!(row.values_of("sku"), Some(&[][..]));
+        assert_eq!(row.values_of("color"), None);
+        assert_eq!(row.extract_cut, ["sku"]);
+        let json = serde_json::to_value(&row).unwrap();
+        assert_eq!(
+            json["extract"],
+            serde_json::json!({"price": ["9.99"], "sku": []})
+        );
+        let missing = |name: &str| {
+            let mut q = query(None, None);
+            q.facts.extract_missing = Some(name.into());
+            row.passes(&q)
+        };
+        assert!(missing("sku") && !missing("price"));
+        assert!(!missing("color"), "not run on the page: not missing");
+        let earlier = row_without_values();
+        assert!(serde_json::to_value(&earlier)
+            .unwrap()
+            .get("extract")
+            .is_none());
+    }
+
+    fn row_without_values() -> Row {
+        row(
+            PageOutcome::Fetched { status: 200 },
+            &RuleOrigins::default(),
+        )
+    }
 }

@@ -89,6 +89,22 @@ pub fn checked_rule(
     Ok(spec)
 }
 
+/// The extraction the inspector's prompt names for `selector`: `NAME`, or
+/// `NAME@attr` for an attribute.
+pub fn extraction_of(text: &str, selector: &str) -> Result<ExtractionSpec, String> {
+    let (name, attribute) = match text.split_once('@') {
+        Some((name, attr)) => (name, Some(attr.trim().to_ascii_lowercase())),
+        None => (text, None),
+    };
+    let spec = ExtractionSpec {
+        name: name.trim().to_string(),
+        selector: selector.to_string(),
+        attribute,
+    };
+    spec.check()?;
+    Ok(spec)
+}
+
 /// Parses a duration the operator typed: `500ms`, `2s`, `1m`.
 pub fn parse_delay(text: &str) -> Result<Duration, String> {
     if !text.is_empty() && text.chars().all(|c| c.is_ascii_digit() || c == '.') {
