@@ -223,6 +223,10 @@ pub struct BenchArgs {
     /// operator typing a rule without pause), to measure what previews cost.
     #[arg(long, conflicts_with = "tui")]
     pub previews: bool,
+    /// Run this custom extraction on every page (as `crawl --extract`), to
+    /// measure what extractions cost; repeatable.
+    #[arg(long = "extract", value_name = "NAME=CSS", value_parser = parse_extraction)]
+    pub extract: Vec<ExtractionSpec>,
 }
 
 #[derive(Debug, Args)]

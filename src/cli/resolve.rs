@@ -235,6 +235,11 @@ fn resolve_bench(b: super::BenchArgs) -> Result<ResolvedRun, UsageError> {
     }
     Ok(ResolvedRun {
         data_dir: b.data,
+        // The bench's own settings, with the extractions to measure.
+        config: CrawlConfig {
+            extract: b.extract,
+            ..CrawlConfig::default()
+        },
         ..front_end(Mode::Bench {
             pages: b.pages,
             hosts: b.hosts,
