@@ -75,7 +75,7 @@ impl ExtractionSpec {
                 "extraction {name}: the selector is longer than {MAX_SELECTOR_BYTES} bytes"
             ));
         }
-        crate::engine::inspect::check_selector(&self.selector)
+        crate::engine::css::check_selector(&self.selector)
             .map_err(|e| format!("extraction {name}: {e}"))?;
         match &self.attribute {
             Some(attr) if !is_attribute_name(attr) => Err(format!(

@@ -38,7 +38,7 @@ impl Extractions {
             .iter()
             .map(|spec| {
                 spec.check()?;
-                let selector = Selector::parse(&spec.selector)
+                let selector = crate::engine::css::parse_selector(&spec.selector)
                     .map_err(|e| format!("extraction {}: {e}", spec.name))?;
                 Ok(Compiled {
                     name: spec.name.clone(),
