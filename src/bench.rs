@@ -24,6 +24,8 @@ pub struct BenchOptions {
     pub tui: bool,
     /// Ask for a rule preview every [`PREVIEW_EVERY`] during the crawl (not with `tui`).
     pub previews: bool,
+    /// Custom extractions run on every page (`bench --extract`).
+    pub extract: Vec<crate::engine::config::ExtractionSpec>,
 }
 
 /// How often `--previews` asks: an operator typing a rule without pause, at
@@ -156,6 +158,7 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
     };
     let mut cfg = bench_config(&demo, opts.pages);
     cfg.storage.warc = opts.warc;
+    cfg.extract = opts.extract.clone();
     let usage_before = Usage::now();
     let started = Instant::now();
     let running = crate::engine::start(cfg, &dir, std::future::pending()).await?;

@@ -112,7 +112,10 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
                 hosts,
                 tui,
                 previews,
-            } => run_bench(&data_dir, pages, hosts, tui, previews).await,
+            } => {
+                let load = (tui, previews, run.config.extract.clone());
+                run_bench(&data_dir, pages, hosts, load).await
+            }
             Mode::Keys { .. }
             | Mode::Attach { .. }
             | Mode::Status { .. }
@@ -625,16 +628,20 @@ async fn run_bench(
     data_dir: &Path,
     pages: u64,
     hosts: u32,
-    tui: bool,
-    previews: bool,
+    (tui, previews, extract): (bool, bool, Vec<engine::config::ExtractionSpec>),
 ) -> anyhow::Result<()> {
     let ui = match (tui, previews) {
         (true, _) => ", TUI drawing at 80x24 in memory",
         (false, true) => ", a rule preview asked every 300 ms",
         (false, false) => "",
     };
+    let specs: Vec<String> = extract.iter().map(|s| s.describe()).collect();
+    let extracting = match specs.is_empty() {
+        true => String::new(),
+        false => format!(", extracting {}", specs.join(", ")),
+    };
     eprintln!(
-        "crawldeck bench: {pages} pages on {hosts} hosts (127.0.0.1), no politeness delay{ui}"
+        "crawldeck bench: {pages} pages on {hosts} hosts (127.0.0.1), no politeness delay{ui}{extracting}"
     );
     let report = bench::run(BenchOptions {
         pages: pages as usize,
@@ -643,6 +650,7 @@ async fn run_bench(
         warc: true,
         tui,
         previews,
+        extract,
     })
     .await?;
     print!("{}", report.render());

@@ -2,7 +2,8 @@
 //! second UI attached over the control socket, filters to the demo's 404 as
 //! the filter is typed, opens the page inspector on it with Enter, lists its
 //! links with `l`, and sorts; the Audit view lists findings and Enter lists
-//! a finding's pages.
+//! a finding's pages; an extraction added with `:extract` shows as a column
+//! with values on the pages fetched after it.
 
 use crate::common;
 
@@ -55,6 +56,20 @@ fn the_pages_view_finds_the_demos_404_in_process_and_attached() {
     let mut demo = in_terminal(&["demo", "--data"], dir.path());
     demo.wait_for("the demo's hosts", |s| s.contains("shop.localhost"));
     find_the_404(&mut demo);
+    // An extraction added while the crawl runs: a column, with values on
+    // pages fetched from then on.
+    demo.press(b":extract heading=h1\r");
+    demo.press(b"/extract:heading\r");
+    demo.wait_for("pages with an extracted heading", |s| {
+        s.lines().any(|line| {
+            let counted = line
+                .split(" Pages ")
+                .nth(1)
+                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit() && c != '0'));
+            counted && line.contains("matching extract:heading")
+        })
+    });
+    demo.press(b"\x1b");
 
     let mut viewer = in_terminal(&["attach"], dir.path());
     viewer.wait_for("the attached UI", |s| s.contains("Hosts"));

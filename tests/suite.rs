@@ -21,6 +21,7 @@ mod diff;
 mod disk_faults;
 mod engine_hostile;
 mod engine_polite;
+mod extraction;
 mod identity;
 mod inspector;
 mod inspector_pty;

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crawldeck::demo::SiteKind;
+use crawldeck::engine::control::{Command as EngineCommand, ExtractionSpec};
 use crawldeck::engine::telemetry::{EngineEvent, TrapKind};
 use crawldeck::tui::effect::Effect;
 use crawldeck::tui::keys::keymap_from_str;
@@ -127,12 +128,44 @@ fn inspect_in_the_ui(snapshot: crawldeck::engine::telemetry::Snapshot, data_dir:
     let shown = screen(&model);
     assert!(shown.contains("`h1`: 1 element"), "{shown}");
     assert!(shown.contains("<h1> Almost the same page"), "{shown}");
+    // x offers the tried selector as an extraction: named, then sent.
+    assert!(
+        shown.contains("x: extract `h1` from every page fetched from now on"),
+        "{shown}"
+    );
+    press(&mut model, KeyCode::Char('x'));
+    assert!(screen(&model).contains("extract `h1` as NAME (or NAME@attr)"));
+    for c in "9".chars() {
+        press(&mut model, KeyCode::Char(c));
+    }
+    assert!(
+        press(&mut model, KeyCode::Enter).is_empty(),
+        "a bad name is refused"
+    );
+    assert!(screen(&model).contains("extraction name \"9\""));
+    press(&mut model, KeyCode::Backspace);
+    for c in "heading".chars() {
+        press(&mut model, KeyCode::Char(c));
+    }
+    let sent = press(&mut model, KeyCode::Enter);
+    let wanted = EngineCommand::AddExtraction(ExtractionSpec {
+        name: "heading".into(),
+        selector: "h1".into(),
+        attribute: None,
+    });
+    assert!(
+        sent.iter()
+            .any(|e| matches!(e, Effect::Send(c) if *c == wanted)),
+        "{sent:?}"
+    );
     let effects = type_line(&mut model, "select table.none");
     perform(&mut model, effects);
     assert!(screen(&model).contains("no element matches `table.none`"));
     let effects = type_line(&mut model, "select a[");
     perform(&mut model, effects);
-    assert!(screen(&model).contains("bad CSS selector `a[`"));
+    let shown = screen(&model);
+    assert!(shown.contains("bad CSS selector `a[`"));
+    assert!(!shown.contains("x: extract"), "no offer for a bad selector");
 
     // n steps to the next evidence page.
     let effects = press(&mut model, KeyCode::Char('n'));

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::engine::config::{ResourcesMode, RobotsMode, Scope, TrapPolicy};
+use crate::engine::config::{ExtractionSpec, ResourcesMode, RobotsMode, Scope, TrapPolicy};
 
 mod cluster;
 mod resolve;
@@ -19,7 +19,7 @@ pub use resolve::{
 /// Data directory used when `--data` is not given (crawl and TUI modes).
 pub const DEFAULT_DATA_DIR: &str = "crawldeck-data";
 /// The effective configuration inside a data directory.
-pub const CONFIG_FILE: &str = "crawl.toml";
+pub use crate::engine::config::CONFIG_FILE;
 /// The tracing log inside a data directory.
 pub const LOG_FILE: &str = "crawldeck.log";
 /// The sled database inside a data directory.
@@ -228,6 +228,10 @@ pub struct BenchArgs {
     /// operator typing a rule without pause), to measure what previews cost.
     #[arg(long, conflicts_with = "tui")]
     pub previews: bool,
+    /// Run this custom extraction on every page (as `crawl --extract`), to
+    /// measure what extractions cost; repeatable.
+    #[arg(long = "extract", value_name = "NAME=CSS", value_parser = parse_extraction)]
+    pub extract: Vec<ExtractionSpec>,
 }
 
 #[derive(Debug, Args)]
@@ -327,6 +331,12 @@ pub struct RunArgs {
         default_missing_value = "true"
     )]
     pub check_external: Option<bool>,
+    /// A custom extraction: NAME=CSS takes the text of the elements a CSS
+    /// selector matches on each HTML page, NAME=CSS@attr an attribute
+    /// (e.g. image=meta[property="og:image"]@content); repeatable. Listed
+    /// by `pages --csv`/`--json`; replaces one of the same name in crawl.toml.
+    #[arg(long = "extract", value_name = "NAME=CSS", value_parser = parse_extraction)]
+    pub extract: Vec<ExtractionSpec>,
     /// Start paused (resuming a crawl otherwise starts it running, even if
     /// it was paused when the last run stopped).
     #[arg(long)]
@@ -438,6 +448,11 @@ impl From<TrapsArg> for TrapPolicy {
             TrapsArg::AlertOnly => TrapPolicy::AlertOnly,
         }
     }
+}
+
+/// `--extract NAME=CSS[@attr]`, checked as the engine will compile it.
+pub fn parse_extraction(text: &str) -> Result<ExtractionSpec, String> {
+    ExtractionSpec::parse(text)
 }
 
 /// `--delay`/`--timeout` values: humantime ("500ms", "2s", "1m 30s").

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{Cli, CliCommand, RunArgs, CONFIG_FILE, DB_DIR, DEFAULT_DATA_DIR};
-use crate::engine::config::{ascii_domain, parse_seed, ConfigError, CrawlConfig};
+use crate::engine::config::{ascii_domain, extract, parse_seed, ConfigError, CrawlConfig};
 use crate::engine::RunOverrides;
 
 const NO_SEEDS: &str = "no seeds: give a URL, --seeds FILE, or --data of an existing crawl";
@@ -133,6 +133,7 @@ fn flag_for_key(key: &str) -> Option<&'static str> {
         "fetch.total_timeout" => "--timeout",
         "identity.from" => "--from",
         "checks.resources" => "--resources",
+        "extract" => "--extract",
         "scope.allow_domains" => "--allow-domain",
         "identity.product_token" => "--product-token",
         _ => return None,
@@ -237,6 +238,11 @@ fn resolve_bench(b: super::BenchArgs) -> Result<ResolvedRun, UsageError> {
     }
     Ok(ResolvedRun {
         data_dir: b.data,
+        // The bench's own settings, with the extractions to measure.
+        config: CrawlConfig {
+            extract: b.extract,
+            ..CrawlConfig::default()
+        },
         ..front_end(Mode::Bench {
             pages: b.pages,
             hosts: b.hosts,
@@ -535,6 +541,9 @@ fn apply_flags(config: &mut CrawlConfig, run: &RunArgs) {
     set(&mut config.max_rate, &run.max_rate);
     set(&mut config.checks.resources, &run.resources.map(Into::into));
     set(&mut config.checks.external, &run.check_external);
+    for spec in &run.extract {
+        extract::add_or_replace(&mut config.extract, spec.clone());
+    }
 }
 
 #[cfg(test)]

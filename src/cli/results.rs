@@ -66,8 +66,12 @@ pub struct PagesArgs {
     /// Only HTML pages missing these: title, description, h1 (e.g. `description,h1`).
     #[arg(long, value_name = "LIST")]
     pub missing: Option<String>,
+    /// Only HTML pages a custom extraction (--extract NAME=CSS) ran on and
+    /// found nothing on.
+    #[arg(long, value_name = "NAME")]
+    pub extract_missing: Option<String>,
     /// Duplicate and near-duplicate groups instead of one line per URL.
-    #[arg(long, conflicts_with_all = ["status", "fate", "by", "sort", "found_by", "indexable", "missing"])]
+    #[arg(long, conflicts_with_all = ["status", "fate", "by", "sort", "found_by", "indexable", "missing", "extract_missing"])]
     pub duplicates: bool,
 }
 
@@ -152,6 +156,9 @@ pub fn pages_query(args: PagesArgs) -> Result<Query, UsageError> {
     if let Some(missing) = &args.missing {
         query.facts.missing = Missing::parse_list(missing).map_err(UsageError)?;
     }
+    if let Some(name) = args.extract_missing {
+        query.facts.extract_missing = Some(extraction_name(&query.data_dir, name)?);
+    }
     query.found_by = args
         .found_by
         .as_deref()
@@ -159,6 +166,27 @@ pub fn pages_query(args: PagesArgs) -> Result<Query, UsageError> {
         .transpose()
         .map_err(UsageError)?;
     Ok(query)
+}
+
+/// `--extract-missing NAME`: an extraction of the crawl, named as its
+/// crawl.toml names it.
+fn extraction_name(data_dir: &std::path::Path, name: String) -> Result<String, UsageError> {
+    let names = crate::results::extraction_names(data_dir).map_err(|e| {
+        UsageError(format!(
+            "--extract-missing: cannot read the crawl's extractions: {e:#}"
+        ))
+    })?;
+    match names.iter().find(|n| n.eq_ignore_ascii_case(&name)) {
+        Some(found) => Ok(found.clone()),
+        None if names.is_empty() => Err(UsageError(format!(
+            "--extract-missing {name}: the crawl in {} has no custom extractions; add one with --extract NAME=CSS or :extract",
+            data_dir.display()
+        ))),
+        None => Err(UsageError(format!(
+            "--extract-missing {name}: no extraction of that name; the crawl has {}",
+            names.join(", ")
+        ))),
+    }
 }
 
 /// `crawldeck audit`: what is wrong with the crawled site.

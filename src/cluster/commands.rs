@@ -343,7 +343,8 @@ pub fn replays(command: &Command) -> bool {
         | Command::SetGlobalRate(_)
         | Command::SetHostBreaker { .. }
         // A seed widens each worker's scope (queued once, by whichever worker comes first).
-        | Command::AddSeed(_) => true,
+        | Command::AddSeed(_)
+        | Command::AddExtraction(_) => true,
         Command::ResetBreaker(_)
         | Command::ForceOpenBreaker(_)
         | Command::AcceptAlert { .. }

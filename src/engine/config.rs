@@ -9,7 +9,12 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 mod checks;
+pub mod extract;
 pub use checks::{ChecksConfig, ResourcesMode, DEFAULT_MAX_RESOURCES_PER_PAGE};
+pub use extract::ExtractionSpec;
+
+/// The file in a data directory that holds its crawl's effective settings.
+pub const CONFIG_FILE: &str = "crawl.toml";
 
 /// The commented default configuration shipped with the binary.
 pub const DEFAULT_CONFIG_TOML: &str = include_str!("../../assets/crawl.toml");
@@ -48,6 +53,10 @@ pub struct CrawlConfig {
     pub sitemaps: SitemapsConfig,
     /// Resources and external links: requested for their status, never parsed.
     pub checks: ChecksConfig,
+    /// Custom extractions (`[[extract]]`): named CSS selectors evaluated on
+    /// every HTML page. Last: TOML writes arrays of tables after the sections.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub extract: Vec<ExtractionSpec>,
 }
 
 impl Default for CrawlConfig {
@@ -68,6 +77,7 @@ impl Default for CrawlConfig {
             storage: StorageConfig::default(),
             sitemaps: SitemapsConfig::default(),
             checks: ChecksConfig::default(),
+            extract: Vec::new(),
         }
     }
 }
@@ -598,6 +608,9 @@ impl CrawlConfig {
         }
         if let Some((key, message)) = self.checks.problem() {
             return invalid(key, message);
+        }
+        if let Err(message) = extract::check_list(&self.extract) {
+            return invalid("extract", message);
         }
         validate_robots(&self.robots)?;
         validate_identity(&self.identity)

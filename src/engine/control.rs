@@ -4,6 +4,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::config::ExtractionSpec;
+
 /// The longest delay an operator may set between two requests to a host.
 pub const MAX_DELAY: Duration = Duration::from_secs(3600);
 
@@ -121,6 +123,9 @@ pub enum Command {
     /// Counts, without changing anything, the queued, parked and fetched URLs a rule would
     /// match, per host with examples; over a time budget the counts are a sample.
     Preview(RuleSpec),
+    /// Adds a custom extraction for pages fetched from now on (pages fetched
+    /// before keep none); stored in the data directory's crawl.toml.
+    AddExtraction(ExtractionSpec),
     /// Writes what is kept in memory (counters, rule hits, WARC output) and flushes the store;
     /// the one command `--readonly` allows.
     Checkpoint,
@@ -178,6 +183,7 @@ impl Command {
             Command::AcceptAlert { alert_id, .. } => format!("accept alert #{alert_id}"),
             Command::DismissAlert { alert_id } => format!("dismiss alert #{alert_id}"),
             Command::Preview(r) => format!("preview {}", r.pattern),
+            Command::AddExtraction(spec) => format!("extract {}", spec.describe()),
             Command::Checkpoint => "checkpoint".into(),
             Command::Shutdown => "shutdown".into(),
         }

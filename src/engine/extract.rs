@@ -3,6 +3,7 @@
 
 mod bench;
 mod blocks;
+pub mod custom;
 mod entities;
 #[cfg(test)]
 mod facts_tests;
@@ -21,7 +22,7 @@ use url::Url;
 
 use crate::engine::dedup::{url_fingerprint, FingerprintMap};
 use crate::engine::near_dup::TextFeatures;
-use crate::engine::page_facts::{self, Hreflang, HtmlFacts};
+use crate::engine::page_facts::{self, ExtractedValues, Hreflang, HtmlFacts};
 use crate::engine::url_norm;
 use scan::{Tag, Visitor};
 
@@ -73,6 +74,9 @@ pub struct Extracted {
     /// `<a href="page#part">` links: the page (without the fragment) and the
     /// fragment as written, each pair once, at most [`fragments::MAX_PER_PAGE`].
     pub fragments: Vec<(Url, String)>,
+    /// The values of the crawl's custom extractions (`custom`), one entry
+    /// per extraction in force; set after this pass, only when there are some.
+    pub custom: Vec<ExtractedValues>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -455,6 +459,7 @@ impl State<'_> {
             facts: self.facts,
             refresh: self.refresh,
             fragments: self.fragments.finish(),
+            custom: Vec::new(),
         }
     }
 }
@@ -513,6 +518,14 @@ pub(crate) fn is_html(content_type: Option<&str>) -> bool {
     })
 }
 
+/// The encoding a page is read in: the header's charset, else a `<meta
+/// charset>` (without one in the header a page may still name one), else UTF-8.
+pub(crate) fn page_encoding(body: &[u8], content_type: Option<&str>) -> &'static Encoding {
+    encoding_of(content_type)
+        .or_else(|| scan::meta_charset(body).and_then(ascii_compatible))
+        .unwrap_or(UTF_8)
+}
+
 /// The charset parameter of a content type, if it names an ASCII-compatible one.
 fn encoding_of(content_type: Option<&str>) -> Option<&'static Encoding> {
     let charset = content_type?.split(';').skip(1).find_map(|param| {
@@ -542,10 +555,7 @@ pub fn extract(
     if !is_html(content_type) {
         return Extracted::default();
     }
-    // Without a charset in the header, a <meta charset> may still name one.
-    let encoding = encoding_of(content_type)
-        .or_else(|| scan::meta_charset(body).and_then(ascii_compatible))
-        .unwrap_or(UTF_8);
+    let encoding = page_encoding(body, content_type);
     let mut state = State {
         opts,
         encoding,

@@ -132,6 +132,7 @@ impl Snapshot {
             fault: self.fault.clone(),
             cluster: self.cluster.clone(),
             outage: self.outage.clone(),
+            extractions: self.extractions.clone(),
             window: None,
             detail: None,
         }

@@ -11,6 +11,7 @@ pub mod config;
 pub mod control;
 mod coordinator;
 pub(crate) mod cpu_pool;
+pub mod css;
 pub(crate) mod dedup;
 pub(crate) mod extract;
 pub(crate) mod fetch;

@@ -32,6 +32,19 @@ pub struct HtmlFacts {
     pub hreflang: Vec<Hreflang>,
 }
 
+/// What one custom extraction (`config::extract`) found on a page.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtractedValues {
+    /// The extraction's name.
+    pub name: String,
+    /// The text (or attribute) of each matching element, in document order,
+    /// whitespace collapsed, control characters stripped; empty ones left out.
+    pub values: Vec<String>,
+    /// Some were left out or shortened by the bounds (`extract::custom`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cut: bool,
+}
+
 /// One language alternate of a page.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Hreflang {

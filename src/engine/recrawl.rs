@@ -122,6 +122,8 @@ pub fn keep_unchanged_page(store: &Store, record: &mut PageRecord) {
     record.content_type = previous.content_type;
     record.simhash = previous.simhash;
     record.facts = previous.facts;
+    // Values of the body kept, by the extractions in force when it was fetched.
+    record.custom = previous.custom;
     // The meta robots is in the body kept; a 304 need not repeat headers.
     record.noindex = previous.noindex.or(record.noindex);
     // A 304 is archived as a revisit without a body: the page is the earlier record.

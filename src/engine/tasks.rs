@@ -12,6 +12,7 @@ use url::Url;
 use super::control::HostKey;
 use super::cpu_pool::CpuPool;
 use super::dedup::ContentDigest;
+use super::extract::custom::Extractions;
 use super::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
 use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
 use super::frontier::Lease;
@@ -107,6 +108,8 @@ struct PageJob {
     validators: Option<Validators>,
     max_body: u64,
     extract: Arc<ExtractOptions>,
+    /// The custom extractions in force when the fetch started; `None`: none.
+    custom: Option<Arc<Extractions>>,
     templates: Arc<Templates>,
     warc: Option<Arc<Mutex<WarcWriter>>>,
     cpu: CpuPool,
@@ -121,6 +124,7 @@ async fn run_page(job: PageJob) {
         validators,
         max_body,
         extract,
+        custom,
         templates,
         warc,
         cpu,
@@ -130,7 +134,15 @@ async fn run_page(job: PageJob) {
         // The pool thread reports to the coordinator itself: one wake-up less per page.
         Ok(response) => cpu.spawn(move || {
             let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                process(response, &extract, &templates, &lease.entry.host, warc)
+                let host = &lease.entry.host;
+                process(
+                    response,
+                    &extract,
+                    custom.as_deref(),
+                    &templates,
+                    host,
+                    warc,
+                )
             }));
             let result = processed.map(Box::new).map_err(|_| FetchError {
                 kind: FetchErrorKind::Other,
@@ -148,10 +160,12 @@ async fn run_page(job: PageJob) {
     }
 }
 
-/// CPU and disk work on a response: directives, links, digest, WARC.
+/// CPU and disk work on a response: directives, links, custom extractions,
+/// digest, WARC.
 fn process(
     response: Response,
     extract_opts: &ExtractOptions,
+    custom: Option<&Extractions>,
     templates: &Templates,
     host: &str,
     warc: Option<Arc<Mutex<WarcWriter>>>,
@@ -173,6 +187,9 @@ fn process(
         directives = directives.merge(e.directives);
         // The shingles are done with once fingerprinted: not sent on.
         fingerprint = Some(templates.fingerprint_page(host, &std::mem::take(&mut e.features)));
+        if let Some(custom) = custom {
+            e.custom = custom.evaluate(&response.body, response.content_type.as_deref());
+        }
     }
     let digest = ok.then(|| ContentDigest::of(&response.body));
     let (warc_at, warc_error) = match (warc, !directives.noarchive) {
@@ -271,6 +288,7 @@ async fn run_probe(job: PageJob) {
         validators: _,
         max_body,
         extract,
+        custom: _,
         templates,
         warc,
         cpu,
@@ -425,6 +443,9 @@ async fn run_robots(
 pub(crate) struct Workers {
     fetcher: Fetcher,
     extract: Arc<ExtractOptions>,
+    /// The custom extractions in force; `None` while there are none, so
+    /// pages are not parsed for them.
+    custom: Option<Arc<Extractions>>,
     /// The hosts' templates, which the content measure leaves out.
     templates: Arc<Templates>,
     warc: Option<Arc<Mutex<WarcWriter>>>,
@@ -450,6 +471,7 @@ impl Workers {
         let workers = Workers {
             fetcher,
             extract: Arc::new(extract),
+            custom: None,
             templates: Arc::default(),
             warc: warc.map(|w| Arc::new(Mutex::new(w))),
             cpu,
@@ -494,6 +516,7 @@ impl Workers {
             validators,
             max_body: self.max_body,
             extract: self.extract.clone(),
+            custom: self.custom.clone(),
             templates: self.templates.clone(),
             warc: self.warc.clone(),
             cpu: self.cpu.clone(),
@@ -512,6 +535,12 @@ impl Workers {
             self.shared_robots.clone(),
             self.done.clone(),
         ));
+    }
+
+    /// The custom extractions for pages fetched from now on (fetches under
+    /// way keep the set they started with).
+    pub(crate) fn set_extractions(&mut self, extractions: Extractions) {
+        self.custom = (!extractions.is_empty()).then(|| Arc::new(extractions));
     }
 
     /// Takes robots.txt answers from (and gives them to) the workers of a

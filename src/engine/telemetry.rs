@@ -600,6 +600,10 @@ pub struct Snapshot {
     /// crawl is paused meanwhile and resumes by itself.
     #[serde(default)]
     pub outage: Option<String>,
+    /// The names of the custom extractions in force (`[[extract]]`,
+    /// `:extract`), in the order they were added: the Pages view's columns.
+    #[serde(default)]
+    pub extractions: Vec<String>,
 }
 
 /// How serious a log line is; front ends colour by it.

@@ -134,6 +134,8 @@ pub struct FactFilters {
     pub indexable: Option<bool>,
     /// Keep HTML pages missing every one of these.
     pub missing: Vec<Missing>,
+    /// `--extract-missing NAME`: keep pages the extraction ran on and found nothing.
+    pub extract_missing: Option<String>,
 }
 
 impl FactFilters {
@@ -162,7 +164,7 @@ impl FactFilters {
 
     /// Whether only pages with an answer can pass.
     pub fn needs_answer(&self) -> bool {
-        self.indexable.is_some() || !self.missing.is_empty()
+        self.indexable.is_some() || !self.missing.is_empty() || self.extract_missing.is_some()
     }
 }
 
@@ -223,6 +225,7 @@ mod tests {
         let filter = |missing: &str| FactFilters {
             indexable: None,
             missing: Missing::parse_list(missing).unwrap(),
+            ..FactFilters::default()
         };
         assert!(filter("title").passes(&facts, None));
         assert!(filter("description").passes(&facts, Some("T")));
@@ -233,7 +236,7 @@ mod tests {
         assert!(Missing::parse_list("weight").unwrap_err().contains("h1"));
         let no = FactFilters {
             indexable: Some(false),
-            missing: Vec::new(),
+            ..FactFilters::default()
         };
         assert!(!no.passes(&facts, None));
         assert!(no.passes(&RowFacts::of(&page(PageOutcome::RobotsDenied)), None));

@@ -253,15 +253,72 @@ fn page_table_fields(row: &Row) -> Vec<String> {
     ]
 }
 
+/// The names of the custom extractions of the crawl in `data_dir`, in the
+/// order they were added: the columns `pages` adds (`Row::extract` holds a
+/// page's values by these names).
+pub fn extraction_names(data_dir: &std::path::Path) -> anyhow::Result<Vec<String>> {
+    let specs = crate::engine::config::extract::stored(data_dir)?;
+    Ok(specs.into_iter().map(|s| s.name).collect())
+}
+
+/// How a CSV or TSV cell holds an extraction's values (JSON keeps a list).
+pub const VALUE_SEPARATOR: &str = " | ";
+
+/// The columns after the fixed ones: `extract.NAME` per extraction, then
+/// `extract_cut`; none without extractions. The table shows them as notes.
+fn extraction_columns(names: &[String]) -> Vec<Column> {
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let each = names.iter().map(|name| Column {
+        name: format!("extract.{name}").into(),
+        width: None,
+    });
+    each.chain([col("extract_cut", None)]).collect()
+}
+
+/// The cells of [`extraction_columns`] for one row.
+fn extraction_fields(row: &Row, names: &[String]) -> Vec<String> {
+    if names.is_empty() {
+        return Vec::new();
+    }
+    let each = names.iter().map(|name| {
+        row.values_of(name)
+            .map(|values| values.join(VALUE_SEPARATOR))
+            .unwrap_or_default()
+    });
+    each.chain([row.extract_cut.join(" ")]).collect()
+}
+
+/// Under a table row: one line per extraction that found something.
+fn extraction_notes(row: &Row, output: &mut Output<impl Write>) -> std::io::Result<()> {
+    for (name, values) in row.extract.iter().filter(|(_, v)| !v.is_empty()) {
+        let cut = match row.extract_cut.contains(name) {
+            true => " (cut)",
+            false => "",
+        };
+        output.note(&format!("{name}: {}{cut}", values.join(VALUE_SEPARATOR)))?;
+    }
+    Ok(())
+}
+
 fn list_pages(query: &Query, results: &Results, out: impl Write) -> anyhow::Result<()> {
-    let columns: &'static [Column] = match query.format {
-        Format::Table => &PAGE_TABLE,
-        _ => &PAGE_FIELDS,
+    let names = extraction_names(&query.data_dir)?;
+    let columns: Vec<Column> = match query.format {
+        Format::Table => PAGE_TABLE.to_vec(),
+        _ => [PAGE_FIELDS.as_slice(), &extraction_columns(&names)].concat(),
     };
     // The referrers say which URLs were found by links (`found_by`).
     let with_referrers = true;
     let mut output = Output::start(out, query.format, columns)?;
-    let mut write = |row: &Row| output.row(&page_fields(row, query.format), row);
+    let mut write = |row: &Row| {
+        let mut fields = page_fields(row, query.format);
+        if query.format != Format::Table {
+            fields.extend(extraction_fields(row, &names));
+        }
+        output.row(&fields, row)?;
+        extraction_notes(row, &mut output)
+    };
     let rows = matching_rows(query, results, with_referrers)?;
     if query.sort == SortKey::Url {
         for row in rows.take(query.limit.unwrap_or(usize::MAX)) {

@@ -3,6 +3,7 @@
 //! table, TSV and CSV fields lose control characters (a title comes from the
 //! network, and CSV has no escape for them: a raw ESC reaches the terminal).
 
+use std::borrow::Cow;
 use std::io::Write;
 
 use serde::Serialize;
@@ -11,29 +12,39 @@ use super::query::Format;
 use crate::text::strip_control;
 
 /// A column: its header and, in a table, its width (`None`: the rest of the line).
+#[derive(Clone)]
 pub struct Column {
     /// Header text.
-    pub name: &'static str,
+    pub name: Cow<'static, str>,
     /// Table width in characters.
     pub width: Option<usize>,
 }
 
 /// Shorthand for a column list.
 pub const fn col(name: &'static str, width: Option<usize>) -> Column {
-    Column { name, width }
+    Column {
+        name: Cow::Borrowed(name),
+        width,
+    }
 }
 
 /// Writes one listing in one format.
 pub struct Output<W: Write> {
     format: Format,
-    columns: &'static [Column],
+    columns: Cow<'static, [Column]>,
     csv: Option<csv::Writer<W>>,
     out: Option<W>,
 }
 
 impl<W: Write> Output<W> {
-    /// Starts a listing with these columns (a header line except in JSON).
-    pub fn start(out: W, format: Format, columns: &'static [Column]) -> std::io::Result<Self> {
+    /// Starts a listing with these columns (a header line except in JSON):
+    /// a fixed list, or one built for the listing (custom extractions).
+    pub fn start(
+        out: W,
+        format: Format,
+        columns: impl Into<Cow<'static, [Column]>>,
+    ) -> std::io::Result<Self> {
+        let columns = columns.into();
         let mut output = match format {
             Format::Csv => Output {
                 format,
@@ -49,7 +60,7 @@ impl<W: Write> Output<W> {
             },
         };
         if format != Format::Json {
-            let names: Vec<String> = columns.iter().map(|c| c.name.to_string()).collect();
+            let names: Vec<String> = output.columns.iter().map(|c| c.name.to_string()).collect();
             output.fields(&names)?;
         }
         Ok(output)
@@ -89,7 +100,7 @@ impl<W: Write> Output<W> {
             Format::Table => {
                 let out = self.out.as_mut().expect("tables write to the plain writer");
                 let mut line = String::new();
-                for (field, column) in fields.iter().zip(self.columns) {
+                for (field, column) in fields.iter().zip(self.columns.iter()) {
                     let field = strip_control(field);
                     match column.width {
                         Some(w) => {

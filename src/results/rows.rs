@@ -1,7 +1,7 @@
 //! One row per URL: page records and links left out, walked side by side in
 //! URL order with their referrers, so a listing of any size streams.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::iter::Peekable;
 
 use serde::Serialize;
@@ -68,6 +68,15 @@ pub struct Row {
     pub facts: RowFacts,
     /// Found by links, a sitemap, both, or a seed (read with the referrers).
     pub found_by: FoundBy,
+    /// The values of each custom extraction (`[[extract]]`) run on the
+    /// page, by name: an empty list when it found nothing; no entry for
+    /// pages fetched before it was added (or that are not HTML 2xx).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extract: BTreeMap<String, Vec<String>>,
+    /// Extractions whose values were cut by the bounds (16 values per page,
+    /// 1 KiB each, 64 KiB a page).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub extract_cut: Vec<String>,
     #[serde(skip)]
     pub(super) fetched_at_unix_ms: u64,
     #[serde(skip)]
@@ -177,8 +186,13 @@ impl Row {
         let reason_class = reason
             .as_deref()
             .map(|r| r.split(' ').next().unwrap_or(r).to_string());
+        let extract_cut = p.custom.iter().filter(|c| c.cut).map(|c| c.name.clone());
+        let extract_cut = extract_cut.collect();
+        let extract = p.custom.into_iter().map(|c| (c.name, c.values)).collect();
         Row {
             facts,
+            extract,
+            extract_cut,
             alert,
             found_by: FoundBy::Seed,
             fetched_at: rfc3339(p.fetched_at_unix_ms),
@@ -227,6 +241,8 @@ impl Row {
             alert,
             facts: RowFacts::default(),
             found_by: FoundBy::Seed,
+            extract: BTreeMap::new(),
+            extract_cut: Vec::new(),
         }
     }
 
@@ -256,6 +272,8 @@ impl Row {
             links_cut: 0,
             facts: RowFacts::default(),
             found_by,
+            extract: BTreeMap::new(),
+            extract_cut: Vec::new(),
         }
     }
 
@@ -279,6 +297,19 @@ impl Row {
             && q.host.as_deref().is_none_or(|h| h == self.host)
             && q.facts.passes(&self.facts, self.title.as_deref())
             && q.found_by.is_none_or(|f| f == self.found_by)
+            && q.facts
+                .extract_missing
+                .as_deref()
+                .is_none_or(|name| self.values_of(name).is_some_and(<[String]>::is_empty))
+    }
+
+    /// The values extraction `name` found on the page (names match ignoring
+    /// case, as they are unique that way); `None` if it did not run on it.
+    pub fn values_of(&self, name: &str) -> Option<&[String]> {
+        self.extract
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, values)| values.as_slice())
     }
 }
 
@@ -592,5 +623,52 @@ mod tests {
         let mut q = query(None, None);
         q.status = Query::parse_status("2xx").unwrap();
         assert!(unchanged.passes(&q));
+    }
+
+    #[test]
+    fn extracted_values_are_listed_by_name_and_found_by_extract_missing() {
+        use crate::engine::page_facts::ExtractedValues;
+        let found = |name: &str, values: &[&str], cut| ExtractedValues {
+            name: name.into(),
+            values: values.iter().map(|v| v.to_string()).collect(),
+            cut,
+        };
+        let mut record = PageRecord::without_fetch(
+            "http://h.example/p",
+            "h.example",
+            1,
+            0,
+            PageOutcome::Fetched { status: 200 },
+        );
+        record.custom = vec![found("price", &["9.99"], false), found("sku", &[], true)];
+        let row = Row::of_page(record, &RuleOrigins::default());
+        assert_eq!(row.values_of("Price"), Some(&["9.99".to_string()][..]));
+        assert_eq!(row.values_of("sku"), Some(&[][..]));
+        assert_eq!(row.values_of("color"), None);
+        assert_eq!(row.extract_cut, ["sku"]);
+        let json = serde_json::to_value(&row).unwrap();
+        assert_eq!(
+            json["extract"],
+            serde_json::json!({"price": ["9.99"], "sku": []})
+        );
+        let missing = |name: &str| {
+            let mut q = query(None, None);
+            q.facts.extract_missing = Some(name.into());
+            row.passes(&q)
+        };
+        assert!(missing("sku") && !missing("price"));
+        assert!(!missing("color"), "not run on the page: not missing");
+        let earlier = row_without_values();
+        assert!(serde_json::to_value(&earlier)
+            .unwrap()
+            .get("extract")
+            .is_none());
+    }
+
+    fn row_without_values() -> Row {
+        row(
+            PageOutcome::Fetched { status: 200 },
+            &RuleOrigins::default(),
+        )
     }
 }

@@ -168,12 +168,15 @@ pub struct PageFilter {
     words: Vec<String>,
     /// Only the URLs an audit check names.
     audit: Option<Check>,
+    /// Only pages on which this custom extraction found something.
+    extract: Option<String>,
 }
 
 /// The filter keys, for help and errors.
 pub const FILTER_KEYS: &str =
     "status:404|4xx  fate:fetched|redirect|duplicate|error|blocked|parked  indexable:yes|no  \
-     host:NAME  type:TEXT  by:REASON  missing:title,description,h1  audit:CHECK  and words of the URL or title";
+     host:NAME  type:TEXT  by:REASON  missing:title,description,h1  audit:CHECK  extract:NAME  \
+     and words of the URL or title";
 
 impl PageFilter {
     /// Parses a filter as typed; a bad word is named with what it takes.
@@ -181,6 +184,7 @@ impl PageFilter {
         let mut query = Query::new(data_dir.to_path_buf(), Listing::Pages, Format::Json);
         let mut words = Vec::new();
         let mut audit = None;
+        let mut extract = None;
         for word in text.split_whitespace() {
             let Some((key, value)) = word.split_once(':').filter(|(k, _)| is_key(k)) else {
                 words.push(word.to_lowercase());
@@ -195,6 +199,7 @@ impl PageFilter {
                 "missing" => query.facts.missing = Missing::parse_list(value)?,
                 "type" => words.push(format!("type:{}", value.to_lowercase())),
                 "audit" => audit = Some(Check::parse(value)?),
+                "extract" => extract = Some(value.to_string()),
                 _ => unreachable!("is_key lists the keys"),
             }
         }
@@ -202,6 +207,7 @@ impl PageFilter {
             query,
             words,
             audit,
+            extract,
         })
     }
 
@@ -209,13 +215,17 @@ impl PageFilter {
         row.passes(&self.query)
             && self.words.iter().all(|w| word_matches(w, row))
             && audit_urls.is_none_or(|urls| urls.contains(&url_hash(&row.url)))
+            && self
+                .extract
+                .as_deref()
+                .is_none_or(|name| row.values_of(name).is_some_and(|v| !v.is_empty()))
     }
 }
 
 fn is_key(key: &str) -> bool {
     matches!(
         key.to_ascii_lowercase().as_str(),
-        "status" | "fate" | "indexable" | "host" | "by" | "missing" | "type" | "audit"
+        "status" | "fate" | "indexable" | "host" | "by" | "missing" | "type" | "audit" | "extract"
     )
 }
 

@@ -58,6 +58,7 @@ actions! {
     InspectPages = "inspect-pages": "detail view: the page inspector on the host's recent fetches",
     NextPage = "next-page": "inspector: the next page of the list",
     PrevPage = "prev-page": "inspector: the previous page of the list",
+    ExtractSelection = "extract-selection": "inspector: make the last :select a custom extraction (name it; pages fetched from now on get its values)",
     Back = "back": "go back / close",
     SortNext = "sort-next": "sort hosts by the next column",
     SortReverse = "sort-reverse": "reverse the sort order",

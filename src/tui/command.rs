@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use crate::engine::control::{
-    BreakerThresholds, Command, HostKey, PatternKind, RuleSpec, Target, MAX_DELAY,
+    BreakerThresholds, Command, ExtractionSpec, HostKey, PatternKind, RuleSpec, Target, MAX_DELAY,
 };
 
 /// `:breaker`'s cooldown when the line gives none.
@@ -43,6 +43,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("stop", ""),
     ("freeze", ""),
     ("select", "CSS"),
+    ("extract", "NAME=CSS[@attr]"),
     ("help", ""),
     ("quit", ""),
 ];
@@ -85,6 +86,22 @@ pub fn checked_rule(
         host,
     };
     validate_rule(&spec)?;
+    Ok(spec)
+}
+
+/// The extraction the inspector's prompt names for `selector`: `NAME`, or
+/// `NAME@attr` for an attribute.
+pub fn extraction_of(text: &str, selector: &str) -> Result<ExtractionSpec, String> {
+    let (name, attribute) = match text.split_once('@') {
+        Some((name, attr)) => (name, Some(attr.trim().to_ascii_lowercase())),
+        None => (text, None),
+    };
+    let spec = ExtractionSpec {
+        name: name.trim().to_string(),
+        selector: selector.to_string(),
+        attribute,
+    };
+    spec.check()?;
     Ok(spec)
 }
 
@@ -204,13 +221,17 @@ pub fn parse(line: &str) -> Result<CommandLine, String> {
     let Some((&name, args)) = words.split_first() else {
         return Err("empty command".into());
     };
-    if name == "select" {
+    if name == "select" || name == "extract" {
         // A selector may hold spaces: the rest of the line, as typed.
-        let css = line.trim_start()["select".len()..].trim();
-        if css.is_empty() {
+        let rest = line.trim_start()[name.len()..].trim();
+        if rest.is_empty() {
             return Err(usage(name));
         }
-        return Ok(CommandLine::Select(css.to_string()));
+        return match name {
+            "select" => Ok(CommandLine::Select(rest.to_string())),
+            _ => ExtractionSpec::parse(rest)
+                .map(|spec| CommandLine::Engine(Command::AddExtraction(spec))),
+        };
     }
     match (name, args) {
         ("freeze", []) => return Ok(CommandLine::Freeze),

@@ -94,6 +94,23 @@ fn select_takes_the_rest_of_the_line_as_its_selector() {
 }
 
 #[test]
+fn extract_takes_a_name_a_selector_with_spaces_and_an_attribute() {
+    assert_eq!(
+        engine("extract crumbs=nav.breadcrumbs li > a@href"),
+        Command::AddExtraction(ExtractionSpec {
+            name: "crumbs".into(),
+            selector: "nav.breadcrumbs li > a".into(),
+            attribute: Some("href".into()),
+        })
+    );
+    assert!(parse("extract").unwrap_err().contains("extract NAME=CSS"));
+    let bad_css = parse("extract price=div[").unwrap_err();
+    assert!(bad_css.contains("bad CSS selector"), "{bad_css}");
+    let bad_name = parse("extract 9=.price").unwrap_err();
+    assert!(bad_name.contains("extraction name"), "{bad_name}");
+}
+
+#[test]
 fn delays_are_bounded_and_a_zero_rate_is_no_cap() {
     let too_long = "bad delay \"99999h\": at most 1h between two requests to a host";
     assert_eq!(parse("throttle * 99999h"), Err(too_long.into()));

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use super::effect::Effect;
 use super::inspector_state::Inspector;
-use super::model::{Model, Pane};
+use super::model::{Model, Pane, PromptKind};
 use crate::engine::inspect::PageInspection;
 use crate::engine::telemetry::{Level, TrapAlert, TrapKind};
 
@@ -208,6 +208,23 @@ pub(super) fn select(model: &mut Model, css: String) -> Vec<Effect> {
     let page = page.clone();
     inspector.selected = Some((css.clone(), None));
     vec![Effect::Select { page, css }]
+}
+
+/// `x` after a `:select`: a prompt for the name of an extraction of that
+/// selector, which the engine runs on every page fetched from then on.
+pub(super) fn extract_selection(model: &mut Model) {
+    let selector = model
+        .inspector
+        .as_ref()
+        .and_then(|i| i.selected.as_ref())
+        .map(|(css, _)| css.clone());
+    match selector {
+        Some(selector) => model.open_prompt(PromptKind::Extraction { selector }, String::new()),
+        None => model.set_status(
+            Level::Warn,
+            "try a selector with :select CSS first; then this makes it an extraction",
+        ),
+    }
 }
 
 /// The lines `:select` found (for the shown page and the selector last asked).

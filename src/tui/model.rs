@@ -91,6 +91,10 @@ pub enum PromptKind {
     GlobalRate,
     Seed,
     Command,
+    /// A name for a custom extraction of the inspector's last `:select`.
+    Extraction {
+        selector: String,
+    },
 }
 
 impl PromptKind {
@@ -117,6 +121,9 @@ impl PromptKind {
             PromptKind::GlobalRate => "global pages/s (number, off)".into(),
             PromptKind::Seed => "seed URL".into(),
             PromptKind::Command => String::new(),
+            PromptKind::Extraction { selector } => {
+                format!("extract `{selector}` as NAME (or NAME@attr)")
+            }
         }
     }
 }

@@ -163,6 +163,8 @@ fn parse_request(kind: PromptKind, text: String) -> Result<Request, String> {
         // The `:seed` command's parser, so both give the same messages.
         PromptKind::Seed => command::parse(&format!("seed {text}")).map(Request::Line),
         PromptKind::Command => command::parse(&text).map(Request::Line),
+        PromptKind::Extraction { selector } => command::extraction_of(&text, &selector)
+            .map(|spec| Request::Send(Command::AddExtraction(spec))),
     }
 }
 

@@ -461,6 +461,10 @@ pub(super) fn on_action(model: &mut Model, action: Action) -> Vec<Effect> {
         Action::InspectPages => inspector::open(model),
         Action::NextPage => inspector::step(model, true),
         Action::PrevPage => inspector::step(model, false),
+        Action::ExtractSelection => {
+            inspector::extract_selection(model);
+            Vec::new()
+        }
         Action::HostErrors => list_host(model, HostList::Errors),
         Action::HostRedirects => list_host(model, HostList::Redirects),
         Action::HostBlocked => list_host(model, HostList::Blocked),

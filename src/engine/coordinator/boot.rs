@@ -13,6 +13,7 @@ use super::{Coordinator, RunState};
 use crate::engine::alerts::Alerts;
 use crate::engine::config::{parse_seed, CrawlConfig};
 use crate::engine::cpu_pool::CpuPool;
+use crate::engine::extract::custom::Extractions;
 use crate::engine::extract::ExtractOptions;
 use crate::engine::fetch::Fetcher;
 use crate::engine::frontier::{
@@ -107,6 +108,10 @@ pub(in crate::engine) fn build(
     let mut settings_report = operator.report;
     settings_report.push(workers.address_guard().describe());
     settings_report.extend(cluster_line);
+    if !config.extract.is_empty() {
+        let specs: Vec<String> = config.extract.iter().map(|s| s.describe()).collect();
+        settings_report.push(format!("custom extraction: {}", specs.join(", ")));
+    }
     let mut coordinator = Coordinator {
         data_dir: data_dir.display().to_string(),
         store,
@@ -403,6 +408,8 @@ fn workers(
         config.fetch.max_body,
         config.robots.clone(),
     );
+    let custom = Extractions::compile(&config.extract).map_err(EngineError::Config)?;
+    workers.set_extractions(custom);
     if let Some(target) = &options.cluster {
         // Workers of one shared crawl fetch each robots.txt once between them.
         let cache = SharedRobots::new(&target.url, key_prefix(&target.crawl))

@@ -99,6 +99,7 @@ pub(super) fn handle(c: &mut Coordinator, id: CommandId, command: Command) -> Op
         Command::DismissAlert { alert_id } => sweeping(c.dismiss_alert(alert_id, id)),
         // Reads only: nothing to store; answered when the scan is done.
         Command::Preview(spec) => return c.request_preview(id, spec, PreviewBudget::default()),
+        Command::AddExtraction(spec) => c.add_extraction(spec),
         Command::Checkpoint => {
             c.checkpoint();
             Ok("checkpoint written".into())

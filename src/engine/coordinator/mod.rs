@@ -8,6 +8,7 @@ mod checks;
 mod collateral;
 mod commands;
 mod dispatch;
+mod extractions;
 mod group_commit;
 mod health;
 mod journal;

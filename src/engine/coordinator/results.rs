@@ -365,6 +365,7 @@ impl Coordinator {
             record.simhash_check = page.simhash_check;
             record.canonical = extracted.canonical.as_ref().map(|u| u.to_string());
             record.facts = Some(std::mem::take(&mut extracted.facts));
+            record.custom = std::mem::take(&mut extracted.custom);
             self.count_links_not_taken(&mut record, extracted);
             let refresh = extracted.refresh.take();
             if let Some(target) = refresh.filter(|t| t.as_str() != lease.entry.url) {

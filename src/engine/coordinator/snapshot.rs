@@ -41,6 +41,7 @@ impl Coordinator {
             finish_reason: self.run.finish_reason.clone(),
             fault: self.run.fault.clone(),
             outage: self.outage_line(),
+            extractions: self.extraction_names(),
             ..Snapshot::default()
         };
         let mut views = self.host_views(now);

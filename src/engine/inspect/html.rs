@@ -6,6 +6,8 @@ use ego_tree::iter::Edge;
 use scraper::{ElementRef, Html, Node, Selector};
 use url::Url;
 
+use crate::engine::css::parse_selector;
+
 use super::{
     cap_chars, OutlineEntry, MAX_LINE_CHARS, MAX_OUTLINE, MAX_TEXT, MAX_TEXT_LINES,
     OUTLINE_TEXT_LINES,
@@ -194,50 +196,9 @@ impl PageText {
     }
 }
 
-/// Why a CSS selector cannot be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("bad CSS selector `{selector}`: {message}")]
-pub struct SelectError {
-    /// The selector as typed.
-    pub selector: String,
-    /// The parser's complaint.
-    pub message: String,
-}
-
-/// Whether `selector` parses as CSS.
-pub fn check_selector(selector: &str) -> Result<(), SelectError> {
-    parse_selector(selector).map(|_| ())
-}
-
-fn parse_selector(selector: &str) -> Result<Selector, SelectError> {
-    Selector::parse(selector).map_err(|e| SelectError {
-        selector: selector.to_string(),
-        message: selector_complaint(&e),
-    })
-}
-
-/// The parser's complaint in words: scraper prints some kinds as an internal
-/// error ("please report this") with a Rust debug dump.
-fn selector_complaint(e: &scraper::error::SelectorErrorKind) -> String {
-    use scraper::error::SelectorErrorKind as Kind;
-    let Kind::UnexpectedSelectorParseError(kind) = e else {
-        return e.to_string();
-    };
-    // `DanglingCombinator` → "dangling combinator".
-    let name = format!("{kind:?}");
-    let mut words = String::new();
-    for c in name.chars() {
-        if c.is_ascii_uppercase() && !words.is_empty() {
-            words.push(' ');
-        }
-        words.push(c.to_ascii_lowercase());
-    }
-    words
-}
-
 /// The text of each element of `html` matching the CSS `selector` (at most
 /// [`MAX_SELECTED`], each capped), as `<name> text`.
-pub fn select(html: &str, selector: &str) -> Result<Vec<String>, SelectError> {
+pub fn select(html: &str, selector: &str) -> Result<Vec<String>, crate::engine::css::SelectError> {
     let parsed = parse_selector(selector)?;
     let document = Html::parse_document(html);
     let found = document

@@ -14,9 +14,10 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+pub use super::css::{check_selector, SelectError};
 pub use diff::{side_by_side, DiffRow, DiffSide};
 pub use fates::LinkFate;
-pub use html::{check_selector, select, SelectError, MAX_SELECTED};
+pub use html::{select, MAX_SELECTED};
 
 #[cfg(unix)]
 use super::store::remote::{ExtraAnswer, ExtraRead, Results};

@@ -6,7 +6,7 @@
 //! versions (they start with `{`) still decode.
 
 use super::records::{PageOutcome, PageRecord, UrlKind, WarcLocation};
-use crate::engine::page_facts::{Hreflang, HtmlFacts, NoindexSource};
+use crate::engine::page_facts::{ExtractedValues, Hreflang, HtmlFacts, NoindexSource};
 
 /// First byte of a record in this form (JSON starts with `{`).
 const FORMAT: u8 = 1;
@@ -32,6 +32,8 @@ const MORE_FLAGS: u16 = 1 << 15;
 /// Second word: the URL was only checked, as a resource or an external link.
 const KIND_RESOURCE: u16 = 1 << 0;
 const KIND_EXTERNAL: u16 = 1 << 1;
+/// Second word: values of custom extractions follow the facts.
+const CUSTOM: u16 = 1 << 2;
 /// Second word: the simhash's second hash follows the simhash.
 const SIMHASH_CHECK: u16 = 1 << 3;
 
@@ -80,7 +82,8 @@ pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
         Some(_) => SIMHASH_CHECK,
         None => 0,
     };
-    let more = kind | check;
+    let custom = if record.custom.is_empty() { 0 } else { CUSTOM };
+    let more = kind | check | custom;
     // Pages, nearly every record, keep the one word of earlier versions.
     let flags = if more != 0 { flags | MORE_FLAGS } else { flags };
     out.0.extend_from_slice(&flags.to_le_bytes());
@@ -131,6 +134,9 @@ pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
     }
     if let Some(facts) = &record.facts {
         out.facts(facts);
+    }
+    if !record.custom.is_empty() {
+        out.custom(&record.custom);
     }
     out.0
 }
@@ -210,6 +216,18 @@ impl Writer {
         for alternate in &facts.hreflang {
             self.str(&alternate.lang);
             self.str(&alternate.url);
+        }
+    }
+
+    fn custom(&mut self, custom: &[ExtractedValues]) {
+        self.varint(custom.len() as u64);
+        for found in custom {
+            self.str(&found.name);
+            self.0.push(u8::from(found.cut));
+            self.varint(found.values.len() as u64);
+            for value in &found.values {
+                self.str(value);
+            }
         }
     }
 
@@ -315,6 +333,10 @@ impl Reader<'_> {
             response_ms: self.opt(has(RESPONSE_MS), Self::small)?,
             noindex: self.opt(has(NOINDEX), Self::noindex)?,
             facts: self.opt(has(FACTS), Self::facts)?,
+            custom: match more & CUSTOM {
+                0 => Vec::new(),
+                _ => self.custom()?,
+            },
             kind,
         };
         if !self.0.is_empty() {
@@ -404,6 +426,24 @@ impl Reader<'_> {
             words,
             hreflang,
         })
+    }
+
+    fn custom(&mut self) -> Result<Vec<ExtractedValues>, String> {
+        // Each entry and value takes at least a byte: a corrupt count cannot
+        // make the reader reserve more than the record holds.
+        let entries: usize = self.small()?;
+        let mut custom = Vec::with_capacity(entries.min(self.0.len()));
+        for _ in 0..entries {
+            let name = self.string()?;
+            let cut = self.byte()? != 0;
+            let count: usize = self.small()?;
+            let mut values = Vec::with_capacity(count.min(self.0.len()));
+            for _ in 0..count {
+                values.push(self.string()?);
+            }
+            custom.push(ExtractedValues { name, values, cut });
+        }
+        Ok(custom)
     }
 
     fn outcome(&mut self) -> Result<PageOutcome, String> {

@@ -1,7 +1,7 @@
 use proptest::prelude::*;
 
 use super::{decode, encode};
-use crate::engine::page_facts::{Hreflang, HtmlFacts, NoindexSource};
+use crate::engine::page_facts::{ExtractedValues, Hreflang, HtmlFacts, NoindexSource};
 use crate::engine::store::{PageOutcome, PageRecord, UrlKind, WarcLocation};
 
 fn fetched_page() -> PageRecord {
@@ -210,4 +210,48 @@ fn checked_kinds_take_a_second_flags_word_and_pages_do_not() {
         decode(&page.url, &encode(&page)).unwrap().kind,
         UrlKind::Page
     );
+}
+
+#[test]
+fn custom_extraction_values_round_trip_and_cost_nothing_without_them() {
+    let plain = encode(&fetched_page()).len();
+    let mut record = fetched_page();
+    record.custom = vec![
+        ExtractedValues {
+            name: "price".into(),
+            values: vec!["€ 19,99".into(), String::new()],
+            cut: false,
+        },
+        ExtractedValues {
+            name: "missing".into(),
+            values: Vec::new(),
+            cut: false,
+        },
+        ExtractedValues {
+            name: "items".into(),
+            values: vec!["x".repeat(1024); 16],
+            cut: true,
+        },
+    ];
+    round_trip(&record);
+    let empty_found = PageRecord {
+        custom: vec![ExtractedValues {
+            name: "none".into(),
+            ..Default::default()
+        }],
+        ..fetched_page()
+    };
+    round_trip(&empty_found);
+    assert!(
+        encode(&empty_found).len() > plain,
+        "evaluated with nothing found is not the same as not evaluated"
+    );
+    // A resource's kind and the values share the second word.
+    record.kind = UrlKind::Resource;
+    round_trip(&record);
+    assert_eq!(encode(&fetched_page()).len(), plain);
+    let bytes = encode(&record);
+    for end in plain..bytes.len() {
+        assert!(decode(&record.url, &bytes[..end]).is_err());
+    }
 }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::page_facts::{HtmlFacts, NoindexSource};
+use crate::engine::page_facts::{ExtractedValues, HtmlFacts, NoindexSource};
 
 /// What a URL was queued as: a page (fetched in full, its links followed) or
 /// a check (requested once for its status, never parsed).
@@ -105,6 +105,10 @@ pub struct PageRecord {
     /// 2xx page (`page_facts`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub facts: Option<HtmlFacts>,
+    /// What each custom extraction in force when the page was fetched found
+    /// on it (`[[extract]]`); empty for pages fetched before there were any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub custom: Vec<ExtractedValues>,
     /// Page, or a resource or external URL that was only checked.
     #[serde(default, skip_serializing_if = "is_page")]
     pub kind: UrlKind,
@@ -249,6 +253,7 @@ impl PageRecord {
             response_ms: None,
             noindex: None,
             facts: None,
+            custom: Vec::new(),
             kind: UrlKind::Page,
         }
     }

@@ -13,8 +13,15 @@ use super::{strip, Theme};
 use crate::results::page::{diff_lines, inspection_lines};
 use crate::tui::inspector_state::Inspector;
 
-/// The inspector over `area`, scrolled as it says.
-pub fn render(inspector: &Inspector, theme: &Theme, area: Rect, buf: &mut Buffer) {
+/// The inspector over `area`, scrolled as it says; `extract_key` is the key
+/// that makes the last `:select` an extraction, if one is bound.
+pub fn render(
+    inspector: &Inspector,
+    theme: &Theme,
+    extract_key: Option<&str>,
+    area: Rect,
+    buf: &mut Buffer,
+) {
     Clear.render(area, buf);
     let title = format!(
         " {} {}/{}  (n/N next/prev, :select CSS, esc closes) ",
@@ -25,7 +32,7 @@ pub fn render(inspector: &Inspector, theme: &Theme, area: Rect, buf: &mut Buffer
     let block = Block::bordered().title(title).border_style(theme.accent());
     let inner = block.inner(area);
     block.render(area, buf);
-    let lines = lines(inspector, inner.width);
+    let lines = lines(inspector, extract_key, inner.width);
     let scroll = inspector.scroll.min(lines.len().saturating_sub(1));
     let shown: Vec<Line> = lines
         .into_iter()
@@ -43,7 +50,7 @@ pub fn render(inspector: &Inspector, theme: &Theme, area: Rect, buf: &mut Buffer
 }
 
 /// Every line of the inspector for a width of `width` cells.
-fn lines(inspector: &Inspector, width: u16) -> Vec<String> {
+fn lines(inspector: &Inspector, extract_key: Option<&str>, width: u16) -> Vec<String> {
     let url = strip(inspector.url()).into_owned();
     let mut lines = match inspector.page() {
         None => return vec![format!("reading {url}…")],
@@ -54,7 +61,16 @@ fn lines(inspector: &Inspector, width: u16) -> Vec<String> {
         lines.push(String::new());
         match found {
             None => lines.push(format!("selecting `{}`…", strip(css))),
-            Some(found) => lines.extend(found.iter().cloned()),
+            Some(found) => {
+                lines.extend(found.iter().cloned());
+                let usable = crate::engine::inspect::check_selector(css).is_ok();
+                if let (Some(key), true) = (extract_key, usable) {
+                    lines.push(format!(
+                        "{key}: extract `{}` from every page fetched from now on (a column of crawldeck pages)",
+                        strip(css)
+                    ));
+                }
+            }
         }
     }
     if let Some(partner) = inspector.partner() {

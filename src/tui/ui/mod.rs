@@ -73,7 +73,11 @@ pub fn render(model: &Model, area: Rect, buf: &mut Buffer) {
     render_body(model, &theme, body, is_wide(area), buf);
     render_status(model, &theme, status, buf);
     if let Some(inspector) = &model.inspector {
-        inspector::render(inspector, &theme, body, buf);
+        let extract_key = model
+            .keymap
+            .first_key(Mode::Inspector, Action::ExtractSelection)
+            .map(|k| k.to_string());
+        inspector::render(inspector, &theme, extract_key.as_deref(), body, buf);
     }
     if model.prompt.is_some() {
         overlay::rule_preview(model, &theme, body, buf);

@@ -40,9 +40,22 @@ pub fn render(model: &Model, _theme: &Theme, area: Rect, buf: &mut Buffer) {
     let shown: Vec<&PageRow> = (view.top..view.top + height)
         .map_while(|rank| band.row(rank))
         .collect();
-    let rows = shown.iter().map(|r| page_row(r, url_width));
-    let header = Row::new(PageColumn::ALL.map(|c| heading(c, view.sort, view.reverse)));
-    let widths = vec![
+    // Custom extractions in force, as the engine names them (`:extract`).
+    let extracts: Vec<&str> = model
+        .latest
+        .extractions
+        .iter()
+        .take(MAX_EXTRACT_COLUMNS)
+        .map(String::as_str)
+        .collect();
+    let rows = shown.iter().map(|r| page_row(r, url_width, &extracts));
+    let header = Row::new(
+        PageColumn::ALL
+            .map(|c| heading(c, view.sort, view.reverse))
+            .into_iter()
+            .chain(extracts.iter().map(|name| strip(name).into_owned())),
+    );
+    let mut widths = vec![
         Constraint::Length(url_width as u16),
         Constraint::Length(7),
         Constraint::Length(14),
@@ -54,6 +67,7 @@ pub fn render(model: &Model, _theme: &Theme, area: Rect, buf: &mut Buffer) {
         Constraint::Length(7),
         Constraint::Length(10),
     ];
+    widths.extend(extracts.iter().map(|_| Constraint::Fill(1)));
     let selected = view.selected.saturating_sub(view.top);
     let mut state = selection(shown.len(), selected);
     StatefulWidget::render(table(rows, header, widths, title), area, buf, &mut state);
@@ -95,7 +109,10 @@ fn heading(column: PageColumn, sort: PageColumn, reverse: bool) -> String {
     format!("{}{}", column.label(), if down { "▼" } else { "▲" })
 }
 
-fn page_row<'a>(row: &PageRow, url_width: usize) -> Row<'a> {
+/// Extraction columns shown at most (more are in `crawldeck pages --csv`).
+const MAX_EXTRACT_COLUMNS: usize = 4;
+
+fn page_row<'a>(row: &PageRow, url_width: usize, extracts: &[&str]) -> Row<'a> {
     let opt = |s: &Option<String>| s.as_deref().map(|s| strip(s).into_owned());
     let index = match row.facts.indexable {
         Some(true) => "yes",
@@ -106,7 +123,11 @@ fn page_row<'a>(row: &PageRow, url_width: usize) -> Row<'a> {
         Some(reason) => format!("{}: {}", row.fate, strip(reason)),
         None => row.fate.to_string(),
     };
-    Row::new(vec![
+    let values = extracts.iter().map(|name| {
+        let values = row.values_of(name).unwrap_or_default();
+        Cell::from(strip(&values.join(" | ")).into_owned())
+    });
+    let cells = vec![
         Cell::from(cut_middle(&strip(&row.url), url_width).into_owned()),
         Cell::from(row.status.map_or("-".into(), |s| s.to_string())),
         Cell::from(opt(&row.content_type).unwrap_or_default()),
@@ -121,7 +142,8 @@ fn page_row<'a>(row: &PageRow, url_width: usize) -> Row<'a> {
         Cell::from(index),
         Cell::from(row.facts.inlinks.to_string()),
         Cell::from(fate),
-    ])
+    ];
+    Row::new(cells.into_iter().chain(values))
 }
 
 /// The Audit view, or what it is waiting for.
