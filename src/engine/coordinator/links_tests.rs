@@ -21,8 +21,13 @@ async fn links_left_out_for_scope_keep_their_referrers() {
     for page in pages {
         let parent = entry(page);
         let url = Url::parse(page).expect("a URL");
-        let queued = c.admit_links(&url, &parent, vec![(outside.clone(), UrlKind::Page)], false);
-        assert!(queued.is_empty(), "out of scope");
+        let queued = c.admit_links(
+            &url,
+            &parent,
+            vec![(outside.clone(), UrlKind::Page)].into(),
+            false,
+        );
+        assert!(queued.entries.is_empty(), "out of scope");
     }
     c.store.flush().expect("flushed");
     assert_eq!(
@@ -40,8 +45,13 @@ async fn a_link_too_deep_to_a_url_found_before_keeps_its_first_referrer() {
     let shallow = entry("http://127.0.0.1:9/p1");
     let url = Url::parse(&shallow.url).expect("a URL");
     assert_eq!(
-        c.admit_links(&url, &shallow, vec![(target.clone(), UrlKind::Page)], false)
-            .len(),
+        c.admit_links(
+            &url,
+            &shallow,
+            vec![(target.clone(), UrlKind::Page)].into(),
+            false
+        )
+        .len(),
         1
     );
     c.store.flush().expect("flushed");
@@ -49,7 +59,13 @@ async fn a_link_too_deep_to_a_url_found_before_keeps_its_first_referrer() {
     deep.depth = c.cfg.max_depth;
     let url = Url::parse(&deep.url).expect("a URL");
     assert!(c
-        .admit_links(&url, &deep, vec![(target.clone(), UrlKind::Page)], false)
+        .admit_links(
+            &url,
+            &deep,
+            vec![(target.clone(), UrlKind::Page)].into(),
+            false
+        )
+        .entries
         .is_empty());
     c.store.flush().expect("flushed");
     assert_eq!(
@@ -79,7 +95,7 @@ async fn resources_and_external_links_are_queued_as_checks_within_their_caps() {
         (u("http://elsewhere.example/2"), UrlKind::Resource),
         (u("http://elsewhere.example/3"), UrlKind::Page),
     ];
-    let queued = c.admit_links(&url, &parent, links, false);
+    let queued = c.admit_links(&url, &parent, links.into(), false).entries;
     let got: Vec<(&str, UrlKind)> = queued.iter().map(|e| (e.url.as_str(), e.kind)).collect();
     assert_eq!(
         got,
