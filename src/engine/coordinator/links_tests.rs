@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::coordinator::admitted::ADMIT_CHUNK;
 use crate::engine::store::UrlKind;
 
 fn entry(url: &str) -> FrontierEntry {
@@ -116,4 +117,48 @@ async fn resources_and_external_links_are_queued_as_checks_within_their_caps() {
         .map(|f| f.expect("read").url)
         .collect();
     assert_eq!(left_out, ["http://elsewhere.example/3"]);
+}
+
+#[tokio::test]
+async fn a_dense_pages_links_are_admitted_a_chunk_at_a_time_and_all_queued() {
+    use crate::engine::extract::PageLinks;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_handle, mut c) = super::super::for_test(super::super::closed_port_config(), dir.path());
+    let parent = entry("http://127.0.0.1:9/index");
+    let url = Url::parse(&parent.url).expect("a URL");
+    let n = 2 * ADMIT_CHUNK + 100;
+    let mut links = PageLinks::default();
+    for i in 0..n {
+        links.push(&format!("http://127.0.0.1:9/fn{i}"), false);
+    }
+    // The page also loads its first link's URL: still one referral.
+    let both = Url::parse("http://127.0.0.1:9/fn0").expect("a URL");
+    let resource = Url::parse("http://127.0.0.1:9/app.js").expect("a URL");
+    let whole = vec![
+        (both.clone(), UrlKind::Resource),
+        (resource, UrlKind::Resource),
+    ];
+    let queued_before = c.frontier.counts().expect("counts").queued;
+
+    let admitted = c.admit_links(&url, &parent, Outgoing { links, whole }, false);
+
+    assert_eq!(admitted.len(), n + 1, "every link and the other resource");
+    assert_eq!(admitted.count(|k| !k.is_check()), n);
+    assert!(
+        admitted.entries.len() <= ADMIT_CHUNK,
+        "only the last chunk waits for the page's completion: {}",
+        admitted.entries.len()
+    );
+    let queued = (c.frontier.counts().expect("counts").queued - queued_before) as usize;
+    assert_eq!(
+        queued + admitted.entries.len(),
+        n + 1,
+        "earlier chunks are queued"
+    );
+    c.store.flush_all().expect("flushed");
+    assert_eq!(
+        c.store.referrers(both.as_str()).expect("read"),
+        [parent.url.as_str()]
+    );
+    assert_eq!(c.store.inlinks(both.as_str()).expect("read"), 1);
 }
