@@ -29,6 +29,8 @@ use scan::{Tag, Visitor};
 pub use bench::measure_extraction;
 pub use fragments::{element_ids, fragment_found};
 pub use page_links::PageLinks;
+#[cfg(test)]
+use page_links::PARSED_LINKS;
 
 /// What extraction needs from the crawl's settings.
 #[derive(Debug, Clone)]
@@ -221,6 +223,8 @@ struct State<'a> {
     base: Url,
     base_seen: bool,
     links: PageLinks,
+    /// URL bytes of `links`, against `max_link_bytes`.
+    link_bytes: usize,
     /// Each link's place in `links`, by its URL's fingerprint.
     index: FingerprintMap<usize>,
     /// A link did not fit `max_link_bytes`: the rest of the page is cut.
@@ -280,21 +284,22 @@ impl State<'_> {
                 self.links.found_again(i, nofollow)
             }
             // Another URL with the same fingerprint: kept, not indexed.
-            Some(_) => self.keep(url.as_str(), nofollow, None),
-            None => self.keep(url.as_str(), nofollow, Some(fingerprint)),
+            Some(_) => self.keep(url, nofollow, None),
+            None => self.keep(url, nofollow, Some(fingerprint)),
         }
     }
 
     /// Keeps a new link if its URL fits the byte budget; else the page's
     /// links from here on are cut.
-    fn keep(&mut self, url: &str, nofollow: bool, fingerprint: Option<u64>) {
-        let bytes = self.links.text_bytes() + url.len();
+    fn keep(&mut self, url: Url, nofollow: bool, fingerprint: Option<u64>) {
+        let bytes = self.link_bytes + url.as_str().len();
         let index = self.links.len();
         if bytes > self.opts.max_link_bytes || !self.links.push(url, nofollow) {
             self.full = true;
             self.cut += 1;
             return;
         }
+        self.link_bytes = bytes;
         if let Some(fingerprint) = fingerprint {
             self.index.insert(fingerprint, index);
         }
@@ -553,6 +558,7 @@ pub fn extract(
         base: page_url.clone(),
         base_seen: false,
         links: PageLinks::default(),
+        link_bytes: 0,
         index: FingerprintMap::default(),
         full: false,
         cut: 0,

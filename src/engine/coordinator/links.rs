@@ -100,10 +100,8 @@ impl Coordinator {
     fn admit(&mut self, found: Found, outgoing: Outgoing, normalize: bool) -> Admitted {
         let mut firsts = outgoing.first_findings();
         let Outgoing { links, whole } = outgoing;
-        let followed = links.iter().filter(|link| !link.nofollow);
-        // A URL extraction serialized parses again to the same URL.
-        let parsed = followed.filter_map(|link| Url::parse(link.url).ok());
-        let mut urls = parsed.map(|url| (url, UrlKind::Page)).chain(whole);
+        let followed = links.into_followed();
+        let mut urls = followed.map(|url| (url, UrlKind::Page)).chain(whole);
         let mut admitted = Admitted::default();
         loop {
             let chunk: Vec<_> = urls.by_ref().take(ADMIT_CHUNK).collect();
