@@ -8,6 +8,7 @@ mod entities;
 #[cfg(test)]
 mod facts_tests;
 mod fragments;
+mod page_links;
 #[cfg(test)]
 mod real_html;
 mod resources;
@@ -28,6 +29,9 @@ use scan::{Tag, Visitor};
 
 pub use bench::measure_extraction;
 pub use fragments::{element_ids, fragment_found};
+pub use page_links::PageLinks;
+#[cfg(test)]
+use page_links::PARSED_LINKS;
 
 /// What extraction needs from the crawl's settings.
 #[derive(Debug, Clone)]
@@ -49,8 +53,9 @@ pub struct ExtractOptions {
 #[derive(Debug, Clone, Default)]
 pub struct Extracted {
     /// Absolute, normalized, deduplicated, in document order, at most
-    /// `max_links` of at most `max_link_bytes` together.
-    pub links: Vec<Link>,
+    /// `max_links` of at most `max_link_bytes` together (compact: a dense
+    /// page has hundreds of thousands).
+    pub links: PageLinks,
     /// Links past either per-page cap (`max_links`, `max_link_bytes`), not
     /// followed; counted per occurrence, without resolving them.
     pub links_cut: usize,
@@ -77,13 +82,6 @@ pub struct Extracted {
     /// The values of the crawl's custom extractions (`custom`), one entry
     /// per extraction in force; set after this pass, only when there are some.
     pub custom: Vec<ExtractedValues>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Link {
-    pub url: Url,
-    /// `rel="nofollow"` on every occurrence of this URL.
-    pub nofollow: bool,
 }
 
 /// Meta robots and X-Robots-Tag directives that apply to us.
@@ -180,6 +178,9 @@ pub const MAX_TITLE_CHARS: usize = 512;
 const MAX_TITLE_RAW: usize = 8 * 1024;
 /// Visible text fed to the content measure: enough to characterise a page, bounded work.
 const MAX_SIMHASH_TEXT: usize = 64 * 1024;
+/// A page with more links gives back their growth slack (up to half their
+/// memory) while they wait for admission; a normal page skips the copy.
+const SHRINK_LINKS_ABOVE: usize = 4096;
 
 /// `<link rel>` values that point at documents: only these are followed, so
 /// a `rev="made"` mail address or an `author` contact is not fetched as a page.
@@ -225,11 +226,11 @@ struct State<'a> {
     encoding: &'static Encoding,
     base: Url,
     base_seen: bool,
-    links: Vec<Link>,
-    /// Each link's place in `links`, by its URL's fingerprint.
-    index: FingerprintMap<usize>,
+    links: PageLinks,
     /// URL bytes of `links`, against `max_link_bytes`.
     link_bytes: usize,
+    /// Each link's place in `links`, by its URL's fingerprint.
+    index: FingerprintMap<usize>,
     /// A link did not fit `max_link_bytes`: the rest of the page is cut.
     full: bool,
     cut: usize,
@@ -283,7 +284,9 @@ impl State<'_> {
         let fingerprint = url_fingerprint(url.as_str());
         match self.index.get(&fingerprint) {
             // A URL is nofollow only if every occurrence says so.
-            Some(&i) if self.links[i].url == url => self.links[i].nofollow &= nofollow,
+            Some(&i) if self.links.get(i).is_some_and(|l| l.url == url.as_str()) => {
+                self.links.found_again(i, nofollow)
+            }
             // Another URL with the same fingerprint: kept, not indexed.
             Some(_) => self.keep(url, nofollow, None),
             None => self.keep(url, nofollow, Some(fingerprint)),
@@ -294,16 +297,16 @@ impl State<'_> {
     /// links from here on are cut.
     fn keep(&mut self, url: Url, nofollow: bool, fingerprint: Option<u64>) {
         let bytes = self.link_bytes + url.as_str().len();
-        if bytes > self.opts.max_link_bytes {
+        let index = self.links.len();
+        if bytes > self.opts.max_link_bytes || !self.links.push(url, nofollow) {
             self.full = true;
             self.cut += 1;
             return;
         }
         self.link_bytes = bytes;
         if let Some(fingerprint) = fingerprint {
-            self.index.insert(fingerprint, self.links.len());
+            self.index.insert(fingerprint, index);
         }
-        self.links.push(Link { url, nofollow });
     }
 
     fn on_link_element(&mut self, tag: &Tag<'_>, attribute: &str) {
@@ -446,6 +449,9 @@ impl State<'_> {
     fn finish(mut self) -> Extracted {
         // An `<h1>` never closed holds the rest of the page (bounded).
         self.finish_h1();
+        if self.links.len() > SHRINK_LINKS_ABOVE {
+            self.links.shrink_to_fit();
+        }
         Extracted {
             links: self.links,
             links_cut: self.cut,
@@ -561,9 +567,9 @@ pub fn extract(
         encoding,
         base: page_url.clone(),
         base_seen: false,
-        links: Vec::new(),
-        index: FingerprintMap::default(),
+        links: PageLinks::default(),
         link_bytes: 0,
+        index: FingerprintMap::default(),
         full: false,
         cut: 0,
         too_long: 0,

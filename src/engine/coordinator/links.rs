@@ -3,6 +3,7 @@
 
 use url::Url;
 
+use super::admitted::{Admitted, FirstFindings, Outgoing, ADMIT_CHUNK};
 use super::results::{record_for, unix_ms};
 use super::Coordinator;
 use crate::engine::control::HostKey;
@@ -46,9 +47,9 @@ impl Coordinator {
         &mut self,
         parent: &Url,
         parent_entry: &FrontierEntry,
-        links: Vec<(Url, UrlKind)>,
+        links: Outgoing,
         redirect: bool,
-    ) -> Vec<FrontierEntry> {
+    ) -> Admitted {
         let depth = if redirect {
             parent_entry.depth
         } else {
@@ -79,7 +80,7 @@ impl Coordinator {
         sitemap: &Url,
         urls: Vec<Url>,
         depth: u32,
-    ) -> Vec<FrontierEntry> {
+    ) -> Admitted {
         let found = Found {
             parent: sitemap,
             referrer: None,
@@ -87,27 +88,57 @@ impl Coordinator {
             redirects: 0,
         };
         let urls = urls.into_iter().map(|url| (url, UrlKind::Page)).collect();
-        self.admit(found, urls, true)
+        self.admit(found, Outgoing::whole(urls), true)
     }
 
-    fn admit(
+    /// Admits the URLs [`ADMIT_CHUNK`] at a time, so a page's links exist
+    /// parsed (and as entries) a chunk at a time, never all at once. The last
+    /// chunk's entries are returned for the page's completion; earlier ones
+    /// are queued at once (their seen marks with them), which changes
+    /// nothing a crash could see: the page stays queued until its completion
+    /// and finds them seen when it is fetched again.
+    fn admit(&mut self, found: Found, outgoing: Outgoing, normalize: bool) -> Admitted {
+        let mut firsts = outgoing.first_findings();
+        let Outgoing { links, whole } = outgoing;
+        let followed = links.into_followed();
+        let mut urls = followed.map(|url| (url, UrlKind::Page)).chain(whole);
+        let mut admitted = Admitted::default();
+        loop {
+            let chunk: Vec<_> = urls.by_ref().take(ADMIT_CHUNK).collect();
+            if chunk.is_empty() {
+                return admitted;
+            }
+            let earlier = std::mem::take(&mut admitted.entries);
+            if !earlier.is_empty() {
+                admitted.count_early(&earlier);
+                if let Err(e) = self.frontier.push(earlier) {
+                    self.storage_failed("queueing a page's links", e);
+                }
+            }
+            admitted.entries = self.admit_chunk(&found, chunk, normalize, &mut firsts);
+        }
+    }
+
+    fn admit_chunk(
         &mut self,
-        found: Found,
+        found: &Found,
         links: Vec<(Url, UrlKind)>,
         normalize: bool,
+        firsts: &mut FirstFindings,
     ) -> Vec<FrontierEntry> {
         let candidates = self.in_scope(found.referrer, links, found.depth, normalize);
-        let fresh = self.claim_unseen(found.referrer, candidates);
+        let fresh = self.claim_unseen(found.referrer, candidates, firsts);
         let fresh = self.cap_externals(fresh, found.depth);
         let quarantining_before = self.alerts.quarantining_count();
-        let (mut admitted, given_up) = self.route_fresh(&found, fresh);
+        let (mut admitted, given_up) = self.route_fresh(found, fresh);
         if !given_up.is_empty() {
             if let Err(e) = self.store.record_pages(&given_up) {
                 self.storage_failed("recording URLs of given-up hosts", e);
             }
         }
         if self.alerts.quarantining_count() != quarantining_before {
-            // An alert raised by this page's links also covers its earlier links.
+            // An alert raised by this page's links also covers its earlier
+            // links (those queued already were parked when it was raised).
             admitted.retain(
                 |entry| match self.alerts.quarantining(&entry.url, &entry.host) {
                     Some(alert_id) => {
@@ -252,11 +283,12 @@ impl Coordinator {
 
     /// The links never seen before, in one batch; they are seen from now on.
     /// `parent` (if any) is recorded as the first referrer of those, a
-    /// further one of the others.
+    /// further one of the others (unless an earlier chunk of the page did).
     fn claim_unseen<T>(
         &mut self,
         parent: Option<&str>,
         links: Vec<(Url, HostKey, T)>,
+        firsts: &mut FirstFindings,
     ) -> Vec<(Url, HostKey, T)> {
         if links.is_empty() {
             return links;
@@ -273,10 +305,12 @@ impl Coordinator {
             let referred = links
                 .iter()
                 .zip(&fresh)
-                .map(|((url, ..), f)| (url.as_str(), *f));
+                .map(|((url, ..), f)| (url.as_str(), *f))
+                .filter(|(url, _)| !firsts.referred_before(url));
             if let Err(e) = self.store.add_referrers(parent, referred) {
                 self.storage_failed("recording who links to a page", e);
             }
+            firsts.note(links.iter().map(|(url, ..)| url.as_str()));
         }
         links
             .into_iter()

@@ -1,4 +1,5 @@
 use super::*;
+use crate::engine::coordinator::admitted::ADMIT_CHUNK;
 use crate::engine::store::UrlKind;
 
 fn entry(url: &str) -> FrontierEntry {
@@ -21,8 +22,13 @@ async fn links_left_out_for_scope_keep_their_referrers() {
     for page in pages {
         let parent = entry(page);
         let url = Url::parse(page).expect("a URL");
-        let queued = c.admit_links(&url, &parent, vec![(outside.clone(), UrlKind::Page)], false);
-        assert!(queued.is_empty(), "out of scope");
+        let queued = c.admit_links(
+            &url,
+            &parent,
+            vec![(outside.clone(), UrlKind::Page)].into(),
+            false,
+        );
+        assert!(queued.entries.is_empty(), "out of scope");
     }
     c.store.flush().expect("flushed");
     assert_eq!(
@@ -40,8 +46,13 @@ async fn a_link_too_deep_to_a_url_found_before_keeps_its_first_referrer() {
     let shallow = entry("http://127.0.0.1:9/p1");
     let url = Url::parse(&shallow.url).expect("a URL");
     assert_eq!(
-        c.admit_links(&url, &shallow, vec![(target.clone(), UrlKind::Page)], false)
-            .len(),
+        c.admit_links(
+            &url,
+            &shallow,
+            vec![(target.clone(), UrlKind::Page)].into(),
+            false
+        )
+        .len(),
         1
     );
     c.store.flush().expect("flushed");
@@ -49,7 +60,13 @@ async fn a_link_too_deep_to_a_url_found_before_keeps_its_first_referrer() {
     deep.depth = c.cfg.max_depth;
     let url = Url::parse(&deep.url).expect("a URL");
     assert!(c
-        .admit_links(&url, &deep, vec![(target.clone(), UrlKind::Page)], false)
+        .admit_links(
+            &url,
+            &deep,
+            vec![(target.clone(), UrlKind::Page)].into(),
+            false
+        )
+        .entries
         .is_empty());
     c.store.flush().expect("flushed");
     assert_eq!(
@@ -79,7 +96,7 @@ async fn resources_and_external_links_are_queued_as_checks_within_their_caps() {
         (u("http://elsewhere.example/2"), UrlKind::Resource),
         (u("http://elsewhere.example/3"), UrlKind::Page),
     ];
-    let queued = c.admit_links(&url, &parent, links, false);
+    let queued = c.admit_links(&url, &parent, links.into(), false).entries;
     let got: Vec<(&str, UrlKind)> = queued.iter().map(|e| (e.url.as_str(), e.kind)).collect();
     assert_eq!(
         got,
@@ -100,4 +117,49 @@ async fn resources_and_external_links_are_queued_as_checks_within_their_caps() {
         .map(|f| f.expect("read").url)
         .collect();
     assert_eq!(left_out, ["http://elsewhere.example/3"]);
+}
+
+#[tokio::test]
+async fn a_dense_pages_links_are_admitted_a_chunk_at_a_time_and_all_queued() {
+    use crate::engine::extract::PageLinks;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_handle, mut c) = super::super::for_test(super::super::closed_port_config(), dir.path());
+    let parent = entry("http://127.0.0.1:9/index");
+    let url = Url::parse(&parent.url).expect("a URL");
+    let n = 2 * ADMIT_CHUNK + 100;
+    let mut links = PageLinks::default();
+    for i in 0..n {
+        let link = Url::parse(&format!("http://127.0.0.1:9/fn{i}")).expect("a URL");
+        links.push(link, false);
+    }
+    // The page also loads its first link's URL: still one referral.
+    let both = Url::parse("http://127.0.0.1:9/fn0").expect("a URL");
+    let resource = Url::parse("http://127.0.0.1:9/app.js").expect("a URL");
+    let whole = vec![
+        (both.clone(), UrlKind::Resource),
+        (resource, UrlKind::Resource),
+    ];
+    let queued_before = c.frontier.counts().expect("counts").queued;
+
+    let admitted = c.admit_links(&url, &parent, Outgoing { links, whole }, false);
+
+    assert_eq!(admitted.len(), n + 1, "every link and the other resource");
+    assert_eq!(admitted.count(|k| !k.is_check()), n);
+    assert!(
+        admitted.entries.len() <= ADMIT_CHUNK,
+        "only the last chunk waits for the page's completion: {}",
+        admitted.entries.len()
+    );
+    let queued = (c.frontier.counts().expect("counts").queued - queued_before) as usize;
+    assert_eq!(
+        queued + admitted.entries.len(),
+        n + 1,
+        "earlier chunks are queued"
+    );
+    c.store.flush_all().expect("flushed");
+    assert_eq!(
+        c.store.referrers(both.as_str()).expect("read"),
+        [parent.url.as_str()]
+    );
+    assert_eq!(c.store.inlinks(both.as_str()).expect("read"), 1);
 }

@@ -3,6 +3,7 @@
 //! between the parts, which own their state (see docs/ARCHITECTURE.md). It
 //! runs on its own thread so sled calls never stall the runtime's workers.
 
+mod admitted;
 mod boot;
 mod checks;
 mod collateral;

@@ -7,10 +7,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 use url::Url;
 
+use super::admitted::{Admitted, Outgoing};
 use super::Coordinator;
 use crate::engine::breaker::Outcome;
 use crate::engine::dedup::url_fingerprint;
-use crate::engine::extract::Extracted;
+use crate::engine::extract::{Extracted, PageLinks};
 use crate::engine::fetch::{FetchError, FetchErrorKind, Validators};
 use crate::engine::frontier::{Completion, FrontierEntry, Lease};
 use crate::engine::recrawl;
@@ -73,18 +74,23 @@ impl Retries {
     }
 }
 
-/// A page's links to follow (unless nofollow), then its resources to check
-/// (loading a resource is not following a link: nofollow keeps them).
-fn followed(extracted: &mut Extracted, nofollow: bool) -> Vec<(Url, UrlKind)> {
+/// A page's links to follow (unless nofollow; a link's own nofollow is
+/// read as they are admitted), then its resources to check (loading a
+/// resource is not following a link: nofollow keeps them).
+fn followed(extracted: &mut Extracted, nofollow: bool) -> Outgoing {
     let links = std::mem::take(&mut extracted.links);
     let resources = std::mem::take(&mut extracted.resources);
-    let links = links
-        .into_iter()
-        .filter(|l| !nofollow && !l.nofollow)
-        .map(|l| (l.url, UrlKind::Page));
-    links
-        .chain(resources.into_iter().map(|u| (u, UrlKind::Resource)))
-        .collect()
+    Outgoing {
+        links: if nofollow {
+            PageLinks::default()
+        } else {
+            links
+        },
+        whole: resources
+            .into_iter()
+            .map(|u| (u, UrlKind::Resource))
+            .collect(),
+    }
 }
 
 impl Coordinator {
@@ -292,24 +298,25 @@ impl Coordinator {
             self.count_recorded(&host, Some(status), false);
         }
         let (mut record, links) = self.page_record(&lease, &mut page);
+        // The body's text and links are done with: a dense page's links are
+        // admitted without its other findings beside them.
+        page.extracted = None;
         let is_redirect = matches!(record.outcome, PageOutcome::Redirect { .. });
         let parent = Url::parse(&lease.entry.url).ok();
-        let outlinks = match &parent {
+        let admitted = match &parent {
             Some(parent) => self.admit_links(parent, &lease.entry, links, is_redirect),
-            None => Vec::new(),
+            None => Admitted::default(),
         };
         if status != 304 {
             // Links queued: a page's checks are not its links; a check's
             // one outlink is its redirect.
             let kind = lease.entry.kind;
-            let queued = outlinks
-                .iter()
-                .filter(|e| e.kind == kind || !e.kind.is_check());
-            record.outlinks = queued.count() as u32;
+            let queued = admitted.count(|k| k == kind || !k.is_check());
+            record.outlinks = queued as u32;
         }
-        let new_links = outlinks.len();
+        let new_links = admitted.len();
         let exact_copy = matches!(record.outcome, PageOutcome::Duplicate { .. });
-        self.commit(lease, record, outlinks);
+        self.commit(lease, record, admitted.entries);
         if let (Some(simhash), Some(url)) = (page.simhash, parent) {
             if let Some(d) = self
                 .traps
@@ -329,11 +336,7 @@ impl Coordinator {
     /// The page's record by its answer (a 304, a redirect, a duplicate or a
     /// page with content), and the links to follow from it (moved out of
     /// `page`).
-    fn page_record(
-        &mut self,
-        lease: &Lease,
-        page: &mut Fetched,
-    ) -> (PageRecord, Vec<(Url, UrlKind)>) {
+    fn page_record(&mut self, lease: &Lease, page: &mut Fetched) -> (PageRecord, Outgoing) {
         let status = page.status;
         let mut record = record_for(&lease.entry, PageOutcome::Fetched { status });
         record.bytes = page.bytes;
@@ -344,7 +347,7 @@ impl Coordinator {
         record.warc = page.warc_at.clone();
         record.response_ms = Some(u32::try_from(page.elapsed.as_millis()).unwrap_or(u32::MAX));
         record.noindex = page.noindex;
-        let mut links = Vec::new();
+        let mut links = Outgoing::default();
         if status == 304 {
             self.stats.count().not_modified += 1;
             record.outcome = PageOutcome::NotModified {
@@ -357,7 +360,7 @@ impl Coordinator {
                 (&record.outcome, &page.location)
             {
                 // A checked URL's redirect is checked as what it was found as.
-                links.push((location.clone(), lease.entry.kind));
+                links.whole.push((location.clone(), lease.entry.kind));
             }
         } else if let Some(extracted) = &mut page.extracted {
             record.title = std::mem::take(&mut extracted.title);
@@ -373,7 +376,7 @@ impl Coordinator {
                 // follows it): its target is followed as a Location is.
                 record.outcome = self.redirect_outcome(lease, status, Some(&target));
                 if matches!(record.outcome, PageOutcome::Redirect { .. }) {
-                    links.push((target, UrlKind::Page));
+                    links.whole.push((target, UrlKind::Page));
                 }
                 return (record, links);
             }

@@ -13,6 +13,7 @@
 use tokio::time::Instant;
 use url::Url;
 
+use super::admitted::Admitted;
 use super::results::record_for;
 use super::Coordinator;
 use crate::engine::fetch::{FetchError, FetchErrorKind};
@@ -349,12 +350,12 @@ impl Coordinator {
         let (queued, what) = match parsed.kind {
             Kind::Index if level >= self.cfg.sitemaps.max_index_depth => {
                 notes.push("deeper than sitemaps.max_index_depth: not followed".into());
-                (Vec::new(), "index")
+                (Admitted::default(), "index")
             }
             Kind::Index => {
                 let urls = parsed.locs.iter().filter_map(|l| Url::parse(&l.url).ok());
                 let files = self.claim_sitemap_files(owner, urls.collect(), level + 1, &file);
-                (files, "index")
+                (Admitted::from(files), "index")
             }
             Kind::UrlSet => match self.sitemap_urls(&file_url, parsed) {
                 Some(urls) => (urls, "urlset"),
@@ -375,12 +376,17 @@ impl Coordinator {
             ),
         );
         let status = answer.status;
-        self.commit_sitemap(lease, PageOutcome::Fetched { status }, answer, queued);
+        self.commit_sitemap(
+            lease,
+            PageOutcome::Fetched { status },
+            answer,
+            queued.entries,
+        );
     }
 
     /// A urlset's URLs: their rows written, then admitted like links;
     /// `None` if the rows could not be written.
-    fn sitemap_urls(&mut self, file: &Url, parsed: Parsed) -> Option<Vec<FrontierEntry>> {
+    fn sitemap_urls(&mut self, file: &Url, parsed: Parsed) -> Option<Admitted> {
         let mut urls = Vec::with_capacity(parsed.locs.len());
         let mut rows = Vec::with_capacity(parsed.locs.len());
         for loc in parsed.locs {

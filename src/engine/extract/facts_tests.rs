@@ -75,7 +75,7 @@ fn hreflang_alternates_resolved_bounded_and_still_followed() {
     assert!(got
         .links
         .iter()
-        .any(|l| l.url.as_str() == "http://docs.localhost/de/page.html"));
+        .any(|l| l.url == "http://docs.localhost/de/page.html"));
 }
 
 #[test]

@@ -246,7 +246,7 @@ mod tests {
                 "/div.png",
             ]
         );
-        let links: Vec<&str> = got.links.iter().map(|l| &l.url.as_str()[27..]).collect();
+        let links: Vec<&str> = got.links.iter().map(|l| &l.url[27..]).collect();
         assert_eq!(links, ["/page-2", "/link"], "resources are not links");
         assert_eq!(got.resources_cut, 0);
     }
