@@ -554,6 +554,7 @@ fn the_pages_and_audit_views() {
         reverse: false,
         first: 0,
         rows: 40,
+        count: true,
     };
     let rows = vec![
         page_row(
@@ -566,6 +567,7 @@ fn the_pages_and_audit_views() {
     m.pages.band = Some(Ok(Band {
         request,
         total: 2,
+        counted: true,
         first: 0,
         rows,
     }));

@@ -133,6 +133,10 @@ pub struct BandRequest {
     pub first: usize,
     /// How many rows from `first`.
     pub rows: usize,
+    /// Count every row that passes. Without it a band in URL order ends
+    /// the pass once read (a move near the top of a million rows reads a
+    /// few hundred), and its total is only a lower bound.
+    pub count: bool,
 }
 
 /// The rows of ranks `first..first + rows.len()` of a filtered, ordered list.
@@ -140,8 +144,10 @@ pub struct BandRequest {
 pub struct Band {
     /// What was asked.
     pub request: BandRequest,
-    /// Rows that pass the filter, in all.
+    /// Rows that pass the filter, in all; at least this many when not `counted`.
     pub total: usize,
+    /// Whether `total` counts them all.
+    pub counted: bool,
     /// The rank of `rows[0]`.
     pub first: usize,
     pub rows: Vec<Row>,
@@ -326,28 +332,40 @@ impl Ord for Ranked {
 impl Pass<'_> {
     /// Every row that passes, in URL order.
     fn each(&self, mut each: impl FnMut(Row)) -> anyhow::Result<()> {
+        self.each_while(|row| {
+            each(row);
+            true
+        })
+    }
+
+    /// Every row that passes, in URL order, until `each` says stop.
+    fn each_while(&self, mut each: impl FnMut(Row) -> bool) -> anyhow::Result<()> {
         let with_referrers = self.filter.query.found_by.is_some();
         for row in super::matching_rows(&self.filter.query, self.results, with_referrers)? {
             let row = row?;
-            if self.filter.passes(&row, self.audit_urls) {
-                each(row);
+            if self.filter.passes(&row, self.audit_urls) && !each(row) {
+                break;
             }
         }
         Ok(())
     }
 
-    /// URL order: the band's rows are kept as they pass, the rest counted.
+    /// URL order: the band's rows are kept as they pass, the rest counted
+    /// (or, without `count`, one more looked for, to know there are more).
     fn url_order(&self, request: &BandRequest) -> anyhow::Result<Band> {
         let mut total = 0;
         let mut rows = Vec::new();
         let end = request.first.saturating_add(request.rows);
-        self.each(|row| {
+        self.each_while(|row| {
             if (request.first..end).contains(&total) {
                 rows.push(row);
             }
             total += 1;
+            request.count || total <= end
         })?;
-        Ok(self.band(request, total, rows))
+        let mut band = self.band(request, total, rows);
+        band.counted = request.count || total <= end;
+        Ok(band)
     }
 
     /// Any other order: a heap keeps the ranks up to the band's last (the
@@ -399,6 +417,7 @@ impl Pass<'_> {
         Band {
             request: request.clone(),
             total,
+            counted: true,
             first: request.first.min(total),
             rows,
         }
@@ -411,6 +430,7 @@ impl Pass<'_> {
 pub fn merge(request: &BandRequest, bands: Vec<Band>) -> Band {
     let reverse = request.reverse != request.sort.largest_first();
     let total = bands.iter().map(|b| b.total).sum();
+    let counted = bands.iter().all(|b| b.counted);
     let mut rows: Vec<(Ranked, Row)> = bands
         .into_iter()
         .flat_map(|b| b.rows)
@@ -437,6 +457,7 @@ pub fn merge(request: &BandRequest, bands: Vec<Band>) -> Band {
     Band {
         request: request.clone(),
         total,
+        counted,
         first: request.first.min(total),
         rows,
     }

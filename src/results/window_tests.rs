@@ -34,6 +34,7 @@ fn request(dir: &Path, filter: &str, sort: PageColumn, first: usize, rows: usize
         reverse: false,
         first,
         rows,
+        count: true,
     }
 }
 
@@ -220,4 +221,20 @@ fn bands_of_disjoint_crawls_merge_into_the_band_of_both() {
         assert_eq!(merged.total, 120);
         assert_eq!(urls(&merged), urls(&whole), "{sort:?}");
     }
+}
+
+#[test]
+fn a_band_read_without_counting_stops_past_its_last_row() {
+    let (dir, results) = crawl(1000);
+    let mut asked = request(dir.path(), "", PageColumn::Url, 10, 5);
+    asked.count = false;
+    let band = read_band(&results, &asked).unwrap();
+    assert_eq!(urls(&band)[0], "http://a.example/p0010");
+    assert_eq!(band.rows.len(), 5);
+    // One row past the band was seen: a lower bound, not a count.
+    assert_eq!((band.total, band.counted), (16, false));
+    // Near the end it reaches the last row, and so has counted them all.
+    asked.first = 995;
+    let band = read_band(&results, &asked).unwrap();
+    assert_eq!((band.total, band.counted), (1000, true));
 }

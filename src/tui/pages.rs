@@ -21,8 +21,9 @@ fn screen_rows(model: &Model) -> usize {
     model.host_rows.max(1)
 }
 
-/// The band the screen needs: its rows and a margin on each side.
-pub(super) fn wanted(model: &Model) -> BandRequest {
+/// The band the screen needs: its rows and a margin on each side, with
+/// every row counted or (in URL order) read only up to the band.
+pub(super) fn wanted(model: &Model, count: bool) -> BandRequest {
     let view = &model.pages;
     BandRequest {
         // The records fill it in: a data directory's, or none for a cluster's.
@@ -32,12 +33,24 @@ pub(super) fn wanted(model: &Model) -> BandRequest {
         reverse: view.reverse,
         first: view.top.saturating_sub(BAND_MARGIN),
         rows: screen_rows(model) + 2 * BAND_MARGIN,
+        count,
     }
 }
 
 /// Asks for the band the screen needs, unless a read is under way (then
-/// once it ends).
+/// once it ends): quickly (not counting past the band) when the filter's
+/// rows were counted before; a band read that way is followed by a count.
 pub(super) fn refresh(model: &mut Model) -> Vec<Effect> {
+    let count = model.pages.known_total_of(&model.pages.filter).is_none();
+    read(model, count)
+}
+
+/// Asks for a band with every row counted.
+fn recount(model: &mut Model) -> Vec<Effect> {
+    read(model, true)
+}
+
+fn read(model: &mut Model, count: bool) -> Vec<Effect> {
     if model.pages.reading.is_some() {
         model.pages.stale = true;
         return Vec::new();
@@ -46,7 +59,7 @@ pub(super) fn refresh(model: &mut Model) -> Vec<Effect> {
         model.pages.band = Some(Err("this view has no records to read pages from".into()));
         return Vec::new();
     };
-    let request = wanted(model);
+    let request = wanted(model, count);
     let view = &mut model.pages;
     view.reading = Some(request.clone());
     view.stale = false;
@@ -63,28 +76,38 @@ fn read_if_needed(model: &mut Model) -> Vec<Effect> {
             .is_some_and(|b| b.covers(view.top, screen_rows(model)));
     match covered {
         true => Vec::new(),
-        false => refresh(model),
+        false => read(model, false),
     }
 }
 
-/// Re-reads now and then while the view is in front: the crawl goes on.
+/// Re-reads (and counts) now and then while the view is in front: the
+/// crawl goes on. After a read that took N snapshots, not before 3N more.
 pub(super) fn on_snapshot(model: &mut Model) -> Vec<Effect> {
     if model.pane != Pane::Pages || model.detail.is_some() || model.inspector.is_some() {
         return Vec::new();
     }
-    model.pages.snapshots_since_read += 1;
-    match model.pages.snapshots_since_read >= SNAPSHOTS_PER_READ {
-        true => refresh(model),
+    let view = &mut model.pages;
+    view.snapshots_since_read += 1;
+    let wait = SNAPSHOTS_PER_READ.max(view.last_read_snapshots.saturating_mul(3));
+    match view.reading.is_none() && view.snapshots_since_read >= wait {
+        true => recount(model),
         false => Vec::new(),
     }
 }
 
 /// A band came back: kept, the selection kept within the list, and read
 /// again if the screen moved meanwhile.
-pub(super) fn on_read(model: &mut Model, read: Result<Band, String>) -> Vec<Effect> {
+pub(super) fn on_read(model: &mut Model, answer: Result<Band, String>) -> Vec<Effect> {
     let view = &mut model.pages;
     view.reading = None;
-    view.band = Some(read);
+    view.last_read_snapshots = view.snapshots_since_read;
+    view.snapshots_since_read = 0;
+    if let Ok(band) = &answer {
+        if band.counted {
+            view.remember_total(&band.request.filter, band.total);
+        }
+    }
+    view.band = Some(answer);
     if view.band.as_ref().is_some_and(Result::is_err) {
         return Vec::new();
     }
@@ -93,10 +116,13 @@ pub(super) fn on_read(model: &mut Model, read: Result<Band, String>) -> Vec<Effe
         view.selected = view.selected.min(total.saturating_sub(1));
         follow_selection(model);
     }
-    match model.pages.stale {
-        true => refresh(model),
-        false => read_if_needed(model),
+    if model.pages.stale {
+        return refresh(model);
     }
+    if !model.pages.total_is_counted() {
+        return recount(model);
+    }
+    read_if_needed(model)
 }
 
 /// Scrolls as little as shows the selected row.

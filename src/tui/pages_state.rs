@@ -6,6 +6,9 @@ use crate::results::window::{Band, BandRequest, PageColumn};
 /// Rows read beyond each edge of the screen, so scrolling a little needs no read.
 pub const BAND_MARGIN: usize = 200;
 
+/// Filters whose counts are remembered.
+pub const KNOWN_FILTERS: usize = 8;
+
 /// What the Pages view holds.
 #[derive(Debug, Clone)]
 pub struct PagesView {
@@ -26,8 +29,14 @@ pub struct PagesView {
     pub reading: Option<BandRequest>,
     /// Something changed while a read was under way: read again when it ends.
     pub stale: bool,
-    /// Snapshots since the last read was asked for.
+    /// Snapshots since the last read ended (or, while one runs, since it began).
     pub snapshots_since_read: u32,
+    /// Snapshots the last read took: a slow read (a large crawl) is
+    /// repeated less often, so the view never keeps the reader busy.
+    pub last_read_snapshots: u32,
+    /// The last counts of the rows passing the filters used lately, newest
+    /// last (a band in URL order read without counting holds only a lower bound).
+    pub known_totals: Vec<(String, usize)>,
 }
 
 impl Default for PagesView {
@@ -43,17 +52,47 @@ impl Default for PagesView {
             reading: None,
             stale: false,
             snapshots_since_read: 0,
+            last_read_snapshots: 0,
+            known_totals: Vec::new(),
         }
     }
 }
 
 impl PagesView {
-    /// Rows of the list, as the last band counted them.
+    /// Rows of the list: as the last band counted them, or at least as
+    /// many as it and the last count saw.
     pub fn total(&self) -> usize {
-        match &self.band {
-            Some(Ok(band)) => band.total,
-            _ => 0,
+        let Some(band) = self.band() else {
+            return 0;
+        };
+        match band.counted {
+            true => band.total,
+            false => band
+                .total
+                .max(self.known_total_of(&band.request.filter).unwrap_or(0)),
         }
+    }
+
+    /// Whether [`PagesView::total`] is a count, not a lower bound.
+    pub fn total_is_counted(&self) -> bool {
+        self.band().is_some_and(|b| b.counted) || self.known_total_of(&self.filter).is_some()
+    }
+
+    /// The last count of the rows passing `filter`, if there is one.
+    pub fn known_total_of(&self, filter: &str) -> Option<usize> {
+        self.known_totals
+            .iter()
+            .find(|(f, _)| f == filter)
+            .map(|(_, total)| *total)
+    }
+
+    /// Keeps a count, forgetting the oldest past [`KNOWN_FILTERS`].
+    pub fn remember_total(&mut self, filter: &str, total: usize) {
+        self.known_totals.retain(|(f, _)| f != filter);
+        if self.known_totals.len() == KNOWN_FILTERS {
+            self.known_totals.remove(0);
+        }
+        self.known_totals.push((filter.to_string(), total));
     }
 
     /// The last band read, if it was.

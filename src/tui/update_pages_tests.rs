@@ -55,13 +55,17 @@ fn row(rank: usize) -> Row {
     Row::of_page(record, &RuleOrigins::default())
 }
 
-/// The answer to `request` from a list of `total` rows.
+/// The answer to `request` from a list of `total` rows, counted as asked
+/// (in URL order, an uncounted band knows only that one more row exists).
 fn answer(request: &BandRequest, total: usize) -> Msg {
     let first = request.first.min(total);
     let end = (request.first + request.rows).min(total);
+    let in_url_order = request.sort == PageColumn::Url && !request.reverse;
+    let counted = request.count || !in_url_order || end == total;
     Msg::PagesRead(Ok(Band {
         request: request.clone(),
-        total,
+        total: if counted { total } else { end + 1 },
+        counted,
         first,
         rows: (first..end).map(row).collect(),
     }))
@@ -222,4 +226,25 @@ fn enter_on_a_finding_lists_its_pages() {
     let asked = reads(&update(&mut m, key(KeyCode::Enter)));
     assert_eq!(m.pane, Pane::Pages);
     assert_eq!(asked[0].filter, "audit:broken-links");
+}
+
+#[test]
+fn a_filter_seen_before_reads_its_band_quickly_and_a_new_one_is_counted_after() {
+    let mut m = pages_open(100_000);
+    assert_eq!(m.pages.known_total_of(""), Some(100_000));
+    // A new filter: counted at once (nothing is known of it).
+    update(&mut m, key(KeyCode::Char('/')));
+    let asked = reads(&typed(&mut m, "x"));
+    assert!(asked[0].count);
+    settle(&mut m, 500);
+    update(&mut m, key(KeyCode::Enter));
+    // Back to no filter, counted before: a quick band, the known total kept.
+    let asked = reads(&update(&mut m, key(KeyCode::Esc)));
+    assert!(!asked[0].count);
+    let recount = reads(&update(&mut m, answer(&asked[0], 100_000)));
+    assert!(recount.is_empty(), "the known count stands");
+    assert_eq!(m.pages.total(), 100_000);
+    // Scrolling past the band reads quickly too.
+    let asked = reads(&update(&mut m, key(KeyCode::Char('G'))));
+    assert!(!asked[0].count);
 }

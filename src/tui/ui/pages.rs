@@ -86,7 +86,9 @@ fn url_width(width: u16) -> usize {
 fn title(model: &Model) -> String {
     let view = &model.pages;
     let total = match view.band() {
-        Some(_) if view.band_is_current() => count(view.total() as u64),
+        Some(_) if view.band_is_current() && view.total_is_counted() => count(view.total() as u64),
+        // Read up to the band only, and never counted with this filter.
+        Some(_) if view.band_is_current() => format!("≥ {}", count(view.total() as u64)),
         _ => "…".into(),
     };
     let filter = match view.filter.is_empty() {
