@@ -38,11 +38,10 @@ pub(super) fn wanted(model: &Model, count: bool) -> BandRequest {
 }
 
 /// Asks for the band the screen needs, unless a read is under way (then
-/// once it ends): quickly (not counting past the band) when the filter's
-/// rows were counted before; a band read that way is followed by a count.
+/// once it ends): quickly, not counting past the band, so rows show at
+/// once; a band whose filter was never counted is followed by a count.
 pub(super) fn refresh(model: &mut Model) -> Vec<Effect> {
-    let count = model.pages.known_total_of(&model.pages.filter).is_none();
-    read(model, count)
+    read(model, false)
 }
 
 /// Asks for a band with every row counted.
