@@ -14,6 +14,26 @@ use crate::results::page::PageQuery;
 use crate::results::query::{parse_host, Fate, Format, Listing, Query, SortKey};
 use crate::results::sitemaps::FoundBy;
 
+/// How a listing is written: shared by `pages`, `links`, `audit` and `diff`.
+#[derive(Debug, Args, Default, Clone)]
+pub struct FormatArgs {
+    /// JSON lines.
+    #[arg(long, conflicts_with_all = ["csv", "tsv"])]
+    pub json: bool,
+    /// CSV with a header line.
+    #[arg(long, conflicts_with = "tsv")]
+    pub csv: bool,
+    /// Tab-separated values (the default when stdout is not a terminal).
+    #[arg(long)]
+    pub tsv: bool,
+}
+
+impl FormatArgs {
+    fn format(&self) -> Format {
+        format_of(self.json, self.csv, self.tsv)
+    }
+}
+
 /// Output and filter flags shared by `pages` and `links`.
 #[derive(Debug, Args, Default, Clone)]
 pub struct ListArgs {
@@ -26,15 +46,8 @@ pub struct ListArgs {
     /// At most this many rows (groups, chains).
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
-    /// JSON lines.
-    #[arg(long, conflicts_with_all = ["csv", "tsv"])]
-    pub json: bool,
-    /// CSV with a header line.
-    #[arg(long, conflicts_with = "tsv")]
-    pub csv: bool,
-    /// Tab-separated values (the default when stdout is not a terminal).
-    #[arg(long)]
-    pub tsv: bool,
+    #[command(flatten)]
+    pub format: FormatArgs,
 }
 
 #[derive(Debug, Args, Clone)]
@@ -116,7 +129,7 @@ fn host_of(host: Option<&str>) -> Result<Option<String>, UsageError> {
 }
 
 fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
-    let format = format_of(list.json, list.csv, list.tsv);
+    let format = list.format.format();
     Ok(Query {
         host: host_of(list.host.as_deref())?,
         limit: check_limit(list.limit)?,
@@ -276,15 +289,8 @@ pub struct DiffArgs {
     /// At most this many rows (every change is still counted).
     #[arg(long, value_name = "N")]
     pub limit: Option<usize>,
-    /// JSON lines.
-    #[arg(long, conflicts_with_all = ["csv", "tsv"])]
-    pub json: bool,
-    /// CSV with a header line.
-    #[arg(long, conflicts_with = "tsv")]
-    pub csv: bool,
-    /// Tab-separated values (the default when stdout is not a terminal).
-    #[arg(long)]
-    pub tsv: bool,
+    #[command(flatten)]
+    pub format: FormatArgs,
 }
 
 /// The query of `crawldeck diff`. One directory, or the same one twice, is
@@ -321,7 +327,7 @@ pub fn diff_query(args: DiffArgs) -> Result<DiffQuery, UsageError> {
     Ok(DiffQuery {
         old,
         new,
-        format: format_of(args.json, args.csv, args.tsv),
+        format: args.format.format(),
         only: args
             .only
             .as_deref()
