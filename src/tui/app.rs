@@ -417,6 +417,13 @@ fn perform(
                     let _ = due.send(Msg::PreviewDue(generation));
                 });
             }
+            Effect::PagesFilterAfter { generation, delay } => {
+                let due = listed.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(delay).await;
+                    let _ = due.send(Msg::PagesFilterDue(generation));
+                });
+            }
             Effect::SendPreview { generation, spec } => {
                 let id = control.send(crate::engine::control::Command::Preview(spec));
                 update(model, Msg::PreviewSent { generation, id });

@@ -53,6 +53,12 @@ pub enum Effect {
         records: Records,
         request: crate::results::window::BandRequest,
     },
+    /// Report `Msg::PagesFilterDue(generation)` after `delay` (the Pages
+    /// filter's wait for typing to pause).
+    PagesFilterAfter {
+        generation: u64,
+        delay: std::time::Duration,
+    },
     /// Run the audit for the Audit view (answered by `Msg::AuditRead`).
     ReadAudit { records: Records },
     /// Read one of a host's lists (answered by `Msg::HostListed`).

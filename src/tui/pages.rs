@@ -179,8 +179,11 @@ pub(super) fn open_filter(model: &mut Model) {
     model.open_prompt(PromptKind::PagesFilter, text);
 }
 
-/// The filter as typed so far: in force at once if it parses, else its
-/// error under the prompt (the last good filter stays).
+/// How long typing must pause before the filter typed is read.
+pub const TYPING_PAUSE: std::time::Duration = std::time::Duration::from_millis(300);
+
+/// The filter as typed so far: in force once typing pauses if it parses,
+/// else its error under the prompt (the last good filter stays).
 pub(super) fn filter_typed(model: &mut Model, text: &str) -> Vec<Effect> {
     if let Err(e) = PageFilter::parse(text, std::path::Path::new("")) {
         if let Some(prompt) = model.prompt.as_mut() {
@@ -188,7 +191,27 @@ pub(super) fn filter_typed(model: &mut Model, text: &str) -> Vec<Effect> {
         }
         return Vec::new();
     }
-    set_filter(model, text.trim().to_string())
+    let view = &mut model.pages;
+    let filter = text.trim().to_string();
+    if view.filter == filter {
+        return Vec::new();
+    }
+    view.filter = filter;
+    view.selected = 0;
+    view.top = 0;
+    view.typed += 1;
+    vec![Effect::PagesFilterAfter {
+        generation: view.typed,
+        delay: TYPING_PAUSE,
+    }]
+}
+
+/// Typing paused: the filter typed last is read, unless more came since.
+pub(super) fn typing_paused(model: &mut Model, generation: u64) -> Vec<Effect> {
+    match generation == model.pages.typed {
+        true => refresh(model),
+        false => Vec::new(),
+    }
 }
 
 /// Esc on the filter prompt: the filter before it opened.
@@ -202,12 +225,16 @@ pub(super) fn filter_cancelled(model: &mut Model) -> Vec<Effect> {
 /// Puts `filter` in force (from the top) and reads its first band.
 pub(super) fn set_filter(model: &mut Model, filter: String) -> Vec<Effect> {
     let view = &mut model.pages;
-    if view.filter == filter {
+    // A read waiting for typing to pause is this one, now.
+    view.typed += 1;
+    if view.filter == filter && view.band_is_current() {
         return Vec::new();
     }
-    view.filter = filter;
-    view.selected = 0;
-    view.top = 0;
+    if view.filter != filter {
+        view.filter = filter;
+        view.selected = 0;
+        view.top = 0;
+    }
     refresh(model)
 }
 

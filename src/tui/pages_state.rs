@@ -29,6 +29,9 @@ pub struct PagesView {
     pub reading: Option<BandRequest>,
     /// Something changed while a read was under way: read again when it ends.
     pub stale: bool,
+    /// Bumped on every change of the filter typed: a read waits for typing
+    /// to pause (a read of a large crawl is a pass over its rows).
+    pub typed: u64,
     /// Snapshots since the last read ended (or, while one runs, since it began).
     pub snapshots_since_read: u32,
     /// Snapshots the last read took: a slow read (a large crawl) is
@@ -51,6 +54,7 @@ impl Default for PagesView {
             band: None,
             reading: None,
             stale: false,
+            typed: 0,
             snapshots_since_read: 0,
             last_read_snapshots: 0,
             known_totals: Vec::new(),

@@ -64,6 +64,8 @@ pub enum Msg {
     QuarantineRead(Result<crate::engine::inspect::quarantine::Quarantine, String>),
     /// A band of the Pages view (`Effect::ReadPages`), or why it could not be read.
     PagesRead(Result<crate::results::window::Band, String>),
+    /// Typing in the Pages filter paused (`Effect::PagesFilterAfter`).
+    PagesFilterDue(u64),
     /// The audit's findings (`Effect::ReadAudit`), or why it could not run.
     AuditRead(Result<Vec<crate::results::audit::Finding>, String>),
     /// A page read for the inspector (`Effect::Inspect`), or why it could not be.
@@ -148,6 +150,7 @@ fn apply(model: &mut Model, msg: Msg) -> Vec<Effect> {
             Vec::new()
         }
         Msg::PagesRead(read) => pages::on_read(model, read),
+        Msg::PagesFilterDue(generation) => pages::typing_paused(model, generation),
         Msg::AuditRead(read) => {
             audit::on_read(model, read);
             Vec::new()

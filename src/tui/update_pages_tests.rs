@@ -25,6 +25,22 @@ fn typed(m: &mut Model, text: &str) -> Vec<Effect> {
         .collect()
 }
 
+/// Types `text`, then typing pauses (the timers the typing asked for end,
+/// the last one's read goes out).
+fn typed_then_pause(m: &mut Model, text: &str) -> Vec<Effect> {
+    let timers: Vec<u64> = typed(m, text)
+        .into_iter()
+        .filter_map(|e| match e {
+            Effect::PagesFilterAfter { generation, .. } => Some(generation),
+            _ => None,
+        })
+        .collect();
+    timers
+        .into_iter()
+        .flat_map(|generation| update(m, Msg::PagesFilterDue(generation)))
+        .collect()
+}
+
 fn model() -> Model {
     let (keymap, _) = keymap_from_str("");
     let mut m = Model::new(keymap, false, false);
@@ -121,20 +137,23 @@ fn scrolling_within_the_band_reads_nothing_and_past_it_reads_the_band_around_the
 }
 
 #[test]
-fn the_filter_applies_as_typed_once_it_parses_and_esc_restores_the_one_before() {
+fn the_filter_applies_once_typing_pauses_if_it_parses_and_esc_restores_the_one_before() {
     let mut m = pages_open(50);
     update(&mut m, key(KeyCode::Char('/')));
+    // Typing reads nothing: each change asks for a timer.
+    let effects = typed(&mut m, "status:4");
+    assert!(reads(&effects).is_empty());
+    assert!(effects
+        .iter()
+        .all(|e| matches!(e, Effect::PagesFilterAfter { .. })));
     // "status:4" is not a status yet: its error shows, and the last text that
-    // parsed ("status:", no status given) stays in force.
-    let asked = reads(&typed(&mut m, "status:4"));
-    assert_eq!(asked.len(), 1, "one read at a time while typing");
+    // parsed ("status:", no status given) is the filter.
     let error = m.prompt.as_ref().unwrap().error.clone().unwrap();
     assert!(error.contains("bad status"), "{error}");
     assert_eq!(m.pages.filter, "status:");
-    typed(&mut m, "04");
-    assert_eq!(m.pages.filter, "status:404");
-    // The read under way was for older text: its answer brings a read of this one.
-    let asked = reads(&update(&mut m, answer(&asked[0], 50)));
+    // Only the last timer reads, the filter typed last.
+    let asked = reads(&typed_then_pause(&mut m, "04"));
+    assert_eq!(asked.len(), 1);
     assert_eq!(asked[0].filter, "status:404");
     update(&mut m, answer(&asked[0], 3));
     assert!(m.pages.band_is_current());
@@ -146,10 +165,25 @@ fn the_filter_applies_as_typed_once_it_parses_and_esc_restores_the_one_before() 
 }
 
 #[test]
+fn enter_reads_the_filter_typed_at_once() {
+    let mut m = pages_open(50);
+    update(&mut m, key(KeyCode::Char('/')));
+    let timers = typed(&mut m, "fate:error");
+    let asked = reads(&update(&mut m, key(KeyCode::Enter)));
+    assert_eq!(asked[0].filter, "fate:error");
+    // The timers typing asked for read nothing more.
+    for e in timers {
+        if let Effect::PagesFilterAfter { generation, .. } = e {
+            assert!(reads(&update(&mut m, Msg::PagesFilterDue(generation))).is_empty());
+        }
+    }
+}
+
+#[test]
 fn a_submitted_filter_stays_and_esc_in_the_view_clears_it() {
     let mut m = pages_open(50);
     update(&mut m, key(KeyCode::Char('/')));
-    typed(&mut m, "fate:error");
+    typed_then_pause(&mut m, "fate:error");
     settle(&mut m, 2);
     update(&mut m, key(KeyCode::Enter));
     assert!(m.prompt.is_none());
@@ -236,7 +270,7 @@ fn bands_are_read_quickly_and_a_filter_never_counted_is_counted_after() {
     assert_eq!(m.pages.known_total_of(""), Some(100_000));
     // A new filter: its band at once, then a count (nothing is known of it).
     update(&mut m, key(KeyCode::Char('/')));
-    let asked = reads(&typed(&mut m, "x"));
+    let asked = reads(&typed_then_pause(&mut m, "x"));
     assert!(!asked[0].count);
     let recount = reads(&update(&mut m, answer(&asked[0], 5_000)));
     assert!(recount[0].count);
