@@ -128,7 +128,13 @@ pub fn run(query: &DiffQuery, out: impl Write) -> anyhow::Result<Summary> {
             let new = open(new, "new")?;
             summary.live = old.is_live() || new.is_live();
             let old = sides(query, &old, Pass::Current)?;
-            write_changes(query, old, sides(query, &new, Pass::Current)?, out, &mut summary)
+            write_changes(
+                query,
+                old,
+                sides(query, &new, Pass::Current)?,
+                out,
+                &mut summary,
+            )
         }
         Compared::Passes(dir) => {
             let crawl = open(dir, "")?;
@@ -139,7 +145,13 @@ pub fn run(query: &DiffQuery, out: impl Write) -> anyhow::Result<Summary> {
             summary.live = crawl.is_live();
             summary.pass = Some(pass);
             let old = sides(query, &crawl, Pass::Previous)?;
-            write_changes(query, old, sides(query, &crawl, Pass::Current)?, out, &mut summary)
+            write_changes(
+                query,
+                old,
+                sides(query, &crawl, Pass::Current)?,
+                out,
+                &mut summary,
+            )
         }
     };
     match written {
@@ -161,7 +173,11 @@ fn never_recrawled(dir: &Path) -> String {
 }
 
 fn open(dir: &Path, which: &str) -> anyhow::Result<Results> {
-    let which = if which.is_empty() { String::new() } else { format!("{which} ") };
+    let which = if which.is_empty() {
+        String::new()
+    } else {
+        format!("{which} ")
+    };
     Results::open(dir).with_context(|| format!("cannot read the {which}crawl in {}", dir.display()))
 }
 
