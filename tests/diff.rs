@@ -2,7 +2,8 @@
 //! twice unchanged, then once more after `DemoWeb::change_sites` removed a
 //! page, retitled one and broke a link; the diff lists exactly those changes
 //! in every format, exits 0 and 1 for them, 2 for bad usage, reads a running
-//! crawl through its engine and compares a recrawl with a copy taken before.
+//! crawl through its engine and compares a recrawl with a copy taken before,
+//! and, with `diff DIR`, with the pass before kept in the same directory.
 
 use crate::common;
 
@@ -202,7 +203,7 @@ fn bad_usage_exits_2(old: &Path, new: &Path, root: &Path) {
     let cases: &[(Vec<&str>, &str)] = &[
         (vec!["diff", s(old), s(old)], "same data directory"),
         (vec!["diff", s(old), &same_by_another_name], "cp -a"),
-        (vec!["diff", s(new)], "give OLD and NEW"),
+        (vec!["diff", s(new)], "was never recrawled"),
         (
             vec!["diff", s(old), s(&missing)],
             "does not exist; give the --data directory",
@@ -255,6 +256,17 @@ async fn a_running_crawl_is_compared_through_its_engine(
     .unwrap();
     assert_eq!((listed(&lines), code), (expected(), Some(1)), "{stderr}");
     assert!(stderr.contains("a running crawl"), "{stderr}");
+    // Its recrawl pass has fetched nothing yet: every URL as the pass before.
+    let dir = new.to_path_buf();
+    let (lines, code, stderr) =
+        tokio::task::spawn_blocking(move || diff_json(&["diff", s(&dir), "--json"]))
+            .await
+            .unwrap();
+    assert_eq!((lines.len(), code), (0, Some(0)), "{lines:?} {stderr}");
+    assert!(
+        stderr.contains("no changes (recrawl pass 1, running"),
+        "{stderr}"
+    );
     let _ = stop_tx.send(());
     tokio::time::timeout(common::CRAWL_LIMIT, running.done)
         .await
@@ -276,6 +288,57 @@ async fn a_recrawl_is_compared_with_a_copy_taken_before(
         .status()
         .expect("cp runs");
     assert!(copied.success());
+    recrawl(demo, dir).await;
+    let args = [before, dir.to_path_buf()];
+    let (lines, code, stderr) = tokio::task::spawn_blocking(move || {
+        diff_json(&["diff", s(&args[0]), s(&args[1]), "--json"])
+    })
+    .await
+    .unwrap();
+    let mut want: Listed = expected()
+        .into_iter()
+        .map(|(kind, p, old, new)| match kind.as_str() {
+            "removed" => ("broken".into(), p, old, Some("404".into())),
+            _ => (kind, p, old, new),
+        })
+        .collect();
+    want.sort_by(|a, b| a.1.cmp(&b.1));
+    assert_eq!((listed(&lines), code), (want.clone(), Some(1)), "{stderr}");
+
+    a_recrawl_is_compared_with_its_pass_before(demo, dir, want).await;
+}
+
+/// `diff DIR` lists what the copy-then-recrawl workflow lists, without the
+/// copy; a pass that changed nothing lists nothing (the pass before last is
+/// dropped, not compared).
+async fn a_recrawl_is_compared_with_its_pass_before(
+    demo: &crawldeck::demo::DemoWeb,
+    dir: &Path,
+    want: Listed,
+) {
+    let diff_dir =
+        |dir: PathBuf| tokio::task::spawn_blocking(move || diff_json(&["diff", s(&dir), "--json"]));
+    let (lines, code, stderr) = diff_dir(dir.to_path_buf()).await.unwrap();
+    assert_eq!((listed(&lines), code), (want, Some(1)), "{stderr}");
+    assert!(
+        stderr.contains("(recrawl pass 1 against the pass before)"),
+        "{stderr}"
+    );
+    let home = |c: &serde_json::Value| c["linked_from"].as_str().map(path);
+    let broken: Vec<_> = lines.iter().filter(|c| c["change"] == "broken").collect();
+    assert!(
+        broken.iter().all(|c| home(c).as_deref() == Some("/")),
+        "{broken:?}"
+    );
+
+    recrawl(demo, dir).await;
+    let (lines, code, stderr) = diff_dir(dir.to_path_buf()).await.unwrap();
+    assert_eq!((lines.len(), code), (0, Some(0)), "{lines:?} {stderr}");
+    assert!(stderr.contains("no changes (recrawl pass 2"), "{stderr}");
+}
+
+/// Runs a `--recrawl` pass of `dir` to its end.
+async fn recrawl(demo: &crawldeck::demo::DemoWeb, dir: &Path) {
     let options = EngineOptions {
         recrawl: true,
         ..EngineOptions::default()
@@ -293,19 +356,4 @@ async fn a_recrawl_is_compared_with_a_copy_taken_before(
         .expect("the recrawl ends")
         .expect("no panic")
         .expect("no engine error");
-    let args = [before, dir.to_path_buf()];
-    let (lines, code, stderr) = tokio::task::spawn_blocking(move || {
-        diff_json(&["diff", s(&args[0]), s(&args[1]), "--json"])
-    })
-    .await
-    .unwrap();
-    let mut want: Listed = expected()
-        .into_iter()
-        .map(|(kind, p, old, new)| match kind.as_str() {
-            "removed" => ("broken".into(), p, old, Some("404".into())),
-            _ => (kind, p, old, new),
-        })
-        .collect();
-    want.sort_by(|a, b| a.1.cmp(&b.1));
-    assert_eq!((listed(&lines), code), (want, Some(1)), "{stderr}");
 }

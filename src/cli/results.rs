@@ -8,7 +8,7 @@ use clap::Args;
 
 use super::UsageError;
 use crate::results::audit::Check;
-use crate::results::diff::{ChangeKind, DiffQuery};
+use crate::results::diff::{ChangeKind, Compared, DiffQuery};
 use crate::results::facts::{FactFilters, Missing};
 use crate::results::page::PageQuery;
 use crate::results::query::{parse_host, Fate, Format, Listing, Query, SortKey};
@@ -270,10 +270,12 @@ pub fn page_query(args: PageArgs) -> Result<PageQuery, UsageError> {
     })
 }
 
-/// `crawldeck diff`: two crawls of one site compared.
+/// `crawldeck diff`: two crawls of one site compared, or a recrawled
+/// crawl's last pass with the pass before.
 #[derive(Debug, Args, Clone)]
 pub struct DiffArgs {
-    /// The earlier crawl's data directory (a running crawl is read through its engine).
+    /// The earlier crawl's data directory (a running crawl is read through
+    /// its engine); alone, a recrawled crawl whose passes are compared.
     #[arg(value_name = "OLD")]
     pub old: PathBuf,
     /// The later crawl's data directory.
@@ -293,40 +295,29 @@ pub struct DiffArgs {
     pub format: FormatArgs,
 }
 
-/// The query of `crawldeck diff`. One directory, or the same one twice, is
-/// a usage error: a data directory keeps only the last recrawl pass of each
-/// page, so there is no earlier pass in it to compare with.
+/// The query of `crawldeck diff`. The same directory twice is a usage
+/// error: one directory alone compares its recrawl passes.
 pub fn diff_query(args: DiffArgs) -> Result<DiffQuery, UsageError> {
-    let old = args.old;
-    let copy_first = |dir: &std::path::Path| {
-        let dir = dir.display();
-        format!(
-            "a data directory keeps only the last recrawl pass of each page; to compare a \
-             recrawl with the pass before, copy the directory first: `cp -a {dir} {dir}.before`, \
-             `crawldeck crawl --headless --data {dir} --recrawl`, then \
-             `crawldeck diff {dir}.before {dir}`"
-        )
+    let compared = match (args.old, args.new) {
+        (dir, None) => Compared::Passes(dir),
+        (old, Some(new)) => {
+            let same = match (old.canonicalize(), new.canonicalize()) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => false,
+            };
+            if same {
+                let dir = new.display();
+                return Err(UsageError(format!(
+                    "OLD and NEW are the same data directory ({dir}); give two crawls, or to \
+                     compare its last recrawl pass with the pass before, \
+                     `crawldeck diff {dir}` alone (or copy it first: `cp -a {dir} {dir}.before`)"
+                )));
+            }
+            Compared::Crawls(old, new)
+        }
     };
-    let Some(new) = args.new else {
-        return Err(UsageError(format!(
-            "diff compares two crawls: give OLD and NEW data directories; {}",
-            copy_first(&old)
-        )));
-    };
-    let same = match (old.canonicalize(), new.canonicalize()) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    };
-    if same {
-        return Err(UsageError(format!(
-            "OLD and NEW are the same data directory ({}); give two crawls; {}",
-            new.display(),
-            copy_first(&new)
-        )));
-    }
     Ok(DiffQuery {
-        old,
-        new,
+        compared,
         format: args.format.format(),
         only: args
             .only

@@ -7,11 +7,9 @@ use url::Url;
 use super::fetch::Validators;
 use super::frontier::{FrontierEntry, FrontierStore};
 use super::prioritize::priority;
-use super::store::{PageOutcome, PageRecord, Store, StoreError, Tree};
+use super::store::{PageOutcome, PageRecord, Store, StoreError};
 use super::EngineError;
 
-/// Meta key: the number of the current recrawl pass (0 or absent: none yet).
-pub const PASS_KEY: &[u8] = b"recrawl_pass";
 /// Frontier entries pushed per batch while a pass is queued.
 const PUSH_CHUNK: usize = 4096;
 
@@ -80,18 +78,13 @@ pub fn start_pass(
         return Err(store_err(e));
     }
     queued += frontier.push(chunk).map_err(store_err)?;
-    let pass = store
-        .get::<u32>(Tree::Meta, PASS_KEY)
-        .map_err(store_err)?
-        .unwrap_or(0)
-        + 1;
-    store.put(Tree::Meta, PASS_KEY, &pass).map_err(store_err)?;
+    let pass = store.start_recrawl_pass().map_err(store_err)?;
     Ok((pass, queued))
 }
 
 /// The recrawl pass the crawl in `store` is in (0: its first crawl).
 pub fn current_pass(store: &Store) -> Result<u32, StoreError> {
-    Ok(store.get(Tree::Meta, PASS_KEY)?.unwrap_or(0))
+    Ok(store.recrawl_pass())
 }
 
 /// The validators of a URL's last fetch, for a conditional request.

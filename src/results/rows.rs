@@ -340,8 +340,21 @@ impl Rows {
         with_referrers: bool,
         rules: std::sync::Arc<RuleOrigins>,
     ) -> Result<Rows, StoreError> {
+        let pages = results.pages(prefix)?;
+        Rows::with_pages(pages, results, prefix, with_filtered, with_referrers, rules)
+    }
+
+    /// [`Rows::open`] over these page records (the previous recrawl pass's).
+    pub fn with_pages(
+        pages: Entries<PageRecord>,
+        results: &Results,
+        prefix: &str,
+        with_filtered: bool,
+        with_referrers: bool,
+        rules: std::sync::Arc<RuleOrigins>,
+    ) -> Result<Rows, StoreError> {
         Ok(Rows {
-            pages: results.pages(prefix)?.peekable(),
+            pages: pages.peekable(),
             filtered: if with_filtered {
                 Some(results.filtered(prefix)?.peekable())
             } else {

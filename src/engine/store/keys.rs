@@ -10,6 +10,7 @@
 //! - `m <name>`                                   — counters written in the same batches
 //! - `h <pass u32 BE> <host>`                     — a host's figures, written with the counters
 //! - `x <url>`                                    — the sitemap that listed a URL (`sitemaps.rs`)
+//! - `o <pass u32 BE> <url>`                      — a URL's record before recrawl pass `pass` rewrote it (`previous.rs`)
 
 pub(crate) const QUEUE: u8 = b'f';
 pub(crate) const SEEN: u8 = b's';
@@ -17,6 +18,7 @@ pub(crate) const PAGE: u8 = b'p';
 pub(crate) const PARKED: u8 = b'k';
 pub(crate) const HOST_FIGURES: u8 = b'h';
 pub(crate) const SITEMAP: u8 = b'x';
+pub(crate) const PREVIOUS: u8 = b'o';
 
 pub(crate) const META_SEQ: &[u8] = b"mseq";
 pub(crate) const META_PAGES: &[u8] = b"mpages";
@@ -36,6 +38,13 @@ pub(crate) fn host_figures_prefix(pass: u32) -> Vec<u8> {
 pub(crate) fn host_figures_key(pass: u32, host: &str) -> Vec<u8> {
     let mut key = host_figures_prefix(pass);
     key.extend_from_slice(host.as_bytes());
+    key
+}
+
+/// Prefix of the records recrawl pass `pass` kept from the pass before.
+pub(crate) fn previous_prefix(pass: u32) -> Vec<u8> {
+    let mut key = vec![PREVIOUS];
+    key.extend_from_slice(&pass.to_be_bytes());
     key
 }
 

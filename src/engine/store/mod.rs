@@ -14,6 +14,7 @@ mod gzip;
 mod index;
 mod inlinks;
 pub(crate) mod keys;
+mod previous;
 pub mod private;
 mod query;
 mod record_codec;
@@ -27,7 +28,7 @@ mod warc_read;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::de::DeserializeOwned;
@@ -202,6 +203,9 @@ struct Inner {
     /// Which content digests are stored (see `digests.rs`).
     digests: digests::DigestIndex,
     pages: AtomicU64,
+    /// The recrawl pass (see `previous.rs`): page records written over
+    /// earlier ones keep those from pass 1 on.
+    recrawl_pass: AtomicU32,
     /// Serialises batch application so the page counter stays exact.
     apply_lock: Mutex<()>,
     faults: DiskFaults,
@@ -255,11 +259,13 @@ impl Store {
             None => 0,
         };
         index::adopt_sled_tree(&index, &db, "referrers", index::Rows::Referrers)?;
+        let meta = open_tree("meta")?;
+        let recrawl_pass = Store::stored_pass(&meta)?;
         let inner = Inner {
             rules: open_tree("rules")?,
             alerts: open_tree("alerts")?,
             hosts: open_tree("hosts")?,
-            meta: open_tree("meta")?,
+            meta,
             sitemaps: open_tree("sitemaps")?,
             index,
             referrer_counts: Mutex::default(),
@@ -270,6 +276,7 @@ impl Store {
             crawl,
             db,
             pages: AtomicU64::new(pages),
+            recrawl_pass: AtomicU32::new(recrawl_pass),
             apply_lock: Mutex::new(()),
             faults,
         };
@@ -469,15 +476,7 @@ impl Store {
         self.simulated_fault("batch write")?;
         // One write per key, the last one, as a single atomic write needs.
         let mut writes: BTreeMap<Vec<u8>, Option<Vec<u8>>> = batch.writes.into_iter().collect();
-        let mut new_pages = 0u64;
-        for (key, value) in &writes {
-            if key.first() == Some(&keys::PAGE)
-                && value.is_some()
-                && !self.inner.crawl.contains_key(key, "page lookup")?
-            {
-                new_pages += 1;
-            }
-        }
+        let new_pages = self.count_new_pages(&mut writes)?;
         let pages = self.inner.pages.load(Ordering::Relaxed) + new_pages;
         if new_pages > 0 {
             writes.insert(

@@ -30,9 +30,10 @@ pub const SOCKET_FILE: &str = "results.sock";
 /// Readers served at once; more are told the engine is busy. One `pages`
 /// listing holds up to six streams per URL prefix (pages, links left out,
 /// referrers, inlinks, fragments read by audit, sitemap rows; two prefixes
-/// with `--host`) and then the parked URLs, and a closed stream's thread ends
-/// a moment after the client moves on.
-const MAX_READERS: usize = 16;
+/// with `--host`) and then the parked URLs; `diff DIR` reads two passes at
+/// once, four streams per prefix each. A closed stream's thread ends a
+/// moment after the client moves on.
+const MAX_READERS: usize = 24;
 
 /// A reader that stops reading (or sending) for this long is dropped.
 const IDLE_LIMIT: Duration = Duration::from_secs(60);
@@ -234,6 +235,8 @@ fn answer(verb: &str, arg: &str, reading: &Reading, out: &mut impl Write) -> Res
         "inlinks" => send_all(store.inlink_entries(arg), stop, out)?,
         "fragments" => send_all(store.fragment_links(arg), stop, out)?,
         "sitemaps" => send_all(store.sitemap_entries(arg), stop, out)?,
+        "previous-pages" => send_all(store.previous_pass_records(arg), stop, out)?,
+        "recrawl-pass" => send_line(&store.recrawl_pass(), out)?,
         "page" => send_line(&store.page(arg)?, out)?,
         "referrers-of" => send_line(&store.referrers(arg)?, out)?,
         "rules" => send_line(&store.rule_origins()?, out)?,
@@ -425,6 +428,23 @@ impl Results {
             }
         }
         Store::open(data_dir, READ_CACHE_BYTES).map(Results::Local)
+    }
+
+    /// The page records as the previous recrawl pass left them (see
+    /// [`Store::previous_pass_records`]), in URL order.
+    pub fn previous_pass_pages(&self, url_prefix: &str) -> Result<Entries<PageRecord>, StoreError> {
+        match self {
+            Results::Local(s) => Ok(s.previous_pass_records(url_prefix)),
+            Results::Remote(r) => r.stream("previous-pages", url_prefix),
+        }
+    }
+
+    /// The recrawl pass the crawl is in (0: never recrawled).
+    pub fn recrawl_pass(&self) -> Result<u32, StoreError> {
+        match self {
+            Results::Local(s) => Ok(s.recrawl_pass()),
+            Results::Remote(r) => r.one("recrawl-pass", ""),
+        }
     }
 
     /// Page records whose URL starts with `url_prefix`, in URL order.

@@ -4,6 +4,8 @@
 //! canonical, indexability, description and h1 changes. Both crawls are
 //! walked in URL order side by side (`compare::Paired`), so memory stays flat
 //! whatever their size; either may be running (read through its engine).
+//! `crawldeck diff DIR` compares a recrawled crawl's previous pass (the
+//! records the store kept, `store::previous`) with its current records.
 
 mod compare;
 
@@ -20,13 +22,20 @@ use super::query::{host_prefixes, Format};
 use super::rows::{Rows, RuleOrigins};
 use crate::engine::store::remote::Results;
 
+/// What a diff compares.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Compared {
+    /// Two crawls: the earlier one's data directory, then the later one's.
+    Crawls(PathBuf, PathBuf),
+    /// The last recrawl pass of one data directory with the pass before.
+    Passes(PathBuf),
+}
+
 /// A checked `crawldeck diff`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiffQuery {
-    /// The earlier crawl's data directory.
-    pub old: PathBuf,
-    /// The later one's.
-    pub new: PathBuf,
+    /// The crawls, or the passes of one.
+    pub compared: Compared,
     /// Output format.
     pub format: Format,
     /// Keep these kinds of change (empty: all).
@@ -47,6 +56,8 @@ pub struct Summary {
     pub live: bool,
     /// URLs both crawls recorded.
     pub shared_urls: u64,
+    /// The recrawl pass compared with the one before (`diff DIR`).
+    pub pass: Option<u32>,
 }
 
 impl Summary {
@@ -71,10 +82,11 @@ impl Summary {
             .filter(|k| self.of(**k) > 0)
             .map(|k| format!("{} {}", self.of(*k), k.label()))
             .collect();
-        let live = if self.live {
-            " (a running crawl: as recorded so far)"
-        } else {
-            ""
+        let live = match (self.live, self.pass) {
+            (true, Some(p)) => format!(" (recrawl pass {p}, running: as recorded so far)"),
+            (true, None) => " (a running crawl: as recorded so far)".to_string(),
+            (false, Some(p)) => format!(" (recrawl pass {p} against the pass before)"),
+            (false, None) => String::new(),
         };
         // Every URL added or removed: most likely not the same site's URLs.
         let apart = if self.shared_urls == 0 && self.total() > 0 {
@@ -109,13 +121,40 @@ static DIFF_FIELDS: [Column; 5] = [
 /// Compares the two crawls, writing one row per change to `out`. A reader
 /// that goes away (`| head`) ends it quietly, with `complete` false.
 pub fn run(query: &DiffQuery, out: impl Write) -> anyhow::Result<Summary> {
-    let old = open(&query.old, "old")?;
-    let new = open(&query.new, "new")?;
-    let mut summary = Summary {
-        live: old.is_live() || new.is_live(),
-        ..Summary::default()
+    let mut summary = Summary::default();
+    let written = match &query.compared {
+        Compared::Crawls(old, new) => {
+            let old = open(old, "old")?;
+            let new = open(new, "new")?;
+            summary.live = old.is_live() || new.is_live();
+            let old = sides(query, &old, Pass::Current)?;
+            write_changes(
+                query,
+                old,
+                sides(query, &new, Pass::Current)?,
+                out,
+                &mut summary,
+            )
+        }
+        Compared::Passes(dir) => {
+            let crawl = open(dir, "")?;
+            let pass = crawl.recrawl_pass()?;
+            if pass == 0 {
+                anyhow::bail!(never_recrawled(dir));
+            }
+            summary.live = crawl.is_live();
+            summary.pass = Some(pass);
+            let old = sides(query, &crawl, Pass::Previous)?;
+            write_changes(
+                query,
+                old,
+                sides(query, &crawl, Pass::Current)?,
+                out,
+                &mut summary,
+            )
+        }
     };
-    match write_changes(query, &old, &new, out, &mut summary) {
+    match written {
         Ok(()) => summary.complete = true,
         Err(e) if super::is_broken_pipe(&e) => {}
         Err(e) => return Err(e),
@@ -123,15 +162,38 @@ pub fn run(query: &DiffQuery, out: impl Write) -> anyhow::Result<Summary> {
     Ok(summary)
 }
 
+/// Why `diff DIR` has nothing to compare, and what to do.
+fn never_recrawled(dir: &Path) -> String {
+    let dir = dir.display();
+    format!(
+        "{dir} was never recrawled, so it holds no earlier pass to compare with: run \
+         `crawldeck crawl --headless --data {dir} --recrawl`, then `crawldeck diff {dir}`; \
+         or give OLD and NEW data directories of two crawls"
+    )
+}
+
 fn open(dir: &Path, which: &str) -> anyhow::Result<Results> {
-    Results::open(dir)
-        .with_context(|| format!("cannot read the {which} crawl in {}", dir.display()))
+    let which = if which.is_empty() {
+        String::new()
+    } else {
+        format!("{which} ")
+    };
+    Results::open(dir).with_context(|| format!("cannot read the {which}crawl in {}", dir.display()))
+}
+
+/// Which records of a crawl are compared.
+#[derive(Clone, Copy)]
+enum Pass {
+    /// Its page records.
+    Current,
+    /// Its records as the previous recrawl pass left them.
+    Previous,
 }
 
 fn write_changes(
     query: &DiffQuery,
-    old: &Results,
-    new: &Results,
+    old: impl Iterator<Item = anyhow::Result<Side>>,
+    new: impl Iterator<Item = anyhow::Result<Side>>,
     out: impl Write,
     summary: &mut Summary,
 ) -> anyhow::Result<()> {
@@ -141,7 +203,7 @@ fn write_changes(
     };
     let mut output = Output::start(out, query.format, columns)?;
     let limit = query.limit.unwrap_or(usize::MAX) as u64;
-    for pair in Paired::new(sides(query, old)?, sides(query, new)?) {
+    for pair in Paired::new(old, new) {
         let (o, n) = pair?;
         summary.shared_urls += u64::from(o.is_some() && n.is_some());
         for change in changes(o.as_ref(), n.as_ref()) {
@@ -162,6 +224,7 @@ fn write_changes(
 fn sides<'a>(
     query: &'a DiffQuery,
     results: &Results,
+    pass: Pass,
 ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Side>> + 'a> {
     let rules = Arc::new(RuleOrigins::load(results)?);
     let mut streams = Vec::new();
@@ -169,7 +232,18 @@ fn sides<'a>(
         // Page records only: links left out and parked URLs were never asked
         // for; referrers for `linked_from` and, with the sitemap rows, for
         // telling a sitemap file (never a broken link) from a page.
-        streams.push(Rows::open(results, &prefix, false, true, rules.clone())?);
+        let pages = match pass {
+            Pass::Current => results.pages(&prefix)?,
+            Pass::Previous => results.previous_pass_pages(&prefix)?,
+        };
+        streams.push(Rows::with_pages(
+            pages,
+            results,
+            &prefix,
+            false,
+            true,
+            rules.clone(),
+        )?);
     }
     Ok(streams
         .into_iter()
