@@ -197,7 +197,7 @@ async fn an_extraction_added_with_ctl_applies_from_then_on_and_survives_kill_9()
         .stderr(Stdio::null())
         .spawn()
         .expect("crawldeck starts");
-    let engine = Killed(child);
+    let engine = std::sync::Mutex::new(Killed(child));
     poll("the engine's control socket", || {
         ctl(&data, &["checkpoint"]).status.success()
     })
@@ -219,12 +219,16 @@ async fn an_extraction_added_with_ctl_applies_from_then_on_and_survives_kill_9()
     );
 
     assert!(ctl(&data, &["resume"]).status.success());
+    // Pages fetched with the extraction, or the run already at its page
+    // budget and gone (on a slow machine the poll may miss it running).
     poll("pages fetched with the extraction", || {
+        let exited = engine.lock().unwrap().0.try_wait().unwrap().is_some();
         let status = run_binary(&["status", &data_arg, "--json"]);
-        serde_json::from_slice::<StatusReport>(&status.stdout).is_ok_and(|r| r.pages >= 16)
+        exited
+            || serde_json::from_slice::<StatusReport>(&status.stdout).is_ok_and(|r| r.pages >= 16)
     })
     .await;
-    drop(engine); // kill -9
+    drop(engine); // kill -9, if it still runs
 
     // The next run reads the extraction from crawl.toml.
     ok_stdout(&[
