@@ -84,7 +84,8 @@ pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
     };
     let custom = if record.custom.is_empty() { 0 } else { CUSTOM };
     let more = kind | check | custom;
-    // Pages, nearly every record, keep the one word of earlier versions.
+    // The second word only when something needs it: records without a
+    // fingerprint (redirects, errors, links left out) keep the one word.
     let flags = if more != 0 { flags | MORE_FLAGS } else { flags };
     out.0.extend_from_slice(&flags.to_le_bytes());
     if more != 0 {
