@@ -16,7 +16,7 @@ use super::extract::custom::Extractions;
 use super::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
 use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
 use super::frontier::Lease;
-use super::near_dup::Templates;
+use super::near_dup::{Fingerprint, Templates};
 use super::page_facts::NoindexSource;
 use super::robots::{self, RobotsAnswer, SharedRobots};
 use super::sitemaps::parse::{self as sitemap, Limits, ParseError, Parsed};
@@ -92,9 +92,7 @@ pub struct Fetched {
     /// Present for HTML 2xx responses.
     pub extracted: Option<Extracted>,
     /// The content fingerprint of those, the host's template left out (`near_dup`).
-    pub simhash: Option<u64>,
-    /// Its second hash, which near-duplicate listings check pairs against.
-    pub simhash_check: Option<u64>,
+    pub fingerprint: Option<Fingerprint>,
     pub warc_error: Option<String>,
     /// Where the response was archived.
     pub warc_at: Option<WarcLocation>,
@@ -212,8 +210,7 @@ fn process(
         directives,
         digest,
         extracted,
-        simhash: fingerprint.map(|f| f.simhash),
-        simhash_check: fingerprint.map(|f| f.check),
+        fingerprint,
         warc_error,
         warc_at,
     }
@@ -272,8 +269,7 @@ fn checked(response: Response) -> Fetched {
         noindex: None,
         digest: None,
         extracted: None,
-        simhash: None,
-        simhash_check: None,
+        fingerprint: None,
         warc_error: None,
         warc_at: None,
     }

@@ -96,13 +96,7 @@ pub fn extraction_of(text: &str, selector: &str) -> Result<ExtractionSpec, Strin
         Some((name, attr)) => (name, Some(attr.trim().to_ascii_lowercase())),
         None => (text, None),
     };
-    let spec = ExtractionSpec {
-        name: name.trim().to_string(),
-        selector: selector.to_string(),
-        attribute,
-    };
-    spec.check()?;
-    Ok(spec)
+    ExtractionSpec::new(name, selector, attribute)
 }
 
 /// Parses a duration the operator typed: `500ms`, `2s`, `1m`.

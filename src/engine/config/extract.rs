@@ -43,6 +43,15 @@ impl ExtractionSpec {
             }
             _ => (rest, None),
         };
+        ExtractionSpec::new(name, selector, attribute)
+    }
+
+    /// The extraction `name` of `selector` (its `attribute`, else its text), checked.
+    pub fn new(
+        name: &str,
+        selector: &str,
+        attribute: Option<String>,
+    ) -> Result<ExtractionSpec, String> {
         let spec = ExtractionSpec {
             name: name.trim().to_string(),
             selector: selector.to_string(),

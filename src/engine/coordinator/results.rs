@@ -317,7 +317,8 @@ impl Coordinator {
         let new_links = admitted.len();
         let exact_copy = matches!(record.outcome, PageOutcome::Duplicate { .. });
         self.commit(lease, record, admitted.entries);
-        if let (Some(simhash), Some(url)) = (page.simhash, parent) {
+        let simhash = page.fingerprint.map(|f| f.simhash);
+        if let (Some(simhash), Some(url)) = (simhash, parent) {
             if let Some(d) = self
                 .traps
                 .on_fetched(&url, Some(simhash), new_links, exact_copy)
@@ -364,8 +365,8 @@ impl Coordinator {
             }
         } else if let Some(extracted) = &mut page.extracted {
             record.title = std::mem::take(&mut extracted.title);
-            record.simhash = page.simhash;
-            record.simhash_check = page.simhash_check;
+            record.simhash = page.fingerprint.map(|f| f.simhash);
+            record.simhash_check = page.fingerprint.map(|f| f.check);
             record.canonical = extracted.canonical.as_ref().map(|u| u.to_string());
             record.facts = Some(std::mem::take(&mut extracted.facts));
             record.custom = std::mem::take(&mut extracted.custom);
