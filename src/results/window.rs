@@ -154,6 +154,17 @@ pub struct Band {
 }
 
 impl Band {
+    /// The rows of `request`'s ranks among `total`.
+    fn new(request: &BandRequest, total: usize, counted: bool, rows: Vec<Row>) -> Band {
+        Band {
+            request: request.clone(),
+            total,
+            counted,
+            first: request.first.min(total),
+            rows,
+        }
+    }
+
     /// The row of `rank`, if the band holds it.
     pub fn row(&self, rank: usize) -> Option<&Row> {
         self.rows.get(rank.checked_sub(self.first)?)
@@ -172,27 +183,22 @@ pub struct PageFilter {
     query: Query,
     /// Lower-cased words that the URL or the title must each contain.
     words: Vec<String>,
+    /// Lower-cased text the media type must contain (`type:`).
+    media: Option<String>,
     /// Only the URLs an audit check names.
     audit: Option<Check>,
     /// Only pages on which this custom extraction found something.
     extract: Option<String>,
 }
 
-/// The filter keys, for help and errors.
-pub const FILTER_KEYS: &str =
-    "status:404|4xx  fate:fetched|redirect|duplicate|error|blocked|parked  indexable:yes|no  \
-     host:NAME  type:TEXT  by:REASON  missing:title,description,h1  audit:CHECK  extract:NAME  \
-     and words of the URL or title";
-
 impl PageFilter {
     /// Parses a filter as typed; a bad word is named with what it takes.
     pub fn parse(text: &str, data_dir: &Path) -> Result<PageFilter, String> {
         let mut query = Query::new(data_dir.to_path_buf(), Listing::Pages, Format::Json);
         let mut words = Vec::new();
-        let mut audit = None;
-        let mut extract = None;
+        let (mut media, mut audit, mut extract) = (None, None, None);
         for word in text.split_whitespace() {
-            let Some((key, value)) = word.split_once(':').filter(|(k, _)| is_key(k)) else {
+            let Some((key, value)) = word.split_once(':') else {
                 words.push(word.to_lowercase());
                 continue;
             };
@@ -203,15 +209,17 @@ impl PageFilter {
                 "host" => query.host = Some(parse_host(value)?),
                 "by" => query.by = Some(Query::parse_by(value)?),
                 "missing" => query.facts.missing = Missing::parse_list(value)?,
-                "type" => words.push(format!("type:{}", value.to_lowercase())),
+                "type" => media = Some(value.to_lowercase()),
                 "audit" => audit = Some(Check::parse(value)?),
                 "extract" => extract = Some(value.to_string()),
-                _ => unreachable!("is_key lists the keys"),
+                // Not a key (a colon in free text, as in a URL): a word.
+                _ => words.push(word.to_lowercase()),
             }
         }
         Ok(PageFilter {
             query,
             words,
+            media,
             audit,
             extract,
         })
@@ -219,7 +227,11 @@ impl PageFilter {
 
     fn passes(&self, row: &Row, audit_urls: Option<&HashSet<u64>>) -> bool {
         row.passes(&self.query)
-            && self.words.iter().all(|w| word_matches(w, row))
+            && self.media.as_deref().is_none_or(|media| {
+                let media_type = row.content_type.as_deref().unwrap_or_default();
+                media_type.to_lowercase().contains(media)
+            })
+            && self.words_match(row)
             && audit_urls.is_none_or(|urls| urls.contains(&url_hash(&row.url)))
             && self
                 .extract
@@ -228,22 +240,19 @@ impl PageFilter {
     }
 }
 
-fn is_key(key: &str) -> bool {
-    matches!(
-        key.to_ascii_lowercase().as_str(),
-        "status" | "fate" | "indexable" | "host" | "by" | "missing" | "type" | "audit" | "extract"
-    )
-}
-
-fn word_matches(word: &str, row: &Row) -> bool {
-    if let Some(media) = word.strip_prefix("type:") {
-        return row
-            .content_type
-            .as_deref()
-            .is_some_and(|t| t.to_lowercase().contains(media));
+impl PageFilter {
+    /// Whether the row's URL or title holds every word (each lower-cased
+    /// once a row, not once a word).
+    fn words_match(&self, row: &Row) -> bool {
+        if self.words.is_empty() {
+            return true;
+        }
+        let url = row.url.to_lowercase();
+        let title = row.title.as_deref().map(str::to_lowercase);
+        self.words.iter().all(|w| {
+            url.contains(w.as_str()) || title.as_deref().is_some_and(|t| t.contains(w.as_str()))
+        })
     }
-    let within = |s: &str| s.to_lowercase().contains(word);
-    within(&row.url) || row.title.as_deref().is_some_and(within)
 }
 
 /// A URL's hash, fragment left off (a broken fragment's finding names its page).
@@ -363,9 +372,8 @@ impl Pass<'_> {
             total += 1;
             request.count || total <= end
         })?;
-        let mut band = self.band(request, total, rows);
-        band.counted = request.count || total <= end;
-        Ok(band)
+        let counted = request.count || total <= end;
+        Ok(Band::new(request, total, counted, rows))
     }
 
     /// Any other order: a heap keeps the ranks up to the band's last (the
@@ -410,17 +418,7 @@ impl Pass<'_> {
         })?;
         found.sort_by_key(|(at, _)| *at);
         let rows = found.into_iter().map(|(_, row)| row).collect();
-        Ok(self.band(request, total, rows))
-    }
-
-    fn band(&self, request: &BandRequest, total: usize, rows: Vec<Row>) -> Band {
-        Band {
-            request: request.clone(),
-            total,
-            counted: true,
-            first: request.first.min(total),
-            rows,
-        }
+        Ok(Band::new(request, total, true, rows))
     }
 }
 
@@ -454,13 +452,7 @@ pub fn merge(request: &BandRequest, bands: Vec<Band>) -> Band {
         .take(request.rows)
         .map(|(_, row)| row)
         .collect();
-    Band {
-        request: request.clone(),
-        total,
-        counted,
-        first: request.first.min(total),
-        rows,
-    }
+    Band::new(request, total, counted, rows)
 }
 
 fn unix_ms(rfc3339: &str) -> u64 {

@@ -238,3 +238,21 @@ fn a_band_read_without_counting_stops_past_its_last_row() {
     let band = read_band(&results, &asked).unwrap();
     assert_eq!((band.total, band.counted), (1000, true));
 }
+
+#[test]
+fn a_key_without_a_colon_is_a_word_and_type_filters_the_media_type() {
+    let (dir, results) = crawl(30);
+    // "status" alone is free text: no URL or title holds it.
+    let band = read_band(
+        &results,
+        &request(dir.path(), "status", PageColumn::Url, 0, 50),
+    )
+    .unwrap();
+    assert_eq!(band.total, 0);
+    let band = read_band(
+        &results,
+        &request(dir.path(), "type:pdf", PageColumn::Url, 0, 50),
+    )
+    .unwrap();
+    assert_eq!(band.total, 0);
+}

@@ -113,11 +113,4 @@ impl PagesView {
                 && b.request.reverse == self.reverse
         })
     }
-
-    /// The selected row, if the current band holds it.
-    pub fn selected_row(&self) -> Option<&crate::results::rows::Row> {
-        self.band()
-            .filter(|_| self.band_is_current())
-            .and_then(|b| b.row(self.selected))
-    }
 }

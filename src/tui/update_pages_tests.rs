@@ -131,7 +131,7 @@ fn scrolling_within_the_band_reads_nothing_and_past_it_reads_the_band_around_the
     update(&mut m, answer(&again[0], 1_000_000));
     assert_eq!(m.pages.band().unwrap().rows.len(), SCREEN + 2 * BAND_MARGIN);
     assert_eq!(
-        m.pages.selected_row().unwrap().url,
+        m.pages.band().unwrap().row(m.pages.selected).unwrap().url,
         "http://a.example/p000000"
     );
 }
