@@ -97,7 +97,8 @@ fn fate_word<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::
 
 fn kind_word<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
     let word = <String as serde::Deserialize>::deserialize(d)?;
-    ["page", "resource", "external"]
+    UrlKind::ALL
+        .map(UrlKind::label)
         .into_iter()
         .find(|k| *k == word)
         .ok_or_else(|| serde::de::Error::custom(format!("unknown kind {word:?}")))

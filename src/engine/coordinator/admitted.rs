@@ -50,12 +50,6 @@ impl Outgoing {
     }
 }
 
-impl From<Vec<(Url, UrlKind)>> for Outgoing {
-    fn from(whole: Vec<(Url, UrlKind)>) -> Self {
-        Outgoing::whole(whole)
-    }
-}
-
 /// The page's URLs held whole that its links may repeat (a page loads
 /// what it links to), by fingerprint, and those of them referred so far:
 /// within one batch the store counts a page's URL once
@@ -122,8 +116,7 @@ impl Admitted {
 
     /// How many of the kinds `counted` takes were admitted in all.
     pub(super) fn count(&self, counted: impl Fn(UrlKind) -> bool) -> usize {
-        let kinds = [UrlKind::Page, UrlKind::Resource, UrlKind::External];
-        let early: usize = kinds
+        let early: usize = UrlKind::ALL
             .into_iter()
             .filter(|&k| counted(k))
             .map(|k| self.early[slot(k)])

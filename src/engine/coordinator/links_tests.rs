@@ -1,5 +1,5 @@
 use super::*;
-use crate::engine::coordinator::admitted::ADMIT_CHUNK;
+use crate::engine::coordinator::admitted::{Outgoing, ADMIT_CHUNK};
 use crate::engine::store::UrlKind;
 
 fn entry(url: &str) -> FrontierEntry {
@@ -25,7 +25,7 @@ async fn links_left_out_for_scope_keep_their_referrers() {
         let queued = c.admit_links(
             &url,
             &parent,
-            vec![(outside.clone(), UrlKind::Page)].into(),
+            Outgoing::whole(vec![(outside.clone(), UrlKind::Page)]),
             false,
         );
         assert!(queued.entries.is_empty(), "out of scope");
@@ -49,7 +49,7 @@ async fn a_link_too_deep_to_a_url_found_before_keeps_its_first_referrer() {
         c.admit_links(
             &url,
             &shallow,
-            vec![(target.clone(), UrlKind::Page)].into(),
+            Outgoing::whole(vec![(target.clone(), UrlKind::Page)]),
             false
         )
         .len(),
@@ -63,7 +63,7 @@ async fn a_link_too_deep_to_a_url_found_before_keeps_its_first_referrer() {
         .admit_links(
             &url,
             &deep,
-            vec![(target.clone(), UrlKind::Page)].into(),
+            Outgoing::whole(vec![(target.clone(), UrlKind::Page)]),
             false
         )
         .entries
@@ -96,7 +96,9 @@ async fn resources_and_external_links_are_queued_as_checks_within_their_caps() {
         (u("http://elsewhere.example/2"), UrlKind::Resource),
         (u("http://elsewhere.example/3"), UrlKind::Page),
     ];
-    let queued = c.admit_links(&url, &parent, links.into(), false).entries;
+    let queued = c
+        .admit_links(&url, &parent, Outgoing::whole(links), false)
+        .entries;
     let got: Vec<(&str, UrlKind)> = queued.iter().map(|e| (e.url.as_str(), e.kind)).collect();
     assert_eq!(
         got,

@@ -21,6 +21,9 @@ pub enum UrlKind {
 }
 
 impl UrlKind {
+    /// Every kind.
+    pub const ALL: [UrlKind; 3] = [UrlKind::Page, UrlKind::Resource, UrlKind::External];
+
     /// The name listings use: `page`, `resource`, `external`.
     pub fn label(self) -> &'static str {
         match self {
