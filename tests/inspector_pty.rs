@@ -12,11 +12,8 @@ use common::term::Term;
 const ROWS: u16 = 40;
 const COLS: u16 = 140;
 
-/// `crawldeck ARGS DIR` in a terminal.
 fn in_terminal(args: &[&str], dir: &Path) -> Term {
-    let mut all = args.to_vec();
-    all.push(dir.to_str().unwrap());
-    Term::spawn(&all, ROWS, COLS)
+    Term::spawn_on(args, dir, ROWS, COLS)
 }
 
 /// Inspects the first alert's evidence, selects in it, closes it.

@@ -15,9 +15,7 @@ const ROWS: u16 = 40;
 const COLS: u16 = 160;
 
 fn in_terminal(args: &[&str], dir: &Path) -> Term {
-    let mut all = args.to_vec();
-    all.push(dir.to_str().unwrap());
-    Term::spawn(&all, ROWS, COLS)
+    Term::spawn_on(args, dir, ROWS, COLS)
 }
 
 /// Filters the Pages view to the shop's broken page and inspects it.

@@ -22,6 +22,13 @@ pub struct Term {
 
 impl Term {
     /// Starts `crawldeck ARGS` in a `rows` × `cols` terminal.
+    /// `crawldeck ARGS DIR` (a data directory last) in a terminal.
+    pub fn spawn_on(args: &[&str], dir: &std::path::Path, rows: u16, cols: u16) -> Term {
+        let mut all = args.to_vec();
+        all.push(dir.to_str().unwrap());
+        Term::spawn(&all, rows, cols)
+    }
+
     pub fn spawn(args: &[&str], rows: u16, cols: u16) -> Term {
         let pty = native_pty_system()
             .openpty(PtySize {
