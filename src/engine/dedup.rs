@@ -166,6 +166,7 @@ pub(crate) fn mix(mut h: u64) -> u64 {
 /// of a hash adds [`SPREAD`]`[byte]` (bit `i` of the byte becomes 1 in byte
 /// lane `i`) to `lanes[j]`, eight adds per hash with no branches; the byte
 /// lanes are emptied into `ones` before they can overflow.
+#[derive(Clone)]
 pub(crate) struct Votes {
     lanes: [u64; 8],
     /// Hashes added to `lanes` since they were last emptied.
@@ -226,6 +227,18 @@ impl Votes {
             *lane = 0;
         }
         self.in_lanes = 0;
+    }
+
+    /// The votes of both sets of hashes (a simhash is a sum of votes, so a
+    /// larger text's is its parts' added up, each counted once).
+    pub(crate) fn plus(mut self, mut other: Votes) -> Votes {
+        self.empty_lanes();
+        other.empty_lanes();
+        for (mine, theirs) in self.ones.iter_mut().zip(other.ones) {
+            *mine += theirs;
+        }
+        self.total += other.total;
+        self
     }
 
     pub(crate) fn hash(mut self) -> u64 {

@@ -302,19 +302,30 @@ impl Templates {
 }
 
 /// A page's content fingerprint: the simhash the crawl compares pages by,
-/// and a second one of the same shingles under another hash, which a
-/// near-duplicate listing checks a pair against.
+/// a second one of the same shingles under another hash, which a
+/// near-duplicate listing checks a pair against, and the same two over the
+/// page's whole main text, template included.
 ///
-/// Why two: a 64-bit simhash of a short text is a noisy estimate, and on
-/// a site of 20,000 short, similar pages (API entries sharing a sentence)
-/// hundreds of unrelated pairs land within the few bits that mark near
-/// duplicates by chance. Both within reach at once is about as likely as
-/// one 128-bit simhash within twice the bits, which halves the spread of
+/// Why a second hash: a 64-bit simhash of a short text is a noisy estimate,
+/// and on a site of 20,000 short, similar pages (API entries sharing a
+/// sentence) hundreds of unrelated pairs land within the few bits that mark
+/// near duplicates by chance. Both within reach at once is about as likely
+/// as one 128-bit simhash within twice the bits, which halves the spread of
 /// the estimate: chance pairs become rare, true copies stay.
+///
+/// Why the whole text: leaving the template out keeps pages that share only
+/// the site's frame apart, but it also leaves out the template blocks in
+/// which two pages differ. One function documented for two architectures
+/// has the same distinctive sentence on both pages and different notes,
+/// each repeated on hundreds of pages of its own architecture: the same by
+/// distinctive text, half the same as pages. A listing of near duplicates
+/// wants both: near in what is their own, and near as a whole.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Fingerprint {
     pub simhash: u64,
     pub check: u64,
+    /// `simhash` and `check` of the main text (all but the navigation markup).
+    pub whole: [u64; 2],
 }
 
 /// The second hash of a shingle (the splitmix64 finaliser): bits
@@ -357,30 +368,43 @@ fn fingerprint_with(features: &TextFeatures, seen: &[Seen]) -> Fingerprint {
         } else {
             &|_, _| true
         };
-    // A set, not a multiset: one shingle repeated hundreds of times (a
-    // permalink sign, a prompt) would otherwise decide every bit.
+    // Kept blocks vote for both fingerprints, the rest of the main text
+    // for the whole one only: each shingle is hashed once.
+    let mut kept = [Votes::default(), Votes::default()];
+    let mut rest = [Votes::default(), Votes::default()];
     VOTED.with(|voted| {
         let mut voted = voted.borrow_mut();
         voted.fill(0);
-        let (mut votes, mut check) = (Votes::default(), Votes::default());
         for (i, (block, shingles)) in features.blocks().enumerate() {
-            if keep(block, i) {
-                for &s in shingles {
-                    let bit = (s >> 40) as usize % VOTED_BITS;
-                    let (word, mask) = (bit / 64, 1u64 << (bit % 64));
-                    if voted[word] & mask == 0 {
-                        voted[word] |= mask;
-                        votes.add(s);
-                        check.add(check_hash(s));
-                    }
+            let votes = match (keep(block, i), block.boilerplate) {
+                (true, _) => &mut kept,
+                (false, false) => &mut rest,
+                (false, true) => continue,
+            };
+            for &s in shingles {
+                // A set, not a multiset: one shingle repeated hundreds of
+                // times (a permalink sign, a prompt) would otherwise decide
+                // every bit.
+                let bit = (s >> 40) as usize % VOTED_BITS;
+                let (word, mask) = (bit / 64, 1u64 << (bit % 64));
+                if voted[word] & mask == 0 {
+                    voted[word] |= mask;
+                    votes[0].add(s);
+                    votes[1].add(check_hash(s));
                 }
             }
         }
-        Fingerprint {
-            simhash: votes.hash(),
-            check: check.hash(),
-        }
-    })
+    });
+    let [votes, check] = kept;
+    let [rest_votes, rest_check] = rest;
+    Fingerprint {
+        whole: [
+            votes.clone().plus(rest_votes).hash(),
+            check.clone().plus(rest_check).hash(),
+        ],
+        simhash: votes.hash(),
+        check: check.hash(),
+    }
 }
 
 thread_local! {

@@ -49,20 +49,28 @@ struct Page {
     simhash: u64,
     /// The simhash's second hash, if the record keeps one.
     check: Option<u64>,
+    /// Both hashes of the whole main text, if the record keeps them.
+    whole: Option<[u64; 2]>,
 }
 
 impl Page {
     /// Bits from `other`, if they are near duplicates: within [`NEAR_BITS`]
     /// by the simhash and, where both keep a second hash, within twice
     /// that by both together (a 128-bit simhash's reach: chance pairs of
-    /// short similar pages fall out, see `near_dup::Fingerprint`).
+    /// short similar pages fall out), and where both keep the whole text's
+    /// hashes, as near by those: the same distinctive text inside different
+    /// template blocks is not a near duplicate (see `near_dup::Fingerprint`).
     fn near(&self, other: &Page) -> Option<u32> {
         let bits = (self.simhash ^ other.simhash).count_ones();
         if bits > NEAR_BITS {
             return None;
         }
+        let within = |bits: u32| Some(bits).filter(|b| *b <= 2 * NEAR_BITS);
+        if let (Some([a, a_check]), Some([b, b_check])) = (self.whole, other.whole) {
+            within((a ^ b).count_ones() + (a_check ^ b_check).count_ones())?;
+        }
         match (self.check, other.check) {
-            (Some(a), Some(b)) => Some(bits + (a ^ b).count_ones()).filter(|b| *b <= 2 * NEAR_BITS),
+            (Some(a), Some(b)) => within(bits + (a ^ b).count_ones()),
             _ => Some(bits * 2),
         }
     }
@@ -139,6 +147,7 @@ fn read_pages(query: &Query, results: &Results) -> anyhow::Result<(Copies, Vec<P
                     fetched_at: page.fetched_at_unix_ms,
                     simhash,
                     check: page.simhash_check,
+                    whole: page.simhash_whole,
                 }),
                 _ => {}
             }
@@ -219,6 +228,7 @@ mod tests {
             fetched_at: 0,
             simhash,
             check: None,
+            whole: None,
         }
     }
 
@@ -237,6 +247,33 @@ mod tests {
             with("c", base ^ (0b11111 << 20), check ^ (0b11111 << 30)),
             // A record without a second hash is judged by the simhash alone.
             page("d", base ^ 0b11),
+        ];
+        assert_eq!(near_groups(&pages), vec![vec![0, 2, 3]]);
+    }
+
+    #[test]
+    fn the_same_distinctive_text_in_different_template_is_no_group() {
+        let (base, check, whole) = (
+            0xDEAD_BEEF_0123_4567u64,
+            0x0F0F_1234_5678_9ABCu64,
+            0x1357_9BDF_2468_ACE0u64,
+        );
+        let with = |url: &str, distinct_bits: u64, whole_bits: [u64; 2]| Page {
+            check: Some(check ^ distinct_bits),
+            whole: Some([whole ^ whole_bits[0], check ^ whole_bits[1]]),
+            ..page(url, base ^ distinct_bits)
+        };
+        let pages = [
+            with("a", 0, [0, 0]),
+            // Its own text the same, the pages 10 + 10 bits apart: other notes around it.
+            with("b", 0, [0x3FF, 0x3FF << 20]),
+            // 2 + 2 distinctive bits and 4 + 5 whole: a copy with another date.
+            with("c", 0b11 << 8, [0b1111 << 40, 0b11111]),
+            // A record without the whole text's hashes is judged without them.
+            Page {
+                whole: None,
+                ..with("d", 0, [u64::MAX, u64::MAX])
+            },
         ];
         assert_eq!(near_groups(&pages), vec![vec![0, 2, 3]]);
     }
@@ -269,6 +306,7 @@ mod chain_tests {
                 fetched_at: k,
                 simhash: base ^ ((1u64 << (4 * k)) - 1),
                 check: None,
+                whole: None,
             })
             .collect();
         let groups = near_groups(&pages);

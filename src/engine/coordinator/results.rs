@@ -367,6 +367,7 @@ impl Coordinator {
             record.title = std::mem::take(&mut extracted.title);
             record.simhash = page.fingerprint.map(|f| f.simhash);
             record.simhash_check = page.fingerprint.map(|f| f.check);
+            record.simhash_whole = page.fingerprint.map(|f| f.whole);
             record.canonical = extracted.canonical.as_ref().map(|u| u.to_string());
             record.facts = Some(std::mem::take(&mut extracted.facts));
             record.custom = std::mem::take(&mut extracted.custom);

@@ -162,5 +162,11 @@ fn a_page_and_its_altered_copy_are_near_duplicates() {
             both <= 2 * NEAR,
             "{site}/{page} and its copy: {both} bits of 128"
         );
+        let whole = hamming(original.whole[0], altered.whole[0])
+            + hamming(original.whole[1], altered.whole[1]);
+        assert!(
+            whole <= 2 * NEAR,
+            "{site}/{page} and its copy as wholes: {whole} bits of 128"
+        );
     }
 }

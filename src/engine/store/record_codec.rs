@@ -36,6 +36,8 @@ const KIND_EXTERNAL: u16 = 1 << 1;
 const CUSTOM: u16 = 1 << 2;
 /// Second word: the simhash's second hash follows the simhash.
 const SIMHASH_CHECK: u16 = 1 << 3;
+/// Second word: the whole text's two hashes follow the second hash.
+const SIMHASH_WHOLE: u16 = 1 << 4;
 
 /// Flags of the facts section, one byte after its start.
 const DESCRIPTION: u8 = 1 << 0;
@@ -79,6 +81,7 @@ pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
         UrlKind::External => KIND_EXTERNAL,
     };
     let check = match record.simhash.and(record.simhash_check) {
+        Some(_) if record.simhash_whole.is_some() => SIMHASH_CHECK | SIMHASH_WHOLE,
         Some(_) => SIMHASH_CHECK,
         None => 0,
     };
@@ -117,6 +120,9 @@ pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
         out.0.extend_from_slice(&simhash.to_le_bytes());
         if let Some(check) = record.simhash_check {
             out.0.extend_from_slice(&check.to_le_bytes());
+            for hash in record.simhash_whole.iter().flatten() {
+                out.0.extend_from_slice(&hash.to_le_bytes());
+            }
         }
     }
     if let Some(found) = record.links_found {
@@ -322,6 +328,12 @@ impl Reader<'_> {
             simhash: self.opt(has(SIMHASH), |r| Ok(u64::from_le_bytes(r.array()?)))?,
             simhash_check: self.opt(has(SIMHASH) && more & SIMHASH_CHECK != 0, |r| {
                 Ok(u64::from_le_bytes(r.array()?))
+            })?,
+            simhash_whole: self.opt(has(SIMHASH) && more & SIMHASH_WHOLE != 0, |r| {
+                Ok([
+                    u64::from_le_bytes(r.array()?),
+                    u64::from_le_bytes(r.array()?),
+                ])
             })?,
             links_found: self.opt(has(LINKS_FOUND), Self::small)?,
             warc: self.opt(has(WARC), |r| {

@@ -89,6 +89,11 @@ pub struct PageRecord {
     /// records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simhash_check: Option<u64>,
+    /// Both hashes of the whole main text, template included
+    /// (`near_dup::Fingerprint::whole`); `None` in records written before
+    /// they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simhash_whole: Option<[u64; 2]>,
     /// Links found on an HTML 2xx page, followed or not (unlike `outlinks`), past the cap
     /// included; `None` for other answers and for records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -251,6 +256,7 @@ impl PageRecord {
             content_type: None,
             simhash: None,
             simhash_check: None,
+            simhash_whole: None,
             links_found: None,
             warc: None,
             response_ms: None,
