@@ -170,3 +170,35 @@ fn a_page_and_its_altered_copy_are_near_duplicates() {
         );
     }
 }
+
+/// One Rust intrinsic and its rounding variant, on two architectures'
+/// pages: the rounding paragraph and each architecture's "Available on"
+/// note are on hundreds of pages of the real site (here on six each, enough
+/// to be template), so what is left of each page is the same description.
+/// Near by distinctive text, they are a third apart as pages, and the
+/// whole text's hashes keep them out of a near-duplicate group.
+#[test]
+fn a_function_and_its_rounding_variant_are_apart_as_wholes() {
+    let site = "rust";
+    let ops = ["add", "mask_add", "mul", "mask_mul", "div"];
+    let plain = |op: &str| format!("core/arch/x86/fn._mm512_{op}_ps.html");
+    let round = |op: &str| format!("core/arch/x86_64/fn._mm512_{op}_round_ps.html");
+    let templates = Templates::default();
+    let print =
+        |page: &str| templates.fingerprint_page(site, &features(site, page, &read(site, page)));
+    for op in ops {
+        print(&plain(op));
+        print(&round(op));
+    }
+    let (a, b) = (print(&plain("mask_sub")), print(&round("mask_sub")));
+    let distinct = hamming(a.simhash, b.simhash) + hamming(a.check, b.check);
+    assert!(
+        distinct <= 2 * NEAR,
+        "the same description: {distinct} bits of 128"
+    );
+    let whole = hamming(a.whole[0], b.whole[0]) + hamming(a.whole[1], b.whole[1]);
+    assert!(
+        whole > 2 * NEAR,
+        "a third apart as pages: {whole} bits of 128"
+    );
+}
