@@ -1,5 +1,5 @@
 //! The work the coordinator hands out: one page fetch, one robots.txt fetch,
-//! one soft-404 probe or one sitemap file.
+//! one check or fetched resource, one soft-404 probe or one sitemap file.
 //! Network waits run on the async runtime; parsing, hashing and WARC writing
 //! run on the engine's CPU pool. Results go back to the coordinator on a channel.
 
@@ -23,6 +23,8 @@ use super::sitemaps::parse::{self as sitemap, Limits, ParseError, Parsed};
 use super::store::warc::{EncodedExchange, WarcExchange, WarcWriter};
 use super::store::WarcLocation;
 use crate::engine::config::RobotsConfig;
+
+mod resource;
 
 pub enum Work {
     Page {
@@ -492,6 +494,12 @@ impl Workers {
             url,
             self.done.clone(),
         ));
+    }
+
+    /// Fetches and archives a resource (`--resources fetch`); the answer
+    /// arrives as `Work::Page`.
+    pub(crate) fn spawn_resource(&self, lease: Lease, url: Url) {
+        tokio::spawn(resource::run_resource(self.job(lease, url, None)));
     }
 
     /// Fetches a soft-404 probe (archived, not a page); the answer arrives as `Work::Probe`.
