@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod term;
+pub mod warc;
 
 use std::path::Path;
 use std::time::Duration;

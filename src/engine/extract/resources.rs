@@ -298,7 +298,11 @@ mod tests {
         assert_eq!(got, ["/css/base.css", "/fonts/a.woff2", "/bg.png"]);
         assert_eq!(cut, 0);
         let (urls, cut) = super::super::stylesheet_resources(css, &sheet, None, &opts(1));
-        assert_eq!((urls.len(), cut), (1, 4), "each reference past max_resources counted");
+        assert_eq!(
+            (urls.len(), cut),
+            (1, 4),
+            "each reference past max_resources counted"
+        );
         let (urls, _) = super::super::stylesheet_resources(css, &sheet, None, &opts(0));
         assert!(urls.is_empty(), "resources off");
         let filler = "a".repeat(MAX_STYLESHEET_SCAN);

@@ -1,0 +1,147 @@
+//! `--resources fetch`: each in-scope resource is fetched once (GET) under
+//! its host's politeness and archived as a response record with its body; a
+//! stylesheet's `url()`s become resources; nothing inside a resource is
+//! followed. Judged by the demo server's request log, the WARC files read
+//! back and the page records.
+
+use crate::checks::{assert_polite, path_of, requests, DELAY};
+use crate::common;
+
+use std::collections::BTreeSet;
+
+use common::{crawl, pages, start_demo, test_config};
+use crawldeck::demo::{
+    SiteKind, LINKS_IN_RESOURCES, LINKS_PAGES, LINKS_RESOURCES_BROKEN, LINKS_RESOURCES_OK,
+    LINKS_STYLESHEET_FONT, LINKS_STYLESHEET_LARGE,
+};
+use crawldeck::engine::config::ResourcesMode;
+use crawldeck::engine::store::{read_response, PageOutcome, UrlKind};
+
+/// The demo's pages are a few KiB; its large texture is 64 KiB.
+const MAX_BODY: u64 = 32 * 1024;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fetched_resources_are_archived_once_each_with_their_bodies_and_never_parsed() {
+    let demo = start_demo(vec![SiteKind::Links]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cfg = test_config(&demo);
+    cfg.checks.resources = ResourcesMode::Fetch;
+    cfg.politeness.min_delay = DELAY;
+    cfg.fetch.max_body = MAX_BODY;
+    let snapshot = crawl(cfg, dir.path()).await;
+    let log = demo.log().records();
+    demo.shutdown().await;
+
+    let from_stylesheet = [LINKS_STYLESHEET_FONT, LINKS_STYLESHEET_LARGE];
+    let resources: Vec<&str> = LINKS_RESOURCES_OK
+        .iter()
+        .chain(&LINKS_RESOURCES_BROKEN)
+        .chain(&from_stylesheet)
+        .copied()
+        .collect();
+    for path in &resources {
+        let got = requests(&log, SiteKind::Links, path);
+        assert_eq!(
+            got.len(),
+            1,
+            "{path}: fetched once, though both pages load it"
+        );
+        assert_eq!(got[0].method, "GET", "{path}");
+    }
+    for path in LINKS_IN_RESOURCES {
+        assert!(
+            requests(&log, SiteKind::Links, path).is_empty(),
+            "{path}: a resource is never parsed for links"
+        );
+    }
+    assert_polite(&log, SiteKind::Links);
+
+    let archived = common::warc::responses(dir.path());
+    let bodies = |path: &str| -> Vec<&[u8]> {
+        archived
+            .iter()
+            .filter(|r| path_of(&r.uri) == path)
+            .map(|r| r.body.as_slice())
+            .collect()
+    };
+    let stylesheet = bodies("/style.css");
+    assert_eq!(
+        stylesheet.len(),
+        1,
+        "one response record for the stylesheet"
+    );
+    let css = String::from_utf8_lossy(stylesheet[0]);
+    assert!(
+        css.contains("@font-face") && css.contains(LINKS_STYLESHEET_FONT),
+        "{css}"
+    );
+    let image = bodies("/img/ok.png");
+    assert_eq!(image.len(), 1, "one response record for the image");
+    assert!(image[0].starts_with(b"\x89PNG\r\n\x1a\n"), "{:?}", image[0]);
+    assert_eq!(bodies(LINKS_STYLESHEET_FONT), [b"wOF2".as_slice()]);
+    assert_eq!(
+        bodies("/missing.css").len(),
+        1,
+        "a 404 is archived, as a page's"
+    );
+    assert!(
+        bodies(LINKS_STYLESHEET_LARGE).is_empty(),
+        "past fetch.max_body"
+    );
+
+    let records = pages(dir.path());
+    let record = |path: &str| {
+        records
+            .iter()
+            .find(|p| path_of(&p.url) == path)
+            .unwrap_or_else(|| panic!("{path} recorded"))
+    };
+    for path in &resources {
+        assert_eq!(record(path).kind, UrlKind::Resource, "{path}");
+    }
+    let at = record("/style.css")
+        .warc
+        .clone()
+        .expect("its WARC location");
+    let read = read_response(dir.path(), &at, 1 << 20).unwrap();
+    assert_eq!(
+        (read.status, read.body.as_slice()),
+        (Some(200), stylesheet[0])
+    );
+    assert_eq!(record("/style.css").outlinks, 2, "its url()s, as resources");
+    assert_eq!(
+        record("/img/ok.png").content_type.as_deref(),
+        Some("image/png")
+    );
+    assert!(
+        matches!(&record(LINKS_STYLESHEET_LARGE).outcome,
+            PageOutcome::Error { kind, .. } if kind == "body-too-large"),
+        "{:?}",
+        record(LINKS_STYLESHEET_LARGE).outcome
+    );
+    let crawled: BTreeSet<String> = records
+        .iter()
+        .filter(|p| p.kind == UrlKind::Page)
+        .map(|p| path_of(&p.url))
+        .collect();
+    let mut want: BTreeSet<String> = LINKS_PAGES.iter().map(|p| p.to_string()).collect();
+    want.insert("/sitemap.xml".into());
+    assert_eq!(crawled, want, "no page comes from a resource");
+
+    let counters = &snapshot.counters;
+    let fetched = resources.len() as u64 - 1;
+    assert_eq!(counters.resources_fetched, fetched, "{counters:?}");
+    assert_eq!(
+        (counters.checked, counters.pages_fetched),
+        (0, 2),
+        "{counters:?}"
+    );
+    let archived_bytes: u64 = resources
+        .iter()
+        .filter(|p| **p != LINKS_STYLESHEET_LARGE)
+        .map(|p| record(p).bytes)
+        .sum();
+    assert_eq!(counters.resource_bytes, archived_bytes, "{counters:?}");
+    assert!(counters.resource_bytes > stylesheet[0].len() as u64);
+    assert_eq!(counters.errors_by_kind.get("body-too-large"), Some(&1));
+}
