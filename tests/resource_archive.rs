@@ -145,3 +145,67 @@ async fn fetched_resources_are_archived_once_each_with_their_bodies_and_never_pa
     assert!(counters.resource_bytes > stylesheet[0].len() as u64);
     assert_eq!(counters.errors_by_kind.get("body-too-large"), Some(&1));
 }
+
+/// `kill -9` in the middle of the resources, then a resume: a resource whose
+/// record was committed is not fetched again, the one in flight may be, and
+/// every resource ends up archived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_kill_nine_only_the_resource_in_flight_is_fetched_again() {
+    let demo = start_demo(vec![SiteKind::Links]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
+    let resource_gets = |demo: &crawldeck::demo::DemoWeb| {
+        demo.log()
+            .records()
+            .into_iter()
+            .filter(|r| r.method == "GET" && !r.path_and_query.ends_with(".html"))
+            .filter(|r| !["/", "/robots.txt", "/sitemap.xml"].contains(&r.path_and_query.as_str()))
+            .map(|r| r.path_and_query)
+            .collect::<Vec<String>>()
+    };
+    let mut first = common::Killed(
+        crate::resume::crawl_command(dir.path(), &seeds)
+            .args(["--resources", "fetch"])
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("crawldeck starts"),
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while resource_gets(&demo).len() < 4 {
+        assert!(std::time::Instant::now() < deadline, "no progress");
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    }
+    first.0.kill().expect("SIGKILL");
+    let _ = first.0.wait();
+    let before_resume = resource_gets(&demo).len();
+    assert!(
+        before_resume < 10,
+        "killed before the last resource: {before_resume}"
+    );
+
+    let resume = crate::resume::crawl_command(dir.path(), &[]);
+    let output = crate::resume::run_bounded(resume, std::time::Duration::from_secs(120)).await;
+    assert!(
+        output.status.success(),
+        "resume failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let gets = resource_gets(&demo);
+    demo.shutdown().await;
+
+    let mut counts = std::collections::BTreeMap::<&str, usize>::new();
+    for path in &gets {
+        *counts.entry(path.as_str()).or_default() += 1;
+    }
+    let again: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
+    assert!(again.len() <= 1, "one request in flight at most: {again:?}");
+    assert!(counts.values().all(|n| *n <= 2), "{counts:?}");
+    let archived: BTreeSet<String> = common::warc::response_uris(dir.path())
+        .iter()
+        .map(|uri| path_of(uri))
+        .collect();
+    for path in LINKS_RESOURCES_OK.iter().chain(&[LINKS_STYLESHEET_FONT]) {
+        assert!(counts.contains_key(path), "{path} fetched: {counts:?}");
+        assert!(archived.contains(*path), "{path} archived");
+    }
+}
