@@ -209,3 +209,75 @@ async fn after_kill_nine_only_the_resource_in_flight_is_fetched_again() {
         assert!(archived.contains(*path), "{path} archived");
     }
 }
+
+/// A WARC write that fails while a resource is archived pauses the crawl
+/// with the reason, as a page's does; once space is back every resource
+/// ends up archived.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_disk_while_archiving_a_resource_pauses_the_crawl_and_loses_nothing() {
+    use crawldeck::engine::control::{Command, Target};
+    use crawldeck::engine::store::faults::DiskFaults;
+    use crawldeck::engine::telemetry::CrawlState;
+    use crawldeck::engine::{EngineOptions, RunningEngine};
+
+    let demo = start_demo(vec![SiteKind::Links]).await;
+    let mut resource_faults = 0;
+    // Writes before the fault: past the pages'; each resource takes about
+    // four (its WARC exchange, its record, the flushes), so two rounds of
+    // resources are covered.
+    for writes in 16..24 {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cfg = test_config(&demo);
+        cfg.checks.resources = ResourcesMode::Fetch;
+        let faults = DiskFaults::full_after(writes);
+        let options = EngineOptions {
+            wait_for_operator: true,
+            disk_faults: faults.clone(),
+            ..EngineOptions::default()
+        };
+        let RunningEngine {
+            mut handle, done, ..
+        } = crawldeck::engine::start_with(cfg, dir.path(), std::future::pending(), options)
+            .await
+            .expect("engine starts");
+        let fault = tokio::time::timeout(common::CRAWL_LIMIT, async {
+            loop {
+                handle.snapshots.changed().await.expect("engine runs");
+                let s = handle.snapshots.borrow().clone();
+                if s.fault.is_some() && s.state == CrawlState::Paused && s.in_flight == 0 {
+                    return s.fault.clone().unwrap_or_default();
+                }
+            }
+        })
+        .await
+        .expect("the crawl pauses on the fault");
+        let archiving_resource = fault.starts_with("archiving ")
+            && !LINKS_PAGES.iter().any(|p| fault.contains(&format!("{p}:")));
+        resource_faults += usize::from(archiving_resource);
+        faults.heal();
+        handle.control.send(Command::Resume(Target::Global));
+        tokio::time::timeout(common::CRAWL_LIMIT, done)
+            .await
+            .expect("the crawl ends after the resume")
+            .expect("no panic")
+            .expect("no engine error");
+        drop(handle);
+        let archived: BTreeSet<String> = common::warc::response_uris(dir.path())
+            .iter()
+            .map(|uri| path_of(uri))
+            .collect();
+        for record in pages(dir.path()) {
+            let fetched = matches!(record.outcome, PageOutcome::Fetched { .. });
+            let path = path_of(&record.url);
+            assert!(
+                !fetched || record.warc.is_some(),
+                "{path} recorded without its WARC location ({fault})"
+            );
+            if fetched && record.kind == UrlKind::Resource {
+                assert!(archived.contains(&path), "{path} not archived ({fault})");
+            }
+        }
+    }
+    demo.shutdown().await;
+    assert!(resource_faults > 0, "no fault hit a resource's record");
+}
