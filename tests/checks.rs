@@ -13,7 +13,7 @@ use crawldeck::demo::{
     LINKS_PAGES, LINKS_RESOURCES_BROKEN, LINKS_RESOURCES_OK,
 };
 use crawldeck::engine::config::ResourcesMode;
-use crawldeck::engine::store::{PageOutcome, UrlKind};
+use crawldeck::engine::store::{PageOutcome, PageRecord, UrlKind};
 
 pub(crate) const DELAY: Duration = Duration::from_millis(40);
 
@@ -43,6 +43,22 @@ pub(crate) fn assert_polite(log: &[RequestRecord], site: SiteKind) {
         );
         assert_eq!(pair[1].in_flight_at_start, 1, "{site:?}");
     }
+}
+
+/// The record of the URL with this path.
+pub(crate) fn record_of<'a>(records: &'a [PageRecord], path: &str) -> &'a PageRecord {
+    records
+        .iter()
+        .find(|p| path_of(&p.url) == path)
+        .unwrap_or_else(|| panic!("{path} recorded"))
+}
+
+/// The paths of the URLs with a response record in the crawl's WARC files.
+pub(crate) fn archived_paths(dir: &std::path::Path) -> BTreeSet<String> {
+    common::warc::response_uris(dir)
+        .iter()
+        .map(|uri| path_of(uri))
+        .collect()
 }
 
 pub(crate) fn path_of(url: &str) -> String {
@@ -102,10 +118,7 @@ async fn resources_and_external_links_are_checked_once_with_head_and_never_follo
     assert_eq!(counters.pages_fetched, 2, "{counters:?}");
     assert_eq!(counters.checked, 11, "{counters:?}");
     assert_eq!(counters.resources_fetched, 0, "{counters:?}");
-    let archived: BTreeSet<String> = common::warc::response_uris(dir.path())
-        .iter()
-        .map(|uri| path_of(uri))
-        .collect();
+    let archived = archived_paths(dir.path());
     let mut want: BTreeSet<String> = LINKS_PAGES.iter().map(|p| p.to_string()).collect();
     want.insert("/sitemap.xml".into());
     assert_eq!(
@@ -113,12 +126,7 @@ async fn resources_and_external_links_are_checked_once_with_head_and_never_follo
         "pages only: a checked resource is never archived"
     );
     let records = pages(dir.path());
-    let record = |site_path: &str| {
-        records
-            .iter()
-            .find(|p| path_of(&p.url) == site_path)
-            .unwrap_or_else(|| panic!("{site_path} recorded"))
-    };
+    let record = |site_path: &str| record_of(&records, site_path);
     assert_eq!(record("/img/missing.png").kind, UrlKind::Resource);
     assert_eq!(
         record("/img/missing.png").outcome,

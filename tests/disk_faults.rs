@@ -14,7 +14,6 @@ use crawldeck::demo::SiteKind;
 use crawldeck::engine::control::{Command, Target};
 use crawldeck::engine::store::faults::DiskFaults;
 use crawldeck::engine::store::PageOutcome;
-use crawldeck::engine::telemetry::{CrawlState, Snapshot};
 use crawldeck::engine::{EngineOptions, RunningEngine};
 use crawldeck::headless::{self, HeadlessOptions};
 
@@ -93,25 +92,10 @@ async fn a_full_disk_pauses_the_crawl_and_it_resumes_with_nothing_lost() {
 
     let dir = tempfile::tempdir().unwrap();
     let faults = DiskFaults::full_after(60);
-    let options = EngineOptions {
-        wait_for_operator: true,
-        disk_faults: faults.clone(),
-        ..EngineOptions::default()
-    };
     let RunningEngine {
         mut handle, done, ..
-    } = start(dir.path(), &demo, options).await;
-    let paused = tokio::time::timeout(common::CRAWL_LIMIT, async {
-        loop {
-            handle.snapshots.changed().await.expect("engine runs");
-            let s: Snapshot = (**handle.snapshots.borrow()).clone();
-            if s.fault.is_some() && s.state == CrawlState::Paused && s.in_flight == 0 {
-                return s;
-            }
-        }
-    })
-    .await
-    .expect("the crawl pauses on the fault");
+    } = common::start_faulted(common::test_config(&demo), dir.path(), &faults).await;
+    let paused = common::paused_on_fault(&mut handle).await;
     let fault = paused.fault.as_deref().unwrap();
     assert!(fault.contains("No space left on device"), "{fault}");
     assert!(

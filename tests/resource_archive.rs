@@ -4,7 +4,7 @@
 //! followed. Judged by the demo server's request log, the WARC files read
 //! back and the page records.
 
-use crate::checks::{assert_polite, path_of, requests, DELAY};
+use crate::checks::{archived_paths, assert_polite, path_of, record_of, requests, DELAY};
 use crate::common;
 
 use std::collections::BTreeSet;
@@ -90,12 +90,7 @@ async fn fetched_resources_are_archived_once_each_with_their_bodies_and_never_pa
     );
 
     let records = pages(dir.path());
-    let record = |path: &str| {
-        records
-            .iter()
-            .find(|p| path_of(&p.url) == path)
-            .unwrap_or_else(|| panic!("{path} recorded"))
-    };
+    let record = |path: &str| record_of(&records, path);
     for path in &resources {
         assert_eq!(record(path).kind, UrlKind::Resource, "{path}");
     }
@@ -200,10 +195,7 @@ async fn after_kill_nine_only_the_resource_in_flight_is_fetched_again() {
     let again: Vec<_> = counts.iter().filter(|(_, n)| **n > 1).collect();
     assert!(again.len() <= 1, "one request in flight at most: {again:?}");
     assert!(counts.values().all(|n| *n <= 2), "{counts:?}");
-    let archived: BTreeSet<String> = common::warc::response_uris(dir.path())
-        .iter()
-        .map(|uri| path_of(uri))
-        .collect();
+    let archived = archived_paths(dir.path());
     for path in LINKS_RESOURCES_OK.iter().chain(&[LINKS_STYLESHEET_FONT]) {
         assert!(counts.contains_key(path), "{path} fetched: {counts:?}");
         assert!(archived.contains(*path), "{path} archived");
@@ -217,8 +209,7 @@ async fn after_kill_nine_only_the_resource_in_flight_is_fetched_again() {
 async fn a_full_disk_while_archiving_a_resource_pauses_the_crawl_and_loses_nothing() {
     use crawldeck::engine::control::{Command, Target};
     use crawldeck::engine::store::faults::DiskFaults;
-    use crawldeck::engine::telemetry::CrawlState;
-    use crawldeck::engine::{EngineOptions, RunningEngine};
+    use crawldeck::engine::RunningEngine;
 
     let demo = start_demo(vec![SiteKind::Links]).await;
     let mut resource_faults = 0;
@@ -230,27 +221,13 @@ async fn a_full_disk_while_archiving_a_resource_pauses_the_crawl_and_loses_nothi
         let mut cfg = test_config(&demo);
         cfg.checks.resources = ResourcesMode::Fetch;
         let faults = DiskFaults::full_after(writes);
-        let options = EngineOptions {
-            wait_for_operator: true,
-            disk_faults: faults.clone(),
-            ..EngineOptions::default()
-        };
         let RunningEngine {
             mut handle, done, ..
-        } = crawldeck::engine::start_with(cfg, dir.path(), std::future::pending(), options)
+        } = common::start_faulted(cfg, dir.path(), &faults).await;
+        let fault = common::paused_on_fault(&mut handle)
             .await
-            .expect("engine starts");
-        let fault = tokio::time::timeout(common::CRAWL_LIMIT, async {
-            loop {
-                handle.snapshots.changed().await.expect("engine runs");
-                let s = handle.snapshots.borrow().clone();
-                if s.fault.is_some() && s.state == CrawlState::Paused && s.in_flight == 0 {
-                    return s.fault.clone().unwrap_or_default();
-                }
-            }
-        })
-        .await
-        .expect("the crawl pauses on the fault");
+            .fault
+            .unwrap_or_default();
         let archiving_resource = fault.starts_with("archiving ")
             && !LINKS_PAGES.iter().any(|p| fault.contains(&format!("{p}:")));
         resource_faults += usize::from(archiving_resource);
@@ -262,10 +239,7 @@ async fn a_full_disk_while_archiving_a_resource_pauses_the_crawl_and_loses_nothi
             .expect("no panic")
             .expect("no engine error");
         drop(handle);
-        let archived: BTreeSet<String> = common::warc::response_uris(dir.path())
-            .iter()
-            .map(|uri| path_of(uri))
-            .collect();
+        let archived = archived_paths(dir.path());
         for record in pages(dir.path()) {
             let fetched = matches!(record.outcome, PageOutcome::Fetched { .. });
             let path = path_of(&record.url);

@@ -14,7 +14,7 @@ mod real_html;
 mod resources;
 mod scan;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::borrow::Cow;
 

@@ -130,23 +130,45 @@ async fn run_page(job: PageJob) {
         cpu,
         done,
     } = job;
-    match fetcher.fetch(&url, validators.as_ref(), max_body).await {
-        // The pool thread reports to the coordinator itself: one wake-up less per page.
+    let fetched = fetcher.fetch(&url, validators.as_ref(), max_body).await;
+    report_page(
+        fetched,
+        lease,
+        &cpu,
+        done,
+        "page",
+        move |response, lease| {
+            let host = &lease.entry.host;
+            process(
+                response,
+                &extract,
+                custom.as_deref(),
+                &templates,
+                host,
+                warc,
+            )
+        },
+    );
+}
+
+/// Hands a fetched answer to the CPU pool for `work`; the pool thread
+/// reports the result as `Work::Page` itself (one wake-up less per page). A
+/// panic in `work` is a per-URL error naming `what` was processed.
+fn report_page(
+    fetched: Result<Response, FetchError>,
+    lease: Lease,
+    cpu: &CpuPool,
+    done: mpsc::UnboundedSender<Work>,
+    what: &'static str,
+    work: impl FnOnce(Response, &Lease) -> Fetched + Send + 'static,
+) {
+    match fetched {
         Ok(response) => cpu.spawn(move || {
-            let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let host = &lease.entry.host;
-                process(
-                    response,
-                    &extract,
-                    custom.as_deref(),
-                    &templates,
-                    host,
-                    warc,
-                )
-            }));
+            let processed =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(response, &lease)));
             let result = processed.map(Box::new).map_err(|_| FetchError {
                 kind: FetchErrorKind::Other,
-                message: "page processing failed (internal error; see crawldeck.log)".into(),
+                message: format!("{what} processing failed (internal error; see crawldeck.log)"),
                 elapsed: Duration::ZERO,
             });
             let _ = done.send(Work::Page { lease, result });

@@ -282,11 +282,8 @@ mod tests {
     #[test]
     fn a_fetched_stylesheets_urls_resolve_against_it_within_the_caps() {
         let opts = |max_resources| ExtractOptions {
-            product_token: "crawldeck".into(),
-            max_links: 100,
-            max_link_bytes: 1 << 20,
-            max_url_len: 200,
             max_resources,
+            ..super::super::tests::opts()
         };
         let sheet = Url::parse("http://shop.localhost:40123/css/site.css").unwrap();
         let css = b"@import url(base.css);\n@font-face { src: url('../fonts/a.woff2') }\n\

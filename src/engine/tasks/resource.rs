@@ -3,12 +3,11 @@
 //! never parsed for links; a stylesheet's `url()`s come back as its resources.
 
 use std::sync::Mutex;
-use std::time::Duration;
 
-use super::{archive, Fetched, PageJob, Work};
+use super::{archive, report_page, Fetched, PageJob};
 use crate::engine::dedup::ContentDigest;
 use crate::engine::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
-use crate::engine::fetch::{FetchError, FetchErrorKind, Response};
+use crate::engine::fetch::Response;
 use crate::engine::store::warc::WarcWriter;
 
 /// Fetches, archives and (a stylesheet) reads one resource; the answer
@@ -25,25 +24,15 @@ pub(super) async fn run_resource(job: PageJob) {
         done,
         ..
     } = job;
-    match fetcher.fetch(&url, None, max_body).await {
-        Ok(response) => cpu.spawn(move || {
-            let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                archived_resource(response, &extract, warc.as_deref())
-            }));
-            let result = processed.map(Box::new).map_err(|_| FetchError {
-                kind: FetchErrorKind::Other,
-                message: "resource processing failed (internal error; see crawldeck.log)".into(),
-                elapsed: Duration::ZERO,
-            });
-            let _ = done.send(Work::Page { lease, result });
-        }),
-        Err(e) => {
-            let _ = done.send(Work::Page {
-                lease,
-                result: Err(e),
-            });
-        }
-    }
+    let fetched = fetcher.fetch(&url, None, max_body).await;
+    report_page(
+        fetched,
+        lease,
+        &cpu,
+        done,
+        "resource",
+        move |response, _| archived_resource(response, &extract, warc.as_deref()),
+    );
 }
 
 /// What the coordinator records of a fetched resource: its answer, where it

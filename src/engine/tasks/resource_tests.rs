@@ -5,20 +5,10 @@ use bytes::Bytes;
 use url::Url;
 
 use super::archived_resource;
-use crate::engine::extract::ExtractOptions;
+use crate::engine::extract::tests::opts;
 use crate::engine::fetch::Response;
 use crate::engine::store::read_response;
 use crate::engine::store::warc::WarcWriter;
-
-fn opts() -> ExtractOptions {
-    ExtractOptions {
-        product_token: "crawldeck".into(),
-        max_links: 100,
-        max_link_bytes: 1 << 20,
-        max_url_len: 200,
-        max_resources: 16,
-    }
-}
 
 fn response(path: &str, status: u16, content_type: &str, body: &'static [u8]) -> Response {
     Response {
