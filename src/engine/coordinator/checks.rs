@@ -115,3 +115,7 @@ impl Coordinator {
         kept
     }
 }
+
+#[cfg(test)]
+#[path = "checks_tests.rs"]
+mod tests;
