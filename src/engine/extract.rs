@@ -612,8 +612,8 @@ pub(crate) fn is_css(content_type: Option<&str>) -> bool {
     })
 }
 
-/// The `url()` references of a fetched stylesheet (fonts, background
-/// images, `@import url(…)`), resolved against its URL like a page's
+/// The `url()` and `@import "…"` references of a fetched stylesheet (fonts,
+/// background images, imported stylesheets), resolved against its URL like a page's
 /// resources, unique, within the same caps (`max_resources`, URL bytes)
 /// and the file's first MiB; the second value counts those cut. Nothing
 /// else of the file is read.

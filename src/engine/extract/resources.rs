@@ -88,10 +88,28 @@ impl State<'_> {
         }
     }
 
-    /// Each `url(...)` of a fetched stylesheet.
+    /// Each `@import "..."` and `url(...)` of a fetched stylesheet.
     pub(super) fn stylesheet_urls(&mut self, css: &[u8]) {
         if self.opts.max_resources > 0 {
+            let css = &css[..css.len().min(MAX_STYLESHEET_SCAN)];
+            self.css_imports(css);
             self.css_urls(css, MAX_STYLESHEET_SCAN);
+        }
+    }
+
+    /// `@import "x.css"`: a stylesheet named by a string, which `url()`
+    /// scanning misses (`@import url(x.css)` is left to it).
+    fn css_imports(&mut self, css: &[u8]) {
+        let mut at = 0;
+        while let Some(i) = memchr::memmem::find(&css[at..], b"@import") {
+            at += i + b"@import".len();
+            let rest = &css[at..];
+            let start = rest.iter().position(|b| !b.is_ascii_whitespace());
+            if start.is_some_and(|s| matches!(rest[s], b'"' | b'\'')) {
+                let (url, end) = css_url(rest);
+                at += end;
+                self.add_resource(url);
+            }
         }
     }
 
@@ -286,18 +304,26 @@ mod tests {
             ..super::super::tests::opts()
         };
         let sheet = Url::parse("http://shop.localhost:40123/css/site.css").unwrap();
-        let css = b"@import url(base.css);\n@font-face { src: url('../fonts/a.woff2') }\n\
+        let css = b"@import url(base.css);\n@import 'print.css' print;\n@font-face { src: url('../fonts/a.woff2') }\n\
             .x { background: url(/bg.png) } .y { background: url(/bg.png) }\n\
             .z { background: url(data:image/png;base64,AAAA) } /* <a href=/no.html> */";
         let (urls, cut) =
             super::super::stylesheet_resources(css, &sheet, Some("text/css"), &opts(10));
         let got: Vec<&str> = urls.iter().map(|u| &u.as_str()[27..]).collect();
-        assert_eq!(got, ["/css/base.css", "/fonts/a.woff2", "/bg.png"]);
+        assert_eq!(
+            got,
+            [
+                "/css/print.css",
+                "/css/base.css",
+                "/fonts/a.woff2",
+                "/bg.png"
+            ]
+        );
         assert_eq!(cut, 0);
         let (urls, cut) = super::super::stylesheet_resources(css, &sheet, None, &opts(1));
         assert_eq!(
             (urls.len(), cut),
-            (1, 4),
+            (1, 5),
             "each reference past max_resources counted"
         );
         let (urls, _) = super::super::stylesheet_resources(css, &sheet, None, &opts(0));
