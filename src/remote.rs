@@ -58,6 +58,11 @@ pub struct StatusReport {
     /// Pages that had links cut.
     #[serde(default)]
     pub pages_cut: u64,
+    /// Resources fetched and archived (`--resources fetch`), and their body bytes.
+    #[serde(default)]
+    pub resources_fetched: u64,
+    #[serde(default)]
+    pub resource_bytes: u64,
     /// Why the crawl is paused by itself: the shared frontier out of reach
     /// (it resumes by itself) or a storage fault (the operator resumes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -182,6 +187,8 @@ impl StatusReport {
             quarantined: snapshot.quarantined,
             links_cut: snapshot.counters.links_cut,
             pages_cut: snapshot.counters.pages_cut,
+            resources_fetched: snapshot.counters.resources_fetched,
+            resource_bytes: snapshot.counters.resource_bytes,
             paused_because: snapshot
                 .outage
                 .as_ref()
@@ -224,6 +231,13 @@ impl StatusReport {
             out.push_str(&format!(
                 "links cut at the per-page cap: {} on {} pages\n",
                 self.links_cut, self.pages_cut
+            ));
+        }
+        if self.resources_fetched > 0 {
+            out.push_str(&format!(
+                "resources fetched and archived: {} ({})\n",
+                self.resources_fetched,
+                crate::text::human_bytes(self.resource_bytes)
             ));
         }
         out.push_str(&format!("rules {}", self.rules.len()));
@@ -634,19 +648,27 @@ mod tests {
     }
 
     #[test]
-    fn status_counts_the_links_cut_at_the_per_page_cap() {
+    fn status_counts_the_links_cut_at_the_per_page_cap_and_the_resources_fetched() {
         let mut snapshot = Snapshot::default();
         snapshot.counters.links_cut = 1500;
         snapshot.counters.pages_cut = 2;
+        snapshot.counters.resources_fetched = 7;
+        snapshot.counters.resource_bytes = 2048;
         let report = StatusReport::of(&snapshot, 42);
         let text = report.text(Path::new("./c1"));
         assert!(
             text.contains("\nlinks cut at the per-page cap: 1500 on 2 pages\n"),
             "{text}"
         );
+        assert!(
+            text.contains("\nresources fetched and archived: 7 (2.0 KiB)\n"),
+            "{text}"
+        );
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["links_cut"], 1500);
         assert_eq!(json["pages_cut"], 2);
+        assert_eq!(json["resources_fetched"], 7);
+        assert_eq!(json["resource_bytes"], 2048);
     }
 
     #[test]

@@ -13,11 +13,15 @@ use crawldeck::demo::{
     LINKS_PAGES, LINKS_RESOURCES_BROKEN, LINKS_RESOURCES_OK,
 };
 use crawldeck::engine::config::ResourcesMode;
-use crawldeck::engine::store::{PageOutcome, UrlKind};
+use crawldeck::engine::store::{PageOutcome, PageRecord, UrlKind};
 
-const DELAY: Duration = Duration::from_millis(40);
+pub(crate) const DELAY: Duration = Duration::from_millis(40);
 
-fn requests<'a>(log: &'a [RequestRecord], site: SiteKind, path: &str) -> Vec<&'a RequestRecord> {
+pub(crate) fn requests<'a>(
+    log: &'a [RequestRecord],
+    site: SiteKind,
+    path: &str,
+) -> Vec<&'a RequestRecord> {
     log.iter()
         .filter(|r| r.site == site && r.path_and_query == path)
         .collect()
@@ -25,7 +29,7 @@ fn requests<'a>(log: &'a [RequestRecord], site: SiteKind, path: &str) -> Vec<&'a
 
 /// One request at a time per host, each starting at least the delay after
 /// the previous one finished.
-fn assert_polite(log: &[RequestRecord], site: SiteKind) {
+pub(crate) fn assert_polite(log: &[RequestRecord], site: SiteKind) {
     let of_site: Vec<&RequestRecord> = log.iter().filter(|r| r.site == site).collect();
     assert_eq!(of_site[0].path_and_query, "/robots.txt", "{site:?}");
     for pair in of_site.windows(2) {
@@ -41,7 +45,23 @@ fn assert_polite(log: &[RequestRecord], site: SiteKind) {
     }
 }
 
-fn path_of(url: &str) -> String {
+/// The record of the URL with this path.
+pub(crate) fn record_of<'a>(records: &'a [PageRecord], path: &str) -> &'a PageRecord {
+    records
+        .iter()
+        .find(|p| path_of(&p.url) == path)
+        .unwrap_or_else(|| panic!("{path} recorded"))
+}
+
+/// The paths of the URLs with a response record in the crawl's WARC files.
+pub(crate) fn archived_paths(dir: &std::path::Path) -> BTreeSet<String> {
+    common::warc::response_uris(dir)
+        .iter()
+        .map(|uri| path_of(uri))
+        .collect()
+}
+
+pub(crate) fn path_of(url: &str) -> String {
     url::Url::parse(url).expect("a URL").path().to_string()
 }
 
@@ -97,13 +117,16 @@ async fn resources_and_external_links_are_checked_once_with_head_and_never_follo
     let counters = &snapshot.counters;
     assert_eq!(counters.pages_fetched, 2, "{counters:?}");
     assert_eq!(counters.checked, 11, "{counters:?}");
+    assert_eq!(counters.resources_fetched, 0, "{counters:?}");
+    let archived = archived_paths(dir.path());
+    let mut want: BTreeSet<String> = LINKS_PAGES.iter().map(|p| p.to_string()).collect();
+    want.insert("/sitemap.xml".into());
+    assert_eq!(
+        archived, want,
+        "pages only: a checked resource is never archived"
+    );
     let records = pages(dir.path());
-    let record = |site_path: &str| {
-        records
-            .iter()
-            .find(|p| path_of(&p.url) == site_path)
-            .unwrap_or_else(|| panic!("{site_path} recorded"))
-    };
+    let record = |site_path: &str| record_of(&records, site_path);
     assert_eq!(record("/img/missing.png").kind, UrlKind::Resource);
     assert_eq!(
         record("/img/missing.png").outcome,

@@ -14,7 +14,6 @@ use crawldeck::demo::SiteKind;
 use crawldeck::engine::control::{Command, Target};
 use crawldeck::engine::store::faults::DiskFaults;
 use crawldeck::engine::store::PageOutcome;
-use crawldeck::engine::telemetry::{CrawlState, Snapshot};
 use crawldeck::engine::{EngineOptions, RunningEngine};
 use crawldeck::headless::{self, HeadlessOptions};
 
@@ -32,33 +31,6 @@ fn outcomes(dir: &Path) -> BTreeMap<String, String> {
             (p.url, outcome)
         })
         .collect()
-}
-
-/// The target URI of every response record in the crawl's WARC files; fails
-/// on a partial gzip member or a record cut short.
-fn archived(dir: &Path) -> Vec<String> {
-    let mut uris = Vec::new();
-    for entry in std::fs::read_dir(dir.join("warc")).unwrap() {
-        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
-        let mut rest: &[u8] = &bytes;
-        while !rest.is_empty() {
-            let mut decoder = flate2::bufread::GzDecoder::new(rest);
-            let mut record = Vec::new();
-            decoder
-                .read_to_end(&mut record)
-                .expect("every gzip member is whole");
-            rest = decoder.into_inner();
-            let text = String::from_utf8_lossy(&record);
-            let head = text.split("\r\n\r\n").next().unwrap();
-            let length: usize = header(head, "Content-Length").parse().unwrap();
-            let head_len = head.len() + 4;
-            assert_eq!(record.len(), head_len + length + 4, "record is whole");
-            if header(head, "WARC-Type") == "response" {
-                uris.push(header(head, "WARC-Target-URI").to_string());
-            }
-        }
-    }
-    uris
 }
 
 /// Fails with the URLs whose outcome differs, not two whole maps.
@@ -80,12 +52,6 @@ fn assert_same_pages(got: &BTreeMap<String, String>, expected: &BTreeMap<String,
     );
 }
 
-fn header<'a>(head: &'a str, name: &str) -> &'a str {
-    head.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(": "))
-        .unwrap_or_default()
-}
-
 async fn start(
     dir: &Path,
     demo: &crawldeck::demo::DemoWeb,
@@ -103,7 +69,7 @@ async fn start(
 
 /// Every fetched page with a body has a response record; nothing else does.
 fn assert_every_page_archived(dir: &Path, pages: &BTreeMap<String, String>) {
-    let uris = archived(dir);
+    let uris = common::warc::response_uris(dir);
     let unique: BTreeSet<&String> = uris.iter().collect();
     let fetched: BTreeSet<&String> = pages
         .iter()
@@ -126,25 +92,10 @@ async fn a_full_disk_pauses_the_crawl_and_it_resumes_with_nothing_lost() {
 
     let dir = tempfile::tempdir().unwrap();
     let faults = DiskFaults::full_after(60);
-    let options = EngineOptions {
-        wait_for_operator: true,
-        disk_faults: faults.clone(),
-        ..EngineOptions::default()
-    };
     let RunningEngine {
         mut handle, done, ..
-    } = start(dir.path(), &demo, options).await;
-    let paused = tokio::time::timeout(common::CRAWL_LIMIT, async {
-        loop {
-            handle.snapshots.changed().await.expect("engine runs");
-            let s: Snapshot = (**handle.snapshots.borrow()).clone();
-            if s.fault.is_some() && s.state == CrawlState::Paused && s.in_flight == 0 {
-                return s;
-            }
-        }
-    })
-    .await
-    .expect("the crawl pauses on the fault");
+    } = common::start_faulted(common::test_config(&demo), dir.path(), &faults).await;
+    let paused = common::paused_on_fault(&mut handle).await;
     let fault = paused.fault.as_deref().unwrap();
     assert!(fault.contains("No space left on device"), "{fault}");
     assert!(
@@ -152,7 +103,7 @@ async fn a_full_disk_pauses_the_crawl_and_it_resumes_with_nothing_lost() {
         "names the path: {fault}"
     );
     assert!(paused.counters.pages_fetched < expected.len() as u64);
-    archived(dir.path()); // whole records only, while the engine holds the files
+    common::warc::response_uris(dir.path()); // whole records only, while the engine holds the files
 
     faults.heal();
     handle.control.send(Command::Resume(Target::Global));
@@ -201,7 +152,7 @@ async fn headless_stops_on_a_full_disk_with_the_reason_and_the_next_run_finishes
         summary.contains("storage fault"),
         "the summary says why: {summary}"
     );
-    archived(dir.path());
+    common::warc::response_uris(dir.path());
 
     common::crawl(common::test_config(&demo), dir.path()).await;
     let got = outcomes(dir.path());

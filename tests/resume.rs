@@ -21,7 +21,7 @@ fn page_requests(records: &[RequestRecord]) -> Vec<(SiteKind, String)> {
 }
 
 /// A headless crawl of `seeds` (none: resume) in `dir`, fast but polite.
-fn crawl_command(dir: &std::path::Path, seeds: &[String]) -> Command {
+pub(crate) fn crawl_command(dir: &std::path::Path, seeds: &[String]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_crawldeck"));
     cmd.args([
         "crawl",
@@ -55,7 +55,7 @@ async fn reference_requests(sites: &[SiteKind]) -> HashSet<(SiteKind, String)> {
 }
 
 /// Runs a command to its end, killed by its pid if it outlives `limit`.
-async fn run_bounded(mut cmd: Command, limit: Duration) -> std::process::Output {
+pub(crate) async fn run_bounded(mut cmd: Command, limit: Duration) -> std::process::Output {
     let child = cmd
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

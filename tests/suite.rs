@@ -32,6 +32,7 @@ mod quarantine_pty;
 mod quarantine_results;
 mod records;
 mod recrawl;
+mod resource_archive;
 mod results;
 mod resume;
 mod robots_cases;

@@ -317,7 +317,8 @@ pub struct RunArgs {
     #[arg(long, value_name = "PAGES_PER_SEC")]
     pub max_rate: Option<f64>,
     /// Resources pages load (images, scripts, stylesheets, media, CSS url()):
-    /// check each in-scope one once with HEAD (default), or leave them out.
+    /// check each in-scope one once with HEAD (default), fetch and archive
+    /// each once (for replay; stylesheets' url()s too), or leave them out.
     #[arg(long, value_enum, value_name = "MODE")]
     pub resources: Option<ResourcesArg>,
     /// Request each out-of-scope URL an in-scope page links to once (HEAD)
@@ -397,7 +398,8 @@ pub enum ResourcesArg {
     Check,
     /// Do not collect resources.
     Off,
-    /// Check and archive them (not built yet: refused with the reason).
+    /// Fetch each in-scope one once (GET, page limits) and archive it in the
+    /// WARC; a stylesheet's url()s are fetched too. Never parsed for links.
     Fetch,
 }
 

@@ -290,6 +290,9 @@ fn add_counters(into: &mut Snapshot, s: &Snapshot) {
     c.refused_private += o.refused_private;
     c.links_cut += o.links_cut;
     c.pages_cut += o.pages_cut;
+    c.checked += o.checked;
+    c.resources_fetched += o.resources_fetched;
+    c.resource_bytes += o.resource_bytes;
     let (r, or) = (&mut c.responses, &o.responses);
     r.s2xx += or.s2xx;
     r.s3xx += or.s3xx;

@@ -48,6 +48,8 @@ fn worker_snapshot(pages: u64, state: CrawlState, hosts: Vec<HostView>) -> Snaps
     };
     s.counters.pages_fetched = pages;
     s.counters.count_error("timeout");
+    s.counters.resources_fetched = pages / 10;
+    s.counters.resource_bytes = pages * 100;
     s
 }
 
@@ -104,6 +106,8 @@ fn counters_and_rates_are_summed_and_queues_come_from_the_shared_frontier() {
     assert_eq!(merged.counters.pages_fetched, 30);
     assert_eq!(merged.counters.errors, 2);
     assert_eq!(merged.counters.errors_by_kind["timeout"], 2);
+    assert_eq!(merged.counters.resources_fetched, 3);
+    assert_eq!(merged.counters.resource_bytes, 3000);
     assert_eq!(merged.pages_per_sec, 4.0);
     assert_eq!(merged.in_flight, 2);
     assert_eq!(merged.frontier_size, 77, "not one worker's count");

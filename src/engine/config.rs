@@ -606,9 +606,6 @@ impl CrawlConfig {
                 "sitemaps.max_bytes and sitemaps.max_urls must be at least 1; turn sitemaps off with `enabled = false`",
             );
         }
-        if let Some((key, message)) = self.checks.problem() {
-            return invalid(key, message);
-        }
         if let Err(message) = extract::check_list(&self.extract) {
             return invalid("extract", message);
         }

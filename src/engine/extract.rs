@@ -14,7 +14,7 @@ mod real_html;
 mod resources;
 mod scan;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::borrow::Cow;
 
@@ -248,6 +248,40 @@ struct State<'a> {
     in_word: bool,
     refresh: Option<Url>,
     fragments: fragments::FragmentLinks,
+}
+
+impl<'a> State<'a> {
+    fn new(
+        opts: &'a ExtractOptions,
+        encoding: &'static Encoding,
+        base: &Url,
+        body_len: usize,
+    ) -> Self {
+        State {
+            opts,
+            encoding,
+            base: base.clone(),
+            base_seen: false,
+            links: PageLinks::default(),
+            link_bytes: 0,
+            index: FingerprintMap::default(),
+            full: false,
+            cut: 0,
+            too_long: 0,
+            resources: resources::Resources::default(),
+            title: None,
+            canonical: None,
+            directives: RobotsDirectives::default(),
+            blocks: blocks::Blocks::for_page(body_len),
+            text_budget: MAX_SIMHASH_TEXT,
+            facts: HtmlFacts::default(),
+            h1_open: 0,
+            h1_raw: None,
+            in_word: false,
+            refresh: None,
+            fragments: Default::default(),
+        }
+    }
 }
 
 impl State<'_> {
@@ -562,32 +596,37 @@ pub fn extract(
         return Extracted::default();
     }
     let encoding = page_encoding(body, content_type);
-    let mut state = State {
-        opts,
-        encoding,
-        base: page_url.clone(),
-        base_seen: false,
-        links: PageLinks::default(),
-        link_bytes: 0,
-        index: FingerprintMap::default(),
-        full: false,
-        cut: 0,
-        too_long: 0,
-        resources: resources::Resources::default(),
-        title: None,
-        canonical: None,
-        directives: RobotsDirectives::default(),
-        blocks: blocks::Blocks::for_page(body.len()),
-        text_budget: MAX_SIMHASH_TEXT,
-        facts: HtmlFacts::default(),
-        h1_open: 0,
-        h1_raw: None,
-        in_word: false,
-        refresh: None,
-        fragments: Default::default(),
-    };
+    let mut state = State::new(opts, encoding, page_url, body.len());
     scan::scan(body, &mut state);
     state.finish()
+}
+
+/// Whether a content type names a stylesheet (`text/css`).
+pub(crate) fn is_css(content_type: Option<&str>) -> bool {
+    content_type.is_some_and(|ct| {
+        ct.split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .eq_ignore_ascii_case("text/css")
+    })
+}
+
+/// The `url()` and `@import "…"` references of a fetched stylesheet (fonts,
+/// background images, imported stylesheets), resolved against its URL like a page's
+/// resources, unique, within the same caps (`max_resources`, URL bytes)
+/// and the file's first MiB; the second value counts those cut. Nothing
+/// else of the file is read.
+pub fn stylesheet_resources(
+    css: &[u8],
+    url: &Url,
+    content_type: Option<&str>,
+    opts: &ExtractOptions,
+) -> (Vec<Url>, usize) {
+    let encoding = encoding_of(content_type).unwrap_or(UTF_8);
+    let mut state = State::new(opts, encoding, url, 0);
+    state.stylesheet_urls(css);
+    (state.resources.urls, state.resources.cut)
 }
 
 /// The URL of a meta refresh's `content` (`5; url='next.html'`), after the

@@ -1,5 +1,5 @@
 //! The work the coordinator hands out: one page fetch, one robots.txt fetch,
-//! one soft-404 probe or one sitemap file.
+//! one check or fetched resource, one soft-404 probe or one sitemap file.
 //! Network waits run on the async runtime; parsing, hashing and WARC writing
 //! run on the engine's CPU pool. Results go back to the coordinator on a channel.
 
@@ -23,6 +23,8 @@ use super::sitemaps::parse::{self as sitemap, Limits, ParseError, Parsed};
 use super::store::warc::{EncodedExchange, WarcExchange, WarcWriter};
 use super::store::WarcLocation;
 use crate::engine::config::RobotsConfig;
+
+mod resource;
 
 pub enum Work {
     Page {
@@ -128,23 +130,45 @@ async fn run_page(job: PageJob) {
         cpu,
         done,
     } = job;
-    match fetcher.fetch(&url, validators.as_ref(), max_body).await {
-        // The pool thread reports to the coordinator itself: one wake-up less per page.
+    let fetched = fetcher.fetch(&url, validators.as_ref(), max_body).await;
+    report_page(
+        fetched,
+        lease,
+        &cpu,
+        done,
+        "page",
+        move |response, lease| {
+            let host = &lease.entry.host;
+            process(
+                response,
+                &extract,
+                custom.as_deref(),
+                &templates,
+                host,
+                warc,
+            )
+        },
+    );
+}
+
+/// Hands a fetched answer to the CPU pool for `work`; the pool thread
+/// reports the result as `Work::Page` itself (one wake-up less per page). A
+/// panic in `work` is a per-URL error naming `what` was processed.
+fn report_page(
+    fetched: Result<Response, FetchError>,
+    lease: Lease,
+    cpu: &CpuPool,
+    done: mpsc::UnboundedSender<Work>,
+    what: &'static str,
+    work: impl FnOnce(Response, &Lease) -> Fetched + Send + 'static,
+) {
+    match fetched {
         Ok(response) => cpu.spawn(move || {
-            let processed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                let host = &lease.entry.host;
-                process(
-                    response,
-                    &extract,
-                    custom.as_deref(),
-                    &templates,
-                    host,
-                    warc,
-                )
-            }));
+            let processed =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(response, &lease)));
             let result = processed.map(Box::new).map_err(|_| FetchError {
                 kind: FetchErrorKind::Other,
-                message: "page processing failed (internal error; see crawldeck.log)".into(),
+                message: format!("{what} processing failed (internal error; see crawldeck.log)"),
                 elapsed: Duration::ZERO,
             });
             let _ = done.send(Work::Page { lease, result });
@@ -492,6 +516,12 @@ impl Workers {
             url,
             self.done.clone(),
         ));
+    }
+
+    /// Fetches and archives a resource (`--resources fetch`); the answer
+    /// arrives as `Work::Page`.
+    pub(crate) fn spawn_resource(&self, lease: Lease, url: Url) {
+        tokio::spawn(resource::run_resource(self.job(lease, url, None)));
     }
 
     /// Fetches a soft-404 probe (archived, not a page); the answer arrives as `Work::Probe`.

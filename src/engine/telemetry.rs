@@ -482,11 +482,24 @@ pub struct Counters {
     /// transport errors: the sum of every host's `HostView::status`.
     #[serde(default)]
     pub responses: StatusMix,
-    /// Resources and external URLs answered to a check (HEAD) and recorded;
+    /// Resources and external URLs answered to a check (HEAD) and recorded
+    /// (fetched resources are `resources_fetched`);
     /// not in `pages_fetched`, so `max_pages` counts pages only.
     #[serde(default)]
     pub checked: u64,
-    /// Resource references past a page's cap (`checks.max_resources_per_page`), not checked.
+    /// Resources fetched and archived (`--resources fetch`) and recorded; not
+    /// in `pages_fetched` nor `checked`.
+    #[serde(default)]
+    pub resources_fetched: u64,
+    /// Body bytes of those, after content decoding (not in `bytes`).
+    #[serde(default)]
+    pub resource_bytes: u64,
+    /// Resources queued from fetched stylesheets' `url()`s, against the
+    /// crawl's cap on them.
+    #[serde(default)]
+    pub stylesheet_resources: u64,
+    /// Resource references past a page's (or a stylesheet's) cap
+    /// (`checks.max_resources_per_page`), not checked.
     #[serde(default)]
     pub resources_cut: u64,
     /// External URLs queued for a check, against `checks.max_external`.

@@ -37,6 +37,9 @@ pub struct Summary {
     pub checked: u64,
     /// Resource references past a page's cap, not checked.
     pub resources_cut: u64,
+    /// Resources fetched and archived (`--resources fetch`), and their body bytes.
+    pub resources_fetched: u64,
+    pub resource_bytes: u64,
     pub frontier_left: u64,
     pub quarantined: u64,
     pub elapsed_secs: f64,
@@ -132,6 +135,8 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
         pages_cut: s.counters.pages_cut,
         checked: s.counters.checked,
         resources_cut: s.counters.resources_cut,
+        resources_fetched: s.counters.resources_fetched,
+        resource_bytes: s.counters.resource_bytes,
         frontier_left: s.frontier_size,
         quarantined: s.quarantined,
         elapsed_secs: (elapsed.as_secs_f64() * 10.0).round() / 10.0,
@@ -246,6 +251,16 @@ pub fn summary_text(s: &Summary) -> String {
             format!(
                 "{} resources and external URLs (HEAD, not pages); {} resources past the per-page cap",
                 s.checked, s.resources_cut
+            ),
+        );
+    }
+    if s.resources_fetched > 0 {
+        line(
+            "resources fetched",
+            format!(
+                "{} ({}), archived in the WARC, not pages",
+                s.resources_fetched,
+                human_bytes(s.resource_bytes)
             ),
         );
     }

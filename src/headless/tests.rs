@@ -35,6 +35,8 @@ fn final_snapshot() -> Snapshot {
     s.counters.refused_private = 1;
     s.counters.links_cut = 1500;
     s.counters.pages_cut = 2;
+    s.counters.resources_fetched = 12;
+    s.counters.resource_bytes = 3072;
     s.quarantined = 40;
     s.counters.responses.record(Some(200), false);
     s.counters.responses.record(Some(404), false);
@@ -158,6 +160,10 @@ async fn prints_one_line_a_second_then_the_summary() {
         err.contains("links cut         1500 on 2 pages, not followed: past the per-page cap"),
         "{err}"
     );
+    assert!(
+        err.contains("resources fetched 12 (3.0 KiB), archived in the WARC, not pages"),
+        "{err}"
+    );
     assert!(err.contains("open trap alerts: 1"), "{err}");
     let raised = err
         .find("\ntrap alert #7 cal.localhost:4000: calendar")
@@ -212,6 +218,8 @@ async fn json_lines_then_a_summary_object() {
     assert_eq!(summary["refused_private"], 1);
     assert_eq!(summary["links_cut"], 1500);
     assert_eq!(summary["pages_cut"], 2);
+    assert_eq!(summary["resources_fetched"], 12);
+    assert_eq!(summary["resource_bytes"], 3072);
     assert_eq!(summary["allow_private"], true);
     assert_eq!(summary["errors_by_kind"]["timeout"], 2);
     assert_eq!(summary["data_dir"], "/tmp/crawl1");

@@ -3,6 +3,7 @@
 
 pub mod cluster;
 pub mod term;
+pub mod warc;
 
 use std::path::Path;
 use std::time::Duration;
@@ -177,4 +178,37 @@ pub fn json_lines(args: &[&str]) -> Vec<serde_json::Value> {
         .lines()
         .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{l:?} is not JSON: {e}")))
         .collect()
+}
+
+/// Starts a crawl whose disk fills after `faults` says, pausing (not
+/// ending) on a storage fault so the test can heal it and resume.
+pub async fn start_faulted(
+    cfg: CrawlConfig,
+    dir: &Path,
+    faults: &crawldeck::engine::store::faults::DiskFaults,
+) -> crawldeck::engine::RunningEngine {
+    let options = crawldeck::engine::EngineOptions {
+        wait_for_operator: true,
+        disk_faults: faults.clone(),
+        ..crawldeck::engine::EngineOptions::default()
+    };
+    crawldeck::engine::start_with(cfg, dir, std::future::pending(), options)
+        .await
+        .expect("engine starts")
+}
+
+/// The first snapshot of a crawl paused on a storage fault with nothing in flight.
+pub async fn paused_on_fault(handle: &mut crawldeck::engine::EngineHandle) -> Snapshot {
+    use crawldeck::engine::telemetry::CrawlState;
+    tokio::time::timeout(CRAWL_LIMIT, async {
+        loop {
+            handle.snapshots.changed().await.expect("engine runs");
+            let s: Snapshot = (**handle.snapshots.borrow()).clone();
+            if s.fault.is_some() && s.state == CrawlState::Paused && s.in_flight == 0 {
+                return s;
+            }
+        }
+    })
+    .await
+    .expect("the crawl pauses on the fault")
 }

@@ -17,6 +17,14 @@ pub const LINKS_RESOURCES_OK: [&str; 7] = [
 ];
 /// Paths of `Links` resources that answer 404.
 pub const LINKS_RESOURCES_BROKEN: [&str; 2] = ["/img/missing.png", "/missing.css"];
+/// Loaded only by `/style.css` (`url()`), so requested only when
+/// stylesheets are fetched: a font, and an image larger than 32 KiB.
+pub const LINKS_STYLESHEET_FONT: &str = "/fonts/body.woff2";
+pub const LINKS_STYLESHEET_LARGE: &str = "/img/texture.png";
+pub const LINKS_STYLESHEET_LARGE_BYTES: usize = 64 * 1024;
+/// Written as links inside the stylesheet and the images only: a resource
+/// is never parsed for links, so these are never requested.
+pub const LINKS_IN_RESOURCES: [&str; 2] = ["/from-css.html", "/from-image.html"];
 /// The pages of `Links`.
 pub const LINKS_PAGES: [&str; 2] = ["/", "/about.html"];
 /// `Elsewhere` paths `Links` links to: 200, 404, and one its robots.txt disallows.
@@ -26,7 +34,11 @@ pub const ELSEWHERE_DISALLOWED: &str = "/private/secret.html";
 /// Linked from `Elsewhere`'s pages only: a checked page's links are never followed.
 pub const ELSEWHERE_NEVER: [&str; 2] = ["/deeper.html", "/private/deeper.html"];
 
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n";
+const PNG: &[u8] = b"\x89PNG\r\n\x1a\n<a href=\"/from-image.html\">x</a>";
+const STYLESHEET: &str = ".hero { color: red }\n\
+    @font-face { font-family: body; src: url(\"/fonts/body.woff2\") }\n\
+    .tile { background: url(/img/texture.png) }\n\
+    /* <a href=\"/from-css.html\">not a link</a> */\n";
 
 /// The markup every `Links` page loads: stylesheets, a script, images with a
 /// `srcset`, CSS `url()` in `<style>` and `style=""`.
@@ -58,7 +70,11 @@ pub(super) fn links(ctx: &SiteCtx, req: &Req) -> Reply {
         "/robots.txt" => allow_all_robots(),
         "/" => page(ctx, "Links and resources", "/about.html"),
         "/about.html" => page(ctx, "About these links", "/"),
-        "/style.css" => Reply::with_type(200, "text/css", ".hero { color: red }\n"),
+        "/style.css" => Reply::with_type(200, "text/css", STYLESHEET),
+        LINKS_STYLESHEET_FONT => Reply::with_type(200, "font/woff2", &b"wOF2"[..]),
+        LINKS_STYLESHEET_LARGE => {
+            Reply::with_type(200, "image/png", vec![b'x'; LINKS_STYLESHEET_LARGE_BYTES])
+        }
         "/app.js" => Reply::with_type(200, "text/javascript", "console.log(1);\n"),
         p if LINKS_RESOURCES_OK.contains(&p) => Reply::with_type(200, "image/png", PNG),
         _ => Reply::not_found(),

@@ -14,8 +14,10 @@ pub enum ResourcesMode {
     Check,
     /// Resources are not collected.
     Off,
-    /// Checked and archived: refused by validation until WARC archiving of
-    /// resources exists (the archive issue), never silently taken as `check`.
+    /// Each in-scope resource is fetched once (GET, under the page limits)
+    /// and archived in the WARC, never parsed for links; a stylesheet's
+    /// `url()` references become resources too, so a replayed page has its
+    /// fonts and background images.
     Fetch,
 }
 
@@ -23,7 +25,7 @@ pub enum ResourcesMode {
 #[serde(default, deny_unknown_fields)]
 /// `[checks]`: resources and external links, requested but never parsed.
 pub struct ChecksConfig {
-    /// `check` (default), `off`; `fetch` is not built yet.
+    /// `check` (default), `fetch` or `off`.
     pub resources: ResourcesMode,
     /// Request each out-of-scope URL an in-scope page links to, once.
     pub external: bool,
@@ -56,17 +58,9 @@ impl ChecksConfig {
         }
     }
 
-    /// What is wrong with these settings: the key and the message.
-    pub(super) fn problem(&self) -> Option<(&'static str, String)> {
-        if self.resources == ResourcesMode::Fetch {
-            return Some((
-                "checks.resources",
-                "\"fetch\" (archiving resources for replay) is not built yet; \
-                 use \"check\" (request each once, record its status) or \"off\""
-                    .into(),
-            ));
-        }
-        None
+    /// Whether in-scope resources are fetched and archived, not only checked.
+    pub fn fetches_resources(&self) -> bool {
+        self.resources == ResourcesMode::Fetch
     }
 }
 
@@ -78,12 +72,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn resources_fetch_is_refused_with_the_reason_and_off_collects_none() {
+    fn resources_fetch_is_accepted_and_collects_resources_and_off_collects_none() {
         let text = "[checks]\nresources = \"fetch\"\n";
         let config = CrawlConfig::from_toml(text, Path::new("crawl.toml")).unwrap();
-        let message = config.validate().unwrap_err().to_string();
-        assert!(message.contains("checks.resources"), "{message}");
-        assert!(message.contains("not built yet"), "{message}");
+        config.validate().expect("fetch is a valid mode");
+        assert!(config.checks.fetches_resources());
+        assert_eq!(config.checks.resources_per_page(), 256);
+        assert!(
+            !ChecksConfig::default().fetches_resources(),
+            "check by default"
+        );
         let off = ChecksConfig {
             resources: ResourcesMode::Off,
             ..ChecksConfig::default()

@@ -1,16 +1,25 @@
 //! Resources and external links: which of a page's URLs are queued as
-//! checks (requested once for their status, never parsed) and the caps on
-//! external ones.
+//! checks (requested once for their status, never parsed), the caps on
+//! external ones, and with `--resources fetch` the resources fetched and
+//! archived instead, a stylesheet's `url()`s among them.
 
 use std::collections::HashMap;
 
 use url::Url;
 
+use super::admitted::Outgoing;
 use super::results::unix_ms;
 use super::Coordinator;
 use crate::engine::control::HostKey;
+use crate::engine::extract::Extracted;
+use crate::engine::frontier::FrontierEntry;
 use crate::engine::store::{FilterReason, FilteredUrl, UrlKind};
 use crate::engine::url_norm::{self, Rejection};
+
+/// Resources queued from fetched stylesheets in one crawl: each stylesheet
+/// gives at most `checks.max_resources_per_page`, and stylesheets importing
+/// ever new stylesheets stop here.
+pub(super) const MAX_STYLESHEET_RESOURCES: u64 = 100_000;
 
 /// External URLs queued per host in this run of the engine.
 #[derive(Default)]
@@ -35,6 +44,27 @@ impl Coordinator {
             (Err(Rejection::OutOfScope), _) => Err(Some(FilterReason::Scope)),
             (Err(_), _) => Err(None),
         }
+    }
+
+    /// Whether this entry is a resource fetched and archived, not checked.
+    pub(super) fn is_fetched_resource(&self, entry: &FrontierEntry) -> bool {
+        entry.kind == UrlKind::Resource && self.cfg.checks.fetches_resources()
+    }
+
+    /// A fetched stylesheet's `url()` references, queued as resources while
+    /// the crawl's [`MAX_STYLESHEET_RESOURCES`] last; the rest are counted
+    /// as cut, like a page's resources past its cap.
+    pub(super) fn stylesheet_outgoing(&mut self, stylesheet: &Extracted) -> Outgoing {
+        let counters = self.stats.count();
+        let room = MAX_STYLESHEET_RESOURCES.saturating_sub(counters.stylesheet_resources);
+        let taken = stylesheet.resources.len().min(room as usize);
+        let cut = stylesheet.resources_cut + (stylesheet.resources.len() - taken);
+        counters.resources_cut += cut as u64;
+        let whole = stylesheet.resources[..taken]
+            .iter()
+            .map(|url| (url.clone(), UrlKind::Resource))
+            .collect();
+        Outgoing::whole(whole)
     }
 
     /// Whether an out-of-scope URL may still be queued as an external check.
@@ -85,3 +115,7 @@ impl Coordinator {
         kept
     }
 }
+
+#[cfg(test)]
+#[path = "checks_tests.rs"]
+mod tests;

@@ -7,7 +7,7 @@ use tokio::time::Instant;
 use url::Url;
 
 use super::Coordinator;
-use crate::engine::frontier::Hold;
+use crate::engine::frontier::{Hold, Lease};
 use crate::engine::hosts::FetchGate;
 use crate::engine::timers::Timer;
 
@@ -115,23 +115,27 @@ impl Coordinator {
                     }
                     self.hosts.fetch_started(&host, now);
                     self.slots.start_page();
-                    if self.is_probe(&lease) {
-                        self.workers.spawn_probe(lease, url);
-                        continue;
-                    }
-                    if self.is_sitemap(&lease) {
-                        let limits = self.sitemap_limits();
-                        self.workers.spawn_sitemap(lease, url, limits);
-                        continue;
-                    }
-                    if lease.entry.kind.is_check() {
-                        self.workers.spawn_check(lease, url);
-                        continue;
-                    }
-                    let validators = self.validators_for(&lease.entry.url);
-                    self.workers.spawn_page(lease, url, validators);
+                    self.spawn_fetch(lease, url);
                 }
             }
+        }
+    }
+
+    /// Starts the request a lease calls for: a probe, a sitemap file, a
+    /// resource to fetch and archive, a check, or a page.
+    fn spawn_fetch(&mut self, lease: Lease, url: Url) {
+        if self.is_probe(&lease) {
+            self.workers.spawn_probe(lease, url);
+        } else if self.is_sitemap(&lease) {
+            let limits = self.sitemap_limits();
+            self.workers.spawn_sitemap(lease, url, limits);
+        } else if self.is_fetched_resource(&lease.entry) {
+            self.workers.spawn_resource(lease, url);
+        } else if lease.entry.kind.is_check() {
+            self.workers.spawn_check(lease, url);
+        } else {
+            let validators = self.validators_for(&lease.entry.url);
+            self.workers.spawn_page(lease, url, validators);
         }
     }
 

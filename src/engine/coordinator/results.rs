@@ -288,7 +288,11 @@ impl Coordinator {
     /// detector told.
     fn record_answered(&mut self, lease: Lease, mut page: Fetched, now: Instant) {
         let (host, status) = (lease.entry.host.clone(), page.status);
-        if lease.entry.kind.is_check() {
+        if self.is_fetched_resource(&lease.entry) {
+            let counters = self.stats.count();
+            counters.resources_fetched += 1;
+            counters.resource_bytes += page.bytes;
+        } else if lease.entry.kind.is_check() {
             // Its size is what the server says: nothing was downloaded.
             self.stats.count().checked += 1;
         } else {
@@ -313,6 +317,9 @@ impl Coordinator {
             let kind = lease.entry.kind;
             let queued = admitted.count(|k| k == kind || !k.is_check());
             record.outlinks = queued as u32;
+            if kind == UrlKind::Resource && !is_redirect {
+                self.stats.count().stylesheet_resources += queued as u64;
+            }
         }
         let new_links = admitted.len();
         let exact_copy = matches!(record.outcome, PageOutcome::Duplicate { .. });
@@ -362,6 +369,10 @@ impl Coordinator {
             {
                 // A checked URL's redirect is checked as what it was found as.
                 links.whole.push((location.clone(), lease.entry.kind));
+            }
+        } else if lease.entry.kind.is_check() {
+            if let Some(stylesheet) = &page.extracted {
+                links = self.stylesheet_outgoing(stylesheet);
             }
         } else if let Some(extracted) = &mut page.extracted {
             record.title = std::mem::take(&mut extracted.title);

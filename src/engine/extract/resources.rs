@@ -15,6 +15,8 @@ use crate::engine::url_norm;
 pub const MAX_RESOURCE_BYTES: usize = 256 * 1024;
 /// Bytes of CSS (a `<style>` element or a `style` attribute) searched for `url()`.
 const MAX_CSS_SCAN: usize = 64 * 1024;
+/// Bytes of a fetched stylesheet searched for `url()`.
+pub const MAX_STYLESHEET_SCAN: usize = 1024 * 1024;
 /// Candidates read from one `srcset`.
 const MAX_SRCSET_CANDIDATES: usize = 32;
 
@@ -57,7 +59,7 @@ impl State<'_> {
             6 if tag.is("source") => &["src", "srcset"],
             6 if tag.is("object") => &["data"],
             5 if tag.is("style") => {
-                self.css_urls(content.unwrap_or_default());
+                self.css_urls(content.unwrap_or_default(), MAX_CSS_SCAN);
                 &[]
             }
             _ => &[],
@@ -74,7 +76,7 @@ impl State<'_> {
         // `style` attributes are rare: a cheap look for `(` before parsing.
         if memchr(b'(', tag.raw_attributes()).is_some() {
             if let Some(style) = tag.attribute("style") {
-                self.css_urls(style);
+                self.css_urls(style, MAX_CSS_SCAN);
             }
         }
     }
@@ -86,9 +88,34 @@ impl State<'_> {
         }
     }
 
-    /// Each `url(...)` of a stylesheet's text.
-    fn css_urls(&mut self, css: &[u8]) {
-        let css = &css[..css.len().min(MAX_CSS_SCAN)];
+    /// Each `@import "..."` and `url(...)` of a fetched stylesheet.
+    pub(super) fn stylesheet_urls(&mut self, css: &[u8]) {
+        if self.opts.max_resources > 0 {
+            let css = &css[..css.len().min(MAX_STYLESHEET_SCAN)];
+            self.css_imports(css);
+            self.css_urls(css, MAX_STYLESHEET_SCAN);
+        }
+    }
+
+    /// `@import "x.css"`: a stylesheet named by a string, which `url()`
+    /// scanning misses (`@import url(x.css)` is left to it).
+    fn css_imports(&mut self, css: &[u8]) {
+        let mut at = 0;
+        while let Some(i) = memchr::memmem::find(&css[at..], b"@import") {
+            at += i + b"@import".len();
+            let rest = &css[at..];
+            let start = rest.iter().position(|b| !b.is_ascii_whitespace());
+            if start.is_some_and(|s| matches!(rest[s], b'"' | b'\'')) {
+                let (url, end) = css_url(rest);
+                at += end;
+                self.add_resource(url);
+            }
+        }
+    }
+
+    /// Each `url(...)` in the first `max_scan` bytes of CSS text.
+    fn css_urls(&mut self, css: &[u8], max_scan: usize) {
+        let css = &css[..css.len().min(max_scan)];
         let mut at = 0;
         while let Some(i) = memchr(b'(', &css[at..]) {
             let open = at + i;
@@ -268,6 +295,46 @@ mod tests {
         let filler = "a".repeat(MAX_CSS_SCAN);
         let html = format!("<style>.x{{background:url(/in.png)}}{filler}url(/past.png)</style>");
         assert_eq!(paths(&run(&html, 10)), ["/in.png"]);
+    }
+
+    #[test]
+    fn a_fetched_stylesheets_urls_resolve_against_it_within_the_caps() {
+        let opts = |max_resources| ExtractOptions {
+            max_resources,
+            ..super::super::tests::opts()
+        };
+        let sheet = Url::parse("http://shop.localhost:40123/css/site.css").unwrap();
+        let css = b"@import url(base.css);\n@import 'print.css' print;\n@font-face { src: url('../fonts/a.woff2') }\n\
+            .x { background: url(/bg.png) } .y { background: url(/bg.png) }\n\
+            .z { background: url(data:image/png;base64,AAAA) } /* <a href=/no.html> */";
+        let (urls, cut) =
+            super::super::stylesheet_resources(css, &sheet, Some("text/css"), &opts(10));
+        let got: Vec<&str> = urls.iter().map(|u| &u.as_str()[27..]).collect();
+        assert_eq!(
+            got,
+            [
+                "/css/print.css",
+                "/css/base.css",
+                "/fonts/a.woff2",
+                "/bg.png"
+            ]
+        );
+        assert_eq!(cut, 0);
+        let (urls, cut) = super::super::stylesheet_resources(css, &sheet, None, &opts(1));
+        assert_eq!(
+            (urls.len(), cut),
+            (1, 5),
+            "each reference past max_resources counted"
+        );
+        let (urls, _) = super::super::stylesheet_resources(css, &sheet, None, &opts(0));
+        assert!(urls.is_empty(), "resources off");
+        let filler = "a".repeat(MAX_STYLESHEET_SCAN);
+        let long = format!("url(/in.png){filler}url(/past.png)");
+        let (urls, _) =
+            super::super::stylesheet_resources(long.as_bytes(), &sheet, None, &opts(10));
+        assert_eq!(urls.len(), 1, "only the first MiB is read");
+        assert!(super::super::is_css(Some("Text/CSS; charset=utf-8")));
+        assert!(!super::super::is_css(Some("text/html")) && !super::super::is_css(None));
     }
 
     #[test]

@@ -2,7 +2,8 @@ use std::fmt::Write as _;
 
 use super::*;
 
-fn opts() -> ExtractOptions {
+/// Extraction options for tests: small caps, 100 resources a page.
+pub(crate) fn opts() -> ExtractOptions {
     ExtractOptions {
         product_token: "crawldeck".into(),
         max_links: 100,

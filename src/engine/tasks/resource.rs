@@ -1,0 +1,87 @@
+//! `--resources fetch`: an in-scope resource fetched once like a page (GET,
+//! the page's body cap and timeouts), archived like a page's exchange,
+//! never parsed for links; a stylesheet's `url()`s come back as its resources.
+
+use std::sync::Mutex;
+
+use super::{archive, report_page, Fetched, PageJob};
+use crate::engine::dedup::ContentDigest;
+use crate::engine::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
+use crate::engine::fetch::Response;
+use crate::engine::store::warc::WarcWriter;
+
+/// Fetches, archives and (a stylesheet) reads one resource; the answer
+/// arrives as `Work::Page`, as a check's does.
+pub(super) async fn run_resource(job: PageJob) {
+    let PageJob {
+        fetcher,
+        lease,
+        url,
+        max_body,
+        extract,
+        warc,
+        cpu,
+        done,
+        ..
+    } = job;
+    let fetched = fetcher.fetch(&url, None, max_body).await;
+    report_page(
+        fetched,
+        lease,
+        &cpu,
+        done,
+        "resource",
+        move |response, _| archived_resource(response, &extract, warc.as_deref()),
+    );
+}
+
+/// What the coordinator records of a fetched resource: its answer, where it
+/// was archived (unless `X-Robots-Tag: noarchive`), and for a 2xx
+/// stylesheet its `url()` references as resources (no links, no text).
+fn archived_resource(
+    response: Response,
+    opts: &ExtractOptions,
+    warc: Option<&Mutex<WarcWriter>>,
+) -> Fetched {
+    let directives = RobotsDirectives::from_headers(&response.x_robots_tag, &opts.product_token);
+    let ok = (200..300).contains(&response.status);
+    let digest = ContentDigest::of(&response.body);
+    let (warc_at, warc_error) = match warc {
+        Some(warc) if !directives.noarchive => archive(&response, Some(&digest), warc),
+        _ => (None, None),
+    };
+    let extracted = (ok && extract::is_css(response.content_type.as_deref())).then(|| {
+        let (resources, resources_cut) = extract::stylesheet_resources(
+            &response.body,
+            &response.final_url,
+            response.content_type.as_deref(),
+            opts,
+        );
+        Extracted {
+            resources,
+            resources_cut,
+            ..Extracted::default()
+        }
+    });
+    Fetched {
+        status: response.status,
+        bytes: response.body.len() as u64,
+        content_type: response.content_type,
+        location: response.location,
+        retry_after: response.retry_after,
+        etag: response.etag,
+        last_modified: response.last_modified,
+        elapsed: response.elapsed,
+        directives,
+        noindex: None,
+        digest: ok.then_some(digest),
+        extracted,
+        fingerprint: None,
+        warc_error,
+        warc_at,
+    }
+}
+
+#[cfg(test)]
+#[path = "resource_tests.rs"]
+mod tests;

@@ -1,0 +1,98 @@
+use std::sync::Mutex;
+use std::time::Duration;
+
+use bytes::Bytes;
+use url::Url;
+
+use super::archived_resource;
+use crate::engine::extract::tests::opts;
+use crate::engine::fetch::Response;
+use crate::engine::store::read_response;
+use crate::engine::store::warc::WarcWriter;
+
+fn response(path: &str, status: u16, content_type: &str, body: &'static [u8]) -> Response {
+    Response {
+        status,
+        final_url: Url::parse(&format!("http://links.localhost:4000{path}")).unwrap(),
+        content_type: Some(content_type.into()),
+        location: None,
+        retry_after: None,
+        x_robots_tag: Vec::new(),
+        etag: None,
+        last_modified: None,
+        cache_max_age: None,
+        content_length: None,
+        body: Bytes::from_static(body),
+        elapsed: Duration::from_millis(3),
+        remote_ip: None,
+        request_head: format!("GET {path} HTTP/1.1\r\nhost: links.localhost:4000\r\n").into_bytes(),
+        response_head: format!("HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\n")
+            .into_bytes(),
+    }
+}
+
+#[test]
+fn a_stylesheet_is_archived_whole_and_gives_its_urls_as_resources_not_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = Mutex::new(WarcWriter::open(dir.path(), 1 << 30).unwrap());
+    let css: &[u8] = b"@font-face { src: url(/fonts/a.woff2) } /* <a href=\"/page.html\">x</a> */";
+    let got = archived_resource(
+        response("/css/s.css", 200, "text/css", css),
+        &opts(),
+        Some(&warc),
+    );
+    assert_eq!((got.status, got.bytes), (200, css.len() as u64));
+    assert!(got.warc_error.is_none());
+    let at = got.warc_at.expect("archived");
+    let archived = read_response(dir.path(), &at, 1 << 20).unwrap();
+    assert_eq!(
+        (archived.status, archived.body.as_slice()),
+        (Some(200), css)
+    );
+    let extracted = got.extracted.expect("a stylesheet is read for url()");
+    let resources: Vec<&str> = extracted.resources.iter().map(Url::path).collect();
+    assert_eq!(resources, ["/fonts/a.woff2"]);
+    assert!(
+        extracted.links.is_empty(),
+        "nothing is followed from a resource"
+    );
+    assert!(got.digest.is_some() && got.fingerprint.is_none());
+}
+
+#[test]
+fn other_resources_are_archived_and_never_read_and_noarchive_is_obeyed() {
+    let dir = tempfile::tempdir().unwrap();
+    let warc = Mutex::new(WarcWriter::open(dir.path(), 1 << 30).unwrap());
+    let html: &[u8] = b"<a href=\"/next.html\">next</a><img src=/i.png>";
+    for (path, content_type) in [("/frame.html", "text/html"), ("/i.png", "image/png")] {
+        let got = archived_resource(
+            response(path, 200, content_type, html),
+            &opts(),
+            Some(&warc),
+        );
+        assert!(got.extracted.is_none(), "{path}: not parsed");
+        assert!(got.warc_at.is_some(), "{path}: archived");
+    }
+    let gone = archived_resource(
+        response("/c.css", 404, "text/css", b"url(/x.png)"),
+        &opts(),
+        Some(&warc),
+    );
+    assert!(
+        gone.extracted.is_none() && gone.digest.is_none(),
+        "a 404 is not read"
+    );
+    assert!(
+        gone.warc_at.is_some(),
+        "a 404's answer is archived, as a page's"
+    );
+    let mut kept_out = response("/k.png", 200, "image/png", b"png");
+    kept_out.x_robots_tag = vec!["noarchive".into()];
+    let got = archived_resource(kept_out, &opts(), Some(&warc));
+    assert!(got.warc_at.is_none() && got.warc_error.is_none());
+    let unarchived = archived_resource(response("/n.png", 200, "image/png", b"png"), &opts(), None);
+    assert!(
+        unarchived.warc_at.is_none() && unarchived.warc_error.is_none(),
+        "no WARC kept"
+    );
+}
