@@ -61,6 +61,18 @@ const NAV_NAMES: [&str; 12] = [
     "menu",
 ];
 
+/// Class names of line-number gutters beside source listings (rustdoc,
+/// Pygments, highlight.js plugins): a column of 1, 2, 3 … that every long
+/// listing shares, and that would decide the fingerprint of each.
+const GUTTER_NAMES: [&str; 6] = [
+    "line-numbers",
+    "src-line-numbers",
+    "linenos",
+    "linenodiv",
+    "hljs-ln-numbers",
+    "gutter",
+];
+
 /// Longest element name a boilerplate region is tracked by.
 const NAME_MAX: usize = 16;
 
@@ -101,7 +113,7 @@ impl Blocks {
         match &mut self.region {
             Some(region) if region.is(tag.name) => region.depth += 1,
             Some(_) => {}
-            None if tag.name.len() <= NAME_MAX && is_navigation(tag, kind) => {
+            None if tag.name.len() <= NAME_MAX && is_boilerplate(tag, kind) => {
                 let mut name = [0; NAME_MAX];
                 name[..tag.name.len()].copy_from_slice(tag.name);
                 self.region = Some(Region {
@@ -135,13 +147,15 @@ fn is_inline(name: &[u8]) -> bool {
     kind(name) == Kind::Inline
 }
 
-/// A landmark element, or a container (only those: reading every tag's
+/// A landmark element, a container (only those: reading every tag's
 /// attributes would cost more than the rest of the measure) whose role,
-/// class or id names navigation.
-fn is_navigation(tag: &Tag<'_>, kind: Kind) -> bool {
+/// class or id names navigation, or a line-number gutter.
+fn is_boilerplate(tag: &Tag<'_>, kind: Kind) -> bool {
+    let pre = tag.name.eq_ignore_ascii_case(b"pre");
     match kind {
         Kind::Landmark => return true,
         Kind::Container => {}
+        Kind::Other if pre => {}
         _ => return false,
     }
     let names = |attribute: &str, list: &[&str]| {
@@ -152,5 +166,6 @@ fn is_navigation(tag: &Tag<'_>, kind: Kind) -> bool {
             })
         })
     };
-    names("role", &ROLES) || names("class", &NAV_NAMES) || names("id", &NAV_NAMES)
+    names("class", &GUTTER_NAMES)
+        || !pre && (names("role", &ROLES) || names("class", &NAV_NAMES) || names("id", &NAV_NAMES))
 }

@@ -202,3 +202,44 @@ fn a_function_and_its_rounding_variant_are_apart_as_wholes() {
         "a third apart as pages: {whole} bits of 128"
     );
 }
+
+/// Two long source listings in rustdoc's markup: the line-number gutter
+/// (1 to 8,000 on both) is no content, so the code decides, and unrelated
+/// code is far apart.
+#[test]
+fn a_line_number_gutter_does_not_make_source_listings_alike() {
+    let gutter: String = (1..=8000)
+        .map(|n| format!("<span id=\"{n}\">{n}</span>\n"))
+        .collect();
+    let listing = |seed: u64| {
+        let code: String = (0..30)
+            .map(|i| {
+                format!(
+                    "let value_{seed}_{i} = compute_{}({i});\n",
+                    seed * 7 + i % 13
+                )
+            })
+            .collect();
+        format!(
+            "<html><body class=\"rustdoc source\"><div class=\"example-wrap\">\
+             <pre class=\"line-numbers\">{gutter}</pre><pre class=\"rust\">{code}</pre>\
+             </div></body></html>"
+        )
+    };
+    let print = |page: &str, html: &str| {
+        crate::engine::near_dup::fingerprint_alone(&features("rust", page, html))
+    };
+    let (a, b) = (listing(1), listing(2));
+    let bits = hamming(print("src/a.rs.html", &a), print("src/b.rs.html", &b));
+    assert!(bits > 2 * NEAR, "unrelated listings: {bits} bits");
+    // Without the gutter's class its numbers are most of the text, and decide.
+    let plain = |html: &str| html.replace("class=\"line-numbers\"", "class=\"numbers\"");
+    let bits = hamming(
+        print("src/a.rs.html", &plain(&a)),
+        print("src/b.rs.html", &plain(&b)),
+    );
+    assert!(
+        bits <= NEAR,
+        "the gutter decides without its class: {bits} bits"
+    );
+}
