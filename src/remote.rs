@@ -16,6 +16,7 @@ use crate::control::lock::recorded_engine;
 use crate::control::server::FINISHED;
 use crate::engine::control::Command;
 use crate::engine::telemetry::{AlertStatus, Snapshot};
+use crate::headless::revisits_value;
 use crate::text::strip_control;
 use crate::tui::command::{self, CommandLine};
 use crate::tui::{self, TuiExit, TuiOptions};
@@ -58,6 +59,11 @@ pub struct StatusReport {
     /// Pages that had links cut.
     #[serde(default)]
     pub pages_cut: u64,
+    /// WARC revisit records written, and the body bytes they did not store again.
+    #[serde(default)]
+    pub revisits: u64,
+    #[serde(default)]
+    pub revisit_bytes_saved: u64,
     /// Why the crawl is paused by itself: the shared frontier out of reach
     /// (it resumes by itself) or a storage fault (the operator resumes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -182,6 +188,8 @@ impl StatusReport {
             quarantined: snapshot.quarantined,
             links_cut: snapshot.counters.links_cut,
             pages_cut: snapshot.counters.pages_cut,
+            revisits: snapshot.counters.revisits,
+            revisit_bytes_saved: snapshot.counters.revisit_bytes_saved,
             paused_because: snapshot
                 .outage
                 .as_ref()
@@ -219,6 +227,10 @@ impl StatusReport {
         );
         if let Some(why) = &self.paused_because {
             out.push_str(&format!("paused: {why}\n"));
+        }
+        if self.revisits > 0 {
+            let value = revisits_value(self.revisits, self.revisit_bytes_saved);
+            out.push_str(&format!("WARC revisits: {value}\n"));
         }
         if self.links_cut > 0 {
             out.push_str(&format!(
@@ -647,6 +659,22 @@ mod tests {
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["links_cut"], 1500);
         assert_eq!(json["pages_cut"], 2);
+    }
+
+    #[test]
+    fn status_counts_the_warc_revisits() {
+        let mut snapshot = Snapshot::default();
+        snapshot.counters.revisits = 3;
+        snapshot.counters.revisit_bytes_saved = 4096;
+        let report = StatusReport::of(&snapshot, 42);
+        let text = report.text(Path::new("./c1"));
+        assert!(
+            text.contains("\nWARC revisits: 3 records (4.0 KiB of bodies not stored again)\n"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["revisits"], 3);
+        assert_eq!(json["revisit_bytes_saved"], 4096);
     }
 
     #[test]

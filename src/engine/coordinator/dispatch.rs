@@ -128,8 +128,8 @@ impl Coordinator {
                         self.workers.spawn_check(lease, url);
                         continue;
                     }
-                    let validators = self.validators_for(&lease.entry.url);
-                    self.workers.spawn_page(lease, url, validators);
+                    let earlier = self.earlier_fetch(&lease.entry.url);
+                    self.workers.spawn_page(lease, url, earlier);
                 }
             }
         }

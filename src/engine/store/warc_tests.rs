@@ -73,6 +73,7 @@ fn exchange<'a>(
         response_head: b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n",
         body,
         payload_digest: digest,
+        refers_to: None,
     }
 }
 
