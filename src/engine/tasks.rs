@@ -34,6 +34,8 @@ pub enum Work {
         /// Whose robots.txt it is (a host may have two: http and https).
         origin: Url,
         answer: RobotsAnswer,
+        /// Its responses could not be archived.
+        warc_error: Option<String>,
     },
     /// A soft-404 probe came back: archived, but not a page of the crawl.
     Probe {
@@ -385,22 +387,40 @@ async fn run_sitemap(job: PageJob, limits: Limits) {
     }
 }
 
-async fn run_robots(
+/// What a robots.txt fetch needs, moved into its task.
+struct RobotsJob {
     fetcher: Fetcher,
     host: HostKey,
     origin: Url,
     cfg: RobotsConfig,
     product_token: String,
     shared: Option<Arc<SharedRobots>>,
+    warc: Option<Arc<Archive>>,
+    cpu: CpuPool,
     done: mpsc::UnboundedSender<Work>,
-) {
+}
+
+/// Fetches and judges a robots.txt, then archives its responses (on the CPU
+/// pool, as a page's) before the verdict goes back.
+async fn run_robots(job: RobotsJob) {
+    let RobotsJob {
+        fetcher,
+        host,
+        origin,
+        cfg,
+        product_token,
+        shared,
+        warc,
+        cpu,
+        done,
+    } = job;
     let started = tokio::time::Instant::now();
-    let (verdict, ttl) = match &shared {
+    let (verdict, ttl, responses) = match &shared {
         Some(cache) => robots::fetch_shared(cache, &fetcher, &origin, &cfg, &product_token).await,
         None => {
-            let (verdict, ttl, _statuses) =
-                robots::fetch_robots(&fetcher, &origin, &cfg, &product_token).await;
-            (verdict, ttl)
+            let fetch =
+                robots::fetch_robots_with_body(&fetcher, &origin, &cfg, &product_token).await;
+            (fetch.verdict, fetch.ttl, fetch.responses)
         }
     };
     let answer = RobotsAnswer {
@@ -408,11 +428,23 @@ async fn run_robots(
         ttl,
         elapsed: started.elapsed(),
     };
-    let _ = done.send(Work::Robots {
-        host,
-        origin,
-        answer,
-    });
+    let report = move |warc_error| {
+        let _ = done.send(Work::Robots {
+            host,
+            origin,
+            answer,
+            warc_error,
+        });
+    };
+    match warc {
+        Some(warc) if !responses.is_empty() => cpu.spawn(move || {
+            let error = responses
+                .iter()
+                .find_map(|response| warc.exchange(response).error);
+            report(error);
+        }),
+        _ => report(None),
+    }
 }
 
 /// Starts fetch tasks; owns what they share (the HTTP client, extraction
@@ -504,15 +536,17 @@ impl Workers {
 
     /// Fetches a host's robots.txt; the verdict arrives as `Work::Robots`.
     pub(crate) fn spawn_robots(&self, host: HostKey, origin: Url) {
-        tokio::spawn(run_robots(
-            self.fetcher.clone(),
+        tokio::spawn(run_robots(RobotsJob {
+            fetcher: self.fetcher.clone(),
             host,
             origin,
-            self.robots.clone(),
-            self.extract.product_token.clone(),
-            self.shared_robots.clone(),
-            self.done.clone(),
-        ));
+            cfg: self.robots.clone(),
+            product_token: self.extract.product_token.clone(),
+            shared: self.shared_robots.clone(),
+            warc: self.warc.clone(),
+            cpu: self.cpu.clone(),
+            done: self.done.clone(),
+        }));
     }
 
     /// The custom extractions for pages fetched from now on (fetches under

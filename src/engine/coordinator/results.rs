@@ -110,8 +110,14 @@ impl Coordinator {
                 host,
                 origin,
                 answer,
+                warc_error,
             } => {
                 self.slots.end_robots();
+                if let Some(e) = warc_error {
+                    // As for a page: the crawl pauses with the reason. The
+                    // verdict itself is sound and holds.
+                    self.storage_fault(format!("archiving the robots.txt of {origin}: {e}"));
+                }
                 // A verdict may give the host up: its queue must be complete.
                 self.sync();
                 self.robots_settled(&host, &origin, answer, now);
