@@ -201,3 +201,7 @@ fn exchange<'a>(
         refers_to,
     }
 }
+
+#[cfg(test)]
+#[path = "archive_tests.rs"]
+mod tests;
