@@ -665,3 +665,36 @@ fn resources_and_external_checks_from_flags_with_their_defaults() {
         "{err}"
     );
 }
+
+#[test]
+fn warc_max_size_sets_the_rotation_size_and_a_bad_one_exits_2() {
+    let seed = "https://a.example/";
+    let run = resolve(&["crawl", "--headless", seed]).unwrap();
+    assert_eq!(
+        run.config.storage.warc_max_bytes,
+        1 << 30,
+        "1 GiB by default"
+    );
+    let run = resolve(&["crawl", "--headless", "--warc-max-size", "100MB", seed]).unwrap();
+    assert_eq!(run.config.storage.warc_max_bytes, 100_000_000);
+    let run = resolve(&["crawl", "--headless", "--warc-max-size", "1GiB", seed]).unwrap();
+    assert_eq!(run.config.storage.warc_max_bytes, 1 << 30);
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = crawldeck(
+        dir.path(),
+        &["crawl", "--headless", "--warc-max-size", "big", seed],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("--warc-max-size"), "{err}");
+    assert!(err.contains("\"big\" is not a size"), "{err}");
+    let out = crawldeck(
+        dir.path(),
+        &["crawl", "--headless", "--warc-max-size", "0", seed],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("storage.warc_max_bytes"), "{err}");
+    assert!(err.contains("set by --warc-max-size"), "{err}");
+}
