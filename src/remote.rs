@@ -646,33 +646,25 @@ mod tests {
     }
 
     #[test]
-    fn status_counts_the_links_cut_at_the_per_page_cap() {
+    fn status_counts_the_links_cut_at_the_per_page_cap_and_the_warc_revisits() {
         let mut snapshot = Snapshot::default();
         snapshot.counters.links_cut = 1500;
         snapshot.counters.pages_cut = 2;
+        snapshot.counters.revisits = 3;
+        snapshot.counters.revisit_bytes_saved = 4096;
         let report = StatusReport::of(&snapshot, 42);
         let text = report.text(Path::new("./c1"));
         assert!(
             text.contains("\nlinks cut at the per-page cap: 1500 on 2 pages\n"),
             "{text}"
         );
-        let json = serde_json::to_value(&report).unwrap();
-        assert_eq!(json["links_cut"], 1500);
-        assert_eq!(json["pages_cut"], 2);
-    }
-
-    #[test]
-    fn status_counts_the_warc_revisits() {
-        let mut snapshot = Snapshot::default();
-        snapshot.counters.revisits = 3;
-        snapshot.counters.revisit_bytes_saved = 4096;
-        let report = StatusReport::of(&snapshot, 42);
-        let text = report.text(Path::new("./c1"));
         assert!(
             text.contains("\nWARC revisits: 3 records (4.0 KiB of bodies not stored again)\n"),
             "{text}"
         );
         let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["links_cut"], 1500);
+        assert_eq!(json["pages_cut"], 2);
         assert_eq!(json["revisits"], 3);
         assert_eq!(json["revisit_bytes_saved"], 4096);
     }

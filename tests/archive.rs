@@ -6,73 +6,15 @@
 
 use crate::common;
 
-use std::collections::HashMap;
-use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
+use common::warc::{all_records, files, records, Record};
 use crawldeck::demo::SiteKind;
 
 const REVISIT_IDENTICAL: &str = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
 const REVISIT_NOT_MODIFIED: &str = "http://netpreserve.org/warc/1.1/revisit/server-not-modified";
 /// The Dupes site serves one body under this many URLs.
 const COPIES: usize = 30;
-
-struct Record {
-    file: String,
-    headers: HashMap<String, String>,
-    block: Vec<u8>,
-}
-
-impl Record {
-    fn get(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).map(String::as_str)
-    }
-    fn is(&self, kind: &str) -> bool {
-        self.get("WARC-Type") == Some(kind)
-    }
-}
-
-/// The WARC files of a data directory, in order.
-fn warc_files(data: &Path) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(data.join("warc"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files
-}
-
-/// Every record of a file, one gzip member each.
-fn records(path: &Path) -> Vec<Record> {
-    let bytes = std::fs::read(path).unwrap();
-    let file = path.file_name().unwrap().to_string_lossy().into_owned();
-    let mut rest: &[u8] = &bytes;
-    let mut records = Vec::new();
-    while !rest.is_empty() {
-        let mut decoder = flate2::bufread::GzDecoder::new(rest);
-        let mut member = Vec::new();
-        decoder.read_to_end(&mut member).unwrap();
-        rest = decoder.into_inner();
-        let end = member.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-        let head = std::str::from_utf8(&member[..end]).unwrap();
-        let headers: HashMap<String, String> = head
-            .split("\r\n")
-            .skip(1)
-            .map(|line| {
-                let (name, value) = line.split_once(": ").unwrap();
-                (name.to_string(), value.to_string())
-            })
-            .collect();
-        let length: usize = headers["Content-Length"].parse().unwrap();
-        let block = member[end + 4..end + 4 + length].to_vec();
-        records.push(Record {
-            file: file.clone(),
-            headers,
-            block,
-        });
-    }
-    records
-}
 
 /// Runs the binary (it blocks: off the runtime the demo web runs on) and
 /// returns its summary.
@@ -137,7 +79,7 @@ async fn copies_and_304s_are_revisits_and_robots_txt_is_archived() {
     let mut first_args = args(&["--warc-max-size", "20KB"]);
     first_args.push(seed.clone());
     let first = crawl(first_args).await;
-    let first_files = warc_files(&data);
+    let first_files = files(&data);
     let first_records: Vec<Record> = first_files.iter().flat_map(|f| records(f)).collect();
     let identical: Vec<&Record> = first_records.iter().filter(|r| r.is("revisit")).collect();
     assert_eq!(identical.len(), COPIES - 1, "each copy after the first");
@@ -182,7 +124,7 @@ async fn copies_and_304s_are_revisits_and_robots_txt_is_archived() {
     }
 
     let second = crawl(args(&["--recrawl"])).await;
-    let all: Vec<Record> = warc_files(&data).iter().flat_map(|f| records(f)).collect();
+    let all = all_records(&data);
     let not_modified: Vec<&Record> = all
         .iter()
         .filter(|r| r.get("WARC-Profile") == Some(REVISIT_NOT_MODIFIED))
@@ -212,7 +154,7 @@ async fn copies_and_304s_are_revisits_and_robots_txt_is_archived() {
 fn warcio_reads_every_record(data: &Path, expected: usize) {
     let venv = common::python::venv(&["warcio==1.7.4"]);
     let mut indexed = 0;
-    for file in warc_files(data) {
+    for file in files(data) {
         let check = venv.run(
             "warcio",
             &["check".as_ref(), "-v".as_ref(), file.as_os_str()],

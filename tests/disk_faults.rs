@@ -37,28 +37,11 @@ fn outcomes(dir: &Path) -> BTreeMap<String, String> {
 /// The target URI of every response record in the crawl's WARC files; fails
 /// on a partial gzip member or a record cut short.
 fn archived(dir: &Path) -> Vec<String> {
-    let mut uris = Vec::new();
-    for entry in std::fs::read_dir(dir.join("warc")).unwrap() {
-        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
-        let mut rest: &[u8] = &bytes;
-        while !rest.is_empty() {
-            let mut decoder = flate2::bufread::GzDecoder::new(rest);
-            let mut record = Vec::new();
-            decoder
-                .read_to_end(&mut record)
-                .expect("every gzip member is whole");
-            rest = decoder.into_inner();
-            let text = String::from_utf8_lossy(&record);
-            let head = text.split("\r\n\r\n").next().unwrap();
-            let length: usize = header(head, "Content-Length").parse().unwrap();
-            let head_len = head.len() + 4;
-            assert_eq!(record.len(), head_len + length + 4, "record is whole");
-            if header(head, "WARC-Type") == "response" {
-                uris.push(header(head, "WARC-Target-URI").to_string());
-            }
-        }
-    }
-    uris
+    common::warc::all_records(dir)
+        .into_iter()
+        .filter(|r| r.is("response"))
+        .filter_map(|r| r.get("WARC-Target-URI").map(str::to_string))
+        .collect()
 }
 
 /// Fails with the URLs whose outcome differs, not two whole maps.
@@ -78,12 +61,6 @@ fn assert_same_pages(got: &BTreeMap<String, String>, expected: &BTreeMap<String,
         "{} differ: {differing:#?}",
         differing.len()
     );
-}
-
-fn header<'a>(head: &'a str, name: &str) -> &'a str {
-    head.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(": "))
-        .unwrap_or_default()
 }
 
 async fn start(

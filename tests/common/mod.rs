@@ -4,6 +4,7 @@
 pub mod cluster;
 pub mod python;
 pub mod term;
+pub mod warc;
 
 use std::path::Path;
 use std::time::Duration;
