@@ -172,3 +172,77 @@ fn warcio_reads_every_record(data: &Path, expected: usize) {
     }
     assert_eq!(indexed, expected, "warcio reads every record");
 }
+
+/// The first record of each body is known after `kill -9`: the resumed run
+/// archives the copies left as revisits of the one whole copy written before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_record_of_a_body_survives_kill_nine() {
+    let demo = common::start_demo(vec![SiteKind::Dupes]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("c");
+    let run = |seed: Option<String>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_crawldeck"));
+        cmd.args(["crawl", "--headless", "--delay", "50ms", "--data"])
+            .arg(&data)
+            .args(seed)
+            .env_remove("RUST_LOG")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        cmd
+    };
+    let copies_served = || {
+        let log = demo.log().records();
+        log.iter()
+            .filter(|r| r.path_and_query.starts_with("/copy/"))
+            .count()
+    };
+    let first = run(Some(demo.base_url(SiteKind::Dupes).to_string()))
+        .spawn()
+        .expect("crawldeck starts");
+    let mut first = common::Killed(first);
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    while copies_served() < COPIES / 3 {
+        assert!(tokio::time::Instant::now() < deadline, "no progress");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    first.0.kill().expect("SIGKILL");
+    drop(first);
+    assert!(copies_served() < COPIES, "killed before the last copy");
+
+    let mut resume = run(None);
+    let resumed = tokio::task::spawn_blocking(move || {
+        let mut child = common::Killed(resume.spawn().expect("resume starts"));
+        let started = std::time::Instant::now();
+        loop {
+            if let Some(status) = child.0.try_wait().unwrap() {
+                return status;
+            }
+            assert!(started.elapsed() < common::RUN_LIMIT, "the resume hangs");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    });
+    assert!(resumed.await.unwrap().success(), "the resume ends well");
+    let all = all_records(&dir.path().join("c"));
+    let is_copy = |r: &&Record| r.get("WARC-Target-URI").unwrap_or("").contains("/copy/");
+    let whole: Vec<&Record> = all
+        .iter()
+        .filter(|r| r.is("response"))
+        .filter(is_copy)
+        .collect();
+    assert_eq!(whole.len(), 1, "one copy stored whole across the kill");
+    let revisits: Vec<&Record> = all
+        .iter()
+        .filter(|r| r.is("revisit"))
+        .filter(is_copy)
+        .collect();
+    // A copy in flight at the kill may have been archived twice.
+    assert!(revisits.len() >= COPIES - 1, "{}", revisits.len());
+    for revisit in revisits {
+        assert_eq!(
+            revisit.get("WARC-Refers-To-Target-URI"),
+            whole[0].get("WARC-Target-URI")
+        );
+        assert_refers_to_a_response(revisit, &all);
+    }
+    demo.shutdown().await;
+}
