@@ -16,6 +16,7 @@ use crate::control::lock::recorded_engine;
 use crate::control::server::FINISHED;
 use crate::engine::control::Command;
 use crate::engine::telemetry::{AlertStatus, Snapshot};
+use crate::headless::revisits_value;
 use crate::text::strip_control;
 use crate::tui::command::{self, CommandLine};
 use crate::tui::{self, TuiExit, TuiOptions};
@@ -63,6 +64,9 @@ pub struct StatusReport {
     pub resources_fetched: u64,
     #[serde(default)]
     pub resource_bytes: u64,
+    /// WARC revisit records written, and the body bytes they did not store again.
+    pub revisits: u64,
+    pub revisit_bytes_saved: u64,
     /// Why the crawl is paused by itself: the shared frontier out of reach
     /// (it resumes by itself) or a storage fault (the operator resumes it).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -189,6 +193,8 @@ impl StatusReport {
             pages_cut: snapshot.counters.pages_cut,
             resources_fetched: snapshot.counters.resources_fetched,
             resource_bytes: snapshot.counters.resource_bytes,
+            revisits: snapshot.counters.revisits,
+            revisit_bytes_saved: snapshot.counters.revisit_bytes_saved,
             paused_because: snapshot
                 .outage
                 .as_ref()
@@ -226,6 +232,10 @@ impl StatusReport {
         );
         if let Some(why) = &self.paused_because {
             out.push_str(&format!("paused: {why}\n"));
+        }
+        if self.revisits > 0 {
+            let value = revisits_value(self.revisits, self.revisit_bytes_saved);
+            out.push_str(&format!("WARC revisits: {value}\n"));
         }
         if self.links_cut > 0 {
             out.push_str(&format!(
@@ -648,12 +658,14 @@ mod tests {
     }
 
     #[test]
-    fn status_counts_the_links_cut_at_the_per_page_cap_and_the_resources_fetched() {
+    fn status_counts_links_cut_resources_fetched_and_warc_revisits() {
         let mut snapshot = Snapshot::default();
         snapshot.counters.links_cut = 1500;
         snapshot.counters.pages_cut = 2;
         snapshot.counters.resources_fetched = 7;
         snapshot.counters.resource_bytes = 2048;
+        snapshot.counters.revisits = 3;
+        snapshot.counters.revisit_bytes_saved = 4096;
         let report = StatusReport::of(&snapshot, 42);
         let text = report.text(Path::new("./c1"));
         assert!(
@@ -664,11 +676,17 @@ mod tests {
             text.contains("\nresources fetched and archived: 7 (2.0 KiB)\n"),
             "{text}"
         );
+        assert!(
+            text.contains("\nWARC revisits: 3 records (4.0 KiB of bodies not stored again)\n"),
+            "{text}"
+        );
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["links_cut"], 1500);
         assert_eq!(json["pages_cut"], 2);
         assert_eq!(json["resources_fetched"], 7);
         assert_eq!(json["resource_bytes"], 2048);
+        assert_eq!(json["revisits"], 3);
+        assert_eq!(json["revisit_bytes_saved"], 4096);
     }
 
     #[test]

@@ -662,3 +662,33 @@ fn resources_and_external_checks_from_flags_with_their_defaults() {
     let fetch = resolve(&["crawl", "--resources", "fetch", "https://a.example/"]).unwrap();
     assert_eq!(fetch.config.checks.resources, ResourcesMode::Fetch);
 }
+
+#[test]
+fn warc_max_size_sets_the_rotation_size_and_a_bad_one_exits_2() {
+    let seed = "https://a.example/";
+    let run = resolve(&["crawl", "--headless", seed]).unwrap();
+    assert_eq!(
+        run.config.storage.warc_max_bytes,
+        1 << 30,
+        "1 GiB by default"
+    );
+    let run = resolve(&["crawl", "--headless", "--warc-max-size", "100MB", seed]).unwrap();
+    assert_eq!(run.config.storage.warc_max_bytes, 100_000_000);
+    let run = resolve(&["crawl", "--headless", "--warc-max-size", "1GiB", seed]).unwrap();
+    assert_eq!(run.config.storage.warc_max_bytes, 1 << 30);
+
+    let dir = tempfile::tempdir().unwrap();
+    for (size, says) in [
+        ("big", "\"big\" is not a size"),
+        ("0", "storage.warc_max_bytes"),
+    ] {
+        let args = ["crawl", "--headless", "--warc-max-size", size, seed];
+        let out = crawldeck(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(2), "{size}");
+        let err = stderr(&out);
+        assert!(
+            err.contains("--warc-max-size") && err.contains(says),
+            "{err}"
+        );
+    }
+}

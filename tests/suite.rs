@@ -7,6 +7,7 @@ mod common;
 
 mod allocator;
 mod architecture;
+mod archive;
 mod attach;
 mod attach_pty;
 mod audit;

@@ -298,6 +298,9 @@ pub struct RunArgs {
     /// Body cap: bytes, or with a unit (512KiB, 5MB, 5MiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub max_body: Option<u64>,
+    /// Start a new WARC file past this size (100MB, 1GiB; default 1 GiB).
+    #[arg(long, value_name = "SIZE", value_parser = parse_size)]
+    pub warc_max_size: Option<u64>,
     /// How 401/403 on robots.txt is read.
     #[arg(long, value_enum)]
     pub robots: Option<RobotsArg>,

@@ -130,6 +130,7 @@ fn flag_for_key(key: &str) -> Option<&'static str> {
         "politeness.min_delay" | "politeness.max_delay" => "--delay",
         "politeness.delay_factor" => "--delay-factor",
         "fetch.max_body" => "--max-body",
+        "storage.warc_max_bytes" => "--warc-max-size",
         "fetch.total_timeout" => "--timeout",
         "identity.from" => "--from",
         "checks.resources" => "--resources",
@@ -536,6 +537,7 @@ fn apply_flags(config: &mut CrawlConfig, run: &RunArgs) {
     }
     set(&mut config.fetch.total_timeout, &run.timeout);
     set(&mut config.fetch.max_body, &run.max_body);
+    set(&mut config.storage.warc_max_bytes, &run.warc_max_size);
     set(&mut config.robots.mode, &run.robots.map(Into::into));
     set(&mut config.traps.policy, &run.traps.map(Into::into));
     set(&mut config.max_rate, &run.max_rate);

@@ -287,6 +287,8 @@ fn add_counters(into: &mut Snapshot, s: &Snapshot) {
     c.filtered += o.filtered;
     c.redirects += o.redirects;
     c.not_modified += o.not_modified;
+    c.revisits += o.revisits;
+    c.revisit_bytes_saved += o.revisit_bytes_saved;
     c.refused_private += o.refused_private;
     c.links_cut += o.links_cut;
     c.pages_cut += o.pages_cut;

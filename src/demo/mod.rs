@@ -186,9 +186,10 @@ impl SiteKind {
         }
     }
 
-    /// Sites that answer with ETag/Last-Modified, 304s and gzip.
+    /// Sites that answer with ETag/Last-Modified, 304s and gzip (Dupes:
+    /// a recrawl meets its copies as 304s).
     fn serves_validators(&self) -> bool {
-        matches!(self, SiteKind::Shop)
+        matches!(self, SiteKind::Shop | SiteKind::Dupes)
     }
 }
 

@@ -582,6 +582,12 @@ impl CrawlConfig {
         if self.fetch.max_body == 0 {
             return invalid("fetch.max_body", "must be at least 1 byte");
         }
+        if self.storage.warc_max_bytes == 0 {
+            return invalid(
+                "storage.warc_max_bytes",
+                "must be at least 1 byte; the default is 1073741824 (1 GiB)",
+            );
+        }
         if self.scope.max_url_len < 16 {
             return invalid("scope.max_url_len", "must be at least 16");
         }

@@ -5,6 +5,7 @@
 
 pub mod address;
 mod alerts;
+mod archive;
 pub(crate) mod breaker;
 pub mod cluster_view;
 pub mod config;

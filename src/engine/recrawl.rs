@@ -4,6 +4,7 @@
 
 use url::Url;
 
+use super::archive::EarlierFetch;
 use super::fetch::Validators;
 use super::frontier::{FrontierEntry, FrontierStore};
 use super::prioritize::priority;
@@ -87,12 +88,18 @@ pub fn current_pass(store: &Store) -> Result<u32, StoreError> {
     Ok(store.recrawl_pass())
 }
 
-/// The validators of a URL's last fetch, for a conditional request.
-pub fn validators_for(store: &Store, url: &str) -> Option<Validators> {
+/// A URL's last fetch: its validators, for a conditional request, and
+/// its record, which a 304 refers to.
+pub(crate) fn earlier_fetch(store: &Store, url: &str) -> Option<EarlierFetch> {
     let page = store.page(url).ok().flatten()?;
-    (page.etag.is_some() || page.last_modified.is_some()).then_some(Validators {
+    let validators = (page.etag.is_some() || page.last_modified.is_some()).then_some(Validators {
         etag: page.etag,
         last_modified: page.last_modified,
+    });
+    Some(EarlierFetch {
+        validators,
+        warc: page.warc,
+        bytes: page.bytes,
     })
 }
 

@@ -3,24 +3,24 @@
 //! Network waits run on the async runtime; parsing, hashing and WARC writing
 //! run on the engine's CPU pool. Results go back to the coordinator on a channel.
 
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::time::Duration;
 
 use tokio::sync::mpsc;
 use url::Url;
 
+use super::archive::{Archive, Archived, EarlierFetch};
 use super::control::HostKey;
 use super::cpu_pool::CpuPool;
 use super::dedup::ContentDigest;
 use super::extract::custom::Extractions;
 use super::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
-use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response, Validators};
+use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response};
 use super::frontier::Lease;
 use super::near_dup::{Fingerprint, Templates};
 use super::page_facts::NoindexSource;
 use super::robots::{self, RobotsAnswer, SharedRobots};
 use super::sitemaps::parse::{self as sitemap, Limits, ParseError, Parsed};
-use super::store::warc::{EncodedExchange, WarcExchange, WarcWriter};
 use super::store::WarcLocation;
 use crate::engine::config::RobotsConfig;
 
@@ -36,6 +36,8 @@ pub enum Work {
         /// Whose robots.txt it is (a host may have two: http and https).
         origin: Url,
         answer: RobotsAnswer,
+        /// Its responses could not be archived.
+        warc_error: Option<String>,
     },
     /// A soft-404 probe came back: archived, but not a page of the crawl.
     Probe {
@@ -98,6 +100,8 @@ pub struct Fetched {
     pub warc_error: Option<String>,
     /// Where the response was archived.
     pub warc_at: Option<WarcLocation>,
+    /// Archived as a revisit: the body bytes not stored again.
+    pub revisit_saved: Option<u64>,
 }
 
 /// One page (or probe) fetch and everything it needs, moved into its task.
@@ -105,13 +109,14 @@ struct PageJob {
     fetcher: Fetcher,
     lease: Lease,
     url: Url,
-    validators: Option<Validators>,
+    /// A recrawl's earlier fetch of the page: its validators, its record.
+    earlier: Option<EarlierFetch>,
     max_body: u64,
     extract: Arc<ExtractOptions>,
     /// The custom extractions in force when the fetch started; `None`: none.
     custom: Option<Arc<Extractions>>,
     templates: Arc<Templates>,
-    warc: Option<Arc<Mutex<WarcWriter>>>,
+    warc: Option<Arc<Archive>>,
     cpu: CpuPool,
     done: mpsc::UnboundedSender<Work>,
 }
@@ -121,7 +126,7 @@ async fn run_page(job: PageJob) {
         fetcher,
         lease,
         url,
-        validators,
+        earlier,
         max_body,
         extract,
         custom,
@@ -130,7 +135,8 @@ async fn run_page(job: PageJob) {
         cpu,
         done,
     } = job;
-    let fetched = fetcher.fetch(&url, validators.as_ref(), max_body).await;
+    let validators = earlier.as_ref().and_then(|e| e.validators.as_ref());
+    let fetched = fetcher.fetch(&url, validators, max_body).await;
     report_page(
         fetched,
         lease,
@@ -138,14 +144,18 @@ async fn run_page(job: PageJob) {
         done,
         "page",
         move |response, lease| {
-            let host = &lease.entry.host;
+            let page = Page {
+                url: &lease.entry.url,
+                host: &lease.entry.host,
+                earlier: earlier.as_ref(),
+            };
             process(
                 response,
                 &extract,
                 custom.as_deref(),
                 &templates,
-                host,
-                warc,
+                &page,
+                warc.as_deref(),
             )
         },
     );
@@ -182,6 +192,13 @@ fn report_page(
     }
 }
 
+/// The page a response answers.
+struct Page<'a> {
+    url: &'a str,
+    host: &'a str,
+    earlier: Option<&'a EarlierFetch>,
+}
+
 /// CPU and disk work on a response: directives, links, custom extractions,
 /// digest, WARC.
 fn process(
@@ -189,8 +206,8 @@ fn process(
     extract_opts: &ExtractOptions,
     custom: Option<&Extractions>,
     templates: &Templates,
-    host: &str,
-    warc: Option<Arc<Mutex<WarcWriter>>>,
+    page: &Page,
+    warc: Option<&Archive>,
 ) -> Fetched {
     let mut directives =
         RobotsDirectives::from_headers(&response.x_robots_tag, &extract_opts.product_token);
@@ -208,15 +225,16 @@ fn process(
     if let Some(e) = &mut extracted {
         directives = directives.merge(e.directives);
         // The shingles are done with once fingerprinted: not sent on.
-        fingerprint = Some(templates.fingerprint_page(host, &std::mem::take(&mut e.features)));
+        let features = std::mem::take(&mut e.features);
+        fingerprint = Some(templates.fingerprint_page(page.host, &features));
         if let Some(custom) = custom {
             e.custom = custom.evaluate(&response.body, response.content_type.as_deref());
         }
     }
     let digest = ok.then(|| ContentDigest::of(&response.body));
-    let (warc_at, warc_error) = match (warc, !directives.noarchive) {
-        (Some(warc), true) => archive(&response, digest.as_ref(), &warc),
-        _ => (None, None),
+    let archived = match (warc, !directives.noarchive) {
+        (Some(warc), true) => warc.page(page.url, &response, digest.as_ref(), page.earlier),
+        _ => Archived::default(),
     };
     Fetched {
         status: response.status,
@@ -235,37 +253,9 @@ fn process(
         digest,
         extracted,
         fingerprint,
-        warc_error,
-        warc_at,
-    }
-}
-
-/// Writes the request/response pair to the WARC: where it went, or why not.
-fn archive(
-    response: &Response,
-    digest: Option<&ContentDigest>,
-    warc: &Mutex<WarcWriter>,
-) -> (Option<WarcLocation>, Option<String>) {
-    let label = digest.map_or_else(
-        || ContentDigest::of(&response.body).warc_label(),
-        |d| d.warc_label(),
-    );
-    let exchange = WarcExchange {
-        url: response.final_url.as_str(),
-        ip: response.remote_ip,
-        date: SystemTime::now(),
-        request_head: &response.request_head,
-        response_head: &response.response_head,
-        body: &response.body,
-        payload_digest: &label,
-    };
-    let written = EncodedExchange::new(&exchange).and_then(|encoded| {
-        let mut writer = warc.lock().unwrap_or_else(|p| p.into_inner());
-        writer.append(&encoded)
-    });
-    match written {
-        Ok(at) => (Some(at), None),
-        Err(e) => (None, Some(format!("WARC write failed: {e}"))),
+        warc_error: archived.error,
+        warc_at: archived.at,
+        revisit_saved: archived.revisit_saved,
     }
 }
 
@@ -296,6 +286,7 @@ fn checked(response: Response) -> Fetched {
         fingerprint: None,
         warc_error: None,
         warc_at: None,
+        revisit_saved: None,
     }
 }
 
@@ -305,14 +296,13 @@ async fn run_probe(job: PageJob) {
         fetcher,
         lease,
         url,
-        validators: _,
         max_body,
         extract,
-        custom: _,
         templates,
         warc,
         cpu,
         done,
+        ..
     } = job;
     match fetcher.fetch(&url, None, max_body).await {
         Ok(response) => cpu.spawn(move || {
@@ -344,7 +334,7 @@ fn judge_probe_response(
     extract: &ExtractOptions,
     templates: &Templates,
     host: &str,
-    warc: Option<&Mutex<WarcWriter>>,
+    warc: Option<&Archive>,
 ) -> ProbeAnswer {
     let ok = (200..300).contains(&response.status);
     let simhash = (ok && extract::is_html(response.content_type.as_deref())).then(|| {
@@ -359,10 +349,7 @@ fn judge_probe_response(
         }))
         .ok()
     });
-    let (warc_at, warc_error) = match warc {
-        Some(warc) => archive(response, None, warc),
-        None => (None, None),
-    };
+    let archived = warc.map(|warc| warc.exchange(response)).unwrap_or_default();
     ProbeAnswer {
         status: response.status,
         elapsed: response.elapsed,
@@ -370,8 +357,8 @@ fn judge_probe_response(
         simhash: simhash.flatten(),
         content_type: response.content_type.clone(),
         bytes: response.body.len() as u64,
-        warc_at,
-        warc_error,
+        warc_at: archived.at,
+        warc_error: archived.error,
     }
 }
 
@@ -400,10 +387,7 @@ async fn run_sitemap(job: PageJob, limits: Limits) {
                     },
                 )
             });
-            let (warc_at, warc_error) = match warc.as_deref() {
-                Some(warc) => archive(&response, None, warc),
-                None => (None, None),
-            };
+            let archived = (warc.as_deref().map(|w| w.exchange(&response))).unwrap_or_default();
             let answer = SitemapAnswer {
                 status: response.status,
                 elapsed: response.elapsed,
@@ -412,8 +396,8 @@ async fn run_sitemap(job: PageJob, limits: Limits) {
                 location: response.location,
                 bytes: response.body.len() as u64,
                 parsed,
-                warc_at,
-                warc_error,
+                warc_at: archived.at,
+                warc_error: archived.error,
             };
             let result = Ok(Box::new(answer));
             let _ = done.send(Work::Sitemap { lease, result });
@@ -427,22 +411,40 @@ async fn run_sitemap(job: PageJob, limits: Limits) {
     }
 }
 
-async fn run_robots(
+/// What a robots.txt fetch needs, moved into its task.
+struct RobotsJob {
     fetcher: Fetcher,
     host: HostKey,
     origin: Url,
     cfg: RobotsConfig,
     product_token: String,
     shared: Option<Arc<SharedRobots>>,
+    warc: Option<Arc<Archive>>,
+    cpu: CpuPool,
     done: mpsc::UnboundedSender<Work>,
-) {
+}
+
+/// Fetches and judges a robots.txt, then archives its responses (on the CPU
+/// pool, as a page's) before the verdict goes back.
+async fn run_robots(job: RobotsJob) {
+    let RobotsJob {
+        fetcher,
+        host,
+        origin,
+        cfg,
+        product_token,
+        shared,
+        warc,
+        cpu,
+        done,
+    } = job;
     let started = tokio::time::Instant::now();
-    let (verdict, ttl) = match &shared {
+    let (verdict, ttl, responses) = match &shared {
         Some(cache) => robots::fetch_shared(cache, &fetcher, &origin, &cfg, &product_token).await,
         None => {
-            let (verdict, ttl, _statuses) =
-                robots::fetch_robots(&fetcher, &origin, &cfg, &product_token).await;
-            (verdict, ttl)
+            let fetch =
+                robots::fetch_robots_with_body(&fetcher, &origin, &cfg, &product_token).await;
+            (fetch.verdict, fetch.ttl, fetch.responses)
         }
     };
     let answer = RobotsAnswer {
@@ -450,11 +452,23 @@ async fn run_robots(
         ttl,
         elapsed: started.elapsed(),
     };
-    let _ = done.send(Work::Robots {
-        host,
-        origin,
-        answer,
-    });
+    let report = move |warc_error| {
+        let _ = done.send(Work::Robots {
+            host,
+            origin,
+            answer,
+            warc_error,
+        });
+    };
+    match warc {
+        Some(warc) if !responses.is_empty() => cpu.spawn(move || {
+            let error = responses
+                .iter()
+                .find_map(|response| warc.exchange(response).error);
+            report(error);
+        }),
+        _ => report(None),
+    }
 }
 
 /// Starts fetch tasks; owns what they share (the HTTP client, extraction
@@ -468,7 +482,7 @@ pub(crate) struct Workers {
     custom: Option<Arc<Extractions>>,
     /// The hosts' templates, which the content measure leaves out.
     templates: Arc<Templates>,
-    warc: Option<Arc<Mutex<WarcWriter>>>,
+    warc: Option<Arc<Archive>>,
     cpu: CpuPool,
     max_body: u64,
     robots: RobotsConfig,
@@ -482,7 +496,7 @@ impl Workers {
     pub(crate) fn new(
         fetcher: Fetcher,
         extract: ExtractOptions,
-        warc: Option<WarcWriter>,
+        warc: Option<Archive>,
         cpu: CpuPool,
         max_body: u64,
         robots: RobotsConfig,
@@ -493,7 +507,7 @@ impl Workers {
             extract: Arc::new(extract),
             custom: None,
             templates: Arc::default(),
-            warc: warc.map(|w| Arc::new(Mutex::new(w))),
+            warc: warc.map(Arc::new),
             cpu,
             max_body,
             robots,
@@ -504,8 +518,8 @@ impl Workers {
     }
 
     /// Fetches and processes one page; the result arrives as `Work::Page`.
-    pub(crate) fn spawn_page(&self, lease: Lease, url: Url, validators: Option<Validators>) {
-        tokio::spawn(run_page(self.job(lease, url, validators)));
+    pub(crate) fn spawn_page(&self, lease: Lease, url: Url, earlier: Option<EarlierFetch>) {
+        tokio::spawn(run_page(self.job(lease, url, earlier)));
     }
 
     /// Checks a resource or external URL; the answer arrives as `Work::Page`.
@@ -534,12 +548,12 @@ impl Workers {
         tokio::spawn(run_sitemap(self.job(lease, url, None), limits));
     }
 
-    fn job(&self, lease: Lease, url: Url, validators: Option<Validators>) -> PageJob {
+    fn job(&self, lease: Lease, url: Url, earlier: Option<EarlierFetch>) -> PageJob {
         PageJob {
             fetcher: self.fetcher.clone(),
             lease,
             url,
-            validators,
+            earlier,
             max_body: self.max_body,
             extract: self.extract.clone(),
             custom: self.custom.clone(),
@@ -552,15 +566,17 @@ impl Workers {
 
     /// Fetches a host's robots.txt; the verdict arrives as `Work::Robots`.
     pub(crate) fn spawn_robots(&self, host: HostKey, origin: Url) {
-        tokio::spawn(run_robots(
-            self.fetcher.clone(),
+        tokio::spawn(run_robots(RobotsJob {
+            fetcher: self.fetcher.clone(),
             host,
             origin,
-            self.robots.clone(),
-            self.extract.product_token.clone(),
-            self.shared_robots.clone(),
-            self.done.clone(),
-        ));
+            cfg: self.robots.clone(),
+            product_token: self.extract.product_token.clone(),
+            shared: self.shared_robots.clone(),
+            warc: self.warc.clone(),
+            cpu: self.cpu.clone(),
+            done: self.done.clone(),
+        }));
     }
 
     /// The custom extractions for pages fetched from now on (fetches under
@@ -588,7 +604,7 @@ impl Workers {
     /// Writes buffered WARC output to disk.
     pub(crate) fn flush_warc(&self) -> std::io::Result<()> {
         match &self.warc {
-            Some(warc) => warc.lock().unwrap_or_else(|p| p.into_inner()).flush(),
+            Some(warc) => warc.flush(),
             None => Ok(()),
         }
     }

@@ -505,6 +505,12 @@ pub struct Counters {
     /// External URLs queued for a check, against `checks.max_external`.
     #[serde(default)]
     pub external_queued: u64,
+    /// WARC revisit records written: 304s, and payloads archived before.
+    #[serde(default)]
+    pub revisits: u64,
+    /// Body bytes those revisits did not store again.
+    #[serde(default)]
+    pub revisit_bytes_saved: u64,
 }
 
 impl Counters {

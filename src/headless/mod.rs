@@ -11,6 +11,7 @@ use serde::Serialize;
 
 mod summary;
 
+pub(crate) use summary::revisits_value;
 use summary::{alert_summary, alert_text, clock, human_bytes, summarize};
 pub use summary::{summary_text, AlertSummary, Summary};
 use tokio::task::JoinHandle;

@@ -30,6 +30,9 @@ pub struct Summary {
     pub allow_private: bool,
     pub redirects: u64,
     pub not_modified: u64,
+    /// WARC revisit records written, and the body bytes they did not store again.
+    pub revisits: u64,
+    pub revisit_bytes_saved: u64,
     /// Links past a page's caps, not followed, and the pages that had them.
     pub links_cut: u64,
     pub pages_cut: u64,
@@ -131,6 +134,8 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
         allow_private: opts.allow_private,
         redirects: s.counters.redirects,
         not_modified: s.counters.not_modified,
+        revisits: s.counters.revisits,
+        revisit_bytes_saved: s.counters.revisit_bytes_saved,
         links_cut: s.counters.links_cut,
         pages_cut: s.counters.pages_cut,
         checked: s.counters.checked,
@@ -198,6 +203,14 @@ pub(super) fn alert_summary(a: &TrapAlert) -> AlertSummary {
     }
 }
 
+/// `12 records (340 KiB of bodies not stored again)`.
+pub(crate) fn revisits_value(records: u64, saved: u64) -> String {
+    format!(
+        "{records} records ({} of bodies not stored again)",
+        human_bytes(saved)
+    )
+}
+
 /// The human-readable summary, one fact a line.
 pub fn summary_text(s: &Summary) -> String {
     let mut text = format!("crawl ended: {}\n", s.finish_reason);
@@ -215,6 +228,12 @@ pub fn summary_text(s: &Summary) -> String {
     if s.not_modified > 0 {
         // A recrawl pass: unchanged pages answered 304.
         line("not modified", s.not_modified.to_string());
+    }
+    if s.revisits > 0 {
+        line(
+            "WARC revisits",
+            revisits_value(s.revisits, s.revisit_bytes_saved),
+        );
     }
     line("errors", errors_value(s));
     let r = &s.responses;

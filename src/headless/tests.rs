@@ -30,6 +30,8 @@ fn final_snapshot() -> Snapshot {
     s.counters.count_error("too-many-redirects");
     s.counters.duplicates = 4;
     s.counters.not_modified = 9;
+    s.counters.revisits = 11;
+    s.counters.revisit_bytes_saved = 2048;
     s.counters.robots_denied = 5;
     s.counters.blocked_by_rules = 6;
     s.counters.refused_private = 1;
@@ -157,6 +159,10 @@ async fn prints_one_line_a_second_then_the_summary() {
     );
     assert!(err.contains("not modified      9"), "{err}");
     assert!(
+        err.contains("WARC revisits     11 records (2.0 KiB of bodies not stored again)"),
+        "{err}"
+    );
+    assert!(
         err.contains("links cut         1500 on 2 pages, not followed: past the per-page cap"),
         "{err}"
     );
@@ -220,6 +226,8 @@ async fn json_lines_then_a_summary_object() {
     assert_eq!(summary["pages_cut"], 2);
     assert_eq!(summary["resources_fetched"], 12);
     assert_eq!(summary["resource_bytes"], 3072);
+    assert_eq!(summary["revisits"], 11);
+    assert_eq!(summary["revisit_bytes_saved"], 2048);
     assert_eq!(summary["allow_private"], true);
     assert_eq!(summary["errors_by_kind"]["timeout"], 2);
     assert_eq!(summary["data_dir"], "/tmp/crawl1");

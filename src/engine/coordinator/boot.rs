@@ -11,6 +11,7 @@ use super::commands::{Settings, SETTINGS_KEY};
 use super::journal::Journal;
 use super::{Coordinator, RunState};
 use crate::engine::alerts::Alerts;
+use crate::engine::archive::Archive;
 use crate::engine::config::{parse_seed, CrawlConfig};
 use crate::engine::cpu_pool::CpuPool;
 use crate::engine::extract::custom::Extractions;
@@ -96,7 +97,7 @@ pub(in crate::engine) fn build(
         refuse_empty_crawl(&store, frontier.as_mut(), &seeds, data_dir)?;
     }
 
-    let (workers, results) = workers(&config, data_dir, fetcher, &options)?;
+    let (workers, results) = workers(&config, data_dir, &store, fetcher, &options)?;
     let mut hosts = HostTable::new(
         store.clone(),
         config.politeness.clone(),
@@ -378,6 +379,7 @@ fn queue_new_seeds(frontier: &mut dyn FrontierStore, seeds: &[Url]) -> Result<()
 fn workers(
     config: &CrawlConfig,
     data_dir: &Path,
+    store: &Store,
     fetcher: Fetcher,
     options: &EngineOptions,
 ) -> Result<(Workers, mpsc::UnboundedReceiver<Work>), EngineError> {
@@ -389,7 +391,7 @@ fn workers(
                 path: data_dir.join("warc").display().to_string(),
                 message: format!("cannot open WARC output: {e}"),
             })?;
-        Some(writer)
+        Some(Archive::new(writer, store.clone(), data_dir.to_path_buf()))
     } else {
         None
     };

@@ -134,8 +134,8 @@ impl Coordinator {
         } else if lease.entry.kind.is_check() {
             self.workers.spawn_check(lease, url);
         } else {
-            let validators = self.validators_for(&lease.entry.url);
-            self.workers.spawn_page(lease, url, validators);
+            let earlier = self.earlier_fetch(&lease.entry.url);
+            self.workers.spawn_page(lease, url, earlier);
         }
     }
 

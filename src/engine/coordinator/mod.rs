@@ -567,4 +567,38 @@ mod tests {
             "rate-limited: wake when the rate allows"
         );
     }
+
+    #[tokio::test]
+    async fn a_robots_txt_that_cannot_be_archived_pauses_the_crawl_and_its_verdict_holds() {
+        use crate::engine::robots::{RobotsAnswer, RobotsVerdict};
+        use crate::engine::telemetry::RobotsState;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (_handle, ends) = crate::engine::EngineHandle::channel();
+        let options = crate::engine::EngineOptions {
+            wait_for_operator: true,
+            ..Default::default()
+        };
+        let mut c = boot::build(closed_port_config(), dir.path(), ends, options).unwrap();
+        c.adopt_new_hosts(Instant::now());
+        c.handle_work(Work::Robots {
+            host: "127.0.0.1:9".into(),
+            origin: url::Url::parse("http://127.0.0.1:9/").unwrap(),
+            answer: RobotsAnswer {
+                verdict: RobotsVerdict::AllowAll,
+                ttl: Duration::from_secs(600),
+                elapsed: Duration::ZERO,
+            },
+            warc_error: Some("WARC write failed: No space left on device".into()),
+        });
+        assert_eq!(c.run.state, CrawlState::Paused);
+        let fault = c.run.fault.clone().expect("a storage fault");
+        assert!(
+            fault.contains("archiving the robots.txt of http://127.0.0.1:9/")
+                && fault.contains("No space left on device"),
+            "{fault}"
+        );
+        let snapshot = c.publish();
+        let host = snapshot.hosts.iter().find(|h| h.host == "127.0.0.1:9");
+        assert_eq!(host.map(|h| &h.robots), Some(&RobotsState::AllowAll));
+    }
 }

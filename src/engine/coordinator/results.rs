@@ -9,10 +9,11 @@ use url::Url;
 
 use super::admitted::{Admitted, Outgoing};
 use super::Coordinator;
+use crate::engine::archive::EarlierFetch;
 use crate::engine::breaker::Outcome;
 use crate::engine::dedup::url_fingerprint;
 use crate::engine::extract::{Extracted, PageLinks};
-use crate::engine::fetch::{FetchError, FetchErrorKind, Validators};
+use crate::engine::fetch::{FetchError, FetchErrorKind};
 use crate::engine::frontier::{Completion, FrontierEntry, Lease};
 use crate::engine::recrawl;
 use crate::engine::store::{PageOutcome, PageRecord, UrlKind};
@@ -109,8 +110,14 @@ impl Coordinator {
                 host,
                 origin,
                 answer,
+                warc_error,
             } => {
                 self.slots.end_robots();
+                if let Some(e) = warc_error {
+                    // As for a page: the crawl pauses with the reason. The
+                    // verdict itself is sound and holds.
+                    self.storage_fault(format!("archiving the robots.txt of {origin}: {e}"));
+                }
                 // A verdict may give the host up: its queue must be complete.
                 self.sync();
                 self.robots_settled(&host, &origin, answer, now);
@@ -299,6 +306,10 @@ impl Coordinator {
             let counters = self.stats.count();
             counters.pages_fetched += 1;
             counters.bytes += page.bytes;
+            if let Some(saved) = page.revisit_saved {
+                counters.revisits += 1;
+                counters.revisit_bytes_saved += saved;
+            }
             self.count_recorded(&host, Some(status), false);
         }
         let (mut record, links) = self.page_record(&lease, &mut page);
@@ -444,12 +455,12 @@ impl Coordinator {
         }
     }
 
-    /// The validators of a URL's last fetch, during a recrawl pass.
-    pub(super) fn validators_for(&self, url: &str) -> Option<Validators> {
+    /// A URL's last fetch, during a recrawl pass.
+    pub(super) fn earlier_fetch(&self, url: &str) -> Option<EarlierFetch> {
         if self.run.recrawl_pass == 0 {
             return None;
         }
-        recrawl::validators_for(&self.store, url)
+        recrawl::earlier_fetch(&self.store, url)
     }
 
     /// A 304 keeps what the page's last fetch stored.

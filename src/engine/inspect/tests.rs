@@ -117,6 +117,7 @@ fn archived_page(dir: &Path, url: &str, body: &[u8]) -> Store {
             response_head: b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n",
             body,
             payload_digest: "sha1:X",
+            refers_to: None,
         })
         .unwrap();
     let store = Store::open(dir, 1 << 20).unwrap();

@@ -24,7 +24,7 @@ use rules::normalize_escapes;
 pub use rules::{complete_lines, RobotsGroup, RobotsRules};
 pub(crate) use shared::{fetch_shared, SharedRobots};
 
-use super::fetch::{FetchErrorKind, Fetcher, Overflow};
+use super::fetch::{FetchErrorKind, Fetcher, Overflow, Response};
 use crate::engine::config::{RobotsConfig, RobotsMode};
 
 /// Redirect hops followed for robots.txt (RFC 9309 §2.3.1.2).
@@ -94,44 +94,58 @@ pub fn robots_url(url: &Url) -> Option<Url> {
 /// and the status of every request made ([`NO_RESPONSE`] for network failures).
 /// The whole chain, redirects included, gets one `fetch.total_timeout`: a
 /// slow redirect chain must not hold the host for five timeouts.
+#[cfg(test)]
 pub async fn fetch_robots(
     fetcher: &Fetcher,
     origin: &Url,
     cfg: &RobotsConfig,
     product_token: &str,
 ) -> (RobotsVerdict, Duration, Vec<u16>) {
-    let (verdict, ttl, statuses, _body) =
-        fetch_robots_with_body(fetcher, origin, cfg, product_token).await;
-    (verdict, ttl, statuses)
+    let fetch = fetch_robots_with_body(fetcher, origin, cfg, product_token).await;
+    (fetch.verdict, fetch.ttl, fetch.statuses)
 }
 
-/// [`fetch_robots`], plus the body the `Parsed` verdict came from (what
-/// workers of a shared crawl hand each other).
+/// A robots.txt fetch: the verdict and what it came from.
+pub struct RobotsFetch {
+    pub verdict: RobotsVerdict,
+    pub ttl: Duration,
+    /// The status of every request made ([`NO_RESPONSE`] for network failures).
+    pub statuses: Vec<u16>,
+    /// The file the `Parsed` verdict came from (what workers of a shared
+    /// crawl hand each other).
+    pub body: Option<Vec<u8>>,
+    /// Every response received, redirects included, to archive.
+    pub responses: Vec<Response>,
+}
+
+/// [`fetch_robots`], with the body and the responses.
 pub async fn fetch_robots_with_body(
     fetcher: &Fetcher,
     origin: &Url,
     cfg: &RobotsConfig,
     product_token: &str,
-) -> (RobotsVerdict, Duration, Vec<u16>, Option<Vec<u8>>) {
-    let mut statuses = Vec::new();
-    let mut body = None;
-    let chain = fetch_chain(
-        fetcher,
-        origin,
-        cfg,
-        product_token,
-        &mut statuses,
-        &mut body,
-    );
+) -> RobotsFetch {
+    let mut fetch = RobotsFetch {
+        verdict: RobotsVerdict::AllowAll,
+        ttl: Duration::ZERO,
+        statuses: Vec::new(),
+        body: None,
+        responses: Vec::new(),
+    };
+    let chain = fetch_chain(fetcher, origin, cfg, product_token, &mut fetch);
     match tokio::time::timeout(fetcher.total_timeout(), chain).await {
-        Ok((verdict, ttl)) => (verdict, ttl, statuses, body),
+        Ok((verdict, ttl)) => {
+            fetch.verdict = verdict;
+            fetch.ttl = ttl;
+        }
         Err(_) => {
             tracing::debug!(%origin, "robots.txt: no answer within fetch.total_timeout");
-            statuses.push(NO_RESPONSE);
-            let unavailable = RobotsVerdict::Unavailable { retry_after: None };
-            (unavailable, Duration::ZERO, statuses, None)
+            fetch.statuses.push(NO_RESPONSE);
+            fetch.verdict = RobotsVerdict::Unavailable { retry_after: None };
+            fetch.body = None;
         }
     }
+    fetch
 }
 
 async fn fetch_chain(
@@ -139,8 +153,7 @@ async fn fetch_chain(
     origin: &Url,
     cfg: &RobotsConfig,
     product_token: &str,
-    statuses: &mut Vec<u16>,
-    body_out: &mut Option<Vec<u8>>,
+    out: &mut RobotsFetch,
 ) -> (RobotsVerdict, Duration) {
     let unavailable = |retry_after| RobotsVerdict::Unavailable { retry_after };
     let Some(mut url) = robots_url(origin) else {
@@ -172,16 +185,22 @@ async fn fetch_chain(
             }
             Err(err) => {
                 tracing::debug!(%url, %err, "robots.txt unavailable");
-                statuses.push(NO_RESPONSE);
+                out.statuses.push(NO_RESPONSE);
                 return (unavailable(None), Duration::ZERO);
             }
         };
-        statuses.push(response.status);
+        out.statuses.push(response.status);
         let ttl = ttl_from(response.cache_max_age, cfg);
-        let verdict = match response.status {
+        let (status, retry_after) = (response.status, response.retry_after);
+        let location = response.location.clone();
+        let file = (200..=299)
+            .contains(&status)
+            .then(|| complete_lines(&response.body, cfg.max_size).to_vec());
+        out.responses.push(response);
+        let verdict = match status {
             200..=299 => {
-                let body = complete_lines(&response.body, cfg.max_size).to_vec();
-                *body_out = Some(body.clone());
+                let body = file.unwrap_or_default();
+                out.body = Some(body.clone());
                 let token = product_token.to_string();
                 let max_delay = cfg.max_crawl_delay;
                 let parsed = tokio::task::spawn_blocking(move || {
@@ -194,7 +213,7 @@ async fn fetch_chain(
                     Err(_) => return (unavailable(None), Duration::ZERO),
                 }
             }
-            300..=399 => match response.location {
+            300..=399 => match location {
                 Some(next) => {
                     url = next;
                     continue;
@@ -207,9 +226,9 @@ async fn fetch_chain(
                 RobotsMode::Rfc9309 => RobotsVerdict::AllowAll,
             },
             // Too many requests: the server is overloaded, not answering "no file".
-            429 => return (unavailable(response.retry_after), Duration::ZERO),
+            429 => return (unavailable(retry_after), Duration::ZERO),
             400..=499 => RobotsVerdict::AllowAll,
-            _ => return (unavailable(response.retry_after), Duration::ZERO),
+            _ => return (unavailable(retry_after), Duration::ZERO),
         };
         return (verdict, ttl);
     }

@@ -16,9 +16,9 @@ use std::time::Duration;
 use redis::Connection;
 use url::Url;
 
-use super::{complete_lines, fetch_robots_with_body, RobotsRules, RobotsVerdict};
+use super::{complete_lines, fetch_robots_with_body, RobotsFetch, RobotsRules, RobotsVerdict};
 use crate::engine::config::RobotsConfig;
-use crate::engine::fetch::Fetcher;
+use crate::engine::fetch::{Fetcher, Response};
 
 const IO_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often a worker waiting on another's fetch looks for its answer.
@@ -174,14 +174,14 @@ async fn off_runtime<T: Send + 'static>(
 }
 
 /// The verdict for `origin` (and its TTL): from the crawl's cache, else
-/// fetched once for the whole cluster.
+/// fetched once for the whole cluster (with the responses received).
 pub(crate) async fn fetch_shared(
     cache: &Arc<SharedRobots>,
     fetcher: &Fetcher,
     origin: &Url,
     cfg: &RobotsConfig,
     product_token: &str,
-) -> (RobotsVerdict, Duration) {
+) -> (RobotsVerdict, Duration, Vec<Response>) {
     let name = origin.origin().ascii_serialization();
     let hold = fetcher.total_timeout() + LOCK_SLACK;
     let give_up = tokio::time::Instant::now() + hold;
@@ -195,7 +195,11 @@ pub(crate) async fn fetch_shared(
                     let key = name.clone();
                     let _ = off_runtime(cache, move |c| c.store(&key, None, ttl)).await;
                 }
-                return (verdict_of(shared, cfg, product_token).await, ttl);
+                return (
+                    verdict_of(shared, cfg, product_token).await,
+                    ttl,
+                    Vec::new(),
+                );
             }
             Ok(None) if locked => break,
             Ok(None) => {}
@@ -215,8 +219,13 @@ pub(crate) async fn fetch_shared(
             _ => return fetch_alone(fetcher, origin, cfg, product_token).await,
         }
     }
-    let (verdict, ttl, statuses, body) =
-        fetch_robots_with_body(fetcher, origin, cfg, product_token).await;
+    let RobotsFetch {
+        verdict,
+        ttl,
+        statuses,
+        body,
+        responses,
+    } = fetch_robots_with_body(fetcher, origin, cfg, product_token).await;
     let shared = match (&verdict, body) {
         (RobotsVerdict::Parsed(_), Some(body)) => Some(Shared::Body(body)),
         (RobotsVerdict::AllowAll, _) => Some(Shared::AllowAll),
@@ -231,7 +240,7 @@ pub(crate) async fn fetch_shared(
     if let Err(e) = result {
         tracing::warn!(%origin, "could not share robots.txt: {e}");
     }
-    (verdict, ttl)
+    (verdict, ttl, responses)
 }
 
 async fn fetch_alone(
@@ -239,9 +248,9 @@ async fn fetch_alone(
     origin: &Url,
     cfg: &RobotsConfig,
     product_token: &str,
-) -> (RobotsVerdict, Duration) {
-    let (verdict, ttl, _, _) = fetch_robots_with_body(fetcher, origin, cfg, product_token).await;
-    (verdict, ttl)
+) -> (RobotsVerdict, Duration, Vec<Response>) {
+    let fetch = fetch_robots_with_body(fetcher, origin, cfg, product_token).await;
+    (fetch.verdict, fetch.ttl, fetch.responses)
 }
 
 async fn verdict_of(shared: Shared, cfg: &RobotsConfig, product_token: &str) -> RobotsVerdict {

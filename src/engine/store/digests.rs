@@ -1,12 +1,14 @@
 //! Exact duplicates: the first URL stored with each content digest (SHA-1
-//! to URL, in the crawl index: a random key per page). Most pages
-//! are new, so a Bloom filter of the stored digests answers "never stored"
-//! from memory and spares a lookup per page.
+//! to URL, in the crawl index: a random key per page), and where that
+//! payload was first archived, which later copies' WARC revisits name. Most
+//! pages are new, so a Bloom filter of the stored digests answers "never
+//! stored" from memory and spares a lookup per page.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use super::index::{self, Rows};
-use super::{Store, StoreError};
+use super::warc::EarlierCapture;
+use super::{Store, StoreError, WarcLocation};
 use crate::engine::dedup::BloomFilter;
 
 /// Where versions before the index kept the digests: in sled's `meta` tree.
@@ -15,6 +17,56 @@ const LEGACY_PREFIX: &[u8] = b"digest/";
 /// filter answers "maybe" more often, never wrongly "no".
 const HEADROOM: usize = 1_000_000;
 const FP_RATE: f64 = 0.01;
+
+/// The first archived record of a payload.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FirstCapture {
+    pub record: EarlierCapture,
+    /// Where that record is: a revisit's page reads its body from there.
+    pub at: WarcLocation,
+}
+
+/// A row's value: the first URL, then, once archived, its capture's URI,
+/// date, file, offset and length, a line each (none of them holds a line
+/// break). Rows of earlier versions hold the URL only.
+fn encode_row(url: &str, capture: Option<&FirstCapture>) -> Vec<u8> {
+    let mut row = url.to_string();
+    if let Some(c) = capture {
+        let (uri, date, at) = (&c.record.uri, &c.record.date, &c.at);
+        row.push_str(&format!(
+            "\n{uri}\n{date}\n{}\n{}\n{}",
+            at.file, at.offset, at.length
+        ));
+    }
+    row.into_bytes()
+}
+
+/// The first URL of a row, and its capture when the row holds one.
+fn decode_row(row: &[u8], payload_digest: &str) -> (String, Option<FirstCapture>) {
+    let text = String::from_utf8_lossy(row);
+    let mut parts = text.split('\n');
+    let url = parts.next().unwrap_or_default().to_string();
+    let fields: Vec<&str> = parts.collect();
+    let capture = match fields[..] {
+        [uri, date, file, offset, length] => match (offset.parse(), length.parse()) {
+            (Ok(offset), Ok(length)) => Some(FirstCapture {
+                record: EarlierCapture {
+                    uri: uri.to_string(),
+                    date: date.to_string(),
+                    payload_digest: Some(payload_digest.to_string()),
+                },
+                at: WarcLocation {
+                    file: file.to_string(),
+                    offset,
+                    length,
+                },
+            }),
+            _ => None,
+        },
+        _ => None,
+    };
+    (url, capture)
+}
 
 /// The Bloom filter, filled from the index on first use.
 #[derive(Default)]
@@ -63,6 +115,44 @@ impl Store {
         digest: &[u8],
         url: &str,
     ) -> Result<Option<String>, StoreError> {
+        let mut bloom = self.digest_filter()?;
+        if let Some(row) = self.digest_row(&bloom, digest)? {
+            let (first, _) = decode_row(&row, "");
+            return Ok((first != url).then_some(first));
+        }
+        self.insert_digest_row(&mut bloom, digest, encode_row(url, None))?;
+        Ok(None)
+    }
+
+    /// Where the payload with `digest` (its `payload_digest` label) was
+    /// first archived, if it was.
+    pub(crate) fn first_capture(
+        &self,
+        digest: &[u8],
+        payload_digest: &str,
+    ) -> Result<Option<FirstCapture>, StoreError> {
+        let bloom = self.digest_filter()?;
+        let row = self.digest_row(&bloom, digest)?;
+        Ok(row.and_then(|row| decode_row(&row, payload_digest).1))
+    }
+
+    /// Records `url`'s archived record as the first of its payload, unless
+    /// the digest already has a first URL (which stays, archived or not).
+    pub(crate) fn record_first_capture(
+        &self,
+        digest: &[u8],
+        url: &str,
+        capture: &FirstCapture,
+    ) -> Result<(), StoreError> {
+        let mut bloom = self.digest_filter()?;
+        if self.digest_row(&bloom, digest)?.is_none() {
+            self.insert_digest_row(&mut bloom, digest, encode_row(url, Some(capture)))?;
+        }
+        Ok(())
+    }
+
+    /// The Bloom filter, locked (page threads and the crawl loop share it).
+    fn digest_filter(&self) -> Result<MutexGuard<'_, Option<BloomFilter>>, StoreError> {
         let mut index = self
             .inner
             .digests
@@ -72,22 +162,38 @@ impl Store {
         if index.is_none() {
             *index = Some(self.load_digests()?);
         }
-        let bloom = index.as_mut().expect("loaded above");
-        let fp = fingerprint(digest);
-        if bloom.might_contain(fp) {
-            let stored = self.inner.index.rows(Rows::Digests).get(digest);
-            match stored.map_err(StoreError::index("read"))? {
-                Some(first) if &*first != url.as_bytes() => {
-                    return Ok(Some(String::from_utf8_lossy(&first).into_owned()))
-                }
-                Some(_) => return Ok(None),
-                None => {}
-            }
+        Ok(index)
+    }
+
+    fn digest_row(
+        &self,
+        bloom: &MutexGuard<'_, Option<BloomFilter>>,
+        digest: &[u8],
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        let loaded = bloom.as_ref().expect("loaded by digest_filter");
+        if !loaded.might_contain(fingerprint(digest)) {
+            return Ok(None);
         }
-        let row = (digest.to_vec(), Some(url.as_bytes().to_vec()));
-        self.inner.index.write(Rows::Digests, [row])?;
-        bloom.insert(fp);
-        Ok(None)
+        let stored = self.inner.index.rows(Rows::Digests).get(digest);
+        Ok(stored
+            .map_err(StoreError::index("read"))?
+            .map(|v| v.to_vec()))
+    }
+
+    fn insert_digest_row(
+        &self,
+        bloom: &mut MutexGuard<'_, Option<BloomFilter>>,
+        digest: &[u8],
+        row: Vec<u8>,
+    ) -> Result<(), StoreError> {
+        self.inner
+            .index
+            .write(Rows::Digests, [(digest.to_vec(), Some(row))])?;
+        bloom
+            .as_mut()
+            .expect("loaded by digest_filter")
+            .insert(fingerprint(digest));
+        Ok(())
     }
 
     fn load_digests(&self) -> Result<BloomFilter, StoreError> {

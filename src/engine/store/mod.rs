@@ -36,6 +36,7 @@ use serde::Serialize;
 
 pub(crate) use batch::CrawlBatch;
 use crawl_tree::CrawlTree;
+pub(crate) use digests::FirstCapture;
 use faults::DiskFaults;
 pub use fragments::FragmentLinks;
 use index::CrawlIndex;
@@ -44,6 +45,7 @@ pub use records::{PageOutcome, PageRecord, UrlKind, WarcLocation, SOFT_404_PROBE
 use referrers::ReferrerCounts;
 pub use referrers::MAX_REFERRERS;
 pub use sitemaps::SitemapEntry;
+pub(crate) use warc_read::read_capture;
 pub use warc_read::{read_response, ArchivedResponse};
 
 /// Why a read or write of the crawl database failed.

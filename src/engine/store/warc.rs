@@ -16,6 +16,18 @@ use super::WarcLocation;
 const FILE_PREFIX: &str = "crawldeck-";
 const FILE_SUFFIX: &str = ".warc.gz";
 const REVISIT_NOT_MODIFIED: &str = "http://netpreserve.org/warc/1.1/revisit/server-not-modified";
+const REVISIT_IDENTICAL: &str = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest";
+
+/// The record a revisit stands for: what its `WARC-Refers-To-*` fields name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EarlierCapture {
+    /// Its `WARC-Target-URI`.
+    pub uri: String,
+    /// Its `WARC-Date`, as written.
+    pub date: String,
+    /// Its `WARC-Payload-Digest`, when known.
+    pub payload_digest: Option<String>,
+}
 
 /// One HTTP exchange as it goes into the archive.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +42,9 @@ pub struct WarcExchange<'a> {
     pub body: &'a [u8],
     /// `sha1:BASE32` of the body (`ContentDigest::warc_label`).
     pub payload_digest: &'a str,
+    /// An earlier record of the same payload: a 304 refers to it, and any
+    /// other answer is then written as an identical-payload revisit.
+    pub refers_to: Option<&'a EarlierCapture>,
 }
 
 pub struct WarcWriter {
@@ -248,11 +263,18 @@ impl EncodedExchange {
         let mut members = encode_record(headers, &request_block)?;
         let request_len = members.len();
 
-        let response_block = [ex.response_head, head_terminator(ex.response_head), ex.body];
         // A 304 to a conditional request (a recrawl) is a revisit: the
-        // content is in the record of an earlier fetch.
-        let revisit = status_code(ex.response_head) == Some(304);
-        let kind = if revisit { "revisit" } else { "response" };
+        // content is in the record of an earlier fetch. So is a payload
+        // archived before: its record keeps the HTTP head only.
+        let not_modified = status_code(ex.response_head) == Some(304);
+        let identical = !not_modified && ex.refers_to.is_some();
+        let body: &[u8] = if identical { b"" } else { ex.body };
+        let response_block = [ex.response_head, head_terminator(ex.response_head), body];
+        let kind = if not_modified || identical {
+            "revisit"
+        } else {
+            "response"
+        };
         let mut headers = vec![
             ("WARC-Type", kind.to_string()),
             ("WARC-Record-ID", response_id),
@@ -262,11 +284,7 @@ impl EncodedExchange {
         if let Some(ip) = ip {
             headers.push(("WARC-IP-Address", ip));
         }
-        if revisit {
-            headers.push(("WARC-Profile", REVISIT_NOT_MODIFIED.to_string()));
-        } else {
-            headers.push(("WARC-Payload-Digest", header_value(ex.payload_digest)));
-        }
+        headers.extend(revisit_fields(ex, not_modified, identical));
         headers.push(("Content-Type", "application/http;msgtype=response".into()));
         members.extend_from_slice(&encode_record(headers, &response_block)?);
         Ok(EncodedExchange {
@@ -274,6 +292,34 @@ impl EncodedExchange {
             request_len,
         })
     }
+}
+
+/// A response's profile, `WARC-Refers-To-*` and payload digest fields.
+fn revisit_fields(
+    ex: &WarcExchange,
+    not_modified: bool,
+    identical: bool,
+) -> Vec<(&'static str, String)> {
+    let mut fields = Vec::new();
+    if not_modified {
+        fields.push(("WARC-Profile", REVISIT_NOT_MODIFIED.to_string()));
+    } else if identical {
+        fields.push(("WARC-Profile", REVISIT_IDENTICAL.to_string()));
+    }
+    if let Some(earlier) = ex.refers_to {
+        fields.push(("WARC-Refers-To-Target-URI", header_value(&earlier.uri)));
+        fields.push(("WARC-Refers-To-Date", header_value(&earlier.date)));
+    }
+    // A 304's payload is the earlier record's, known or not.
+    let payload = match (not_modified, ex.refers_to) {
+        (true, Some(earlier)) => earlier.payload_digest.as_deref(),
+        (true, None) => None,
+        (false, _) => Some(ex.payload_digest),
+    };
+    if let Some(digest) = payload {
+        fields.push(("WARC-Payload-Digest", header_value(digest)));
+    }
+    fields
 }
 
 /// One record as one gzip member; adds Block-Digest and Content-Length.

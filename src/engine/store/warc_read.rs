@@ -8,6 +8,7 @@ use std::path::Path;
 
 use flate2::read::GzDecoder;
 
+use super::warc::EarlierCapture;
 use super::WarcLocation;
 
 /// Longest WARC header block read (it holds a URL and a few fields).
@@ -37,6 +38,41 @@ pub fn read_response(
     at: &WarcLocation,
     max_body: usize,
 ) -> io::Result<ArchivedResponse> {
+    let limit = MAX_WARC_HEAD + MAX_HTTP_HEAD + max_body + 1;
+    let record = decompress(data_dir, at, limit)?;
+    parse_record(&record, max_body)
+}
+
+/// What a revisit of the record at `at` names: the record's own URI, date
+/// and payload digest, or, for a revisit, those of the record it refers to.
+pub(crate) fn read_capture(data_dir: &Path, at: &WarcLocation) -> io::Result<EarlierCapture> {
+    let record = decompress(data_dir, at, MAX_WARC_HEAD)?;
+    let end = head_end(&record, MAX_WARC_HEAD)
+        .ok_or_else(|| invalid("the WARC record has no header block".into()))?;
+    let head = String::from_utf8_lossy(&record[..end]);
+    let field = |name: &str| {
+        head.split("\r\n")
+            .filter_map(|line| line.split_once(':'))
+            .find(|(n, _)| n.trim().eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.trim().to_string())
+    };
+    let (uri, date) = if field("WARC-Type").as_deref() == Some("revisit") {
+        ("WARC-Refers-To-Target-URI", "WARC-Refers-To-Date")
+    } else {
+        ("WARC-Target-URI", "WARC-Date")
+    };
+    match (field(uri), field(date)) {
+        (Some(uri), Some(date)) => Ok(EarlierCapture {
+            uri,
+            date,
+            payload_digest: field("WARC-Payload-Digest"),
+        }),
+        _ => Err(invalid(format!("the record names no {uri} and {date}"))),
+    }
+}
+
+/// The first `limit` bytes of the record at `at`, decompressed.
+fn decompress(data_dir: &Path, at: &WarcLocation, limit: usize) -> io::Result<Vec<u8>> {
     // The name comes from the store; it must still never leave `warc/`.
     if super::warc::file_number(&at.file).is_none() {
         return Err(invalid(format!("{:?} is not a WARC file name", at.file)));
@@ -46,10 +82,9 @@ pub fn read_response(
         .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))?;
     file.seek(SeekFrom::Start(at.offset))?;
     let member = file.take(at.length.min(MAX_MEMBER));
-    let limit = (MAX_WARC_HEAD + MAX_HTTP_HEAD + max_body + 1) as u64;
     let mut record = Vec::new();
     GzDecoder::new(member)
-        .take(limit)
+        .take(limit as u64)
         .read_to_end(&mut record)
         .map_err(|e| {
             invalid(format!(
@@ -57,7 +92,7 @@ pub fn read_response(
                 path.display()
             ))
         })?;
-    parse_record(&record, max_body)
+    Ok(record)
 }
 
 /// Splits a decompressed record into its WARC head, HTTP head and body.
@@ -124,6 +159,7 @@ mod tests {
             response_head: b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nX-Test: 1\r\n",
             body,
             payload_digest: "sha1:X",
+            refers_to: None,
         };
         // A first exchange, so the second's offset is not the file's start.
         writer.write_exchange(&ex).unwrap();

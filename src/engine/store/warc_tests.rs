@@ -73,6 +73,7 @@ fn exchange<'a>(
         response_head: b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n",
         body,
         payload_digest: digest,
+        refers_to: None,
     }
 }
 
@@ -256,6 +257,69 @@ fn a_304_is_archived_as_a_server_not_modified_revisit() {
     assert!(revisit.block.starts_with(b"HTTP/1.1 304"));
     assert_eq!(status_code(b"HTTP/1.1 200 OK\r\n"), Some(200));
     assert_eq!(status_code(b"garbage"), None);
+}
+
+/// The response record of `ex` written as a revisit of an earlier record of
+/// `http://shop.localhost:40123/a` with payload `sha1:EARLIER`.
+fn written_as_revisit(ex: WarcExchange) -> Record {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = WarcWriter::open(dir.path(), 1 << 30).unwrap();
+    let earlier = EarlierCapture {
+        uri: "http://shop.localhost:40123/a".into(),
+        date: "2026-11-22T09:00:00Z".into(),
+        payload_digest: Some("sha1:EARLIER".into()),
+    };
+    let ex = WarcExchange {
+        refers_to: Some(&earlier),
+        ..ex
+    };
+    writer.write_exchange(&ex).unwrap();
+    let records = read_records(&dir.path().join("warc/crawldeck-00000.warc.gz"));
+    let revisit = records.into_iter().nth(2).unwrap();
+    assert_eq!(revisit.headers["WARC-Type"], "revisit");
+    assert_eq!(
+        revisit.headers["WARC-Refers-To-Target-URI"],
+        "http://shop.localhost:40123/a"
+    );
+    assert_eq!(
+        revisit.headers["WARC-Refers-To-Date"],
+        "2026-11-22T09:00:00Z"
+    );
+    assert!(!revisit.headers.contains_key("WARC-Truncated"));
+    revisit
+}
+
+#[test]
+fn a_payload_archived_before_is_an_identical_payload_revisit_with_its_head_only() {
+    let ex = exchange(
+        "http://shop.localhost:40123/b",
+        b"<p>same</p>",
+        "sha1:EARLIER",
+        None,
+    );
+    let revisit = written_as_revisit(ex);
+    assert_eq!(
+        revisit.headers["WARC-Profile"],
+        "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+    );
+    assert_eq!(revisit.headers["WARC-Payload-Digest"], "sha1:EARLIER");
+    assert_eq!(
+        revisit.block, b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n\r\n",
+        "the HTTP head, no body"
+    );
+}
+
+#[test]
+fn a_304_with_an_earlier_record_refers_to_it_and_carries_its_payload_digest() {
+    let mut ex = exchange("http://shop.localhost:40123/a", b"", "sha1:unused", None);
+    ex.response_head = b"HTTP/1.1 304 Not Modified\r\n\r\n";
+    let revisit = written_as_revisit(ex);
+    assert_eq!(
+        revisit.headers["WARC-Profile"],
+        "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+    );
+    assert_eq!(revisit.headers["WARC-Payload-Digest"], "sha1:EARLIER");
+    assert!(revisit.block.starts_with(b"HTTP/1.1 304"));
 }
 
 /// Writes exchange `n` (`http://h.localhost/n`), as the page threads do.

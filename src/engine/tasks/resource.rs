@@ -2,13 +2,11 @@
 //! the page's body cap and timeouts), archived like a page's exchange,
 //! never parsed for links; a stylesheet's `url()`s come back as its resources.
 
-use std::sync::Mutex;
-
-use super::{archive, report_page, Fetched, PageJob};
+use super::{report_page, Fetched, PageJob};
+use crate::engine::archive::Archive;
 use crate::engine::dedup::ContentDigest;
 use crate::engine::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
 use crate::engine::fetch::Response;
-use crate::engine::store::warc::WarcWriter;
 
 /// Fetches, archives and (a stylesheet) reads one resource; the answer
 /// arrives as `Work::Page`, as a check's does.
@@ -31,7 +29,9 @@ pub(super) async fn run_resource(job: PageJob) {
         &cpu,
         done,
         "resource",
-        move |response, _| archived_resource(response, &extract, warc.as_deref()),
+        move |response, lease| {
+            archived_resource(&lease.entry.url, response, &extract, warc.as_deref())
+        },
     );
 }
 
@@ -39,16 +39,20 @@ pub(super) async fn run_resource(job: PageJob) {
 /// was archived (unless `X-Robots-Tag: noarchive`), and for a 2xx
 /// stylesheet its `url()` references as resources (no links, no text).
 fn archived_resource(
+    url: &str,
     response: Response,
     opts: &ExtractOptions,
-    warc: Option<&Mutex<WarcWriter>>,
+    warc: Option<&Archive>,
 ) -> Fetched {
     let directives = RobotsDirectives::from_headers(&response.x_robots_tag, &opts.product_token);
     let ok = (200..300).contains(&response.status);
     let digest = ContentDigest::of(&response.body);
-    let (warc_at, warc_error) = match warc {
-        Some(warc) if !directives.noarchive => archive(&response, Some(&digest), warc),
-        _ => (None, None),
+    // A body archived before (another URL's) is a revisit, as a page's is.
+    let archived = match warc {
+        Some(warc) if !directives.noarchive => {
+            warc.page(url, &response, ok.then_some(&digest), None)
+        }
+        _ => Default::default(),
     };
     let extracted = (ok && extract::is_css(response.content_type.as_deref())).then(|| {
         let (resources, resources_cut) = extract::stylesheet_resources(
@@ -77,8 +81,9 @@ fn archived_resource(
         digest: ok.then_some(digest),
         extracted,
         fingerprint: None,
-        warc_error,
-        warc_at,
+        warc_error: archived.error,
+        warc_at: archived.at,
+        revisit_saved: archived.revisit_saved,
     }
 }
 

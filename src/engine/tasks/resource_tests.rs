@@ -1,14 +1,14 @@
-use std::sync::Mutex;
 use std::time::Duration;
 
 use bytes::Bytes;
 use url::Url;
 
 use super::archived_resource;
+use crate::engine::archive::Archive;
 use crate::engine::extract::tests::opts;
 use crate::engine::fetch::Response;
 use crate::engine::store::read_response;
-use crate::engine::store::warc::WarcWriter;
+use crate::engine::tasks::Fetched;
 
 fn response(path: &str, status: u16, content_type: &str, body: &'static [u8]) -> Response {
     Response {
@@ -31,16 +31,18 @@ fn response(path: &str, status: u16, content_type: &str, body: &'static [u8]) ->
     }
 }
 
+/// What the coordinator gets for `response`, fetched at its final URL.
+fn fetched(response: Response, warc: Option<&Archive>) -> Fetched {
+    let url = response.final_url.to_string();
+    archived_resource(&url, response, &opts(), warc)
+}
+
 #[test]
 fn a_stylesheet_is_archived_whole_and_gives_its_urls_as_resources_not_links() {
     let dir = tempfile::tempdir().unwrap();
-    let warc = Mutex::new(WarcWriter::open(dir.path(), 1 << 30).unwrap());
+    let warc = Archive::in_dir(dir.path());
     let css: &[u8] = b"@font-face { src: url(/fonts/a.woff2) } /* <a href=\"/page.html\">x</a> */";
-    let got = archived_resource(
-        response("/css/s.css", 200, "text/css", css),
-        &opts(),
-        Some(&warc),
-    );
+    let got = fetched(response("/css/s.css", 200, "text/css", css), Some(&warc));
     assert_eq!((got.status, got.bytes), (200, css.len() as u64));
     assert!(got.warc_error.is_none());
     let at = got.warc_at.expect("archived");
@@ -62,20 +64,15 @@ fn a_stylesheet_is_archived_whole_and_gives_its_urls_as_resources_not_links() {
 #[test]
 fn other_resources_are_archived_and_never_read_and_noarchive_is_obeyed() {
     let dir = tempfile::tempdir().unwrap();
-    let warc = Mutex::new(WarcWriter::open(dir.path(), 1 << 30).unwrap());
+    let warc = Archive::in_dir(dir.path());
     let html: &[u8] = b"<a href=\"/next.html\">next</a><img src=/i.png>";
     for (path, content_type) in [("/frame.html", "text/html"), ("/i.png", "image/png")] {
-        let got = archived_resource(
-            response(path, 200, content_type, html),
-            &opts(),
-            Some(&warc),
-        );
+        let got = fetched(response(path, 200, content_type, html), Some(&warc));
         assert!(got.extracted.is_none(), "{path}: not parsed");
         assert!(got.warc_at.is_some(), "{path}: archived");
     }
-    let gone = archived_resource(
+    let gone = fetched(
         response("/c.css", 404, "text/css", b"url(/x.png)"),
-        &opts(),
         Some(&warc),
     );
     assert!(
@@ -88,9 +85,9 @@ fn other_resources_are_archived_and_never_read_and_noarchive_is_obeyed() {
     );
     let mut kept_out = response("/k.png", 200, "image/png", b"png");
     kept_out.x_robots_tag = vec!["noarchive".into()];
-    let got = archived_resource(kept_out, &opts(), Some(&warc));
+    let got = fetched(kept_out, Some(&warc));
     assert!(got.warc_at.is_none() && got.warc_error.is_none());
-    let unarchived = archived_resource(response("/n.png", 200, "image/png", b"png"), &opts(), None);
+    let unarchived = fetched(response("/n.png", 200, "image/png", b"png"), None);
     assert!(
         unarchived.warc_at.is_none() && unarchived.warc_error.is_none(),
         "no WARC kept"

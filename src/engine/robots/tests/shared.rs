@@ -57,7 +57,7 @@ async fn two_workers_fetch_an_origins_robots_txt_once_and_share_its_rules() {
     let (fetcher, cfg) = setup();
     let (a, b) = (worker(&redis), worker(&redis));
     let origin = server.url("/");
-    let ((va, ttl_a), (vb, ttl_b)) = tokio::join!(
+    let ((va, ttl_a, _), (vb, ttl_b, _)) = tokio::join!(
         fetch_shared(&a, &fetcher, &origin, &cfg, "crawldeck"),
         fetch_shared(&b, &fetcher, &origin, &cfg, "crawldeck"),
     );
@@ -73,7 +73,7 @@ async fn two_workers_fetch_an_origins_robots_txt_once_and_share_its_rules() {
         "{ttl_a:?} {ttl_b:?}"
     );
     // A third worker later: still no second request.
-    let (vc, _) = fetch_shared(&worker(&redis), &fetcher, &origin, &cfg, "crawldeck").await;
+    let (vc, _, _) = fetch_shared(&worker(&redis), &fetcher, &origin, &cfg, "crawldeck").await;
     assert!(!vc.allowed(&server.url("/private/b")));
     assert_eq!(hits.load(Ordering::SeqCst), 1);
     server.stop().await;
@@ -85,14 +85,14 @@ async fn an_unavailable_answer_is_not_shared_and_a_missing_file_is() {
     let (fetcher, cfg) = setup();
     let (down, down_hits) = robots_server(503).await;
     for _ in 0..2 {
-        let (v, _) =
+        let (v, _, _) =
             fetch_shared(&worker(&redis), &fetcher, &down.url("/"), &cfg, "crawldeck").await;
         assert!(matches!(v, RobotsVerdict::Unavailable { .. }), "{v:?}");
     }
     assert_eq!(down_hits.load(Ordering::SeqCst), 2);
     let (missing, missing_hits) = robots_server(404).await;
     for _ in 0..2 {
-        let (v, _) = fetch_shared(
+        let (v, _, _) = fetch_shared(
             &worker(&redis),
             &fetcher,
             &missing.url("/"),
@@ -126,7 +126,8 @@ async fn a_worker_that_finds_the_lock_taken_waits_for_the_answer() {
     holder
         .store(&name, Some((&body, 200)), Duration::from_secs(60))
         .unwrap();
-    let (v, ttl) = wait.await.unwrap();
+    let (v, ttl, fetched) = wait.await.unwrap();
+    assert!(fetched.is_empty(), "the waiter made no request");
     assert!(!v.allowed(&server.url("/held/x")), "{v:?}");
     assert!(ttl <= Duration::from_secs(60));
     assert_eq!(hits.load(Ordering::SeqCst), 0);
