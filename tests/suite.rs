@@ -21,6 +21,7 @@ mod diff;
 mod disk_faults;
 mod engine_hostile;
 mod engine_polite;
+mod export;
 mod extraction;
 mod identity;
 mod inspector;

@@ -35,7 +35,6 @@ pub fn export_query(args: ExportArgs) -> Result<ExportQuery, UsageError> {
             "export: nothing to write; give --wacz OUT.wacz and/or --cdxj OUT.cdxj".into(),
         ));
     }
-    check_crawl(&args.data)?;
     if let Some(wacz) = &args.wacz {
         if wacz.extension().is_none_or(|e| e != "wacz") {
             return Err(UsageError(format!(
@@ -49,6 +48,7 @@ pub fn export_query(args: ExportArgs) -> Result<ExportQuery, UsageError> {
             "--wacz and --cdxj name the same file; give two names".into(),
         ));
     }
+    check_crawl(&args.data)?;
     for out in args.wacz.iter().chain(&args.cdxj) {
         check_output(out, args.force)?;
     }

@@ -2,6 +2,7 @@
 //! configuration and a crawl of the demo web that is bounded in time.
 
 pub mod cluster;
+pub mod python;
 pub mod term;
 
 use std::path::Path;
