@@ -1,14 +1,16 @@
 //! `crawldeck export` on a crawl of the demo web: the WACZ passes py-wacz's
 //! validator, the CDXJ is line for line what cdxj-indexer writes for the
-//! same WARC files; the compressed
+//! same WARC files, and pywb replays a page from the WACZ; the compressed
 //! index is checked the same way; a running crawl exports a consistent
 //! point in time.
 
 use crate::common;
 
-use std::io::Read;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use crawldeck::demo::SiteKind;
 use serde_json::Value;
@@ -17,6 +19,8 @@ use common::run_binary as crawldeck;
 
 /// Versions that work together on Python 3.11.
 const PYTHON_TOOLS: [&str; 3] = ["wacz==0.6.0", "pywb==2.10.0", "cdxj-indexer==1.5.0"];
+/// How long pywb may take to start answering.
+const WAYBACK_START: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crawl_exports_to_a_wacz_pywb_replays() {
@@ -34,11 +38,12 @@ async fn a_crawl_exports_to_a_wacz_pywb_replays() {
         the_index_is_cdxj_indexers(&venv, &data, &cdxj);
         let entries = zip_entries(&wacz);
         assert!(
-            entries.contains(&"indexes/index.cdxj".to_string()),
+            entries.contains(&"indexes/index.cdx".to_string()),
             "{entries:?}"
         );
         let pages = pages_of(&wacz);
         assert!(pages.len() >= 20, "{} pages", pages.len());
+        replay_in_pywb(&venv, &wacz, &pages[1]);
 
         let refused = crawldeck(&["export", path(&data), "--wacz", path(&wacz)]);
         assert_eq!(refused.status.code(), Some(2));
@@ -51,7 +56,8 @@ async fn a_crawl_exports_to_a_wacz_pywb_replays() {
         for entry in ["indexes/index.cdx.gz", "indexes/index.idx"] {
             assert!(entries.contains(&entry.to_string()), "{entries:?}");
         }
-        assert!(!entries.contains(&"indexes/index.cdxj".to_string()));
+        assert!(!entries.contains(&"indexes/index.cdx".to_string()));
+        replay_in_pywb(&venv, &blocks, &pages[2]);
     })
     .await
     .expect("checks pass");
@@ -178,6 +184,78 @@ fn pages_of(wacz: &Path) -> Vec<Value> {
     lines.map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
+/// Imports the WACZ into a pywb collection, serves it on a free loopback
+/// port and fetches the page's original bytes from it.
+fn replay_in_pywb(venv: &Path, wacz: &Path, page: &Value) {
+    let root = tempfile::tempdir().unwrap();
+    tool(venv, "wb-manager", &["init", "crawl"], root.path());
+    let said = tool(
+        venv,
+        "wb-manager",
+        &["add", "--unpack-wacz", "crawl", path(wacz)],
+        root.path(),
+    );
+    // An index it does not take is only a warning, and an empty collection.
+    assert!(!said.contains("WARNING"), "{said}");
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let child = Command::new(venv.join("bin/wayback"))
+        .args(["-b", "127.0.0.1", "-p", &port.to_string()])
+        .current_dir(root.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("wayback starts");
+    let _wayback = common::Killed(child);
+    let url = page["url"].as_str().unwrap();
+    let ts: String = page["ts"]
+        .as_str()
+        .unwrap()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    let (status, body) = get(port, &format!("/crawl/{ts}id_/{url}"));
+    assert_eq!(status, 200, "{body}");
+    let title = page["title"].as_str().unwrap();
+    assert!(body.contains("<title>"), "{body}");
+    assert!(
+        body.contains(&title.replace('&', "&amp;")),
+        "{title} in {body}"
+    );
+}
+
+/// A GET on 127.0.0.1:`port`, retried while the server is starting.
+fn get(port: u16, target: &str) -> (u16, String) {
+    let started = Instant::now();
+    loop {
+        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
+            stream
+                .set_read_timeout(Some(Duration::from_secs(30)))
+                .unwrap();
+            write!(
+                stream,
+                "GET {target} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+            )
+            .unwrap();
+            let mut answer = Vec::new();
+            let _ = stream.read_to_end(&mut answer);
+            let answer = String::from_utf8_lossy(&answer).into_owned();
+            if let Some(status) = answer.split(' ').nth(1).and_then(|s| s.parse().ok()) {
+                let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
+                return (status, body.unwrap_or_default());
+            }
+        }
+        assert!(
+            started.elapsed() < WAYBACK_START,
+            "pywb did not answer on port {port}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
 /// While the crawl runs, an export reads a point in time: every page it
 /// lists has its record in the package's index, and the package validates.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -221,7 +299,7 @@ async fn a_running_crawl_exports_a_consistent_point_in_time() {
         let mut archive = zip::ZipArchive::new(std::fs::File::open(&wacz).unwrap()).unwrap();
         let mut index = String::new();
         archive
-            .by_name("indexes/index.cdxj")
+            .by_name("indexes/index.cdx")
             .unwrap()
             .read_to_string(&mut index)
             .unwrap();

@@ -23,7 +23,7 @@ pub struct ExportArgs {
     #[arg(long)]
     pub force: bool,
     /// A WACZ whose index has more lines than this gets the compressed
-    /// index (index.cdx.gz + index.idx) instead of index.cdxj.
+    /// index (index.cdx.gz + index.idx) instead of index.cdx (CDXJ lines).
     #[arg(long, value_name = "LINES", default_value_t = COMPRESSED_INDEX_FROM)]
     pub compressed_index_from: u64,
 }

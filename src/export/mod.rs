@@ -195,8 +195,10 @@ fn package(
             &mut idx.as_slice(),
         )?;
     } else {
+        // CDXJ lines under the `.cdx` name: pywb's `wb-manager add` takes
+        // only `.cdx`/`.cdx.gz` indexes from a WACZ; ReplayWeb.page both.
         wacz.add_stream(
-            "indexes/index.cdxj",
+            "indexes/index.cdx",
             false,
             index_bytes,
             &mut File::open(sorted)?,
