@@ -43,6 +43,10 @@ async fn a_crawl_exports_to_a_wacz_pywb_replays() {
         );
         let pages = pages_of(&wacz);
         assert!(pages.len() >= 20, "{} pages", pages.len());
+        let package: Value = serde_json::from_str(&entry_text(&wacz, "datapackage.json")).unwrap();
+        let main = pages.iter().find(|p| p["url"] == package["mainPageUrl"]);
+        let main = main.unwrap_or_else(|| panic!("the main page is listed: {package}"));
+        assert_eq!(main["ts"], package["mainPageDate"]);
         replay_in_pywb(&venv, &wacz, &pages[1]);
 
         let refused = crawldeck(&["export", path(&data), "--wacz", path(&wacz)]);
@@ -168,14 +172,20 @@ fn zip_entries(wacz: &Path) -> Vec<String> {
         .collect()
 }
 
-fn pages_of(wacz: &Path) -> Vec<Value> {
+/// The text of the entry `name` of the package.
+fn entry_text(wacz: &Path, name: &str) -> String {
     let mut archive = zip::ZipArchive::new(std::fs::File::open(wacz).unwrap()).unwrap();
     let mut text = String::new();
     archive
-        .by_name("pages/pages.jsonl")
-        .unwrap()
+        .by_name(name)
+        .unwrap_or_else(|e| panic!("{name}: {e}"))
         .read_to_string(&mut text)
         .unwrap();
+    text
+}
+
+fn pages_of(wacz: &Path) -> Vec<Value> {
+    let text = entry_text(wacz, "pages/pages.jsonl");
     let mut lines = text.lines();
     assert_eq!(
         lines.next(),
@@ -296,13 +306,7 @@ async fn a_running_crawl_exports_a_consistent_point_in_time() {
     tokio::task::spawn_blocking(move || {
         let venv = common::python::venv(&PYTHON_TOOLS);
         validate(&venv, &wacz);
-        let mut archive = zip::ZipArchive::new(std::fs::File::open(&wacz).unwrap()).unwrap();
-        let mut index = String::new();
-        archive
-            .by_name("indexes/index.cdx")
-            .unwrap()
-            .read_to_string(&mut index)
-            .unwrap();
+        let index = entry_text(&wacz, "indexes/index.cdx");
         let pages = pages_of(&wacz);
         assert!(!pages.is_empty());
         for page in &pages {

@@ -108,6 +108,8 @@ impl WaczWriter {
             "wacz_version": WACZ_VERSION,
             "software": format!("crawldeck {}", env!("CARGO_PKG_VERSION")),
         });
+        // Spelled as the WACZ 1.1.1 text: py-wacz writes `mainPageURL`,
+        // ReplayWeb.page reads neither, so the spec decides.
         let extra = [
             ("title", &info.title),
             ("mainPageUrl", &info.main_page_url),
