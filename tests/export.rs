@@ -272,20 +272,7 @@ fn get(port: u16, target: &str) -> (u16, String) {
 async fn a_running_crawl_exports_a_consistent_point_in_time() {
     let demo = common::start_demo(vec![SiteKind::Shop]).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let running = crawldeck::engine::start(common::test_config(&demo), dir.path(), async {
-        let _ = stop_rx.await;
-    })
-    .await
-    .expect("engine starts");
-    let mut snapshots = running.handle.snapshots.clone();
-    tokio::time::timeout(common::CRAWL_LIMIT, async {
-        while snapshots.borrow().counters.pages_fetched < 20 {
-            snapshots.changed().await.expect("engine runs");
-        }
-    })
-    .await
-    .expect("20 pages within the limit");
+    let crawl = common::crawl_until(&demo, dir.path(), 20).await;
     let data = dir.path().to_path_buf();
     let out = tempfile::tempdir().expect("output dir");
     let wacz = out.path().join("live.wacz");
@@ -297,12 +284,7 @@ async fn a_running_crawl_exports_a_consistent_point_in_time() {
         dir.path().join("results.sock").exists(),
         "the crawl was still running during the export"
     );
-    let _ = stop_tx.send(());
-    tokio::time::timeout(common::CRAWL_LIMIT, running.done)
-        .await
-        .expect("the crawl stops")
-        .expect("no panic")
-        .expect("no engine error");
+    crawl.stop().await;
     tokio::task::spawn_blocking(move || {
         let venv = common::python::venv(&PYTHON_TOOLS);
         validate(&venv, &wacz);
