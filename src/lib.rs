@@ -9,6 +9,7 @@ pub mod cluster;
 pub mod control;
 pub mod demo;
 pub mod engine;
+pub mod export;
 pub mod headless;
 pub mod remote;
 pub mod results;

@@ -125,6 +125,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             | Mode::Ctl { .. }
             | Mode::Results(_)
             | Mode::Diff(_)
+            | Mode::Export(_)
             | Mode::Page(_) => {
                 unreachable!("handled before the runtime starts")
             }
@@ -171,6 +172,9 @@ fn run_without_engine(run: &ResolvedRun) -> Option<anyhow::Result<()>> {
         } => cluster_ctl(target, words, worker.as_deref()),
         Mode::ClusterStatus { target, json } => cluster_status(target, *json),
         Mode::Page(query) => crawldeck::results::page::run(query, stdout()),
+        Mode::Export(query) => crawldeck::export::run(query).map(|summary| {
+            eprintln!("crawldeck: {}", summary.line());
+        }),
         Mode::Results(query) => {
             if let Some(note) = crawldeck::results::shared_parked_note(query) {
                 eprintln!("crawldeck: {note}");

@@ -267,12 +267,12 @@ async fn a_running_crawl_is_compared_through_its_engine(
         stderr.contains("no changes (recrawl pass 1, running"),
         "{stderr}"
     );
-    let _ = stop_tx.send(());
-    tokio::time::timeout(common::CRAWL_LIMIT, running.done)
-        .await
-        .expect("the crawl stops")
-        .expect("no panic")
-        .expect("no engine error");
+    common::LiveCrawl {
+        running,
+        stop: stop_tx,
+    }
+    .stop()
+    .await;
 }
 
 /// The documented way to compare recrawl passes: copy, recrawl, diff. A

@@ -121,20 +121,7 @@ async fn a_demo_page_is_inspected_with_its_links_fates_and_near_duplicates_diff(
 async fn a_running_crawl_is_inspected_through_its_engine() {
     let demo = common::start_demo(vec![SiteKind::Shop]).await;
     let dir = tempfile::tempdir().unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let running = crawldeck::engine::start(common::test_config(&demo), dir.path(), async {
-        let _ = stop_rx.await;
-    })
-    .await
-    .expect("engine starts");
-    let mut snapshots = running.handle.snapshots.clone();
-    tokio::time::timeout(common::CRAWL_LIMIT, async {
-        while snapshots.borrow().counters.pages_fetched < 5 {
-            snapshots.changed().await.expect("engine runs");
-        }
-    })
-    .await
-    .expect("5 pages within the limit");
+    let crawl = common::crawl_until(&demo, dir.path(), 5).await;
     let data = dir.path().to_str().unwrap().to_string();
     let home = demo.base_url(SiteKind::Shop).to_string();
     let shown = tokio::task::spawn_blocking(move || ok_stdout(&["page", &data, &home]))
@@ -146,11 +133,6 @@ async fn a_running_crawl_is_inspected_through_its_engine() {
     );
     assert!(shown.contains("status   200"), "{shown}");
     assert!(shown.contains("links ("), "{shown}");
-    let _ = stop_tx.send(());
-    tokio::time::timeout(common::CRAWL_LIMIT, running.done)
-        .await
-        .expect("the crawl stops")
-        .expect("no panic")
-        .expect("no engine error");
+    crawl.stop().await;
     drop(demo);
 }

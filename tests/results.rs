@@ -429,20 +429,7 @@ fn a_missing_dir_or_a_file_is_no_crawl_not_a_damaged_one() {
 async fn a_running_crawl_is_listed_through_its_engine() {
     let demo = common::start_demo(vec![SiteKind::Shop]).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let running = crawldeck::engine::start(common::test_config(&demo), dir.path(), async {
-        let _ = stop_rx.await;
-    })
-    .await
-    .expect("engine starts");
-    let mut snapshots = running.handle.snapshots.clone();
-    tokio::time::timeout(common::CRAWL_LIMIT, async {
-        while snapshots.borrow().counters.pages_fetched < 40 {
-            snapshots.changed().await.expect("engine runs");
-        }
-    })
-    .await
-    .expect("40 pages within the limit");
+    let crawl = common::crawl_until(&demo, dir.path(), 40).await;
     let data = dir.path().to_str().unwrap().to_string();
     let (live, live_audit) = {
         let data = data.clone();
@@ -453,7 +440,7 @@ async fn a_running_crawl_is_listed_through_its_engine() {
         .await
         .expect("listing runs")
     };
-    let still_running = snapshots.borrow().state != CrawlState::Done;
+    let still_running = crawl.running.handle.snapshots.borrow().state != CrawlState::Done;
     assert!(
         still_running,
         "the crawl was still running during the listing"
@@ -477,12 +464,7 @@ async fn a_running_crawl_is_listed_through_its_engine() {
         "{live_audit:?}"
     );
 
-    let _ = stop_tx.send(());
-    tokio::time::timeout(common::CRAWL_LIMIT, running.done)
-        .await
-        .expect("the crawl stops")
-        .expect("no panic")
-        .expect("no engine error");
+    crawl.stop().await;
     assert!(
         !dir.path().join("results.sock").exists(),
         "the socket goes with the engine"

@@ -22,6 +22,7 @@ mod diff;
 mod disk_faults;
 mod engine_hostile;
 mod engine_polite;
+mod export;
 mod extraction;
 mod identity;
 mod inspector;

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::engine::config::{ExtractionSpec, ResourcesMode, RobotsMode, Scope, TrapPolicy};
 
 mod cluster;
+pub mod export;
 mod resolve;
 pub mod results;
 
@@ -43,7 +44,8 @@ crawldeck ctl ./crawl1 pause\n  \
 crawldeck pages ./crawl1 --status 4xx,5xx\n  \
 crawldeck links ./crawl1 --broken\n  \
 crawldeck page ./crawl1 https://example.org/ --select h2\n  \
-crawldeck diff ./crawl1 ./crawl2 --only broken,title"
+crawldeck diff ./crawl1 ./crawl2 --only broken,title\n  \
+crawldeck export ./crawl1 --wacz crawl1.wacz"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -85,6 +87,9 @@ pub enum CliCommand {
     /// links, status, redirect, title, canonical, indexability, description and h1
     /// changes. Exits 0 without differences, 1 with, 2 on trouble.
     Diff(results::DiffArgs),
+    /// Export the crawl's archive for replay: a WACZ package (--wacz) and/or a
+    /// CDXJ index (--cdxj), as pywb, py-wacz and ReplayWeb.page read them.
+    Export(export::ExportArgs),
 }
 
 #[derive(Debug, Args)]

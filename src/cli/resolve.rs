@@ -66,6 +66,8 @@ pub enum Mode {
     Page(crate::results::page::PageQuery),
     /// `diff`: two crawls compared.
     Diff(crate::results::diff::DiffQuery),
+    /// `export`: a WACZ and/or a CDXJ index of a crawl's archive.
+    Export(crate::export::ExportQuery),
 }
 
 /// Front-end options that are not crawl settings.
@@ -154,6 +156,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         Some(CliCommand::Audit(a)) => Ok(front_end(Mode::Results(super::results::audit_query(a)?))),
         Some(CliCommand::Page(p)) => Ok(front_end(Mode::Page(super::results::page_query(p)?))),
         Some(CliCommand::Diff(d)) => Ok(front_end(Mode::Diff(super::results::diff_query(d)?))),
+        Some(CliCommand::Export(e)) => Ok(front_end(Mode::Export(super::export::export_query(e)?))),
         Some(CliCommand::Keys(k)) => Ok(front_end(Mode::Keys { file: k.keys })),
         Some(CliCommand::Attach(a)) => resolve_attach(a),
         Some(CliCommand::Status(s)) => match s.dir {

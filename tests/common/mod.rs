@@ -59,6 +59,43 @@ pub async fn start_demo(sites: Vec<SiteKind>) -> DemoWeb {
     .expect("demo web starts on 127.0.0.1")
 }
 
+/// A crawl a test leaves running while it reads the data directory.
+pub struct LiveCrawl {
+    pub running: crawldeck::engine::RunningEngine,
+    pub stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl LiveCrawl {
+    /// Stops the crawl and waits, within [`CRAWL_LIMIT`], for its clean end.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(CRAWL_LIMIT, self.running.done)
+            .await
+            .expect("the crawl stops")
+            .expect("no panic")
+            .expect("no engine error");
+    }
+}
+
+/// Starts a crawl of `demo` in `dir` and returns once it has fetched `pages`.
+pub async fn crawl_until(demo: &DemoWeb, dir: &Path, pages: u64) -> LiveCrawl {
+    let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    let running = crawldeck::engine::start(test_config(demo), dir, async {
+        let _ = stop_rx.await;
+    })
+    .await
+    .expect("engine starts");
+    let mut snapshots = running.handle.snapshots.clone();
+    tokio::time::timeout(CRAWL_LIMIT, async {
+        while snapshots.borrow().counters.pages_fetched < pages {
+            snapshots.changed().await.expect("engine runs");
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("{pages} pages within the limit"));
+    LiveCrawl { running, stop }
+}
+
 /// Crawls to the end and returns the final snapshot.
 pub async fn crawl(cfg: CrawlConfig, dir: &Path) -> Snapshot {
     let running = crawldeck::engine::start(cfg, dir, std::future::pending())

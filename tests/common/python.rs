@@ -65,18 +65,26 @@ const INSTALLED: &str = "installed";
 pub struct Venv(PathBuf);
 
 impl Venv {
-    /// Runs the console script `name` with `args`, through the virtualenv's
+    /// The console script `name` as a command, run through the virtualenv's
     /// interpreter (the script's own first line names the temp dir it was
-    /// installed in); killed by pid past its time limit.
-    pub fn run(&self, name: &str, args: &[&std::ffi::OsStr]) -> Output {
+    /// installed in).
+    pub fn command(&self, name: &str) -> Command {
         let bin = self.0.join("bin");
-        run_bounded(
-            Command::new(bin.join("python"))
-                .arg(bin.join(name))
-                .args(args),
-            TOOL_LIMIT,
-        )
+        let mut command = Command::new(bin.join("python"));
+        command.arg(bin.join(name));
+        command
     }
+
+    /// Runs the console script `name` with `args`; killed by pid past its
+    /// time limit.
+    pub fn run(&self, name: &str, args: &[&std::ffi::OsStr]) -> Output {
+        run(self.command(name).args(args))
+    }
+}
+
+/// Runs a tool's `command` to its end; killed by pid past its time limit.
+pub fn run(command: &mut Command) -> Output {
+    run_bounded(command, TOOL_LIMIT)
 }
 
 fn assert_ran(out: &Output, what: &str) {

@@ -10,7 +10,7 @@ mod crawl_tree;
 mod digests;
 pub mod faults;
 mod fragments;
-mod gzip;
+pub(crate) mod gzip;
 mod index;
 mod inlinks;
 pub(crate) mod keys;

@@ -365,7 +365,7 @@ fn create_file(dir: &Path, number: u32) -> io::Result<(File, PathBuf)> {
 }
 
 /// `crawldeck-00042.warc.gz` -> 42.
-pub(super) fn file_number(name: &str) -> Option<u32> {
+pub(crate) fn file_number(name: &str) -> Option<u32> {
     let digits = name.strip_prefix(FILE_PREFIX)?.strip_suffix(FILE_SUFFIX)?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
