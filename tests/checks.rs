@@ -120,10 +120,10 @@ async fn resources_and_external_links_are_checked_once_with_head_and_never_follo
     assert_eq!(counters.resources_fetched, 0, "{counters:?}");
     let archived = archived_paths(dir.path());
     let mut want: BTreeSet<String> = LINKS_PAGES.iter().map(|p| p.to_string()).collect();
-    want.insert("/sitemap.xml".into());
+    want.extend(["/sitemap.xml".into(), "/robots.txt".into()]);
     assert_eq!(
         archived, want,
-        "pages only: a checked resource is never archived"
+        "pages, the sitemap and robots.txt only: a checked resource is never archived"
     );
     let records = pages(dir.path());
     let record = |site_path: &str| record_of(&records, site_path);

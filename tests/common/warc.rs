@@ -83,26 +83,46 @@ pub struct ArchivedResponse {
     pub body: Vec<u8>,
 }
 
-/// Every response record of a data directory, in file order.
+/// Every answer of a data directory as a replay tool serves it, in file
+/// order: a response record's body, or for a revisit record the body of the
+/// response it refers to (a payload archived before, or a 304's earlier
+/// capture).
 pub fn responses(data: &Path) -> Vec<ArchivedResponse> {
-    all_records(data)
-        .into_iter()
-        .filter(|r| r.is("response"))
-        .map(|r| {
-            let body_at = r
-                .block
-                .windows(4)
-                .position(|w| w == b"\r\n\r\n")
-                .map_or(r.block.len(), |i| i + 4);
-            ArchivedResponse {
-                uri: r.get("WARC-Target-URI").unwrap_or_default().to_string(),
-                body: r.block[body_at..].to_vec(),
-            }
+    let records = all_records(data);
+    let body_of = |r: &Record| {
+        let at = r
+            .block
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .map_or(r.block.len(), |i| i + 4);
+        r.block[at..].to_vec()
+    };
+    let uri = |r: &Record| r.get("WARC-Target-URI").unwrap_or_default().to_string();
+    let referred = |r: &Record| {
+        let (to, date) = (
+            r.get("WARC-Refers-To-Target-URI")?,
+            r.get("WARC-Refers-To-Date")?,
+        );
+        records.iter().find(|o| {
+            o.is("response")
+                && o.get("WARC-Target-URI") == Some(to)
+                && o.get("WARC-Date") == Some(date)
+        })
+    };
+    records
+        .iter()
+        .filter_map(|r| {
+            let body = match () {
+                _ if r.is("response") => body_of(r),
+                _ if r.is("revisit") => body_of(referred(r)?),
+                _ => return None,
+            };
+            Some(ArchivedResponse { uri: uri(r), body })
         })
         .collect()
 }
 
-/// The target URI of every response record of a data directory.
+/// The target URI of every answer of a data directory (see [`responses`]).
 pub fn response_uris(data: &Path) -> Vec<String> {
     responses(data).into_iter().map(|r| r.uri).collect()
 }
