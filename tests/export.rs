@@ -25,10 +25,19 @@ const WAYBACK_START: Duration = Duration::from_secs(60);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crawl_exports_to_a_wacz_pywb_replays() {
-    let demo = common::start_demo(vec![SiteKind::Shop]).await;
+    let demo = common::start_demo(vec![SiteKind::Shop, SiteKind::Links]).await;
     let dir = tempfile::tempdir().expect("temp dir");
-    common::crawl(common::test_config(&demo), dir.path()).await;
+    let mut cfg = common::test_config(&demo);
+    // Stylesheets and images archived for replay, in several WARC files.
+    cfg.checks.resources = crawldeck::engine::config::ResourcesMode::Fetch;
+    cfg.storage.warc_max_bytes = 64 * 1024;
+    common::crawl(cfg, dir.path()).await;
     let data = dir.path().to_path_buf();
+    let stylesheet = demo
+        .base_url(SiteKind::Links)
+        .join("/style.css")
+        .unwrap()
+        .to_string();
     tokio::task::spawn_blocking(move || {
         let venv = common::python::venv(&PYTHON_TOOLS);
         let out = tempfile::tempdir().expect("output dir");
@@ -42,13 +51,22 @@ async fn a_crawl_exports_to_a_wacz_pywb_replays() {
             entries.contains(&"indexes/index.cdx".to_string()),
             "{entries:?}"
         );
+        let warcs = std::fs::read_dir(data.join("warc")).unwrap().count();
+        let archived = entries.iter().filter(|e| e.starts_with("archive/")).count();
+        assert!(warcs >= 2, "the crawl rotated its WARC files: {warcs}");
+        assert_eq!(archived, warcs, "every WARC file is exported: {entries:?}");
         let pages = pages_of(&wacz);
         assert!(pages.len() >= 20, "{} pages", pages.len());
         let package: Value = serde_json::from_str(&entry_text(&wacz, "datapackage.json")).unwrap();
         let main = pages.iter().find(|p| p["url"] == package["mainPageUrl"]);
         let main = main.unwrap_or_else(|| panic!("the main page is listed: {package}"));
         assert_eq!(main["ts"], package["mainPageDate"]);
-        replay_in_pywb(&venv, &wacz, &pages[1]);
+        let css = capture_of(&cdxj, &stylesheet);
+        replay_in_pywb(
+            &venv,
+            &wacz,
+            &[page_replay(&pages[1]), (css, "@font-face".into())],
+        );
 
         let refused = crawldeck(&["export", path(&data), "--wacz", path(&wacz)]);
         assert_eq!(refused.status.code(), Some(2));
@@ -62,7 +80,7 @@ async fn a_crawl_exports_to_a_wacz_pywb_replays() {
             assert!(entries.contains(&entry.to_string()), "{entries:?}");
         }
         assert!(!entries.contains(&"indexes/index.cdx".to_string()));
-        replay_in_pywb(&venv, &blocks, &pages[2]);
+        replay_in_pywb(&venv, &blocks, &[page_replay(&pages[2])]);
     })
     .await
     .expect("checks pass");
@@ -191,9 +209,37 @@ fn pages_of(wacz: &Path) -> Vec<Value> {
     lines.map(|l| serde_json::from_str(l).unwrap()).collect()
 }
 
+/// A capture to replay, as its URL and timestamp (14 digits).
+type Capture = (String, String);
+
+/// A page of `pages.jsonl` to replay, and its title, which its body must hold.
+fn page_replay(page: &Value) -> (Capture, String) {
+    let url = page["url"].as_str().unwrap().to_string();
+    let ts = page["ts"]
+        .as_str()
+        .unwrap()
+        .chars()
+        .filter(char::is_ascii_digit)
+        .collect();
+    let title = page["title"].as_str().unwrap().replace('&', "&amp;");
+    ((url, ts), format!("<title>{title}</title>"))
+}
+
+/// The capture of `url` in a CDXJ index: its URL and timestamp.
+fn capture_of(cdxj: &Path, url: &str) -> Capture {
+    let index = std::fs::read_to_string(cdxj).unwrap();
+    let line = index
+        .lines()
+        .find(|l| l.contains(&format!("\"url\": \"{url}\"")))
+        .unwrap_or_else(|| panic!("{url} is indexed:\n{index}"));
+    let ts = line.split(' ').nth(1).unwrap().to_string();
+    (url.to_string(), ts)
+}
+
 /// Imports the WACZ into a pywb collection, serves it on a free loopback
-/// port and fetches the page's original bytes from it.
-fn replay_in_pywb(venv: &Venv, wacz: &Path, page: &Value) {
+/// port and fetches each capture's original bytes from it: status 200 and
+/// the text expected in the body.
+fn replay_in_pywb(venv: &Venv, wacz: &Path, captures: &[(Capture, String)]) {
     let root = tempfile::tempdir().unwrap();
     tool(venv, "wb-manager", &["init", "crawl"], root.path());
     let said = tool(
@@ -218,21 +264,14 @@ fn replay_in_pywb(venv: &Venv, wacz: &Path, page: &Value) {
         .spawn()
         .expect("wayback starts");
     let _wayback = common::Killed(child);
-    let url = page["url"].as_str().unwrap();
-    let ts: String = page["ts"]
-        .as_str()
-        .unwrap()
-        .chars()
-        .filter(char::is_ascii_digit)
-        .collect();
-    let (status, body) = get(port, &format!("/crawl/{ts}id_/{url}"));
-    assert_eq!(status, 200, "{body}");
-    let title = page["title"].as_str().unwrap();
-    assert!(body.contains("<title>"), "{body}");
-    assert!(
-        body.contains(&title.replace('&', "&amp;")),
-        "{title} in {body}"
-    );
+    for ((url, ts), expected) in captures {
+        let (status, body) = get(port, &format!("/crawl/{ts}id_/{url}"));
+        assert_eq!(status, 200, "{url}: {body}");
+        assert!(
+            body.contains(expected.as_str()),
+            "{expected} in {url}: {body}"
+        );
+    }
 }
 
 /// A GET on 127.0.0.1:`port`, retried while the server is starting.
