@@ -1,28 +1,10 @@
 use std::path::Path;
-use std::time::Duration;
 
 use super::*;
 use crate::engine::store::read_response;
 
 fn response(url: &str, status: u16, body: &'static [u8]) -> Response {
-    let path = url::Url::parse(url).unwrap().path().to_string();
-    Response {
-        status,
-        final_url: url::Url::parse(url).unwrap(),
-        content_type: Some("text/html".into()),
-        location: None,
-        retry_after: None,
-        x_robots_tag: Vec::new(),
-        etag: None,
-        last_modified: None,
-        cache_max_age: None,
-        content_length: None,
-        body: bytes::Bytes::from_static(body),
-        elapsed: Duration::ZERO,
-        remote_ip: None,
-        request_head: format!("GET {path} HTTP/1.1\r\nHost: h.localhost\r\n").into_bytes(),
-        response_head: format!("HTTP/1.1 {status} X\r\nContent-Type: text/html\r\n").into_bytes(),
-    }
+    Response::for_test(url, status, "text/html", body)
 }
 
 fn archive(dir: &Path) -> Archive {

@@ -70,6 +70,38 @@ pub struct Response {
     pub response_head: Vec<u8>,
 }
 
+#[cfg(test)]
+impl Response {
+    /// An answer as the fetcher would give it for `url`, with its heads.
+    pub(crate) fn for_test(
+        url: &str,
+        status: u16,
+        content_type: &str,
+        body: &'static [u8],
+    ) -> Response {
+        let url = Url::parse(url).unwrap();
+        let host = url.authority().to_string();
+        Response {
+            status,
+            content_type: Some(content_type.into()),
+            location: None,
+            retry_after: None,
+            x_robots_tag: Vec::new(),
+            etag: None,
+            last_modified: None,
+            cache_max_age: None,
+            content_length: None,
+            body: Bytes::from_static(body),
+            elapsed: Duration::from_millis(3),
+            remote_ip: None,
+            request_head: format!("GET {} HTTP/1.1\r\nhost: {host}\r\n", url.path()).into_bytes(),
+            response_head: format!("HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\n")
+                .into_bytes(),
+            final_url: url,
+        }
+    }
+}
+
 /// What to do when a body exceeds its cap.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Overflow {

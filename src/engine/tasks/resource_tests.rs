@@ -1,6 +1,3 @@
-use std::time::Duration;
-
-use bytes::Bytes;
 use url::Url;
 
 use super::archived_resource;
@@ -11,24 +8,12 @@ use crate::engine::store::read_response;
 use crate::engine::tasks::Fetched;
 
 fn response(path: &str, status: u16, content_type: &str, body: &'static [u8]) -> Response {
-    Response {
+    Response::for_test(
+        &format!("http://links.localhost:4000{path}"),
         status,
-        final_url: Url::parse(&format!("http://links.localhost:4000{path}")).unwrap(),
-        content_type: Some(content_type.into()),
-        location: None,
-        retry_after: None,
-        x_robots_tag: Vec::new(),
-        etag: None,
-        last_modified: None,
-        cache_max_age: None,
-        content_length: None,
-        body: Bytes::from_static(body),
-        elapsed: Duration::from_millis(3),
-        remote_ip: None,
-        request_head: format!("GET {path} HTTP/1.1\r\nhost: links.localhost:4000\r\n").into_bytes(),
-        response_head: format!("HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\n")
-            .into_bytes(),
-    }
+        content_type,
+        body,
+    )
 }
 
 /// What the coordinator gets for `response`, fetched at its final URL.
