@@ -59,6 +59,9 @@ pub struct StatusReport {
     /// Pages that had links cut.
     #[serde(default)]
     pub pages_cut: u64,
+    /// Pages whose body was cut at `fetch.max_body`.
+    #[serde(default)]
+    pub bodies_cut: u64,
     /// Resources fetched and archived (`--resources fetch`), and their body bytes.
     #[serde(default)]
     pub resources_fetched: u64,
@@ -191,6 +194,7 @@ impl StatusReport {
             quarantined: snapshot.quarantined,
             links_cut: snapshot.counters.links_cut,
             pages_cut: snapshot.counters.pages_cut,
+            bodies_cut: snapshot.counters.bodies_cut,
             resources_fetched: snapshot.counters.resources_fetched,
             resource_bytes: snapshot.counters.resource_bytes,
             revisits: snapshot.counters.revisits,
@@ -241,6 +245,12 @@ impl StatusReport {
             out.push_str(&format!(
                 "links cut at the per-page cap: {} on {} pages\n",
                 self.links_cut, self.pages_cut
+            ));
+        }
+        if self.bodies_cut > 0 {
+            out.push_str(&format!(
+                "bodies cut at fetch.max_body: {} pages\n",
+                self.bodies_cut
             ));
         }
         if self.resources_fetched > 0 {

@@ -1,4 +1,5 @@
-//! Hostile input ends as recorded per-URL errors, never a hang or a panic.
+//! Hostile input ends as recorded per-URL errors, or pages cut at the body
+//! cap, never a hang or a panic.
 
 use crate::common;
 
@@ -7,10 +8,14 @@ use crawldeck::demo::SiteKind;
 use crawldeck::engine::store::PageOutcome;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redirect_loops_bombs_and_stalls_are_recorded_errors() {
+async fn redirect_loops_bombs_and_stalls_are_recorded_and_bounded() {
     let demo = start_demo(vec![SiteKind::RedirectLoop, SiteKind::Hostile]).await;
     let dir = tempfile::tempdir().unwrap();
-    let cfg = test_config(&demo);
+    let mut cfg = test_config(&demo);
+    let cap = cfg.fetch.max_body;
+    // The 100,000-link page is cut at the body cap and read: its first
+    // links are enough (each a 404 under the politeness delay).
+    cfg.scope.max_links_per_page = 100;
     let snapshot = crawl(cfg, dir.path()).await;
     let log = demo.log().records();
     demo.shutdown().await;
@@ -23,10 +28,30 @@ async fn redirect_loops_bombs_and_stalls_are_recorded_errors() {
             _ => None,
         })
         .collect();
-    assert!(
-        errors.iter().any(|(_, k)| k.contains("body")),
-        "an oversized body or gzip bomb is a recorded error: {errors:?}"
-    );
+    // Oversized bodies, declared or not, a gzip bomb and the 3 MB page of
+    // links are kept up to the cap (after decompression) and recorded as cut.
+    for path in [
+        "/huge.html",
+        "/huge-declared.html",
+        "/bomb.html",
+        "/many-links.html",
+    ] {
+        let page = records
+            .iter()
+            .find(|p| p.url.ends_with(path))
+            .unwrap_or_else(|| panic!("{path} is recorded"));
+        assert!(
+            // The two 50 MB pages share their first megabyte: one is the
+            // other's duplicate.
+            matches!(
+                page.outcome,
+                PageOutcome::Fetched { status: 200 } | PageOutcome::Duplicate { .. }
+            ) && page.truncated
+                && page.bytes == cap,
+            "{path} cut at {cap} bytes: {page:?}"
+        );
+    }
+    assert_eq!(snapshot.counters.bodies_cut, 4);
     assert!(
         errors.iter().any(|(_, k)| k.contains("timeout")),
         "a stalled body is a recorded timeout: {errors:?}"

@@ -300,7 +300,8 @@ pub struct RunArgs {
     /// Whole-request timeout (e.g. 30s).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub timeout: Option<Duration>,
-    /// Body cap: bytes, or with a unit (512KiB, 5MB, 5MiB).
+    /// Body cap: bytes, or with a unit (512KiB, 5MB, 5MiB); a page past it is
+    /// kept up to it and listed as cut.
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     pub max_body: Option<u64>,
     /// Start a new WARC file past this size (100MB, 1GiB; default 1 GiB).

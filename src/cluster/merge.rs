@@ -292,6 +292,7 @@ fn add_counters(into: &mut Snapshot, s: &Snapshot) {
     c.refused_private += o.refused_private;
     c.links_cut += o.links_cut;
     c.pages_cut += o.pages_cut;
+    c.bodies_cut += o.bodies_cut;
     c.checked += o.checked;
     c.resources_fetched += o.resources_fetched;
     c.resource_bytes += o.resource_bytes;

@@ -207,6 +207,7 @@ fn exchange<'a>(
         body: &response.body,
         payload_digest,
         refers_to,
+        truncated: response.truncated,
     }
 }
 

@@ -15,7 +15,7 @@ use super::cpu_pool::CpuPool;
 use super::dedup::ContentDigest;
 use super::extract::custom::Extractions;
 use super::extract::{self, ExtractOptions, Extracted, RobotsDirectives};
-use super::fetch::{FetchError, FetchErrorKind, Fetcher, Response};
+use super::fetch::{FetchError, FetchErrorKind, Fetcher, Overflow, Response};
 use super::frontier::Lease;
 use super::near_dup::{Fingerprint, Templates};
 use super::page_facts::NoindexSource;
@@ -102,6 +102,8 @@ pub struct Fetched {
     pub warc_at: Option<WarcLocation>,
     /// Archived as a revisit: the body bytes not stored again.
     pub revisit_saved: Option<u64>,
+    /// The body was cut at `fetch.max_body`; what was read is the page.
+    pub truncated: bool,
 }
 
 /// One page (or probe) fetch and everything it needs, moved into its task.
@@ -136,7 +138,10 @@ async fn run_page(job: PageJob) {
         done,
     } = job;
     let validators = earlier.as_ref().and_then(|e| e.validators.as_ref());
-    let fetched = fetcher.fetch(&url, validators, max_body).await;
+    // A page over the cap is kept up to it, and said to be cut.
+    let fetched = fetcher
+        .fetch_with(&url, validators, max_body, Overflow::Truncate)
+        .await;
     report_page(
         fetched,
         lease,
@@ -256,6 +261,7 @@ fn process(
         warc_error: archived.error,
         warc_at: archived.at,
         revisit_saved: archived.revisit_saved,
+        truncated: response.truncated,
     }
 }
 
@@ -287,6 +293,7 @@ fn checked(response: Response) -> Fetched {
         warc_error: None,
         warc_at: None,
         revisit_saved: None,
+        truncated: false,
     }
 }
 

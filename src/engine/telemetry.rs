@@ -478,6 +478,9 @@ pub struct Counters {
     /// Pages that had links cut.
     #[serde(default)]
     pub pages_cut: u64,
+    /// Pages whose body was cut at `fetch.max_body` (kept up to it).
+    #[serde(default)]
+    pub bodies_cut: u64,
     /// Recorded URLs by status class (summing to `pages_fetched`) and those recorded as
     /// transport errors: the sum of every host's `HostView::status`.
     #[serde(default)]

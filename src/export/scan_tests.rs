@@ -12,6 +12,7 @@ fn exchange<'a>(url: &'a str, response_head: &'a [u8], body: &'a [u8]) -> WarcEx
         body,
         payload_digest: "sha1:PAYLOAD",
         refers_to: None,
+        truncated: false,
     }
 }
 

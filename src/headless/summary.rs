@@ -36,6 +36,8 @@ pub struct Summary {
     /// Links past a page's caps, not followed, and the pages that had them.
     pub links_cut: u64,
     pub pages_cut: u64,
+    /// Pages whose body was cut at `fetch.max_body`.
+    pub bodies_cut: u64,
     /// Resources and external URLs requested for their status (not pages).
     pub checked: u64,
     /// Resource references past a page's cap, not checked.
@@ -138,6 +140,7 @@ pub(super) fn summarize(s: &Snapshot, elapsed: Duration, opts: &HeadlessOptions)
         revisit_bytes_saved: s.counters.revisit_bytes_saved,
         links_cut: s.counters.links_cut,
         pages_cut: s.counters.pages_cut,
+        bodies_cut: s.counters.bodies_cut,
         checked: s.counters.checked,
         resources_cut: s.counters.resources_cut,
         resources_fetched: s.counters.resources_fetched,
@@ -261,6 +264,15 @@ pub fn summary_text(s: &Summary) -> String {
             format!(
                 "{} on {} pages, not followed: past the per-page cap (scope.max_links_per_page or max_link_bytes_per_page)",
                 s.links_cut, s.pages_cut
+            ),
+        );
+    }
+    if s.bodies_cut > 0 {
+        line(
+            "bodies cut",
+            format!(
+                "{} pages kept up to fetch.max_body (their start archived and read for links)",
+                s.bodies_cut
             ),
         );
     }

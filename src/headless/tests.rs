@@ -36,6 +36,7 @@ fn final_snapshot() -> Snapshot {
     s.counters.blocked_by_rules = 6;
     s.counters.refused_private = 1;
     s.counters.links_cut = 1500;
+    s.counters.bodies_cut = 4;
     s.counters.pages_cut = 2;
     s.counters.resources_fetched = 12;
     s.counters.resource_bytes = 3072;
@@ -167,6 +168,10 @@ async fn prints_one_line_a_second_then_the_summary() {
         "{err}"
     );
     assert!(
+        err.contains("bodies cut        4 pages kept up to fetch.max_body"),
+        "{err}"
+    );
+    assert!(
         err.contains("resources fetched 12 (3.0 KiB), archived in the WARC, not pages"),
         "{err}"
     );
@@ -223,6 +228,7 @@ async fn json_lines_then_a_summary_object() {
     assert_eq!(summary["blocked"], 6);
     assert_eq!(summary["refused_private"], 1);
     assert_eq!(summary["links_cut"], 1500);
+    assert_eq!(summary["bodies_cut"], 4);
     assert_eq!(summary["pages_cut"], 2);
     assert_eq!(summary["resources_fetched"], 12);
     assert_eq!(summary["resource_bytes"], 3072);

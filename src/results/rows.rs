@@ -155,7 +155,12 @@ impl Row {
             _ => None,
         };
         let (fate, status, reason, detail): (Fate, _, Option<String>, _) = match p.outcome {
-            PageOutcome::Fetched { status } => (Fate::Fetched, Some(status), None, None),
+            PageOutcome::Fetched { status } => {
+                let cut = p
+                    .truncated
+                    .then(|| format!("body cut at fetch.max_body ({} bytes kept)", p.bytes));
+                (Fate::Fetched, Some(status), None, cut)
+            }
             // The status of the content it holds, as `page` shows it; the
             // 304 is a separate fact. A recrawl only asks again for 2xx pages.
             PageOutcome::NotModified { pass } => {
@@ -637,6 +642,27 @@ mod tests {
         let mut q = query(None, None);
         q.status = Query::parse_status("2xx").unwrap();
         assert!(unchanged.passes(&q));
+    }
+
+    #[test]
+    fn a_page_cut_at_the_body_cap_says_so_and_how_much_was_kept() {
+        let mut record = PageRecord::without_fetch(
+            "http://h.example/big.html",
+            "h.example",
+            1,
+            0,
+            PageOutcome::Fetched { status: 200 },
+        );
+        record.bytes = 5_242_880;
+        let whole = Row::of_page(record.clone(), &RuleOrigins::default());
+        assert_eq!(whole.detail, None);
+        record.truncated = true;
+        let cut = Row::of_page(record, &RuleOrigins::default());
+        assert_eq!((cut.fate, cut.status), (Fate::Fetched.label(), Some(200)));
+        assert_eq!(
+            cut.detail.as_deref(),
+            Some("body cut at fetch.max_body (5242880 bytes kept)")
+        );
     }
 
     #[test]

@@ -306,11 +306,13 @@ impl Coordinator {
             let counters = self.stats.count();
             counters.pages_fetched += 1;
             counters.bytes += page.bytes;
-            if let Some(saved) = page.revisit_saved {
-                counters.revisits += 1;
-                counters.revisit_bytes_saved += saved;
-            }
+            counters.bodies_cut += u64::from(page.truncated);
             self.count_recorded(&host, Some(status), false);
+        }
+        if let Some(saved) = page.revisit_saved {
+            let counters = self.stats.count();
+            counters.revisits += 1;
+            counters.revisit_bytes_saved += saved;
         }
         let (mut record, links) = self.page_record(&lease, &mut page);
         // The body's text and links are done with: a dense page's links are
@@ -359,6 +361,7 @@ impl Coordinator {
         let status = page.status;
         let mut record = record_for(&lease.entry, PageOutcome::Fetched { status });
         record.bytes = page.bytes;
+        record.truncated = page.truncated;
         record.etag = page.etag.clone();
         record.last_modified = page.last_modified.clone();
         record.content_digest = page.digest.as_ref().map(|d| d.warc_label());

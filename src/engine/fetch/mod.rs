@@ -68,6 +68,8 @@ pub struct Response {
     pub remote_ip: Option<IpAddr>,
     pub request_head: Vec<u8>,
     pub response_head: Vec<u8>,
+    /// The body was cut at its cap ([`Overflow::Truncate`]): `body` is its start.
+    pub truncated: bool,
 }
 
 #[cfg(test)]
@@ -98,6 +100,7 @@ impl Response {
             response_head: format!("HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\n")
                 .into_bytes(),
             final_url: url,
+            truncated: false,
         }
     }
 }
@@ -106,7 +109,8 @@ impl Response {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Overflow {
     Fail,
-    /// Keep the first bytes (robots.txt: parse what fits).
+    /// Keep the first bytes (robots.txt: parse what fits; a page: keep what
+    /// the cap allows, as Heritrix and search engines do).
     Truncate,
 }
 
@@ -438,6 +442,7 @@ impl Fetcher {
             remote_ip: resp.remote_addr().map(|a| a.ip()),
             request_head,
             response_head,
+            truncated: false,
         };
 
         let declared = resp.content_length();
@@ -478,6 +483,7 @@ impl Fetcher {
             if chunk.len() > room {
                 if overflow == Overflow::Truncate {
                     body.extend_from_slice(&chunk[..room]);
+                    response.truncated = true;
                     break;
                 }
                 return Err((

@@ -118,6 +118,7 @@ fn archived_page(dir: &Path, url: &str, body: &[u8]) -> Store {
             body,
             payload_digest: "sha1:X",
             refers_to: None,
+            truncated: false,
         })
         .unwrap();
     let store = Store::open(dir, 1 << 20).unwrap();

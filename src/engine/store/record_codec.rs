@@ -38,6 +38,8 @@ const CUSTOM: u16 = 1 << 2;
 const SIMHASH_CHECK: u16 = 1 << 3;
 /// Second word: the whole text's two hashes follow the second hash.
 const SIMHASH_WHOLE: u16 = 1 << 4;
+/// Second word: the body was cut at its cap (no field follows).
+const TRUNCATED: u16 = 1 << 5;
 
 /// Flags of the facts section, one byte after its start.
 const DESCRIPTION: u8 = 1 << 0;
@@ -86,7 +88,8 @@ pub(crate) fn encode(record: &PageRecord) -> Vec<u8> {
         None => 0,
     };
     let custom = if record.custom.is_empty() { 0 } else { CUSTOM };
-    let more = kind | check | custom;
+    let truncated = if record.truncated { TRUNCATED } else { 0 };
+    let more = kind | check | custom | truncated;
     // The second word only when something needs it: records without a
     // fingerprint (redirects, errors, links left out) keep the one word.
     let flags = if more != 0 { flags | MORE_FLAGS } else { flags };
@@ -335,6 +338,7 @@ impl Reader<'_> {
                     u64::from_le_bytes(r.array()?),
                 ])
             })?,
+            truncated: more & TRUNCATED != 0,
             links_found: self.opt(has(LINKS_FOUND), Self::small)?,
             warc: self.opt(has(WARC), |r| {
                 Ok(WarcLocation {

@@ -190,6 +190,7 @@ proptest! {
         record.simhash_check = simhash.map(|h| h.rotate_left(7));
         // Records written before the whole text's hashes were kept lack them.
         record.simhash_whole = simhash.filter(|h| h % 3 != 0).map(|h| [h.rotate_left(13), !h]);
+        record.truncated = bytes % 2 == 1;
         record.links_found = simhash.map(|h| h as u32);
         record.canonical = if canonical_is_url { Some(url.clone()) } else { text };
         prop_assert_eq!(decode(&url, &encode(&record)), Ok(record));

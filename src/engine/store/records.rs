@@ -94,6 +94,9 @@ pub struct PageRecord {
     /// they were kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub simhash_whole: Option<[u64; 2]>,
+    /// The body was cut at `fetch.max_body`: the record is of its start.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
     /// Links found on an HTML 2xx page, followed or not (unlike `outlinks`), past the cap
     /// included; `None` for other answers and for records written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -257,6 +260,7 @@ impl PageRecord {
             simhash: None,
             simhash_check: None,
             simhash_whole: None,
+            truncated: false,
             links_found: None,
             warc: None,
             response_ms: None,

@@ -45,6 +45,8 @@ pub struct WarcExchange<'a> {
     /// An earlier record of the same payload: a 304 refers to it, and any
     /// other answer is then written as an identical-payload revisit.
     pub refers_to: Option<&'a EarlierCapture>,
+    /// The body was cut at its cap: the record says so (`WARC-Truncated: length`).
+    pub truncated: bool,
 }
 
 pub struct WarcWriter {
@@ -285,6 +287,9 @@ impl EncodedExchange {
             headers.push(("WARC-IP-Address", ip));
         }
         headers.extend(revisit_fields(ex, not_modified, identical));
+        if ex.truncated && kind == "response" {
+            headers.push(("WARC-Truncated", "length".into()));
+        }
         headers.push(("Content-Type", "application/http;msgtype=response".into()));
         members.extend_from_slice(&encode_record(headers, &response_block)?);
         Ok(EncodedExchange {

@@ -160,6 +160,7 @@ mod tests {
             body,
             payload_digest: "sha1:X",
             refers_to: None,
+            truncated: false,
         };
         // A first exchange, so the second's offset is not the file's start.
         writer.write_exchange(&ex).unwrap();

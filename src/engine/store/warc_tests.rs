@@ -74,6 +74,7 @@ fn exchange<'a>(
         body,
         payload_digest: digest,
         refers_to: None,
+        truncated: false,
     }
 }
 
@@ -394,4 +395,27 @@ fn a_new_file_whose_warcinfo_failed_gets_it_before_its_first_exchange() {
         target_uris(&read_records(&warc.join("crawldeck-00000.warc.gz"))),
         ["http://h.localhost/0"]
     );
+}
+
+#[test]
+fn a_body_cut_at_its_cap_is_marked_truncated_by_length() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = WarcWriter::open(dir.path(), 1 << 30).unwrap();
+    let url = "http://shop.localhost:40123/a";
+    let whole = exchange(url, b"<html>all</html>", "sha1:A", None);
+    let cut = WarcExchange {
+        truncated: true,
+        ..exchange(url, b"<html>first part", "sha1:B", None)
+    };
+    writer.write_exchange(&whole).unwrap();
+    writer.write_exchange(&cut).unwrap();
+    writer.flush().unwrap();
+    let records = read_records(&dir.path().join("warc/crawldeck-00000.warc.gz"));
+    let responses: Vec<_> = records
+        .iter()
+        .filter(|r| r.headers["WARC-Type"] == "response")
+        .collect();
+    assert_eq!(responses.len(), 2);
+    assert!(!responses[0].headers.contains_key("WARC-Truncated"));
+    assert_eq!(responses[1].headers["WARC-Truncated"], "length");
 }

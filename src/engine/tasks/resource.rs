@@ -84,6 +84,7 @@ fn archived_resource(
         warc_error: archived.error,
         warc_at: archived.at,
         revisit_saved: archived.revisit_saved,
+        truncated: false,
     }
 }
 

@@ -55,12 +55,20 @@ async fn oversized_plain_bodies_are_refused() {
     }
     let ok = f.fetch(&server.url("/fits"), None, 1000).await.unwrap();
     assert_eq!(ok.body.len(), 1000);
-    // robots.txt keeps what fits instead.
-    let cut = f
-        .fetch_with(&server.url("/chunked"), None, 1500, Overflow::Truncate)
+    assert!(!ok.truncated);
+    // Pages and robots.txt keep what fits instead, and say so.
+    for path in ["/chunked", "/declared"] {
+        let cut = f
+            .fetch_with(&server.url(path), None, 1500, Overflow::Truncate)
+            .await
+            .unwrap();
+        assert_eq!((cut.body.len(), cut.truncated), (1500, true), "{path}");
+    }
+    let whole = f
+        .fetch_with(&server.url("/fits"), None, 1500, Overflow::Truncate)
         .await
         .unwrap();
-    assert_eq!(cut.body.len(), 1500);
+    assert!(!whole.truncated);
     server.stop().await;
 }
 
