@@ -15,7 +15,7 @@ use serde::Serialize;
 use super::output::{col, Column, Output};
 use super::query::Query;
 use crate::engine::store::remote::Results;
-use crate::engine::store::PageOutcome;
+use crate::engine::store::{PageOutcome, PageRecord};
 
 /// Bits two simhashes may differ by and still be near duplicates (the
 /// engine's trap detector uses the same default, `traps.near_duplicate_bits`).
@@ -140,20 +140,33 @@ fn read_pages(query: &Query, results: &Results) -> anyhow::Result<(Copies, Vec<P
             if query.host.as_deref().is_some_and(|h| h != page.host) {
                 continue;
             }
-            match (page.outcome, page.simhash) {
-                (PageOutcome::Duplicate { of }, _) => exact.entry(of).or_default().push(page.url),
-                (PageOutcome::Fetched { status: 200..=299 }, Some(simhash)) => pages.push(Page {
-                    url: page.url,
-                    fetched_at: page.fetched_at_unix_ms,
-                    simhash,
-                    check: page.simhash_check,
-                    whole: page.simhash_whole,
-                }),
-                _ => {}
+            if let PageOutcome::Duplicate { of } = &page.outcome {
+                exact.entry(of.clone()).or_default().push(page.url);
+            } else if let Some(page) = Page::candidate(page) {
+                pages.push(page);
             }
         }
     }
     Ok((exact, pages))
+}
+
+impl Page {
+    /// A successful fetch measured whole: a page cut at the body cap is
+    /// compared by its bytes only (exact copies), since its text is a part
+    /// and two long pages alike at their start say nothing of the rest.
+    fn candidate(page: PageRecord) -> Option<Page> {
+        let fetched = matches!(page.outcome, PageOutcome::Fetched { status: 200..=299 });
+        if !fetched || page.truncated {
+            return None;
+        }
+        Some(Page {
+            fetched_at: page.fetched_at_unix_ms,
+            simhash: page.simhash?,
+            check: page.simhash_check,
+            whole: page.simhash_whole,
+            url: page.url,
+        })
+    }
 }
 
 /// Every group as its kind and URLs, first URL first: the exact groups by
@@ -276,6 +289,24 @@ mod tests {
             },
         ];
         assert_eq!(near_groups(&pages), vec![vec![0, 2, 3]]);
+    }
+
+    #[test]
+    fn a_page_cut_at_the_body_cap_is_no_near_duplicate_candidate() {
+        let mut record = PageRecord::without_fetch(
+            "http://h.example/big.rs.html",
+            "h.example",
+            1,
+            0,
+            PageOutcome::Fetched { status: 200 },
+        );
+        record.simhash = Some(7);
+        assert!(Page::candidate(record.clone()).is_some());
+        record.truncated = true;
+        assert!(Page::candidate(record.clone()).is_none());
+        record.truncated = false;
+        record.outcome = PageOutcome::Fetched { status: 404 };
+        assert!(Page::candidate(record).is_none());
     }
 
     #[test]
