@@ -34,6 +34,9 @@ pub(crate) struct Archived {
     pub error: Option<String>,
     /// A revisit record was written: the body bytes it did not store again.
     pub revisit_saved: Option<u64>,
+    /// The page is now its payload's first URL: no duplicate, and the crawl
+    /// loop need not ask the index again.
+    pub first_of_payload: bool,
 }
 
 impl Archived {
@@ -127,12 +130,13 @@ impl Archive {
             at: at.clone(),
         };
         // Recorded after the write: a row always names a record on disk.
-        if let Err(e) = self.store.record_first_capture(&digest.0, url, &first) {
-            return Archived::failed(e);
-        }
-        Archived {
-            at: Some(at),
-            ..Archived::default()
+        match self.store.record_first_capture(&digest.0, url, &first) {
+            Ok(first_of_payload) => Archived {
+                at: Some(at),
+                first_of_payload,
+                ..Archived::default()
+            },
+            Err(e) => Archived::failed(e),
         }
     }
 
@@ -144,8 +148,8 @@ impl Archive {
         match self.write(&exchange(response, SystemTime::now(), "", capture.as_ref())) {
             Ok(at) => Archived {
                 at: Some(at),
-                error: None,
                 revisit_saved: Some(earlier.map_or(0, |e| e.bytes)),
+                ..Archived::default()
             },
             Err(e) => Archived::failed(e),
         }
@@ -161,8 +165,8 @@ impl Archive {
         )) {
             Ok(_) => Archived {
                 at: Some(first.at),
-                error: None,
                 revisit_saved: Some(response.body.len() as u64),
+                ..Archived::default()
             },
             Err(e) => Archived::failed(e),
         }

@@ -25,8 +25,10 @@ fn a_payload_met_again_is_a_revisit_pointing_at_its_first_record_across_a_reopen
         let archive = archive(dir.path());
         let first = page(&archive, "http://h.localhost/a", body);
         assert_eq!(first.revisit_saved, None, "the first copy is stored whole");
+        assert!(first.first_of_payload, "the crawl loop needs no look-up");
         let again = page(&archive, "http://h.localhost/b", body);
         assert_eq!(again.revisit_saved, Some(body.len() as u64));
+        assert!(!again.first_of_payload, "a copy is looked up as one");
         assert_eq!(again.at, first.at, "the page's content is the first record");
         archive.store.flush().unwrap();
         first.at.unwrap()

@@ -104,6 +104,8 @@ pub struct Fetched {
     pub revisit_saved: Option<u64>,
     /// The body was cut at `fetch.max_body`; what was read is the page.
     pub truncated: bool,
+    /// The archive recorded this page as its payload's first URL.
+    pub first_of_payload: bool,
 }
 
 /// One page (or probe) fetch and everything it needs, moved into its task.
@@ -262,6 +264,7 @@ fn process(
         warc_at: archived.at,
         revisit_saved: archived.revisit_saved,
         truncated: response.truncated,
+        first_of_payload: archived.first_of_payload,
     }
 }
 
@@ -294,6 +297,7 @@ fn checked(response: Response) -> Fetched {
         warc_at: None,
         revisit_saved: None,
         truncated: false,
+        first_of_payload: false,
     }
 }
 

@@ -407,9 +407,12 @@ impl Coordinator {
                 }
                 return (record, links);
             }
+            // A payload the archive just recorded as this URL's is no copy:
+            // no second look-up on the crawl loop.
             let duplicate_of = page
                 .digest
                 .as_ref()
+                .filter(|_| !page.first_of_payload)
                 .and_then(|d| self.first_with_digest(d, &lease.entry.url));
             if let Some(of) = duplicate_of {
                 // Links of duplicate content are not followed (BUbiNG).

@@ -138,17 +138,19 @@ impl Store {
 
     /// Records `url`'s archived record as the first of its payload, unless
     /// the digest already has a first URL (which stays, archived or not).
+    /// Whether `url` is now the digest's first URL.
     pub(crate) fn record_first_capture(
         &self,
         digest: &[u8],
         url: &str,
         capture: &FirstCapture,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let mut bloom = self.digest_filter()?;
-        if self.digest_row(&bloom, digest)?.is_none() {
-            self.insert_digest_row(&mut bloom, digest, encode_row(url, Some(capture)))?;
+        if self.digest_row(&bloom, digest)?.is_some() {
+            return Ok(false);
         }
-        Ok(())
+        self.insert_digest_row(&mut bloom, digest, encode_row(url, Some(capture)))?;
+        Ok(true)
     }
 
     /// The Bloom filter, locked (page threads and the crawl loop share it).

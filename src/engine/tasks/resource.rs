@@ -85,6 +85,7 @@ fn archived_resource(
         warc_at: archived.at,
         revisit_saved: archived.revisit_saved,
         truncated: false,
+        first_of_payload: archived.first_of_payload,
     }
 }
 
