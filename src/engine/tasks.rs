@@ -97,15 +97,10 @@ pub struct Fetched {
     pub extracted: Option<Extracted>,
     /// The content fingerprint of those, the host's template left out (`near_dup`).
     pub fingerprint: Option<Fingerprint>,
-    pub warc_error: Option<String>,
-    /// Where the response was archived.
-    pub warc_at: Option<WarcLocation>,
-    /// Archived as a revisit: the body bytes not stored again.
-    pub revisit_saved: Option<u64>,
+    /// Where and how the response was archived, or why it was not.
+    pub archived: Archived,
     /// The body was cut at `fetch.max_body`; what was read is the page.
     pub truncated: bool,
-    /// The archive recorded this page as its payload's first URL.
-    pub first_of_payload: bool,
 }
 
 /// One page (or probe) fetch and everything it needs, moved into its task.
@@ -260,11 +255,8 @@ fn process(
         digest,
         extracted,
         fingerprint,
-        warc_error: archived.error,
-        warc_at: archived.at,
-        revisit_saved: archived.revisit_saved,
+        archived,
         truncated: response.truncated,
-        first_of_payload: archived.first_of_payload,
     }
 }
 
@@ -293,11 +285,8 @@ fn checked(response: Response) -> Fetched {
         digest: None,
         extracted: None,
         fingerprint: None,
-        warc_error: None,
-        warc_at: None,
-        revisit_saved: None,
+        archived: Archived::default(),
         truncated: false,
-        first_of_payload: false,
     }
 }
 

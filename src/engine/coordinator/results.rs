@@ -269,7 +269,7 @@ impl Coordinator {
             bytes: page.bytes,
             error: None,
         });
-        if let Some(e) = page.warc_error {
+        if let Some(e) = page.archived.error {
             // A page is done only once archived: it stays queued for after
             // the fault, and nothing of it is recorded meanwhile.
             self.storage_fault(format!("archiving {}: {e}", lease.entry.url));
@@ -309,7 +309,7 @@ impl Coordinator {
             counters.bodies_cut += u64::from(page.truncated);
             self.count_recorded(&host, Some(status), false);
         }
-        if let Some(saved) = page.revisit_saved {
+        if let Some(saved) = page.archived.revisit_saved {
             let counters = self.stats.count();
             counters.revisits += 1;
             counters.revisit_bytes_saved += saved;
@@ -366,7 +366,7 @@ impl Coordinator {
         record.last_modified = page.last_modified.clone();
         record.content_digest = page.digest.as_ref().map(|d| d.warc_label());
         record.set_content_type(page.content_type.as_deref());
-        record.warc = page.warc_at.clone();
+        record.warc = page.archived.at.clone();
         record.response_ms = Some(u32::try_from(page.elapsed.as_millis()).unwrap_or(u32::MAX));
         record.noindex = page.noindex;
         let mut links = Outgoing::default();
@@ -412,7 +412,7 @@ impl Coordinator {
             let duplicate_of = page
                 .digest
                 .as_ref()
-                .filter(|_| !page.first_of_payload)
+                .filter(|_| !page.archived.first_of_payload)
                 .and_then(|d| self.first_with_digest(d, &lease.entry.url));
             if let Some(of) = duplicate_of {
                 // Links of duplicate content are not followed (BUbiNG).

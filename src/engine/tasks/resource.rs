@@ -81,11 +81,8 @@ fn archived_resource(
         digest: ok.then_some(digest),
         extracted,
         fingerprint: None,
-        warc_error: archived.error,
-        warc_at: archived.at,
-        revisit_saved: archived.revisit_saved,
+        archived,
         truncated: false,
-        first_of_payload: archived.first_of_payload,
     }
 }
 

@@ -29,8 +29,8 @@ fn a_stylesheet_is_archived_whole_and_gives_its_urls_as_resources_not_links() {
     let css: &[u8] = b"@font-face { src: url(/fonts/a.woff2) } /* <a href=\"/page.html\">x</a> */";
     let got = fetched(response("/css/s.css", 200, "text/css", css), Some(&warc));
     assert_eq!((got.status, got.bytes), (200, css.len() as u64));
-    assert!(got.warc_error.is_none());
-    let at = got.warc_at.expect("archived");
+    assert!(got.archived.error.is_none());
+    let at = got.archived.at.expect("archived");
     let archived = read_response(dir.path(), &at, 1 << 20).unwrap();
     assert_eq!(
         (archived.status, archived.body.as_slice()),
@@ -54,7 +54,7 @@ fn other_resources_are_archived_and_never_read_and_noarchive_is_obeyed() {
     for (path, content_type) in [("/frame.html", "text/html"), ("/i.png", "image/png")] {
         let got = fetched(response(path, 200, content_type, html), Some(&warc));
         assert!(got.extracted.is_none(), "{path}: not parsed");
-        assert!(got.warc_at.is_some(), "{path}: archived");
+        assert!(got.archived.at.is_some(), "{path}: archived");
     }
     let gone = fetched(
         response("/c.css", 404, "text/css", b"url(/x.png)"),
@@ -65,16 +65,16 @@ fn other_resources_are_archived_and_never_read_and_noarchive_is_obeyed() {
         "a 404 is not read"
     );
     assert!(
-        gone.warc_at.is_some(),
+        gone.archived.at.is_some(),
         "a 404's answer is archived, as a page's"
     );
     let mut kept_out = response("/k.png", 200, "image/png", b"png");
     kept_out.x_robots_tag = vec!["noarchive".into()];
     let got = fetched(kept_out, Some(&warc));
-    assert!(got.warc_at.is_none() && got.warc_error.is_none());
+    assert!(got.archived.at.is_none() && got.archived.error.is_none());
     let unarchived = fetched(response("/n.png", 200, "image/png", b"png"), None);
     assert!(
-        unarchived.warc_at.is_none() && unarchived.warc_error.is_none(),
+        unarchived.archived.at.is_none() && unarchived.archived.error.is_none(),
         "no WARC kept"
     );
 }
