@@ -1,7 +1,7 @@
 //! `--redis`, `--crawl` and `--lease-ttl`: checked together, with messages
 //! that say which flag to add or fix.
 
-use super::resolve::UsageError;
+use super::usage::UsageError;
 use super::ClusterArgs;
 use crate::engine::{validate_crawl_name, ClusterTarget, DEFAULT_LEASE_TTL};
 

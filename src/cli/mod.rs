@@ -12,10 +12,10 @@ mod cluster;
 pub mod export;
 mod resolve;
 pub mod results;
+mod usage;
 
-pub use resolve::{
-    holds_crawl, parse_seeds_file, resolve, Mode, ResolvedRun, UiOptions, UsageError,
-};
+pub use resolve::{holds_crawl, parse_seeds_file, resolve, Mode, ResolvedRun, UiOptions};
+pub use usage::UsageError;
 
 /// Data directory used when `--data` is not given (crawl and TUI modes).
 pub const DEFAULT_DATA_DIR: &str = "crawldeck-data";

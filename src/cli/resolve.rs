@@ -6,8 +6,9 @@
 
 use std::path::{Path, PathBuf};
 
+use super::usage::UsageError;
 use super::{Cli, CliCommand, RunArgs, CONFIG_FILE, DB_DIR, DEFAULT_DATA_DIR};
-use crate::engine::config::{ascii_domain, extract, parse_seed, ConfigError, CrawlConfig};
+use crate::engine::config::{ascii_domain, extract, parse_seed, CrawlConfig};
 use crate::engine::RunOverrides;
 
 const NO_SEEDS: &str = "no seeds: give a URL, --seeds FILE, or --data of an existing crawl";
@@ -101,46 +102,6 @@ pub struct ResolvedRun {
     pub cluster: Option<crate::engine::ClusterTarget>,
     /// `--accept` and `--dismiss`: alert decisions applied before the crawl goes on.
     pub decisions: Vec<crate::engine::control::Command>,
-}
-
-/// A usage or configuration error: exit code 2.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct UsageError(pub String);
-
-impl From<ConfigError> for UsageError {
-    fn from(e: ConfigError) -> Self {
-        let hint = match &e {
-            ConfigError::Invalid { key, .. } => flag_for_key(key)
-                .map(|flag| format!(" (set by {flag} or `{key}` in crawl.toml)"))
-                .unwrap_or_default(),
-            _ => String::new(),
-        };
-        UsageError(format!("{e}{hint}"))
-    }
-}
-
-/// The command-line flag that sets a config key, for error messages.
-fn flag_for_key(key: &str) -> Option<&'static str> {
-    Some(match key {
-        "seeds" => "a URL argument or --seeds",
-        "max_pages" => "--max-pages",
-        "max_depth" => "--max-depth",
-        "concurrency" => "--concurrency",
-        "max_rate" => "--max-rate",
-        "politeness.per_host" => "--per-host",
-        "politeness.min_delay" | "politeness.max_delay" => "--delay",
-        "politeness.delay_factor" => "--delay-factor",
-        "fetch.max_body" => "--max-body",
-        "storage.warc_max_bytes" => "--warc-max-size",
-        "fetch.total_timeout" => "--timeout",
-        "identity.from" => "--from",
-        "checks.resources" => "--resources",
-        "extract" => "--extract",
-        "scope.allow_domains" => "--allow-domain",
-        "identity.product_token" => "--product-token",
-        _ => return None,
-    })
 }
 
 /// Resolves parsed arguments into what to run, reading `--config`, `--seeds`
@@ -596,14 +557,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("seeds.txt:3: not valid UTF-8"), "{err}");
-    }
-
-    #[test]
-    fn flags_name_their_key_in_validation_errors() {
-        let err = UsageError::from(ConfigError::Invalid {
-            key: "politeness.per_host",
-            message: "must be at least 1".into(),
-        });
-        assert!(err.0.contains("--per-host"), "{err}");
     }
 }

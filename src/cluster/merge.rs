@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use super::status::WorkerRow;
+use super::status::{not_fetching, WorkerRow};
 use crate::engine::cluster_view::{ClusterView, WorkerView};
 use crate::engine::control::{HostKey, RuleSpec};
 use crate::engine::telemetry::{CrawlState, HostActivity, HostView, RuleView, Snapshot};
@@ -16,13 +16,6 @@ use crate::engine::telemetry::{CrawlState, HostActivity, HostView, RuleView, Sna
 const MERGED_HOSTS: usize = 20_000;
 /// Workers remembered after they end (their pages still count).
 const REMEMBERED_WORKERS: usize = 256;
-
-/// URLs waiting to be fetched: all that Redis counts as queued or in flight,
-/// less what the workers say they fetch. A worker serves the URLs of a take's
-/// batch without telling Redis, which counts them as queued until done.
-pub fn not_fetching(redis_queued: u64, redis_in_flight: u64, fetching: u64) -> u64 {
-    (redis_queued + redis_in_flight).saturating_sub(fetching)
-}
 
 /// One reading of the shared crawl from Redis.
 #[derive(Debug, Clone, Default)]

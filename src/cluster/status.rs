@@ -14,6 +14,13 @@ use crate::engine::{key_prefix, ClusterTarget, Heartbeat};
 use crate::remote::{OpenAlert, StatusReport};
 use crate::text::strip_control;
 
+/// URLs waiting to be fetched: all that Redis counts as queued or in flight,
+/// less what the workers say they fetch. A worker serves the URLs of a take's
+/// batch without telling Redis, which counts them as queued until done.
+pub fn not_fetching(redis_queued: u64, redis_in_flight: u64, fetching: u64) -> u64 {
+    (redis_queued + redis_in_flight).saturating_sub(fetching)
+}
+
 /// One worker as the status shows it.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkerRow {
@@ -93,7 +100,7 @@ pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
     let fetching = live_in_flight(&workers);
     Ok(ClusterStatus {
         crawl: target.crawl.clone(),
-        queued: super::merge::not_fetching(count("queued"), count("inflight"), fetching),
+        queued: not_fetching(count("queued"), count("inflight"), fetching),
         in_flight: fetching,
         parked: count("parked"),
         seen,

@@ -6,9 +6,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio::time::Instant;
 
+use super::journal::Then;
 use super::outage;
 use super::preview::{preview, PreviewBudget};
-use super::sweep::Then;
 use super::triage::Blocking;
 use super::Coordinator;
 use crate::engine::config::parse_seed;

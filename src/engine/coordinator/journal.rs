@@ -7,9 +7,16 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::sweep::Then;
 use crate::engine::frontier::ScanCursor;
 use crate::engine::store::{Store, StoreError, Tree};
+
+/// What follows once a sweep's work is done.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) enum Then {
+    RuleAdded { rule_id: u64, text: String },
+    Accepted { alert_id: u64, rule_id: u64 },
+    Dismissed { alert_id: u64 },
+}
 
 /// Meta key of the pending operations.
 const PENDING_KEY: &[u8] = b"pending-ops";

@@ -8,9 +8,7 @@
 
 use std::collections::VecDeque;
 
-use serde::{Deserialize, Serialize};
-
-use super::journal::{PendingSweep, PendingWork};
+use super::journal::{PendingSweep, PendingWork, Then};
 use super::results::record_for;
 use super::Coordinator;
 use crate::engine::control::CommandId;
@@ -62,14 +60,6 @@ impl Work {
             },
         }
     }
-}
-
-/// What follows once a sweep's work is done.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub(super) enum Then {
-    RuleAdded { rule_id: u64, text: String },
-    Accepted { alert_id: u64, rule_id: u64 },
-    Dismissed { alert_id: u64 },
 }
 
 struct Sweep {

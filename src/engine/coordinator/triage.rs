@@ -2,8 +2,9 @@
 //! URLs its rule matches; accepting turns the rule into an operator rule and
 //! records the parked URLs as blocked; dismissing returns them to the frontier.
 
+use super::journal::Then;
 use super::results::record_for;
-use super::sweep::{Then, Work};
+use super::sweep::Work;
 use super::Coordinator;
 use crate::engine::config::TrapPolicy;
 use crate::engine::control::{CommandId, RuleSpec};
