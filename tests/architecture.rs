@@ -3,7 +3,7 @@
 //! - the engine uses no terminal or command-line crate (the TUI, the headless
 //!   printer and the CLI drive it, never the other way round);
 //! - the top-level modules of `src/engine` import each other without a cycle,
-//!   and so do those of `src/tui`;
+//!   and so do those of `src/tui`, `src/cli` and `src/cluster`;
 //! - only the engine root (`src/engine/mod.rs`) imports `engine::coordinator`;
 //! - the control socket (`src/control`) uses no terminal or CLI crate either.
 //!
@@ -75,6 +75,12 @@ fn tui_modules_have_no_import_cycle() {
 }
 
 #[test]
+fn cli_and_cluster_modules_have_no_import_cycle() {
+    assert_no_cycle(&scan_real_tree("cli"));
+    assert_no_cycle(&scan_real_tree("cluster"));
+}
+
+#[test]
 fn only_the_engine_root_imports_the_coordinator() {
     let tree = scan_real_tree("engine");
     if let Err(message) = tree.check_only_root_imports(COORDINATOR) {
@@ -99,6 +105,7 @@ fn scan_real_tree(root: &str) -> Tree {
     let (min_modules, min_edges) = match root {
         "engine" => (20, 20),
         "control" => (6, 8),
+        "cli" => (4, 4),
         _ => (8, 8),
     };
     assert!(
