@@ -24,7 +24,7 @@ const OUTAGE: Duration = Duration::from_secs(4);
 
 /// A headless worker; its stderr is collected line by line into `err`.
 fn worker(redis: &RedisServer, dir: &Path, seeds: &[String]) -> (Killed, Arc<Mutex<String>>) {
-    let mut child = worker_command(redis, "outage", dir, seeds, "100ms")
+    let mut child = worker_command(redis, "outage", dir, seeds, "40ms")
         .stderr(Stdio::piped())
         .spawn()
         .expect("crawldeck starts");
