@@ -198,6 +198,9 @@ fn declared_charset<'a>(meta: &Tag<'a>) -> Option<&'a [u8]> {
 }
 
 #[cfg(test)]
+mod html5lib_tests;
+
+#[cfg(test)]
 mod tests {
     use super::{meta_charset, scan, Tag, Visitor};
 
