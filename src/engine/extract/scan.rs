@@ -1,13 +1,15 @@
 //! One pass over a page's bytes: its visible text and the start tags that
 //! matter for extraction.
 //!
-//! It follows the HTML tokenizer where that matters here: tags with quoted
-//! attribute values, comments, doctypes and processing instructions, and the
-//! elements whose content is not markup (`script`, `style`, `title`,
-//! `textarea`, ...), which are skipped up to their end tag. It builds no
-//! tree, allocates nothing, never looks back, and ends at the input's end
-//! whatever the markup: a general HTML rewriter did the same work at several
-//! times the cost.
+//! It follows the HTML tokenizer (`scan/html5lib_tests.rs` checks it against
+//! the html5lib tokenizer tests): tags and attributes by the tokenizer's tag
+//! states (`tag`), a tag the input's end cuts off is no tag, comments,
+//! doctypes, processing instructions and bogus end tags hide their content,
+//! and the elements whose content is not markup (`script`, `style`, `title`,
+//! `textarea`, ...) are skipped up to their end tag, as a browser's tree
+//! builder has the tokenizer do. It builds no tree, allocates nothing, never
+//! looks back, and ends at the input's end whatever the markup: a general
+//! HTML rewriter did the same work at several times the cost.
 
 use memchr::{memchr, memmem};
 
