@@ -7,27 +7,32 @@
 //! `Visitor::start_tag`: the extractor looks at every one (ids and anchors
 //! for fragments, block and boilerplate elements for the content measure,
 //! links and resources by name). So its start tags must be the suite's
-//! `StartTag` tokens, all of them and in order: the same name (ASCII
-//! lower-cased, a NUL as U+FFFD, as the tokenizer spells it) and the same
-//! attributes: the names the scanner parses, lower-cased, the first of each
-//! name kept, are the suite's, and `Tag::attribute(name)` for each, decoded
-//! as the extractor decodes a value (`entities::decode` in an attribute),
-//! is the suite's value (the self-closing flag is not compared: nothing
-//! reads it). Its text, each run with line breaks normalized as
-//! the tokenizer's input is and decoded as the extractor decodes a title,
-//! joined, must be the suite's `Character` data: no tag, comment or doctype of
-//! the tokenizer's is shown as text, and no text is hidden.
+//! `StartTag` tokens, all of them and in order, with
+//! - the same name (ASCII lower-cased, a NUL as U+FFFD, as the tokenizer
+//!   spells it);
+//! - the same attribute names: those the scanner parses, lower-cased, the
+//!   first of each name kept;
+//! - for each, `Tag::attribute(name)` decoded as the extractor decodes a
+//!   value (`entities::decode` in an attribute) equal to the suite's value.
+//!
+//! The self-closing flag is not compared: nothing reads it. The scanner's
+//! end tags (`Visitor::end_tag`) must be the suite's `EndTag` tokens, by
+//! name. Its text, each run with line breaks normalized as the tokenizer's
+//! input is and decoded as the extractor decodes a title, joined, must be
+//! the suite's `Character` data: no tag, comment or doctype of the
+//! tokenizer's is shown as text, and no text is hidden.
 //!
 //! Skipped, and counted (the test prints the counts): tests whose input has
 //! a lone surrogate (a page decoded to UTF-8 has none; no test of these
-//! files has one), and tests where the suite keeps tokenizing after a `<script>`, `<style>`, `<title>`, `<textarea>`, `<xmp>`,
-//! `<iframe>`, `<noembed>`, `<noframes>` or `<plaintext>` start tag: the
-//! suite runs the tokenizer alone, while a browser's tree builder switches
-//! it to raw text there, as the scanner does (the real web depends on it:
-//! a script's `"<a href=x>"` is no link). One test is skipped so:
-//! `<plaintext>foobar`, whose text the scanner hands over as the element's
-//! content. `xmlViolation.test` is not used:
-//! its output is coerced to an XML infoset, not the tokenizer's.
+//! files has one), and tests where the suite keeps tokenizing after a
+//! `<script>`, `<style>`, `<title>`, `<textarea>`, `<xmp>`, `<iframe>`,
+//! `<noembed>`, `<noframes>` or `<plaintext>` start tag: the suite runs the
+//! tokenizer alone, while a browser's tree builder switches it to raw text
+//! there, as the scanner does (the real web depends on it: a script's
+//! `"<a href=x>"` is no link). One test is skipped so: `<plaintext>foobar`,
+//! whose text the scanner hands over as the element's content.
+//! `xmlViolation.test` is not used: its output is coerced to an XML
+//! infoset, not the tokenizer's.
 
 use std::path::Path;
 
@@ -87,7 +92,7 @@ struct Tally {
 }
 
 #[test]
-fn start_tags_and_text_are_the_tokenizers() {
+fn tags_attributes_and_text_are_the_tokenizers() {
     let mut tally = Tally::default();
     for file in FILES {
         for case in cases(file) {
@@ -133,15 +138,8 @@ fn check(case: Case, tally: &mut Tally) {
     tally.checked += 1;
     let mut seen = Seen::default();
     scan(case.input.as_bytes(), &mut seen);
-    let expected_tags: Vec<(&str, &Map<String, Value>)> = case
-        .output
-        .iter()
-        .filter_map(|token| match token.as_array()?.as_slice() {
-            [kind, name, attributes, ..] if kind == "StartTag" => {
-                Some((name.as_str()?, attributes.as_object()?))
-            }
-            _ => None,
-        })
+    let expected_tags: Vec<(&str, &Map<String, Value>)> = tokens(&case.output, "StartTag")
+        .filter_map(|fields| Some((fields.first()?.as_str()?, fields.get(1)?.as_object()?)))
         .collect();
     tally.start_tags += expected_tags.len();
     let mut problems = Vec::new();
@@ -155,13 +153,17 @@ fn check(case: Case, tally: &mut Tally) {
     for (tag, (name, attributes)) in seen.tags.iter().zip(&expected_tags) {
         compare_tag(tag, name, attributes, &mut problems);
     }
-    let expected_text: String = case
-        .output
-        .iter()
-        .filter_map(|token| match token.as_array()?.as_slice() {
-            [kind, data] if kind == "Character" => data.as_str(),
-            _ => None,
-        })
+    let expected_end_tags: Vec<&str> = tokens(&case.output, "EndTag")
+        .filter_map(|fields| fields.first()?.as_str())
+        .collect();
+    if seen.end_tags != expected_end_tags {
+        problems.push(format!(
+            "end tags {:?}, expected {expected_end_tags:?}",
+            seen.end_tags
+        ));
+    }
+    let expected_text: String = tokens(&case.output, "Character")
+        .filter_map(|fields| fields.first()?.as_str())
         .collect();
     if seen.text != expected_text {
         problems.push(format!("text {:?}, expected {expected_text:?}", seen.text));
@@ -217,6 +219,14 @@ fn compare_tag(
     }
 }
 
+/// The fields of the suite's tokens of one kind (`["StartTag", name, ...]`).
+fn tokens<'v>(output: &'v [Value], kind: &'v str) -> impl Iterator<Item = &'v [Value]> {
+    output.iter().filter_map(move |token| {
+        let token = token.as_array()?;
+        (token.first()? == kind).then(|| &token[1..])
+    })
+}
+
 /// A tag or attribute name as the tokenizer emits it.
 fn tokenizer_name(raw: &[u8]) -> String {
     String::from_utf8_lossy(&raw.to_ascii_lowercase()).replace('\0', "\u{fffd}")
@@ -250,6 +260,7 @@ fn keeps_tokenizing_raw_text(output: &[Value]) -> bool {
 #[derive(Default)]
 struct Seen<'a> {
     tags: Vec<Tag<'a>>,
+    end_tags: Vec<String>,
     text: String,
 }
 
@@ -264,6 +275,10 @@ impl<'a> Visitor<'a> for Seen<'a> {
             name: tag.name,
             attributes: tag.attributes,
         });
+    }
+
+    fn end_tag(&mut self, name: &'a [u8]) {
+        self.end_tags.push(tokenizer_name(name));
     }
 }
 
