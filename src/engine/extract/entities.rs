@@ -12,6 +12,7 @@ use memchr::memchr2;
 /// without `;` followed by `=` or an alphanumeric is kept (`?a=1&copy=2`
 /// stays a query), and a NUL is U+FFFD, as the tokenizer has them.
 pub fn decode(input: &str, in_attribute: bool) -> Cow<'_, str> {
+    // Outside attributes only `&` starts something to decode.
     let nul = if in_attribute { b'\0' } else { b'&' };
     if memchr2(b'&', nul, input.as_bytes()).is_none() {
         return Cow::Borrowed(input);
@@ -83,26 +84,26 @@ fn numeric_char(value: u32) -> char {
 /// `text` starts with `&`: pushes the longest named reference it starts
 /// with and returns the bytes that spans, or 0 if none applies.
 fn named(text: &str, in_attribute: bool, out: &mut String) -> usize {
-    let body = &text.as_bytes()[1..];
+    let body = &text[1..];
     let mut best = None;
-    // The table holds every prefix of a name (as no character): stop
-    // where no name continues.
-    for len in 1..=body.len() {
-        let Ok(candidate) = std::str::from_utf8(&body[..len]) else {
+    // Names are ASCII; the table holds every prefix of one (as no
+    // character), so the walk stops where no name continues.
+    for (i, b) in body.bytes().enumerate() {
+        if !(b.is_ascii_alphanumeric() || b == b';') {
             break;
-        };
-        match NAMED_ENTITIES.get(candidate) {
+        }
+        match NAMED_ENTITIES.get(&body[..=i]) {
             None => break,
             Some(&(0, _)) => {}
-            Some(&chars) => best = Some((len, chars)),
+            Some(&chars) => best = Some((i + 1, chars)),
         }
     }
     let Some((len, (first, second))) = best else {
         return 0;
     };
-    let next = body.get(len);
+    let next = body.as_bytes().get(len);
     if in_attribute
-        && body[len - 1] != b';'
+        && !body[..len].ends_with(';')
         && next.is_some_and(|b| *b == b'=' || b.is_ascii_alphanumeric())
     {
         return 0;

@@ -338,6 +338,14 @@ mod tests {
             "<p x=\"",
             "<<<<",
             "<a =>",
+            "<a b='>",
+            "<a b=c",
+            "<a/",
+            "</a b=\"",
+            "</ x",
+            "<!-- --",
+            "<!-- --!",
+            "<style></style",
         ] {
             let _ = log(html);
             let _ = meta_charset(html.as_bytes());
