@@ -1,15 +1,22 @@
 //! One pass over a page's bytes: its visible text and the start tags that
 //! matter for extraction.
 //!
-//! It follows the HTML tokenizer where that matters here: tags with quoted
-//! attribute values, comments, doctypes and processing instructions, and the
-//! elements whose content is not markup (`script`, `style`, `title`,
-//! `textarea`, ...), which are skipped up to their end tag. It builds no
-//! tree, allocates nothing, never looks back, and ends at the input's end
-//! whatever the markup: a general HTML rewriter did the same work at several
-//! times the cost.
+//! It follows the HTML tokenizer (`scan/html5lib_tests.rs` checks it against
+//! the html5lib tokenizer tests): tags and attributes by the tokenizer's tag
+//! states (`tag`), a tag the input's end cuts off is no tag, comments,
+//! doctypes, processing instructions and bogus end tags hide their content,
+//! and the elements whose content is not markup (`script`, `style`, `title`,
+//! `textarea`, ...) are skipped up to their end tag, as a browser's tree
+//! builder has the tokenizer do. It builds no tree, allocates nothing, never
+//! looks back, and ends at the input's end whatever the markup: a general
+//! HTML rewriter did the same work at several times the cost.
 
 use memchr::{memchr, memmem};
+
+mod tag;
+
+pub(super) use tag::Tag;
+use tag::{tag_len, tag_name};
 
 /// Elements whose content is raw text, RCDATA or script data, not markup.
 const NON_MARKUP_ELEMENTS: [&[u8]; 8] = [
@@ -34,81 +41,6 @@ pub(super) trait Visitor<'a> {
     fn end_tag(&mut self, _name: &'a [u8]) {}
 }
 
-/// A start tag: its name and the bytes of its attributes.
-pub(super) struct Tag<'a> {
-    pub name: &'a [u8],
-    attributes: &'a [u8],
-}
-
-impl<'a> Tag<'a> {
-    pub fn is(&self, name: &str) -> bool {
-        self.name.eq_ignore_ascii_case(name.as_bytes())
-    }
-
-    /// The tag's attribute bytes, unparsed.
-    pub fn raw_attributes(&self) -> &'a [u8] {
-        self.attributes
-    }
-
-    /// The raw value of the first attribute called `name` (entities not
-    /// decoded); an attribute without a value gives an empty one.
-    pub fn attribute(&self, name: &str) -> Option<&'a [u8]> {
-        Attributes(self.attributes)
-            .find(|(n, _)| n.eq_ignore_ascii_case(name.as_bytes()))
-            .map(|(_, value)| value)
-    }
-}
-
-/// Attribute `(name, value)` pairs of a tag's attribute bytes.
-struct Attributes<'a>(&'a [u8]);
-
-impl<'a> Iterator for Attributes<'a> {
-    type Item = (&'a [u8], &'a [u8]);
-
-    fn next(&mut self) -> Option<Self::Item> {
-        let bytes = self.0;
-        let mut at = skip_while(bytes, 0, |b| b.is_ascii_whitespace() || b == b'/');
-        if at >= bytes.len() || bytes[at] == b'>' {
-            self.0 = &[];
-            return None;
-        }
-        // A name may begin with `=`; it ends at a space, `/`, `>` or `=`.
-        let name_start = at;
-        at = skip_while(bytes, at + 1, |b| {
-            !(b.is_ascii_whitespace() || b == b'/' || b == b'>' || b == b'=')
-        });
-        let name = &bytes[name_start..at];
-        let after_name = skip_while(bytes, at, |b| b.is_ascii_whitespace());
-        if bytes.get(after_name) != Some(&b'=') {
-            self.0 = &bytes[at..];
-            return Some((name, &[]));
-        }
-        at = skip_while(bytes, after_name + 1, |b| b.is_ascii_whitespace());
-        let value = match bytes.get(at) {
-            Some(&quote @ (b'"' | b'\'')) => {
-                let end = memchr(quote, &bytes[at + 1..]).map_or(bytes.len(), |i| at + 1 + i);
-                let value = &bytes[at + 1..end];
-                at = (end + 1).min(bytes.len());
-                value
-            }
-            _ => {
-                let start = at;
-                at = skip_while(bytes, at, |b| !(b.is_ascii_whitespace() || b == b'>'));
-                &bytes[start..at]
-            }
-        };
-        self.0 = &bytes[at..];
-        Some((name, value))
-    }
-}
-
-fn skip_while(bytes: &[u8], from: usize, keep: impl Fn(u8) -> bool) -> usize {
-    bytes[from.min(bytes.len())..]
-        .iter()
-        .position(|&b| !keep(b))
-        .map_or(bytes.len(), |i| from + i)
-}
-
 /// Scans `html`, reporting its text and start tags to `visitor`.
 pub(super) fn scan<'a>(html: &'a [u8], visitor: &mut impl Visitor<'a>) {
     let mut at = 0;
@@ -128,37 +60,23 @@ fn markup<'a>(html: &'a [u8], at: usize, visitor: &mut impl Visitor<'a>) -> usiz
     match rest {
         [] => html.len(),
         [b'<', b'!', b'-', b'-', ..] => at + 4 + comment_len(&rest[4..]),
+        // Doctypes, CDATA outside foreign content, processing instructions
+        // and `</` not followed by a name are bogus comments, up to a `>`.
         [b'<', b'!' | b'?', ..] => at + until_after(rest, b">"),
-        [b'<', b'/', c, ..] if c.is_ascii_alphabetic() => {
-            visitor.end_tag(tag_name(&rest[2..]));
-            at + tag_len(rest)
-        }
-        [b'<', c, ..] if c.is_ascii_alphabetic() => {
-            let end = at + tag_len(rest);
-            let name = tag_name(&rest[1..]);
-            let tag = Tag {
-                name,
-                attributes: &html[at + 1 + name.len()..end],
-            };
-            if tag.is("plaintext") {
-                visitor.start_tag(&tag, Some(&html[end..]));
-                return html.len();
+        [b'<', b'/', c, ..] if c.is_ascii_alphabetic() => match tag_len(rest) {
+            Some(len) => {
+                visitor.end_tag(tag_name(&rest[2..]));
+                at + len
             }
-            match NON_MARKUP_ELEMENTS
-                .iter()
-                .find(|e| name.eq_ignore_ascii_case(e))
-            {
-                Some(element) => {
-                    let (content_len, end_tag_len) = content_of(&html[end..], element);
-                    visitor.start_tag(&tag, Some(&html[end..end + content_len]));
-                    end + content_len + end_tag_len
-                }
-                None => {
-                    visitor.start_tag(&tag, None);
-                    end
-                }
-            }
-        }
+            None => html.len(),
+        },
+        [b'<', b'/', b'>', ..] => at + 3,
+        [b'<', b'/', _, ..] => at + until_after(rest, b">"),
+        [b'<', c, ..] if c.is_ascii_alphabetic() => match tag_len(rest) {
+            Some(len) => start_tag(html, at, at + len, visitor),
+            // The input ends inside the tag: the tokenizer emits nothing.
+            None => html.len(),
+        },
         // A `<` that starts no markup is text.
         _ => {
             visitor.text(b"<");
@@ -167,7 +85,36 @@ fn markup<'a>(html: &'a [u8], at: usize, visitor: &mut impl Visitor<'a>) -> usiz
     }
 }
 
-/// Length of a comment's body and its `-->` (or the rest, unterminated).
+/// Reports the start tag `html[at..end]` and returns where the text after
+/// it (or after its element, for one whose content is not markup) begins.
+fn start_tag<'a>(html: &'a [u8], at: usize, end: usize, visitor: &mut impl Visitor<'a>) -> usize {
+    let name = tag_name(&html[at + 1..]);
+    let tag = Tag {
+        name,
+        attributes: &html[at + 1 + name.len()..end],
+    };
+    if tag.is("plaintext") {
+        visitor.start_tag(&tag, Some(&html[end..]));
+        return html.len();
+    }
+    match NON_MARKUP_ELEMENTS
+        .iter()
+        .find(|e| name.eq_ignore_ascii_case(e))
+    {
+        Some(element) => {
+            let (content_len, end_tag_len) = content_of(&html[end..], element);
+            visitor.start_tag(&tag, Some(&html[end..end + content_len]));
+            end + content_len + end_tag_len
+        }
+        None => {
+            visitor.start_tag(&tag, None);
+            end
+        }
+    }
+}
+
+/// Length of a comment's body and its end (or the rest, unterminated):
+/// `-->`, or `--!>`, with any number of extra `-` before it.
 fn comment_len(body: &[u8]) -> usize {
     if body.starts_with(b">") {
         return 1;
@@ -175,7 +122,16 @@ fn comment_len(body: &[u8]) -> usize {
     if body.starts_with(b"->") {
         return 2;
     }
-    until_after(body, b"-->")
+    let mut from = 0;
+    while let Some(i) = memmem::find(&body[from..], b"--") {
+        let dashes_end = from + i + body[from + i..].iter().take_while(|&&b| b == b'-').count();
+        match &body[dashes_end..] {
+            [b'>', ..] => return dashes_end + 1,
+            [b'!', b'>', ..] => return dashes_end + 2,
+            _ => from = dashes_end,
+        }
+    }
+    body.len()
 }
 
 /// Bytes up to and including the first `needle`, or all of them.
@@ -183,36 +139,8 @@ fn until_after(bytes: &[u8], needle: &[u8]) -> usize {
     memmem::find(bytes, needle).map_or(bytes.len(), |i| i + needle.len())
 }
 
-/// Length of the tag starting at `tag[0] == b'<'`, through its `>`; a `>`
-/// inside a quoted attribute value does not end it.
-fn tag_len(tag: &[u8]) -> usize {
-    let mut quote = None;
-    let mut after_equals = false;
-    for (i, &b) in tag.iter().enumerate().skip(1) {
-        match quote {
-            Some(q) if b == q => quote = None,
-            Some(_) => continue,
-            None if b == b'>' => return i + 1,
-            None if after_equals && (b == b'"' || b == b'\'') => quote = Some(b),
-            None => {}
-        }
-        if !b.is_ascii_whitespace() {
-            after_equals = b == b'=';
-        }
-    }
-    tag.len()
-}
-
-fn tag_name(after_lt: &[u8]) -> &[u8] {
-    let end = after_lt
-        .iter()
-        .position(|b| b.is_ascii_whitespace() || *b == b'/' || *b == b'>')
-        .unwrap_or(after_lt.len());
-    &after_lt[..end]
-}
-
 /// The length of a non-markup element's content and of its end tag
-/// `</element ...>` (0 if the input ends first).
+/// `</element ...>` (the rest of the input if that tag is not closed).
 fn content_of(bytes: &[u8], element: &[u8]) -> (usize, usize) {
     let mut at = 0;
     while let Some(i) = memchr(b'<', &bytes[at..]) {
@@ -227,7 +155,7 @@ fn content_of(bytes: &[u8], element: &[u8]) -> (usize, usize) {
                 b'>' | b'/' | b' ' | b'\t' | b'\n' | b'\r' | b'\x0c'
             );
         if closes {
-            return (start, tag_len(rest));
+            return (start, tag_len(rest).unwrap_or(rest.len()));
         }
         at = start + 1;
     }
@@ -270,6 +198,9 @@ fn declared_charset<'a>(meta: &Tag<'a>) -> Option<&'a [u8]> {
         .unwrap_or(value.len());
     Some(&value[..end])
 }
+
+#[cfg(test)]
+mod html5lib_tests;
 
 #[cfg(test)]
 mod tests {
@@ -324,7 +255,26 @@ mod tests {
     fn attributes_first_one_wins_and_bare_ones_are_empty() {
         assert_eq!(log("<a href=1 href=2 a>"), "<a href=1 a=>");
         assert_eq!(log("<a/href='x'/>"), "<a href=x>");
-        assert_eq!(log("<a href=\"unterminated"), "<a href=unterminated>");
+        // The input ends inside the tag: no tag, as a browser has it.
+        assert_eq!(log("x<a href=\"unterminated"), "x|");
+        assert_eq!(log("<a href=x"), "");
+    }
+
+    #[test]
+    fn a_tag_ends_where_the_tokenizer_ends_it() {
+        // `='x` is an attribute name: its quote opens no value.
+        assert_eq!(log("<a ='x>'>"), "<a>'>|");
+        // An unquoted value ends at a space: the quote after it is a name's.
+        assert_eq!(log("<a href=x= \"y>z\">"), "<a href=x=>z\">|");
+        assert_eq!(log("<a href=a'b title=\"c>d\">"), "<a href=a'b title=c>d>");
+        assert_eq!(log("<a/href=x/>"), "<a href=x/>");
+    }
+
+    #[test]
+    fn end_tags_and_bogus_comments() {
+        assert_eq!(log("a</>b</ x>c</1 <d>e"), "a|b|c|e|");
+        assert_eq!(log("a</"), "a|<|/|");
+        assert_eq!(log("a</p title='>'>b"), "a|b|");
     }
 
     #[test]
@@ -332,6 +282,10 @@ mod tests {
         assert_eq!(
             log("<!DOCTYPE html><!-- <a href=no> -->shown<!---->x<!-->y"),
             "shown|x|y|"
+        );
+        assert_eq!(
+            log("<!-- a --!>b<!-- c -- d --->e<!-- f --! g -->h"),
+            "b|e|h|"
         );
         assert_eq!(
             log("<title>A &amp; <b>B</title><script>if (a<b) { x = '<a href=no>'; }</script ><p>"),
@@ -384,6 +338,14 @@ mod tests {
             "<p x=\"",
             "<<<<",
             "<a =>",
+            "<a b='>",
+            "<a b=c",
+            "<a/",
+            "</a b=\"",
+            "</ x",
+            "<!-- --",
+            "<!-- --!",
+            "<style></style",
         ] {
             let _ = log(html);
             let _ = meta_charset(html.as_bytes());
