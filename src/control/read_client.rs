@@ -28,6 +28,7 @@ pub struct ReadAnswer {
     received: BytesMut,
     rows: VecDeque<Box<RawValue>>,
     done: bool,
+    buffer: Vec<u8>,
 }
 
 /// Asks the engine running in `dir` to read `verb arg`.
@@ -56,6 +57,7 @@ pub fn read(dir: &Path, verb: &str, arg: &str) -> Result<ReadAnswer, String> {
         received: BytesMut::new(),
         rows: VecDeque::new(),
         done: false,
+        buffer: vec![0; READ_BUFFER],
     })
 }
 
@@ -95,7 +97,6 @@ impl ReadAnswer {
 
     /// The next whole frame's message, reading as much as it takes.
     fn next_message(&mut self) -> Result<ServerMsg, String> {
-        let mut buffer = vec![0; READ_BUFFER];
         loop {
             let frame = self
                 .codec
@@ -105,9 +106,9 @@ impl ReadAnswer {
                 return serde_json::from_slice(&frame)
                     .map_err(|e| format!("control socket: a malformed message ({e})"));
             }
-            match self.stream.read(&mut buffer) {
+            match self.stream.read(&mut self.buffer) {
                 Ok(0) => return Err("the engine closed the connection early".into()),
-                Ok(n) => self.received.extend_from_slice(&buffer[..n]),
+                Ok(n) => self.received.extend_from_slice(&self.buffer[..n]),
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(format!("control socket: {e}")),
             }
