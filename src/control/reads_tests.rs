@@ -102,6 +102,17 @@ fn serve(pages: usize) -> Served {
     }
 }
 
+impl Served {
+    /// Waits until no read's thread is at work any more.
+    async fn readers_end(&self, why: &str) {
+        let mut readers = self.reads.readers();
+        tokio::time::timeout(LIMIT, readers.wait_for(|n| *n == 0))
+            .await
+            .expect(why)
+            .unwrap();
+    }
+}
+
 async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     tokio::time::timeout(LIMIT, tokio::task::spawn_blocking(f))
         .await
@@ -146,11 +157,7 @@ async fn a_listing_streams_over_the_control_socket_in_frames() {
     // A read is no viewer: the first one to attach is viewer 1.
     let viewer = client::connect(served.dir.path(), true).await.unwrap();
     assert_eq!(viewer.viewer, 1);
-    let mut readers = served.reads.readers();
-    tokio::time::timeout(LIMIT, readers.wait_for(|n| *n == 0))
-        .await
-        .expect("each read's thread ends")
-        .unwrap();
+    served.readers_end("each read's thread ends").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -175,11 +182,9 @@ async fn a_client_that_stops_reading_holds_the_reader_back_within_the_bound() {
     );
     // A reader that goes away ends its thread, and with it its hold on the store.
     drop(stalled);
-    let mut readers = served.reads.readers();
-    tokio::time::timeout(LIMIT, readers.wait_for(|n| *n == 0))
-        .await
-        .expect("the thread ends once its client has gone")
-        .unwrap();
+    served
+        .readers_end("the thread ends once its client has gone")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -202,11 +207,9 @@ async fn readers_past_the_limit_are_told_the_engine_is_busy() {
     assert!(busy.to_string().contains(BUSY), "{busy}");
     assert_eq!(*served.reads.readers().borrow(), MAX_READERS);
     drop(open);
-    let mut readers = served.reads.readers();
-    tokio::time::timeout(LIMIT, readers.wait_for(|n| *n == 0))
-        .await
-        .expect("their threads end once they have gone")
-        .unwrap();
+    served
+        .readers_end("their threads end once they have gone")
+        .await;
     let dir = served.dir.path().to_path_buf();
     let rules = blocking(move || RemoteStore::connect(&dir).map(|_| ())).await;
     assert!(rules.is_ok(), "served again: {rules:?}");
