@@ -200,6 +200,30 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_read_and_its_rows_round_trip_with_the_rows_untouched() {
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let (mut a, mut b) = (transport(a), transport(b));
+        let read = ClientMsg::Read {
+            version: PROTOCOL_VERSION,
+            verb: "pages".into(),
+            arg: "http://a.example/\t\n".into(),
+        };
+        send(&mut a, &read).await.unwrap();
+        assert_eq!(recv::<_, ClientMsg>(&mut b).await.unwrap(), read);
+        let rows = [r#"{"url":"http://a.example/","status":200}"#, r#"[1,"x"]"#];
+        let raw = |row: &str| serde_json::value::RawValue::from_string(row.into()).unwrap();
+        let chunk = ServerMsg::Rows(RowChunk(rows.iter().map(|r| raw(r)).collect()));
+        send(&mut b, &chunk).await.unwrap();
+        send(&mut b, &ServerMsg::End).await.unwrap();
+        let ServerMsg::Rows(RowChunk(got)) = recv::<_, ServerMsg>(&mut a).await.unwrap() else {
+            panic!("rows first")
+        };
+        let got: Vec<&str> = got.iter().map(|row| row.get()).collect();
+        assert_eq!(got, rows, "each row as the engine wrote it");
+        assert_eq!(recv::<_, ServerMsg>(&mut a).await.unwrap(), ServerMsg::End);
+    }
+
+    #[tokio::test]
     async fn garbage_and_oversized_frames_are_errors_not_panics() {
         let (a, b) = tokio::io::duplex(1 << 16);
         let mut b = transport(b);
