@@ -214,3 +214,36 @@ async fn readers_past_the_limit_are_told_the_engine_is_busy() {
     let rules = blocking(move || RemoteStore::connect(&dir).map(|_| ())).await;
     assert!(rules.is_ok(), "served again: {rules:?}");
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_reader_that_reads_nothing_for_the_idle_limit_is_dropped() {
+    use super::protocol::{send, transport, ClientMsg, PROTOCOL_VERSION};
+    use super::reads::IDLE_LIMIT;
+    let dir = tempfile::tempdir().unwrap();
+    let reads = StoreReads::new(
+        Store::open(dir.path(), 4 << 20).unwrap(),
+        dir.path(),
+        TEST_READS,
+    );
+    let (handle, _engine) = EngineHandle::channel();
+    let hub = Hub::new(handle).with_reads(reads.clone());
+    let (server_end, client_end) = tokio::io::duplex(64 * 1024);
+    let mut wire = transport(client_end);
+    let read = ClientMsg::Read {
+        version: PROTOCOL_VERSION,
+        verb: "unending".into(),
+        arg: String::new(),
+    };
+    send(&mut wire, &read).await.unwrap();
+    let started = tokio::time::Instant::now();
+    // The client keeps its end open and reads nothing.
+    let served = super::server::serve_connection(hub, server_end).await;
+    let Err(super::protocol::WireError::Io(e)) = served else {
+        panic!("{served:?}")
+    };
+    assert_eq!(e.kind(), std::io::ErrorKind::TimedOut, "{e}");
+    assert!(started.elapsed() >= IDLE_LIMIT);
+    let mut readers = reads.readers();
+    readers.wait_for(|n| *n == 0).await.unwrap();
+    drop(wire);
+}

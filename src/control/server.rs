@@ -118,7 +118,7 @@ async fn accept_loop(hub: Hub, listener: UnixListener) {
         let hub = hub.clone();
         tokio::spawn(async move {
             if let Err(e) = serve_connection(hub, stream).await {
-                tracing::info!("control socket: a viewer left: {e}");
+                tracing::info!("control socket: a connection ended: {e}");
             }
         });
     }
@@ -143,7 +143,8 @@ pub fn same_user(uid: u32) -> Result<(), String> {
     }
 }
 
-/// Serves one viewer on any byte stream until it leaves or the engine stops.
+/// Serves one viewer on any byte stream until it leaves or the engine stops,
+/// or one read of the results when the connection opens with `Read`.
 pub async fn serve_connection<S>(hub: Hub, stream: S) -> Result<(), WireError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
