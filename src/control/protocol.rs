@@ -201,15 +201,16 @@ mod tests {
 
     #[tokio::test]
     async fn a_read_and_its_rows_round_trip_with_the_rows_untouched() {
-        let (a, b) = tokio::io::duplex(1 << 16);
-        let (mut a, mut b) = (transport(a), transport(b));
+        // A tab or a newline in the argument is nothing special in JSON.
         let read = ClientMsg::Read {
             version: PROTOCOL_VERSION,
             verb: "pages".into(),
             arg: "http://a.example/\t\n".into(),
         };
-        send(&mut a, &read).await.unwrap();
-        assert_eq!(recv::<_, ClientMsg>(&mut b).await.unwrap(), read);
+        let decoded: ClientMsg = serde_json::from_slice(&encode(&read).unwrap()).unwrap();
+        assert_eq!(decoded, read);
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let (mut a, mut b) = (transport(a), transport(b));
         let rows = [r#"{"url":"http://a.example/","status":200}"#, r#"[1,"x"]"#];
         let raw = |row: &str| serde_json::value::RawValue::from_string(row.into()).unwrap();
         let chunk = ServerMsg::Rows(RowChunk(rows.iter().map(|r| raw(r)).collect()));
