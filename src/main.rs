@@ -23,6 +23,7 @@ use crawldeck::control::lock::DataDirLock;
 use crawldeck::control::server::{ControlServer, ControlSocket};
 use crawldeck::demo::{DemoOptions, DemoWeb};
 use crawldeck::engine::config::CrawlConfig;
+use crawldeck::engine::reads::StoreReads;
 use crawldeck::engine::{self, EngineControl, EngineError, EngineHandle, RunningEngine};
 use crawldeck::headless::{self, HeadlessOptions};
 use crawldeck::remote::{self, CtlError};
@@ -265,13 +266,15 @@ async fn stop_engine<T>(control: &EngineControl, done: tokio::task::JoinHandle<T
     let _ = tokio::time::timeout(ENGINE_STOP_LIMIT, done).await;
 }
 
-/// Serves the engine on the control socket (when there is one) and returns
-/// the handle this process's own front end uses: one viewer among others.
+/// Serves the engine (its viewers and reads of its store) on the control
+/// socket (when there is one) and returns the handle this process's own
+/// front end uses: one viewer among others.
 fn serve(
     handle: EngineHandle,
+    reads: StoreReads,
     socket: Option<ControlSocket>,
 ) -> (EngineHandle, Option<ControlServer>) {
-    let hub = Hub::new(handle);
+    let hub = Hub::new(handle).with_reads(reads);
     let server = socket.map(|socket| socket.serve(hub.clone()));
     (hub.local_handle(), server)
 }
@@ -312,7 +315,7 @@ async fn run_headless(
             eprintln!("crawldeck: this worker crawls once it has replayed the crawl's commands (rules, overrides, pauses) from Redis");
         }
     }
-    let hub = Hub::new(engine.handle);
+    let hub = Hub::new(engine.handle).with_reads(engine.reads);
     let _server = socket.map(|socket| socket.serve(hub.clone()));
     let mut handle = hub.local_handle();
     // The cluster view reads this worker's records through `_reads`.
@@ -470,7 +473,7 @@ async fn run_engine_process(
         println!("crawldeck: {line}");
     }
     // No front end here: every viewer attaches over the socket.
-    let _server = socket.serve(Hub::new(running.handle));
+    let _server = socket.serve(Hub::new(running.handle).with_reads(running.reads));
     let snapshot = running.done.await??;
     println!(
         "crawldeck: {} pages; crawl checkpointed ({})",
@@ -493,7 +496,7 @@ async fn run_tui(
     let running =
         start_and_save(run, data_dir, std::future::pending(), operator_options(run)).await?;
     let tui_options = tui_options(run, false, data_dir);
-    let (handle, _server) = serve(running.handle, socket);
+    let (handle, _server) = serve(running.handle, running.reads, socket);
     let control = handle.control.clone();
     let exit = tui::run(handle, tui_options).await;
     // However the UI ended, the engine checkpoints and stops.

@@ -334,7 +334,7 @@ async fn a_crawl_deeper_than_a_socket_address_holds_is_steered_and_listed() {
         serde_json::from_slice::<StatusReport>(&out.stdout).is_ok_and(|r| r.pages >= 3)
     })
     .await;
-    // Listings of the running crawl go through its results socket.
+    // Listings of the running crawl go through its control socket.
     let out = run(&["pages", "--json"], &data);
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stdout).lines().count() >= 3);

@@ -225,7 +225,7 @@ fn bad_usage_exits_2(old: &Path, new: &Path, root: &Path) {
     assert!(!missing.exists(), "a diff creates nothing");
 }
 
-/// A crawl holding the store answers through its results socket.
+/// A crawl holding the store answers through its control socket.
 async fn a_running_crawl_is_compared_through_its_engine(
     demo: &crawldeck::demo::DemoWeb,
     old: &Path,
@@ -247,7 +247,9 @@ async fn a_running_crawl_is_compared_through_its_engine(
     let running = crawldeck::engine::start_with(common::test_config(demo), new, shutdown, options)
         .await
         .expect("engine starts");
-    assert!(new.join("results.sock").exists(), "served while it runs");
+    let crawl = common::LiveCrawl::serve(new, running, stop_tx);
+    assert!(new.join("control.sock").exists(), "served while it runs");
+    assert!(!new.join("results.sock").exists(), "on its one socket");
     let args = [old.to_path_buf(), new.to_path_buf()];
     let (lines, code, stderr) = tokio::task::spawn_blocking(move || {
         diff_json(&["diff", s(&args[0]), s(&args[1]), "--json"])
@@ -267,12 +269,7 @@ async fn a_running_crawl_is_compared_through_its_engine(
         stderr.contains("no changes (recrawl pass 1, running"),
         "{stderr}"
     );
-    common::LiveCrawl {
-        running,
-        stop: stop_tx,
-    }
-    .stop()
-    .await;
+    crawl.stop().await;
 }
 
 /// The documented way to compare recrawl passes: copy, recrawl, diff. A

@@ -318,7 +318,7 @@ async fn a_running_crawl_exports_a_consistent_point_in_time() {
         .await
         .expect("export runs");
     assert!(
-        dir.path().join("results.sock").exists(),
+        dir.path().join("control.sock").exists(),
         "the crawl was still running during the export"
     );
     crawl.stop().await;

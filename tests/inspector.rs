@@ -128,7 +128,7 @@ async fn a_running_crawl_is_inspected_through_its_engine() {
         .await
         .unwrap();
     assert!(
-        dir.path().join("results.sock").exists(),
+        dir.path().join("control.sock").exists(),
         "read while running"
     );
     assert!(shown.contains("status   200"), "{shown}");

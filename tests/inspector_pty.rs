@@ -1,6 +1,6 @@
 //! End to end in real terminals: the demo's UI and a second UI attached to
 //! it over the control socket each open the page inspector on an alert's
-//! evidence (read through the engine's results socket), run `:select`, and
+//! evidence (read through the engine's control socket), run `:select`, and
 //! close it with Esc.
 
 use crate::common;

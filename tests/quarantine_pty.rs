@@ -1,5 +1,5 @@
 //! End to end in a real terminal: the demo's quarantine pane lists a trap's
-//! parked URLs (read through the engine's results socket), expands an alert,
+//! parked URLs (read through the engine's control socket), expands an alert,
 //! and Enter on a parked URL opens the inspector on the page it was found on.
 
 use crate::common;

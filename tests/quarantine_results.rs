@@ -3,7 +3,7 @@
 //! names per alert what it parked and the commands that decide it, `pages
 //! --fate parked` lists them with their alert and found-on page, and the
 //! printed release command, run as printed, fetches them. A crawl waiting
-//! for the operator lists them through its results socket. Under `--traps
+//! for the operator lists them through its control socket. Under `--traps
 //! alert-only` the alerts show in `status` and in the summary.
 
 use std::collections::HashSet;
@@ -228,7 +228,7 @@ async fn alert_only_alerts_show_in_status_and_in_the_summary() {
 }
 
 /// While a crawl waits for the operator, its parked URLs are listed through
-/// the engine's results socket, the store being locked by the engine.
+/// the engine's control socket, the store being locked by the engine.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_waiting_crawls_parked_urls_are_listed_through_its_engine() {
     use crawldeck::engine::control::Command as EngineCommand;
@@ -241,9 +241,11 @@ async fn a_waiting_crawls_parked_urls_are_listed_through_its_engine() {
         wait_for_operator: true,
         ..Default::default()
     };
-    let running = crawldeck::engine::start_with(cfg, dir.path(), std::future::pending(), options)
-        .await
-        .expect("engine starts");
+    let mut running =
+        crawldeck::engine::start_with(cfg, dir.path(), std::future::pending(), options)
+            .await
+            .expect("engine starts");
+    let _served = crate::common::serve_control(dir.path(), &mut running);
     let mut snapshots = running.handle.snapshots.clone();
     let waiting = |s: &crawldeck::engine::telemetry::Snapshot| {
         s.quarantined > 0 && s.frontier_size == 0 && s.in_flight == 0
@@ -259,7 +261,7 @@ async fn a_waiting_crawls_parked_urls_are_listed_through_its_engine() {
     let data = dir.path().to_path_buf();
     let listed = tokio::task::spawn_blocking(move || {
         assert!(
-            data.join("results.sock").exists(),
+            data.join("control.sock").exists(),
             "the engine serves reads"
         );
         let line = format!("crawldeck pages {} --fate parked", data.display());

@@ -424,7 +424,7 @@ fn a_missing_dir_or_a_file_is_no_crawl_not_a_damaged_one() {
 }
 
 /// While a crawl runs, its store is locked by the engine; a listing reads
-/// through the engine's results socket and gets whole, ordered records.
+/// through the engine's control socket and gets whole, ordered records.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_running_crawl_is_listed_through_its_engine() {
     let demo = common::start_demo(vec![SiteKind::Shop]).await;
@@ -441,6 +441,10 @@ async fn a_running_crawl_is_listed_through_its_engine() {
         .expect("listing runs")
     };
     let still_running = crawl.running.handle.snapshots.borrow().state != CrawlState::Done;
+    assert!(
+        !dir.path().join("results.sock").exists(),
+        "one socket: the control socket serves the reads"
+    );
     assert!(
         still_running,
         "the crawl was still running during the listing"
@@ -466,7 +470,7 @@ async fn a_running_crawl_is_listed_through_its_engine() {
 
     crawl.stop().await;
     assert!(
-        !dir.path().join("results.sock").exists(),
+        !dir.path().join("control.sock").exists(),
         "the socket goes with the engine"
     );
     let after = tokio::task::spawn_blocking(move || json_lines(&["pages", &data, "--json"]))

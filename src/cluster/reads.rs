@@ -5,7 +5,7 @@
 //! A viewer pushes a request onto `reads:WORKER` (a Redis list) of every
 //! live worker; each worker's `ReadServer` thread pops it, reads its data
 //! directory as `crawldeck pages` or `page` would (through its own engine's
-//! results socket), and pushes the answer onto the request's reply list. The
+//! control socket), and pushes the answer onto the request's reply list. The
 //! viewer waits at most `READ_WAIT` for the answers.
 
 use std::sync::atomic::{AtomicBool, Ordering};

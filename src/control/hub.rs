@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{mpsc, watch};
 
 use crate::engine::control::{Command, CommandId, CommandResult};
+use crate::engine::reads::StoreReads;
 use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
 use crate::engine::{EngineControl, EngineHandle, EVENT_CAPACITY};
 
@@ -79,10 +80,11 @@ impl State {
     }
 }
 
-/// The engine, shared among viewers. Cheap to clone.
+/// The engine, shared among viewers, and the reads of its store. Cheap to clone.
 #[derive(Clone)]
 pub struct Hub {
     shared: Arc<Shared>,
+    reads: Option<StoreReads>,
 }
 
 /// One viewer's ends: send commands, receive events and snapshots.
@@ -117,7 +119,24 @@ impl Hub {
             drained: watch::Sender::new(false),
         });
         tokio::spawn(route(shared.clone(), events));
-        Hub { shared }
+        Hub {
+            shared,
+            reads: None,
+        }
+    }
+
+    /// Serves `reads` (the engine's [`crate::engine::RunningEngine::reads`])
+    /// to `Read` connections too; without, they are refused.
+    pub fn with_reads(self, reads: StoreReads) -> Hub {
+        Hub {
+            reads: Some(reads),
+            ..self
+        }
+    }
+
+    /// The engine's store reads, if it serves them.
+    pub fn reads(&self) -> Option<&StoreReads> {
+        self.reads.as_ref()
     }
 
     /// Completes once the engine has stopped and its last event has been

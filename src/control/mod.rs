@@ -6,6 +6,8 @@
 //! - `hub`: one engine fanned out to many viewers, local or remote.
 //! - `server`: the listening socket and one task pair per viewer.
 //! - `client` (and `pump`): a connection as an [`crate::engine::EngineHandle`].
+//! - `reads` and `read_client`: one read of the crawl's results on a
+//!   connection of its own (the engine's side, and the blocking reader's).
 
 #![warn(missing_docs)]
 
@@ -14,8 +16,12 @@ pub mod hub;
 pub mod lock;
 pub mod protocol;
 mod pump;
+pub mod read_client;
+pub mod reads;
 pub mod server;
 
+#[cfg(test)]
+mod reads_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! (`tokio_util`'s codec), each one JSON message. A connection opens with
 //! `Hello` → `Welcome` (or `Refused`); then the client sends commands and its
 //! hosts window, and the server sends snapshots (cut to that window) and
-//! events until one side leaves.
+//! events until one side leaves. A connection that opens with `Read` instead
+//! asks one read of the crawl's results: it is answered by `Rows` frames,
+//! then `End` (or `ReadFailed`), and closes; it is no viewer.
 
 use std::sync::Arc;
 
@@ -17,7 +19,7 @@ use crate::engine::host_window::HostWindow;
 use crate::engine::telemetry::{EngineEvent, Snapshot};
 
 /// Bumped whenever a message changes shape; both sides must agree exactly.
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// The largest frame either side accepts. Even a whole snapshot of a wide
 /// crawl (500 hosts with their queue heads) is well under this.
@@ -44,6 +46,16 @@ pub enum ClientMsg {
     /// The part of the hosts list the viewer shows: snapshots carry only
     /// those rows, and the detail host in full. Until the first one, none.
     Window(HostWindow),
+    /// Instead of `Hello`: one read of the crawl's results (`verb arg`, see
+    /// `engine::reads`), answered on this connection, which then closes.
+    Read {
+        /// The client's [`PROTOCOL_VERSION`].
+        version: u32,
+        /// What to read (`pages`, `page`, `inspect`, …).
+        verb: String,
+        /// Its argument: a URL or a URL prefix, often empty.
+        arg: String,
+    },
 }
 
 /// What the server says.
@@ -77,17 +89,45 @@ pub enum ServerMsg {
         /// Why, in words ("crawl finished: …", "engine stopped").
         reason: String,
     },
+    /// Rows answering a `Read`, in order; more may follow.
+    Rows(RowChunk),
+    /// The `Read`'s answer is complete; the connection closes after this.
+    End,
+    /// The `Read` failed after the rows sent before; the connection closes
+    /// after this.
+    ReadFailed {
+        /// Why, with the fix.
+        reason: String,
+    },
+}
+
+/// Rows of a read, each one JSON value as the engine serialized it (passed
+/// through untouched, decoded only by the reader that knows their type).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RowChunk(pub Vec<Box<serde_json::value::RawValue>>);
+
+impl PartialEq for RowChunk {
+    fn eq(&self, other: &RowChunk) -> bool {
+        self.0.len() == other.0.len()
+            && self.0.iter().zip(&other.0).all(|(a, b)| a.get() == b.get())
+    }
 }
 
 /// A byte stream framed into messages.
 pub type Transport<S> = Framed<S, LengthDelimitedCodec>;
 
+/// The protocol's framing: a 4-byte big-endian length, then that many
+/// bytes, at most [`MAX_FRAME`]. Async transports and the blocking reads
+/// client (`control::read_client`) both frame with this.
+pub fn codec() -> LengthDelimitedCodec {
+    LengthDelimitedCodec::builder()
+        .max_frame_length(MAX_FRAME)
+        .new_codec()
+}
+
 /// Frames `stream` with the protocol's length-delimited codec.
 pub fn transport<S: AsyncRead + AsyncWrite>(stream: S) -> Transport<S> {
-    let codec = LengthDelimitedCodec::builder()
-        .max_frame_length(MAX_FRAME)
-        .new_codec();
-    Framed::new(stream, codec)
+    Framed::new(stream, codec())
 }
 
 /// Errors of the wire: I/O, a frame that is not a message, or an early close.
@@ -157,6 +197,31 @@ mod tests {
             recv::<_, ServerMsg>(&mut a).await,
             Err(WireError::Closed)
         ));
+    }
+
+    #[tokio::test]
+    async fn a_read_and_its_rows_round_trip_with_the_rows_untouched() {
+        // A tab or a newline in the argument is nothing special in JSON.
+        let read = ClientMsg::Read {
+            version: PROTOCOL_VERSION,
+            verb: "pages".into(),
+            arg: "http://a.example/\t\n".into(),
+        };
+        let decoded: ClientMsg = serde_json::from_slice(&encode(&read).unwrap()).unwrap();
+        assert_eq!(decoded, read);
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let (mut a, mut b) = (transport(a), transport(b));
+        let rows = [r#"{"url":"http://a.example/","status":200}"#, r#"[1,"x"]"#];
+        let raw = |row: &str| serde_json::value::RawValue::from_string(row.into()).unwrap();
+        let chunk = ServerMsg::Rows(RowChunk(rows.iter().map(|r| raw(r)).collect()));
+        send(&mut b, &chunk).await.unwrap();
+        send(&mut b, &ServerMsg::End).await.unwrap();
+        let ServerMsg::Rows(RowChunk(got)) = recv::<_, ServerMsg>(&mut a).await.unwrap() else {
+            panic!("rows first")
+        };
+        let got: Vec<&str> = got.iter().map(|row| row.get()).collect();
+        assert_eq!(got, rows, "each row as the engine wrote it");
+        assert_eq!(recv::<_, ServerMsg>(&mut a).await.unwrap(), ServerMsg::End);
     }
 
     #[tokio::test]

@@ -55,7 +55,14 @@ where
                     }
                 }
                 Ok(ServerMsg::Gone { reason }) => break reason,
-                Ok(ServerMsg::Welcome { .. } | ServerMsg::Refused { .. }) => {}
+                // Not for a viewer: the handshake's, and a read's answers.
+                Ok(
+                    ServerMsg::Welcome { .. }
+                    | ServerMsg::Refused { .. }
+                    | ServerMsg::Rows(_)
+                    | ServerMsg::End
+                    | ServerMsg::ReadFailed { .. },
+                ) => {}
                 Err(WireError::Malformed(e)) => {
                     tracing::warn!("control socket: ignored a malformed message: {e}");
                 }

@@ -3,7 +3,8 @@
 //! write snapshots (latest wins, cut to the viewer's hosts window) and events
 //! (bounded, dropped with a count; fetches only of the open detail host) until
 //! the engine stops or the viewer leaves. A viewer that vanishes changes
-//! nothing in the crawl.
+//! nothing in the crawl. A connection that opens with `Read` is served by
+//! `reads` instead: one read of the results, no viewer.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -117,7 +118,7 @@ async fn accept_loop(hub: Hub, listener: UnixListener) {
         let hub = hub.clone();
         tokio::spawn(async move {
             if let Err(e) = serve_connection(hub, stream).await {
-                tracing::info!("control socket: a viewer left: {e}");
+                tracing::info!("control socket: a connection ended: {e}");
             }
         });
     }
@@ -142,7 +143,8 @@ pub fn same_user(uid: u32) -> Result<(), String> {
     }
 }
 
-/// Serves one viewer on any byte stream until it leaves or the engine stops.
+/// Serves one viewer on any byte stream until it leaves or the engine stops,
+/// or one read of the results when the connection opens with `Read`.
 pub async fn serve_connection<S>(hub: Hub, stream: S) -> Result<(), WireError>
 where
     S: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -152,15 +154,24 @@ where
         .await
         .map_err(|_| WireError::Closed)??;
     let read_only = match hello {
-        ClientMsg::Hello { version, read_only } if version == PROTOCOL_VERSION => read_only,
-        ClientMsg::Hello { version, .. } => {
+        ClientMsg::Hello { version, .. } if version != PROTOCOL_VERSION => {
             let reason = format!(
                 "this engine speaks control protocol {PROTOCOL_VERSION}, the viewer {version}; attach with the same crawldeck version as the running crawl"
             );
             return send(&mut wire, &ServerMsg::Refused { reason }).await;
         }
+        ClientMsg::Read { version, .. } if version != PROTOCOL_VERSION => {
+            let reason = format!(
+                "this engine speaks control protocol {PROTOCOL_VERSION}, the reader {version}; read the crawl with the same crawldeck version as runs it"
+            );
+            return send(&mut wire, &ServerMsg::Refused { reason }).await;
+        }
+        ClientMsg::Hello { read_only, .. } => read_only,
+        ClientMsg::Read { verb, arg, .. } => {
+            return super::reads::serve_read(&hub, verb, arg, wire).await;
+        }
         ClientMsg::Command { .. } | ClientMsg::Window(_) => {
-            let reason = "a connection must start with Hello".to_string();
+            let reason = "a connection must start with Hello or Read".to_string();
             return send(&mut wire, &ServerMsg::Refused { reason }).await;
         }
     };
@@ -183,7 +194,7 @@ where
                 Ok(ClientMsg::Window(asked)) => {
                     window_tx.send_replace(asked.bounded());
                 }
-                Ok(ClientMsg::Hello { .. }) => {}
+                Ok(ClientMsg::Hello { .. } | ClientMsg::Read { .. }) => {}
                 Err(e) => return e,
             }
         }

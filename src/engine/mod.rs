@@ -31,6 +31,7 @@ pub mod page_facts;
 pub(crate) mod politeness;
 pub(crate) mod prioritize;
 mod probes;
+pub mod reads;
 mod recrawl;
 pub(crate) mod robots;
 pub(crate) mod rules;
@@ -171,6 +172,10 @@ pub struct RunningEngine {
     pub settings: Vec<String>,
     /// Ends with the final snapshot once the crawl is over and checkpointed.
     pub done: tokio::task::JoinHandle<Result<Snapshot, EngineError>>,
+    /// Reads of the crawl's store beside the crawl loop, for the control
+    /// socket to serve (`control::hub::Hub::with_reads`): while the crawl
+    /// runs, its store can be read only through them. Closed before `done`.
+    pub reads: reads::StoreReads,
 }
 
 /// How a front end wants the engine to behave.
@@ -231,46 +236,38 @@ pub async fn start_with(
 ) -> Result<RunningEngine, EngineError> {
     let (handle, ends) = EngineHandle::channel();
     let data_dir = data_dir.to_path_buf();
-    let data_dir_for_socket = data_dir.clone();
+    let data_dir_for_reads = data_dir.clone();
     // Opening sled and rebuilding the seen filter is blocking work.
     let coordinator =
         tokio::task::spawn_blocking(move || coordinator::build(config, &data_dir, ends, options))
             .await
             .map_err(|e| EngineError::Store(format!("engine start-up failed: {e}")))??;
     let settings = coordinator.settings_report();
-    let results = serve_results(coordinator.store(), &data_dir_for_socket);
+    let store = coordinator.store().clone();
+    let reads = reads::StoreReads::new(store, &data_dir_for_reads, served_reads());
+    let closing = reads.clone();
     let runtime = tokio::runtime::Handle::current();
     let done = tokio::task::spawn_blocking(move || {
         let ended = runtime.block_on(coordinator.run(shutdown));
-        // Readers are cut off before the store closes, so a restart can open it.
-        drop(results);
+        // Readers let go of the store before it closes, so a restart can open it.
+        closing.close(&runtime);
         ended
     });
     Ok(RunningEngine {
         handle,
         settings,
         done,
+        reads,
     })
 }
 
-/// Serves the store's reads to `crawldeck pages` and `links` while the crawl
-/// runs; without the socket those commands wait for the crawl to end.
+/// The reads served beside the store's own: the page inspector's.
 #[cfg(unix)]
-fn serve_results(
-    store: &store::Store,
-    data_dir: &std::path::Path,
-) -> Option<store::remote::ResultsServer> {
-    store::remote::ResultsServer::start(store.clone(), data_dir, inspect::SOCKET_READS)
-        .map_err(|e| {
-            tracing::warn!(
-                "cannot serve results on {}: {e}; listings of this crawl must wait until it ends",
-                data_dir.join(store::remote::SOCKET_FILE).display()
-            )
-        })
-        .ok()
+fn served_reads() -> &'static [reads::ExtraRead] {
+    inspect::SOCKET_READS
 }
 
 #[cfg(not(unix))]
-fn serve_results(_store: &store::Store, _data_dir: &std::path::Path) -> Option<()> {
-    None
+fn served_reads() -> &'static [reads::ExtraRead] {
+    &[]
 }

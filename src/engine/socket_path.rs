@@ -1,6 +1,6 @@
 //! Unix socket paths of any length. A socket's address holds at most 107
-//! bytes of path on Linux, and the data directory's sockets (`control.sock`,
-//! `results.sock`) live wherever the operator put the crawl: a deep `--data`
+//! bytes of path on Linux, and the data directory's socket (`control.sock`)
+//! lives wherever the operator put the crawl: a deep `--data`
 //! must not stop the crawl or its viewers. A longer path is reached through
 //! an open descriptor of its directory, `/proc/self/fd/N/NAME`, which the
 //! kernel resolves to the same file.

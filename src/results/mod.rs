@@ -1,6 +1,6 @@
 //! `crawldeck pages` and `crawldeck links`: what a crawl found, listed,
 //! filtered and exported from its store (or from the running engine through
-//! its results socket, see `engine::store::remote`).
+//! its control socket, see `engine::store::remote`).
 
 pub mod audit;
 pub mod diff;

@@ -4,7 +4,7 @@
 //! their host's sitemaps. Derived, not stored: a URL with a referrer page
 //! was found by links (a sitemap is never recorded as a referrer), one with
 //! a sitemap row (`store::sitemaps`) by a sitemap. Works on a finished crawl
-//! and, through the results socket, on a running one (what is recorded so
+//! and, through the control socket, on a running one (what is recorded so
 //! far: URLs still queued have no row yet).
 
 use std::collections::HashSet;

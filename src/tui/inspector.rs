@@ -1,7 +1,7 @@
 //! The page inspector's decisions: which pages it shows (an alert's
 //! evidence, a host's recent fetches), stepping through them, `:select`, and
 //! the answers read off the loop. Pages are read through the crawl's read
-//! path (`Results`: the store, or the running engine's results socket), never
+//! path (`Results`: the store, or the running engine's control socket), never
 //! by the UI loop itself.
 
 use std::collections::HashMap;

@@ -29,7 +29,7 @@ pub trait RemoteRecords: Send + Sync + std::fmt::Debug {
 /// The crawl's records.
 #[derive(Debug, Clone)]
 pub enum Records {
-    /// A data directory (through its engine's results socket while one runs).
+    /// A data directory (through its engine's control socket while one runs).
     Dir(PathBuf),
     /// Records kept elsewhere.
     Remote(Arc<dyn RemoteRecords>),

@@ -59,13 +59,53 @@ pub async fn start_demo(sites: Vec<SiteKind>) -> DemoWeb {
     .expect("demo web starts on 127.0.0.1")
 }
 
+/// A crawl started in this process, served on its data directory's control
+/// socket as `crawldeck` serves one, so that other processes read it.
+pub struct Served {
+    _server: crawldeck::control::server::ControlServer,
+    _lock: crawldeck::control::lock::DataDirLock,
+}
+
+/// Serves `running` (started in `dir`) on `dir`'s control socket; from now
+/// on `running.handle` is a viewer of it, as a front end in `crawldeck`'s
+/// own process is.
+pub fn serve_control(dir: &Path, running: &mut crawldeck::engine::RunningEngine) -> Served {
+    use crawldeck::control::{hub::Hub, lock::DataDirLock, server::ControlSocket};
+    let lock = DataDirLock::acquire(dir).expect("the data directory locks");
+    let socket = ControlSocket::bind(lock.socket_path()).expect("the control socket binds");
+    let (unused, _) = crawldeck::engine::EngineHandle::channel();
+    let handle = std::mem::replace(&mut running.handle, unused);
+    let hub = Hub::new(handle).with_reads(running.reads.clone());
+    running.handle = hub.local_handle();
+    Served {
+        _server: socket.serve(hub),
+        _lock: lock,
+    }
+}
+
 /// A crawl a test leaves running while it reads the data directory.
 pub struct LiveCrawl {
     pub running: crawldeck::engine::RunningEngine,
     pub stop: tokio::sync::oneshot::Sender<()>,
+    _served: Served,
 }
 
 impl LiveCrawl {
+    /// `running`, started in `dir`, served on its control socket; `stop`
+    /// ends it.
+    pub fn serve(
+        dir: &Path,
+        mut running: crawldeck::engine::RunningEngine,
+        stop: tokio::sync::oneshot::Sender<()>,
+    ) -> LiveCrawl {
+        let served = serve_control(dir, &mut running);
+        LiveCrawl {
+            running,
+            stop,
+            _served: served,
+        }
+    }
+
     /// Stops the crawl and waits, within [`CRAWL_LIMIT`], for its clean end.
     pub async fn stop(self) {
         let _ = self.stop.send(());
@@ -93,7 +133,7 @@ pub async fn crawl_until(demo: &DemoWeb, dir: &Path, pages: u64) -> LiveCrawl {
     })
     .await
     .unwrap_or_else(|_| panic!("{pages} pages within the limit"));
-    LiveCrawl { running, stop }
+    LiveCrawl::serve(dir, running, stop)
 }
 
 /// Crawls to the end and returns the final snapshot.

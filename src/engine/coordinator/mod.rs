@@ -234,7 +234,7 @@ impl Coordinator {
         snapshot
     }
 
-    /// The store, for readers beside the crawl loop (the results socket).
+    /// The store, for readers beside the crawl loop (`engine::reads`).
     pub(super) fn store(&self) -> &Store {
         &self.store
     }

@@ -1,5 +1,5 @@
 //! The page inspector's data: a fetched page read back from its WARC record
-//! and the store, off the crawl loop (a results-socket reader thread, or a
+//! and the store, off the crawl loop (a running engine's reader thread, or a
 //! process of its own when no crawl runs). Everything is capped: a page
 //! archived at any size yields at most [`MAX_BODY`] bytes of HTML and
 //! bounded lists. Strings are as the network sent them; front ends strip
@@ -19,8 +19,9 @@ pub use diff::{side_by_side, DiffRow, DiffSide};
 pub use fates::LinkFate;
 pub use html::{select, MAX_SELECTED};
 
+use super::reads::{ExtraAnswer, ExtraRead};
 #[cfg(unix)]
-use super::store::remote::{ExtraAnswer, ExtraRead, Results};
+use super::store::remote::Results;
 use super::store::{read_response, PageOutcome, PageRecord, Store, StoreError, SOFT_404_PROBE};
 
 /// Most body bytes read back from the archive.
@@ -100,9 +101,8 @@ pub struct InspectedLink {
     pub fate: LinkFate,
 }
 
-/// The inspector's request on a running engine's results socket, answered on
-/// its reader threads so the crawl loop never waits on it.
-#[cfg(unix)]
+/// The inspector's reads of a running engine, answered on its reader
+/// threads (`engine::reads`) so the crawl loop never waits on them.
 pub(crate) const SOCKET_READS: &[ExtraRead] = &[
     ExtraRead {
         name: "inspect",
@@ -118,7 +118,6 @@ pub(crate) const SOCKET_READS: &[ExtraRead] = &[
     },
 ];
 
-#[cfg(unix)]
 fn parked_as_json(
     store: &Store,
     _data_dir: &Path,
@@ -143,7 +142,6 @@ pub fn read_parked(
     }
 }
 
-#[cfg(unix)]
 fn quarantine_as_json(
     store: &Store,
     _data_dir: &Path,
@@ -156,7 +154,7 @@ fn quarantine_as_json(
 }
 
 /// The parked URLs by alert through `results` (the store, or a running
-/// engine's results socket).
+/// engine's reads on its control socket).
 #[cfg(unix)]
 pub fn read_quarantine(results: &Results) -> Result<quarantine::Quarantine, StoreError> {
     match results {
@@ -165,7 +163,6 @@ pub fn read_quarantine(results: &Results) -> Result<quarantine::Quarantine, Stor
     }
 }
 
-#[cfg(unix)]
 fn inspect_as_json(
     store: &Store,
     data_dir: &Path,
@@ -179,7 +176,7 @@ fn inspect_as_json(
 }
 
 /// The inspection of `url` through `results`: the store itself, or a
-/// running engine's results socket (read on its reader threads).
+/// running engine's control socket (read on its reader threads).
 #[cfg(unix)]
 pub fn read(
     results: &Results,
