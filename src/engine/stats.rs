@@ -11,8 +11,8 @@ use super::telemetry::Counters;
 
 /// Window of the crawl-wide pages/s and bytes/s.
 const RATE_WINDOW: Duration = Duration::from_secs(5);
-/// Where an earlier version kept the counters and elapsed time (sled's meta
-/// tree, written only at checkpoints): read when the crawl tree has none.
+/// Where an earlier version kept the counters and elapsed time (the typed
+/// `meta` tree, written only at checkpoints): read when the crawl tree has none.
 const OLD_COUNTERS_KEY: &[u8] = b"counters";
 const OLD_ELAPSED_KEY: &[u8] = b"elapsed_ms";
 

@@ -1,7 +1,7 @@
 //! The coordinator: the crawl loop over the engine's parts. It waits on
 //! operator commands, fetch results, timers and shutdown, and moves work
 //! between the parts, which own their state (see docs/ARCHITECTURE.md). It
-//! runs on its own thread so sled calls never stall the runtime's workers.
+//! runs on its own thread so store calls never stall the runtime's workers.
 
 mod admitted;
 mod boot;

@@ -70,7 +70,7 @@ pub struct HostQueueView {
     /// What the host is doing at the time asked about.
     pub activity: HostActivity,
     /// The first URLs the host will hand out next, in order: at most as many
-    /// as asked, at least one if any is queued (the sled frontier shows only
+    /// as asked, at least one if any is queued (the local frontier shows only
     /// those it holds in memory).
     pub head: Vec<String>,
 }

@@ -1,10 +1,10 @@
 //! Who links to each URL: the page it was first found on and a few more.
 //!
 //! A crawl writes a referrer for nearly every new link of every page, at keys
-//! in URL order: random inserts all over a growing key space. In sled they
-//! cost as much CPU as the rest of the store together and, once they outgrew
-//! sled's cache, its memory ran away (docs/PERFORMANCE.md, "Memory"). So they live in the
-//! crawl index, an LSM tree (`index.rs`).
+//! in URL order: random inserts all over a growing key space. In sled, where
+//! earlier versions kept them, they cost as much CPU as the rest of the store
+//! together and, once they outgrew sled's cache, its memory ran away
+//! (docs/PERFORMANCE.md, "Memory"); an LSM tree (`index.rs`) appends them.
 
 use super::index::{CrawlIndex, Rows};
 use super::inlinks::InlinkTally;
