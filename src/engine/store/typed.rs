@@ -167,6 +167,49 @@ mod tests {
         );
     }
 
+    /// The child's half of the test below: set in its environment.
+    const CHILD_DIR: &str = "CRAWLDECK_TYPED_WRITE_CHILD_DIR";
+
+    #[test]
+    fn a_typed_write_survives_kill_nine_without_a_flush() {
+        use std::io::BufRead;
+        use std::time::Duration;
+        if let Some(dir) = std::env::var_os(CHILD_DIR) {
+            let store = Store::open(std::path::Path::new(&dir), 1 << 20).unwrap();
+            store.put(Tree::Rules, b"r1", &"kept").unwrap();
+            println!("written");
+            std::thread::sleep(Duration::from_secs(60));
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let name = "engine::store::typed::tests::a_typed_write_survives_kill_nine_without_a_flush";
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", name, "--nocapture", "--test-threads", "1"])
+            .env(CHILD_DIR, dir.path())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let written = std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+                .any(|line| line.contains("written"));
+            let _ = tx.send(written);
+        });
+        let written = rx.recv_timeout(Duration::from_secs(60));
+        child.kill().unwrap(); // SIGKILL: no flush, no destructor
+        child.wait().unwrap();
+        assert_eq!(written, Ok(true), "the child wrote its record");
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(
+            store.get::<String>(Tree::Rules, b"r1").unwrap().as_deref(),
+            Some("kept")
+        );
+    }
+
     #[test]
     fn a_typed_record_and_a_page_commit_in_one_write() {
         use crate::engine::store::{PageOutcome, PageRecord};
