@@ -301,7 +301,7 @@ fn resume_reads_the_stored_config_and_adds_new_seeds() {
 #[test]
 fn a_database_without_config_still_counts_as_a_crawl() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join(cli::DB_DIR)).unwrap();
+    std::fs::create_dir_all(dir.path().join(cli::INDEX_DIR)).unwrap();
     let run = resolve(&[
         "crawl",
         "--headless",
@@ -451,7 +451,7 @@ fn recrawl_needs_an_existing_crawl() {
     let err = resolve(&["demo", "--headless", "--recrawl"]).unwrap_err();
     assert!(err.0.contains("--recrawl needs --data DIR"), "{err}");
 
-    std::fs::create_dir_all(dir.path().join("old").join(cli::DB_DIR)).unwrap();
+    std::fs::create_dir_all(dir.path().join("old").join(cli::INDEX_DIR)).unwrap();
     let old = dir.path().join("old");
     let run = resolve(&["crawl", "--recrawl", "--data", old.to_str().unwrap()]).unwrap();
     assert!(run.recrawl && run.resuming);
@@ -610,7 +610,7 @@ fn alert_decisions_need_an_existing_crawl_and_headless() {
     assert!(no_headless.is_err(), "--accept needs --headless");
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("c1");
-    std::fs::create_dir_all(data.join("db")).unwrap();
+    std::fs::create_dir_all(data.join(cli::INDEX_DIR)).unwrap();
     let data = data.to_str().unwrap();
     let run = resolve(&[
         "crawl",

@@ -41,7 +41,11 @@ async fn data_directory_and_its_files_are_private_after_a_crawl() {
     assert!(wrong.is_empty(), "not private: {wrong:#?}");
     let warc = std::fs::read_dir(dir.join("warc")).unwrap().count();
     assert!(warc > 0, "the crawl wrote a WARC file");
-    assert!(dir.join("db").is_dir());
+    assert!(dir.join("index").is_dir());
+    assert!(
+        !dir.join("db").exists(),
+        "a new crawl makes no sled database"
+    );
     assert!(dir.join("crawl.toml").is_file());
     demo.shutdown().await;
 }

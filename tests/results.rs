@@ -378,7 +378,10 @@ fn bad_filters_and_missing_crawls_are_named() {
     let out = crawldeck(&["pages", data]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("holds no crawl"));
-    assert!(!dir.path().join("db").exists(), "a listing creates nothing");
+    assert!(
+        !dir.path().join("index").exists(),
+        "a listing creates nothing"
+    );
 }
 
 #[test]
@@ -392,7 +395,7 @@ fn a_missing_dir_or_a_file_is_no_crawl_not_a_damaged_one() {
     let cases = [
         (&missing, "does not exist"),
         (&file, "is not a directory"),
-        (&empty, "holds no crawl (no db/ inside)"),
+        (&empty, "holds no crawl (no index/ inside)"),
     ];
     for (path, why) in cases {
         let path = path.to_str().unwrap();
@@ -415,12 +418,12 @@ fn a_missing_dir_or_a_file_is_no_crawl_not_a_damaged_one() {
     }
     assert!(!missing.exists(), "a listing creates nothing");
 
-    // A crawl.toml without its db/ is a crawl that lost its database.
+    // A crawl.toml without its index/ is a crawl that lost its database.
     std::fs::write(empty.join("crawl.toml"), "").unwrap();
     let out = crawldeck(&["pages", empty.to_str().unwrap()]);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("corrupt data directory"), "{err}");
-    assert!(err.contains("holds a crawl.toml but no db/"), "{err}");
+    assert!(err.contains("holds a crawl.toml but no index/"), "{err}");
 }
 
 /// While a crawl runs, its store is locked by the engine; a listing reads

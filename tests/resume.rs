@@ -187,8 +187,8 @@ async fn a_write_the_disk_refuses_exits_1_with_the_reason_and_resume_loses_nothi
     let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
     // The index's journal is a 64 MiB (sparse) file made with the index: the
     // crawl starts without the limit, stops after a few pages, and goes on
-    // with no file allowed past 1 MiB more than the largest holds (sled
-    // grows its file by 512 KiB segments).
+    // with no file allowed past 1 MiB more than the largest holds (the WARC
+    // file and the index's tables grow past it).
     let mut start = crawl_command(dir.path(), &seeds);
     start.args(["--max-pages", "5"]);
     let started = run_bounded(start, Duration::from_secs(120)).await;

@@ -62,9 +62,9 @@ pub fn export_query(args: ExportArgs) -> Result<ExportQuery, UsageError> {
 }
 
 fn check_crawl(dir: &Path) -> Result<(), UsageError> {
-    if !dir.join(super::DB_DIR).is_dir() {
+    if !crate::engine::store::Store::exists_in(dir) {
         return Err(UsageError(format!(
-            "{} holds no crawl (no db/ inside); give the data directory of a crawl",
+            "{} holds no crawl (no index/ inside); give the data directory of a crawl",
             dir.display()
         )));
     }

@@ -23,8 +23,8 @@ pub const DEFAULT_DATA_DIR: &str = "crawldeck-data";
 pub use crate::engine::config::CONFIG_FILE;
 /// The tracing log inside a data directory.
 pub const LOG_FILE: &str = "crawldeck.log";
-/// The sled database inside a data directory.
-pub const DB_DIR: &str = "db";
+/// The crawl's database inside a data directory.
+pub use crate::engine::store::INDEX_DIR;
 
 #[derive(Debug, Parser)]
 #[command(

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 use super::usage::UsageError;
-use super::{Cli, CliCommand, RunArgs, CONFIG_FILE, DB_DIR, DEFAULT_DATA_DIR};
+use super::{Cli, CliCommand, RunArgs, CONFIG_FILE, DEFAULT_DATA_DIR};
 use crate::engine::config::{ascii_domain, extract, parse_seed, CrawlConfig};
 use crate::engine::RunOverrides;
 
@@ -417,7 +417,7 @@ fn checked_log_filter(log_level: Option<String>) -> Result<Option<String>, Usage
 
 /// A data directory holds a crawl once it has a stored config or a database.
 pub fn holds_crawl(dir: &Path) -> bool {
-    dir.join(CONFIG_FILE).is_file() || dir.join(DB_DIR).is_dir()
+    dir.join(CONFIG_FILE).is_file() || crate::engine::store::Store::exists_in(dir)
 }
 
 /// Seeds file: one URL per line; blank lines and `#` comment lines are skipped.

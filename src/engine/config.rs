@@ -47,7 +47,7 @@ pub struct CrawlConfig {
     pub breaker: BreakerConfig,
     /// Spider-trap detection and what an alert does.
     pub traps: TrapConfig,
-    /// The sled cache and WARC output.
+    /// The store's cache and WARC output.
     pub storage: StorageConfig,
     /// Sitemaps read when a host is first met, and their bounds.
     pub sitemaps: SitemapsConfig,
@@ -400,8 +400,8 @@ impl Default for TrapConfig {
 #[serde(default, deny_unknown_fields)]
 /// `[storage]`: the database cache and WARC output.
 pub struct StorageConfig {
-    /// Read cache in bytes, each, of the crawl index (fjall) and of sled's
-    /// small trees (docs/PERFORMANCE.md, "Scale").
+    /// Block cache in bytes of the crawl's database (fjall, `<data>/index`;
+    /// docs/PERFORMANCE.md, "Scale").
     pub cache_bytes: u64,
     /// Rotate WARC files at this size.
     pub warc_max_bytes: u64,
@@ -592,7 +592,7 @@ impl CrawlConfig {
             return invalid("scope.max_url_len", "must be at least 16");
         }
         if self.storage.cache_bytes < MIN_CACHE_BYTES {
-            // sled panics below 256 bytes; a cache that small is useless anyway.
+            // A cache under 1 MiB holds too few blocks to spare a read.
             return invalid(
                 "storage.cache_bytes",
                 format!(

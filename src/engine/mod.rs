@@ -237,7 +237,7 @@ pub async fn start_with(
     let (handle, ends) = EngineHandle::channel();
     let data_dir = data_dir.to_path_buf();
     let data_dir_for_reads = data_dir.clone();
-    // Opening sled and rebuilding the seen filter is blocking work.
+    // Opening the store and rebuilding the seen filter is blocking work.
     let coordinator =
         tokio::task::spawn_blocking(move || coordinator::build(config, &data_dir, ends, options))
             .await

@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::store::{keys, Store, StoreError, Tree};
+use super::store::{keys, CrawlBatch, Store, StoreError, Tree};
 use super::telemetry::Counters;
 
 /// Window of the crawl-wide pages/s and bytes/s.
 const RATE_WINDOW: Duration = Duration::from_secs(5);
-/// Where an earlier version kept the counters and elapsed time (sled's meta
-/// tree, written only at checkpoints): read when the crawl tree has none.
+/// Where an earlier version kept the counters and elapsed time (the typed
+/// `meta` tree, written only at checkpoints): read when the crawl tree has none.
 const OLD_COUNTERS_KEY: &[u8] = b"counters";
 const OLD_ELAPSED_KEY: &[u8] = b"elapsed_ms";
 
@@ -165,22 +165,14 @@ impl CrawlStats {
         )
     }
 
-    /// Stores the counters and elapsed time in one batch with `with`
-    /// (hosts' figures, which must agree with the counters); flushed by the
-    /// caller, with the pages they count.
-    pub(crate) fn save(
-        &self,
-        store: &Store,
-        with: &[(Vec<u8>, Vec<u8>)],
-    ) -> Result<(), StoreError> {
+    /// Puts the counters and elapsed time into `batch`, which the caller
+    /// writes with the pages they count and the hosts' figures (which must
+    /// agree with them).
+    pub(crate) fn save_into(&self, batch: &mut CrawlBatch) -> Result<(), StoreError> {
         let elapsed = encode(&(self.elapsed().as_millis() as u64))?;
-        let counters = encode(&self.counters)?;
-        let mut values: Vec<(&[u8], Vec<u8>)> = vec![
-            (keys::META_ELAPSED, elapsed),
-            (keys::META_COUNTERS, counters),
-        ];
-        values.extend(with.iter().map(|(k, v)| (k.as_slice(), v.clone())));
-        store.put_progress(&values)
+        batch.set_meta(keys::META_ELAPSED, &elapsed);
+        batch.set_meta(keys::META_COUNTERS, &encode(&self.counters)?);
+        Ok(())
     }
 }
 
@@ -195,6 +187,13 @@ fn encode(value: &impl serde::Serialize) -> Result<Vec<u8>, StoreError> {
 mod tests {
     use super::*;
 
+    /// Stores the counters as the coordinator's sync does.
+    fn save(stats: &CrawlStats, store: &Store) {
+        let mut batch = CrawlBatch::default();
+        stats.save_into(&mut batch).expect("encoded");
+        store.apply(batch).expect("saved");
+    }
+
     #[tokio::test(start_paused = true)]
     async fn crawl_counters_and_time_continue_after_a_restart_but_not_in_a_new_pass() {
         let dir = tempfile::tempdir().expect("temp dir");
@@ -205,7 +204,7 @@ mod tests {
         stats.count().links_cut += 1500;
         stats.count().pages_cut += 2;
         tokio::time::advance(Duration::from_secs(3)).await;
-        stats.save(&store, &[]).expect("saved");
+        save(&stats, &store);
 
         let resumed = CrawlStats::load(&store, false).expect("resumed");
         assert_eq!(resumed.counters().pages_fetched, 7);
@@ -237,7 +236,7 @@ mod tests {
         assert!(resumed.elapsed() >= Duration::from_secs(5));
 
         resumed.count().pages_fetched += 1;
-        resumed.save(&store, &[]).expect("saved");
+        save(&resumed, &store);
         let again = CrawlStats::load(&store, false).expect("resumed again");
         assert_eq!(again.counters().pages_fetched, 12, "the crawl tree's wins");
     }

@@ -1,8 +1,8 @@
 //! Group commit: the pages that come back within [`GROUP_COMMIT_WINDOW`] are
-//! completed in one frontier batch and made durable by one sled flush. sled
-//! writes and syncs its log for every batch it applies, so one batch per page
-//! cost two disk writes, a `sync_file_range` and a wake-up of its I/O threads
-//! per page. A page's lease ends only with its group's flush, so its host
+//! completed in one frontier batch, with the counters and host state they
+//! changed, and made durable by one flush (a journal sync): one sync per
+//! page cost a disk write and a wait each, as it did with sled, which synced
+//! its log for every batch. A page's lease ends only with its group's flush, so its host
 //! gets no new request before that: after a `kill -9` still only what was in
 //! flight is fetched again.
 

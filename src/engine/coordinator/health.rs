@@ -76,9 +76,7 @@ impl Coordinator {
             }
             BreakerPhase::HalfOpen => {}
         }
-        if let Err(e) = self.hosts.breaker_changed(host) {
-            self.storage_failed(&format!("saving the breaker state of {host}"), e);
-        }
+        self.hosts.breaker_changed(host);
     }
 
     /// Keeps the host's queue intact but hands out nothing until the next probe.

@@ -1,7 +1,7 @@
 //! The coordinator: the crawl loop over the engine's parts. It waits on
 //! operator commands, fetch results, timers and shutdown, and moves work
 //! between the parts, which own their state (see docs/ARCHITECTURE.md). It
-//! runs on its own thread so sled calls never stall the runtime's workers.
+//! runs on its own thread so store calls never stall the runtime's workers.
 
 mod admitted;
 mod boot;
@@ -43,7 +43,7 @@ use super::rules::OperatorRules;
 use super::sitemaps::SitemapFiles;
 use super::slots::FetchSlots;
 use super::stats::CrawlStats;
-use super::store::{Store, StoreError};
+use super::store::{CrawlBatch, Store, StoreError, INDEX_DIR};
 use super::tasks::{Work, Workers};
 use super::telemetry::{CrawlState, HostActivity, Level, Snapshot};
 use super::timers::{Timer, Timers};
@@ -271,7 +271,7 @@ impl Coordinator {
         if e.is_unreachable() {
             return self.frontier_unreachable(e);
         }
-        let db = std::path::Path::new(&self.data_dir).join("db");
+        let db = std::path::Path::new(&self.data_dir).join(INDEX_DIR);
         self.storage_fault(format!("{what} in {}: {e}", db.display()));
     }
 
@@ -395,43 +395,69 @@ impl Coordinator {
         }
     }
 
-    /// Writes the finished pages' group and makes everything durable, so a
-    /// `kill -9` re-fetches only what was in flight.
+    /// Writes the finished pages' group, with the counters that count them
+    /// and the hosts' figures and breaker records they changed in the same
+    /// atomic write (a page budget and a breaker hold across a `kill -9`
+    /// with their pages), and makes everything durable, so a `kill -9`
+    /// re-fetches only what was in flight.
     fn sync(&mut self) {
-        self.write_group();
+        let written = match self.progress() {
+            Ok(progress) => self.write_group_with(progress),
+            Err(e) => {
+                self.storage_failed("saving the crawl's counters", e);
+                self.write_group();
+                false
+            }
+        };
+        if written {
+            self.hosts.state_saved();
+        }
         if let Some(e) = self.hosts.take_read_failure() {
             self.storage_failed("reading a host's stored state", e);
         }
-        let saved = self.save_progress().and_then(|()| self.store.flush());
-        if let Err(e) = saved {
+        if let Err(e) = self.store.flush() {
             self.storage_failed("flush", e);
         }
     }
 
-    /// Stores the counters with the pages they count (a page budget holds
-    /// across a kill -9) and, in the same batch, the hosts' figures.
-    fn save_progress(&mut self) -> Result<(), StoreError> {
-        let figures = self.hosts.figures_to_save()?;
-        self.stats.save(&self.store, &figures)?;
-        self.hosts.figures_saved();
-        Ok(())
+    /// The crawl's counters and the hosts' changed state, to write.
+    fn progress(&self) -> Result<CrawlBatch, StoreError> {
+        let mut batch = CrawlBatch::default();
+        self.stats.save_into(&mut batch)?;
+        self.hosts.state_to_save(&mut batch)?;
+        Ok(batch)
     }
 
     /// Writes the finished pages' group without making it durable: only for
     /// a caller that syncs before the loop dispatches again, since a host may
     /// be handed out once its last page's lease has ended.
     fn write_group(&mut self) {
+        self.write_group_with(CrawlBatch::default());
+    }
+
+    /// [`Coordinator::write_group`] in one atomic write with `with`; whether
+    /// it was written.
+    fn write_group_with(&mut self, with: CrawlBatch) -> bool {
         let group = self.group_commit.take();
-        if !group.is_empty() {
-            let leases: Vec<Lease> = group.iter().map(|c| c.lease.clone()).collect();
-            if let Err(e) = self.frontier.complete_all(group) {
-                self.storage_failed("recording finished pages", e);
-                // Nothing of them was stored: their URLs stay queued.
-                for lease in leases {
-                    self.release(lease);
-                }
+        if group.is_empty() {
+            if with.is_empty() {
+                return true;
             }
+            let saved = self.store.apply(with);
+            return saved
+                .map_err(|e| self.storage_failed("saving the crawl's counters", e))
+                .is_ok();
         }
+        let leases: Vec<Lease> = group.iter().map(|c| c.lease.clone()).collect();
+        let Err(e) = self.frontier.complete_all(group, with) else {
+            return true;
+        };
+        self.storage_failed("recording finished pages", e);
+        // Nothing of them was stored: their URLs stay queued.
+        for lease in leases {
+            self.release(lease);
+        }
+        false
     }
 
     /// Writes everything that is kept only in memory between checkpoints.

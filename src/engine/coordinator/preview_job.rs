@@ -1,5 +1,5 @@
 //! Rule previews off the crawl loop: the scan runs on its own thread over
-//! the frontier's read handle (sled: the store's; Redis: a connection of its
+//! the frontier's read handle (local: the store's; Redis: a connection of its
 //! own), and the loop answers the command when
 //! the result comes back (like a rule removal's walk, `unblock.rs`). One
 //! preview thread at a time: a request made meanwhile waits, and a newer

@@ -17,7 +17,7 @@ use crate::engine::rules::{describe, CompiledRule, RuleSet};
 use crate::engine::store::{PageOutcome, PageRecord, StoreError};
 use crate::engine::telemetry::{AlertStatus, Level};
 
-/// Frontier rows one loop turn reads at most (a few ms of sled writes).
+/// Frontier rows one loop turn reads at most (a few ms of store writes).
 pub(super) const STEP: usize = 256;
 
 /// What a sweep does to the frontier.

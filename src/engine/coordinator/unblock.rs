@@ -32,7 +32,7 @@ use crate::engine::store::StoreError;
 use crate::engine::telemetry::Level;
 use walk::{blocked_by, walk};
 
-/// URLs per chunk: what one loop turn queues again (about 10 ms of sled
+/// URLs per chunk: what one loop turn queues again (about 10 ms of store
 /// writes; fetch results are served first).
 const CHUNK: usize = 256;
 /// Records the walk reads between checks that the crawl still listens.

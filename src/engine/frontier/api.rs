@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::{Frontier, FrontierEntry, FrontierReader, Hold, Lease};
 use crate::engine::control::HostKey;
-use crate::engine::store::{PageRecord, StoreError};
+use crate::engine::store::{CrawlBatch, PageRecord, StoreError};
 use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
 
 /// Whole-frontier counters, as plain values.
@@ -70,7 +70,7 @@ pub struct HostQueueView {
     /// What the host is doing at the time asked about.
     pub activity: HostActivity,
     /// The first URLs the host will hand out next, in order: at most as many
-    /// as asked, at least one if any is queued (the sled frontier shows only
+    /// as asked, at least one if any is queued (the local frontier shows only
     /// those it holds in memory).
     pub head: Vec<String>,
 }
@@ -120,16 +120,15 @@ pub trait FrontierStore: Send {
         outlinks: Vec<FrontierEntry>,
     ) -> Result<usize, StoreError>;
 
-    /// [`FrontierStore::complete`] for several leases, written together: one
-    /// atomic write for all is allowed (and cheaper). On `Err` the caller
+    /// [`FrontierStore::complete`] for several leases, their page records
+    /// written in one atomic write with `with` (the crawl's counters, the
+    /// hosts' state). On `Err` nothing of it is stored, and the caller
     /// releases the leases still out. Returns how many outlinks were queued.
-    fn complete_all(&mut self, done: Vec<Completion>) -> Result<usize, StoreError> {
-        let mut queued = 0;
-        for c in done {
-            queued += self.complete(&c.lease, &c.record, c.outlinks)?;
-        }
-        Ok(queued)
-    }
+    fn complete_all(
+        &mut self,
+        done: Vec<Completion>,
+        with: CrawlBatch,
+    ) -> Result<usize, StoreError>;
 
     /// Ends a lease by putting the URL back where it was: at its host's head.
     /// `StoreError::UnknownLease` if the lease already ended.
@@ -311,8 +310,12 @@ impl FrontierStore for Frontier {
         Frontier::complete(self, lease, record, outlinks)
     }
 
-    fn complete_all(&mut self, done: Vec<Completion>) -> Result<usize, StoreError> {
-        Frontier::complete_all(self, done)
+    fn complete_all(
+        &mut self,
+        done: Vec<Completion>,
+        with: CrawlBatch,
+    ) -> Result<usize, StoreError> {
+        Frontier::complete_all(self, done, with)
     }
 
     fn release(&mut self, lease: Lease) -> Result<(), StoreError> {

@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::{Completion, FrontierEntry, FrontierStore, Hold, HostQueueView, Lease, LEVEL_WEIGHTS};
-use crate::engine::store::{PageOutcome, PageRecord, StoreError, UrlKind};
+use crate::engine::store::{CrawlBatch, PageOutcome, PageRecord, StoreError, UrlKind};
 use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
 
 /// One `#[test]` per conformance property for the frontier `$open` opens.
@@ -755,7 +755,7 @@ pub(crate) fn complete_all_ends_every_lease_and_queues_their_links<F: FrontierSt
                 lease: l,
             })
             .collect();
-        assert_eq!(f.complete_all(group).unwrap(), 3);
+        assert_eq!(f.complete_all(group, CrawlBatch::default()).unwrap(), 3);
         let counts = f.counts().unwrap();
         assert_eq!((counts.queued, counts.in_flight), (1 + 3, 0));
         // Dropped without a checkpoint, like a killed process.

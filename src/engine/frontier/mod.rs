@@ -11,7 +11,7 @@
 //!
 //! The frontier also owns the seen set (see [`FrontierStore::claim_unseen`]).
 //! [`FrontierStore`] is the interface the coordinator uses, so the frontier can
-//! live elsewhere (a shared remote store); `Frontier` is its sled-backed version.
+//! live elsewhere (a shared remote store); `Frontier` is its version in the local store.
 
 mod api;
 #[cfg(test)]
@@ -59,7 +59,7 @@ const DEFAULT_SEED: u64 = 0x6372_6177_6c64_6563;
 /// Rows per store scan during bulk operations.
 const SCAN_CHUNK: usize = 1024;
 
-/// The URL frontier and seen set kept in a local sled [`Store`].
+/// The URL frontier and seen set kept in the local [`Store`].
 pub struct Frontier {
     store: Store,
     seen: SeenSet,

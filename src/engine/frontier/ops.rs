@@ -61,11 +61,15 @@ impl Frontier {
 
     /// Finishes several leases as [`Frontier::complete`] does, in one atomic
     /// batch: one write instead of one per page. All or nothing.
-    pub fn complete_all(&mut self, done: Vec<Completion>) -> Result<usize, StoreError> {
+    pub fn complete_all(
+        &mut self,
+        done: Vec<Completion>,
+        with: CrawlBatch,
+    ) -> Result<usize, StoreError> {
         for c in &done {
             self.leasing_host(&c.lease)?;
         }
-        let mut batch = CrawlBatch::default();
+        let mut batch = with;
         let mut staged_all = Vec::with_capacity(done.len());
         for Completion {
             lease,

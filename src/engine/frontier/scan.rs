@@ -10,10 +10,10 @@ use crate::engine::store::{keys, Store, StoreError};
 pub struct FrontierReader(Source);
 
 enum Source {
-    /// Every queued URL of the sled frontier, leased or in a host's head
+    /// Every queued URL of the local frontier, leased or in a host's head
     /// buffer, is a row of the store: this reads exactly what
     /// [`Frontier::scan`] reads.
-    Sled(Store),
+    Local(Store),
     /// The shared frontier, through a connection of the reader's own.
     Redis(Box<RedisReader>),
 }
@@ -31,13 +31,13 @@ impl FrontierReader {
         limit: usize,
     ) -> Result<ScanPage, StoreError> {
         match &mut self.0 {
-            Source::Sled(store) => scan_sled(store, range, from, limit),
+            Source::Local(store) => scan_local(store, range, from, limit),
             Source::Redis(reader) => reader.scan(range, from, limit),
         }
     }
 }
 
-fn scan_sled(
+fn scan_local(
     store: &Store,
     range: ScanRange,
     from: Option<&ScanCursor>,
@@ -67,7 +67,7 @@ fn scan_sled(
 impl Frontier {
     /// A read handle over this frontier's stored URLs.
     pub fn reader(&self) -> FrontierReader {
-        FrontierReader(Source::Sled(self.store.clone()))
+        FrontierReader(Source::Local(self.store.clone()))
     }
 
     /// See [`super::FrontierStore::scan`]; unreadable rows are skipped.
@@ -77,6 +77,6 @@ impl Frontier {
         from: Option<&ScanCursor>,
         limit: usize,
     ) -> Result<ScanPage, StoreError> {
-        scan_sled(&self.store, range, from, limit)
+        scan_local(&self.store, range, from, limit)
     }
 }

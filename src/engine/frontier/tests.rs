@@ -1,5 +1,5 @@
-//! Sled-specific behaviour: bounded head buffers, forgetting idle hosts,
-//! thread safety; and the conformance suite run against the sled frontier.
+//! The local frontier's own behaviour: bounded head buffers, forgetting idle hosts,
+//! thread safety; and the conformance suite run against the local frontier.
 
 use std::path::Path;
 use std::time::Duration;
@@ -10,7 +10,7 @@ pub(super) use super::conformance::{drain, entry, record};
 use super::host::BUFFER_CAP;
 use super::*;
 
-/// The sled frontier of `dir` (the conformance suite's opener).
+/// The local frontier of `dir` (the conformance suite's opener).
 pub(super) fn open_dir(dir: &Path) -> Frontier {
     let store = Store::open(dir, 8 << 20).unwrap();
     Frontier::open(&store).unwrap()

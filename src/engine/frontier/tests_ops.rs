@@ -10,7 +10,7 @@ use super::tests::{
     buffered_entries, drain, entry, host_in_flight, open_temp, queued_hosts, record,
 };
 use super::*;
-use crate::engine::store::{PageOutcome, PageRecord};
+use crate::engine::store::{CrawlBatch, PageOutcome, PageRecord};
 
 /// Counters must equal what a fresh scan of the store finds (leases count as
 /// queued there, as after a crash).
@@ -177,7 +177,10 @@ fn a_failed_group_write_records_nothing_and_leaves_links_unclaimed() {
         })
         .collect();
 
-    assert!(f.complete_all(group).is_err(), "the disk is full");
+    assert!(
+        f.complete_all(group, CrawlBatch::default()).is_err(),
+        "the disk is full"
+    );
     assert_eq!(f.in_flight(), 2, "every lease is still out");
     for l in &leases {
         assert!(

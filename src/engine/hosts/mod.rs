@@ -16,7 +16,7 @@ use super::config::{BreakerConfig, PolitenessConfig, RobotsConfig};
 use super::control::{BreakerThresholds, HostKey};
 use super::frontier::HostQueueView;
 use super::robots::RobotsAnswer;
-use super::store::{keys, PageOutcome, Store, StoreError, Tree};
+use super::store::{keys, CrawlBatch, PageOutcome, Store, StoreError, Tree};
 use super::telemetry::{BreakerPhase, HostView, RobotsState};
 use state::{HostFigures, HostRecord, HostState};
 
@@ -24,9 +24,6 @@ use state::{HostFigures, HostRecord, HostState};
 /// figures are in the store; rates and latencies start over when they come
 /// back).
 pub(crate) const RESIDENT_HOSTS: usize = 20_000;
-
-/// A key of the crawl tree and its JSON value.
-pub(crate) type ProgressValue = (Vec<u8>, Vec<u8>);
 
 /// How a newly tracked host must be held in the frontier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -104,6 +101,8 @@ pub(crate) struct HostTable {
     pass: u32,
     /// Hosts whose figures changed since they were last stored.
     figures_changed: HashSet<HostKey>,
+    /// Hosts whose breaker changed since their record was last stored.
+    records_changed: HashSet<HostKey>,
     /// A failed read of a host's stored state, for the coordinator to report.
     read_failure: Option<StoreError>,
 }
@@ -126,6 +125,7 @@ impl HostTable {
             resident_cap: RESIDENT_HOSTS,
             pass: 0,
             figures_changed: HashSet::new(),
+            records_changed: HashSet::new(),
             read_failure: None,
         }
     }
@@ -183,10 +183,10 @@ impl HostTable {
         state
     }
 
-    /// The changed hosts' figures as (key, JSON), for the caller to store
-    /// with the crawl's counters; then `figures_saved`.
-    pub(crate) fn figures_to_save(&self) -> Result<Vec<ProgressValue>, StoreError> {
-        let mut values = Vec::with_capacity(self.figures_changed.len());
+    /// Puts the changed hosts' figures, and the records of those whose
+    /// breaker changed, into `batch`, for the caller to write with the
+    /// crawl's counters and the pages that changed them; then `state_saved`.
+    pub(crate) fn state_to_save(&self, batch: &mut CrawlBatch) -> Result<(), StoreError> {
         for host in &self.figures_changed {
             let Some(state) = self.hosts.get(host) else {
                 continue;
@@ -196,14 +196,21 @@ impl HostTable {
                     what: "host figures",
                     source,
                 })?;
-            values.push((keys::host_figures_key(self.pass, host), json));
+            batch.set_meta(&keys::host_figures_key(self.pass, host), &json);
         }
-        Ok(values)
+        let now = Instant::now();
+        for host in &self.records_changed {
+            if let Some(state) = self.hosts.get(host) {
+                batch.put(Tree::Hosts, host.as_bytes(), &state.record(now))?;
+            }
+        }
+        Ok(())
     }
 
-    /// The figures `figures_to_save` gave are stored.
-    pub(crate) fn figures_saved(&mut self) {
+    /// What `state_to_save` gave is stored.
+    pub(crate) fn state_saved(&mut self) {
         self.figures_changed.clear();
+        self.records_changed.clear();
     }
 
     /// A URL of the host was recorded: answered with `status`, or (`None`)
@@ -544,9 +551,10 @@ impl HostTable {
         Some(Ok(()))
     }
 
-    /// Persists the host after a breaker transition.
-    pub(crate) fn breaker_changed(&self, host: &str) -> Result<(), StoreError> {
-        self.save(host)
+    /// After a breaker transition: the host's record is stored with the
+    /// next group of pages (`state_to_save`), the one that moved it among them.
+    pub(crate) fn breaker_changed(&mut self, host: &str) {
+        self.records_changed.insert(host.to_string());
     }
 
     /// The host takes no more work; its URLs, queued or found later, are

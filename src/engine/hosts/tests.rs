@@ -123,15 +123,31 @@ async fn an_open_breaker_holds_the_host_and_lets_one_probe_through() {
     assert_eq!(t.to, BreakerPhase::HalfOpen);
 }
 
-/// Stores the changed hosts' figures, as the coordinator's sync does.
+#[tokio::test(start_paused = true)]
+async fn a_breaker_change_is_stored_with_the_next_group_of_pages() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut hosts = table(dir.path());
+    let now = Instant::now();
+    hosts.adopt("f.test", Some("http://f.test/"), now);
+    hosts
+        .force_open_breaker("f.test", now)
+        .expect("closed -> open");
+    hosts.breaker_changed("f.test");
+    let stored = |hosts: &HostTable| hosts.store.get::<HostRecord>(Tree::Hosts, b"f.test");
+    assert!(stored(&hosts).unwrap().is_none(), "not before the group");
+    save_figures(&mut hosts);
+    assert!(stored(&hosts).unwrap().is_some());
+    let mut again = CrawlBatch::default();
+    hosts.state_to_save(&mut again).expect("encoded");
+    assert!(again.is_empty(), "stored once");
+}
+
+/// Stores the changed hosts' figures and records, as the coordinator's sync does.
 fn save_figures(hosts: &mut HostTable) {
-    let figures = hosts.figures_to_save().expect("encoded");
-    let values: Vec<(&[u8], Vec<u8>)> = figures
-        .iter()
-        .map(|(k, v)| (k.as_slice(), v.clone()))
-        .collect();
-    hosts.store.put_progress(&values).expect("stored");
-    hosts.figures_saved();
+    let mut batch = CrawlBatch::default();
+    hosts.state_to_save(&mut batch).expect("encoded");
+    hosts.store.apply(batch).expect("stored");
+    hosts.state_saved();
 }
 
 #[tokio::test(start_paused = true)]

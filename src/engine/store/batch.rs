@@ -1,5 +1,5 @@
-//! One atomic write to the crawl tree: queue changes, seen marks, page records
-//! and parked URLs together.
+//! One atomic write of the crawl's state: queue changes, seen marks, page
+//! records and parked URLs together, and typed records (`typed.rs`) with them.
 use super::keys;
 use super::record_codec;
 use super::records::PageRecord;
@@ -10,7 +10,10 @@ pub(super) type Writes = Vec<(Vec<u8>, Option<Vec<u8>>)>;
 
 #[derive(Default)]
 pub(crate) struct CrawlBatch {
+    /// The crawl tree's writes.
     pub(super) writes: Writes,
+    /// Writes of the typed trees, their keys tagged (`typed::records_key`).
+    pub(super) records: Writes,
 }
 
 impl CrawlBatch {
@@ -38,8 +41,13 @@ impl CrawlBatch {
     }
 
     /// Writes a row other than the queue's, the seen marks and the pages'.
-    pub(super) fn put(&mut self, key: Vec<u8>, value: Vec<u8>) {
+    pub(super) fn put_row(&mut self, key: Vec<u8>, value: Vec<u8>) {
         self.writes.push((key, Some(value)));
+    }
+
+    /// Whether the batch writes nothing.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.writes.is_empty() && self.records.is_empty()
     }
 
     pub(crate) fn set_seq(&mut self, next_seq: u64) {

@@ -6,13 +6,11 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use super::index::{self, Rows};
+use super::index::Rows;
 use super::warc::EarlierCapture;
 use super::{Store, StoreError, WarcLocation};
 use crate::engine::dedup::BloomFilter;
 
-/// Where versions before the index kept the digests: in sled's `meta` tree.
-const LEGACY_PREFIX: &[u8] = b"digest/";
 /// Room in the Bloom filter beyond the digests already stored: past it the
 /// filter answers "maybe" more often, never wrongly "no".
 const HEADROOM: usize = 1_000_000;
@@ -78,33 +76,6 @@ fn fingerprint(digest: &[u8]) -> u64 {
     let n = digest.len().min(8);
     head[..n].copy_from_slice(&digest[..n]);
     u64::from_le_bytes(head)
-}
-
-/// Moves the digests an earlier version kept in sled's `meta` tree (as JSON
-/// strings) into the index.
-pub(super) fn adopt_sled_rows(store: &Store) -> Result<(), StoreError> {
-    let meta = &store.inner.meta;
-    if meta.scan_prefix(LEGACY_PREFIX).next().is_none() {
-        return Ok(());
-    }
-    index::adopt_sled_rows(
-        &store.inner.index,
-        Rows::Digests,
-        meta,
-        LEGACY_PREFIX,
-        |json| {
-            serde_json::from_slice::<String>(json)
-                .map(String::into_bytes)
-                .map_err(|e| super::corrupt("content digest", e.to_string()))
-        },
-    )?;
-    let mut removal = sled::Batch::default();
-    for item in meta.scan_prefix(LEGACY_PREFIX) {
-        let (key, _) = item.map_err(StoreError::sled("digest import"))?;
-        removal.remove(key);
-    }
-    meta.apply_batch(removal)
-        .map_err(StoreError::sled("digest import"))
 }
 
 impl Store {
@@ -262,32 +233,6 @@ mod tests {
                 .unwrap()
                 .as_deref(),
             Some("http://a.test/3")
-        );
-    }
-
-    #[test]
-    fn digests_an_earlier_version_kept_in_sled_move_to_the_index() {
-        let dir = tempfile::tempdir().unwrap();
-        let digest = [9u8; 20];
-        {
-            let db = sled::open(dir.path().join("db")).unwrap();
-            let meta = db.open_tree("meta").unwrap();
-            let key = [&b"digest/"[..], &digest].concat();
-            meta.insert(key, serde_json::to_vec("http://a.test/old").unwrap())
-                .unwrap();
-            db.flush().unwrap();
-        }
-        let store = Store::open(dir.path(), 1 << 20).unwrap();
-        assert_eq!(
-            store
-                .first_url_with_digest(&digest, "http://a.test/new")
-                .unwrap()
-                .as_deref(),
-            Some("http://a.test/old")
-        );
-        assert!(
-            store.inner.meta.scan_prefix(b"digest/").next().is_none(),
-            "the sled rows are gone"
         );
     }
 }

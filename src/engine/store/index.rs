@@ -1,9 +1,11 @@
-//! The crawl's index: an LSM tree (fjall, `<data dir>/index`) for what a
-//! crawl writes on every page, mostly at random keys, which sled's B-tree
-//! made expensive: the crawl tree (queue, seen marks, page records, parked
-//! URLs; see `keys.rs`), who links to each URL (`referrers.rs`) and the
-//! first URL of each content digest (`digests.rs`). A write is an append to
-//! a journal and a memtable, sorted into files in the background.
+//! The crawl's one database: an LSM tree (fjall, `<data dir>/index`). It
+//! holds what a crawl writes on every page, mostly at random keys: the crawl
+//! tree (queue, seen marks, page records, parked URLs; see `keys.rs`), who
+//! links to each URL (`referrers.rs`), the first URL of each content digest
+//! (`digests.rs`), the links left out (`query.rs`); and the small typed
+//! records (rules, alerts, hosts, meta, sitemaps; see `records_key`). A
+//! write is an append to a journal and a memtable, sorted into files in the
+//! background; one write may span keyspaces and is atomic.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +25,8 @@ const MAX_JOURNALING_BYTES: u64 = 64 * 1024 * 1024;
 /// The crawl tree's memtable: a queue key is removed soon after it is
 /// written, and the pair often meets in memory.
 const CRAWL_MEMTABLE_BYTES: u64 = 8 * 1024 * 1024;
+/// The database's directory inside a data directory.
+pub const INDEX_DIR: &str = "index";
 /// Where earlier versions kept this database, with the referrers only.
 const LEGACY_DIR: &str = "referrers";
 
@@ -34,7 +38,18 @@ pub(super) enum Rows {
     Digests,
     Inlinks,
     Fragments,
+    /// Links left out, by URL: written at the crawl's pace, read by URL
+    /// prefix beside the page records, so a keyspace (and memtable) of its own.
+    Filtered,
+    /// The five small typed trees in one keyspace, each under a tag byte
+    /// (`records_key`): a few KB written now and then and read whole at
+    /// start, not worth a memtable, a journal share and files each.
+    Records,
 }
+
+/// One write of [`CrawlIndex::write_all`]: the keyspace, the key, and a
+/// value to insert or `None` to remove the key.
+pub(super) type KeyspaceWrite = (Rows, Vec<u8>, Option<Vec<u8>>);
 
 impl Rows {
     fn name(self) -> &'static str {
@@ -44,6 +59,8 @@ impl Rows {
             Rows::Digests => "digests",
             Rows::Inlinks => "inlinks",
             Rows::Fragments => "fragments",
+            Rows::Filtered => "filtered",
+            Rows::Records => "records",
         }
     }
 }
@@ -66,6 +83,8 @@ struct Handles {
     digests: Keyspace,
     inlinks: Keyspace,
     fragments: Keyspace,
+    filtered: Keyspace,
+    records: Keyspace,
 }
 
 fn open_error(path: &Path, source: fjall::Error) -> StoreError {
@@ -112,7 +131,7 @@ impl CrawlIndex {
     /// once, so a file size limit below that fails here. A database closed
     /// just before in this process is waited for briefly.
     pub(super) fn open(data_dir: &Path, cache_bytes: u64) -> Result<CrawlIndex, StoreError> {
-        let path = data_dir.join("index");
+        let path = data_dir.join(INDEX_DIR);
         let io_error = |e| open_error(&path, fjall::Error::Io(e));
         let legacy = data_dir.join(LEGACY_DIR);
         if legacy.is_dir() && !path.exists() {
@@ -129,7 +148,12 @@ impl CrawlIndex {
         let keyspace = |rows: Rows| {
             let memtable = match rows {
                 Rows::Crawl => CRAWL_MEMTABLE_BYTES,
-                Rows::Referrers | Rows::Digests | Rows::Inlinks | Rows::Fragments => MEMTABLE_BYTES,
+                Rows::Referrers
+                | Rows::Digests
+                | Rows::Inlinks
+                | Rows::Fragments
+                | Rows::Filtered
+                | Rows::Records => MEMTABLE_BYTES,
             };
             // Filters and block indexes stay in memory (~2 bytes a key): read
             // through the cache, a large table's filter was read again for
@@ -148,6 +172,8 @@ impl CrawlIndex {
             digests: keyspace(Rows::Digests)?,
             inlinks: keyspace(Rows::Inlinks)?,
             fragments: keyspace(Rows::Fragments)?,
+            filtered: keyspace(Rows::Filtered)?,
+            records: keyspace(Rows::Records)?,
             db,
         };
         // Files of an earlier run that ended without closing the index.
@@ -171,6 +197,8 @@ impl CrawlIndex {
             Rows::Digests => &handles.digests,
             Rows::Inlinks => &handles.inlinks,
             Rows::Fragments => &handles.fragments,
+            Rows::Filtered => &handles.filtered,
+            Rows::Records => &handles.records,
         }
     }
 
@@ -182,9 +210,19 @@ impl CrawlIndex {
         to: Rows,
         writes: impl IntoIterator<Item = (Vec<u8>, Option<Vec<u8>>)>,
     ) -> Result<(), StoreError> {
-        let keyspace = self.rows(to);
+        self.write_all(writes.into_iter().map(|(key, value)| (to, key, value)))
+    }
+
+    /// [`CrawlIndex::write`] across keyspaces: one atomic write, each
+    /// (keyspace, key) at most once. Handed to the operating system before
+    /// it returns (fjall's default), so it survives `kill -9` at once.
+    pub(super) fn write_all(
+        &self,
+        writes: impl IntoIterator<Item = KeyspaceWrite>,
+    ) -> Result<(), StoreError> {
         let mut batch = self.handles().db.batch();
-        for (key, value) in writes {
+        for (to, key, value) in writes {
+            let keyspace = self.rows(to);
             match value {
                 Some(value) => batch.insert(keyspace, key, value),
                 None => batch.remove(keyspace, key),
@@ -226,50 +264,6 @@ impl Drop for CrawlIndex {
         drop(self.handles.take());
         let _ = private::restrict_tree(&self.path);
     }
-}
-
-/// Moves the sled tree `name` an earlier version kept into `to`, then drops
-/// it. Interrupted, it starts again on the next open: the tree stays whole
-/// until the index holds all of it durably.
-pub(super) fn adopt_sled_tree(
-    index: &CrawlIndex,
-    db: &sled::Db,
-    name: &str,
-    to: Rows,
-) -> Result<(), StoreError> {
-    if !db.tree_names().iter().any(|tree| tree == name.as_bytes()) {
-        return Ok(());
-    }
-    let legacy = db
-        .open_tree(name)
-        .map_err(StoreError::sled("import into the index"))?;
-    adopt_sled_rows(index, to, &legacy, b"", |v| Ok(v.to_vec()))?;
-    db.drop_tree(name)
-        .map_err(StoreError::sled("import into the index"))?;
-    Ok(())
-}
-
-/// Copies the rows an earlier version kept in sled (all of `tree`, or its
-/// keys under `prefix`) into `to`, the prefix cut and each value through
-/// `convert`, and makes them durable. The caller then removes them from sled.
-pub(super) fn adopt_sled_rows(
-    index: &CrawlIndex,
-    to: Rows,
-    tree: &sled::Tree,
-    prefix: &[u8],
-    convert: impl Fn(&[u8]) -> Result<Vec<u8>, StoreError>,
-) -> Result<(), StoreError> {
-    const ROWS_PER_WRITE: usize = 1024;
-    let mut rows = Vec::new();
-    for item in tree.scan_prefix(prefix) {
-        let (key, value) = item.map_err(StoreError::sled("import into the index"))?;
-        rows.push((key[prefix.len()..].to_vec(), Some(convert(&value)?)));
-        if rows.len() >= ROWS_PER_WRITE {
-            index.write(to, std::mem::take(&mut rows))?;
-        }
-    }
-    index.write(to, rows)?;
-    index.persist()
 }
 
 #[cfg(test)]

@@ -1,9 +1,11 @@
-//! The crawl's persistent state. What a crawl writes on every page is in the
-//! crawl index, an LSM tree (fjall, see [`index`]): the frontier queue, seen
-//! marks, page records and parked URLs in one keyspace (see [`keys`]), who
-//! links to each URL, the first URL of each content digest. Small typed
-//! records (rules, alerts, hosts, meta, filtered links) are in sled trees.
-//! Only this module talks to either.
+//! The crawl's persistent state, in one database: the crawl index, an LSM
+//! tree (fjall, see [`index`]). The frontier queue, seen marks, page records
+//! and parked URLs share one keyspace (see [`keys`]); who links to each URL,
+//! the first URL of each content digest and the links left out have one
+//! each; the small typed records (rules, alerts, hosts, meta, sitemaps) share
+//! one (see [`typed`]). One [`CrawlBatch`] writes any of them atomically.
+//! What earlier versions kept in sled is adopted on open (see [`legacy`]).
+//! Only this module talks to the database.
 
 mod batch;
 mod crawl_tree;
@@ -14,6 +16,7 @@ pub(crate) mod gzip;
 mod index;
 mod inlinks;
 pub(crate) mod keys;
+mod legacy;
 mod previous;
 pub mod private;
 mod query;
@@ -23,6 +26,7 @@ mod referrers;
 #[cfg(unix)]
 pub mod remote;
 mod sitemaps;
+mod typed;
 pub(crate) mod warc;
 mod warc_read;
 
@@ -32,7 +36,6 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde::de::DeserializeOwned;
-use serde::Serialize;
 
 pub(crate) use batch::CrawlBatch;
 use crawl_tree::CrawlTree;
@@ -40,11 +43,13 @@ pub(crate) use digests::FirstCapture;
 use faults::DiskFaults;
 pub use fragments::FragmentLinks;
 use index::CrawlIndex;
+pub use index::INDEX_DIR;
 pub use query::{Entries, FilterReason, FilteredUrl};
 pub use records::{PageOutcome, PageRecord, UrlKind, WarcLocation, SOFT_404_PROBE};
 use referrers::ReferrerCounts;
 pub use referrers::MAX_REFERRERS;
 pub use sitemaps::SitemapEntry;
+pub use typed::Tree;
 pub(crate) use warc_read::read_capture;
 pub use warc_read::{read_response, ArchivedResponse};
 
@@ -57,22 +62,15 @@ pub enum StoreError {
         path.display()
     )]
     Locked {
-        /// The data directory (the parent of `db`).
+        /// The data directory.
         path: PathBuf,
     },
-    /// sled could not open (or create) the database.
-    #[error("cannot open the crawl database in {}: {source}; check the directory's permissions and free space", path.display())]
-    Open {
-        /// The database directory (`<data dir>/db`).
+    /// The sled database an earlier version left (`<data dir>/db`) could
+    /// not be read into the crawl index; it is left as it was.
+    #[error("cannot read the database of an earlier crawldeck version in {}: {source}; check its permissions and free space (it is read again at the next start), or move it away to open the crawl without it", path.display())]
+    Adopt {
+        /// sled's directory (`<data dir>/db`).
         path: PathBuf,
-        /// sled's error.
-        source: sled::Error,
-    },
-    /// A read or write of the open database failed.
-    #[error("crawl database {op} failed: {source}; check free disk space and the data directory's permissions")]
-    Sled {
-        /// What was being done ("batch write", "seen lookup", "flush", …).
-        op: &'static str,
         /// sled's error.
         source: sled::Error,
     },
@@ -117,7 +115,7 @@ pub enum StoreError {
         /// What went wrong, in a few words ("connection refused", …).
         reason: String,
     },
-    /// fjall could not open (or create) the crawl index.
+    /// fjall could not open (or create) the crawl's database.
     #[error("cannot open the crawl index in {}: {source}; check the directory's permissions, free space and the file size limit (ulimit -f: it needs 64 MiB files)", path.display())]
     OpenIndex {
         /// The index directory (`<data dir>/index`).
@@ -125,12 +123,12 @@ pub enum StoreError {
         /// fjall's error.
         source: fjall::Error,
     },
-    /// A read or write of the crawl index failed.
+    /// A read or write of the crawl's database failed.
     #[error(
         "crawl index {op} failed: {source}; check free disk space and the data directory's permissions"
     )]
     Index {
-        /// What was being done ("write", "flush", "scan", …).
+        /// What was being done ("batch write", "flush", "scan", …).
         op: &'static str,
         /// fjall's error.
         source: fjall::Error,
@@ -151,47 +149,21 @@ impl StoreError {
         matches!(self, StoreError::Unreachable { .. })
     }
 
-    pub(crate) fn sled(op: &'static str) -> impl FnOnce(sled::Error) -> StoreError {
-        move |source| StoreError::Sled { op, source }
-    }
-
     pub(crate) fn index(op: &'static str) -> impl Fn(fjall::Error) -> StoreError {
         move |source| StoreError::Index { op, source }
     }
 }
 
-/// Named trees for small typed records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Tree {
-    /// Operator rules with their hit counters, by id.
-    Rules,
-    /// Trap alerts, by id.
-    Alerts,
-    /// What of each host survives a restart (pause, overrides, breaker, given up), by host key.
-    Hosts,
-    /// Crawl-wide records: settings, counters, elapsed time, seeds, recrawl pass, and the
-    /// first URL of each content digest.
-    Meta,
-    /// Each host's sitemap files: how many were queued, which are pending, by host key.
-    Sitemaps,
-}
-
-/// The crawl database. Cheap to clone: sled handles are reference counted.
+/// The crawl database. Cheap to clone: its state is shared.
 #[derive(Clone)]
 pub struct Store {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    db: sled::Db,
     /// Queue, seen marks, page records, parked URLs (see `crawl_tree.rs`).
     crawl: CrawlTree,
-    rules: sled::Tree,
-    alerts: sled::Tree,
-    hosts: sled::Tree,
-    meta: sled::Tree,
-    sitemaps: sled::Tree,
-    /// Referrers and digests, outside sled (see `index.rs`).
+    /// Every keyspace (see `index.rs`).
     index: CrawlIndex,
     /// Referrers held back and how many each URL has (see `referrers.rs`),
     /// and the links counted since the last write (`inlinks.rs`).
@@ -200,8 +172,6 @@ struct Inner {
     inlink_group: AtomicU64,
     /// The `#fragment` links written this run (`fragments.rs`).
     fragment_marks: Mutex<fragments::FragmentMarks>,
-    /// Links not followed for scope or depth (see `query.rs`).
-    filtered: sled::Tree,
     /// Which content digests are stored (see `digests.rs`).
     digests: digests::DigestIndex,
     pages: AtomicU64,
@@ -226,7 +196,8 @@ fn unix_micros() -> u64 {
 pub type RawEntry = (Vec<u8>, Vec<u8>);
 
 impl Store {
-    /// Opens (or creates) the database in `dir/db`.
+    /// Opens (or creates) the database of the data directory `dir`,
+    /// adopting what an earlier version kept in sled.
     pub fn open(dir: &Path, cache_bytes: u64) -> Result<Store, StoreError> {
         Self::open_with_faults(dir, cache_bytes, DiskFaults::default())
     }
@@ -237,56 +208,38 @@ impl Store {
         cache_bytes: u64,
         faults: DiskFaults,
     ) -> Result<Store, StoreError> {
-        let path = dir.join("db");
-        // sled creates its files with the umask's modes; the pages are private:
-        // the directory is made 0700 first, its files 0600 once sled made them.
-        let private_err = |e| StoreError::Open {
-            path: path.clone(),
-            source: sled::Error::Io(e),
-        };
-        private::create_private_dir_all(&path).map_err(private_err)?;
-        let db = open_db(&path, cache_bytes)?;
-        private::restrict_tree(&path).map_err(private_err)?;
-        let open_tree = |name: &str| {
-            db.open_tree(name)
-                .map_err(|source| open_error(&path, source))
-        };
-        // Opened here, not at the first write: a crawl writes to it from its
-        // first page on. fjall makes a 64 MiB (sparse) journal at once.
+        // fjall's lock (`index/lock`) is the store's: taken before anything
+        // is read or adopted, so a second process gets `Locked`.
         let index = CrawlIndex::open(dir, cache_bytes)?;
-        index::adopt_sled_tree(&index, &db, "crawl", index::Rows::Crawl)?;
+        legacy::adopt(dir, &index)?;
         let crawl = CrawlTree::new(&index);
         let pages = match crawl.get(keys::META_PAGES, "read of the page count")? {
             Some(v) => decode_u64(&v, "page count")?,
             None => 0,
         };
-        index::adopt_sled_tree(&index, &db, "referrers", index::Rows::Referrers)?;
-        let meta = open_tree("meta")?;
-        let recrawl_pass = Store::stored_pass(&meta)?;
         let inner = Inner {
-            rules: open_tree("rules")?,
-            alerts: open_tree("alerts")?,
-            hosts: open_tree("hosts")?,
-            meta,
-            sitemaps: open_tree("sitemaps")?,
             index,
             referrer_counts: Mutex::default(),
             inlink_group: AtomicU64::new(unix_micros()),
             fragment_marks: Mutex::default(),
-            filtered: open_tree("filtered")?,
             digests: Default::default(),
             crawl,
-            db,
             pages: AtomicU64::new(pages),
-            recrawl_pass: AtomicU32::new(recrawl_pass),
+            recrawl_pass: AtomicU32::new(0),
             apply_lock: Mutex::new(()),
             faults,
         };
         let store = Store {
             inner: Arc::new(inner),
         };
-        digests::adopt_sled_rows(&store)?;
+        let pass = store.stored_pass()?;
+        store.inner.recrawl_pass.store(pass, Ordering::Relaxed);
         Ok(store)
+    }
+
+    /// Whether `dir` holds a crawl's database (of this version or an earlier one).
+    pub fn exists_in(dir: &Path) -> bool {
+        dir.join(index::INDEX_DIR).is_dir() || dir.join(legacy::SLED_DIR).is_dir()
     }
 
     /// Whether the URL with this fingerprint was ever admitted to the frontier.
@@ -309,18 +262,7 @@ impl Store {
         Ok(())
     }
 
-    /// Writes crawl-wide values (key, JSON) into the crawl tree in one
-    /// batch, where the next [`Store::flush`] makes them durable with the
-    /// pages written before them.
-    pub(crate) fn put_progress(&self, values: &[(&[u8], Vec<u8>)]) -> Result<(), StoreError> {
-        let mut batch = CrawlBatch::default();
-        for (key, json) in values {
-            batch.set_meta(key, json);
-        }
-        self.apply(batch)
-    }
-
-    /// Up to `limit` values [`Store::put_progress`] wrote under `prefix`,
+    /// Up to `limit` crawl-wide values (JSON) written under `prefix`,
     /// with their keys' rest.
     pub(crate) fn progress_under<T: DeserializeOwned>(
         &self,
@@ -340,7 +282,7 @@ impl Store {
         Ok(found)
     }
 
-    /// A value [`Store::put_progress`] wrote.
+    /// A crawl-wide value (JSON) written with a batch's `set_meta`.
     pub(crate) fn get_progress<T: DeserializeOwned>(
         &self,
         key: &[u8],
@@ -349,57 +291,6 @@ impl Store {
             Some(v) => decode_json(&v, "crawl progress").map(Some),
             None => Ok(None),
         }
-    }
-
-    pub(crate) fn put<T: Serialize>(
-        &self,
-        tree: Tree,
-        key: &[u8],
-        value: &T,
-    ) -> Result<(), StoreError> {
-        let bytes = serde_json::to_vec(value).map_err(|source| StoreError::Encode {
-            what: tree_name(tree),
-            source,
-        })?;
-        self.tree(tree)
-            .insert(key, bytes)
-            .map_err(StoreError::sled("insert"))?;
-        Ok(())
-    }
-
-    pub(crate) fn get<T: DeserializeOwned>(
-        &self,
-        tree: Tree,
-        key: &[u8],
-    ) -> Result<Option<T>, StoreError> {
-        match self.tree(tree).get(key).map_err(StoreError::sled("get"))? {
-            Some(v) => decode_json(&v, tree_name(tree)).map(Some),
-            None => Ok(None),
-        }
-    }
-
-    /// Whether `tree` holds `key`, without decoding its value.
-    pub(crate) fn contains(&self, tree: Tree, key: &[u8]) -> Result<bool, StoreError> {
-        self.tree(tree)
-            .contains_key(key)
-            .map_err(StoreError::sled("get"))
-    }
-
-    pub(crate) fn remove(&self, tree: Tree, key: &[u8]) -> Result<(), StoreError> {
-        self.tree(tree)
-            .remove(key)
-            .map_err(StoreError::sled("remove"))?;
-        Ok(())
-    }
-
-    /// Every record of `tree`, in key order.
-    pub fn scan<T: DeserializeOwned>(&self, tree: Tree) -> Result<Vec<(Vec<u8>, T)>, StoreError> {
-        let mut out = Vec::new();
-        for item in self.tree(tree).iter() {
-            let (k, v) = item.map_err(StoreError::sled("scan"))?;
-            out.push((k.to_vec(), decode_json(&v, tree_name(tree))?));
-        }
-        Ok(out)
     }
 
     /// The record of a URL that left the frontier; `None` if it has not (queued, parked, in
@@ -430,7 +321,15 @@ impl Store {
         &self,
         records: impl IntoIterator<Item = &'a PageRecord>,
     ) -> Result<(), StoreError> {
-        let mut batch = CrawlBatch::default();
+        self.record_pages_with(records, CrawlBatch::default())
+    }
+
+    /// [`Store::record_pages`] in one atomic write with `batch`.
+    pub(crate) fn record_pages_with<'a>(
+        &self,
+        records: impl IntoIterator<Item = &'a PageRecord>,
+        mut batch: CrawlBatch,
+    ) -> Result<(), StoreError> {
         for record in records {
             batch.record_page(record);
         }
@@ -452,19 +351,17 @@ impl Store {
         if self.referrer_counts().inlinks.is_due() {
             self.write_pending_inlinks()?;
         }
-        self.inner.index.persist()?;
-        self.inner.db.flush().map_err(StoreError::sled("flush"))?;
-        Ok(())
+        self.inner.index.persist()
     }
 
-    /// A write refused by [`DiskFaults`], reported as sled reports a full disk.
+    /// A write refused by [`DiskFaults`], reported as fjall reports a full disk.
     fn simulated_fault(&self, op: &'static str) -> Result<(), StoreError> {
         self.inner
             .faults
             .take_write()
-            .map_err(|e| StoreError::Sled {
+            .map_err(|e| StoreError::Index {
                 op,
-                source: sled::Error::Io(e),
+                source: fjall::Error::Io(e),
             })
     }
 
@@ -478,6 +375,7 @@ impl Store {
         self.simulated_fault("batch write")?;
         // One write per key, the last one, as a single atomic write needs.
         let mut writes: BTreeMap<Vec<u8>, Option<Vec<u8>>> = batch.writes.into_iter().collect();
+        let records: BTreeMap<Vec<u8>, Option<Vec<u8>>> = batch.records.into_iter().collect();
         let new_pages = self.count_new_pages(&mut writes)?;
         let pages = self.inner.pages.load(Ordering::Relaxed) + new_pages;
         if new_pages > 0 {
@@ -486,7 +384,11 @@ impl Store {
                 Some(pages.to_be_bytes().to_vec()),
             );
         }
-        self.inner.index.write(index::Rows::Crawl, writes)?;
+        let crawl = writes.into_iter().map(|(k, v)| (index::Rows::Crawl, k, v));
+        let records = records
+            .into_iter()
+            .map(|(k, v)| (index::Rows::Records, k, v));
+        self.inner.index.write_all(crawl.chain(records))?;
         self.inner.pages.store(pages, Ordering::Relaxed);
         Ok(())
     }
@@ -533,16 +435,6 @@ impl Store {
         }
         Ok(out)
     }
-
-    fn tree(&self, tree: Tree) -> &sled::Tree {
-        match tree {
-            Tree::Rules => &self.inner.rules,
-            Tree::Alerts => &self.inner.alerts,
-            Tree::Hosts => &self.inner.hosts,
-            Tree::Meta => &self.inner.meta,
-            Tree::Sitemaps => &self.inner.sitemaps,
-        }
-    }
 }
 
 /// The smallest key greater than every key starting with `prefix`.
@@ -555,53 +447,6 @@ fn prefix_end(prefix: &[u8]) -> Option<Vec<u8>> {
         }
     }
     None
-}
-
-/// sled releases its file lock only when its background threads let go of
-/// the database, a moment after the last handle is dropped; a store closed
-/// just before (a restart in the same process) is waited for briefly.
-fn open_db(path: &Path, cache_bytes: u64) -> Result<sled::Db, StoreError> {
-    const LOCK_RETRIES: u32 = 20;
-    let mut attempt = 0;
-    loop {
-        let opened = sled::Config::new()
-            .path(path)
-            .cache_capacity(cache_bytes)
-            .open()
-            .map_err(|source| open_error(path, source));
-        match opened {
-            Err(StoreError::Locked { .. }) if attempt < LOCK_RETRIES => {
-                attempt += 1;
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            other => return other,
-        }
-    }
-}
-
-fn open_error(path: &Path, source: sled::Error) -> StoreError {
-    // sled reports a held lock as an io error with this text (sled 0.34 config.rs).
-    if let sled::Error::Io(io) = &source {
-        if io.to_string().contains("could not acquire lock") {
-            return StoreError::Locked {
-                path: path.parent().unwrap_or(path).to_path_buf(),
-            };
-        }
-    }
-    StoreError::Open {
-        path: path.to_path_buf(),
-        source,
-    }
-}
-
-fn tree_name(tree: Tree) -> &'static str {
-    match tree {
-        Tree::Rules => "rule",
-        Tree::Alerts => "alert",
-        Tree::Hosts => "host state",
-        Tree::Meta => "meta record",
-        Tree::Sitemaps => "host's sitemaps",
-    }
 }
 
 fn corrupt(what: &'static str, message: impl Into<String>) -> StoreError {

@@ -28,11 +28,8 @@ impl Store {
     }
 
     /// The stored pass number, read when the store opens.
-    pub(super) fn stored_pass(meta: &sled::Tree) -> Result<u32, StoreError> {
-        match meta.get(PASS_KEY).map_err(StoreError::sled("get"))? {
-            Some(v) => super::decode_json(&v, "recrawl pass"),
-            None => Ok(0),
-        }
+    pub(super) fn stored_pass(&self) -> Result<u32, StoreError> {
+        Ok(self.get(Tree::Meta, PASS_KEY)?.unwrap_or(0))
     }
 
     /// Starts the next recrawl pass: from now on a record written over one

@@ -43,7 +43,7 @@ pub fn write_private(path: &Path, contents: &[u8]) -> io::Result<()> {
     file.write_all(contents)
 }
 
-/// Narrows what another program created (sled's directory and files) to
+/// Narrows what another program created (fjall's directory and files) to
 /// the private modes, recursively.
 pub fn restrict_tree(path: &Path) -> io::Result<()> {
     let meta = std::fs::symlink_metadata(path)?;

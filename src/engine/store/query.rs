@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::index::Rows;
 use super::{decode_json, decode_page_entry, keys, PageRecord, Store, StoreError, Tree};
 
 /// Why a link was not queued.
@@ -62,14 +63,14 @@ impl Store {
     /// Records links that were not queued; a URL keeps its first record.
     /// Returns, for each, whether it was new (so its referrer is the first).
     pub(crate) fn record_filtered(&self, urls: &[FilteredUrl]) -> Result<Vec<bool>, StoreError> {
-        let tree = &self.inner.filtered;
-        let mut batch = sled::Batch::default();
+        let rows = self.inner.index.rows(Rows::Filtered);
+        let mut batch = Vec::new();
         let mut fresh = Vec::with_capacity(urls.len());
         let mut in_batch = std::collections::HashSet::new();
         for url in urls {
-            let new = !tree
+            let new = !rows
                 .contains_key(&url.url)
-                .map_err(StoreError::sled("filtered URL lookup"))?
+                .map_err(StoreError::index("filtered URL lookup"))?
                 && in_batch.insert(url.url.as_str());
             fresh.push(new);
             if !new {
@@ -79,23 +80,18 @@ impl Store {
                 what: "filtered URL",
                 source,
             })?;
-            batch.insert(url.url.as_bytes(), value);
+            batch.push((url.url.as_bytes().to_vec(), Some(value)));
         }
-        tree.apply_batch(batch)
-            .map_err(StoreError::sled("filtered URL write"))?;
+        self.inner.index.write(Rows::Filtered, batch)?;
         Ok(fresh)
     }
 
     /// Forgets why these links were left out (they are queued after all).
     pub(crate) fn forget_filtered(&self, urls: &[&str]) -> Result<(), StoreError> {
-        let mut batch = sled::Batch::default();
-        for url in urls {
-            batch.remove(url.as_bytes());
-        }
-        self.inner
-            .filtered
-            .apply_batch(batch)
-            .map_err(StoreError::sled("filtered URL removal"))
+        // One removal per URL: a single atomic write takes each key once.
+        let keys: std::collections::BTreeSet<&str> = urls.iter().copied().collect();
+        let removals = keys.into_iter().map(|url| (url.as_bytes().to_vec(), None));
+        self.inner.index.write(Rows::Filtered, removals)
     }
 
     /// Raw rows of the crawl tree under `prefix`, in key order, streamed.
@@ -143,8 +139,11 @@ impl Store {
 
     /// Links not queued whose URL starts with `url_prefix`, in URL order.
     pub fn filtered_urls(&self, url_prefix: &str) -> Entries<FilteredUrl> {
-        Box::new(self.inner.filtered.scan_prefix(url_prefix).map(|item| {
-            let (_, v) = item.map_err(StoreError::sled("filtered URL scan"))?;
+        let rows = self.inner.index.rows(Rows::Filtered).prefix(url_prefix);
+        Box::new(rows.map(|guard| {
+            let v = guard
+                .value()
+                .map_err(StoreError::index("filtered URL scan"))?;
             decode_json(&v, "filtered URL")
         }))
     }
@@ -153,9 +152,10 @@ impl Store {
     pub fn filtered_url(&self, url: &str) -> Result<Option<FilteredUrl>, StoreError> {
         match self
             .inner
-            .filtered
+            .index
+            .rows(Rows::Filtered)
             .get(url)
-            .map_err(StoreError::sled("filtered URL lookup"))?
+            .map_err(StoreError::index("filtered URL lookup"))?
         {
             Some(v) => decode_json(&v, "filtered URL").map(Some),
             None => Ok(None),

@@ -1,6 +1,7 @@
 //! The stored form of a page record: compact bytes, not JSON. A crawl writes
-//! one record per URL and sled keeps them in its cache and rewrites them with
-//! their tree nodes, so their size is memory and CPU. The URL is the record's
+//! one record per URL; the database keeps them in its memtables, cache and
+//! tables, and rewrites them as it merges its files, so their size is
+//! memory, disk and CPU. The URL is the record's
 //! key and is not repeated; the host and a canonical equal to the URL are
 //! flags; the SHA-1 digest is 20 raw bytes. Records stored as JSON by earlier
 //! versions (they start with `{`) still decode.

@@ -1,8 +1,8 @@
 //! Reading a crawl's results while the engine holds its database.
 //!
-//! sled locks its directory for one process, so a second process cannot open
+//! fjall locks its directory for one process, so a second process cannot open
 //! the store of a running crawl. The engine therefore serves its own reads
-//! (`engine::reads`, each on a thread that reads the store as sled lets any
+//! (`engine::reads`, each on a thread that reads the store as fjall lets any
 //! thread do while the crawl writes, so the crawl loop never sees the
 //! request) on its control socket, `control.sock` (0600 in the 0700
 //! directory, peer checked): a `Read` connection per request, answered by
@@ -18,7 +18,7 @@ use super::{FilteredUrl, FragmentLinks, PageRecord, SitemapEntry, Store, StoreEr
 use crate::control::client::socket_path;
 use crate::control::read_client;
 
-/// sled's cache when a listing opens a store itself.
+/// fjall's block cache when a listing opens a store itself.
 const READ_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// A running engine, read through its control socket.
@@ -68,8 +68,8 @@ fn remote_error(message: &str) -> StoreError {
     }
 }
 
-/// Why `data_dir`, which has no `db/`, is no crawl to read; "corrupt" only
-/// when it looks like one (a crawl saves its crawl.toml once db/ exists).
+/// Why `data_dir`, which has no `index/`, is no crawl to read; "corrupt" only
+/// when it looks like one (a crawl saves its crawl.toml once index/ exists).
 fn no_crawl(data_dir: &Path) -> StoreError {
     let no_crawl = |why| StoreError::NoCrawl {
         path: data_dir.to_path_buf(),
@@ -81,11 +81,11 @@ fn no_crawl(data_dir: &Path) -> StoreError {
         _ if data_dir.join("crawl.toml").is_file() => StoreError::Corrupt {
             what: "data directory",
             message: format!(
-                "{} holds a crawl.toml but no db/, the crawl's database",
+                "{} holds a crawl.toml but no index/, the crawl's database",
                 data_dir.display()
             ),
         },
-        _ => no_crawl("holds no crawl (no db/ inside)"),
+        _ => no_crawl("holds no crawl (no index/ inside)"),
     }
 }
 
@@ -101,7 +101,7 @@ impl Results {
     /// Opens the store of `data_dir`, or, when a running crawl holds it, reads
     /// through that crawl's control socket.
     pub fn open(data_dir: &Path) -> Result<Results, StoreError> {
-        if !data_dir.join("db").is_dir() {
+        if !Store::exists_in(data_dir) {
             return Err(no_crawl(data_dir));
         }
         // A crawl that is running answers on its socket; a socket file that

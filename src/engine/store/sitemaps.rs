@@ -53,7 +53,7 @@ impl Store {
                 what: "sitemap entry",
                 source,
             })?;
-            batch.put(keys::sitemap_key(&e.url), json);
+            batch.put_row(keys::sitemap_key(&e.url), json);
         }
         self.apply(batch)
     }

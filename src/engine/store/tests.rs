@@ -5,28 +5,6 @@ fn record(url: &str, outcome: PageOutcome) -> PageRecord {
 }
 
 #[test]
-fn typed_records_round_trip_in_named_trees() {
-    let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), 4 << 20).unwrap();
-    store.put(Tree::Rules, b"r1", &vec!["a", "b"]).unwrap();
-    store.put(Tree::Rules, b"r2", &vec!["c"]).unwrap();
-    store.put(Tree::Alerts, b"r1", &vec!["other tree"]).unwrap();
-    assert_eq!(
-        store.get::<Vec<String>>(Tree::Rules, b"r1").unwrap(),
-        Some(vec!["a".to_string(), "b".to_string()])
-    );
-    let all: Vec<(Vec<u8>, Vec<String>)> = store.scan(Tree::Rules).unwrap();
-    assert_eq!(all.len(), 2);
-    store.remove(Tree::Rules, b"r1").unwrap();
-    assert_eq!(store.get::<Vec<String>>(Tree::Rules, b"r1").unwrap(), None);
-    assert_eq!(store.scan::<Vec<String>>(Tree::Alerts).unwrap().len(), 1);
-    assert!(
-        store.get::<u64>(Tree::Alerts, b"r1").is_err(),
-        "type mismatch is an error"
-    );
-}
-
-#[test]
 fn page_count_counts_distinct_urls_and_survives_reopen() {
     let dir = tempfile::tempdir().unwrap();
     {

@@ -1,6 +1,6 @@
 //! The frontier shared by several workers through Redis: one crawl, many
 //! processes. All state lives under `crawldeck:{crawl}:` (see `scripts`);
-//! each worker keeps only its page records (in its own sled store) and what
+//! each worker keeps only its page records (in its own local store) and what
 //! it knows of the hosts it holds.
 //!
 //! A host is fetched by one worker at a time: the worker holds the host's

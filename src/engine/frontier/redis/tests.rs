@@ -13,7 +13,7 @@ use crate::engine::frontier::FrontierStore;
 use crate::engine::store::Store;
 
 /// A frontier per directory: the crawl is named after the directory and the
-/// sled store (page records) lives in it.
+/// local store (page records) lives in it.
 fn opener(server: &RedisServer, ttl: Duration) -> impl FnMut(&Path) -> RedisFrontier + '_ {
     move |dir| {
         let name = format!(

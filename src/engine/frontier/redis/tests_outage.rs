@@ -11,7 +11,7 @@ use super::RedisFrontier;
 use crate::cluster::redis_server::RedisServer;
 use crate::engine::frontier::conformance::{entry, record};
 use crate::engine::frontier::{FrontierStore, Lease};
-use crate::engine::store::StoreError;
+use crate::engine::store::{CrawlBatch, StoreError};
 
 const TTL: Duration = Duration::from_secs(30);
 
@@ -199,11 +199,11 @@ fn a_group_of_lease_ends_survives_lost_scripts_and_a_lost_connection() {
     // A restarted server has no scripts: the pipeline loads them and goes again.
     let first = group(&mut w);
     assert_eq!(server.command("SCRIPT FLUSH").unwrap(), "+OK");
-    w.complete_all(first).unwrap();
+    w.complete_all(first, CrawlBatch::default()).unwrap();
     assert_eq!(w.counts().unwrap().in_flight, 0);
     let second = group(&mut w);
     server.command("CLIENT KILL TYPE normal").unwrap();
-    w.complete_all(second).unwrap();
+    w.complete_all(second, CrawlBatch::default()).unwrap();
     assert_eq!(w.held_writes(), 2, "held while Redis is out of reach");
     assert_eq!(w.reconnect().unwrap(), 2);
     assert_eq!(w.counts().unwrap().queued, 0);

@@ -12,7 +12,7 @@ use crate::engine::frontier::api::{
     FrontierCounts, FrontierStore, HostQueueView, ScanCursor, ScanPage,
 };
 use crate::engine::frontier::{Completion, FrontierEntry, FrontierReader, Hold, Lease, ScanRange};
-use crate::engine::store::{PageRecord, StoreError};
+use crate::engine::store::{CrawlBatch, PageRecord, StoreError};
 use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
 
 impl FrontierStore for RedisFrontier {
@@ -61,10 +61,15 @@ impl FrontierStore for RedisFrontier {
         Ok(queued)
     }
 
-    fn complete_all(&mut self, done: Vec<Completion>) -> Result<usize, StoreError> {
-        // The group's records in one sled write, before any lease ends (as in
-        // `complete`).
-        self.store.record_pages(done.iter().map(|c| &c.record))?;
+    fn complete_all(
+        &mut self,
+        done: Vec<Completion>,
+        with: CrawlBatch,
+    ) -> Result<usize, StoreError> {
+        // The group's records in one local write with `with`, before any
+        // lease ends (as in `complete`).
+        self.store
+            .record_pages_with(done.iter().map(|c| &c.record), with)?;
         self.complete_leases(&done)
     }
 
