@@ -5,7 +5,8 @@
 //! - the top-level modules of `src/engine` import each other without a cycle,
 //!   and so do those of `src/tui`, `src/cli` and `src/cluster`;
 //! - only the engine root (`src/engine/mod.rs`) imports `engine::coordinator`;
-//! - the control socket (`src/control`) uses no terminal or CLI crate either.
+//! - the control socket (`src/control`) uses no terminal or CLI crate either;
+//! - the engine never refers to `crate::control`, which sits above it.
 //!
 //! A module's references are the `crate::…`, `super::…` and `self::…` paths in
 //! its files (in `use` items, `use` groups and code alike, comments and string
@@ -62,6 +63,20 @@ fn control_uses_no_terminal_or_cli_crate() {
         "src/control must not use terminal or CLI crates: {found:?}"
     );
     assert_no_cycle(&tree);
+}
+
+/// `src/control` imports the engine; the engine serves its handle and its
+/// reads without knowing of the socket, so the two never form a cycle.
+#[test]
+fn engine_does_not_reference_the_control_socket() {
+    let found = scan_real_tree("engine").references_to("control");
+    assert!(
+        found.is_empty(),
+        "src/engine must not refer to crate::control, which imports the engine: \
+         move the client side up into src/control, or what both need down into \
+         the engine.\n  {}",
+        found.join("\n  ")
+    );
 }
 
 #[test]
@@ -571,6 +586,8 @@ struct Tree {
     root_edges: BTreeMap<String, Evidence>,
     /// Identifiers with their places, for the crate-use check.
     idents: Vec<(String, String, usize)>,
+    /// References to modules outside the root, with where they are written.
+    outside: Vec<(Vec<String>, Evidence)>,
 }
 
 impl Tree {
@@ -584,6 +601,7 @@ impl Tree {
             edges: BTreeMap::new(),
             root_edges: BTreeMap::new(),
             idents: Vec::new(),
+            outside: Vec::new(),
         };
         let mut references = Vec::new();
         let mut queue = VecDeque::from([(format!("{root}/mod.rs"), vec![root.to_string()])]);
@@ -625,17 +643,21 @@ impl Tree {
             tree.files.insert(file, module);
         }
         for (file, reference) in references {
-            let Some(target) = reference.target.get(1) else {
-                continue;
-            };
-            if reference.target[0] != tree.root || !tree.modules.contains(target) {
-                continue;
-            }
             let evidence = Evidence {
                 file,
                 line: reference.line,
                 text: reference.text,
             };
+            if reference.target.first() != Some(&tree.root) {
+                tree.outside.push((reference.target, evidence));
+                continue;
+            }
+            let Some(target) = reference.target.get(1) else {
+                continue;
+            };
+            if !tree.modules.contains(target) {
+                continue;
+            }
             match reference.from.get(1) {
                 None => {
                     tree.root_edges.entry(target.clone()).or_insert(evidence);
@@ -663,6 +685,15 @@ impl Tree {
             .iter()
             .filter(|(name, _, _)| crates.contains(&name.as_str()))
             .map(|(name, file, line)| (name.clone(), format!("src/{file}:{line}")))
+            .collect()
+    }
+
+    /// Places where the tree refers to the crate's top-level module `module`.
+    fn references_to(&self, module: &str) -> Vec<String> {
+        self.outside
+            .iter()
+            .filter(|(target, _)| target.first().is_some_and(|first| first == module))
+            .map(|(_, evidence)| evidence.to_string())
             .collect()
     }
 
@@ -1077,6 +1108,37 @@ fn scanner_checks_who_imports_the_coordinator() {
         "{message}"
     );
     assert_eq!(message.matches(" -> coordinator").count(), 1, "{message}");
+}
+
+#[test]
+fn scanner_finds_references_to_a_module_outside_the_root() {
+    let tree = tree_of(
+        "engine",
+        &[
+            ("engine/mod.rs", "mod a;\nmod b;\npub mod control;\n"),
+            (
+                "engine/a.rs",
+                // super::control is the engine's own module, not the crate's.
+                "use crate::control::client::socket_path;\nuse super::control::Command;\n\
+                 // crate::control in a comment\n",
+            ),
+            (
+                "engine/b.rs",
+                "fn f() { crate::control::read_client::read(); }\n\
+                 fn g() { let _ = super::super::control::X; }\n",
+            ),
+            ("engine/control.rs", "pub struct Command;\n"),
+        ],
+    );
+    assert_eq!(
+        tree.references_to("control"),
+        [
+            "src/engine/a.rs:1 (crate::control::client::socket_path)",
+            "src/engine/b.rs:1 (crate::control::read_client::read)",
+            "src/engine/b.rs:2 (super::super::control::X)",
+        ]
+    );
+    assert_eq!(tree.references_to("tui"), Vec::<String>::new());
 }
 
 #[test]

@@ -10,11 +10,11 @@ use std::collections::{BTreeSet, HashMap};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use crawldeck::control::results::Results;
 use crawldeck::demo::{
     SiteKind, AUDIT_NOT_IN_SITEMAP, AUDIT_ORPHANS, AUDIT_PAGES, AUDIT_SITEMAP_FILES,
     AUDIT_SITEMAP_NOT_INDEXABLE,
 };
-use crawldeck::engine::store::remote::Results;
 use crawldeck::engine::store::PageOutcome;
 use crawldeck::results::sitemaps::{self, Finding, SitemapAudit};
 use crawldeck::results::{Format, Listing, Query};

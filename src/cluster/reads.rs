@@ -184,7 +184,7 @@ pub fn answer(read: &Read, data_dir: &std::path::Path) -> Answer {
             host_list_lines(data_dir, host, *list).map_or_else(|e| failed(&e), Answer::Lines)
         }
         Read::FoundOn { urls } => crate::results::page::open(data_dir)
-            .and_then(|r| Ok(quarantine::found_on(&r, urls)?))
+            .and_then(|r| Ok(r.found_on(urls)?))
             .map_or_else(|e| failed(&e), Answer::FoundOn),
         Read::PageBand { request } => {
             let own = BandRequest {

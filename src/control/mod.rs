@@ -8,6 +8,8 @@
 //! - `client` (and `pump`): a connection as an [`crate::engine::EngineHandle`].
 //! - `reads` and `read_client`: one read of the crawl's results on a
 //!   connection of its own (the engine's side, and the blocking reader's).
+//! - `results`: a crawl's results, from its store or through `read_client`
+//!   while an engine holds it.
 
 #![warn(missing_docs)]
 
@@ -18,6 +20,7 @@ pub mod protocol;
 mod pump;
 pub mod read_client;
 pub mod reads;
+pub mod results;
 pub mod server;
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The reader's side of a `Read` connection, blocking: listings run on
 //! threads (`crawldeck pages`, the TUI's and the cluster's readers), through
-//! `engine::store::remote::Results`. The frames are the protocol's own
+//! [`super::results::Results`]. The frames are the protocol's own
 //! ([`super::protocol::codec`]), read from a plain Unix stream.
 
 use std::collections::VecDeque;

@@ -10,11 +10,11 @@ use super::client;
 use super::hub::Hub;
 use super::lock::DataDirLock;
 use super::read_client;
+use super::results::{RemoteStore, Results};
 use super::server::{ControlServer, ControlSocket};
 use crate::engine::reads::{
     ExtraAnswer, ExtraRead, StoreReads, BUSY, CHUNK_BYTES, MAX_READERS, QUEUED_CHUNKS,
 };
-use crate::engine::store::remote::{RemoteStore, Results};
 use crate::engine::store::{Entries, PageOutcome, PageRecord, Store, StoreError};
 use crate::engine::EngineHandle;
 

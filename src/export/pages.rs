@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 use super::cdxj::PyJson;
 use super::scan::{field, hex, record_head};
 use super::WarcFile;
-use crate::engine::store::remote::Results;
+use crate::control::results::Results;
 use crate::engine::store::{PageOutcome, PageRecord};
 
 pub const HEADER: &str = r#"{"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}"#;

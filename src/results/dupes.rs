@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::output::{col, Column, Output};
 use super::query::Query;
-use crate::engine::store::remote::Results;
+use crate::control::results::Results;
 use crate::engine::store::{PageOutcome, PageRecord};
 
 /// Bits two simhashes may differ by and still be near duplicates (the

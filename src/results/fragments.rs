@@ -3,8 +3,8 @@
 //! the archive once; a page without an archived HTML 2xx answer is not
 //! judged here (a broken page is a broken link already).
 
+use crate::control::results::Results;
 use crate::engine::extract::{element_ids, fragment_found};
-use crate::engine::store::remote::Results;
 use crate::engine::store::{read_response, PageOutcome};
 
 use super::query::Query;

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::output::{col, Column, Output};
 use super::query::{Fate, Format, Query};
 use super::rows::Row;
-use crate::engine::store::remote::Results;
+use crate::control::results::Results;
 use crate::engine::store::PageOutcome;
 
 /// Hops followed before a chain is cut (the engine follows fewer).

@@ -1,6 +1,6 @@
 //! `crawldeck pages` and `crawldeck links`: what a crawl found, listed,
 //! filtered and exported from its store (or from the running engine through
-//! its control socket, see `engine::store::remote`).
+//! its control socket, see `control::results`).
 
 pub mod audit;
 pub mod diff;
@@ -21,8 +21,7 @@ use std::sync::Arc;
 
 use anyhow::Context;
 
-use crate::engine::inspect;
-use crate::engine::store::remote::Results;
+use crate::control::results::Results;
 use output::{col, Column, Output};
 pub use query::{Fate, Format, Listing, Query, SortKey};
 use rows::{Row, Rows, RuleOrigins};
@@ -93,7 +92,7 @@ pub(crate) fn matching_rows<'a>(
     }
     // Parked URLs are keyed by alert, not URL: they follow the others.
     let parked: Box<dyn Iterator<Item = _>> = if lists_parked(query) {
-        Box::new(inspect::read_parked(results)?.map(|p| p.map(Row::of_parked)))
+        Box::new(results.parked()?.map(|p| p.map(Row::of_parked)))
     } else {
         Box::new(std::iter::empty())
     };

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context};
 
 use super::facts::RowFacts;
+use crate::control::results::Results;
 use crate::engine::inspect::{self, DiffRow, DiffSide, PageInspection, SelectError};
-use crate::engine::store::remote::Results;
 use crate::text::{cut_middle, strip_control};
 
 /// What `crawldeck page` was asked.
@@ -90,13 +90,13 @@ pub fn read(data_dir: &Path, url: &str) -> anyhow::Result<PageInspection> {
 
 /// The inspection of `url`, `None` if the crawl has no record of it.
 pub fn find(data_dir: &Path, url: &str) -> anyhow::Result<Option<PageInspection>> {
-    Ok(inspect::read(&open(data_dir)?, data_dir, url)?)
+    Ok(open(data_dir)?.inspect(data_dir, url)?)
 }
 
 /// The parked URLs by alert in the crawl of `data_dir` (through the running
 /// engine when a crawl holds the store).
 pub fn read_quarantine(data_dir: &Path) -> anyhow::Result<inspect::quarantine::Quarantine> {
-    Ok(inspect::read_quarantine(&open(data_dir)?)?)
+    Ok(open(data_dir)?.quarantine()?)
 }
 
 /// The records of the crawl in `data_dir`.

@@ -9,8 +9,8 @@ use serde::Serialize;
 use super::facts::RowFacts;
 use super::query::{by_alert, Fate, Query, PRIVATE_ADDRESS};
 use super::sitemaps::FoundBy;
+use crate::control::results::Results;
 use crate::engine::inspect::quarantine::ParkedEntry;
-use crate::engine::store::remote::Results;
 use crate::engine::store::{
     FilterReason, FilteredUrl, PageOutcome, PageRecord, SitemapEntry, StoreError, UrlKind,
     SOFT_404_PROBE,

@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use super::query::Query;
 use super::rows::Row;
-use crate::engine::store::remote::Results;
+use crate::control::results::Results;
 use crate::engine::store::SitemapEntry;
 use crate::engine::url_norm::host_key;
 

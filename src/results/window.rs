@@ -17,7 +17,7 @@ use super::audit::Check;
 use super::facts::{FactFilters, Missing};
 use super::query::{parse_host, Fate, Format, Listing, Query};
 use super::rows::Row;
-use crate::engine::store::remote::Results;
+use crate::control::results::Results;
 
 /// A column of the Pages view: what a band can be ordered by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -20,8 +20,6 @@ pub use fates::LinkFate;
 pub use html::{select, MAX_SELECTED};
 
 use super::reads::{ExtraAnswer, ExtraRead};
-#[cfg(unix)]
-use super::store::remote::Results;
 use super::store::{read_response, PageOutcome, PageRecord, Store, StoreError, SOFT_404_PROBE};
 
 /// Most body bytes read back from the archive.
@@ -131,17 +129,6 @@ fn parked_as_json(
     })))
 }
 
-/// Every parked URL with its alert and found-on pages, through `results`.
-#[cfg(unix)]
-pub fn read_parked(
-    results: &Results,
-) -> Result<super::store::Entries<quarantine::ParkedEntry>, StoreError> {
-    match results {
-        Results::Local(store) => Ok(quarantine::parked_entries(store)),
-        Results::Remote(remote) => remote.stream("parked", ""),
-    }
-}
-
 fn quarantine_as_json(
     store: &Store,
     _data_dir: &Path,
@@ -151,16 +138,6 @@ fn quarantine_as_json(
         what: "quarantine",
         source,
     })
-}
-
-/// The parked URLs by alert through `results` (the store, or a running
-/// engine's reads on its control socket).
-#[cfg(unix)]
-pub fn read_quarantine(results: &Results) -> Result<quarantine::Quarantine, StoreError> {
-    match results {
-        Results::Local(store) => quarantine::read(store),
-        Results::Remote(remote) => remote.one("quarantine", ""),
-    }
 }
 
 fn inspect_as_json(
@@ -173,20 +150,6 @@ fn inspect_as_json(
         what: "page inspection",
         source,
     })
-}
-
-/// The inspection of `url` through `results`: the store itself, or a
-/// running engine's control socket (read on its reader threads).
-#[cfg(unix)]
-pub fn read(
-    results: &Results,
-    data_dir: &Path,
-    url: &str,
-) -> Result<Option<PageInspection>, StoreError> {
-    match results {
-        Results::Local(store) => inspect(store, data_dir, url),
-        Results::Remote(remote) => remote.one("inspect", url),
-    }
 }
 
 /// Inspects the page of `url` in the crawl of `data_dir`; `None` if the

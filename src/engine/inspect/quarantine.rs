@@ -179,21 +179,9 @@ fn parked_url(store: &Store, url: String) -> Result<ParkedUrl, StoreError> {
     found_on_page(url, |u| store.referrers(u), |page| store.page(page))
 }
 
-/// The URLs with the page each was first found on, through `results` (a
-/// worker's store: a shared crawl's parked URLs come from Redis without it).
-#[cfg(unix)]
-pub fn found_on(
-    results: &crate::engine::store::remote::Results,
-    urls: &[String],
-) -> Result<Vec<ParkedUrl>, StoreError> {
-    urls.iter()
-        .take(MAX_URLS_PER_ALERT * MAX_ALERTS)
-        .map(|url| found_on_page(url.clone(), |u| results.referrers(u), |p| results.page(p)))
-        .collect()
-}
-
-/// `url` with its first referrer, and whether that page was fetched.
-fn found_on_page(
+/// `url` with its first referrer, and whether that page was fetched, read
+/// through `referrers` and `page` (a store's, or a running engine's).
+pub fn found_on_page(
     url: String,
     referrers: impl FnOnce(&str) -> Result<Vec<String>, StoreError>,
     page: impl FnOnce(&str) -> Result<Option<PageRecord>, StoreError>,

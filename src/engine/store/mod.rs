@@ -23,8 +23,6 @@ mod query;
 mod record_codec;
 mod records;
 mod referrers;
-#[cfg(unix)]
-pub mod remote;
 mod sitemaps;
 mod typed;
 pub(crate) mod warc;
@@ -456,7 +454,11 @@ fn corrupt(what: &'static str, message: impl Into<String>) -> StoreError {
     }
 }
 
-fn decode_json<T: DeserializeOwned>(bytes: &[u8], what: &'static str) -> Result<T, StoreError> {
+/// A JSON value stored (or sent) as `what`; a bad one is corrupt.
+pub(crate) fn decode_json<T: DeserializeOwned>(
+    bytes: &[u8],
+    what: &'static str,
+) -> Result<T, StoreError> {
     serde_json::from_slice(bytes).map_err(|e| corrupt(what, e.to_string()))
 }
 

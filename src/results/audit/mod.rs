@@ -17,7 +17,7 @@ use serde::Serialize;
 use super::output::{col, Column, Output};
 use super::query::{Format, Query};
 use super::rows::{Rows, RuleOrigins};
-use crate::engine::store::remote::Results;
+use crate::control::results::Results;
 pub use checks::{Check, Priority, ALL, LARGE_PAGE_BYTES, NOINDEX_MANY_INLINKS, SLOW_PAGE_MS};
 use tally::Tally;
 

@@ -5,7 +5,7 @@ use std::hash::BuildHasher;
 
 use super::checks::{Check, LARGE_PAGE_BYTES, NOINDEX_MANY_INLINKS, SLOW_PAGE_MS};
 use super::{ranked, Finding, Shown};
-use crate::engine::store::remote::Results;
+use crate::control::results::Results;
 use crate::results::facts::indexability;
 use crate::results::fragments::BrokenFragment;
 use crate::results::query::Fate;

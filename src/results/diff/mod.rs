@@ -20,7 +20,7 @@ pub use compare::{changes, Change, ChangeKind, Paired, Side};
 use super::output::{col, Column, Output};
 use super::query::{host_prefixes, Format};
 use super::rows::{Rows, RuleOrigins};
-use crate::engine::store::remote::Results;
+use crate::control::results::Results;
 
 /// What a diff compares.
 #[derive(Debug, Clone, PartialEq)]

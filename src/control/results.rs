@@ -1,4 +1,5 @@
-//! Reading a crawl's results while the engine holds its database.
+//! A crawl's results, read from its store or, while the engine holds the
+//! store, from that engine through its control socket.
 //!
 //! fjall locks its directory for one process, so a second process cannot open
 //! the store of a running crawl. The engine therefore serves its own reads
@@ -6,17 +7,25 @@
 //! thread do while the crawl writes, so the crawl loop never sees the
 //! request) on its control socket, `control.sock` (0600 in the 0700
 //! directory, peer checked): a `Read` connection per request, answered by
-//! rows in frames (`control::read_client`). [`Results::open`] picks the store
+//! rows in frames ([`super::read_client`]). [`Results::open`] picks the store
 //! or the socket.
+//!
+//! This is the client side of those reads, so it lives here, above the
+//! engine, beside the socket's other clients: the engine serves reads and
+//! knows nothing of who asks. The listings, the export, the TUI and the
+//! cluster read through it.
 
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
-use super::query::Entries;
-use super::{FilteredUrl, FragmentLinks, PageRecord, SitemapEntry, Store, StoreError};
-use crate::control::client::socket_path;
-use crate::control::read_client;
+use super::client::socket_path;
+use super::read_client;
+use crate::engine::inspect::quarantine::{self, ParkedEntry, ParkedUrl, Quarantine};
+use crate::engine::inspect::{self, PageInspection};
+use crate::engine::store::{
+    decode_json, Entries, FilteredUrl, FragmentLinks, PageRecord, SitemapEntry, Store, StoreError,
+};
 
 /// fjall's block cache when a listing opens a store itself.
 const READ_CACHE_BYTES: u64 = 64 * 1024 * 1024;
@@ -45,7 +54,7 @@ impl RemoteStore {
         let answer = read_client::read(&self.data_dir, verb, arg).map_err(|e| remote_error(&e))?;
         Ok(Box::new(answer.map(|row| {
             let row = row.map_err(|e| remote_error(&e))?;
-            super::decode_json(row.get().as_bytes(), "results row")
+            decode_json(row.get().as_bytes(), "results row")
         })))
     }
 
@@ -210,5 +219,49 @@ impl Results {
     /// Whether this reads a running crawl.
     pub fn is_live(&self) -> bool {
         matches!(self, Results::Remote(_))
+    }
+}
+
+/// The inspector's reads: on the store here, or on the running engine's
+/// reader threads (its `engine::inspect` reads).
+impl Results {
+    /// The inspection of `url` in the crawl of `data_dir`; `None` if the
+    /// crawl has no record of it.
+    pub fn inspect(
+        &self,
+        data_dir: &Path,
+        url: &str,
+    ) -> Result<Option<PageInspection>, StoreError> {
+        match self {
+            Results::Local(store) => inspect::inspect(store, data_dir, url),
+            Results::Remote(remote) => remote.one("inspect", url),
+        }
+    }
+
+    /// The parked URLs by alert, bounded.
+    pub fn quarantine(&self) -> Result<Quarantine, StoreError> {
+        match self {
+            Results::Local(store) => quarantine::read(store),
+            Results::Remote(remote) => remote.one("quarantine", ""),
+        }
+    }
+
+    /// Every parked URL with its alert and found-on pages.
+    pub fn parked(&self) -> Result<Entries<ParkedEntry>, StoreError> {
+        match self {
+            Results::Local(store) => Ok(quarantine::parked_entries(store)),
+            Results::Remote(remote) => remote.stream("parked", ""),
+        }
+    }
+
+    /// The URLs with the page each was first found on (a worker's store: a
+    /// shared crawl's parked URLs come from Redis without it).
+    pub fn found_on(&self, urls: &[String]) -> Result<Vec<ParkedUrl>, StoreError> {
+        urls.iter()
+            .take(quarantine::MAX_URLS_PER_ALERT * quarantine::MAX_ALERTS)
+            .map(|url| {
+                quarantine::found_on_page(url.clone(), |u| self.referrers(u), |p| self.page(p))
+            })
+            .collect()
     }
 }
