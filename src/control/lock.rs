@@ -14,6 +14,9 @@ pub const LOCK_FILE: &str = "engine.pid";
 /// The control socket inside a data directory.
 pub const SOCKET_FILE: &str = "control.sock";
 
+/// The reads socket of earlier versions, removed when an engine starts.
+const OLD_RESULTS_SOCKET: &str = "results.sock";
+
 /// Why a data directory could not be locked.
 #[derive(Debug, thiserror::Error)]
 pub enum LockError {
@@ -70,11 +73,11 @@ impl DataDirLock {
         writeln!(file, "{}", std::process::id()).map_err(io)?;
         file.flush().map_err(io)?;
         let socket = dir.join(SOCKET_FILE);
-        match std::fs::remove_file(&socket) {
-            Ok(()) => tracing::info!("removed a control socket left by an engine that died"),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io(e)),
+        if remove_if_present(&socket).map_err(io)? {
+            tracing::info!("removed a control socket left by an engine that died");
         }
+        // Earlier versions served reads on a second socket; nothing answers it now.
+        remove_if_present(&dir.join(OLD_RESULTS_SOCKET)).map_err(io)?;
         Ok(DataDirLock {
             _file: file,
             socket,
@@ -84,6 +87,15 @@ impl DataDirLock {
     /// Where this engine's control socket goes.
     pub fn socket_path(&self) -> &Path {
         &self.socket
+    }
+}
+
+/// Removes `path`; whether there was one.
+fn remove_if_present(path: &Path) -> std::io::Result<bool> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
     }
 }
 
@@ -131,9 +143,11 @@ mod tests {
     fn a_stale_socket_is_removed_when_the_lock_is_free() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join(SOCKET_FILE), b"").unwrap();
+        std::fs::write(dir.path().join(OLD_RESULTS_SOCKET), b"").unwrap();
         std::fs::write(dir.path().join(LOCK_FILE), b"999999999\n").unwrap();
         let lock = DataDirLock::acquire(dir.path()).unwrap();
         assert!(!lock.socket_path().exists());
+        assert!(!dir.path().join(OLD_RESULTS_SOCKET).exists());
         let text = std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap();
         assert_eq!(text.trim(), std::process::id().to_string());
     }
