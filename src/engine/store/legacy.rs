@@ -57,15 +57,16 @@ pub(super) fn adopt(data_dir: &Path, index: &CrawlIndex) -> Result<(), StoreErro
 fn copy_database(path: &Path, index: &CrawlIndex) -> Result<(), StoreError> {
     let db = open_sled(path)?;
     let mut writes = Writes::new(index);
-    let trees = [("crawl", Rows::Crawl), ("referrers", Rows::Referrers)];
+    let trees = [
+        ("crawl", Rows::Crawl),
+        ("referrers", Rows::Referrers),
+        ("filtered", Rows::Filtered),
+    ];
     for (name, to) in trees {
         copy_tree(&db, path, name, &mut writes, |key, value| {
             Ok((to, key.to_vec(), Some(value.to_vec())))
         })?;
     }
-    copy_tree(&db, path, "filtered", &mut writes, |key, value| {
-        Ok((Rows::Filtered, key.to_vec(), Some(value.to_vec())))
-    })?;
     for (tree, name) in Tree::ALL {
         copy_tree(&db, path, name, &mut writes, |key, value| {
             typed_row(tree, key, value)
