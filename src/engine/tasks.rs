@@ -103,6 +103,30 @@ pub struct Fetched {
     pub truncated: bool,
 }
 
+impl Fetched {
+    /// What the response's status line and headers say, before anything of
+    /// its body is read, archived or judged.
+    fn answer(response: Response) -> Fetched {
+        Fetched {
+            status: response.status,
+            content_type: response.content_type,
+            location: response.location,
+            retry_after: response.retry_after,
+            etag: response.etag,
+            last_modified: response.last_modified,
+            bytes: response.body.len() as u64,
+            elapsed: response.elapsed,
+            truncated: response.truncated,
+            directives: RobotsDirectives::default(),
+            noindex: None,
+            digest: None,
+            extracted: None,
+            fingerprint: None,
+            archived: Archived::default(),
+        }
+    }
+}
+
 /// One page (or probe) fetch and everything it needs, moved into its task.
 struct PageJob {
     fetcher: Fetcher,
@@ -239,14 +263,6 @@ fn process(
         _ => Archived::default(),
     };
     Fetched {
-        status: response.status,
-        content_type: response.content_type,
-        location: response.location,
-        retry_after: response.retry_after,
-        etag: response.etag,
-        last_modified: response.last_modified,
-        bytes: response.body.len() as u64,
-        elapsed: response.elapsed,
         noindex: NoindexSource::of(
             extracted.as_ref().is_some_and(|e| e.directives.noindex),
             header_noindex,
@@ -256,7 +272,7 @@ fn process(
         extracted,
         fingerprint,
         archived,
-        truncated: response.truncated,
+        ..Fetched::answer(response)
     }
 }
 
@@ -269,24 +285,14 @@ async fn run_check(fetcher: Fetcher, lease: Lease, url: Url, done: mpsc::Unbound
 
 /// What the coordinator records of a check's answer.
 fn checked(response: Response) -> Fetched {
+    let bytes = response
+        .content_length
+        .unwrap_or(response.body.len() as u64);
     Fetched {
-        status: response.status,
-        bytes: response
-            .content_length
-            .unwrap_or(response.body.len() as u64),
-        content_type: response.content_type,
-        location: response.location,
-        retry_after: response.retry_after,
+        bytes,
         etag: None,
         last_modified: None,
-        elapsed: response.elapsed,
-        directives: RobotsDirectives::default(),
-        noindex: None,
-        digest: None,
-        extracted: None,
-        fingerprint: None,
-        archived: Archived::default(),
-        truncated: false,
+        ..Fetched::answer(response)
     }
 }
 

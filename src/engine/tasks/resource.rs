@@ -68,21 +68,11 @@ fn archived_resource(
         }
     });
     Fetched {
-        status: response.status,
-        bytes: response.body.len() as u64,
-        content_type: response.content_type,
-        location: response.location,
-        retry_after: response.retry_after,
-        etag: response.etag,
-        last_modified: response.last_modified,
-        elapsed: response.elapsed,
         directives,
-        noindex: None,
         digest: ok.then_some(digest),
         extracted,
-        fingerprint: None,
         archived,
-        truncated: false,
+        ..Fetched::answer(response)
     }
 }
 
