@@ -46,12 +46,10 @@ fn archived_resource(
 ) -> Fetched {
     let directives = RobotsDirectives::from_headers(&response.x_robots_tag, &opts.product_token);
     let ok = (200..300).contains(&response.status);
-    let digest = ContentDigest::of(&response.body);
+    let digest = ok.then(|| ContentDigest::of(&response.body));
     // A body archived before (another URL's) is a revisit, as a page's is.
     let archived = match warc {
-        Some(warc) if !directives.noarchive => {
-            warc.page(url, &response, ok.then_some(&digest), None)
-        }
+        Some(warc) if !directives.noarchive => warc.page(url, &response, digest.as_ref(), None),
         _ => Default::default(),
     };
     let extracted = (ok && extract::is_css(response.content_type.as_deref())).then(|| {
@@ -69,7 +67,7 @@ fn archived_resource(
     });
     Fetched {
         directives,
-        digest: ok.then_some(digest),
+        digest,
         extracted,
         archived,
         ..Fetched::answer(response)
