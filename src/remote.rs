@@ -68,7 +68,9 @@ pub struct StatusReport {
     #[serde(default)]
     pub resource_bytes: u64,
     /// WARC revisit records written, and the body bytes they did not store again.
+    #[serde(default)]
     pub revisits: u64,
+    #[serde(default)]
     pub revisit_bytes_saved: u64,
     /// Why the crawl is paused by itself: the shared frontier out of reach
     /// (it resumes by itself) or a storage fault (the operator resumes it).
