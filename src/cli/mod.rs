@@ -222,6 +222,19 @@ pub struct BenchArgs {
     /// Hosts the pages are spread over.
     #[arg(long, value_name = "H", default_value_t = 50)]
     pub hosts: u32,
+    /// A polite crawl: this delay between two requests to a host, one at a
+    /// time (e.g. `--hosts 2000 --delay 1s`); the report compares the rate
+    /// with what politeness allows, hosts ÷ delay. Default: no delay.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub delay: Option<Duration>,
+    /// Crawl without writing WARC files, to measure what the archive costs
+    /// (run once with and once without, in one sitting).
+    #[arg(long)]
+    pub no_archive: bool,
+    /// After the crawl, time compressing its WARC records again alone, at the
+    /// archive's level: the floor of what the archive can cost.
+    #[arg(long, conflicts_with = "no_archive")]
+    pub archive_floor: bool,
     /// Where the bench crawl is stored (a temporary directory unless given).
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,

@@ -5,6 +5,7 @@
 //! precedence rules are unit-tested here.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::usage::UsageError;
 use super::{Cli, CliCommand, RunArgs, CONFIG_FILE, DEFAULT_DATA_DIR};
@@ -26,6 +27,12 @@ pub enum Mode {
     Bench {
         pages: u64,
         hosts: u32,
+        /// Between two requests to a host; zero: none.
+        delay: Duration,
+        /// WARC files written.
+        archive: bool,
+        /// Time compressing the WARC records alone afterwards.
+        archive_floor: bool,
         tui: bool,
         previews: bool,
     },
@@ -201,6 +208,13 @@ fn resolve_bench(b: super::BenchArgs) -> Result<ResolvedRun, UsageError> {
             "bench needs --pages and --hosts of at least 1".into(),
         ));
     }
+    let max_hosts = crate::demo::MAX_BENCH_HOSTS;
+    if b.hosts as usize > max_hosts {
+        return Err(UsageError(format!(
+            "bench --hosts {} is more than the generated web can serve: give at most {max_hosts}",
+            b.hosts
+        )));
+    }
     Ok(ResolvedRun {
         data_dir: b.data,
         // The bench's own settings, with the extractions to measure.
@@ -211,6 +225,9 @@ fn resolve_bench(b: super::BenchArgs) -> Result<ResolvedRun, UsageError> {
         ..front_end(Mode::Bench {
             pages: b.pages,
             hosts: b.hosts,
+            delay: b.delay.unwrap_or(Duration::ZERO),
+            archive: !b.no_archive,
+            archive_floor: b.archive_floor,
             tui: b.tui,
             previews: b.previews,
         })
