@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use fjall::config::PinningPolicy;
+use fjall::config::{FilterPolicy, PinningPolicy};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
 use super::{private, StoreError};
@@ -59,6 +59,15 @@ pub(super) enum Rows {
 pub(super) type KeyspaceWrite = (Rows, Vec<u8>, Option<Vec<u8>>);
 
 impl Rows {
+    /// Whether the crawl asks for these rows by key (the seen check, a
+    /// payload digest, a link left out before), not only by prefix.
+    fn looked_up_by_key(self) -> bool {
+        match self {
+            Rows::Crawl | Rows::Digests | Rows::Filtered | Rows::Records => true,
+            Rows::Referrers | Rows::Inlinks | Rows::Fragments => false,
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Rows::Crawl => "crawl",
@@ -162,14 +171,21 @@ impl CrawlIndex {
                 | Rows::Filtered
                 | Rows::Records => MEMTABLE_BYTES,
             };
-            // Filters and block indexes stay in memory (~2 bytes a key): read
-            // through the cache, a large table's filter was read again for
-            // nearly every lookup once the crawl outgrew the cache.
             db.keyspace(rows.name(), || {
-                KeyspaceCreateOptions::default()
-                    .max_memtable_size(memtable)
-                    .filter_block_pinning_policy(PinningPolicy::all(true))
-                    .index_block_pinning_policy(PinningPolicy::all(true))
+                let options = KeyspaceCreateOptions::default().max_memtable_size(memtable);
+                match rows.looked_up_by_key() {
+                    // Filters and block indexes stay in memory (~2 bytes a
+                    // key): read through the cache, a large table's filter
+                    // was read again for nearly every lookup once the crawl
+                    // outgrew the cache.
+                    true => options
+                        .filter_block_pinning_policy(PinningPolicy::all(true))
+                        .index_block_pinning_policy(PinningPolicy::all(true)),
+                    // Read only by prefix, for listings: a filter would never
+                    // be asked, and pinned, these rows' indexes grew memory
+                    // with every page (inlinks: ~50 rows a page).
+                    false => options.filter_policy(FilterPolicy::disabled()),
+                }
             })
             .map_err(|e| open_error(&path, e))
         };
