@@ -10,10 +10,9 @@
 //! [`ANSWER_TTL`]), and the last entry it handled into `cursors` (worker →
 //! entry id), so a restarted worker goes on after it.
 //!
-//! Alerts are numbered per worker, so `accept` and `dismiss` go `to` the
-//! worker that raised the alert. The worker that accepts one publishes the
-//! alert's rule as an `AddRule` with `skip` set to itself: every other worker
-//! (and every worker that joins later) blocks the same URLs.
+//! An alert is the crawl's: `accept` and `dismiss` go `to` one worker, which
+//! shares the decision through the frontier (`alert-decisions`); every other
+//! worker, and every worker that joins later, applies it from there.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -352,8 +351,8 @@ pub fn answers(
 
 /// Whether a worker that joins later applies the command: what sets the
 /// crawl's state (rules, overrides, pauses) does; one-off actions (stop,
-/// checkpoint, preview, a breaker reset, an alert of the worker that raised
-/// it) do not.
+/// checkpoint, preview, a breaker reset, an alert's decision, which the
+/// frontier shares) do not.
 pub fn replays(command: &Command) -> bool {
     match command {
         Command::Pause(_)

@@ -51,14 +51,15 @@ pub struct ClusterStatus {
     pub rules: Vec<String>,
     pub workers: Vec<WorkerRow>,
     /// Open trap alerts, from the snapshots the workers publish (numbered
-    /// across the crawl), each with the worker that raised and decides it.
+    /// across the crawl), once each, with the worker that raised it.
     pub open_alerts: Vec<WorkerAlert>,
 }
 
 /// An open trap alert and the worker that raised it.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkerAlert {
-    /// The worker that raised it; `ctl --redis … accept ID` goes to it.
+    /// The worker that raised it; `ctl --redis … accept ID` goes to it
+    /// while it lives.
     pub worker: String,
     #[serde(flatten)]
     pub alert: OpenAlert,
