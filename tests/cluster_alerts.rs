@@ -9,11 +9,11 @@ use crate::common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::cluster::{finish, run_ctl, shared, start_three, worker_name};
+use common::cluster::{finish, run_ctl, shared, start_three, stored_alerts, worker_name};
 use common::start_demo;
 use crawldeck::cluster::redis_server::RedisServer;
 use crawldeck::demo::SiteKind;
-use crawldeck::engine::store::{PageOutcome, Store, Tree};
+use crawldeck::engine::store::PageOutcome;
 use crawldeck::engine::telemetry::{AlertStatus, Snapshot, TrapAlert, TrapKind};
 use tokio::time::Instant;
 
@@ -169,15 +169,5 @@ fn snapshots(con: &mut redis::Connection, names: &[String]) -> Vec<Snapshot> {
         .into_iter()
         .flatten()
         .filter_map(|t| serde_json::from_str(&t).ok())
-        .collect()
-}
-
-fn stored_alerts(dir: &std::path::Path) -> Vec<TrapAlert> {
-    let store = Store::open(dir, 8 * 1024 * 1024).expect("the worker's store reopens");
-    store
-        .scan::<TrapAlert>(Tree::Alerts)
-        .expect("alerts readable")
-        .into_iter()
-        .map(|(_, alert)| alert)
         .collect()
 }

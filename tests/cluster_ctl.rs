@@ -8,12 +8,12 @@ use std::collections::HashMap;
 use std::process::Command;
 use std::time::Duration;
 
-use common::cluster::{finish, start_three, worker_name};
+use common::cluster::{finish, start_three, stored_alerts, worker_name};
 use common::start_demo;
 use crawldeck::cluster::redis_server::RedisServer;
 use crawldeck::demo::SiteKind;
-use crawldeck::engine::store::{PageOutcome, Store, Tree};
-use crawldeck::engine::telemetry::{TrapAlert, TrapKind};
+use crawldeck::engine::store::PageOutcome;
+use crawldeck::engine::telemetry::TrapKind;
 use tokio::time::Instant;
 
 /// Shop product pages: `/p/…`.
@@ -205,15 +205,4 @@ fn open_alerts(redis: &RedisServer) -> Vec<(u64, String)> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// The alerts a worker stored.
-fn stored_alerts(dir: &std::path::Path) -> Vec<TrapAlert> {
-    let store = Store::open(dir, 8 * 1024 * 1024).expect("the worker's store reopens");
-    store
-        .scan::<TrapAlert>(Tree::Alerts)
-        .expect("alerts readable")
-        .into_iter()
-        .map(|(_, alert)| alert)
-        .collect()
 }

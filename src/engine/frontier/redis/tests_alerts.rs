@@ -28,6 +28,31 @@ fn alert(local_id: u64, host: &str, evidence: u64, sample: &str) -> TrapAlert {
     }
 }
 
+/// Workers joining one crawl on a private redis-server.
+struct Crawl {
+    server: RedisServer,
+    name: &'static str,
+    dirs: Vec<tempfile::TempDir>,
+}
+
+impl Crawl {
+    fn new(name: &'static str) -> Crawl {
+        Crawl {
+            server: RedisServer::for_test(),
+            name,
+            dirs: Vec::new(),
+        }
+    }
+
+    /// A new worker, with a data directory of its own.
+    fn join(&mut self) -> super::RedisFrontier {
+        let dir = tempfile::tempdir().unwrap();
+        let worker = worker_in(&self.server, self.name, dir.path(), Duration::from_secs(30));
+        self.dirs.push(dir);
+        worker
+    }
+}
+
 fn new_number(shared: SharedAlert) -> u64 {
     match shared {
         SharedAlert::New(id) => id,
@@ -37,10 +62,8 @@ fn new_number(shared: SharedAlert) -> u64 {
 
 #[test]
 fn alert_numbers_are_unique_across_workers_and_never_below_the_local_next() {
-    let server = RedisServer::for_test();
-    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut w1 = worker_in(&server, "alerts", d1.path(), Duration::from_secs(30));
-    let mut w2 = worker_in(&server, "alerts", d2.path(), Duration::from_secs(30));
+    let mut crawl = Crawl::new("alerts");
+    let (mut w1, mut w2) = (crawl.join(), crawl.join());
     let raise = |w: &mut super::RedisFrontier, local: u64, trap: &str| {
         new_number(w.share_alert(trap, &alert(local, trap, 1, "x")).unwrap())
     };
@@ -52,7 +75,7 @@ fn alert_numbers_are_unique_across_workers_and_never_below_the_local_next() {
     assert_eq!(raise(&mut w2, 10, "d"), 10);
     assert_eq!(raise(&mut w1, c + 1, "e"), 11);
     // Each number names the worker that raised it.
-    let mut con = redis::Client::open(server.url())
+    let mut con = redis::Client::open(crawl.server.url())
         .unwrap()
         .get_connection()
         .unwrap();
@@ -67,10 +90,8 @@ fn alert_numbers_are_unique_across_workers_and_never_below_the_local_next() {
 
 #[test]
 fn the_same_trap_from_two_workers_is_one_alert_and_each_learns_of_the_other() {
-    let server = RedisServer::for_test();
-    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut w1 = worker_in(&server, "traps", d1.path(), Duration::from_secs(30));
-    let mut w2 = worker_in(&server, "traps", d2.path(), Duration::from_secs(30));
+    let mut crawl = Crawl::new("traps");
+    let (mut w1, mut w2) = (crawl.join(), crawl.join());
     let signature = "cal.test Counter /cal/";
     let raised = alert(1, "cal.test", 12, "http://cal.test/cal/2031");
     let id = new_number(w1.share_alert(signature, &raised).unwrap());
@@ -91,8 +112,7 @@ fn the_same_trap_from_two_workers_is_one_alert_and_each_learns_of_the_other() {
     assert_ne!(other, id);
 
     // A third worker, told of both, joins each once.
-    let d3 = tempfile::tempdir().unwrap();
-    let mut w3 = worker_in(&server, "traps", d3.path(), Duration::from_secs(30));
+    let mut w3 = crawl.join();
     let news = w3.alert_news().unwrap();
     let told: Vec<u64> = news.raised.iter().map(|a| a.id).collect();
     assert_eq!(told, [id, other]);
@@ -112,10 +132,8 @@ fn the_same_trap_from_two_workers_is_one_alert_and_each_learns_of_the_other() {
 
 #[test]
 fn the_first_decision_on_an_alert_is_every_workers() {
-    let server = RedisServer::for_test();
-    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut w1 = worker_in(&server, "decide", d1.path(), Duration::from_secs(30));
-    let mut w2 = worker_in(&server, "decide", d2.path(), Duration::from_secs(30));
+    let mut crawl = Crawl::new("decide");
+    let (mut w1, mut w2) = (crawl.join(), crawl.join());
     let raised = alert(1, "cal.test", 12, "http://cal.test/cal/2031");
     let id = new_number(w1.share_alert("cal.test Counter /cal/", &raised).unwrap());
     assert_eq!(w2.alert_news().unwrap().raised.len(), 1);
@@ -142,8 +160,7 @@ fn the_first_decision_on_an_alert_is_every_workers() {
         "w1 knows its own decision"
     );
     // A worker that joins later is told of the alert and its decision.
-    let d3 = tempfile::tempdir().unwrap();
-    let mut w3 = worker_in(&server, "decide", d3.path(), Duration::from_secs(30));
+    let mut w3 = crawl.join();
     let news = w3.alert_news().unwrap();
     assert_eq!((news.raised.len(), news.decided), (1, vec![accepted]));
 }
