@@ -14,6 +14,7 @@ mod audit;
 mod checks;
 mod cli;
 mod cluster;
+mod cluster_alerts;
 mod cluster_ctl;
 mod cluster_outage;
 mod cluster_reads;

@@ -19,8 +19,8 @@ pub(crate) mod fetch;
 pub(crate) mod frontier;
 pub(crate) mod near_dup;
 pub use frontier::{
-    alert_raisers_key, key_prefix, machine_name, validate_crawl_name, worker_id, ClusterTarget,
-    Heartbeat, DEFAULT_LEASE_TTL,
+    alert_decisions_key, alert_raisers_key, key_prefix, machine_name, validate_crawl_name,
+    worker_id, ClusterTarget, Heartbeat, DEFAULT_LEASE_TTL,
 };
 pub mod host_order;
 pub mod host_window;

@@ -49,6 +49,11 @@ pub fn alert_raisers_key(prefix: &str) -> String {
     format!("{prefix}alert-raisers")
 }
 
+/// The hash of alert number → its decision (JSON of `AlertDecision`).
+pub fn alert_decisions_key(prefix: &str) -> String {
+    format!("{prefix}alert-decisions")
+}
+
 pub(super) fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -69,22 +74,6 @@ impl RedisFrontier {
         })?;
         all.sort();
         Ok(all)
-    }
-
-    /// A number for a new trap alert, unique in the crawl and at least
-    /// `at_least` (the worker's own next number), so `ctl accept N` and every
-    /// view name an alert alike; `alert-raisers` records that this worker
-    /// decides it.
-    pub(super) fn next_alert_id(&mut self, at_least: u64) -> Result<u64, StoreError> {
-        let mut inv = self.scripts.alert_id.prepare_invoke();
-        inv.arg(&self.prefix).arg(&self.worker).arg(at_least);
-        let out = self.link.run("numbering a trap alert", &inv)?;
-        out.first()
-            .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok())
-            .ok_or_else(|| StoreError::Remote {
-                op: "numbering a trap alert",
-                message: "the script answered no number".into(),
-            })
     }
 
     /// Publishes this worker's heartbeat.
