@@ -325,6 +325,7 @@ mod tests {
             at_ms,
             stale_after_ms: 30_000,
             records: String::new(),
+            pid: 0,
         };
         let status = ClusterStatus {
             crawl: "news".into(),
@@ -344,6 +345,7 @@ mod tests {
                 WorkerRow {
                     beat: Heartbeat {
                         records: "m2:/srv/\u{1b}[2Jw2".into(),
+                        pid: 0,
                         ..beat("\u{1b}[2Jb2", 0)
                     },
                     alive: false,
@@ -439,6 +441,7 @@ mod tests {
             at_ms: now.as_millis() as u64,
             stale_after_ms: 30_000,
             records: String::new(),
+            pid: 0,
         };
         let mut con = redis::Client::open(server.url())
             .unwrap()
