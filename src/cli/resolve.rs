@@ -260,7 +260,7 @@ fn wants_color(no_color: bool) -> bool {
 }
 
 /// The shared crawl a viewer's `--redis` and `--crawl` name, if any.
-fn shared_crawl(
+pub(super) fn shared_crawl(
     redis: Option<String>,
     crawl_name: Option<String>,
 ) -> Result<Option<crate::engine::ClusterTarget>, UsageError> {

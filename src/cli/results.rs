@@ -38,8 +38,19 @@ impl FormatArgs {
 #[derive(Debug, Args, Default, Clone)]
 pub struct ListArgs {
     /// The crawl's data directory (a running crawl is read through its engine).
-    #[arg(value_name = "DIR")]
-    pub data: PathBuf,
+    #[arg(
+        value_name = "DIR",
+        required_unless_present = "redis",
+        conflicts_with = "redis"
+    )]
+    pub data: Option<PathBuf>,
+    /// A shared crawl instead, every worker's records together: its Redis
+    /// server (redis://HOST:PORT/DB).
+    #[arg(long, value_name = "URL", requires = "crawl_name")]
+    pub redis: Option<String>,
+    /// The shared crawl's name.
+    #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
+    pub crawl_name: Option<String>,
     /// Only URLs of this host (a host name, host:port, or a URL).
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
@@ -133,7 +144,8 @@ fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
     Ok(Query {
         host: host_of(list.host.as_deref())?,
         limit: check_limit(list.limit)?,
-        ..Query::new(list.data, listing, format)
+        cluster: super::resolve::shared_crawl(list.redis, list.crawl_name)?,
+        ..Query::new(list.data.unwrap_or_default(), listing, format)
     })
 }
 
@@ -169,9 +181,11 @@ pub fn pages_query(args: PagesArgs) -> Result<Query, UsageError> {
     if let Some(missing) = &args.missing {
         query.facts.missing = Missing::parse_list(missing).map_err(UsageError)?;
     }
-    if let Some(name) = args.extract_missing {
-        query.facts.extract_missing = Some(extraction_name(&query.data_dir, name)?);
-    }
+    // A shared crawl's extractions are its workers' own: read with its rows.
+    query.facts.extract_missing = match args.extract_missing {
+        Some(name) if query.cluster.is_none() => Some(extraction_name(&query.data_dir, name)?),
+        other => other,
+    };
     query.found_by = args
         .found_by
         .as_deref()

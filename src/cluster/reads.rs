@@ -265,7 +265,7 @@ pub fn audit(target: &ClusterTarget) -> anyhow::Result<Vec<crate::results::audit
             _ => {}
         }
     }
-    Ok(ranked(&counts, std::path::Path::new("DIR")))
+    Ok(ranked(&counts, "DIR"))
 }
 
 /// Sends `read` to one worker; its answer comes on the returned list.

@@ -42,9 +42,11 @@ enum Chunk {
     Failed(String),
 }
 
-/// The verb that reads a page's element ids from the worker's own archive
-/// (`Results::archived_ids`), beside the engine's verbs.
+/// The verbs a worker answers itself, beside the engine's: a page's element
+/// ids from its archive (`Results::archived_ids`), and the names of its
+/// custom extractions, from its crawl.toml.
 const ELEMENT_IDS: &str = "element-ids";
+const EXTRACTIONS: &str = "extractions";
 
 fn gone_key(reply: &str) -> String {
     format!("{reply}:gone")
@@ -75,10 +77,17 @@ pub fn serve(mut con: redis::Connection, reply: String, verb: String, arg: Strin
 /// The rows of `verb arg` from this worker's data directory: the engine's
 /// reads through its control socket, or the archive's element ids.
 fn rows_of(dir: &Path, verb: &str, arg: &str) -> Result<JsonRows, String> {
-    if verb == ELEMENT_IDS {
-        let ids = element_ids(dir, arg).map_err(|e| format!("{e:#}"))?;
-        let json = serde_json::to_string(&ids).map_err(|e| e.to_string())?;
-        return Ok(Box::new(std::iter::once(Ok(json))));
+    let one = |value: anyhow::Result<serde_json::Value>| -> Result<JsonRows, String> {
+        let json = value.map_err(|e| format!("{e:#}"))?.to_string();
+        Ok(Box::new(std::iter::once(Ok(json))))
+    };
+    match verb {
+        ELEMENT_IDS => return one(element_ids(dir, arg).map(|ids| serde_json::json!(ids))),
+        EXTRACTIONS => {
+            let names = crate::results::extraction_names(dir);
+            return one(names.map(|names| serde_json::json!(names)));
+        }
+        _ => {}
     }
     let answer = read_client::read(dir, verb, arg)?;
     Ok(Box::new(answer.map(|row| row.map(|r| r.get().to_string()))))
