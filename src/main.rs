@@ -194,8 +194,12 @@ fn run_without_engine(run: &ResolvedRun) -> Option<anyhow::Result<()>> {
                 eprintln!("crawldeck: {note}");
             }
             match &query.cluster {
-                Some(target) => crawldeck::cluster::listing::open(target)
-                    .and_then(|results| crawldeck::results::run_on(query, &results, stdout())),
+                Some(target) => {
+                    crawldeck::cluster::listing::open(target).and_then(|(results, note)| {
+                        eprintln!("crawldeck: {note}");
+                        crawldeck::results::run_on(query, &results, stdout())
+                    })
+                }
                 None => crawldeck::results::run(query, stdout()),
             }
         }

@@ -17,8 +17,9 @@ use crate::control::results::{JsonRows, Merged, Part, RemoteStore, Results, RowS
 use crate::engine::ClusterTarget;
 use crate::text::strip_control;
 
-/// Opens every worker's records of `target`'s crawl as one crawl.
-pub fn open(target: &ClusterTarget) -> anyhow::Result<Results> {
+/// Opens every worker's records of `target`'s crawl as one crawl; with a
+/// line saying where each worker's came from.
+pub fn open(target: &ClusterTarget) -> anyhow::Result<(Results, String)> {
     let unreachable = |e: redis::RedisError| {
         anyhow::anyhow!(
             "cannot read crawl {} from {}: {e}; check that the Redis server is running and the URL",
@@ -40,9 +41,13 @@ pub fn open(target: &ClusterTarget) -> anyhow::Result<Results> {
     }
     let mut parts = Vec::new();
     let mut unread = Vec::new();
+    let mut sources = Vec::new();
     for row in &workers {
         match part_of(&client, target, row) {
-            Ok(part) => parts.push(part),
+            Ok((part, source)) => {
+                sources.push(format!("{} {source}", strip_control(&part.worker)));
+                parts.push(part);
+            }
             Err(why) => unread.push(format!("{} ({why})", named(row))),
         }
     }
@@ -55,11 +60,17 @@ pub fn open(target: &ClusterTarget) -> anyhow::Result<Results> {
             unread.join("; ")
         );
     }
-    Ok(Results::Merged(Merged::new(parts)))
+    let note = format!("crawl {}: {}", target.crawl, sources.join(", "));
+    Ok((Results::Merged(Merged::new(parts)), note))
 }
 
-/// A worker's records: through Redis while it lives, else its directory here.
-fn part_of(client: &redis::Client, target: &ClusterTarget, row: &WorkerRow) -> Result<Part, String> {
+/// A worker's records, and where they are read: through Redis while it
+/// lives, else its directory here.
+fn part_of(
+    client: &redis::Client,
+    target: &ClusterTarget,
+    row: &WorkerRow,
+) -> Result<(Part, String), String> {
     let worker = row.beat.worker.clone();
     let own = rows::own_dir(&row.beat.records, &worker);
     let mut why = "gone, and its data directory is not readable here".to_string();
@@ -72,22 +83,30 @@ fn part_of(client: &redis::Client, target: &ClusterTarget, row: &WorkerRow) -> R
         match RemoteStore::through(Box::new(source)) {
             Ok(remote) => {
                 let results = Results::Remote(remote);
-                return Ok(Part {
+                let part = Part {
                     worker,
                     dir: None,
                     results,
-                });
+                };
+                return Ok((part, "through Redis".into()));
             }
-            Err(e) => why = format!("live, but its reads did not answer: {e}"),
+            Err(e) => why = format!("live, but its reads through Redis did not answer: {e}"),
         }
     }
     let Some(dir) = own else { return Err(why) };
     // A worker killed a moment ago may still look alive: its store is free.
+    let source = match row.alive {
+        true => format!("from {} ({why})", dir.display()),
+        false => format!("from {} (gone)", dir.display()),
+    };
     Results::open(&dir)
-        .map(|results| Part {
-            worker,
-            dir: Some(dir),
-            results,
+        .map(|results| {
+            let part = Part {
+                worker,
+                dir: Some(dir),
+                results,
+            };
+            (part, strip_control(&source).into_owned())
         })
         .map_err(|e| format!("its data directory cannot be read: {e}"))
 }
@@ -124,7 +143,8 @@ impl RowSource for WorkerRows {
             verb: verb.to_string(),
             arg: arg.to_string(),
         };
-        let reply = reads::send(&mut con, &self.crawl, &self.worker, read).map_err(|e| failed(&e))?;
+        let reply =
+            reads::send(&mut con, &self.crawl, &self.worker, read).map_err(|e| failed(&e))?;
         Ok(Box::new(Reply::new(con, reply, &self.worker)))
     }
 }

@@ -132,7 +132,10 @@ fn serve(client: &redis::Client, key: &str, data_dir: &std::path::Path, stop: &A
 
 /// A connection whose reads give up a little after a `BLPOP` of `block`
 /// would have, so a server that stops answering cannot hang the thread.
-pub(super) fn connect(client: &redis::Client, block: Duration) -> redis::RedisResult<redis::Connection> {
+pub(super) fn connect(
+    client: &redis::Client,
+    block: Duration,
+) -> redis::RedisResult<redis::Connection> {
     let con = client.get_connection_with_timeout(Duration::from_secs(2))?;
     con.set_read_timeout(Some(block + Duration::from_secs(2)))?;
     con.set_write_timeout(Some(Duration::from_secs(2)))?;

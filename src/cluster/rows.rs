@@ -93,10 +93,7 @@ fn rows_of(dir: &Path, verb: &str, arg: &str) -> Result<JsonRows, String> {
     Ok(Box::new(answer.map(|row| row.map(|r| r.get().to_string()))))
 }
 
-fn element_ids(
-    dir: &Path,
-    url: &str,
-) -> anyhow::Result<Option<std::collections::HashSet<String>>> {
+fn element_ids(dir: &Path, url: &str) -> anyhow::Result<Option<std::collections::HashSet<String>>> {
     let results = crate::results::page::open(dir)?;
     match results.page(url)? {
         Some(record) => Ok(results.archived_ids(dir, &record)?),
@@ -219,16 +216,16 @@ impl Iterator for Reply {
             let worker = crate::text::strip_control(&self.worker).into_owned();
             let json = match popped {
                 Ok(Some((_, json))) => json,
-                Ok(None) => {
-                    return self.fail(format!("worker {worker} sent nothing for {wait:?}"))
-                }
+                Ok(None) => return self.fail(format!("worker {worker} sent nothing for {wait:?}")),
                 Err(e) => return self.fail(format!("reading worker {worker}'s rows: {e}")),
             };
             match serde_json::from_str(&json) {
                 Ok(Chunk::Rows(rows)) => self.rows.extend(rows),
                 Ok(Chunk::End) => self.done = true,
                 Ok(Chunk::Failed(why)) => return self.fail(format!("worker {worker}: {why}")),
-                Err(e) => return self.fail(format!("worker {worker} sent an unreadable chunk: {e}")),
+                Err(e) => {
+                    return self.fail(format!("worker {worker} sent an unreadable chunk: {e}"))
+                }
             }
         }
     }

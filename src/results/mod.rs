@@ -57,7 +57,11 @@ pub fn shared_parked_note(query: &Query) -> Option<String> {
         return None;
     }
     let (url, crawl, not_in) = match &query.cluster {
-        Some(target) => (target.url.clone(), target.crawl.clone(), "its workers' records".into()),
+        Some(target) => (
+            target.url.clone(),
+            target.crawl.clone(),
+            "its workers' records".into(),
+        ),
         None => {
             let (url, crawl) = crate::engine::frontier::shared_crawl(&query.data_dir)?;
             (url, crawl, query.data_dir.display().to_string())

@@ -70,9 +70,11 @@ impl Merged {
         prefix: &str,
     ) -> Result<Entries<(String, Vec<String>)>, StoreError> {
         let streams = self.each(|r| r.referrer_entries(prefix))?;
-        Ok(merge(streams, |(url, _)| url, |(url, a), (_, b)| {
-            (url, joined_referrers(a, b))
-        }))
+        Ok(merge(
+            streams,
+            |(url, _)| url,
+            |(url, a), (_, b)| (url, joined_referrers(a, b)),
+        ))
     }
 
     /// Inlinks: each worker counted the links of the pages it fetched.
@@ -81,24 +83,36 @@ impl Merged {
         prefix: &str,
     ) -> Result<Entries<(String, u32)>, StoreError> {
         let streams = self.each(|r| r.inlink_entries(prefix))?;
-        Ok(merge(streams, |(url, _)| url, |(url, a), (_, b)| {
-            (url, a.saturating_add(b))
-        }))
+        Ok(merge(
+            streams,
+            |(url, _)| url,
+            |(url, a), (_, b)| (url, a.saturating_add(b)),
+        ))
     }
 
     /// A page's `#fragment` links from every worker, each fragment once.
-    pub(super) fn fragment_links(&self, prefix: &str) -> Result<Entries<FragmentLinks>, StoreError> {
+    pub(super) fn fragment_links(
+        &self,
+        prefix: &str,
+    ) -> Result<Entries<FragmentLinks>, StoreError> {
         let streams = self.each(|r| r.fragment_links(prefix))?;
-        Ok(merge(streams, |(page, _)| page, |(page, mut a), (_, b)| {
-            a.extend(b);
-            a.sort_by(|x, y| x.0.cmp(&y.0));
-            a.dedup_by(|x, y| x.0 == y.0);
-            (page, a)
-        }))
+        Ok(merge(
+            streams,
+            |(page, _)| page,
+            |(page, mut a), (_, b)| {
+                a.extend(b);
+                a.sort_by(|x, y| x.0.cmp(&y.0));
+                a.dedup_by(|x, y| x.0 == y.0);
+                (page, a)
+            },
+        ))
     }
 
     /// Sitemap rows: the first worker's.
-    pub(super) fn sitemap_entries(&self, prefix: &str) -> Result<Entries<SitemapEntry>, StoreError> {
+    pub(super) fn sitemap_entries(
+        &self,
+        prefix: &str,
+    ) -> Result<Entries<SitemapEntry>, StoreError> {
         let streams = self.each(|r| r.sitemap_entries(prefix))?;
         Ok(merge(streams, |s| &s.url, |a, _| a))
     }
@@ -230,11 +244,7 @@ mod tests {
             })]
             .into_iter(),
         );
-        let mut merged = merge(
-            vec![stream(&[("a", 1)]), broken],
-            |(url, _)| url,
-            |a, _| a,
-        );
+        let mut merged = merge(vec![stream(&[("a", 1)]), broken], |(url, _)| url, |a, _| a);
         assert!(merged.next().unwrap().is_err());
         assert_eq!(merged.next().unwrap().unwrap().0, "a");
     }

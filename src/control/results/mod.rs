@@ -30,8 +30,8 @@ use crate::engine::extract::element_ids;
 use crate::engine::inspect::quarantine::{self, ParkedEntry, ParkedUrl, Quarantine};
 use crate::engine::inspect::{self, PageInspection};
 use crate::engine::store::{
-    decode_json, read_response, Entries, FilteredUrl, FragmentLinks, PageRecord, SitemapEntry, Store,
-    StoreError,
+    decode_json, read_response, Entries, FilteredUrl, FragmentLinks, PageRecord, SitemapEntry,
+    Store, StoreError,
 };
 
 /// Bytes of a page's archived body read to find its element ids; a longer
@@ -97,9 +97,9 @@ impl RemoteStore {
             }
             Via::Rows(source) => {
                 let rows = source.rows(verb, arg).map_err(|e| remote_error(&e))?;
-                Ok(Box::new(
-                    rows.map(move |row| decode(&row.map_err(|e| remote_error(&e))?)),
-                ))
+                Ok(Box::new(rows.map(move |row| {
+                    decode(&row.map_err(|e| remote_error(&e))?)
+                })))
             }
         }
     }
@@ -192,9 +192,10 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.recrawl_pass()),
             Results::Remote(r) => r.one("recrawl-pass", ""),
-            Results::Merged(m) => m.parts().iter().try_fold(0, |pass, p| {
-                Ok(pass.max(p.results.recrawl_pass()?))
-            }),
+            Results::Merged(m) => m
+                .parts()
+                .iter()
+                .try_fold(0, |pass, p| Ok(pass.max(p.results.recrawl_pass()?))),
         }
     }
 
@@ -341,7 +342,8 @@ impl Results {
             Results::Local(store) => Ok(quarantine::parked_entries(store)),
             Results::Remote(remote) => remote.stream("parked", ""),
             Results::Merged(m) => {
-                let each: Result<Vec<_>, _> = m.parts().iter().map(|p| p.results.parked()).collect();
+                let each: Result<Vec<_>, _> =
+                    m.parts().iter().map(|p| p.results.parked()).collect();
                 Ok(Box::new(each?.into_iter().flatten()))
             }
         }
