@@ -185,13 +185,11 @@ pub(super) fn merge<T: Send + 'static>(
         let mut least: Option<(usize, String)> = None;
         for (i, stream) in streams.iter_mut().enumerate() {
             match stream.peek() {
-                None => {}
                 Some(Err(_)) => return stream.next(),
-                Some(Ok(item)) => {
-                    if least.as_ref().is_none_or(|(_, k)| key(item) < k) {
-                        least = Some((i, key(item).clone()));
-                    }
+                Some(Ok(item)) if least.as_ref().is_none_or(|(_, k)| key(item) < k) => {
+                    least = Some((i, key(item).clone()));
                 }
+                _ => {}
             }
         }
         let (first, k) = least?;
