@@ -19,7 +19,6 @@ fn beat(server: &RedisServer, worker: &str, alive: bool, records: &str) {
         at_ms: if alive { now } else { now - 60_000 },
         stale_after_ms: 30_000,
         records: records.into(),
-        pid: 0,
         ..Heartbeat::default()
     };
     server.write_heartbeat(CRAWL, &beat);

@@ -115,7 +115,13 @@ fn stream(
     for row in rows {
         let row = match row {
             Ok(row) => row,
-            Err(why) => return push(con, reply, &Chunk::Failed(why)).map(drop),
+            Err(why) => {
+                // The rows before the failure are the reader's too.
+                if !chunk.is_empty() && !push(con, reply, &Chunk::Rows(chunk))? {
+                    return Ok(());
+                }
+                return push(con, reply, &Chunk::Failed(why)).map(drop);
+            }
         };
         bytes += row.len();
         chunk.push(row);
@@ -258,3 +264,7 @@ pub fn own_dir(records: &str, worker: &str) -> Option<PathBuf> {
     let named = std::fs::read_to_string(dir.join("cluster-worker")).ok()?;
     (named.trim() == worker).then_some(dir)
 }
+
+#[cfg(test)]
+#[path = "rows_tests.rs"]
+mod tests;

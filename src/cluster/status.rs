@@ -345,7 +345,6 @@ mod tests {
                 WorkerRow {
                     beat: Heartbeat {
                         records: "m2:/srv/\u{1b}[2Jw2".into(),
-                        pid: 0,
                         ..beat("\u{1b}[2Jb2", 0)
                     },
                     alive: false,
