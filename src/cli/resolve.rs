@@ -127,10 +127,10 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         Some(CliCommand::Export(e)) => Ok(front_end(Mode::Export(super::export::export_query(e)?))),
         Some(CliCommand::Keys(k)) => Ok(front_end(Mode::Keys { file: k.keys })),
         Some(CliCommand::Attach(a)) => resolve_attach(a),
-        Some(CliCommand::Status(s)) => match s.dir {
+        Some(CliCommand::Status(s)) => match s.crawl.dir {
             Some(dir) => Ok(front_end(Mode::Status { dir, json: s.json })),
             None => {
-                let target = shared_crawl(s.redis, s.crawl_name)?
+                let target = shared_crawl(s.crawl.redis, s.crawl.crawl_name)?
                     .expect("clap requires --redis and --crawl without DIR");
                 Ok(front_end(Mode::ClusterStatus {
                     target,

@@ -37,20 +37,8 @@ impl FormatArgs {
 /// Output and filter flags shared by `pages` and `links`.
 #[derive(Debug, Args, Default, Clone)]
 pub struct ListArgs {
-    /// The crawl's data directory (a running crawl is read through its engine).
-    #[arg(
-        value_name = "DIR",
-        required_unless_present = "redis",
-        conflicts_with = "redis"
-    )]
-    pub data: Option<PathBuf>,
-    /// A shared crawl instead, every worker's records together: its Redis
-    /// server (redis://HOST:PORT/DB).
-    #[arg(long, value_name = "URL", requires = "crawl_name")]
-    pub redis: Option<String>,
-    /// The shared crawl's name.
-    #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
-    pub crawl_name: Option<String>,
+    #[command(flatten)]
+    pub crawl: super::CrawlSource,
     /// Only URLs of this host (a host name, host:port, or a URL).
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
@@ -144,8 +132,8 @@ fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
     Ok(Query {
         host: host_of(list.host.as_deref())?,
         limit: check_limit(list.limit)?,
-        cluster: super::resolve::shared_crawl(list.redis, list.crawl_name)?,
-        ..Query::new(list.data.unwrap_or_default(), listing, format)
+        cluster: super::resolve::shared_crawl(list.crawl.redis, list.crawl.crawl_name)?,
+        ..Query::new(list.crawl.dir.unwrap_or_default(), listing, format)
     })
 }
 

@@ -11,7 +11,7 @@
 //! refused rather than printed without its pages.
 
 use super::reads::{self, Read};
-use super::rows::{self, Reply};
+use super::rows;
 use super::status::{read_workers, WorkerRow};
 use crate::control::results::{JsonRows, Merged, Part, RemoteStore, Results, RowSource};
 use crate::engine::ClusterTarget;
@@ -145,6 +145,6 @@ impl RowSource for WorkerRows {
         };
         let reply =
             reads::send(&mut con, &self.crawl, &self.worker, read).map_err(|e| failed(&e))?;
-        Ok(Box::new(Reply::new(con, reply, &self.worker)))
+        Ok(Box::new(rows::reply(con, reply, &self.worker)))
     }
 }

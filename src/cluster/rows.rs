@@ -5,14 +5,13 @@
 //! holds a long listing. A reader that goes away leaves a `gone` mark the
 //! worker sees before its next chunk.
 
-use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::control::read_client;
+use crate::control::read_client::{self, Chunks, Rows};
 use crate::control::results::JsonRows;
 
 /// Bytes of rows in one chunk.
@@ -172,74 +171,59 @@ fn push(con: &mut redis::Connection, reply: &str, chunk: &Chunk) -> redis::Redis
 }
 
 /// The rows a worker pushes onto `reply`, as a listing reads them.
-pub struct Reply {
+pub type Reply = Rows<ReplyChunks>;
+
+/// The chunks a worker pushes onto `reply`.
+pub struct ReplyChunks {
     con: redis::Connection,
     reply: String,
     worker: String,
-    rows: VecDeque<String>,
     first: bool,
-    done: bool,
+    ended: bool,
 }
 
-impl Reply {
-    /// Reads `reply` over `con`, whose read timeout outlasts [`ROW_WAIT`].
-    pub fn new(con: redis::Connection, reply: String, worker: &str) -> Reply {
-        Reply {
-            con,
-            reply,
-            worker: worker.to_string(),
-            rows: VecDeque::new(),
-            first: true,
-            done: false,
-        }
-    }
-
-    fn fail(&mut self, why: String) -> Option<Result<String, String>> {
-        self.done = true;
-        Some(Err(why))
-    }
+/// Reads `reply` over `con`, whose read timeout outlasts [`ROW_WAIT`].
+pub fn reply(con: redis::Connection, reply: String, worker: &str) -> Reply {
+    Rows::new(ReplyChunks {
+        con,
+        reply,
+        worker: crate::text::strip_control(worker).into_owned(),
+        first: true,
+        ended: false,
+    })
 }
 
-impl Iterator for Reply {
-    type Item = Result<String, String>;
+impl Chunks for ReplyChunks {
+    type Row = String;
 
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(row) = self.rows.pop_front() {
-                return Some(Ok(row));
-            }
-            if self.done {
-                return None;
-            }
-            let wait = match std::mem::replace(&mut self.first, false) {
-                true => FIRST_WAIT,
-                false => ROW_WAIT,
-            };
-            let popped: redis::RedisResult<Option<(String, String)>> = redis::cmd("BLPOP")
-                .arg(&self.reply)
-                .arg(wait.as_secs_f64())
-                .query(&mut self.con);
-            let worker = crate::text::strip_control(&self.worker).into_owned();
-            let json = match popped {
-                Ok(Some((_, json))) => json,
-                Ok(None) => return self.fail(format!("worker {worker} sent nothing for {wait:?}")),
-                Err(e) => return self.fail(format!("reading worker {worker}'s rows: {e}")),
-            };
-            match serde_json::from_str(&json) {
-                Ok(Chunk::Rows(rows)) => self.rows.extend(rows),
-                Ok(Chunk::End) => self.done = true,
-                Ok(Chunk::Failed(why)) => return self.fail(format!("worker {worker}: {why}")),
-                Err(e) => {
-                    return self.fail(format!("worker {worker} sent an unreadable chunk: {e}"))
-                }
-            }
+    fn next_chunk(&mut self) -> Result<Option<Vec<String>>, String> {
+        let wait = match std::mem::replace(&mut self.first, false) {
+            true => FIRST_WAIT,
+            false => ROW_WAIT,
+        };
+        let worker = &self.worker;
+        let popped: Option<(String, String)> = redis::cmd("BLPOP")
+            .arg(&self.reply)
+            .arg(wait.as_secs_f64())
+            .query(&mut self.con)
+            .map_err(|e| format!("reading worker {worker}'s rows: {e}"))?;
+        let Some((_, json)) = popped else {
+            return Err(format!("worker {worker} sent nothing for {wait:?}"));
+        };
+        let chunk = serde_json::from_str(&json)
+            .map_err(|e| format!("worker {worker} sent an unreadable chunk: {e}"))?;
+        self.ended = !matches!(chunk, Chunk::Rows(_));
+        match chunk {
+            Chunk::Rows(rows) => Ok(Some(rows)),
+            Chunk::End => Ok(None),
+            Chunk::Failed(why) => Err(format!("worker {}: {why}", self.worker)),
         }
     }
 }
 
-impl Drop for Reply {
+impl Drop for ReplyChunks {
     fn drop(&mut self) {
-        if !self.done {
+        if !self.ended {
             // The worker stops at its next chunk instead of waiting it out.
             let _ = redis::pipe()
                 .cmd("SET")

@@ -60,7 +60,7 @@ fn a_long_read_arrives_whole_in_order_and_only_a_few_chunks_ahead() {
     }
     assert_eq!(queued, QUEUED);
     assert!(ended.try_recv().is_err(), "the worker waits for its reader");
-    let got: Vec<String> = Reply::new(con, "reply:long".into(), "w1")
+    let got: Vec<String> = reply(con, "reply:long".into(), "w1")
         .map(Result::unwrap)
         .collect();
     assert_eq!(got, sent);
@@ -75,7 +75,7 @@ fn a_reader_that_goes_away_stops_the_worker() {
         "reply:left",
         rows(10_000).into_iter().map(Ok).collect(),
     );
-    let mut reply = Reply::new(connection(&server), "reply:left".into(), "w1");
+    let mut reply = reply(connection(&server), "reply:left".into(), "w1");
     assert!(reply.next().unwrap().is_ok());
     drop(reply);
     ended
@@ -88,7 +88,7 @@ fn a_failed_read_is_the_readers_error_after_the_rows_before_it() {
     let server = RedisServer::for_test();
     let rows = vec![Ok("1".to_string()), Err("the store is gone".to_string())];
     let ended = streaming(&server, "reply:failed", rows);
-    let mut reply = Reply::new(connection(&server), "reply:failed".into(), "w1");
+    let mut reply = reply(connection(&server), "reply:failed".into(), "w1");
     assert_eq!(reply.next(), Some(Ok("1".into())));
     assert_eq!(
         reply.next(),
