@@ -54,8 +54,8 @@ pub fn open(target: &ClusterTarget) -> anyhow::Result<(Results, String)> {
     if !unread.is_empty() {
         anyhow::bail!(
             "cannot read every worker of crawl {}, so no listing of it would be whole: {}; \
-             run the command where that directory is, or copy the directory to the same \
-             path here",
+             make each such data directory readable here at the same path (mounted or \
+             copied), or list its part on its machine with `crawldeck pages DIR`",
             target.crawl,
             unread.join("; ")
         );
