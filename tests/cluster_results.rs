@@ -30,11 +30,20 @@ fn portless(url: &str) -> String {
 
 /// The broken targets `links --broken --json` lists: URL → status or error.
 fn broken(args: &[&str]) -> BTreeMap<String, String> {
+    broken_targets(args, true)
+}
+
+/// [`broken`], each with a referrer if `whole` (a worker's own listing may
+/// have a target another worker found).
+fn broken_targets(args: &[&str], whole: bool) -> BTreeMap<String, String> {
     json_lines(args)
         .iter()
         .map(|row| {
             let referrers = row["referrers"].as_array().map_or(0, Vec::len);
-            assert!(referrers > 0, "a broken target with no referrer: {row}");
+            assert!(
+                referrers > 0 || !whole,
+                "a broken target with no referrer: {row}"
+            );
             let why = match &row["status"] {
                 serde_json::Value::Null => row["error"].as_str().unwrap_or_default().to_string(),
                 status => status.to_string(),
@@ -126,8 +135,8 @@ async fn wait_for_workers(
     }
 }
 
-/// Kills, by pid, a worker that has recorded pages, once a third of the
-/// crawl is done; returns its index.
+/// Kills, by pid, a worker that has recorded pages, once the crawl is under
+/// way; returns its index.
 async fn kill_one(
     redis: &RedisServer,
     demo: &DemoWeb,
@@ -143,9 +152,7 @@ async fn kill_one(
             continue;
         }
         let rows = read_workers(&mut con, CRAWL).unwrap();
-        let busy = rows
-            .iter()
-            .find(|r| r.beat.pages >= 5 && r.beat.in_flight > 0);
+        let busy = rows.iter().find(|r| r.alive && r.beat.pages >= 3);
         let Some(busy) = busy else { continue };
         break dirs
             .iter()
@@ -229,6 +236,12 @@ async fn a_shared_crawl_is_listed_from_all_its_workers_one_of_them_killed() {
         };
         assert!(said.contains(&source), "{said}");
     }
+    let (redis, dirs) = tokio::task::spawn_blocking(move || {
+        live_links_and_audit(&redis, &dirs);
+        (redis, dirs)
+    })
+    .await
+    .unwrap();
     let differ: Vec<_> = merged
         .iter()
         .filter(|(url, row)| each.get(*url).map(fetch_of) != Some(fetch_of(row)))
@@ -257,6 +270,41 @@ async fn a_shared_crawl_is_listed_from_all_its_workers_one_of_them_killed() {
     .await
     .unwrap();
     drop((redis, dirs));
+}
+
+/// `links --broken` and `audit` through Redis while two workers live: the
+/// broken targets of the workers' own listings together, and the broken
+/// `#fragment` links one worker found to a page another fetched, which
+/// neither worker's own listing can judge.
+fn live_links_and_audit(redis: &RedisServer, dirs: &[tempfile::TempDir]) {
+    let mut each = BTreeMap::new();
+    for dir in dirs {
+        let data = dir.path().to_str().unwrap();
+        let own = broken_targets(&["links", data, "--broken", "--json"], false);
+        each.extend(own);
+    }
+    let args = redis_args(redis, "links", &["--broken", "--json"]);
+    let merged = broken(&as_str(&args));
+    for (url, why) in &merged {
+        match each.get(url) {
+            Some(own) => assert_eq!(own, why, "{url}"),
+            None => assert_eq!(why, "no such fragment", "{url}: only in the merged listing"),
+        }
+    }
+    let unlisted: Vec<_> = each.keys().filter(|u| !merged.contains_key(*u)).collect();
+    assert!(
+        unlisted.is_empty(),
+        "not in the merged listing: {unlisted:?}"
+    );
+    // The audit reads every verb through Redis (fragment checks: the pages'
+    // archives, read by the workers that hold them).
+    let audit = json_lines(&as_str(&redis_args(redis, "audit", &["--json"])));
+    let commands = audit.iter().map(|f| f["command"].as_str().unwrap());
+    assert!(commands.clone().all(|c| c.contains("--redis")), "{audit:?}");
+    assert!(
+        merged.is_empty() || commands.count() > 0,
+        "broken links, and the audit found nothing"
+    );
 }
 
 /// The checks once every worker is gone: their directories are read.
