@@ -96,10 +96,12 @@ impl RemoteStore {
                 })))
             }
             Via::Rows(source) => {
-                let rows = source.rows(verb, arg).map_err(|e| remote_error(&e))?;
-                Ok(Box::new(rows.map(move |row| {
-                    decode(&row.map_err(|e| remote_error(&e))?)
-                })))
+                let failed = |message| StoreError::Remote {
+                    op: "reading a worker's records",
+                    message,
+                };
+                let rows = source.rows(verb, arg).map_err(failed)?;
+                Ok(Box::new(rows.map(move |row| decode(&row.map_err(failed)?))))
             }
         }
     }
