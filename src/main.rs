@@ -193,7 +193,15 @@ fn run_without_engine(run: &ResolvedRun) -> Option<anyhow::Result<()>> {
             if let Some(note) = crawldeck::results::shared_parked_note(query) {
                 eprintln!("crawldeck: {note}");
             }
-            crawldeck::results::run(query, stdout())
+            match &query.cluster {
+                Some(target) => {
+                    crawldeck::cluster::listing::open(target).and_then(|(results, note)| {
+                        eprintln!("crawldeck: {note}");
+                        crawldeck::results::run_on(query, &results, stdout())
+                    })
+                }
+                None => crawldeck::results::run(query, stdout()),
+            }
         }
         _ => return None,
     })

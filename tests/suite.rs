@@ -18,6 +18,7 @@ mod cluster_alerts;
 mod cluster_ctl;
 mod cluster_outage;
 mod cluster_reads;
+mod cluster_results;
 mod cluster_tui;
 mod diff;
 mod disk_faults;

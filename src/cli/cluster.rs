@@ -5,6 +5,19 @@ use super::usage::UsageError;
 use super::ClusterArgs;
 use crate::engine::{validate_crawl_name, ClusterTarget, DEFAULT_LEASE_TTL};
 
+/// The shared crawl a viewer's `--redis` and `--crawl` name, if any.
+pub(super) fn shared_crawl(
+    redis: Option<String>,
+    crawl_name: Option<String>,
+) -> Result<Option<ClusterTarget>, UsageError> {
+    let args = ClusterArgs {
+        redis,
+        crawl_name,
+        lease_ttl: None,
+    };
+    resolve_cluster(&args, true)
+}
+
 /// The shared frontier the flags ask for, if any.
 pub(super) fn resolve_cluster(
     args: &ClusterArgs,

@@ -122,21 +122,29 @@ pub struct AttachArgs {
     pub keys: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
-pub struct StatusArgs {
-    /// The crawl's data directory.
+/// The crawl a command reads: a data directory, or a shared crawl.
+#[derive(Debug, Args, Default, Clone)]
+pub struct CrawlSource {
+    /// The crawl's data directory (a running crawl is read through its engine).
     #[arg(
         value_name = "DIR",
         required_unless_present = "redis",
         conflicts_with = "redis"
     )]
     pub dir: Option<PathBuf>,
-    /// A shared crawl instead: its Redis server (redis://HOST:PORT/DB).
+    /// A shared crawl instead, all its workers: its Redis server
+    /// (redis://HOST:PORT/DB).
     #[arg(long, value_name = "URL", requires = "crawl_name")]
     pub redis: Option<String>,
     /// The shared crawl's name.
     #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
     pub crawl_name: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub crawl: CrawlSource,
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,

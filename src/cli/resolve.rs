@@ -127,10 +127,10 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         Some(CliCommand::Export(e)) => Ok(front_end(Mode::Export(super::export::export_query(e)?))),
         Some(CliCommand::Keys(k)) => Ok(front_end(Mode::Keys { file: k.keys })),
         Some(CliCommand::Attach(a)) => resolve_attach(a),
-        Some(CliCommand::Status(s)) => match s.dir {
+        Some(CliCommand::Status(s)) => match s.crawl.dir {
             Some(dir) => Ok(front_end(Mode::Status { dir, json: s.json })),
             None => {
-                let target = shared_crawl(s.redis, s.crawl_name)?
+                let target = super::cluster::shared_crawl(s.crawl.redis, s.crawl.crawl_name)?
                     .expect("clap requires --redis and --crawl without DIR");
                 Ok(front_end(Mode::ClusterStatus {
                     target,
@@ -244,7 +244,7 @@ fn resolve_attach(a: super::AttachArgs) -> Result<ResolvedRun, UsageError> {
             readonly: a.read_only,
             keys: a.keys,
         },
-        ..front_end(match shared_crawl(a.redis, a.crawl_name)? {
+        ..front_end(match super::cluster::shared_crawl(a.redis, a.crawl_name)? {
             Some(target) => Mode::ClusterAttach { target },
             None => Mode::Attach {
                 dir: a.dir,
@@ -257,19 +257,6 @@ fn resolve_attach(a: super::AttachArgs) -> Result<ResolvedRun, UsageError> {
 /// Colour unless `--no-color` or a non-empty `NO_COLOR` (no-color.org) turns it off.
 fn wants_color(no_color: bool) -> bool {
     !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
-/// The shared crawl a viewer's `--redis` and `--crawl` name, if any.
-fn shared_crawl(
-    redis: Option<String>,
-    crawl_name: Option<String>,
-) -> Result<Option<crate::engine::ClusterTarget>, UsageError> {
-    let args = super::ClusterArgs {
-        redis,
-        crawl_name,
-        lease_ttl: None,
-    };
-    super::cluster::resolve_cluster(&args, true)
 }
 
 /// `ctl DIR WORDS…` or `ctl --redis URL --crawl NAME WORDS…`.

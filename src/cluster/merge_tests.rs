@@ -65,6 +65,7 @@ fn row(worker: &str, alive: bool) -> WorkerRow {
             at_ms: 0,
             stale_after_ms: 30_000,
             records: String::new(),
+            pid: 0,
         },
         alive,
         last_beat_ms_ago: 400,

@@ -334,6 +334,7 @@ mod tests {
             at_ms,
             stale_after_ms: 30_000,
             records: String::new(),
+            pid: 0,
         };
         let status = ClusterStatus {
             crawl: "news".into(),
@@ -448,6 +449,7 @@ mod tests {
             at_ms: now.as_millis() as u64,
             stale_after_ms: 30_000,
             records: String::new(),
+            pid: 0,
         };
         let mut con = redis::Client::open(server.url())
             .unwrap()

@@ -34,6 +34,9 @@ pub struct Heartbeat {
     /// needs a worker that is gone).
     #[serde(default)]
     pub records: String,
+    /// Its process id (0 from a worker of an earlier version).
+    #[serde(default)]
+    pub pid: u32,
 }
 
 /// This machine's name, as workers and senders of commands give it.
@@ -97,6 +100,7 @@ impl RedisFrontier {
             at_ms,
             stale_after_ms: 3 * self.ttl_for_beats.as_millis() as u64,
             records: self.records.clone(),
+            pid: std::process::id(),
         };
         let json = serde_json::to_string(&beat).map_err(|source| StoreError::Encode {
             what: "heartbeat",
