@@ -89,6 +89,8 @@ pub struct Fetched {
     pub last_modified: Option<String>,
     pub bytes: u64,
     pub elapsed: Duration,
+    /// When the response's last byte arrived.
+    pub answered_at: tokio::time::Instant,
     pub directives: RobotsDirectives,
     /// Where `directives.noindex` came from.
     pub noindex: Option<NoindexSource>,
@@ -106,7 +108,7 @@ pub struct Fetched {
 impl Fetched {
     /// What the response's status line and headers say, before anything of
     /// its body is read, archived or judged.
-    fn answer(response: Response) -> Fetched {
+    pub(crate) fn answer(response: Response) -> Fetched {
         Fetched {
             status: response.status,
             content_type: response.content_type,
@@ -116,6 +118,7 @@ impl Fetched {
             last_modified: response.last_modified,
             bytes: response.body.len() as u64,
             elapsed: response.elapsed,
+            answered_at: response.answered_at,
             truncated: response.truncated,
             directives: RobotsDirectives::default(),
             noindex: None,

@@ -259,8 +259,10 @@ impl Coordinator {
         let host = lease.entry.host.clone();
         let url_fp = url_fingerprint(&lease.entry.url);
         let status = page.status;
+        // The delay runs from the answer, not from the end of its processing.
+        let answered_at = page.answered_at.min(now);
         self.hosts
-            .record_answer(&host, status, page.elapsed, page.retry_after, now);
+            .record_answer(&host, status, page.elapsed, page.retry_after, answered_at);
         self.outbox.emit(EngineEvent::Fetched {
             host: host.clone(),
             url: lease.entry.url.clone(),
@@ -274,7 +276,7 @@ impl Coordinator {
             // the fault, and nothing of it is recorded meanwhile.
             self.storage_fault(format!("archiving {}: {e}", lease.entry.url));
             self.release(lease);
-            self.schedule_next(&host, now);
+            self.schedule_next(&host, answered_at);
             return;
         }
         let (outcome, failure) = match status {
@@ -284,7 +286,7 @@ impl Coordinator {
         };
         self.breaker_outcome(&host, outcome, now);
         if failure && self.retry_or_requeue(&host, url_fp, &lease, None) {
-            self.schedule_next(&host, now);
+            self.schedule_next(&host, answered_at);
             return;
         }
         self.retries.forget(url_fp);
@@ -295,6 +297,7 @@ impl Coordinator {
     /// detector told.
     fn record_answered(&mut self, lease: Lease, mut page: Fetched, now: Instant) {
         let (host, status) = (lease.entry.host.clone(), page.status);
+        let answered_at = page.answered_at.min(now);
         if self.is_fetched_resource(&lease.entry) {
             let counters = self.stats.count();
             counters.resources_fetched += 1;
@@ -351,7 +354,7 @@ impl Coordinator {
                 self.suspect_soft_404(suspect);
             }
         }
-        self.schedule_next(&host, now);
+        self.schedule_next(&host, answered_at);
     }
 
     /// The page's record by its answer (a 304, a redirect, a duplicate or a
@@ -542,5 +545,59 @@ mod tests {
         assert!(retries.try_again(7, max));
         let (max, _) = retry_policy(Some(FetchErrorKind::TotalTimeout));
         assert!(!retries.try_again(7, max));
+    }
+
+    /// A host answered at `t0`, its page processed until `t0 + 300 ms`.
+    #[tokio::test(start_paused = true)]
+    async fn a_hosts_delay_runs_from_its_answer_not_from_the_end_of_processing() {
+        use std::time::Duration;
+
+        use crate::engine::fetch::Response;
+        use crate::engine::frontier::{FrontierEntry, Hold};
+        use crate::engine::store::UrlKind;
+        const HOST: &str = "127.0.0.1:9";
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut cfg = super::super::closed_port_config();
+        cfg.politeness.min_delay = Duration::from_secs(1);
+        cfg.politeness.delay_factor = 0.0;
+        let (_handle, mut c) = super::super::for_test(cfg, dir.path());
+        let t0 = Instant::now();
+        for path in ["a", "b"] {
+            let url = format!("http://{HOST}/{path}");
+            let host = crate::engine::url_norm::host_key(&url::Url::parse(&url).unwrap());
+            let entry = FrontierEntry {
+                priority: 1,
+                url,
+                host,
+                depth: 1,
+                redirects: 0,
+                kind: UrlKind::Page,
+            };
+            c.frontier.push(vec![entry]).expect("queued");
+        }
+        c.hosts.adopt(HOST, Some(&format!("http://{HOST}/")), t0);
+        for hold in [Hold::Robots, Hold::Paused, Hold::Breaker] {
+            c.frontier.set_hold(HOST, hold, false).expect("hold lifted");
+        }
+        let lease = c.frontier.next_ready(t0).unwrap().expect("a URL ready");
+        let page = Fetched::answer(Response::for_test(
+            &lease.entry.url,
+            200,
+            "text/plain",
+            b"x",
+        ));
+        assert_eq!(page.answered_at, t0);
+
+        tokio::time::advance(Duration::from_millis(300)).await;
+        c.page_fetched(lease, page, Instant::now());
+        c.sync();
+
+        let ready = |c: &mut Coordinator, at| c.frontier.next_ready(at).unwrap().is_some();
+        assert!(!ready(&mut c, t0 + Duration::from_millis(999)));
+        assert!(
+            ready(&mut c, t0 + Duration::from_millis(1000)),
+            "due a second after the answer"
+        );
     }
 }

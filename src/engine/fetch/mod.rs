@@ -65,6 +65,9 @@ pub struct Response {
     pub content_length: Option<u64>,
     pub body: Bytes,
     pub elapsed: Duration,
+    /// When its last byte arrived: a host's politeness delay counts from
+    /// here, not from when the page was processed.
+    pub answered_at: Instant,
     pub remote_ip: Option<IpAddr>,
     pub request_head: Vec<u8>,
     pub response_head: Vec<u8>,
@@ -95,6 +98,7 @@ impl Response {
             content_length: None,
             body: Bytes::from_static(body),
             elapsed: Duration::from_millis(3),
+            answered_at: Instant::now(),
             remote_ip: None,
             request_head: format!("GET {} HTTP/1.1\r\nhost: {host}\r\n", url.path()).into_bytes(),
             response_head: format!("HTTP/1.1 {status} X\r\ncontent-type: {content_type}\r\n")
@@ -439,6 +443,7 @@ impl Fetcher {
                 .and_then(|v| v.trim().parse().ok()),
             body: Bytes::new(),
             elapsed: Duration::ZERO,
+            answered_at: Instant::now(),
             remote_ip: resp.remote_addr().map(|a| a.ip()),
             request_head,
             response_head,
@@ -494,7 +499,8 @@ impl Fetcher {
             body.extend_from_slice(&chunk);
         }
         response.body = body.freeze();
-        response.elapsed = started.elapsed();
+        response.answered_at = Instant::now();
+        response.elapsed = response.answered_at - started;
         Ok(response)
     }
 }
