@@ -105,6 +105,8 @@ pub struct AttachArgs {
     /// The shared crawl's name.
     #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
     pub crawl_name: Option<String>,
+    #[command(flatten)]
+    pub trust: RedisTrustArgs,
     /// Watch only: keys that change the crawl are disabled.
     #[arg(long)]
     pub read_only: bool,
@@ -137,6 +139,8 @@ pub struct StatusArgs {
     /// The shared crawl's name.
     #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
     pub crawl_name: Option<String>,
+    #[command(flatten)]
+    pub trust: RedisTrustArgs,
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -159,6 +163,8 @@ pub struct CtlArgs {
     /// The shared crawl's name.
     #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
     pub crawl_name: Option<String>,
+    #[command(flatten)]
+    pub trust: RedisTrustArgs,
     /// With --redis: send the command to this worker only (alerts are
     /// numbered per worker, so `accept` and `dismiss` need it).
     #[arg(long, value_name = "NAME", requires = "redis")]
@@ -199,6 +205,22 @@ pub struct ClusterArgs {
     /// worker's hosts go to the others after this.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub lease_ttl: Option<Duration>,
+    #[command(flatten)]
+    pub trust: RedisTrustArgs,
+}
+
+/// How far to trust the Redis server of a shared crawl. Its password comes
+/// from the URL or from CRAWLDECK_REDIS_PASSWORD (with CRAWLDECK_REDIS_USER).
+#[derive(Debug, Args, Default, Clone)]
+pub struct RedisTrustArgs {
+    /// With a rediss:// URL: the PEM file of the CA that signed the Redis
+    /// server's certificate (default: the system's CAs).
+    #[arg(long = "redis-ca", value_name = "FILE", requires = "redis")]
+    pub redis_ca: Option<PathBuf>,
+    /// Accept a Redis server on another machine without a password or
+    /// without TLS (only where every machine that can reach it is trusted).
+    #[arg(long = "insecure-redis", requires = "redis")]
+    pub insecure_redis: bool,
 }
 
 #[derive(Debug, Args)]

@@ -123,7 +123,7 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         Some(CliCommand::Status(s)) => match s.dir {
             Some(dir) => Ok(front_end(Mode::Status { dir, json: s.json })),
             None => {
-                let target = shared_crawl(s.redis, s.crawl_name)?
+                let target = shared_crawl(s.redis, s.crawl_name, s.trust)?
                     .expect("clap requires --redis and --crawl without DIR");
                 Ok(front_end(Mode::ClusterStatus {
                     target,
@@ -227,7 +227,7 @@ fn resolve_attach(a: super::AttachArgs) -> Result<ResolvedRun, UsageError> {
             readonly: a.read_only,
             keys: a.keys,
         },
-        ..front_end(match shared_crawl(a.redis, a.crawl_name)? {
+        ..front_end(match shared_crawl(a.redis, a.crawl_name, a.trust)? {
             Some(target) => Mode::ClusterAttach { target },
             None => Mode::Attach {
                 dir: a.dir,
@@ -246,11 +246,13 @@ fn wants_color(no_color: bool) -> bool {
 fn shared_crawl(
     redis: Option<String>,
     crawl_name: Option<String>,
+    trust: super::RedisTrustArgs,
 ) -> Result<Option<crate::engine::ClusterTarget>, UsageError> {
     let args = super::ClusterArgs {
         redis,
         crawl_name,
         lease_ttl: None,
+        trust,
     };
     super::cluster::resolve_cluster(&args, true)
 }
@@ -268,13 +270,8 @@ fn resolve_ctl(c: super::CtlArgs) -> Result<ResolvedRun, UsageError> {
             words: c.words,
         }));
     }
-    let args = super::ClusterArgs {
-        redis: c.redis,
-        crawl_name: c.crawl_name,
-        lease_ttl: None,
-    };
     let target =
-        super::cluster::resolve_cluster(&args, true)?.expect("clap requires --crawl with --redis");
+        shared_crawl(c.redis, c.crawl_name, c.trust)?.expect("clap requires --crawl with --redis");
     // Without DIR the first word of the command lands in `dir`.
     let words = c
         .dir

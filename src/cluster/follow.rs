@@ -18,7 +18,7 @@ use crate::cluster::commands::{self, Answer, StreamCommand, StreamError, READ_BA
 use crate::control::hub::{CommandSender, Hub};
 use crate::engine::control::{Command, CommandId, CommandResult, RuleSpec, Target};
 use crate::engine::telemetry::{EngineEvent, Snapshot};
-use crate::engine::ClusterTarget;
+use crate::engine::{ClusterTarget, RedisUrl};
 use crate::text::strip_control;
 
 /// How long one `XREAD` waits for a new entry (and so how soon the thread
@@ -78,7 +78,7 @@ pub fn start(
 }
 
 struct Follower {
-    url: String,
+    url: RedisUrl,
     crawl: String,
     worker: String,
     sender: CommandSender,
@@ -107,8 +107,7 @@ impl Follower {
 
     /// Follows the stream until the engine stops (`Ok`) or Redis fails.
     fn follow(&mut self, stopped: &AtomicBool) -> Result<(), FollowError> {
-        let client = redis::Client::open(self.url.as_str())?;
-        let mut con = client.get_connection_with_timeout(Duration::from_secs(5))?;
+        let mut con = self.url.connect(Duration::from_secs(5))?;
         // Reads block for BLOCK; the socket waits a little longer.
         con.set_read_timeout(Some(BLOCK + Duration::from_secs(5)))?;
         let mut cursor =

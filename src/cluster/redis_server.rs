@@ -163,6 +163,11 @@ impl RedisServer {
         format!("redis://127.0.0.1:{}/0", self.port)
     }
 
+    /// [`RedisServer::url`], as the crawl connects to it.
+    pub fn redis_url(&self) -> crate::engine::RedisUrl {
+        crate::engine::RedisUrl::plain(&self.url()).expect("a loopback redis:// URL")
+    }
+
     /// The pid of the process that runs the server (`timeout`, whose child
     /// redis-server is and which it stops with itself).
     pub fn pid(&self) -> u32 {

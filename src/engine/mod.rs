@@ -20,7 +20,7 @@ pub(crate) mod frontier;
 pub(crate) mod near_dup;
 pub use frontier::{
     alert_raisers_key, key_prefix, machine_name, validate_crawl_name, worker_id, ClusterTarget,
-    Heartbeat, DEFAULT_LEASE_TTL,
+    Heartbeat, RedisCredentials, RedisUrl, DEFAULT_LEASE_TTL, PASSWORD_VAR, USER_VAR,
 };
 pub mod host_order;
 pub mod host_window;
