@@ -26,25 +26,31 @@ const CRAWL: &str = "trusted";
 struct SecuredRedis {
     server: RedisServer,
     ca: PathBuf,
+    /// A client certificate and its key, signed by the CA.
+    client: (PathBuf, PathBuf),
     _files: tempfile::TempDir,
 }
 
 impl SecuredRedis {
-    fn start() -> SecuredRedis {
+    /// With `check_clients`, the server refuses clients without a certificate.
+    fn start(check_clients: bool) -> SecuredRedis {
         let files = tempfile::tempdir().unwrap();
-        let (ca, cert, key) = write_certificates(files.path());
+        let [ca, cert, key, client_cert, client_key] = write_certificates(files.path());
+        let client = (client_cert, client_key);
         let secured = Secured {
             cert,
             key,
             ca: ca.clone(),
             users: vec![format!("admin on >{ADMIN_PASSWORD} ~* &* +@all")],
             admin: ("admin".into(), ADMIN_PASSWORD.into()),
+            client: check_clients.then(|| client.clone()),
         };
         let server = RedisServer::start_secured(&secured, Duration::from_secs(300))
             .unwrap_or_else(|e| panic!("a redis-server with TLS starts: {e}"));
         let redis = SecuredRedis {
             server,
             ca,
+            client,
             _files: files,
         };
         let mut admin = redis.admin();
@@ -61,6 +67,7 @@ impl SecuredRedis {
             password: Some(ADMIN_PASSWORD.into()),
         };
         crawldeck::engine::RedisUrl::parse(&self.server.url(), Some(&self.ca), env)
+            .and_then(|url| url.with_client_cert(&self.client.0, &self.client.1))
             .unwrap()
             .connect(Duration::from_secs(5))
             .expect("the admin connects over TLS")
@@ -92,28 +99,41 @@ fn readme_acl_rules() -> Vec<String> {
         .collect()
 }
 
-/// A CA and a certificate for 127.0.0.1 and localhost signed by it, as
-/// PEM files in `dir`: `(ca, cert, key)`.
-fn write_certificates(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+/// A CA, a server certificate for 127.0.0.1 and localhost and a client
+/// certificate, both signed by it, as PEM files in `dir`: `[ca, server
+/// cert, server key, client cert, client key]`.
+fn write_certificates(dir: &Path) -> [PathBuf; 5] {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
     let mut ca_params = CertificateParams::new(Vec::new()).unwrap();
     ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    // Names of their own: OpenSSL takes a certificate named as its issuer for self-signed.
+    ca_params
+        .distinguished_name
+        .push(DnType::CommonName, "crawldeck test CA");
     let ca_cert = ca_params.self_signed(&ca_key).unwrap();
     let issuer = Issuer::new(ca_params, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let params = CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()]).unwrap();
-    let cert = params.signed_by(&key, &issuer).unwrap();
+    let signed = |names: Vec<String>| {
+        let key = KeyPair::generate().unwrap();
+        let mut cert = CertificateParams::new(names.clone()).unwrap();
+        cert.distinguished_name
+            .push(DnType::CommonName, names[0].as_str());
+        (cert.signed_by(&key, &issuer).unwrap(), key)
+    };
+    let (server, server_key) = signed(vec!["127.0.0.1".into(), "localhost".into()]);
+    let (client, client_key) = signed(vec!["crawler".into()]);
     let write = |name: &str, pem: String| {
         let path = dir.join(name);
         std::fs::write(&path, pem).unwrap();
         path
     };
-    (
+    [
         write("ca.pem", ca_cert.pem()),
-        write("server.pem", cert.pem()),
-        write("server.key", key.serialize_pem()),
-    )
+        write("server.pem", server.pem()),
+        write("server.key", server_key.serialize_pem()),
+        write("client.pem", client.pem()),
+        write("client.key", client_key.serialize_pem()),
+    ]
 }
 
 /// Every file under `dir` that holds `needle`.
@@ -147,7 +167,7 @@ fn run_as(password: Option<&str>, args: &[String]) -> Output {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_crawl_over_tls_with_an_acl_user_completes_and_never_writes_the_password() {
-    let redis = SecuredRedis::start();
+    let redis = SecuredRedis::start(false);
     let demo = start_demo(vec![SiteKind::Shop, SiteKind::DeepFinite]).await;
     let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
     let dirs: Vec<_> = (0..2).map(|_| tempfile::tempdir().unwrap()).collect();
@@ -234,7 +254,7 @@ async fn a_crawl_over_tls_with_an_acl_user_completes_and_never_writes_the_passwo
 
 #[test]
 fn a_wrong_password_a_missing_one_or_an_unknown_ca_is_a_clear_error_at_once() {
-    let redis = SecuredRedis::start();
+    let redis = SecuredRedis::start(false);
     let data = tempfile::tempdir().unwrap();
     let mut crawl_args = vec!["crawl".into(), "--headless".into()];
     crawl_args.extend(redis.flags());
@@ -279,6 +299,31 @@ fn a_wrong_password_a_missing_one_or_an_unknown_ca_is_a_clear_error_at_once() {
     let out = run_as(Some(PASSWORD), &no_ca);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && err.contains("--redis-ca"), "{err}");
+}
+
+#[test]
+fn a_server_that_checks_client_certificates_lets_in_only_a_client_with_one() {
+    let redis = SecuredRedis::start(true);
+    let mut args = vec!["status".into()];
+    args.extend(redis.flags());
+    args.extend(["--crawl".into(), CRAWL.into()]);
+    let refused = run_as(Some(PASSWORD), &args);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && !err.contains("no crawl named"),
+        "{err}"
+    );
+    let (cert, key) = &redis.client;
+    args.extend([
+        "--redis-cert".into(),
+        cert.display().to_string(),
+        "--redis-key".into(),
+        key.display().to_string(),
+    ]);
+    // Let in, the user reads the crawl's keys and finds no crawl yet.
+    let admitted = run_as(Some(PASSWORD), &args);
+    let err = String::from_utf8_lossy(&admitted.stderr);
+    assert!(err.contains("no crawl named trusted"), "{err}");
 }
 
 /// A test never connects to a non-loopback address: 192.0.2.1 (TEST-NET-1)

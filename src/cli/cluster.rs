@@ -43,7 +43,10 @@ fn resolve_with(
         (Some(url), Some(crawl)) => (url, crawl),
     };
     validate_crawl_name(crawl).map_err(|e| UsageError(format!("--crawl: {e}")))?;
-    let url = RedisUrl::parse(url, args.trust.redis_ca.as_deref(), env).map_err(UsageError)?;
+    let mut url = RedisUrl::parse(url, args.trust.redis_ca.as_deref(), env).map_err(UsageError)?;
+    if let (Some(cert), Some(key)) = (&args.trust.redis_cert, &args.trust.redis_key) {
+        url = url.with_client_cert(cert, key).map_err(UsageError)?;
+    }
     // Before any connection: a crawl must not go out to an open server.
     url.check_safe(args.trust.insecure_redis)
         .map_err(UsageError)?;

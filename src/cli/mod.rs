@@ -217,6 +217,18 @@ pub struct RedisTrustArgs {
     /// server's certificate (default: the system's CAs).
     #[arg(long = "redis-ca", value_name = "FILE", requires = "redis")]
     pub redis_ca: Option<PathBuf>,
+    /// With a rediss:// URL: this client's certificate (PEM), for a server
+    /// that checks clients' certificates (tls-auth-clients yes).
+    #[arg(
+        long = "redis-cert",
+        value_name = "FILE",
+        requires = "redis",
+        requires = "redis_key"
+    )]
+    pub redis_cert: Option<PathBuf>,
+    /// The private key (PEM) of --redis-cert's certificate.
+    #[arg(long = "redis-key", value_name = "FILE", requires = "redis_cert")]
+    pub redis_key: Option<PathBuf>,
     /// Accept a Redis server on another machine without a password or
     /// without TLS (only where every machine that can reach it is trusted).
     #[arg(long = "insecure-redis", requires = "redis")]

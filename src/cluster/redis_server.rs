@@ -38,6 +38,9 @@ pub struct Secured {
     pub users: Vec<String>,
     /// A user of `users` and its password, to check the server answers.
     pub admin: (String, String),
+    /// A client certificate and its key (PEM files) signed by `ca`: the
+    /// server then refuses clients without one (`tls-auth-clients yes`).
+    pub client: Option<(PathBuf, PathBuf)>,
 }
 
 impl Secured {
@@ -55,7 +58,17 @@ impl Secured {
         ] {
             args.extend([flag.to_string(), path(file)]);
         }
-        args.extend(["--tls-auth-clients", "no", "--user", "default", "off"].map(String::from));
+        let auth_clients = if self.client.is_some() { "yes" } else { "no" };
+        args.extend(
+            [
+                "--tls-auth-clients",
+                auth_clients,
+                "--user",
+                "default",
+                "off",
+            ]
+            .map(String::from),
+        );
         for rule in &self.users {
             args.push("--user".into());
             args.extend(rule.split_whitespace().map(String::from));
@@ -70,7 +83,11 @@ impl Secured {
             user: Some(user.clone()),
             password: Some(password.clone()),
         };
-        crate::engine::RedisUrl::parse(&tls_url(port), Some(&self.ca), env)
+        let url = crate::engine::RedisUrl::parse(&tls_url(port), Some(&self.ca), env)?;
+        match &self.client {
+            Some((cert, key)) => url.with_client_cert(cert, key),
+            None => Ok(url),
+        }
     }
 }
 

@@ -44,6 +44,8 @@ pub struct RedisUrl {
     password: Option<String>,
     /// `--redis-ca`: the file and the PEM certificates it held.
     ca: Option<(PathBuf, Vec<u8>)>,
+    /// `--redis-cert` and `--redis-key`: this client's PEM certificate and key.
+    client_cert: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 impl RedisUrl {
@@ -90,7 +92,34 @@ impl RedisUrl {
             url,
             password: from_url.or(env.password),
             ca,
+            client_cert: None,
         })
+    }
+
+    /// The same server, this client showing the certificate in `cert` and
+    /// proving it with the key in `key` (PEM files), for a server that
+    /// checks clients' certificates (`tls-auth-clients yes`).
+    pub fn with_client_cert(mut self, cert: &Path, key: &Path) -> Result<RedisUrl, String> {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::PrivateKeyDer;
+        if !self.is_tls() {
+            return Err(format!(
+                "--redis-cert applies to TLS: write the URL as rediss://{}",
+                self.url.as_str().trim_start_matches("redis://")
+            ));
+        }
+        let cert_pem = read_certificates(cert, "--redis-cert", "this client's certificate")?;
+        let fix = "give the PEM file of the private key of --redis-cert's certificate";
+        let key_pem = std::fs::read(key)
+            .map_err(|e| format!("cannot read --redis-key {}: {e}; {fix}", key.display()))?;
+        if PrivateKeyDer::from_pem_slice(&key_pem).is_err() {
+            return Err(format!(
+                "--redis-key {} holds no PEM private key; {fix}",
+                key.display()
+            ));
+        }
+        self.client_cert = Some((cert_pem, key_pem));
+        Ok(self)
     }
 
     /// A server reached without credentials or a CA of its own (a local one).
@@ -102,25 +131,27 @@ impl RedisUrl {
     pub fn client(&self) -> redis::RedisResult<redis::Client> {
         let mut info = self.url.as_str().into_connection_info()?;
         info.redis.password = self.password.clone();
-        match &self.ca {
-            Some((_, pem)) => {
-                // rustls needs a process-wide provider; main installs it, a library user may not.
-                let _ = rustls::crypto::ring::default_provider().install_default();
-                redis::Client::build_with_tls(
-                    info,
-                    redis::TlsCertificates {
-                        client_tls: None,
-                        root_cert: Some(pem.clone()),
-                    },
-                )
-            }
-            None => {
-                if self.is_tls() {
-                    let _ = rustls::crypto::ring::default_provider().install_default();
-                }
-                redis::Client::open(info)
-            }
+        if self.is_tls() {
+            // rustls needs a process-wide provider; main installs it, a library user may not.
+            let _ = rustls::crypto::ring::default_provider().install_default();
         }
+        if self.ca.is_none() && self.client_cert.is_none() {
+            return redis::Client::open(info);
+        }
+        let client_tls = self
+            .client_cert
+            .as_ref()
+            .map(|(cert, key)| redis::ClientTlsConfig {
+                client_cert: cert.clone(),
+                client_key: key.clone(),
+            });
+        redis::Client::build_with_tls(
+            info,
+            redis::TlsCertificates {
+                client_tls,
+                root_cert: self.ca.as_ref().map(|(_, pem)| pem.clone()),
+            },
+        )
     }
 
     /// A new connection, given `timeout` to connect.
@@ -260,22 +291,31 @@ fn decoded(text: &str) -> String {
 
 /// The PEM certificates of `--redis-ca`, checked to parse.
 fn read_ca(file: &Path, url: &url::Url) -> Result<Vec<u8>, String> {
-    use rustls::pki_types::pem::PemObject;
-    use rustls::pki_types::CertificateDer;
     if url.scheme() != "rediss" {
         return Err(format!(
             "--redis-ca applies to TLS: write the URL as rediss://{}",
             url.as_str().trim_start_matches("redis://")
         ));
     }
-    let fix = "give the PEM file of the CA that signed the Redis server's certificate";
+    read_certificates(
+        file,
+        "--redis-ca",
+        "the CA that signed the Redis server's certificate",
+    )
+}
+
+/// The PEM certificates in `file` (given as `flag`), checked to parse.
+fn read_certificates(file: &Path, flag: &str, what: &str) -> Result<Vec<u8>, String> {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::CertificateDer;
+    let fix = format!("give the PEM file of {what}");
     let pem = std::fs::read(file)
-        .map_err(|e| format!("cannot read --redis-ca {}: {e}; {fix}", file.display()))?;
+        .map_err(|e| format!("cannot read {flag} {}: {e}; {fix}", file.display()))?;
     let certs: Result<Vec<_>, _> = CertificateDer::pem_slice_iter(&pem).collect();
     match certs {
         Ok(certs) if !certs.is_empty() => Ok(pem),
         _ => Err(format!(
-            "--redis-ca {} holds no PEM certificate; {fix}",
+            "{flag} {} holds no PEM certificate; {fix}",
             file.display()
         )),
     }

@@ -119,3 +119,19 @@ fn refused_credentials_name_the_user_and_what_to_check() {
     let other = RedisError::from((ErrorKind::TypeError, "wrong type"));
     assert_eq!(url.refusal(&other), None);
 }
+
+#[test]
+fn a_client_certificate_needs_tls_and_a_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("c.pem"), dir.path().join("k.pem"));
+    let e = RedisUrl::plain("redis://h/0")
+        .unwrap()
+        .with_client_cert(&cert, &key)
+        .unwrap_err();
+    assert!(e.contains("rediss://h/0"), "{e}");
+    let e = RedisUrl::plain("rediss://h/0")
+        .unwrap()
+        .with_client_cert(&cert, &key)
+        .unwrap_err();
+    assert!(e.contains("cannot read --redis-cert"), "{e}");
+}
