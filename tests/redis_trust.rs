@@ -268,6 +268,10 @@ fn a_wrong_password_a_missing_one_or_an_unknown_ca_is_a_clear_error_at_once() {
     let out = run_as(Some(wrong), &crawl_args);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{err}");
+    println!(
+        "a wrong password failed the worker in {:?}",
+        started.elapsed()
+    );
     assert!(started.elapsed() < Duration::from_secs(10), "{err}");
     assert!(
         err.contains("refused the password for user crawler") && err.contains(PASSWORD_VAR),

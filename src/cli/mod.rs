@@ -99,7 +99,7 @@ pub struct AttachArgs {
     #[arg(value_name = "DIR", conflicts_with = "redis")]
     pub dir: Option<PathBuf>,
     /// A shared crawl instead: every worker of it, through its Redis server
-    /// (redis://HOST:PORT/DB).
+    /// (redis://HOST:PORT/DB, rediss:// for TLS).
     #[arg(long, value_name = "URL", requires = "crawl_name")]
     pub redis: Option<String>,
     /// The shared crawl's name.
@@ -133,7 +133,7 @@ pub struct StatusArgs {
         conflicts_with = "redis"
     )]
     pub dir: Option<PathBuf>,
-    /// A shared crawl instead: its Redis server (redis://HOST:PORT/DB).
+    /// A shared crawl instead: its Redis server (redis://HOST:PORT/DB, rediss:// for TLS).
     #[arg(long, value_name = "URL", requires = "crawl_name")]
     pub redis: Option<String>,
     /// The shared crawl's name.
@@ -156,7 +156,7 @@ pub struct CtlArgs {
     /// `throttle example.org 2s`, `accept 3`, `stop`.
     #[arg(value_name = "COMMAND", required = true, num_args = 1.., allow_hyphen_values = true)]
     pub words: Vec<String>,
-    /// A shared crawl instead: its Redis server (redis://HOST:PORT/DB); every
+    /// A shared crawl instead: its Redis server (redis://HOST:PORT/DB, rediss:// for TLS); every
     /// live worker applies the command and answers.
     #[arg(long, value_name = "URL", requires = "crawl_name")]
     pub redis: Option<String>,
@@ -193,7 +193,7 @@ pub struct CrawlArgs {
 /// One crawl on several workers through a shared Redis frontier.
 #[derive(Debug, Args, Default, Clone)]
 pub struct ClusterArgs {
-    /// Share the frontier through this Redis server (redis://HOST:PORT/DB);
+    /// Share the frontier through this Redis server (redis://HOST:PORT/DB, rediss:// for TLS);
     /// every worker of the crawl gives the same --redis and --crawl.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,

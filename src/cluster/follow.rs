@@ -96,7 +96,12 @@ impl Follower {
             match self.follow(stopped) {
                 Ok(()) => return,
                 Err(e) if !warned => {
-                    tracing::warn!("command stream of crawl {}: {e}; retrying", self.crawl);
+                    // A refused password or command is named, not taken for an outage.
+                    let why = match self.url.refusal(e.redis()) {
+                        Some(refusal) => refusal,
+                        None => e.to_string(),
+                    };
+                    tracing::warn!("command stream of crawl {}: {why}; retrying", self.crawl);
                     warned = true;
                 }
                 Err(_) => {}
@@ -297,6 +302,15 @@ enum FollowError {
     Stream(#[from] StreamError),
     #[error("connecting to Redis: {0}")]
     Connect(#[from] redis::RedisError),
+}
+
+impl FollowError {
+    fn redis(&self) -> &redis::RedisError {
+        match self {
+            FollowError::Stream(e) => e.redis(),
+            FollowError::Connect(e) => e,
+        }
+    }
 }
 
 #[cfg(test)]
