@@ -73,10 +73,23 @@ impl SecuredRedis {
             .expect("the admin connects over TLS")
     }
 
-    /// `--redis URL --redis-ca FILE`.
-    fn flags(&self) -> Vec<String> {
+    /// `COMMAND --redis URL --redis-ca FILE --crawl CRAWL` and `more`.
+    fn command_line(&self, command: &str, more: &[&str]) -> Vec<String> {
         let ca = self.ca.display().to_string();
-        vec!["--redis".into(), self.server.url(), "--redis-ca".into(), ca]
+        let redis = self.server.url();
+        [
+            command,
+            "--redis",
+            &redis,
+            "--redis-ca",
+            &ca,
+            "--crawl",
+            CRAWL,
+        ]
+        .iter()
+        .chain(more)
+        .map(|s| s.to_string())
+        .collect()
     }
 }
 
@@ -177,7 +190,7 @@ async fn a_crawl_over_tls_with_an_acl_user_completes_and_never_writes_the_passwo
         let out = std::fs::File::create(outputs.path().join(format!("w{k}.out"))).unwrap();
         let mut command = worker_command(&redis.server, CRAWL, dir.path(), &seeds, "20ms");
         command
-            .args(&redis.flags()[2..])
+            .args(["--redis-ca", &redis.ca.display().to_string()])
             .args(["--log-level", "debug"])
             .env(USER_VAR, "crawler")
             .env(PASSWORD_VAR, PASSWORD)
@@ -191,10 +204,7 @@ async fn a_crawl_over_tls_with_an_acl_user_completes_and_never_writes_the_passwo
     let requests = demo.log().records().len();
     demo.shutdown().await;
 
-    let mut status_args = vec!["status".into(), "--json".into()];
-    status_args.extend(redis.flags());
-    status_args.extend(["--crawl".into(), CRAWL.into()]);
-    let out = run_as(Some(PASSWORD), &status_args);
+    let out = run_as(Some(PASSWORD), &redis.command_line("status", &["--json"]));
     assert!(
         out.status.success(),
         "{}",
@@ -221,10 +231,7 @@ async fn a_crawl_over_tls_with_an_acl_user_completes_and_never_writes_the_passwo
 
     // A command onto the stream, as the crawl user: published, and no
     // worker is left to answer it.
-    let mut ctl_args = vec!["ctl".into()];
-    ctl_args.extend(redis.flags());
-    ctl_args.extend(["--crawl".into(), CRAWL.into(), "resume".into()]);
-    let ctl = run_as(Some(PASSWORD), &ctl_args);
+    let ctl = run_as(Some(PASSWORD), &redis.command_line("ctl", &["resume"]));
     let err = String::from_utf8_lossy(&ctl.stderr);
     assert!(
         err.contains("no live worker answered resume crawl (stream entry"),
@@ -256,13 +263,11 @@ async fn a_crawl_over_tls_with_an_acl_user_completes_and_never_writes_the_passwo
 fn a_wrong_password_a_missing_one_or_an_unknown_ca_is_a_clear_error_at_once() {
     let redis = SecuredRedis::start(false);
     let data = tempfile::tempdir().unwrap();
-    let mut crawl_args = vec!["crawl".into(), "--headless".into()];
-    crawl_args.extend(redis.flags());
-    crawl_args.extend(["--crawl".into(), CRAWL.into(), "--data".into()]);
-    crawl_args.extend([
-        data.path().display().to_string(),
-        "http://127.0.0.1:9/".into(),
-    ]);
+    let data_flag = data.path().display().to_string();
+    let crawl_args = redis.command_line(
+        "crawl",
+        &["--headless", "--data", &data_flag, "http://127.0.0.1:9/"],
+    );
     let wrong = "not-the-password-91d2";
     let started = Instant::now();
     let out = run_as(Some(wrong), &crawl_args);
@@ -283,51 +288,38 @@ fn a_wrong_password_a_missing_one_or_an_unknown_ca_is_a_clear_error_at_once() {
         Vec::<PathBuf>::new()
     );
 
-    let mut status_args = vec!["status".into()];
-    status_args.extend(redis.flags());
-    status_args.extend(["--crawl".into(), CRAWL.into()]);
-    let out = run_as(Some(wrong), &status_args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("refused the password"),
-        "{err}"
-    );
-    let out = run_as(None, &status_args);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success() && err.contains("needs a password"),
-        "{err}"
-    );
+    let status = redis.command_line("status", &[]);
+    let err = failure(run_as(Some(wrong), &status));
+    assert!(err.contains("refused the password"), "{err}");
+    let err = failure(run_as(None, &status));
+    assert!(err.contains("needs a password"), "{err}");
     // Without --redis-ca the private CA is unknown: the certificate is refused.
     let no_ca = ["status", "--redis", &redis.server.url(), "--crawl", CRAWL].map(String::from);
-    let out = run_as(Some(PASSWORD), &no_ca);
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && err.contains("--redis-ca"), "{err}");
+    let err = failure(run_as(Some(PASSWORD), &no_ca));
+    assert!(
+        err.contains("UnknownIssuer") && err.contains("--redis-ca"),
+        "{err}"
+    );
+}
+
+/// The stderr of a run that must fail.
+fn failure(out: Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{err}");
+    err
 }
 
 #[test]
 fn a_server_that_checks_client_certificates_lets_in_only_a_client_with_one() {
     let redis = SecuredRedis::start(true);
-    let mut args = vec!["status".into()];
-    args.extend(redis.flags());
-    args.extend(["--crawl".into(), CRAWL.into()]);
-    let refused = run_as(Some(PASSWORD), &args);
-    let err = String::from_utf8_lossy(&refused.stderr);
-    assert!(
-        !refused.status.success() && !err.contains("no crawl named"),
-        "{err}"
-    );
-    let (cert, key) = &redis.client;
-    args.extend([
-        "--redis-cert".into(),
-        cert.display().to_string(),
-        "--redis-key".into(),
-        key.display().to_string(),
-    ]);
+    let refused = failure(run_as(Some(PASSWORD), &redis.command_line("status", &[])));
+    assert!(!refused.contains("no crawl named"), "{refused}");
+    let (cert, key) = (redis.client.0.display(), redis.client.1.display());
+    let (cert, key) = (cert.to_string(), key.to_string());
+    let args = redis.command_line("status", &["--redis-cert", &cert, "--redis-key", &key]);
     // Let in, the user reads the crawl's keys and finds no crawl yet.
-    let admitted = run_as(Some(PASSWORD), &args);
-    let err = String::from_utf8_lossy(&admitted.stderr);
-    assert!(err.contains("no crawl named trusted"), "{err}");
+    let admitted = failure(run_as(Some(PASSWORD), &args));
+    assert!(admitted.contains("no crawl named trusted"), "{admitted}");
 }
 
 /// A test never connects to a non-loopback address: 192.0.2.1 (TEST-NET-1)
