@@ -313,7 +313,10 @@ fn failure(out: Output) -> String {
 fn a_server_that_checks_client_certificates_lets_in_only_a_client_with_one() {
     let redis = SecuredRedis::start(true);
     let refused = failure(run_as(Some(PASSWORD), &redis.command_line("status", &[])));
-    assert!(!refused.contains("no crawl named"), "{refused}");
+    assert!(
+        !refused.contains("no crawl named") && refused.contains("--redis-cert"),
+        "{refused}"
+    );
     let (cert, key) = (redis.client.0.display(), redis.client.1.display());
     let (cert, key) = (cert.to_string(), key.to_string());
     let args = redis.command_line("status", &["--redis-cert", &cert, "--redis-key", &key]);

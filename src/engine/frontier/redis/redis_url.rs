@@ -6,7 +6,7 @@
 
 use std::fmt;
 use std::net::IpAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use redis::{ErrorKind, IntoConnectionInfo, RedisError};
@@ -42,8 +42,8 @@ pub struct RedisUrl {
     /// The URL without its password (with the user name, if any).
     url: url::Url,
     password: Option<String>,
-    /// `--redis-ca`: the file and the PEM certificates it held.
-    ca: Option<(PathBuf, Vec<u8>)>,
+    /// `--redis-ca`: the PEM certificates of the CAs to trust.
+    ca: Option<Vec<u8>>,
     /// `--redis-cert` and `--redis-key`: this client's PEM certificate and key.
     client_cert: Option<(Vec<u8>, Vec<u8>)>,
 }
@@ -85,7 +85,7 @@ impl RedisUrl {
             }
         }
         let ca = match ca_file {
-            Some(file) => Some((file.to_path_buf(), read_ca(file, &url)?)),
+            Some(file) => Some(read_ca(file, &url)?),
             None => None,
         };
         Ok(RedisUrl {
@@ -149,7 +149,7 @@ impl RedisUrl {
             info,
             redis::TlsCertificates {
                 client_tls,
-                root_cert: self.ca.as_ref().map(|(_, pem)| pem.clone()),
+                root_cert: self.ca.clone(),
             },
         )
     }
@@ -163,11 +163,6 @@ impl RedisUrl {
     /// written to a file or passed on a command line.
     pub fn without_password(&self) -> String {
         self.url.to_string()
-    }
-
-    /// The CA file given, if any.
-    pub fn ca_file(&self) -> Option<&Path> {
-        self.ca.as_ref().map(|(file, _)| file.as_path())
     }
 
     /// `rediss://`: the link is encrypted and the server's certificate checked.
@@ -245,8 +240,8 @@ impl RedisUrl {
             Some("NOPERM") => format!(
                 "Redis at {self} refused a command to user {user} ({e}); give the user the ACL the README's cluster section lists for the crawl's keys"
             ),
-            _ if self.is_tls() && e.to_string().contains("certificate") => format!(
-                "{e}; check that the server's certificate is for the URL's host and signed by a CA the system trusts or --redis-ca FILE gives"
+            _ if self.is_tls() && e.to_string().to_lowercase().contains("certificate") => format!(
+                "{e}; check that the server's certificate is for the URL's host and signed by a CA the system trusts or --redis-ca FILE gives, and for a server that checks clients' certificates, --redis-cert and --redis-key"
             ),
             _ => return None,
         })
