@@ -10,16 +10,26 @@ use crate::demo::DemoWeb;
 use crate::engine::config::{CrawlConfig, TrapPolicy};
 use crate::engine::telemetry::Snapshot;
 
+mod floor;
+mod pace;
 mod usage;
+pub use floor::Floor;
+use pace::{progress_step, Progress, Tenths};
+pub use pace::{Pace, Politeness, Rate};
 use usage::{current_rss, peak_rss, Usage};
 
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
     pub pages: usize,
     pub hosts: usize,
+    /// Between two requests to a host, one at a time; zero: no delay and
+    /// several at a time, a race.
+    pub delay: Duration,
     /// Keep the crawl's data directory here instead of a temporary one.
     pub data: Option<PathBuf>,
     pub warc: bool,
+    /// Then time compressing the WARC records alone ([`floor::measure`]).
+    pub archive_floor: bool,
     /// Drive the TUI during the crawl: in the terminal if stdout is one, else 80x24 in memory.
     pub tui: bool,
     /// Ask for a rule preview every [`PREVIEW_EVERY`] during the crawl (not with `tui`).
@@ -55,6 +65,19 @@ pub struct BenchReport {
     /// any alert is a false positive.
     pub alerts: std::collections::BTreeMap<&'static str, u64>,
     pub previews: Option<PreviewLoad>,
+    /// Over the crawl's course (a plain run only).
+    pub pace: Option<Pace>,
+    pub politeness: Option<Politeness>,
+    pub archive: ArchiveMeasure,
+}
+
+/// What the bench says of the archive.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ArchiveMeasure {
+    Off,
+    On,
+    /// On, and compressing its records alone took this.
+    WithFloor(Floor),
 }
 
 impl BenchReport {
@@ -115,6 +138,19 @@ impl BenchReport {
                 p.sampled
             ));
         }
+        if let Some(pace) = &self.pace {
+            out.push_str(&pace.render());
+        }
+        if let Some(polite) = &self.politeness {
+            out.push_str(&polite.render(self.pace.as_ref()));
+        }
+        out.push_str(&match self.archive {
+            ArchiveMeasure::Off => "archive        off (no WARC files)\n".to_string(),
+            ArchiveMeasure::On => "archive        WARC files written\n".to_string(),
+            ArchiveMeasure::WithFloor(floor) => {
+                "archive        WARC files written\n".to_string() + &floor.render(self.pages)
+            }
+        });
         out.push_str(&format!(
             "errors         {}\nlink extraction (1 core, ~23 KB pages, ~50 links): {:.0} pages/s\n",
             self.errors, self.extraction_pages_per_sec
@@ -123,9 +159,10 @@ impl BenchReport {
     }
 }
 
-/// The configuration used for the benchmark crawl: no politeness delay, many
-/// hosts in parallel, everything else as in a real crawl (robots, WARC, dedup).
-pub fn bench_config(demo: &DemoWeb, pages: usize) -> CrawlConfig {
+/// The configuration used for the benchmark crawl: many hosts in parallel,
+/// by default without a politeness delay, everything else as in a real crawl
+/// (robots, WARC, dedup).
+pub fn bench_config(demo: &DemoWeb, pages: usize, delay: Duration) -> CrawlConfig {
     let mut cfg = CrawlConfig {
         seeds: demo.seeds().iter().map(|u| u.to_string()).collect(),
         max_pages: pages as u64,
@@ -133,8 +170,8 @@ pub fn bench_config(demo: &DemoWeb, pages: usize) -> CrawlConfig {
         concurrency: 128,
         ..CrawlConfig::default()
     };
-    cfg.politeness.per_host = 4;
-    cfg.politeness.min_delay = Duration::ZERO;
+    cfg.politeness.per_host = if delay.is_zero() { 4 } else { 1 };
+    cfg.politeness.min_delay = delay;
     cfg.politeness.delay_factor = 0.0;
     cfg.traps.policy = TrapPolicy::AlertOnly;
     cfg
@@ -156,19 +193,23 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
             temp.path().to_path_buf()
         }
     };
-    let mut cfg = bench_config(&demo, opts.pages);
+    let mut cfg = bench_config(&demo, opts.pages, opts.delay);
     cfg.storage.warc = opts.warc;
     cfg.extract = opts.extract.clone();
     let usage_before = Usage::now();
     let started = Instant::now();
     let running = crate::engine::start(cfg, &dir, std::future::pending()).await?;
-    let (snapshot, previews) = match (opts.tui, opts.previews) {
-        (true, _) => (with_tui(running).await?, None),
+    let (snapshot, previews, pace) = match (opts.tui, opts.previews) {
+        (true, _) => (with_tui(running).await?, None, None),
         (false, true) => {
             let (snapshot, load) = with_previews(running).await?;
-            (snapshot, Some(load))
+            (snapshot, Some(load), None)
         }
-        (false, false) => (with_progress(running, opts.pages as u64).await?, None),
+        (false, false) => {
+            let site_pages = DemoWeb::bench_pages(opts.pages, opts.hosts) as u64;
+            let (snapshot, pace) = with_progress(running, site_pages, started).await?;
+            (snapshot, None, pace)
+        }
     };
     let wall = started.elapsed();
     let usage = match (usage_before, Usage::now()) {
@@ -176,6 +217,17 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
         _ => None,
     };
     demo.shutdown().await;
+    let archive = match (opts.warc, opts.archive_floor) {
+        (false, _) => ArchiveMeasure::Off,
+        (true, false) => ArchiveMeasure::On,
+        (true, true) => {
+            let warc = dir.join(crate::engine::store::warc::WARC_DIR);
+            let floor = tokio::task::spawn_blocking(move || floor::measure(&warc))
+                .await?
+                .context("timing the compression of the crawl's WARC records")?;
+            ArchiveMeasure::WithFloor(floor)
+        }
+    };
     Ok(BenchReport {
         pages: snapshot.counters.pages_fetched,
         wall,
@@ -192,73 +244,52 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
                 by_kind
             }),
         previews,
+        pace,
+        archive,
+        politeness: (!opts.delay.is_zero()).then_some(Politeness {
+            delay: opts.delay,
+            hosts: opts.hosts,
+        }),
     })
-}
-
-/// Pages between two progress lines: a tenth of the run, at least 1,000.
-fn progress_step(pages: u64) -> u64 {
-    (pages / 10).max(1000)
-}
-
-/// Where the crawl was at one progress line.
-struct Progress {
-    pages: u64,
-    /// Since the crawl started.
-    at: Duration,
-    /// Process CPU time so far.
-    cpu: Duration,
-}
-
-impl Progress {
-    /// Pages, pages/s and CPU per page since `earlier`, and the RSS now: a
-    /// crawl that slows down or grows as it goes shows it here.
-    fn line(&self, earlier: &Progress, rss: Option<u64>) -> String {
-        let pages = self.pages.saturating_sub(earlier.pages).max(1) as f64;
-        let secs = self.at.saturating_sub(earlier.at).as_secs_f64().max(1e-9);
-        let cpu = self.cpu.saturating_sub(earlier.cpu).as_secs_f64();
-        let rss = rss.map_or("n/a".into(), |b| format!("{:.0} MB", b as f64 / 1e6));
-        format!(
-            "progress       {} pages  {:.1} s  {:.0} pages/s  {:.3} ms CPU/page  RSS {rss}",
-            self.pages,
-            self.at.as_secs_f64(),
-            pages / secs,
-            1e3 * cpu / pages,
-        )
-    }
 }
 
 /// The plain crawl, with a progress line on stderr every [`progress_step`] pages.
 async fn with_progress(
     running: crate::engine::RunningEngine,
     pages: u64,
-) -> anyhow::Result<Snapshot> {
+    started: Instant,
+) -> anyhow::Result<(Snapshot, Option<Pace>)> {
     let crate::engine::RunningEngine { handle, done, .. } = running;
     let mut snapshots = handle.snapshots;
-    let started = Instant::now();
-    let cpu = || Usage::now().map_or(Duration::ZERO, |u| u.cpu);
-    let mut last = Progress {
-        pages: 0,
-        at: Duration::ZERO,
-        cpu: cpu(),
+    let cpu_at_start = Usage::now().map_or(Duration::ZERO, |u| u.cpu);
+    let now = |pages| Progress {
+        pages,
+        at: started.elapsed(),
+        cpu: Usage::now().map_or(Duration::ZERO, |u| u.cpu.saturating_sub(cpu_at_start)),
     };
+    let mut last = Progress::START;
+    let mut tenths = Tenths::new(pages);
     let step = progress_step(pages);
     tokio::pin!(done);
-    loop {
+    let snapshot = loop {
         tokio::select! {
-            result = &mut done => return Ok(result??),
+            result = &mut done => break result??,
             changed = snapshots.changed() => {
                 if changed.is_err() {
-                    return Ok(done.await??);
+                    break done.await??;
                 }
                 let fetched = snapshots.borrow_and_update().counters.pages_fetched;
+                tenths.observe(now(fetched));
                 if fetched >= last.pages + step {
-                    let now = Progress { pages: fetched, at: started.elapsed(), cpu: cpu() };
-                    eprintln!("{}", now.line(&last, current_rss()));
-                    last = now;
+                    let at = now(fetched);
+                    eprintln!("{}", at.line(&last, current_rss()));
+                    last = at;
                 }
             }
         }
-    }
+    };
+    let pace = tenths.pace(now(snapshot.counters.pages_fetched));
+    Ok((snapshot, pace))
 }
 
 /// The crawl while a rule preview is asked for every [`PREVIEW_EVERY`], so the
@@ -333,35 +364,4 @@ async fn with_tui(running: crate::engine::RunningEngine) -> anyhow::Result<Snaps
     let _ = done_tx.send(());
     let _ = tokio::time::timeout(Duration::from_secs(5), ui).await;
     Ok(snapshot)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn progress_marks_every_tenth_of_the_run_and_at_least_every_thousand_pages() {
-        assert_eq!(progress_step(1_000_000), 100_000);
-        assert_eq!(progress_step(20_000), 2_000);
-        assert_eq!(progress_step(500), 1_000);
-    }
-
-    #[test]
-    fn progress_line_gives_the_interval_rate_and_cpu_per_page() {
-        let before = Progress {
-            pages: 0,
-            at: Duration::ZERO,
-            cpu: Duration::ZERO,
-        };
-        let after = Progress {
-            pages: 1000,
-            at: Duration::from_secs(2),
-            cpu: Duration::from_millis(500),
-        };
-        let line = after.line(&before, Some(50_000_000));
-        assert_eq!(
-            line,
-            "progress       1000 pages  2.0 s  500 pages/s  0.500 ms CPU/page  RSS 50 MB"
-        );
-    }
 }

@@ -111,11 +111,24 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             Mode::Bench {
                 pages,
                 hosts,
+                delay,
+                archive,
+                archive_floor,
                 tui,
                 previews,
             } => {
-                let load = (tui, previews, run.config.extract.clone());
-                run_bench(&data_dir, pages, hosts, load).await
+                let options = BenchOptions {
+                    pages: pages as usize,
+                    hosts: hosts as usize,
+                    delay,
+                    data: Some(data_dir.clone()),
+                    warc: archive,
+                    archive_floor,
+                    tui,
+                    previews,
+                    extract: run.config.extract.clone(),
+                };
+                run_bench(options).await
             }
             Mode::Keys { .. }
             | Mode::Attach { .. }
@@ -180,7 +193,15 @@ fn run_without_engine(run: &ResolvedRun) -> Option<anyhow::Result<()>> {
             if let Some(note) = crawldeck::results::shared_parked_note(query) {
                 eprintln!("crawldeck: {note}");
             }
-            crawldeck::results::run(query, stdout())
+            match &query.cluster {
+                Some(target) => {
+                    crawldeck::cluster::listing::open(target).and_then(|(results, note)| {
+                        eprintln!("crawldeck: {note}");
+                        crawldeck::results::run_on(query, &results, stdout())
+                    })
+                }
+                None => crawldeck::results::run(query, stdout()),
+            }
         }
         _ => return None,
     })
@@ -631,35 +652,30 @@ fn run_viewer(run: &ResolvedRun) -> anyhow::Result<()> {
 }
 
 /// `crawldeck bench`: a synthetic site crawled in-process, measured.
-async fn run_bench(
-    data_dir: &Path,
-    pages: u64,
-    hosts: u32,
-    (tui, previews, extract): (bool, bool, Vec<engine::config::ExtractionSpec>),
-) -> anyhow::Result<()> {
-    let ui = match (tui, previews) {
+async fn run_bench(options: BenchOptions) -> anyhow::Result<()> {
+    let ui = match (options.tui, options.previews) {
         (true, _) => ", TUI drawing at 80x24 in memory",
         (false, true) => ", a rule preview asked every 300 ms",
         (false, false) => "",
     };
-    let specs: Vec<String> = extract.iter().map(|s| s.describe()).collect();
+    let specs: Vec<String> = options.extract.iter().map(|s| s.describe()).collect();
     let extracting = match specs.is_empty() {
         true => String::new(),
         false => format!(", extracting {}", specs.join(", ")),
     };
+    let politeness = match options.delay.is_zero() {
+        true => "no politeness delay".to_string(),
+        false => format!(
+            "{} between requests to a host",
+            humantime::format_duration(options.delay)
+        ),
+    };
+    let archive = if options.warc { "" } else { ", no WARC files" };
     eprintln!(
-        "crawldeck bench: {pages} pages on {hosts} hosts (127.0.0.1), no politeness delay{ui}{extracting}"
+        "crawldeck bench: {} pages on {} hosts (127.0.0.1), {politeness}{archive}{ui}{extracting}",
+        options.pages, options.hosts
     );
-    let report = bench::run(BenchOptions {
-        pages: pages as usize,
-        hosts: hosts as usize,
-        data: Some(data_dir.to_path_buf()),
-        warc: true,
-        tui,
-        previews,
-        extract,
-    })
-    .await?;
+    let report = bench::run(options).await?;
     print!("{}", report.render());
     Ok(())
 }

@@ -423,10 +423,35 @@ fn subcommand_names_are_not_taken_for_seeds() {
         Mode::Bench {
             pages: 100,
             hosts: 4,
+            delay: Duration::ZERO,
+            archive: true,
+            archive_floor: false,
             tui: false,
             previews: false
         }
     );
+    let run = resolve(&["bench", "--hosts", "2000", "--delay", "1s"]).unwrap();
+    assert!(
+        matches!(run.mode, Mode::Bench { hosts: 2000, delay, .. } if delay == Duration::from_secs(1))
+    );
+    let run = resolve(&["bench", "--no-archive"]).unwrap();
+    assert!(matches!(run.mode, Mode::Bench { archive: false, .. }));
+    let run = resolve(&["bench", "--archive-floor"]).unwrap();
+    assert!(matches!(
+        run.mode,
+        Mode::Bench {
+            archive: true,
+            archive_floor: true,
+            ..
+        }
+    ));
+    assert!(
+        Cli::try_parse_from(["crawldeck", "bench", "--no-archive", "--archive-floor"]).is_err()
+    );
+    let too_many = resolve(&["bench", "--hosts", "10001"])
+        .unwrap_err()
+        .to_string();
+    assert!(too_many.contains("at most 10000"), "{too_many}");
     let run = resolve(&["bench", "--tui"]).unwrap();
     assert!(matches!(run.mode, Mode::Bench { tui: true, .. }));
     let run = resolve(&["bench", "--previews"]).unwrap();

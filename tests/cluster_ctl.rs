@@ -4,15 +4,16 @@
 
 use crate::common;
 
+use std::collections::HashMap;
 use std::process::Command;
 use std::time::Duration;
 
-use common::cluster::{finish, start_three, worker_name};
+use common::cluster::{finish, start_three, stored_alerts, worker_name};
 use common::start_demo;
 use crawldeck::cluster::redis_server::RedisServer;
 use crawldeck::demo::SiteKind;
-use crawldeck::engine::store::{PageOutcome, Store, Tree};
-use crawldeck::engine::telemetry::TrapAlert;
+use crawldeck::engine::store::PageOutcome;
+use crawldeck::engine::telemetry::TrapKind;
 use tokio::time::Instant;
 
 /// Shop product pages: `/p/…`.
@@ -182,15 +183,14 @@ async fn an_alert_is_decided_by_its_number_alone_on_the_worker_that_raised_it() 
         finish(w).await;
     }
     demo.shutdown().await;
-    // Numbers come from the crawl: no two workers stored one alike.
-    let mut ids: Vec<u64> = dirs
-        .iter()
-        .flat_map(|d| stored_alert_ids(d.path()))
-        .collect();
-    let all = ids.len();
-    ids.sort_unstable();
-    ids.dedup();
-    assert_eq!(ids.len(), all, "an alert number used twice: {ids:?}");
+    // Numbers come from the crawl: every worker that stored a number stored
+    // the one trap it names (workers join the alerts of the others).
+    let mut traps: HashMap<u64, (String, TrapKind, String)> = HashMap::new();
+    for alert in dirs.iter().flat_map(|d| stored_alerts(d.path())) {
+        let trap = (alert.host, alert.kind, alert.suggested_rule.pattern);
+        let first = traps.entry(alert.id).or_insert_with(|| trap.clone());
+        assert_eq!(*first, trap, "alert #{} names two traps", alert.id);
+    }
 }
 
 /// The open alerts (number, worker) `status --redis --json` lists.
@@ -205,15 +205,4 @@ fn open_alerts(redis: &RedisServer) -> Vec<(u64, String)> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// The numbers of the alerts a worker stored.
-fn stored_alert_ids(dir: &std::path::Path) -> Vec<u64> {
-    let store = Store::open(dir, 8 * 1024 * 1024).expect("the worker's store reopens");
-    store
-        .scan::<TrapAlert>(Tree::Alerts)
-        .expect("alerts readable")
-        .into_iter()
-        .map(|(_, alert)| alert.id)
-        .collect()
 }

@@ -7,6 +7,21 @@ use crate::engine::{
     validate_crawl_name, ClusterTarget, RedisCredentials, RedisUrl, DEFAULT_LEASE_TTL,
 };
 
+/// The shared crawl a viewer's `--redis` and `--crawl` name, if any.
+pub(super) fn shared_crawl(
+    redis: Option<String>,
+    crawl_name: Option<String>,
+    trust: super::RedisTrustArgs,
+) -> Result<Option<ClusterTarget>, UsageError> {
+    let args = ClusterArgs {
+        redis,
+        crawl_name,
+        lease_ttl: None,
+        trust,
+    };
+    resolve_cluster(&args, true)
+}
+
 /// The shared frontier the flags ask for, if any; the Redis credentials
 /// the URL lacks come from the environment.
 pub(super) fn resolve_cluster(

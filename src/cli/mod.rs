@@ -124,16 +124,18 @@ pub struct AttachArgs {
     pub keys: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
-pub struct StatusArgs {
-    /// The crawl's data directory.
+/// The crawl a command reads: a data directory, or a shared crawl.
+#[derive(Debug, Args, Default, Clone)]
+pub struct CrawlSource {
+    /// The crawl's data directory (a running crawl is read through its engine).
     #[arg(
         value_name = "DIR",
         required_unless_present = "redis",
         conflicts_with = "redis"
     )]
     pub dir: Option<PathBuf>,
-    /// A shared crawl instead: its Redis server (redis://HOST:PORT/DB, rediss:// for TLS).
+    /// A shared crawl instead, all its workers: its Redis server
+    /// (redis://HOST:PORT/DB, rediss:// for TLS).
     #[arg(long, value_name = "URL", requires = "crawl_name")]
     pub redis: Option<String>,
     /// The shared crawl's name.
@@ -141,6 +143,12 @@ pub struct StatusArgs {
     pub crawl_name: Option<String>,
     #[command(flatten)]
     pub trust: RedisTrustArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    #[command(flatten)]
+    pub crawl: CrawlSource,
     /// One JSON object on stdout.
     #[arg(long)]
     pub json: bool,
@@ -256,6 +264,19 @@ pub struct BenchArgs {
     /// Hosts the pages are spread over.
     #[arg(long, value_name = "H", default_value_t = 50)]
     pub hosts: u32,
+    /// A polite crawl: this delay between two requests to a host, one at a
+    /// time (e.g. `--hosts 2000 --delay 1s`); the report compares the rate
+    /// with what politeness allows, hosts ÷ delay. Default: no delay.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub delay: Option<Duration>,
+    /// Crawl without writing WARC files, to measure what the archive costs
+    /// (run once with and once without, in one sitting).
+    #[arg(long)]
+    pub no_archive: bool,
+    /// After the crawl, time compressing its WARC records again alone, at the
+    /// archive's level: the floor of what the archive can cost.
+    #[arg(long, conflicts_with = "no_archive")]
+    pub archive_floor: bool,
     /// Where the bench crawl is stored (a temporary directory unless given).
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,

@@ -5,6 +5,7 @@
 //! precedence rules are unit-tested here.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use super::usage::UsageError;
 use super::{Cli, CliCommand, RunArgs, CONFIG_FILE, DEFAULT_DATA_DIR};
@@ -26,6 +27,12 @@ pub enum Mode {
     Bench {
         pages: u64,
         hosts: u32,
+        /// Between two requests to a host; zero: none.
+        delay: Duration,
+        /// WARC files written.
+        archive: bool,
+        /// Time compressing the WARC records alone afterwards.
+        archive_floor: bool,
         tui: bool,
         previews: bool,
     },
@@ -120,11 +127,12 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         Some(CliCommand::Export(e)) => Ok(front_end(Mode::Export(super::export::export_query(e)?))),
         Some(CliCommand::Keys(k)) => Ok(front_end(Mode::Keys { file: k.keys })),
         Some(CliCommand::Attach(a)) => resolve_attach(a),
-        Some(CliCommand::Status(s)) => match s.dir {
+        Some(CliCommand::Status(s)) => match s.crawl.dir {
             Some(dir) => Ok(front_end(Mode::Status { dir, json: s.json })),
             None => {
-                let target = shared_crawl(s.redis, s.crawl_name, s.trust)?
-                    .expect("clap requires --redis and --crawl without DIR");
+                let target =
+                    super::cluster::shared_crawl(s.crawl.redis, s.crawl.crawl_name, s.crawl.trust)?
+                        .expect("clap requires --redis and --crawl without DIR");
                 Ok(front_end(Mode::ClusterStatus {
                     target,
                     json: s.json,
@@ -201,6 +209,13 @@ fn resolve_bench(b: super::BenchArgs) -> Result<ResolvedRun, UsageError> {
             "bench needs --pages and --hosts of at least 1".into(),
         ));
     }
+    let max_hosts = crate::demo::MAX_BENCH_HOSTS;
+    if b.hosts as usize > max_hosts {
+        return Err(UsageError(format!(
+            "bench --hosts {} is more than the generated web can serve: give at most {max_hosts}",
+            b.hosts
+        )));
+    }
     Ok(ResolvedRun {
         data_dir: b.data,
         // The bench's own settings, with the extractions to measure.
@@ -211,6 +226,9 @@ fn resolve_bench(b: super::BenchArgs) -> Result<ResolvedRun, UsageError> {
         ..front_end(Mode::Bench {
             pages: b.pages,
             hosts: b.hosts,
+            delay: b.delay.unwrap_or(Duration::ZERO),
+            archive: !b.no_archive,
+            archive_floor: b.archive_floor,
             tui: b.tui,
             previews: b.previews,
         })
@@ -227,34 +245,21 @@ fn resolve_attach(a: super::AttachArgs) -> Result<ResolvedRun, UsageError> {
             readonly: a.read_only,
             keys: a.keys,
         },
-        ..front_end(match shared_crawl(a.redis, a.crawl_name, a.trust)? {
-            Some(target) => Mode::ClusterAttach { target },
-            None => Mode::Attach {
-                dir: a.dir,
-                wait: a.wait,
+        ..front_end(
+            match super::cluster::shared_crawl(a.redis, a.crawl_name, a.trust)? {
+                Some(target) => Mode::ClusterAttach { target },
+                None => Mode::Attach {
+                    dir: a.dir,
+                    wait: a.wait,
+                },
             },
-        })
+        )
     })
 }
 
 /// Colour unless `--no-color` or a non-empty `NO_COLOR` (no-color.org) turns it off.
 fn wants_color(no_color: bool) -> bool {
     !no_color && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-}
-
-/// The shared crawl a viewer's `--redis` and `--crawl` name, if any.
-fn shared_crawl(
-    redis: Option<String>,
-    crawl_name: Option<String>,
-    trust: super::RedisTrustArgs,
-) -> Result<Option<crate::engine::ClusterTarget>, UsageError> {
-    let args = super::ClusterArgs {
-        redis,
-        crawl_name,
-        lease_ttl: None,
-        trust,
-    };
-    super::cluster::resolve_cluster(&args, true)
 }
 
 /// `ctl DIR WORDS…` or `ctl --redis URL --crawl NAME WORDS…`.
@@ -270,8 +275,8 @@ fn resolve_ctl(c: super::CtlArgs) -> Result<ResolvedRun, UsageError> {
             words: c.words,
         }));
     }
-    let target =
-        shared_crawl(c.redis, c.crawl_name, c.trust)?.expect("clap requires --crawl with --redis");
+    let target = super::cluster::shared_crawl(c.redis, c.crawl_name, c.trust)?
+        .expect("clap requires --crawl with --redis");
     // Without DIR the first word of the command lands in `dir`.
     let words = c
         .dir

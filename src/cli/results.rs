@@ -37,9 +37,8 @@ impl FormatArgs {
 /// Output and filter flags shared by `pages` and `links`.
 #[derive(Debug, Args, Default, Clone)]
 pub struct ListArgs {
-    /// The crawl's data directory (a running crawl is read through its engine).
-    #[arg(value_name = "DIR")]
-    pub data: PathBuf,
+    #[command(flatten)]
+    pub crawl: super::CrawlSource,
     /// Only URLs of this host (a host name, host:port, or a URL).
     #[arg(long, value_name = "HOST")]
     pub host: Option<String>,
@@ -133,7 +132,12 @@ fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
     Ok(Query {
         host: host_of(list.host.as_deref())?,
         limit: check_limit(list.limit)?,
-        ..Query::new(list.data, listing, format)
+        cluster: super::cluster::shared_crawl(
+            list.crawl.redis,
+            list.crawl.crawl_name,
+            list.crawl.trust,
+        )?,
+        ..Query::new(list.crawl.dir.unwrap_or_default(), listing, format)
     })
 }
 
@@ -169,9 +173,11 @@ pub fn pages_query(args: PagesArgs) -> Result<Query, UsageError> {
     if let Some(missing) = &args.missing {
         query.facts.missing = Missing::parse_list(missing).map_err(UsageError)?;
     }
-    if let Some(name) = args.extract_missing {
-        query.facts.extract_missing = Some(extraction_name(&query.data_dir, name)?);
-    }
+    // A shared crawl's extractions are its workers' own: read with its rows.
+    query.facts.extract_missing = match args.extract_missing {
+        Some(name) if query.cluster.is_none() => Some(extraction_name(&query.data_dir, name)?),
+        other => other,
+    };
     query.found_by = args
         .found_by
         .as_deref()

@@ -10,18 +10,20 @@
 //! [`ANSWER_TTL`]), and the last entry it handled into `cursors` (worker →
 //! entry id), so a restarted worker goes on after it.
 //!
-//! Alerts are numbered per worker, so `accept` and `dismiss` go `to` the
-//! worker that raised the alert. The worker that accepts one publishes the
-//! alert's rule as an `AddRule` with `skip` set to itself: every other worker
-//! (and every worker that joins later) blocks the same URLs.
+//! An alert is the crawl's: `accept` and `dismiss` go `to` one worker, which
+//! shares the decision through the frontier (`alert-decisions`); every other
+//! worker, and every worker that joins later, applies it from there.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use redis::streams::{StreamId, StreamRangeReply, StreamReadOptions, StreamReadReply};
 use redis::{Commands, ConnectionLike};
 
 use crate::engine::control::{Command, RuleSpec, Target};
-use crate::engine::key_prefix;
+use crate::engine::frontier::AlertDecision;
+use crate::engine::telemetry::AlertStatus;
+use crate::engine::{alert_decisions_key, key_prefix};
 
 /// Entries the stream keeps (approximately): a worker that joins replays
 /// them, so this bounds both the replay and Redis memory.
@@ -200,14 +202,14 @@ pub fn read_after(
         .collect())
 }
 
-/// The rules in force across the crawl, oldest first: the stream's
-/// `AddRule`s (an accepted alert's included) less those removed by
+/// The rules in force across the crawl, oldest first: those accepted
+/// alerts became, then the stream's `AddRule`s, less those removed by
 /// [`publish_remove_rule`]. Reads the whole stream, in chunks.
 pub fn shared_rules(
     con: &mut impl ConnectionLike,
     crawl: &str,
 ) -> Result<Vec<RuleSpec>, StreamError> {
-    let mut rules: Vec<RuleSpec> = Vec::new();
+    let mut rules = accepted_rules(con, crawl)?;
     let mut after = "-".to_string();
     loop {
         let reply: StreamRangeReply = con
@@ -226,6 +228,27 @@ pub fn shared_rules(
             }
         }
     }
+}
+
+/// The rules of the crawl's accepted alerts, by alert number.
+fn accepted_rules(
+    con: &mut impl ConnectionLike,
+    crawl: &str,
+) -> Result<Vec<RuleSpec>, StreamError> {
+    let decisions: BTreeMap<u64, String> = con
+        .hgetall(alert_decisions_key(&key_prefix(crawl)))
+        .map_err(failed("reading the alerts' decisions"))?;
+    let mut rules = Vec::new();
+    for json in decisions.values() {
+        let rule = serde_json::from_str::<AlertDecision>(json)
+            .ok()
+            .filter(|d| d.status == AlertStatus::Accepted)
+            .and_then(|d| d.rule);
+        if let Some(rule) = rule.filter(|r| !rules.contains(r)) {
+            rules.push(rule);
+        }
+    }
+    Ok(rules)
 }
 
 /// Whether the stream's last crawl-wide pause or resume was a pause.
@@ -335,8 +358,8 @@ pub fn answers(
 
 /// Whether a worker that joins later applies the command: what sets the
 /// crawl's state (rules, overrides, pauses) does; one-off actions (stop,
-/// checkpoint, preview, a breaker reset, an alert of the worker that raised
-/// it) do not.
+/// checkpoint, preview, a breaker reset, an alert's decision, which the
+/// frontier shares) do not.
 pub fn replays(command: &Command) -> bool {
     match command {
         Command::Pause(_)

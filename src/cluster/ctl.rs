@@ -1,7 +1,8 @@
 //! `crawldeck ctl --redis URL --crawl NAME COMMAND…`: one command to every
-//! worker of a shared crawl (or, with `--worker`, to one; an alert's
-//! decision to the worker that raised it), through the command stream; the
-//! answers of the live workers are printed one line per worker.
+//! worker of a shared crawl (or, with `--worker`, to one), through the
+//! command stream; the answers of the live workers are printed one line per
+//! worker. An alert is the crawl's: its decision goes to one live worker
+//! (the one that raised it, while it lives), which shares it with the rest.
 
 use std::io::Write;
 use std::time::{Duration, Instant};
@@ -45,10 +46,10 @@ pub fn run(
         .connect(Duration::from_secs(5))
         .map_err(explained)?;
     let mut expected = live_workers(&mut con, &target.crawl).map_err(explained)?;
-    // An alert's decision goes to the worker that raised it.
+    // One worker decides an alert for the crawl.
     let to = match (command, worker) {
         (Command::AcceptAlert { alert_id, .. } | Command::DismissAlert { alert_id }, None) => {
-            Some(raising_worker(&mut con, target, *alert_id)?)
+            Some(deciding_worker(&mut con, target, *alert_id, &expected)?)
         }
         _ => worker.map(str::to_string),
     };
@@ -85,24 +86,31 @@ pub fn run(
     report(command, &entry, &expected, &answers, out)
 }
 
-/// The worker that raised alert `alert_id` (alerts are numbered across the
-/// crawl, and the worker that raised one decides it).
-fn raising_worker(
+/// The live worker that decides alert `alert_id` for the crawl: the one
+/// that raised it while it lives, else any (every worker joined the alert).
+fn deciding_worker(
     con: &mut redis::Connection,
     target: &ClusterTarget,
     alert_id: u64,
+    live: &[String],
 ) -> Result<String, ClusterCtlError> {
     let raiser: Option<String> = redis::cmd("HGET")
         .arg(alert_raisers_key(&key_prefix(&target.crawl)))
         .arg(alert_id)
         .query(con)
         .map_err(|e| ClusterCtlError::Failed(format!("cannot read the alerts: {e}")))?;
-    raiser.ok_or_else(|| {
+    let raiser = raiser.ok_or_else(|| {
         ClusterCtlError::Usage(format!(
             "crawl {} has no alert #{alert_id}; `crawldeck status --redis {} --crawl {}` lists the open ones",
             target.crawl, target.url, target.crawl
         ))
-    })
+    })?;
+    Ok(live
+        .iter()
+        .find(|w| **w == raiser)
+        .or(live.first())
+        .cloned()
+        .unwrap_or(raiser))
 }
 
 /// Polls the entry's answers until every expected worker answered or the wait is over.

@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use crate::cluster::commands::{self, Answer, StreamCommand, StreamError, READ_BATCH};
 use crate::control::hub::{CommandSender, Hub};
-use crate::engine::control::{Command, CommandId, CommandResult, RuleSpec, Target};
+use crate::engine::control::{Command, CommandId, CommandResult, Target};
 use crate::engine::telemetry::{EngineEvent, Snapshot};
 use crate::engine::{ClusterTarget, RedisUrl};
 use crate::text::strip_control;
@@ -127,7 +127,7 @@ impl Follower {
             let caught_up = batch.len() < READ_BATCH;
             for entry in batch {
                 let replay = entry_ms(&entry.entry) < live_from_ms;
-                let answer = self.handle(&mut con, &entry, replay);
+                let answer = self.handle(&entry, replay);
                 commands::record(
                     &mut con,
                     &self.crawl,
@@ -160,12 +160,7 @@ impl Follower {
     }
 
     /// Applies one entry if it is for this worker; returns the answer to record.
-    fn handle(
-        &mut self,
-        con: &mut redis::Connection,
-        entry: &StreamCommand,
-        replay: bool,
-    ) -> Option<Answer> {
+    fn handle(&mut self, entry: &StreamCommand, replay: bool) -> Option<Answer> {
         if !entry.is_for(&self.worker) {
             return None;
         }
@@ -184,7 +179,6 @@ impl Follower {
             Ok(command) => command,
             Err(why) => return Some(Err(why)),
         };
-        let accepted_rule = self.rule_of_accept(&command);
         let answer = self.apply(command.clone());
         tracing::info!(
             "applied {} from {} (stream entry {}){}: {}",
@@ -197,9 +191,6 @@ impl Follower {
                 Err(why) => format!("refused: {why}"),
             }
         );
-        if let (Some(rule), Ok(_)) = (accepted_rule, &answer) {
-            self.share_accepted_rule(con, &command, rule, &entry.entry);
-        }
         Some(answer)
     }
 
@@ -251,41 +242,6 @@ impl Follower {
                     return Err("the engine has stopped".into())
                 }
             }
-        }
-    }
-
-    /// The rule an `accept` adds: the operator's edit, else the alert's
-    /// suggestion as this worker shows it.
-    fn rule_of_accept(&self, command: &Command) -> Option<RuleSpec> {
-        let Command::AcceptAlert { alert_id, rule } = command else {
-            return None;
-        };
-        rule.clone().or_else(|| {
-            self.snapshots
-                .borrow()
-                .alerts
-                .iter()
-                .find(|a| a.id == *alert_id)
-                .map(|a| a.suggested_rule.clone())
-        })
-    }
-
-    /// Publishes an accepted alert's rule for every other worker.
-    fn share_accepted_rule(
-        &self,
-        con: &mut redis::Connection,
-        command: &Command,
-        rule: RuleSpec,
-        entry: &str,
-    ) {
-        let from = format!(
-            "worker {} ({}, stream entry {entry})",
-            self.worker,
-            command.label()
-        );
-        let add = Command::AddRule(rule);
-        if let Err(e) = commands::publish_except(con, &self.crawl, &add, &from, &self.worker) {
-            tracing::warn!("could not share the rule of {}: {e}", command.label());
         }
     }
 }

@@ -6,8 +6,8 @@ use std::time::{Duration, Instant};
 
 use super::*;
 use crate::cluster::redis_server::RedisServer;
-use crate::engine::control::{PatternKind, Target};
-use crate::engine::telemetry::{AlertStatus, RuleView, TrapAlert, TrapKind};
+use crate::engine::control::{PatternKind, RuleSpec, Target};
+use crate::engine::telemetry::{RuleView, TrapAlert};
 use crate::engine::EngineHandle;
 
 const CRAWL: &str = "follow";
@@ -136,47 +136,6 @@ async fn a_joining_worker_replays_state_and_answers_live_commands_once() {
     let next = commands::publish(&mut con, CRAWL, &Command::Checkpoint, "t", None).unwrap();
     cursor_at(&mut con, "w1", &next).await;
     assert_eq!(*got.lock().unwrap(), [Command::Checkpoint]);
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_accepted_alert_shares_its_rule_with_the_other_workers() {
-    let server = RedisServer::for_test();
-    let mut con = connect(&server);
-    let alert = TrapAlert {
-        id: 3,
-        host: "cal.example".into(),
-        kind: TrapKind::RepeatedSegments,
-        evidence_count: 9,
-        last_seen: 0,
-        samples: Vec::new(),
-        suggested_rule: rule("cal/\\d{4}"),
-        matching_queued: 4,
-        status: AlertStatus::Open,
-        impact: None,
-    };
-    let (hub, got, _stop) = fake_engine(vec![alert], Vec::new());
-    start(&hub, &target(&server), "w1".into(), false).unwrap();
-    let accept = Command::AcceptAlert {
-        alert_id: 3,
-        rule: None,
-    };
-    let entry = commands::publish(&mut con, CRAWL, &accept, "ctl", Some("w1")).unwrap();
-    cursor_at(&mut con, "w1", &entry).await;
-    assert_eq!(*got.lock().unwrap(), [accept]);
-    let after = commands::read_after(&mut con, CRAWL, &entry, None).unwrap();
-    assert_eq!(after.len(), 1, "{after:?}");
-    assert_eq!(after[0].command, Ok(Command::AddRule(rule("cal/\\d{4}"))));
-    assert!(after[0].is_for("w2") && !after[0].is_for("w1"));
-    assert!(
-        after[0]
-            .from
-            .starts_with("worker w1 (accept alert #3, stream entry "),
-        "{}",
-        after[0].from
-    );
-    // w1 does not apply its own rule a second time.
-    cursor_at(&mut con, "w1", &after[0].entry).await;
-    assert_eq!(got.lock().unwrap().len(), 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -1,15 +1,18 @@
 //! The workers' snapshots merged into one, as the TUI shows a single crawl:
 //! counters and rates summed, queue depths from the shared frontier, hosts
-//! merged by key with the worker holding each, alerts from every worker
-//! numbered anew (each worker numbers its own from 1) with the worker named,
-//! rules once per pattern (numbered anew too: each worker numbers its own).
+//! merged by key with the worker holding each, alerts once per crawl-wide
+//! number (every worker joins an alert another raised: their evidence
+//! merged) with the raiser named, rules once per pattern (numbered anew:
+//! each worker numbers its own).
 
 use std::collections::{BTreeMap, HashMap};
 
 use super::status::{not_fetching, WorkerRow};
 use crate::engine::cluster_view::{ClusterView, WorkerView};
 use crate::engine::control::{HostKey, RuleSpec};
-use crate::engine::telemetry::{CrawlState, HostActivity, HostView, RuleView, Snapshot};
+use crate::engine::telemetry::{
+    AlertStatus, CrawlState, HostActivity, HostView, RuleView, Snapshot, TrapAlert,
+};
 
 /// Hosts the merged snapshot lists, busiest first (as one engine's does):
 /// room for every worker's busiest and the rows the views' windows show.
@@ -41,6 +44,8 @@ pub struct ClusterRead {
     /// for their next allowed time (the shared schedule).
     pub unheld_ready: u64,
     pub unheld_waiting: u64,
+    /// Alert number → the worker that raised it.
+    pub alert_raisers: HashMap<u64, String>,
 }
 
 /// Merges readings, keeping each alert's number from one reading to the
@@ -51,10 +56,8 @@ pub struct Merger {
     last: BTreeMap<String, Snapshot>,
     /// Each worker's latest heartbeat, ended ones included.
     workers: BTreeMap<String, WorkerView>,
-    /// (worker, the worker's alert id) → the merged id.
-    alert_ids: HashMap<(String, u64), u64>,
-    /// The merged id → (worker, the worker's alert id).
-    origins: BTreeMap<u64, (String, u64)>,
+    /// Alert number → the workers with a copy of it, its raiser first.
+    alert_holders: BTreeMap<u64, Vec<String>>,
     /// A rule's pattern and scope → its merged id.
     rule_ids: HashMap<RuleSpec, u64>,
 }
@@ -73,9 +76,16 @@ impl Merger {
             .map(|(spec, _)| spec)
     }
 
-    /// The worker and its own number of the merged alert `id`.
-    pub fn alert_origin(&self, id: u64) -> Option<(&str, u64)> {
-        self.origins.get(&id).map(|(w, n)| (w.as_str(), *n))
+    /// The worker to decide alert `id` for the crawl: the first live one of
+    /// those with a copy (its raiser first), else its raiser.
+    pub fn alert_decider(&self, id: u64) -> Option<&str> {
+        let holders = self.alert_holders.get(&id)?;
+        let alive = |w: &&String| self.workers.get(*w).is_some_and(|v| v.alive);
+        holders
+            .iter()
+            .find(alive)
+            .or(holders.first())
+            .map(String::as_str)
     }
 
     /// The merged snapshot of `read`.
@@ -108,7 +118,7 @@ impl Merger {
             .flatten();
         merged.fault = named(snaps, |s| s.fault.as_deref());
         merged.rules = self.merge_rules(snaps);
-        let alert_workers = self.merge_alerts(&mut merged, snaps);
+        let alert_workers = self.merge_alerts(&mut merged, snaps, &read.alert_raisers);
         merged.hosts = merged_hosts(snaps, &read.held);
         count_hosts(&mut merged, read);
         let held_by = merged
@@ -186,40 +196,69 @@ impl Merger {
         rules
     }
 
-    /// Every worker's alerts under the numbers the crawl gave them (unique
-    /// across its workers); a number already taken by another worker's alert
-    /// gets the next free one.
+    /// One alert per crawl-wide number, the workers' copies merged (see
+    /// [`merged_alert`]); each named with its raiser.
     fn merge_alerts(
         &mut self,
         merged: &mut Snapshot,
         snaps: &[(String, Snapshot)],
+        raisers: &HashMap<u64, String>,
     ) -> BTreeMap<u64, String> {
-        let mut alerts = Vec::new();
-        let mut workers = BTreeMap::new();
+        let mut copies: BTreeMap<u64, Vec<(&String, &TrapAlert)>> = BTreeMap::new();
         for (worker, s) in snaps {
             for alert in &s.alerts {
-                let key = (worker.clone(), alert.id);
-                let id = match self.alert_ids.get(&key) {
-                    Some(id) => *id,
-                    None => {
-                        let free = |id: &u64| !self.origins.contains_key(id);
-                        let id = std::iter::successors(Some(alert.id), |n| Some(n + 1))
-                            .find(free)
-                            .unwrap_or(alert.id);
-                        self.alert_ids.insert(key.clone(), id);
-                        id
-                    }
-                };
-                self.origins.entry(id).or_insert(key);
-                let mut alert = alert.clone();
-                alert.id = id;
-                workers.insert(id, worker.clone());
-                alerts.push(alert);
+                copies.entry(alert.id).or_default().push((worker, alert));
             }
         }
-        alerts.sort_by_key(|a| a.id);
-        merged.alerts = alerts;
+        let mut workers = BTreeMap::new();
+        merged.alerts = Vec::with_capacity(copies.len());
+        for (id, mut each) in copies {
+            let raiser = raisers.get(&id);
+            // The raiser's copy first: its rule and impact are the alert's.
+            each.sort_by_key(|(w, _)| Some(*w) != raiser);
+            let holders = each.iter().map(|(w, _)| (*w).clone()).collect();
+            self.alert_holders.insert(id, holders);
+            workers.insert(id, raiser.unwrap_or(each[0].0).clone());
+            let rest = each[1..].iter().map(|(_, a)| *a);
+            merged.alerts.push(merged_alert(each[0].1, rest));
+        }
         workers
+    }
+}
+
+/// The workers' copies of one alert as one: evidence and parked URLs summed,
+/// samples merged (as many as the fullest copy shows), the latest sighting,
+/// the first decision, the first copy's rule and impact.
+fn merged_alert<'a>(first: &TrapAlert, copies: impl Iterator<Item = &'a TrapAlert>) -> TrapAlert {
+    let mut alert = first.clone();
+    let mut cap = alert.samples.len();
+    for copy in copies {
+        alert.evidence_count += copy.evidence_count;
+        alert.matching_queued += copy.matching_queued;
+        alert.last_seen = alert.last_seen.max(copy.last_seen);
+        cap = cap.max(copy.samples.len());
+        for sample in &copy.samples {
+            if !alert.samples.contains(sample) {
+                alert.samples.push(sample.clone());
+            }
+        }
+        if decided(copy.status) > decided(alert.status) {
+            alert.status = copy.status;
+        }
+        if alert.impact.is_none() {
+            alert.impact = copy.impact.clone();
+        }
+    }
+    alert.samples.truncate(cap);
+    alert
+}
+
+/// How far the decision on an alert went: open, noted, decided.
+fn decided(status: AlertStatus) -> u8 {
+    match status {
+        AlertStatus::Open => 0,
+        AlertStatus::Noted => 1,
+        AlertStatus::Accepted | AlertStatus::Dismissed => 2,
     }
 }
 

@@ -65,6 +65,7 @@ fn row(worker: &str, alive: bool) -> WorkerRow {
             at_ms: 0,
             stale_after_ms: 30_000,
             records: String::new(),
+            pid: 0,
         },
         alive,
         last_beat_ms_ago: 400,
@@ -159,35 +160,50 @@ fn alerts_keep_the_numbers_the_crawl_gave_them() {
     assert_eq!(ids, [(1, "one.test"), (3, "shared.test")]);
     let named = &first.cluster.as_ref().unwrap().alert_workers;
     assert_eq!((named[&1].as_str(), named[&3].as_str()), ("w1", "w2"));
-    assert_eq!(merger.alert_origin(3), Some(("w2", 3)));
+    // w2 is gone: its alert is decided by a live worker with a copy, else by w2.
+    assert_eq!(merger.alert_decider(3), Some("w2"));
+    assert_eq!(merger.alert_decider(1), Some("w1"));
+    assert_eq!(merger.alert_decider(2), None);
 }
 
 #[test]
-fn a_number_two_workers_use_is_told_apart_and_stays() {
-    let clash = || {
-        let mut read = reading();
-        read.snapshots[1].1.alerts = vec![alert(1, "shared.test")];
-        read
-    };
+fn one_alert_per_number_with_every_workers_evidence() {
+    let mut read = reading();
+    // w2 raised #1 too late to matter: w1 raised it, w2 joined it with its own evidence.
+    let mut joined = alert(1, "one.test");
+    joined.evidence_count = 30;
+    joined.matching_queued = 5;
+    joined.last_seen = 99;
+    joined.samples = vec![
+        "http://one.test/cal/2031/01".into(),
+        "http://one.test/cal/1999/12".into(),
+    ];
+    joined.impact = Some(Default::default());
+    read.snapshots[1].1.alerts.push(joined);
+    read.alert_raisers = HashMap::from([(1, "w2".to_string()), (3, "w2".to_string())]);
     let mut merger = Merger::default();
-    let first = merger.merge(&clash());
-    let ids: Vec<(u64, &str)> = first
-        .alerts
-        .iter()
-        .map(|a| (a.id, a.host.as_str()))
-        .collect();
-    assert_eq!(ids, [(1, "one.test"), (2, "shared.test")]);
-    assert_eq!(merger.alert_origin(2), Some(("w2", 1)));
-    // The next reading lists w2 first: the numbers stay.
-    let mut next = clash();
-    next.snapshots.reverse();
-    let again = merger.merge(&next);
-    let ids: Vec<(u64, &str)> = again
-        .alerts
-        .iter()
-        .map(|a| (a.id, a.host.as_str()))
-        .collect();
-    assert_eq!(ids, [(1, "one.test"), (2, "shared.test")]);
+    let merged = merger.merge(&read);
+    assert_eq!(merged.alerts.len(), 2, "{:?}", merged.alerts);
+    let one = &merged.alerts[0];
+    assert_eq!(
+        (one.id, one.evidence_count, one.matching_queued),
+        (1, 42, 8)
+    );
+    assert_eq!(one.last_seen, 99);
+    assert_eq!(
+        one.samples,
+        ["http://one.test/cal/2031/01", "http://one.test/cal/1999/12"]
+    );
+    assert!(one.impact.is_some(), "the raiser's impact");
+    let named = &merged.cluster.as_ref().unwrap().alert_workers;
+    assert_eq!(named[&1], "w2", "named after its raiser");
+    // w2 is gone, w1 lives and has a copy: w1 decides.
+    assert_eq!(merger.alert_decider(1), Some("w1"));
+
+    // Decided on one worker before the others: the merged alert is decided.
+    read.snapshots[0].1.alerts[0].status = AlertStatus::Accepted;
+    let merged = merger.merge(&read);
+    assert_eq!(merged.alerts[0].status, AlertStatus::Accepted);
 }
 
 #[test]

@@ -45,6 +45,9 @@ pub enum Read {
     PageBand { request: BandRequest },
     /// The audit's counts over this worker's pages, by check name.
     Audit,
+    /// The rows of one of the engine's reads (`pages`, `referrers`, …),
+    /// streamed onto the reply list by `rows` (for `pages --redis`).
+    Rows { verb: String, arg: String },
 }
 
 /// A worker's answer.
@@ -131,7 +134,10 @@ fn serve(client: &redis::Client, key: &str, data_dir: &std::path::Path, stop: &A
 
 /// A connection whose reads give up a little after a `BLPOP` of `block`
 /// would have, so a server that stops answering cannot hang the thread.
-fn connect(client: &redis::Client, block: Duration) -> redis::RedisResult<redis::Connection> {
+pub(super) fn connect(
+    client: &redis::Client,
+    block: Duration,
+) -> redis::RedisResult<redis::Connection> {
     let con = client.get_connection_with_timeout(Duration::from_secs(2))?;
     con.set_read_timeout(Some(block + Duration::from_secs(2)))?;
     con.set_write_timeout(Some(Duration::from_secs(2)))?;
@@ -160,6 +166,11 @@ fn serve_one(
         tracing::warn!("an unreadable cluster read request was dropped");
         return Ok(());
     };
+    if let Read::Rows { verb, arg } = request.read {
+        let streamer = connect(client, super::rows::ROW_WAIT)?;
+        super::rows::serve(streamer, request.reply, verb, arg, data_dir);
+        return Ok(());
+    }
     let answer = answer(&request.read, data_dir);
     let json = serde_json::to_string(&answer).unwrap_or_else(|e| {
         serde_json::to_string(&Answer::Failed(e.to_string())).expect("a string encodes")
@@ -199,6 +210,7 @@ pub fn answer(read: &Read, data_dir: &std::path::Path) -> Answer {
                 .and_then(|r| crate::results::window::read_band(&r, &own))
                 .map_or_else(|e| failed(&e), |band| Answer::Band(Box::new(band)))
         }
+        Read::Rows { .. } => Answer::Failed("rows are streamed, not answered at once".into()),
         Read::Audit => crate::tui::records::audit_dir(data_dir).map_or_else(
             |e| failed(&e),
             |findings| {
@@ -258,7 +270,34 @@ pub fn audit(target: &ClusterTarget) -> anyhow::Result<Vec<crate::results::audit
             _ => {}
         }
     }
-    Ok(ranked(&counts, std::path::Path::new("DIR")))
+    Ok(ranked(&counts, "DIR"))
+}
+
+/// Sends `read` to one worker; its answer comes on the returned list.
+pub(super) fn send(
+    con: &mut redis::Connection,
+    crawl: &str,
+    worker: &str,
+    read: Read,
+) -> anyhow::Result<String> {
+    let nonce = format!("{:x}-{:x}", std::process::id(), fastrand::u64(..));
+    let reply = format!("{}read-reply:{nonce}:{worker}", key_prefix(crawl));
+    let request = serde_json::to_string(&Request {
+        reply: reply.clone(),
+        read,
+    })?;
+    let key = request_key(crawl, worker);
+    redis::pipe()
+        .cmd("RPUSH")
+        .arg(&key)
+        .arg(request)
+        .ignore()
+        .cmd("PEXPIRE")
+        .arg(&key)
+        .arg(KEEP.as_millis() as u64)
+        .ignore()
+        .query::<()>(con)?;
+    Ok(reply)
 }
 
 /// The answers to one read, by worker.
@@ -285,25 +324,11 @@ fn ask(target: &ClusterTarget, read: &Read) -> anyhow::Result<Asked> {
             target.crawl
         );
     }
-    let nonce = format!("{:x}-{:x}", std::process::id(), fastrand::u64(..));
-    let prefix = key_prefix(&target.crawl);
     let mut pending = std::collections::HashMap::new();
-    let mut pipe = redis::pipe();
     for worker in live.into_iter().map(|row| row.beat.worker) {
-        let reply = format!("{prefix}read-reply:{nonce}:{worker}");
-        let request = serde_json::to_string(&Request {
-            reply: reply.clone(),
-            read: read.clone(),
-        })?;
-        let key = request_key(&target.crawl, &worker);
-        pipe.cmd("RPUSH").arg(&key).arg(request).ignore();
-        pipe.cmd("PEXPIRE")
-            .arg(&key)
-            .arg(KEEP.as_millis() as u64)
-            .ignore();
+        let reply = send(&mut con, &target.crawl, &worker, read.clone())?;
         pending.insert(reply, worker);
     }
-    pipe.query::<()>(&mut con)?;
     let mut answers = Vec::new();
     let deadline = Instant::now() + READ_WAIT;
     while !pending.is_empty() {

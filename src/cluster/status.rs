@@ -10,7 +10,7 @@ use serde::Serialize;
 use super::publish::snapshot_key;
 use crate::engine::control::{PatternKind, RuleSpec};
 use crate::engine::telemetry::Snapshot;
-use crate::engine::{key_prefix, ClusterTarget, Heartbeat};
+use crate::engine::{alert_raisers_key, key_prefix, ClusterTarget, Heartbeat};
 use crate::remote::{OpenAlert, StatusReport};
 use crate::text::strip_control;
 
@@ -51,14 +51,15 @@ pub struct ClusterStatus {
     pub rules: Vec<String>,
     pub workers: Vec<WorkerRow>,
     /// Open trap alerts, from the snapshots the workers publish (numbered
-    /// across the crawl), each with the worker that raised and decides it.
+    /// across the crawl), once each, with the worker that raised it.
     pub open_alerts: Vec<WorkerAlert>,
 }
 
 /// An open trap alert and the worker that raised it.
 #[derive(Debug, Clone, Serialize)]
 pub struct WorkerAlert {
-    /// The worker that raised it; `ctl --redis … accept ID` goes to it.
+    /// The worker that raised it; `ctl --redis … accept ID` goes to it
+    /// while it lives.
     pub worker: String,
     #[serde(flatten)]
     pub alert: OpenAlert,
@@ -163,13 +164,17 @@ fn live_in_flight(workers: &[WorkerRow]) -> u64 {
 }
 
 /// The open alerts of the workers' published snapshots (gone workers'
-/// snapshots have expired).
+/// snapshots have expired), once per alert (every worker joins one another
+/// raised), each named with its raiser.
 fn open_alerts(
     con: &mut redis::Connection,
     crawl: &str,
     workers: &[WorkerRow],
 ) -> redis::RedisResult<Vec<WorkerAlert>> {
-    let mut alerts = Vec::new();
+    let raisers: HashMap<u64, String> = redis::cmd("HGETALL")
+        .arg(alert_raisers_key(&key_prefix(crawl)))
+        .query(con)?;
+    let mut alerts: Vec<WorkerAlert> = Vec::new();
     for w in workers {
         let json: Option<String> = redis::cmd("GET")
             .arg(snapshot_key(crawl, &w.beat.worker))
@@ -178,11 +183,15 @@ fn open_alerts(
             continue;
         };
         let report = StatusReport::of(&snapshot, 0);
-        alerts.extend(report.open_alerts.into_iter().map(|alert| WorkerAlert {
-            worker: w.beat.worker.clone(),
-            alert,
-        }));
+        for alert in report.open_alerts {
+            if alerts.iter().any(|a| a.alert.id == alert.id) {
+                continue;
+            }
+            let worker = raisers.get(&alert.id).unwrap_or(&w.beat.worker).clone();
+            alerts.push(WorkerAlert { worker, alert });
+        }
     }
+    alerts.sort_by_key(|a| a.alert.id);
     Ok(alerts)
 }
 
@@ -324,6 +333,7 @@ mod tests {
             at_ms,
             stale_after_ms: 30_000,
             records: String::new(),
+            pid: 0,
         };
         let status = ClusterStatus {
             crawl: "news".into(),
@@ -438,6 +448,7 @@ mod tests {
             at_ms: now.as_millis() as u64,
             stale_after_ms: 30_000,
             records: String::new(),
+            pid: 0,
         };
         let mut con = redis::Client::open(server.url())
             .unwrap()

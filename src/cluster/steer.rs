@@ -1,8 +1,9 @@
 //! Commands from the cluster TUI, onto the crawl's command stream: each is
-//! published for every worker, or for the workers it concerns (an alert
-//! belongs to the worker that raised it; a rule is removed by its pattern,
-//! as its number differs between workers), and the workers' answers come
-//! back as one answer ("… (applied by w1, w2)").
+//! published for every worker, or for the workers it concerns (an alert's
+//! decision to one live worker with the alert, which shares it with the
+//! rest; a rule is removed by its pattern, as its number differs between
+//! workers), and the workers' answers come back as one answer ("… (applied
+//! by w1, w2)").
 
 use std::time::{Duration, Instant};
 
@@ -29,24 +30,11 @@ pub enum Route {
 pub fn route(command: &Command, merger: &Merger) -> Result<Route, String> {
     let one = |worker: &str, command: Command| Route::To(vec![(worker.to_string(), command)]);
     match command {
-        Command::AcceptAlert { alert_id, rule } => {
-            let (worker, own) = merger
-                .alert_origin(*alert_id)
+        Command::AcceptAlert { alert_id, .. } | Command::DismissAlert { alert_id } => {
+            let worker = merger
+                .alert_decider(*alert_id)
                 .ok_or_else(|| format!("no alert #{alert_id} in the cluster"))?;
-            let rule = rule.clone();
-            Ok(one(
-                worker,
-                Command::AcceptAlert {
-                    alert_id: own,
-                    rule,
-                },
-            ))
-        }
-        Command::DismissAlert { alert_id } => {
-            let (worker, own) = merger
-                .alert_origin(*alert_id)
-                .ok_or_else(|| format!("no alert #{alert_id} in the cluster"))?;
-            Ok(one(worker, Command::DismissAlert { alert_id: own }))
+            Ok(one(worker, command.clone()))
         }
         Command::RemoveRule { rule_id } => merger
             .rule_spec(*rule_id)

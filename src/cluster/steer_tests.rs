@@ -49,6 +49,7 @@ fn alive(worker: &str) -> WorkerRow {
             at_ms: 0,
             stale_after_ms: 30_000,
             records: String::new(),
+            pid: 0,
         },
         alive: true,
         last_beat_ms_ago: 0,

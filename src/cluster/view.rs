@@ -23,7 +23,7 @@ use crate::engine::control::{Command, CommandId, CommandResult};
 use crate::engine::frontier::RedisReader;
 use crate::engine::host_window::HostWindow;
 use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
-use crate::engine::{key_prefix, EngineHandle, RedisUrl};
+use crate::engine::{alert_raisers_key, key_prefix, EngineHandle, RedisUrl};
 
 /// How often the view reads the cluster.
 pub const READ_EVERY: Duration = Duration::from_millis(500);
@@ -144,11 +144,12 @@ impl ClusterReader {
         let source = self.source();
         let con = self.connection()?;
         #[allow(clippy::type_complexity)]
-        let (counts, hosts, held, beats): (
+        let (counts, hosts, held, beats, alert_raisers): (
             HashMap<String, i64>,
             u64,
             HashMap<String, String>,
             HashMap<String, String>,
+            HashMap<u64, String>,
         ) = redis::pipe()
             .cmd("HGETALL")
             .arg(format!("{p}n"))
@@ -158,6 +159,8 @@ impl ClusterReader {
             .arg(format!("{p}held"))
             .cmd("HGETALL")
             .arg(format!("{p}beats"))
+            .cmd("HGETALL")
+            .arg(alert_raisers_key(&p))
             .query(con)?;
         let workers = worker_rows(&beats);
         let mut names: Vec<&String> = beats.keys().chain(also).collect();
@@ -183,6 +186,7 @@ impl ClusterReader {
             queued: counts.get("queued").copied().unwrap_or(0).max(0) as u64,
             in_flight: counts.get("inflight").copied().unwrap_or(0).max(0) as u64,
             hosts,
+            alert_raisers,
             ..ClusterRead::default()
         })
     }

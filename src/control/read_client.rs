@@ -20,14 +20,65 @@ use crate::engine::socket_path::SocketPath;
 /// Bytes read from the socket at a time.
 const READ_BUFFER: usize = 64 * 1024;
 
+/// Where a streamed read's rows come from, a chunk at a time.
+pub trait Chunks {
+    /// One row.
+    type Row;
+    /// The next chunk of rows, `None` after the last, or why the read broke off.
+    fn next_chunk(&mut self) -> Result<Option<Vec<Self::Row>>, String>;
+}
+
+/// A streamed read's rows, chunk after chunk; ends after the last row, or
+/// with one error.
+pub struct Rows<C: Chunks> {
+    chunks: C,
+    rows: VecDeque<C::Row>,
+    done: bool,
+}
+
+impl<C: Chunks> Rows<C> {
+    /// The rows of `chunks`.
+    pub fn new(chunks: C) -> Rows<C> {
+        Rows {
+            chunks,
+            rows: VecDeque::new(),
+            done: false,
+        }
+    }
+}
+
+impl<C: Chunks> Iterator for Rows<C> {
+    type Item = Result<C::Row, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(row) = self.rows.pop_front() {
+                return Some(Ok(row));
+            }
+            if self.done {
+                return None;
+            }
+            match self.chunks.next_chunk() {
+                Ok(Some(rows)) => self.rows.extend(rows),
+                Ok(None) => self.done = true,
+                Err(why) => {
+                    self.done = true;
+                    return Some(Err(why));
+                }
+            }
+        }
+    }
+}
+
 /// The answer to one read, row by row as the engine streams it; ends after
 /// the last row, or with one error (the engine's, or the connection's).
-pub struct ReadAnswer {
+pub type ReadAnswer = Rows<Frames>;
+
+/// The frames of one read's answer on the control socket.
+pub struct Frames {
     stream: UnixStream,
     codec: LengthDelimitedCodec,
     received: BytesMut,
-    rows: VecDeque<Box<RawValue>>,
-    done: bool,
     buffer: Vec<u8>,
 }
 
@@ -51,50 +102,30 @@ pub fn read(dir: &Path, verb: &str, arg: &str) -> Result<ReadAnswer, String> {
         .and_then(|()| stream.set_write_timeout(Some(IDLE_LIMIT)))
         .and_then(|()| stream.write_all(&frame))
         .map_err(|e| format!("cannot ask {}: {e}", path.display()))?;
-    Ok(ReadAnswer {
+    Ok(Rows::new(Frames {
         stream,
         codec,
         received: BytesMut::new(),
-        rows: VecDeque::new(),
-        done: false,
         buffer: vec![0; READ_BUFFER],
-    })
+    }))
 }
 
-impl Iterator for ReadAnswer {
-    type Item = Result<Box<RawValue>, String>;
+impl Chunks for Frames {
+    type Row = Box<RawValue>;
 
-    fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            if let Some(row) = self.rows.pop_front() {
-                return Some(Ok(row));
-            }
-            if self.done {
-                return None;
-            }
-            match self.next_message() {
-                Ok(ServerMsg::Rows(RowChunk(rows))) => self.rows.extend(rows),
-                Ok(ServerMsg::End) => self.done = true,
-                Ok(
-                    ServerMsg::ReadFailed { reason }
-                    | ServerMsg::Refused { reason }
-                    | ServerMsg::Gone { reason },
-                ) => return self.fail(reason),
-                Ok(_) => {
-                    return self.fail("the engine answered a read with a viewer's message".into())
-                }
-                Err(e) => return self.fail(e),
-            }
+    fn next_chunk(&mut self) -> Result<Option<Vec<Box<RawValue>>>, String> {
+        match self.next_message()? {
+            ServerMsg::Rows(RowChunk(rows)) => Ok(Some(rows)),
+            ServerMsg::End => Ok(None),
+            ServerMsg::ReadFailed { reason }
+            | ServerMsg::Refused { reason }
+            | ServerMsg::Gone { reason } => Err(reason),
+            _ => Err("the engine answered a read with a viewer's message".into()),
         }
     }
 }
 
-impl ReadAnswer {
-    fn fail(&mut self, why: String) -> Option<Result<Box<RawValue>, String>> {
-        self.done = true;
-        Some(Err(why))
-    }
-
+impl Frames {
     /// The next whole frame's message, reading as much as it takes.
     fn next_message(&mut self) -> Result<ServerMsg, String> {
         loop {

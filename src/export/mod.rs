@@ -78,7 +78,7 @@ pub struct WarcFile {
 
 /// The crawl's WARC files in order, each with its length now.
 pub fn warc_files(data_dir: &Path) -> io::Result<Vec<WarcFile>> {
-    let dir = data_dir.join("warc");
+    let dir = data_dir.join(crate::engine::store::warc::WARC_DIR);
     let mut files = Vec::new();
     for entry in std::fs::read_dir(&dir)? {
         let entry = entry?;

@@ -46,7 +46,7 @@ pub fn write(
     let mut archive = Archive {
         files,
         open: HashMap::new(),
-        warc_dir: data_dir.join("warc"),
+        warc_dir: data_dir.join(crate::engine::store::warc::WARC_DIR),
     };
     writeln!(out, "{HEADER}")?;
     let mut written = PagesWritten::default();

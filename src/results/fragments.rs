@@ -4,14 +4,10 @@
 //! judged here (a broken page is a broken link already).
 
 use crate::control::results::Results;
-use crate::engine::extract::{element_ids, fragment_found};
-use crate::engine::store::{read_response, PageOutcome};
+use crate::engine::extract::fragment_found;
+use crate::engine::store::PageOutcome;
 
 use super::query::Query;
-
-/// Bytes of a page read to find its ids; a longer page is not judged (its
-/// element may be past the cut).
-const MAX_BODY: usize = 32 << 20;
 
 /// One link to a fragment its page does not have.
 #[derive(Debug, Clone)]
@@ -76,21 +72,9 @@ fn page_ids(
         PageOutcome::Fetched { status: 200..=299 } | PageOutcome::NotModified { .. }
     );
     let html = record.facts.is_some();
-    let (Some(warc), true, true) = (&record.warc, answered, html) else {
-        return Ok(None);
-    };
-    if query.host.as_deref().is_some_and(|h| h != record.host) {
+    if !answered || !html || query.host.as_deref().is_some_and(|h| h != record.host) {
         return Ok(None);
     }
     // A record the archive cannot give back is not judged either.
-    let Ok(archived) = read_response(&query.data_dir, warc, MAX_BODY) else {
-        return Ok(None);
-    };
-    if archived.truncated {
-        return Ok(None);
-    }
-    Ok(Some(element_ids(
-        &archived.body,
-        record.content_type.as_deref(),
-    )))
+    Ok(results.archived_ids(&query.data_dir, &record)?)
 }

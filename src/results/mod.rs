@@ -31,12 +31,18 @@ use rows::{Row, Rows, RuleOrigins};
 pub fn run(query: &Query, out: impl Write) -> anyhow::Result<()> {
     let results = Results::open(&query.data_dir)
         .with_context(|| format!("cannot read the crawl in {}", query.data_dir.display()))?;
+    run_on(query, &results, out)
+}
+
+/// Runs a listing of `results` (a shared crawl's workers, see
+/// `cluster::listing`), writing to `out`.
+pub fn run_on(query: &Query, results: &Results, out: impl Write) -> anyhow::Result<()> {
     let written = match query.listing {
-        Listing::Pages => list_pages(query, &results, out),
-        Listing::Duplicates => dupes::list(query, &results, out),
-        Listing::Broken => links::broken(query, &results, out),
-        Listing::Redirects => links::redirects(query, &results, out),
-        Listing::Audit(show) => audit::run(query, show, &results, out),
+        Listing::Pages => list_pages(query, results, out),
+        Listing::Duplicates => dupes::list(query, results, out),
+        Listing::Broken => links::broken(query, results, out),
+        Listing::Redirects => links::redirects(query, results, out),
+        Listing::Audit(show) => audit::run(query, show, results, out),
     };
     match written {
         Err(e) if is_broken_pipe(&e) => Ok(()),
@@ -50,11 +56,20 @@ pub fn shared_parked_note(query: &Query) -> Option<String> {
     if !lists_parked(query) {
         return None;
     }
-    let (url, crawl) = crate::engine::frontier::shared_crawl(&query.data_dir)?;
+    let (url, crawl, not_in) = match &query.cluster {
+        Some(target) => (
+            target.url.without_password(),
+            target.crawl.clone(),
+            "its workers' records".into(),
+        ),
+        None => {
+            let (url, crawl) = crate::engine::frontier::shared_crawl(&query.data_dir)?;
+            (url, crawl, query.data_dir.display().to_string())
+        }
+    };
     Some(format!(
-        "parked URLs of the shared crawl {crawl} live in Redis, not in {}: not listed; \
-         `crawldeck attach --redis {url} --crawl {crawl}` shows them (tab 7)",
-        query.data_dir.display()
+        "parked URLs of the shared crawl {crawl} live in Redis, not in {not_in}: not listed; \
+         `crawldeck attach --redis {url} --crawl {crawl}` shows them (tab 7)"
     ))
 }
 
@@ -260,6 +275,28 @@ pub fn extraction_names(data_dir: &std::path::Path) -> anyhow::Result<Vec<String
     Ok(specs.into_iter().map(|s| s.name).collect())
 }
 
+/// The extractions of the query's crawl: of a shared crawl, every
+/// worker's (a worker's own are in its crawl.toml), each name once.
+fn listed_extractions(query: &Query, results: &Results) -> anyhow::Result<Vec<String>> {
+    let Results::Merged(merged) = results else {
+        return extraction_names(&query.data_dir);
+    };
+    let mut names: Vec<String> = Vec::new();
+    for part in merged.parts() {
+        let own = match (&part.dir, &part.results) {
+            (Some(dir), _) => extraction_names(dir)?,
+            (None, Results::Remote(remote)) => remote.one("extractions", "")?,
+            (None, _) => Vec::new(),
+        };
+        for name in own {
+            if !names.iter().any(|n| n.eq_ignore_ascii_case(&name)) {
+                names.push(name);
+            }
+        }
+    }
+    Ok(names)
+}
+
 /// How a CSV or TSV cell holds an extraction's values (JSON keeps a list).
 pub const VALUE_SEPARATOR: &str = " | ";
 
@@ -302,7 +339,7 @@ fn extraction_notes(row: &Row, output: &mut Output<impl Write>) -> std::io::Resu
 }
 
 fn list_pages(query: &Query, results: &Results, out: impl Write) -> anyhow::Result<()> {
-    let names = extraction_names(&query.data_dir)?;
+    let names = listed_extractions(query, results)?;
     let columns: Vec<Column> = match query.format {
         Format::Table => PAGE_TABLE.to_vec(),
         _ => [PAGE_FIELDS.as_slice(), &extraction_columns(&names)].concat(),

@@ -204,6 +204,8 @@ pub struct Query {
     pub facts: super::facts::FactFilters,
     /// Keep URLs found this way (links, sitemap, both, seed, sitemap-file).
     pub found_by: Option<super::sitemaps::FoundBy>,
+    /// A shared crawl, read from all its workers instead of `data_dir`.
+    pub cluster: Option<crate::engine::ClusterTarget>,
 }
 
 impl Query {
@@ -222,6 +224,7 @@ impl Query {
             sort: SortKey::Url,
             facts: Default::default(),
             found_by: None,
+            cluster: None,
         }
     }
 

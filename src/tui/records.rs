@@ -104,5 +104,5 @@ pub fn audit_dir(dir: &std::path::Path) -> anyhow::Result<Vec<Finding>> {
     let results = crate::results::page::open(dir)?;
     let query = Query::new(dir.to_path_buf(), Listing::Audit(None), Format::Table);
     let tally = crate::results::audit::audit(&query, None, &results)?;
-    Ok(tally.findings(dir))
+    Ok(tally.findings(&crate::results::audit::dir_words(dir)))
 }

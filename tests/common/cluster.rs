@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use crawldeck::cluster::redis_server::RedisServer;
 use crawldeck::demo::{DemoWeb, RequestRecord, SiteKind};
+use crawldeck::engine::store::{Store, Tree};
+use crawldeck::engine::telemetry::TrapAlert;
 use tokio::time::Instant;
 
 use super::Killed;
@@ -127,6 +129,17 @@ pub async fn finish(mut worker: Killed) -> String {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// The trap alerts a worker stored (its store reopened after it ended).
+pub fn stored_alerts(dir: &Path) -> Vec<TrapAlert> {
+    let store = Store::open(dir, 8 * 1024 * 1024).expect("the worker's store reopens");
+    store
+        .scan::<TrapAlert>(Tree::Alerts)
+        .expect("alerts readable")
+        .into_iter()
+        .map(|(_, alert)| alert)
+        .collect()
 }
 
 /// The name a worker keeps in its data directory.

@@ -388,7 +388,10 @@ fn workers(
         let writer =
             WarcWriter::open_with_faults(data_dir, config.storage.warc_max_bytes, faults.clone())
                 .map_err(|e| EngineError::DataDir {
-                path: data_dir.join("warc").display().to_string(),
+                path: data_dir
+                    .join(crate::engine::store::warc::WARC_DIR)
+                    .display()
+                    .to_string(),
                 message: format!("cannot open WARC output: {e}"),
             })?;
         Some(Archive::new(writer, store.clone(), data_dir.to_path_buf()))

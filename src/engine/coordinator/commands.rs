@@ -96,7 +96,7 @@ pub(super) fn handle(c: &mut Coordinator, id: CommandId, command: Command) -> Op
         Command::AcceptAlert { alert_id, rule } => {
             sweeping(c.accept_alert(alert_id, rule, "operator", Some(id)))
         }
-        Command::DismissAlert { alert_id } => sweeping(c.dismiss_alert(alert_id, id)),
+        Command::DismissAlert { alert_id } => sweeping(c.dismiss_alert(alert_id, Some(id))),
         // Reads only: nothing to store; answered when the scan is done.
         Command::Preview(spec) => return c.request_preview(id, spec, PreviewBudget::default()),
         Command::AddExtraction(spec) => c.add_extraction(spec),

@@ -19,6 +19,7 @@ mod preview;
 mod preview_job;
 mod probe;
 mod results;
+mod shared_alerts;
 mod sitemap;
 mod snapshot;
 mod sweep;
@@ -161,6 +162,7 @@ impl Coordinator {
                 }
                 Some(finished) = self.previews.recv() => self.finish_preview(finished),
                 _ = tick.tick() => {
+                    self.follow_shared_alerts();
                     self.note_repeated_traps();
                     self.refresh_an_impact(Instant::now());
                     self.publish();

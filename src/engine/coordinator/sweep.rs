@@ -271,14 +271,15 @@ impl Coordinator {
                 format!("rule #{rule_id} added ({text}); {n} queued URL(s) blocked")
             }
             Then::Accepted { alert_id, rule_id } => {
-                self.set_alert_status(alert_id, AlertStatus::Accepted);
+                let rule = self.rules.views().into_iter().find(|r| r.id == rule_id);
+                self.set_alert_status(alert_id, AlertStatus::Accepted, rule.map(|r| r.spec));
                 format!("alert #{alert_id} accepted: rule #{rule_id} added, {n} URL(s) blocked")
             }
             Then::Dismissed { alert_id } => {
                 if let Some(alert) = self.alerts.get(alert_id).cloned() {
                     self.traps.suppress(&alert.host, &alert.suggested_rule);
                 }
-                self.set_alert_status(alert_id, AlertStatus::Dismissed);
+                self.set_alert_status(alert_id, AlertStatus::Dismissed, None);
                 format!(
                     "alert #{alert_id} dismissed: {n} URL(s) back in the frontier; this pattern will not alert again"
                 )

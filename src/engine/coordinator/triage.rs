@@ -8,6 +8,7 @@ use super::sweep::Work;
 use super::Coordinator;
 use crate::engine::config::TrapPolicy;
 use crate::engine::control::{CommandId, RuleSpec};
+use crate::engine::frontier::{AlertDecision, SharedAlert};
 use crate::engine::rules::describe;
 use crate::engine::rules::{CompiledRule, RuleSet};
 use crate::engine::store::PageOutcome;
@@ -81,15 +82,7 @@ impl Coordinator {
             tracing::info!("{} on {} belongs to alert #{id}", d.kind.label(), d.host);
             return;
         }
-        match self.frontier.alert_id(self.alerts.next_id()) {
-            Ok(id) => self.alerts.reserve_ids_below(id),
-            Err(e) => {
-                // A number made up here could clash with another worker's:
-                // the crawl pauses for the outage and this detection is dropped.
-                self.storage_failed("numbering a trap alert", e);
-                return;
-            }
-        }
+        let signature = signature_of(&d);
         let mut impact = self.narrow_for_collateral(&mut d);
         let policy = self.cfg.traps.policy;
         let (mut alert, compiled) = match self.alerts.draft(d, now) {
@@ -99,6 +92,19 @@ impl Coordinator {
                 return;
             }
         };
+        match self.frontier.share_alert(&signature, &alert) {
+            Ok(SharedAlert::New(id)) => {
+                self.alerts.reserve_ids_below(id + 1);
+                alert.id = id;
+            }
+            Ok(SharedAlert::Joined(shared)) => return self.join_alert(shared, Some(alert)),
+            Err(e) => {
+                // A number made up here could clash with another worker's:
+                // the crawl pauses for the outage and this detection is dropped.
+                self.storage_failed("numbering a trap alert", e);
+                return;
+            }
+        }
         let id = alert.id;
         let quarantine = self.quarantine_for(&mut alert, compiled.clone(), policy);
         self.count_blocked(&compiled, &mut impact);
@@ -127,7 +133,7 @@ impl Coordinator {
 
     /// By policy, parks the URLs the new alert's rule matches (and returns
     /// the rule, to park those found later) or only notes the alert.
-    fn quarantine_for(
+    pub(super) fn quarantine_for(
         &mut self,
         alert: &mut TrapAlert,
         compiled: CompiledRule,
@@ -232,13 +238,17 @@ impl Coordinator {
 
     /// Dismisses alert `id`: its parked URLs go back to the frontier in the
     /// steps of a sweep answered to `answer_to`.
-    pub(super) fn dismiss_alert(&mut self, id: u64, answer_to: CommandId) -> Result<(), String> {
+    pub(super) fn dismiss_alert(
+        &mut self,
+        id: u64,
+        answer_to: Option<CommandId>,
+    ) -> Result<(), String> {
         self.undecided(id, &[AlertStatus::Open])?;
         let work = vec![Work::Release {
             alert_id: id,
             blocked: None,
         }];
-        self.start_sweep(Some(answer_to), work, Then::Dismissed { alert_id: id }, 0);
+        self.start_sweep(answer_to, work, Then::Dismissed { alert_id: id }, 0);
         Ok(())
     }
 
@@ -258,15 +268,32 @@ impl Coordinator {
         Ok(alert)
     }
 
-    pub(super) fn set_alert_status(&mut self, id: u64, status: AlertStatus) {
+    /// Records the decision on alert `id` here and for every worker of a
+    /// shared crawl (`rule`: the rule an accepted alert became).
+    pub(super) fn set_alert_status(
+        &mut self,
+        id: u64,
+        status: AlertStatus,
+        rule: Option<RuleSpec>,
+    ) {
         if let Err(e) = self.alerts.set_status(id, status) {
             self.storage_failed(&format!("storing the decision on alert #{id}"), e);
+        }
+        let decision = AlertDecision { id, status, rule };
+        if let Err(e) = self.frontier.decide_alert(&decision) {
+            self.storage_failed(&format!("sharing the decision on alert #{id}"), e);
         }
         self.outbox.emit(EngineEvent::AlertChanged {
             alert_id: id,
             status,
         });
     }
+}
+
+/// What makes two detections one trap across workers: host, detector and
+/// the detector's own pattern (before it is narrowed against a worker's pages).
+fn signature_of(d: &Detection) -> String {
+    format!("{} {:?} {}", d.host, d.kind, d.rule.pattern)
 }
 
 /// Seconds since the Unix epoch, for an alert's last sighting.

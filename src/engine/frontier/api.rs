@@ -10,9 +10,9 @@
 use tokio::time::Instant;
 
 use super::{Frontier, FrontierEntry, FrontierReader, Hold, Lease};
-use crate::engine::control::HostKey;
+use crate::engine::control::{HostKey, RuleSpec};
 use crate::engine::store::{CrawlBatch, PageRecord, StoreError};
-use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
+use crate::engine::telemetry::{AlertStatus, HostActivity, TrapAlert, PRIORITY_LEVELS};
 
 /// Whole-frontier counters, as plain values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -73,6 +73,36 @@ pub struct HostQueueView {
     /// as asked, at least one if any is queued (the local frontier shows only
     /// those it holds in memory).
     pub head: Vec<String>,
+}
+
+/// A new trap alert as the crawl numbers it (see [`FrontierStore::share_alert`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SharedAlert {
+    /// New to the crawl, under this number.
+    New(u64),
+    /// Another worker alerted on the same trap first: its alert (with its
+    /// number), which this worker joins.
+    Joined(TrapAlert),
+}
+
+/// The decision on a trap alert, as every worker of a crawl applies it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct AlertDecision {
+    #[serde(skip)]
+    pub id: u64,
+    /// Accepted or dismissed.
+    pub status: AlertStatus,
+    /// The rule an accepted alert became (the operator may have edited it).
+    pub rule: Option<RuleSpec>,
+}
+
+/// What other workers did with the crawl's trap alerts since the last look.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AlertNews {
+    /// Alerts they raised, as raised (number set).
+    pub raised: Vec<TrapAlert>,
+    /// Decisions new to this worker.
+    pub decided: Vec<AlertDecision>,
 }
 
 /// The URL frontier, seen set and host schedule behind one interface, so the
@@ -276,11 +306,28 @@ pub trait FrontierStore: Send {
         head: usize,
     ) -> Result<Vec<HostQueueView>, StoreError>;
 
-    /// The number of a new trap alert, at least `local_next` (the crawl's
-    /// own next number). A shared frontier hands out numbers no other worker
-    /// of the crawl uses, so every view and `ctl` name an alert alike.
-    fn alert_id(&mut self, local_next: u64) -> Result<u64, StoreError> {
-        Ok(local_next)
+    /// Numbers a new trap alert (`alert.id` is the crawl's own next number)
+    /// of the trap `signature` (its detector and pattern). A shared frontier
+    /// hands out numbers no other worker of the crawl uses, so every view
+    /// and `ctl` name an alert alike, and keeps one alert per signature:
+    /// a trap another worker alerted on first is [`SharedAlert::Joined`].
+    fn share_alert(
+        &mut self,
+        _signature: &str,
+        alert: &TrapAlert,
+    ) -> Result<SharedAlert, StoreError> {
+        Ok(SharedAlert::New(alert.id))
+    }
+
+    /// Alerts other workers raised and decisions they made since the last
+    /// call (a shared frontier looks at most twice a second).
+    fn alert_news(&mut self) -> Result<AlertNews, StoreError> {
+        Ok(AlertNews::default())
+    }
+
+    /// Makes the decision on an alert every worker's; the first one stands.
+    fn decide_alert(&mut self, _decision: &AlertDecision) -> Result<(), StoreError> {
+        Ok(())
     }
 }
 

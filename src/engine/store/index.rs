@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use fjall::config::PinningPolicy;
+use fjall::config::{FilterPolicy, PinningPolicy};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
 use super::{private, StoreError};
@@ -25,6 +25,13 @@ const MAX_JOURNALING_BYTES: u64 = 64 * 1024 * 1024;
 /// The crawl tree's memtable: a queue key is removed soon after it is
 /// written, and the pair often meets in memory.
 const CRAWL_MEMTABLE_BYTES: u64 = 8 * 1024 * 1024;
+/// fjall's background threads. With one, flushes wait behind compactions
+/// and sealed memtables pile up (a 200,000-page bench grew past 1 GB). With
+/// two, fjall keeps its first worker for flushes by handing each compaction
+/// it receives back to the queue at once, so while the second compacts the
+/// first spins on the queue: 20 % of the crawl's CPU samples. A third takes
+/// those compactions off the queue (1.5 % left).
+const FJALL_WORKERS: usize = 3;
 /// The database's directory inside a data directory.
 pub const INDEX_DIR: &str = "index";
 /// Where earlier versions kept this database, with the referrers only.
@@ -52,6 +59,15 @@ pub(super) enum Rows {
 pub(super) type KeyspaceWrite = (Rows, Vec<u8>, Option<Vec<u8>>);
 
 impl Rows {
+    /// Whether the crawl asks for these rows by key (the seen check, a
+    /// payload digest, a link left out before), not only by prefix.
+    fn looked_up_by_key(self) -> bool {
+        match self {
+            Rows::Crawl | Rows::Digests | Rows::Filtered | Rows::Records => true,
+            Rows::Referrers | Rows::Inlinks | Rows::Fragments => false,
+        }
+    }
+
     fn name(self) -> &'static str {
         match self {
             Rows::Crawl => "crawl",
@@ -106,7 +122,7 @@ fn open_database(path: &Path, cache_bytes: u64, fresh: bool) -> Result<Database,
             .journal_compression(fjall::CompressionType::None)
             .cache_size(cache_bytes)
             .max_journaling_size(MAX_JOURNALING_BYTES)
-            .worker_threads(2)
+            .worker_threads(FJALL_WORKERS)
             .open();
         match opened {
             Err(fjall::Error::Locked) if attempt < LOCK_RETRIES => {
@@ -155,14 +171,21 @@ impl CrawlIndex {
                 | Rows::Filtered
                 | Rows::Records => MEMTABLE_BYTES,
             };
-            // Filters and block indexes stay in memory (~2 bytes a key): read
-            // through the cache, a large table's filter was read again for
-            // nearly every lookup once the crawl outgrew the cache.
             db.keyspace(rows.name(), || {
-                KeyspaceCreateOptions::default()
-                    .max_memtable_size(memtable)
-                    .filter_block_pinning_policy(PinningPolicy::all(true))
-                    .index_block_pinning_policy(PinningPolicy::all(true))
+                let options = KeyspaceCreateOptions::default().max_memtable_size(memtable);
+                match rows.looked_up_by_key() {
+                    // Filters and block indexes stay in memory (~2 bytes a
+                    // key): read through the cache, a large table's filter
+                    // was read again for nearly every lookup once the crawl
+                    // outgrew the cache.
+                    true => options
+                        .filter_block_pinning_policy(PinningPolicy::all(true))
+                        .index_block_pinning_policy(PinningPolicy::all(true)),
+                    // Read only by prefix, for listings: a filter would never
+                    // be asked, and pinned, these rows' indexes grew memory
+                    // with every page (inlinks: ~50 rows a page).
+                    false => options.filter_policy(FilterPolicy::disabled()),
+                }
             })
             .map_err(|e| open_error(&path, e))
         };

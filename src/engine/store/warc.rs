@@ -13,6 +13,9 @@ use sha1::{Digest, Sha1};
 use super::faults::DiskFaults;
 use super::WarcLocation;
 
+/// The WARC files' directory in a crawl's data directory.
+pub const WARC_DIR: &str = "warc";
+
 const FILE_PREFIX: &str = "crawldeck-";
 const FILE_SUFFIX: &str = ".warc.gz";
 const REVISIT_NOT_MODIFIED: &str = "http://netpreserve.org/warc/1.1/revisit/server-not-modified";
@@ -80,7 +83,7 @@ impl WarcWriter {
         max_file_bytes: u64,
         faults: DiskFaults,
     ) -> io::Result<Self> {
-        let warc_dir = dir.join("warc");
+        let warc_dir = dir.join(WARC_DIR);
         super::private::create_private_dir_all(&warc_dir)
             .map_err(|e| with_path(e, &warc_dir, "cannot create the WARC directory"))?;
         // Archives of an older crawldeck (or copied in) become private too.

@@ -77,7 +77,7 @@ fn decompress(data_dir: &Path, at: &WarcLocation, limit: usize) -> io::Result<Ve
     if super::warc::file_number(&at.file).is_none() {
         return Err(invalid(format!("{:?} is not a WARC file name", at.file)));
     }
-    let path = data_dir.join("warc").join(&at.file);
+    let path = data_dir.join(super::warc::WARC_DIR).join(&at.file);
     let mut file = File::open(&path)
         .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))?;
     file.seek(SeekFrom::Start(at.offset))?;

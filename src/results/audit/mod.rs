@@ -71,7 +71,7 @@ pub(super) fn run(
 ) -> anyhow::Result<()> {
     let tally = audit(query, show, results)?;
     match show {
-        None => write_summary(query, &tally.findings(&query.data_dir), out),
+        None => write_summary(query, &tally.findings(&crawl_words(query)), out),
         Some(_) => write_shown(query, tally.shown(), out),
     }
 }
@@ -146,9 +146,9 @@ fn write_summary(query: &Query, findings: &[Finding], out: impl Write) -> anyhow
     if findings.is_empty() {
         output.note("nothing found")?;
     } else {
-        let dir = query.data_dir.display();
+        let crawl = crawl_words(query);
         output.note(&format!(
-            "the URLs of one finding: crawldeck audit {dir} --show CHECK"
+            "the URLs of one finding: crawldeck audit {crawl} --show CHECK"
         ))?;
     }
     output.finish()?;
@@ -164,10 +164,28 @@ fn write_shown(query: &Query, shown: Vec<Shown>, out: impl Write) -> anyhow::Res
     Ok(())
 }
 
-/// The command that lists the URLs of `check`.
-fn command(data_dir: &std::path::Path, check: Check) -> String {
-    let dir = shell_word(&data_dir.display().to_string());
-    format!("crawldeck audit {dir} --show {}", check.name())
+/// The command that lists the URLs of `check` of `crawl` (its words on
+/// the command line).
+fn command(crawl: &str, check: Check) -> String {
+    format!("crawldeck audit {crawl} --show {}", check.name())
+}
+
+/// How the command line names the query's crawl: its data directory, or
+/// `--redis URL --crawl NAME`.
+pub fn crawl_words(query: &Query) -> String {
+    match &query.cluster {
+        Some(target) => format!(
+            "--redis {} --crawl {}",
+            shell_word(&target.url.without_password()),
+            shell_word(&target.crawl)
+        ),
+        None => dir_words(&query.data_dir),
+    }
+}
+
+/// A data directory as one shell word.
+pub fn dir_words(data_dir: &std::path::Path) -> String {
+    shell_word(&data_dir.display().to_string())
 }
 
 /// `s` as one shell word.
@@ -183,7 +201,7 @@ fn shell_word(s: &str) -> String {
 }
 
 /// Findings with at least one URL, most URLs first, then by priority.
-pub fn ranked(counts: &HashMap<Check, u64>, data_dir: &std::path::Path) -> Vec<Finding> {
+pub fn ranked(counts: &HashMap<Check, u64>, crawl: &str) -> Vec<Finding> {
     let mut found: Vec<(Check, u64)> = ALL
         .iter()
         .filter_map(|c| counts.get(c).filter(|&&n| n > 0).map(|&n| (*c, n)))
@@ -196,7 +214,7 @@ pub fn ranked(counts: &HashMap<Check, u64>, data_dir: &std::path::Path) -> Vec<F
             priority: check.priority().label(),
             urls,
             finding: check.what(),
-            command: command(data_dir, check),
+            command: command(crawl, check),
         })
         .collect()
 }
@@ -213,7 +231,7 @@ mod tests {
             (Check::MissingTitle, 3),
             (Check::SlowPages, 0),
         ]);
-        let findings = ranked(&counts, std::path::Path::new("/data/my crawl"));
+        let findings = ranked(&counts, &dir_words(std::path::Path::new("/data/my crawl")));
         let order: Vec<&str> = findings.iter().map(|f| f.check).collect();
         assert_eq!(
             order,

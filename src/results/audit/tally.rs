@@ -263,8 +263,8 @@ impl Tally {
     }
 
     /// The summary lines.
-    pub fn findings(&self, data_dir: &std::path::Path) -> Vec<Finding> {
-        ranked(&self.counts, data_dir)
+    pub fn findings(&self, crawl: &str) -> Vec<Finding> {
+        ranked(&self.counts, crawl)
     }
 
     /// How many URLs `check` found.

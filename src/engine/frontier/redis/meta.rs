@@ -34,6 +34,9 @@ pub struct Heartbeat {
     /// needs a worker that is gone).
     #[serde(default)]
     pub records: String,
+    /// Its process id (0 from a worker of an earlier version).
+    #[serde(default)]
+    pub pid: u32,
 }
 
 /// This machine's name, as workers and senders of commands give it.
@@ -47,6 +50,11 @@ pub fn machine_name() -> String {
 /// The hash of alert number → the worker that raised it.
 pub fn alert_raisers_key(prefix: &str) -> String {
     format!("{prefix}alert-raisers")
+}
+
+/// The hash of alert number → its decision (JSON of `AlertDecision`).
+pub fn alert_decisions_key(prefix: &str) -> String {
+    format!("{prefix}alert-decisions")
 }
 
 pub(super) fn wall_ms() -> u64 {
@@ -71,22 +79,6 @@ impl RedisFrontier {
         Ok(all)
     }
 
-    /// A number for a new trap alert, unique in the crawl and at least
-    /// `at_least` (the worker's own next number), so `ctl accept N` and every
-    /// view name an alert alike; `alert-raisers` records that this worker
-    /// decides it.
-    pub(super) fn next_alert_id(&mut self, at_least: u64) -> Result<u64, StoreError> {
-        let mut inv = self.scripts.alert_id.prepare_invoke();
-        inv.arg(&self.prefix).arg(&self.worker).arg(at_least);
-        let out = self.link.run("numbering a trap alert", &inv)?;
-        out.first()
-            .and_then(|n| std::str::from_utf8(n).ok()?.parse().ok())
-            .ok_or_else(|| StoreError::Remote {
-                op: "numbering a trap alert",
-                message: "the script answered no number".into(),
-            })
-    }
-
     /// Publishes this worker's heartbeat.
     pub(super) fn beat(&mut self) -> Result<(), StoreError> {
         let at_ms = wall_ms();
@@ -108,6 +100,7 @@ impl RedisFrontier {
             at_ms,
             stale_after_ms: 3 * self.ttl_for_beats.as_millis() as u64,
             records: self.records.clone(),
+            pid: std::process::id(),
         };
         let json = serde_json::to_string(&beat).map_err(|source| StoreError::Encode {
             what: "heartbeat",

@@ -19,6 +19,7 @@
 //! batch loses nothing, and the host competes with the others again once
 //! its batch is served.
 
+mod alerts;
 mod bulk;
 mod conn;
 mod leases;
@@ -29,6 +30,8 @@ mod redis_url;
 mod scripts;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_alerts;
 #[cfg(test)]
 mod tests_batch;
 #[cfg(test)]
@@ -43,7 +46,7 @@ use tokio::time::Instant;
 
 pub use conn::{key_prefix, refuse_worker_dir, shared_crawl, validate_crawl_name, worker_id};
 use conn::{Clock, Link};
-pub use meta::{alert_raisers_key, machine_name, Heartbeat};
+pub use meta::{alert_decisions_key, alert_raisers_key, machine_name, Heartbeat};
 pub use reader::RedisReader;
 pub use redis_url::{RedisCredentials, RedisUrl, PASSWORD_VAR, USER_VAR};
 use scripts::Scripts;
@@ -152,6 +155,8 @@ pub struct RedisFrontier {
     held: VecDeque<outage::Write>,
     /// The counts last read, shown while the server is out of reach.
     last_counts: FrontierCounts,
+    /// What this worker has seen of the crawl's trap alerts.
+    alerts_seen: alerts::AlertsSeen,
 }
 
 impl RedisFrontier {
@@ -217,6 +222,7 @@ impl RedisFrontier {
             out: HashMap::new(),
             held: VecDeque::new(),
             last_counts: FrontierCounts::default(),
+            alerts_seen: alerts::AlertsSeen::default(),
         };
         conn::record_crawl(data_dir, &target.url, &target.crawl)?;
         // Lease ends held when the last run stopped go before its leases are reaped.

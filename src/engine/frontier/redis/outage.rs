@@ -1,6 +1,6 @@
 //! Writes that wait while Redis is out of reach. A write that needs no
 //! answer (a lease's end with the page's links, a host's next fetch time, a
-//! hold, a push, a park) is held in order and written when the server
+//! hold, a push, a park, an alert's decision) is held in order and written when the server
 //! answers again, before anything else; calls that need an answer fail at
 //! once with [`StoreError::Unreachable`], and the crawl pauses. Only work
 //! already in flight produces writes meanwhile, so what is held is bounded
@@ -57,6 +57,8 @@ pub(super) enum Write {
         key: String,
         entries: Vec<FrontierEntry>,
     },
+    /// The decision on a trap alert (JSON), for every worker.
+    DecideAlert { id: u64, decision: String },
 }
 
 /// How a lease ends, as `END_LEASE` names it: complete, release or requeue.
@@ -269,6 +271,11 @@ fn invocation<'a>(
                 .arg(format!("{prefix}claims:{worker}"));
             push_args(&mut inv, entries);
             ("parking URLs", inv)
+        }
+        Write::DecideAlert { id, decision } => {
+            let mut inv = scripts.decide_alert.prepare_invoke();
+            inv.arg(prefix).arg(*id).arg(decision);
+            ("sharing the decision on an alert", inv)
         }
     }
 }

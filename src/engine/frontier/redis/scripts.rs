@@ -10,8 +10,10 @@
 //! `seen` (set of URL fingerprints), `claims:WORKER` (fingerprints the
 //! worker claimed and has not queued yet), `n` (hash of counters), `seq`,
 //! `parked:WORKER:ALERT` (sorted sets), `parked_keys`, `parked_hosts`,
-//! `alert-seq` and `alert-raisers` (trap alert number → the worker that
-//! raised it).
+//! `alert-seq`, `alert-raisers` (trap alert number → the worker that
+//! raised it), `alerts` (number → the alert as raised, JSON), `alert-traps`
+//! (a trap's signature → its alert's number), `alert-decisions` (number →
+//! the decision, JSON) and `alert-changes` (counts raises and decisions).
 //!
 //! Scores and times travel as strings: Lua would print a number with 14
 //! digits only.
@@ -207,9 +209,13 @@ pub(super) struct Scripts {
     pub park_new: Script,
     /// `P key mode (member host)…` → count; mode unpark or drop.
     pub unpark: Script,
-    /// `P worker at_least` → a trap alert number new to the crawl and at
-    /// least `at_least`; `alert-raisers` records that the worker raised it.
-    pub alert_id: Script,
+    /// `P worker at_least signature alert` → `new N`, a trap alert number
+    /// new to the crawl and at least `at_least` (`alert-raisers` records
+    /// that the worker raised it, `alerts` the alert), or `joined N alert`
+    /// when another worker alerted on the same trap first.
+    pub raise_alert: Script,
+    /// `P number decision` → `[]`: the first decision on an alert stands.
+    pub decide_alert: Script,
 }
 
 impl Scripts {
@@ -228,12 +234,17 @@ impl Scripts {
             remove: script(REMOVE),
             park_new: script(PARK_NEW),
             unpark: script(UNPARK),
-            alert_id: script(ALERT_ID),
+            raise_alert: script(RAISE_ALERT),
+            decide_alert: script(DECIDE_ALERT),
         }
     }
 }
 
-const ALERT_ID: &str = r#"
+const RAISE_ALERT: &str = r#"
+local known = redis.call('HGET', P .. 'alert-traps', ARGV[4])
+if known then
+  return {'joined', known, redis.call('HGET', P .. 'alerts', known) or ''}
+end
 local n = redis.call('INCR', P .. 'alert-seq')
 local floor = tonumber(ARGV[3])
 if n < floor then
@@ -241,7 +252,17 @@ if n < floor then
   n = floor
 end
 redis.call('HSET', P .. 'alert-raisers', n, ARGV[2])
-return {tostring(n)}
+redis.call('HSET', P .. 'alert-traps', ARGV[4], n)
+redis.call('HSET', P .. 'alerts', n, ARGV[5])
+redis.call('INCR', P .. 'alert-changes')
+return {'new', tostring(n)}
+"#;
+
+const DECIDE_ALERT: &str = r#"
+if redis.call('HSETNX', P .. 'alert-decisions', ARGV[2], ARGV[3]) == 1 then
+  redis.call('INCR', P .. 'alert-changes')
+end
+return {}
 "#;
 
 const CLAIM_UNSEEN: &str = r#"

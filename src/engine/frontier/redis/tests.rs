@@ -139,33 +139,6 @@ fn a_dead_workers_urls_return_after_its_lease_expires() {
 }
 
 #[test]
-fn alert_numbers_are_unique_across_workers_and_never_below_the_local_next() {
-    let server = RedisServer::for_test();
-    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let mut w1 = worker_in(&server, "alerts", d1.path(), Duration::from_secs(30));
-    let mut w2 = worker_in(&server, "alerts", d2.path(), Duration::from_secs(30));
-    let a = w1.alert_id(1).unwrap();
-    let b = w2.alert_id(1).unwrap();
-    let c = w1.alert_id(a + 1).unwrap();
-    assert_eq!((a, b, c), (1, 2, 3));
-    // A worker whose own numbers run ahead (a store from before) keeps them.
-    assert_eq!(w2.alert_id(10).unwrap(), 10);
-    assert_eq!(w1.alert_id(c + 1).unwrap(), 11);
-    // Each number names the worker that decides it.
-    let mut con = redis::Client::open(server.url())
-        .unwrap()
-        .get_connection()
-        .unwrap();
-    let raisers: Vec<Option<String>> = redis::cmd("HMGET")
-        .arg(super::alert_raisers_key(&super::key_prefix("alerts")))
-        .arg(&[1, 2, 10, 11, 12])
-        .query(&mut con)
-        .unwrap();
-    let (n1, n2) = (Some(w1.worker().to_string()), Some(w2.worker().to_string()));
-    assert_eq!(raisers, [n1.clone(), n2.clone(), n2, n1, None]);
-}
-
-#[test]
 fn the_seen_check_of_a_page_with_thousands_of_links_answers_each_once() {
     let server = RedisServer::for_test();
     let dir = tempfile::tempdir().unwrap();

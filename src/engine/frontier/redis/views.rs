@@ -11,9 +11,12 @@ use crate::engine::control::HostKey;
 use crate::engine::frontier::api::{
     FrontierCounts, FrontierStore, HostQueueView, ScanCursor, ScanPage,
 };
-use crate::engine::frontier::{Completion, FrontierEntry, FrontierReader, Hold, Lease, ScanRange};
+use crate::engine::frontier::{
+    AlertDecision, AlertNews, Completion, FrontierEntry, FrontierReader, Hold, Lease, ScanRange,
+    SharedAlert,
+};
 use crate::engine::store::{CrawlBatch, PageRecord, StoreError};
-use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
+use crate::engine::telemetry::{HostActivity, TrapAlert, PRIORITY_LEVELS};
 
 impl FrontierStore for RedisFrontier {
     fn claim_unseen(&mut self, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
@@ -359,8 +362,20 @@ impl FrontierStore for RedisFrontier {
         Ok(views)
     }
 
-    fn alert_id(&mut self, local_next: u64) -> Result<u64, StoreError> {
-        self.next_alert_id(local_next)
+    fn share_alert(
+        &mut self,
+        signature: &str,
+        alert: &TrapAlert,
+    ) -> Result<SharedAlert, StoreError> {
+        self.raise_shared_alert(signature, alert)
+    }
+
+    fn alert_news(&mut self) -> Result<AlertNews, StoreError> {
+        self.read_alert_news()
+    }
+
+    fn decide_alert(&mut self, decision: &AlertDecision) -> Result<(), StoreError> {
+        self.share_decision(decision)
     }
 }
 

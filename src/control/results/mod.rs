@@ -15,32 +15,68 @@
 //! knows nothing of who asks. The listings, the export, the TUI and the
 //! cluster read through it.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 
+mod merged;
+
+pub use merged::{Merged, Part};
+
 use super::client::socket_path;
 use super::read_client;
+use crate::engine::extract::element_ids;
 use crate::engine::inspect::quarantine::{self, ParkedEntry, ParkedUrl, Quarantine};
 use crate::engine::inspect::{self, PageInspection};
 use crate::engine::store::{
-    decode_json, Entries, FilteredUrl, FragmentLinks, PageRecord, SitemapEntry, Store, StoreError,
+    decode_json, read_response, Entries, FilteredUrl, FragmentLinks, PageRecord, SitemapEntry,
+    Store, StoreError,
 };
+
+/// Bytes of a page's archived body read to find its element ids; a longer
+/// page is not judged (its element may be past the cut).
+pub const MAX_ARCHIVED_BODY: usize = 32 << 20;
 
 /// fjall's block cache when a listing opens a store itself.
 const READ_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
-/// A running engine, read through its control socket.
+/// The JSON rows of one read, each a value, or why the read broke off.
+pub type JsonRows = Box<dyn Iterator<Item = Result<String, String>> + Send>;
+
+/// A crawl's reads served somewhere else than this machine's control
+/// socket: a worker of a shared crawl answering through Redis. Verbs and
+/// rows are those of the engine's reads, plus `element-ids` (see
+/// [`Results::archived_ids`]).
+pub trait RowSource: Send + Sync {
+    /// Asks for `verb arg`; the rows follow as they come.
+    fn rows(&self, verb: &str, arg: &str) -> Result<JsonRows, String>;
+}
+
+/// A running engine, read through its control socket or another
+/// [`RowSource`].
 pub struct RemoteStore {
-    data_dir: PathBuf,
+    via: Via,
+}
+
+enum Via {
+    Socket(PathBuf),
+    Rows(Box<dyn RowSource>),
 }
 
 impl RemoteStore {
     /// Checks that the engine of `data_dir` answers reads.
     pub fn connect(data_dir: &Path) -> Result<RemoteStore, StoreError> {
-        let remote = RemoteStore {
-            data_dir: data_dir.to_path_buf(),
-        };
+        RemoteStore::checked(Via::Socket(data_dir.to_path_buf()))
+    }
+
+    /// Checks that `source` answers reads.
+    pub fn through(source: Box<dyn RowSource>) -> Result<RemoteStore, StoreError> {
+        RemoteStore::checked(Via::Rows(source))
+    }
+
+    fn checked(via: Via) -> Result<RemoteStore, StoreError> {
+        let remote = RemoteStore { via };
         remote.one::<Vec<(u64, String)>>("rules", "")?;
         Ok(remote)
     }
@@ -51,11 +87,29 @@ impl RemoteStore {
         verb: &str,
         arg: &str,
     ) -> Result<Entries<T>, StoreError> {
-        let answer = read_client::read(&self.data_dir, verb, arg).map_err(|e| remote_error(&e))?;
-        Ok(Box::new(answer.map(|row| {
-            let row = row.map_err(|e| remote_error(&e))?;
-            decode_json(row.get().as_bytes(), "results row")
-        })))
+        let decode = |row: &str| decode_json(row.as_bytes(), "results row");
+        match &self.via {
+            Via::Socket(dir) => {
+                let answer = read_client::read(dir, verb, arg).map_err(|e| remote_error(&e))?;
+                Ok(Box::new(answer.map(move |row| {
+                    decode(row.map_err(|e| remote_error(&e))?.get())
+                })))
+            }
+            Via::Rows(source) => {
+                let failed = |message| StoreError::Remote {
+                    op: "reading a worker's records",
+                    message,
+                };
+                let rows = source.rows(verb, arg).map_err(failed)?;
+                Ok(Box::new(rows.map(move |row| decode(&row.map_err(failed)?))))
+            }
+        }
+    }
+
+    /// Whether this reads a worker elsewhere, whose archive is not on this
+    /// machine.
+    fn elsewhere(&self) -> bool {
+        matches!(self.via, Via::Rows(_))
     }
 
     /// The single value answering `verb arg`.
@@ -104,6 +158,8 @@ pub enum Results {
     Local(Store),
     /// A crawl is running: its engine, through the control socket.
     Remote(RemoteStore),
+    /// The workers of a shared crawl, read as one crawl.
+    Merged(merged::Merged),
 }
 
 impl Results {
@@ -129,6 +185,7 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.previous_pass_records(url_prefix)),
             Results::Remote(r) => r.stream("previous-pages", url_prefix),
+            Results::Merged(m) => m.pages(|r| r.previous_pass_pages(url_prefix)),
         }
     }
 
@@ -137,6 +194,10 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.recrawl_pass()),
             Results::Remote(r) => r.one("recrawl-pass", ""),
+            Results::Merged(m) => m
+                .parts()
+                .iter()
+                .try_fold(0, |pass, p| Ok(pass.max(p.results.recrawl_pass()?))),
         }
     }
 
@@ -145,6 +206,7 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.page_records(url_prefix)),
             Results::Remote(r) => r.stream("pages", url_prefix),
+            Results::Merged(m) => m.pages(|r| r.pages(url_prefix)),
         }
     }
 
@@ -153,6 +215,7 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.filtered_urls(url_prefix)),
             Results::Remote(r) => r.stream("filtered", url_prefix),
+            Results::Merged(m) => m.filtered(url_prefix),
         }
     }
 
@@ -164,6 +227,7 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.referrer_entries(url_prefix)),
             Results::Remote(r) => r.stream("referrers", url_prefix),
+            Results::Merged(m) => m.referrer_entries(url_prefix),
         }
     }
 
@@ -173,6 +237,7 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.inlink_entries(url_prefix)),
             Results::Remote(r) => r.stream("inlinks", url_prefix),
+            Results::Merged(m) => m.inlink_entries(url_prefix),
         }
     }
 
@@ -181,6 +246,7 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.fragment_links(url_prefix)),
             Results::Remote(r) => r.stream("fragments", url_prefix),
+            Results::Merged(m) => m.fragment_links(url_prefix),
         }
     }
 
@@ -189,6 +255,7 @@ impl Results {
         match self {
             Results::Local(s) => Ok(s.sitemap_entries(url_prefix)),
             Results::Remote(r) => r.stream("sitemaps", url_prefix),
+            Results::Merged(m) => m.sitemap_entries(url_prefix),
         }
     }
 
@@ -197,6 +264,7 @@ impl Results {
         match self {
             Results::Local(s) => s.page(url),
             Results::Remote(r) => r.one("page", url),
+            Results::Merged(m) => m.page(url),
         }
     }
 
@@ -205,6 +273,7 @@ impl Results {
         match self {
             Results::Local(s) => s.referrers(url),
             Results::Remote(r) => r.one("referrers-of", url),
+            Results::Merged(m) => m.referrers(url),
         }
     }
 
@@ -213,12 +282,17 @@ impl Results {
         match self {
             Results::Local(s) => s.rule_origins(),
             Results::Remote(r) => r.one("rules", ""),
+            Results::Merged(m) => m.rule_origins(),
         }
     }
 
     /// Whether this reads a running crawl.
     pub fn is_live(&self) -> bool {
-        matches!(self, Results::Remote(_))
+        match self {
+            Results::Local(_) => false,
+            Results::Remote(_) => true,
+            Results::Merged(m) => m.parts().iter().any(|p| p.results.is_live()),
+        }
     }
 }
 
@@ -235,6 +309,15 @@ impl Results {
         match self {
             Results::Local(store) => inspect::inspect(store, data_dir, url),
             Results::Remote(remote) => remote.one("inspect", url),
+            Results::Merged(m) => {
+                for part in m.parts() {
+                    let dir = part.dir.as_deref().unwrap_or(data_dir);
+                    if let Some(page) = part.results.inspect(dir, url)? {
+                        return Ok(Some(page));
+                    }
+                }
+                Ok(None)
+            }
         }
     }
 
@@ -243,6 +326,15 @@ impl Results {
         match self {
             Results::Local(store) => quarantine::read(store),
             Results::Remote(remote) => remote.one("quarantine", ""),
+            Results::Merged(m) => {
+                let mut all = Quarantine::default();
+                for part in m.parts() {
+                    let one = part.results.quarantine()?;
+                    all.alerts.extend(one.alerts);
+                    all.cut |= one.cut;
+                }
+                Ok(all)
+            }
         }
     }
 
@@ -251,6 +343,11 @@ impl Results {
         match self {
             Results::Local(store) => Ok(quarantine::parked_entries(store)),
             Results::Remote(remote) => remote.stream("parked", ""),
+            Results::Merged(m) => {
+                let each: Result<Vec<_>, _> =
+                    m.parts().iter().map(|p| p.results.parked()).collect();
+                Ok(Box::new(each?.into_iter().flatten()))
+            }
         }
     }
 
@@ -264,4 +361,41 @@ impl Results {
             })
             .collect()
     }
+}
+
+/// The page archive's reads.
+impl Results {
+    /// The element ids of `record`'s archived body (what its `#fragment`
+    /// links may name), read from the archive in `data_dir`, or by the
+    /// worker that holds it; `None` if the archive cannot give it back whole.
+    pub fn archived_ids(
+        &self,
+        data_dir: &Path,
+        record: &PageRecord,
+    ) -> Result<Option<HashSet<String>>, StoreError> {
+        match self {
+            Results::Remote(r) if r.elsewhere() => r.one("element-ids", &record.url),
+            Results::Local(_) | Results::Remote(_) => Ok(archived_ids_in(data_dir, record)),
+            Results::Merged(m) => {
+                for part in m.parts() {
+                    let Some(own) = part.results.page(&record.url)? else {
+                        continue;
+                    };
+                    if own.warc == record.warc {
+                        let dir = part.dir.as_deref().unwrap_or(data_dir);
+                        return part.results.archived_ids(dir, &own);
+                    }
+                }
+                Ok(None)
+            }
+        }
+    }
+}
+
+fn archived_ids_in(data_dir: &Path, record: &PageRecord) -> Option<HashSet<String>> {
+    let archived = read_response(data_dir, record.warc.as_ref()?, MAX_ARCHIVED_BODY).ok()?;
+    if archived.truncated {
+        return None;
+    }
+    Some(element_ids(&archived.body, record.content_type.as_deref()))
 }

@@ -1,0 +1,108 @@
+//! The archive's floor: the CPU that compressing the crawl's WARC records
+//! alone takes, at the archive's own level, so what archiving adds to a page
+//! (CPU per page with it minus without it) can be set against it.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+use std::time::Duration;
+
+use flate2::bufread::GzDecoder;
+
+use crate::engine::store::gzip;
+
+/// Compressing every record of a crawl's WARC files, one gzip member each.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Floor {
+    pub records: u64,
+    /// Uncompressed.
+    pub bytes: u64,
+    /// This thread's CPU time inside the compressor.
+    pub cpu: Duration,
+}
+
+impl Floor {
+    pub(super) fn render(&self, pages: u64) -> String {
+        format!(
+            "archive floor  {:.3} ms CPU/page: compressing the crawl's {} records ({:.1} MB) alone, as the archive does (libdeflate level 1, one gzip member each)\n",
+            1e3 * self.cpu.as_secs_f64() / pages.max(1) as f64,
+            self.records,
+            self.bytes as f64 / 1e6,
+        )
+    }
+}
+
+/// Decompresses each record of the `.warc.gz` files in `warc_dir` and times
+/// compressing it again with the archive's compressor.
+pub fn measure(warc_dir: &Path) -> io::Result<Floor> {
+    let mut floor = Floor::default();
+    let mut record = Vec::new();
+    let mut compressed = Vec::new();
+    for entry in std::fs::read_dir(warc_dir)? {
+        let path = entry?.path();
+        if !path.to_string_lossy().ends_with(".warc.gz") {
+            continue;
+        }
+        let mut input = BufReader::with_capacity(1 << 16, File::open(&path)?);
+        while !input.fill_buf()?.is_empty() {
+            record.clear();
+            GzDecoder::new(&mut input).read_to_end(&mut record)?;
+            compressed.clear();
+            let before = thread_cpu();
+            gzip::append_member(&[&record], &mut compressed)?;
+            floor.cpu += thread_cpu().saturating_sub(before);
+            floor.records += 1;
+            floor.bytes += record.len() as u64;
+        }
+    }
+    Ok(floor)
+}
+
+/// CPU time of the calling thread.
+fn thread_cpu() -> Duration {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime only writes into the struct it is given.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(
+        now.tv_sec.max(0) as u64,
+        now.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_member_of_every_warc_file_is_compressed_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let records: [&[u8]; 3] = [b"WARC/1.1\r\nfirst\r\n\r\n", &[b'x'; 50_000], b"third"];
+        let mut file = Vec::new();
+        for record in &records[..2] {
+            gzip::append_member(&[record], &mut file).unwrap();
+        }
+        std::fs::write(dir.path().join("a.warc.gz"), &file).unwrap();
+        let mut other = Vec::new();
+        gzip::append_member(&[records[2]], &mut other).unwrap();
+        std::fs::write(dir.path().join("b.warc.gz"), &other).unwrap();
+        std::fs::write(dir.path().join("notes.txt"), b"not a WARC file").unwrap();
+
+        let floor = measure(dir.path()).unwrap();
+        assert_eq!(floor.records, 3);
+        let bytes: usize = records.iter().map(|r| r.len()).sum();
+        assert_eq!(floor.bytes, bytes as u64);
+        assert!(floor.render(3).starts_with("archive floor  "));
+    }
+
+    #[test]
+    fn a_damaged_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.warc.gz"), b"\x1f\x8bnot deflate").unwrap();
+        assert!(measure(dir.path()).is_err());
+    }
+}

@@ -1,0 +1,231 @@
+//! How fast the bench crawl went over its course: the progress lines, and the
+//! pace of its first tenth, its middle and its last tenth, so a slow start or
+//! a slowing end shows in the report, not only in the average.
+
+use std::time::Duration;
+
+/// Pages between two progress lines: a tenth of the run, at least 1,000.
+pub(super) fn progress_step(pages: u64) -> u64 {
+    (pages / 10).max(1000)
+}
+
+/// Where the crawl was at one moment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Progress {
+    pub pages: u64,
+    /// Since the crawl started.
+    pub at: Duration,
+    /// Process CPU time so far.
+    pub cpu: Duration,
+}
+
+/// Pages per second and CPU per page between two moments.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    pub pages_per_sec: f64,
+    pub cpu_ms_per_page: f64,
+}
+
+impl Progress {
+    pub(super) const START: Progress = Progress {
+        pages: 0,
+        at: Duration::ZERO,
+        cpu: Duration::ZERO,
+    };
+
+    fn rate_since(&self, earlier: &Progress) -> Rate {
+        let pages = self.pages.saturating_sub(earlier.pages).max(1) as f64;
+        let secs = self.at.saturating_sub(earlier.at).as_secs_f64().max(1e-9);
+        let cpu = self.cpu.saturating_sub(earlier.cpu).as_secs_f64();
+        Rate {
+            pages_per_sec: pages / secs,
+            cpu_ms_per_page: 1e3 * cpu / pages,
+        }
+    }
+
+    /// Pages, pages/s and CPU per page since `earlier`, and the RSS now: a
+    /// crawl that slows down or grows as it goes shows it here.
+    pub(super) fn line(&self, earlier: &Progress, rss: Option<u64>) -> String {
+        let rate = self.rate_since(earlier);
+        let rss = rss.map_or("n/a".into(), |b| format!("{:.0} MB", b as f64 / 1e6));
+        format!(
+            "progress       {} pages  {:.1} s  {:.0} pages/s  {:.3} ms CPU/page  RSS {rss}",
+            self.pages,
+            self.at.as_secs_f64(),
+            rate.pages_per_sec,
+            rate.cpu_ms_per_page,
+        )
+    }
+}
+
+/// The first moments the crawl reached a tenth and nine tenths of its pages.
+#[derive(Debug, Default)]
+pub(super) struct Tenths {
+    target: u64,
+    first: Option<Progress>,
+    ninth: Option<Progress>,
+}
+
+impl Tenths {
+    pub(super) fn new(pages: u64) -> Tenths {
+        Tenths {
+            target: pages,
+            ..Tenths::default()
+        }
+    }
+
+    pub(super) fn observe(&mut self, now: Progress) {
+        let reached = |share: u64| now.pages.saturating_mul(10) >= self.target * share;
+        if self.first.is_none() && reached(1) {
+            self.first = Some(now);
+        }
+        if self.ninth.is_none() && reached(9) {
+            self.ninth = Some(now);
+        }
+    }
+
+    /// The pace once the crawl ended at `end`; `None` if it never reached nine tenths.
+    pub(super) fn pace(&self, end: Progress) -> Option<Pace> {
+        let (first, ninth) = (self.first?, self.ninth?);
+        Some(Pace {
+            first_tenth: first.rate_since(&Progress::START),
+            middle: ninth.rate_since(&first),
+            last_tenth: end.rate_since(&ninth),
+        })
+    }
+}
+
+/// Rates over the first tenth of the pages, from a tenth to nine tenths, and
+/// over the last tenth.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pace {
+    pub first_tenth: Rate,
+    pub middle: Rate,
+    pub last_tenth: Rate,
+}
+
+impl Pace {
+    pub(super) fn render(&self) -> String {
+        let part = |name: &str, r: Rate| {
+            format!(
+                "{name:<15}{:.0} pages/s, {:.3} ms CPU/page\n",
+                r.pages_per_sec, r.cpu_ms_per_page
+            )
+        };
+        part("first tenth", self.first_tenth)
+            + &part("10 % to 90 %", self.middle)
+            + &part("last tenth", self.last_tenth)
+    }
+}
+
+/// A polite bench: the delay between two requests to a host, and over how many hosts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Politeness {
+    pub delay: Duration,
+    pub hosts: usize,
+}
+
+impl Politeness {
+    /// What politeness allows: each host fetched once per delay.
+    pub fn allowed_pages_per_sec(&self) -> f64 {
+        self.hosts as f64 / self.delay.as_secs_f64().max(1e-9)
+    }
+
+    /// The allowed rate, and the middle of the crawl's share of it: the start
+    /// (robots.txt first, each host's first delay) and the end (hosts running
+    /// out of pages one by one) are not what politeness limits.
+    pub(super) fn render(&self, pace: Option<&Pace>) -> String {
+        let allowed = self.allowed_pages_per_sec();
+        let mut out = format!(
+            "politeness     {} between requests to a host, one at a time, {} hosts: {allowed:.0} pages/s allowed\n",
+            humantime::format_duration(self.delay),
+            self.hosts,
+        );
+        if let Some(pace) = pace {
+            let rate = pace.middle.pages_per_sec;
+            out.push_str(&format!(
+                "sustained      {rate:.0} pages/s from 10 % to 90 % of the pages, {:.1} % of what politeness allows\n",
+                100.0 * rate / allowed
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(pages: u64, secs: u64, cpu_ms: u64) -> Progress {
+        Progress {
+            pages,
+            at: Duration::from_secs(secs),
+            cpu: Duration::from_millis(cpu_ms),
+        }
+    }
+
+    #[test]
+    fn progress_marks_every_tenth_of_the_run_and_at_least_every_thousand_pages() {
+        assert_eq!(progress_step(1_000_000), 100_000);
+        assert_eq!(progress_step(20_000), 2_000);
+        assert_eq!(progress_step(500), 1_000);
+    }
+
+    #[test]
+    fn progress_line_gives_the_interval_rate_and_cpu_per_page() {
+        let line = at(1000, 2, 500).line(&Progress::START, Some(50_000_000));
+        assert_eq!(
+            line,
+            "progress       1000 pages  2.0 s  500 pages/s  0.500 ms CPU/page  RSS 50 MB"
+        );
+    }
+
+    #[test]
+    fn the_pace_splits_the_crawl_at_its_first_and_ninth_tenth() {
+        let mut tenths = Tenths::new(1000);
+        for now in [
+            at(50, 1, 10),
+            at(120, 4, 40),
+            at(500, 6, 60),
+            at(880, 8, 80),
+        ] {
+            tenths.observe(now);
+        }
+        assert_eq!(tenths.pace(at(950, 9, 90)), None, "nine tenths not seen");
+        tenths.observe(at(950, 9, 90));
+        let pace = tenths.pace(at(1000, 10, 100)).unwrap();
+        assert_eq!(pace.first_tenth.pages_per_sec, 30.0, "120 pages in 4 s");
+        assert_eq!(pace.middle.pages_per_sec, 830.0 / 5.0, "120 → 950 in 5 s");
+        assert_eq!(pace.last_tenth.pages_per_sec, 50.0, "950 → 1000 in 1 s");
+        assert!((pace.middle.cpu_ms_per_page - 50.0 / 830.0).abs() < 1e-9);
+        assert_eq!(
+            pace.render(),
+            "first tenth    30 pages/s, 0.333 ms CPU/page\n\
+             10 % to 90 %   166 pages/s, 0.060 ms CPU/page\n\
+             last tenth     50 pages/s, 0.200 ms CPU/page\n"
+        );
+    }
+
+    #[test]
+    fn a_polite_bench_is_compared_with_hosts_over_delay() {
+        let polite = Politeness {
+            delay: Duration::from_secs(1),
+            hosts: 2000,
+        };
+        assert_eq!(polite.allowed_pages_per_sec(), 2000.0);
+        let rate = |pages_per_sec| Rate {
+            pages_per_sec,
+            cpu_ms_per_page: 0.2,
+        };
+        let pace = Pace {
+            first_tenth: rate(900.0),
+            middle: rate(1980.0),
+            last_tenth: rate(1500.0),
+        };
+        assert_eq!(
+            polite.render(Some(&pace)),
+            "politeness     1s between requests to a host, one at a time, 2000 hosts: 2000 pages/s allowed\n\
+             sustained      1980 pages/s from 10 % to 90 % of the pages, 99.0 % of what politeness allows\n"
+        );
+    }
+}
