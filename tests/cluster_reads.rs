@@ -54,7 +54,7 @@ async fn the_cluster_view_reads_pages_parked_urls_and_host_lists_from_the_worker
         })
         .collect();
     let target = ClusterTarget {
-        url: redis.url(),
+        url: redis.redis_url(),
         crawl: CRAWL.into(),
         lease_ttl: LEASE_TTL,
     };

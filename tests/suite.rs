@@ -36,6 +36,7 @@ mod quarantine_pty;
 mod quarantine_results;
 mod records;
 mod recrawl;
+mod redis_trust;
 mod resource_archive;
 mod results;
 mod resume;

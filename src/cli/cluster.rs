@@ -1,27 +1,40 @@
-//! `--redis`, `--crawl` and `--lease-ttl`: checked together, with messages
-//! that say which flag to add or fix.
+//! `--redis`, `--crawl`, `--lease-ttl`, `--redis-ca` and `--insecure-redis`:
+//! checked together, with messages that say which flag to add or fix.
 
 use super::usage::UsageError;
 use super::ClusterArgs;
-use crate::engine::{validate_crawl_name, ClusterTarget, DEFAULT_LEASE_TTL};
+use crate::engine::{
+    validate_crawl_name, ClusterTarget, RedisCredentials, RedisUrl, DEFAULT_LEASE_TTL,
+};
 
 /// The shared crawl a viewer's `--redis` and `--crawl` name, if any.
 pub(super) fn shared_crawl(
     redis: Option<String>,
     crawl_name: Option<String>,
+    trust: super::RedisTrustArgs,
 ) -> Result<Option<ClusterTarget>, UsageError> {
     let args = ClusterArgs {
         redis,
         crawl_name,
         lease_ttl: None,
+        trust,
     };
     resolve_cluster(&args, true)
 }
 
-/// The shared frontier the flags ask for, if any.
+/// The shared frontier the flags ask for, if any; the Redis credentials
+/// the URL lacks come from the environment.
 pub(super) fn resolve_cluster(
     args: &ClusterArgs,
     headless: bool,
+) -> Result<Option<ClusterTarget>, UsageError> {
+    resolve_with(args, headless, RedisCredentials::from_env())
+}
+
+fn resolve_with(
+    args: &ClusterArgs,
+    headless: bool,
+    env: RedisCredentials,
 ) -> Result<Option<ClusterTarget>, UsageError> {
     let (url, crawl) = match (&args.redis, &args.crawl_name) {
         (None, None) => {
@@ -45,14 +58,13 @@ pub(super) fn resolve_cluster(
         (Some(url), Some(crawl)) => (url, crawl),
     };
     validate_crawl_name(crawl).map_err(|e| UsageError(format!("--crawl: {e}")))?;
-    match url::Url::parse(url) {
-        Ok(u) if u.scheme() == "redis" && u.host_str().is_some() => {}
-        _ => {
-            return Err(UsageError(format!(
-                "--redis {url:?} is not a Redis URL: write redis://HOST:PORT/DB, e.g. redis://127.0.0.1:6379/0"
-            )))
-        }
+    let mut url = RedisUrl::parse(url, args.trust.redis_ca.as_deref(), env).map_err(UsageError)?;
+    if let (Some(cert), Some(key)) = (&args.trust.redis_cert, &args.trust.redis_key) {
+        url = url.with_client_cert(cert, key).map_err(UsageError)?;
     }
+    // Before any connection: a crawl must not go out to an open server.
+    url.check_safe(args.trust.insecure_redis)
+        .map_err(UsageError)?;
     if !headless {
         return Err(UsageError(
             "a shared crawl runs headless workers for now: add --headless (watch one with `crawldeck attach --data DIR`)".into(),
@@ -65,7 +77,7 @@ pub(super) fn resolve_cluster(
         )));
     }
     Ok(Some(ClusterTarget {
-        url: url.clone(),
+        url,
         crawl: crawl.clone(),
         lease_ttl,
     }))
@@ -80,11 +92,14 @@ mod tests {
             redis: redis.map(String::from),
             crawl_name: crawl.map(String::from),
             lease_ttl: None,
+            trust: Default::default(),
         }
     }
 
     fn refused(a: ClusterArgs, headless: bool) -> String {
-        resolve_cluster(&a, headless).unwrap_err().0
+        resolve_with(&a, headless, RedisCredentials::default())
+            .unwrap_err()
+            .0
     }
 
     #[test]
@@ -95,6 +110,8 @@ mod tests {
         assert!(refused(args(url, Some("a b")), true).contains("letters, digits"));
         assert!(refused(args(Some("127.0.0.1:6379"), Some("news")), true)
             .contains("redis://HOST:PORT/DB"));
+        let open = refused(args(Some("redis://192.0.2.1:6379/0"), Some("news")), true);
+        assert!(open.contains("without a password") && open.contains("--insecure-redis"));
         assert!(refused(args(url, Some("news")), false).contains("add --headless"));
         let mut short = args(url, Some("news"));
         short.lease_ttl = Some(std::time::Duration::from_millis(10));
@@ -106,13 +123,24 @@ mod tests {
 
     #[test]
     fn a_complete_set_of_flags_names_the_shared_crawl() {
-        assert_eq!(resolve_cluster(&args(None, None), true).unwrap(), None);
-        let target = resolve_cluster(&args(Some("redis://10.0.0.5:6379/2"), Some("news")), true)
-            .unwrap()
-            .unwrap();
+        let resolve = |a: &ClusterArgs| resolve_with(a, true, RedisCredentials::default());
+        assert_eq!(resolve(&args(None, None)).unwrap(), None);
+        let mut trusted = args(Some("redis://10.0.0.5:6379/2"), Some("news"));
+        trusted.trust.insecure_redis = true;
+        let target = resolve(&trusted).unwrap().unwrap();
         assert_eq!(
-            (target.url.as_str(), target.crawl.as_str(), target.lease_ttl),
+            (
+                target.url.to_string().as_str(),
+                target.crawl.as_str(),
+                target.lease_ttl
+            ),
             ("redis://10.0.0.5:6379/2", "news", DEFAULT_LEASE_TTL)
+        );
+        let secured = args(Some("rediss://crawler:pw@10.0.0.5:6380/2"), Some("news"));
+        let target = resolve(&secured).unwrap().unwrap();
+        assert_eq!(
+            target.url.to_string(),
+            "rediss://crawler:***@10.0.0.5:6380/2"
         );
     }
 }

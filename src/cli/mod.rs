@@ -99,12 +99,14 @@ pub struct AttachArgs {
     #[arg(value_name = "DIR", conflicts_with = "redis")]
     pub dir: Option<PathBuf>,
     /// A shared crawl instead: every worker of it, through its Redis server
-    /// (redis://HOST:PORT/DB).
+    /// (redis://HOST:PORT/DB, rediss:// for TLS).
     #[arg(long, value_name = "URL", requires = "crawl_name")]
     pub redis: Option<String>,
     /// The shared crawl's name.
     #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
     pub crawl_name: Option<String>,
+    #[command(flatten)]
+    pub trust: RedisTrustArgs,
     /// Watch only: keys that change the crawl are disabled.
     #[arg(long)]
     pub read_only: bool,
@@ -133,12 +135,14 @@ pub struct CrawlSource {
     )]
     pub dir: Option<PathBuf>,
     /// A shared crawl instead, all its workers: its Redis server
-    /// (redis://HOST:PORT/DB).
+    /// (redis://HOST:PORT/DB, rediss:// for TLS).
     #[arg(long, value_name = "URL", requires = "crawl_name")]
     pub redis: Option<String>,
     /// The shared crawl's name.
     #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
     pub crawl_name: Option<String>,
+    #[command(flatten)]
+    pub trust: RedisTrustArgs,
 }
 
 #[derive(Debug, Args)]
@@ -160,13 +164,15 @@ pub struct CtlArgs {
     /// `throttle example.org 2s`, `accept 3`, `stop`.
     #[arg(value_name = "COMMAND", required = true, num_args = 1.., allow_hyphen_values = true)]
     pub words: Vec<String>,
-    /// A shared crawl instead: its Redis server (redis://HOST:PORT/DB); every
+    /// A shared crawl instead: its Redis server (redis://HOST:PORT/DB, rediss:// for TLS); every
     /// live worker applies the command and answers.
     #[arg(long, value_name = "URL", requires = "crawl_name")]
     pub redis: Option<String>,
     /// The shared crawl's name.
     #[arg(long = "crawl", value_name = "NAME", requires = "redis")]
     pub crawl_name: Option<String>,
+    #[command(flatten)]
+    pub trust: RedisTrustArgs,
     /// With --redis: send the command to this worker only (alerts are
     /// numbered per worker, so `accept` and `dismiss` need it).
     #[arg(long, value_name = "NAME", requires = "redis")]
@@ -195,7 +201,7 @@ pub struct CrawlArgs {
 /// One crawl on several workers through a shared Redis frontier.
 #[derive(Debug, Args, Default, Clone)]
 pub struct ClusterArgs {
-    /// Share the frontier through this Redis server (redis://HOST:PORT/DB);
+    /// Share the frontier through this Redis server (redis://HOST:PORT/DB, rediss:// for TLS);
     /// every worker of the crawl gives the same --redis and --crawl.
     #[arg(long, value_name = "URL")]
     pub redis: Option<String>,
@@ -207,6 +213,34 @@ pub struct ClusterArgs {
     /// worker's hosts go to the others after this.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub lease_ttl: Option<Duration>,
+    #[command(flatten)]
+    pub trust: RedisTrustArgs,
+}
+
+/// How far to trust the Redis server of a shared crawl. Its password comes
+/// from the URL or from CRAWLDECK_REDIS_PASSWORD (with CRAWLDECK_REDIS_USER).
+#[derive(Debug, Args, Default, Clone)]
+pub struct RedisTrustArgs {
+    /// With a rediss:// URL: the PEM file of the CA that signed the Redis
+    /// server's certificate (default: the system's CAs).
+    #[arg(long = "redis-ca", value_name = "FILE", requires = "redis")]
+    pub redis_ca: Option<PathBuf>,
+    /// With a rediss:// URL: this client's certificate (PEM), for a server
+    /// that checks clients' certificates (tls-auth-clients yes).
+    #[arg(
+        long = "redis-cert",
+        value_name = "FILE",
+        requires = "redis",
+        requires = "redis_key"
+    )]
+    pub redis_cert: Option<PathBuf>,
+    /// The private key (PEM) of --redis-cert's certificate.
+    #[arg(long = "redis-key", value_name = "FILE", requires = "redis_cert")]
+    pub redis_key: Option<PathBuf>,
+    /// Accept a Redis server on another machine without a password or
+    /// without TLS (only where every machine that can reach it is trusted).
+    #[arg(long = "insecure-redis", requires = "redis")]
+    pub insecure_redis: bool,
 }
 
 #[derive(Debug, Args)]

@@ -130,8 +130,9 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         Some(CliCommand::Status(s)) => match s.crawl.dir {
             Some(dir) => Ok(front_end(Mode::Status { dir, json: s.json })),
             None => {
-                let target = super::cluster::shared_crawl(s.crawl.redis, s.crawl.crawl_name)?
-                    .expect("clap requires --redis and --crawl without DIR");
+                let target =
+                    super::cluster::shared_crawl(s.crawl.redis, s.crawl.crawl_name, s.crawl.trust)?
+                        .expect("clap requires --redis and --crawl without DIR");
                 Ok(front_end(Mode::ClusterStatus {
                     target,
                     json: s.json,
@@ -244,13 +245,15 @@ fn resolve_attach(a: super::AttachArgs) -> Result<ResolvedRun, UsageError> {
             readonly: a.read_only,
             keys: a.keys,
         },
-        ..front_end(match super::cluster::shared_crawl(a.redis, a.crawl_name)? {
-            Some(target) => Mode::ClusterAttach { target },
-            None => Mode::Attach {
-                dir: a.dir,
-                wait: a.wait,
+        ..front_end(
+            match super::cluster::shared_crawl(a.redis, a.crawl_name, a.trust)? {
+                Some(target) => Mode::ClusterAttach { target },
+                None => Mode::Attach {
+                    dir: a.dir,
+                    wait: a.wait,
+                },
             },
-        })
+        )
     })
 }
 
@@ -272,13 +275,8 @@ fn resolve_ctl(c: super::CtlArgs) -> Result<ResolvedRun, UsageError> {
             words: c.words,
         }));
     }
-    let args = super::ClusterArgs {
-        redis: c.redis,
-        crawl_name: c.crawl_name,
-        lease_ttl: None,
-    };
-    let target =
-        super::cluster::resolve_cluster(&args, true)?.expect("clap requires --crawl with --redis");
+    let target = super::cluster::shared_crawl(c.redis, c.crawl_name, c.trust)?
+        .expect("clap requires --crawl with --redis");
     // Without DIR the first word of the command lands in `dir`.
     let words = c
         .dir

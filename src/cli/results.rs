@@ -132,7 +132,11 @@ fn base_query(list: ListArgs, listing: Listing) -> Result<Query, UsageError> {
     Ok(Query {
         host: host_of(list.host.as_deref())?,
         limit: check_limit(list.limit)?,
-        cluster: super::cluster::shared_crawl(list.crawl.redis, list.crawl.crawl_name)?,
+        cluster: super::cluster::shared_crawl(
+            list.crawl.redis,
+            list.crawl.crawl_name,
+            list.crawl.trust,
+        )?,
         ..Query::new(list.crawl.dir.unwrap_or_default(), listing, format)
     })
 }

@@ -45,6 +45,13 @@ pub struct StreamError {
     source: redis::RedisError,
 }
 
+impl StreamError {
+    /// The Redis error behind it.
+    pub fn redis(&self) -> &redis::RedisError {
+        &self.source
+    }
+}
+
 fn failed(op: &'static str) -> impl FnOnce(redis::RedisError) -> StreamError {
     move |source| StreamError { op, source }
 }

@@ -40,11 +40,12 @@ pub fn run(
             target.crawl, target.url
         ))
     };
-    let client = redis::Client::open(target.url.as_str()).map_err(|e| fail(&e))?;
-    let mut con = client
-        .get_connection_with_timeout(Duration::from_secs(5))
-        .map_err(|e| fail(&e))?;
-    let mut expected = live_workers(&mut con, &target.crawl).map_err(|e| fail(&e))?;
+    let explained = |e: redis::RedisError| fail(&target.url.explain(&e));
+    let mut con = target
+        .url
+        .connect(Duration::from_secs(5))
+        .map_err(explained)?;
+    let mut expected = live_workers(&mut con, &target.crawl).map_err(explained)?;
     // One worker decides an alert for the crawl.
     let to = match (command, worker) {
         (Command::AcceptAlert { alert_id, .. } | Command::DismissAlert { alert_id }, None) => {

@@ -18,7 +18,7 @@ use crate::cluster::commands::{self, Answer, StreamCommand, StreamError, READ_BA
 use crate::control::hub::{CommandSender, Hub};
 use crate::engine::control::{Command, CommandId, CommandResult, Target};
 use crate::engine::telemetry::{EngineEvent, Snapshot};
-use crate::engine::ClusterTarget;
+use crate::engine::{ClusterTarget, RedisUrl};
 use crate::text::strip_control;
 
 /// How long one `XREAD` waits for a new entry (and so how soon the thread
@@ -78,7 +78,7 @@ pub fn start(
 }
 
 struct Follower {
-    url: String,
+    url: RedisUrl,
     crawl: String,
     worker: String,
     sender: CommandSender,
@@ -96,7 +96,12 @@ impl Follower {
             match self.follow(stopped) {
                 Ok(()) => return,
                 Err(e) if !warned => {
-                    tracing::warn!("command stream of crawl {}: {e}; retrying", self.crawl);
+                    // A refused password or command is named, not taken for an outage.
+                    let why = match self.url.refusal(e.redis()) {
+                        Some(refusal) => refusal,
+                        None => e.to_string(),
+                    };
+                    tracing::warn!("command stream of crawl {}: {why}; retrying", self.crawl);
                     warned = true;
                 }
                 Err(_) => {}
@@ -107,8 +112,7 @@ impl Follower {
 
     /// Follows the stream until the engine stops (`Ok`) or Redis fails.
     fn follow(&mut self, stopped: &AtomicBool) -> Result<(), FollowError> {
-        let client = redis::Client::open(self.url.as_str())?;
-        let mut con = client.get_connection_with_timeout(Duration::from_secs(5))?;
+        let mut con = self.url.connect(Duration::from_secs(5))?;
         // Reads block for BLOCK; the socket waits a little longer.
         con.set_read_timeout(Some(BLOCK + Duration::from_secs(5)))?;
         let mut cursor =
@@ -254,6 +258,15 @@ enum FollowError {
     Stream(#[from] StreamError),
     #[error("connecting to Redis: {0}")]
     Connect(#[from] redis::RedisError),
+}
+
+impl FollowError {
+    fn redis(&self) -> &redis::RedisError {
+        match self {
+            FollowError::Stream(e) => e.redis(),
+            FollowError::Connect(e) => e,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -64,7 +64,7 @@ fn connect(server: &RedisServer) -> redis::Connection {
 
 fn target(server: &RedisServer) -> ClusterTarget {
     ClusterTarget {
-        url: server.url(),
+        url: server.redis_url(),
         crawl: CRAWL.into(),
         lease_ttl: Duration::from_secs(10),
     }

@@ -22,12 +22,13 @@ use crate::text::strip_control;
 pub fn open(target: &ClusterTarget) -> anyhow::Result<(Results, String)> {
     let unreachable = |e: redis::RedisError| {
         anyhow::anyhow!(
-            "cannot read crawl {} from {}: {e}; check that the Redis server is running and the URL",
+            "cannot read crawl {} from {}: {}; check that the Redis server is running and the URL",
             target.crawl,
-            target.url
+            target.url,
+            target.url.explain(&e)
         )
     };
-    let client = redis::Client::open(target.url.as_str()).map_err(unreachable)?;
+    let client = target.url.client().map_err(unreachable)?;
     let mut con = reads::connect(&client, rows::FIRST_WAIT).map_err(unreachable)?;
     let workers = read_workers(&mut con, &target.crawl).map_err(unreachable)?;
     if workers.is_empty() {

@@ -14,7 +14,7 @@ use rustix::process::{kill_process, Pid, Signal};
 use super::keeper::{spawn_tied, Keeper};
 use super::redis_server::RedisServer;
 use crate::engine::config::CrawlConfig;
-use crate::engine::ClusterTarget;
+use crate::engine::{ClusterTarget, RedisUrl};
 
 /// Workers a local cluster may have.
 pub const MAX_WORKERS: usize = 8;
@@ -66,7 +66,7 @@ impl LocalCluster {
         let config_file = dir.join("crawl.toml");
         config.save(&config_file)?;
         let target = ClusterTarget {
-            url: redis.url(),
+            url: RedisUrl::plain(&redis.url()).map_err(anyhow::Error::msg)?,
             crawl: CRAWL_NAME.into(),
             lease_ttl: crate::engine::DEFAULT_LEASE_TTL,
         };
@@ -93,7 +93,11 @@ impl LocalCluster {
         let mut command = Command::new(std::env::current_exe()?);
         command
             .args(["crawl", "--headless"])
-            .args(["--redis", &self.target.url, "--crawl", &self.target.crawl])
+            .args(["--redis", &self.target.url.without_password()])
+            .args(["--crawl", &self.target.crawl])
+            // The private server has no password: one meant for another would be refused.
+            .env_remove(crate::engine::PASSWORD_VAR)
+            .env_remove(crate::engine::USER_VAR)
             .arg("--config")
             .arg(config_file)
             .arg("--data")

@@ -96,12 +96,12 @@ pub struct SnapshotPublisher {
 impl SnapshotPublisher {
     /// Starts publishing `snapshots` as `worker` of `crawl` on the Redis at `url`.
     pub fn start(
-        url: &str,
+        url: &crate::engine::RedisUrl,
         crawl: &str,
         worker: &str,
         snapshots: watch::Receiver<Arc<Snapshot>>,
     ) -> Result<SnapshotPublisher, String> {
-        let client = redis::Client::open(url).map_err(|e| format!("{url}: {e}"))?;
+        let client = url.client().map_err(|e| format!("{url}: {e}"))?;
         let crawl = crawl.to_string();
         let key = snapshot_key(&crawl, worker);
         let (stop, stopped) = mpsc::channel();

@@ -85,8 +85,10 @@ impl ReadServer {
         worker: &str,
         data_dir: &std::path::Path,
     ) -> Result<ReadServer, String> {
-        let client =
-            redis::Client::open(target.url.as_str()).map_err(|e| format!("{}: {e}", target.url))?;
+        let client = target
+            .url
+            .client()
+            .map_err(|e| format!("{}: {e}", target.url))?;
         let key = request_key(&target.crawl, worker);
         let data_dir = data_dir.to_path_buf();
         let stop = Arc::new(AtomicBool::new(false));
@@ -309,7 +311,7 @@ struct Asked {
 
 /// Sends `read` to every live worker and collects their answers.
 fn ask(target: &ClusterTarget, read: &Read) -> anyhow::Result<Asked> {
-    let client = redis::Client::open(target.url.as_str())?;
+    let client = target.url.client()?;
     let mut con = connect(&client, READ_WAIT)?;
     let (live, gone): (Vec<WorkerRow>, Vec<WorkerRow>) =
         super::status::read_workers(&mut con, &target.crawl)?

@@ -28,7 +28,7 @@ fn beat(server: &RedisServer, worker: &str, alive: bool, records: &str) {
 fn a_read_no_live_worker_answers_names_the_workers_gone_and_where_their_records_are() {
     let server = RedisServer::for_test();
     let target = ClusterTarget {
-        url: server.url(),
+        url: server.redis_url(),
         crawl: CRAWL.into(),
         lease_ttl: Duration::from_secs(10),
     };

@@ -2,10 +2,11 @@
 //! (or with an append-only file in a given directory, to be killed and
 //! restarted), stopped by its pid when dropped (a panicking test included)
 //! and, should its owner die first, by `timeout` after a bounded lifetime.
+//! A secured one answers only TLS, and only to its ACL users.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,76 @@ pub struct RedisServer {
     lifetime: Duration,
     /// Started through `keeper::spawn_tied`: stops with its starting thread.
     tied: bool,
+    /// A secured server: how its readiness is checked (over TLS, as an ACL user).
+    admin: Option<crate::engine::RedisUrl>,
+}
+
+/// How a secured server is started: TLS only (`--port 0`), the default user off.
+pub struct Secured {
+    /// PEM files: the server's certificate and key, and the CA that signed it.
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub ca: PathBuf,
+    /// One ACL rule per user, as `ACL SETUSER` takes it: `NAME on >PASSWORD ~KEYS +CMD…`.
+    pub users: Vec<String>,
+    /// A user of `users` and its password, to check the server answers.
+    pub admin: (String, String),
+    /// A client certificate and its key (PEM files) signed by `ca`: the
+    /// server then refuses clients without one (`tls-auth-clients yes`).
+    pub client: Option<(PathBuf, PathBuf)>,
+}
+
+impl Secured {
+    /// The arguments after the port: TLS on `port`, plain TCP off, the users.
+    fn args(&self, port: u16) -> Vec<String> {
+        let path = |p: &PathBuf| p.display().to_string();
+        let mut args: Vec<String> = ["--port", "0", "--tls-port", &port.to_string()]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        for (flag, file) in [
+            ("--tls-cert-file", &self.cert),
+            ("--tls-key-file", &self.key),
+            ("--tls-ca-cert-file", &self.ca),
+        ] {
+            args.extend([flag.to_string(), path(file)]);
+        }
+        let auth_clients = if self.client.is_some() { "yes" } else { "no" };
+        args.extend(
+            [
+                "--tls-auth-clients",
+                auth_clients,
+                "--user",
+                "default",
+                "off",
+            ]
+            .map(String::from),
+        );
+        for rule in &self.users {
+            args.push("--user".into());
+            args.extend(rule.split_whitespace().map(String::from));
+        }
+        args
+    }
+
+    /// The admin user's URL of the server on `port`.
+    fn admin_url(&self, port: u16) -> Result<crate::engine::RedisUrl, String> {
+        let (user, password) = &self.admin;
+        let env = crate::engine::RedisCredentials {
+            user: Some(user.clone()),
+            password: Some(password.clone()),
+        };
+        let url = crate::engine::RedisUrl::parse(&tls_url(port), Some(&self.ca), env)?;
+        match &self.client {
+            Some((cert, key)) => url.with_client_cert(cert, key),
+            None => Ok(url),
+        }
+    }
+}
+
+/// `rediss://127.0.0.1:PORT/0`.
+fn tls_url(port: u16) -> String {
+    format!("rediss://127.0.0.1:{port}/0")
 }
 
 #[cfg(test)]
@@ -45,6 +116,19 @@ impl RedisServer {
     /// Starts a server that lives at most `lifetime`, and waits until it answers.
     pub fn start(lifetime: Duration) -> Result<RedisServer, String> {
         RedisServer::start_program("redis-server", lifetime, no_persistence(), false)
+    }
+
+    /// Starts a server that answers only TLS and only the users of `secured`.
+    pub fn start_secured(secured: &Secured, lifetime: Duration) -> Result<RedisServer, String> {
+        RedisServer::start_with(
+            "redis-server",
+            lifetime,
+            |port| {
+                let args = no_persistence().into_iter().chain(secured.args(port));
+                Ok((args.collect(), Some(secured.admin_url(port)?)))
+            },
+            false,
+        )
     }
 
     /// As [`RedisServer::start`], and on Linux the server also stops when
@@ -80,18 +164,31 @@ impl RedisServer {
         args: Vec<String>,
         tied: bool,
     ) -> Result<RedisServer, String> {
+        RedisServer::start_with(program, lifetime, |_| Ok((args.clone(), None)), tied)
+    }
+
+    /// Starts `program` with the arguments and admin URL `settings` gives for a port.
+    #[allow(clippy::type_complexity)]
+    fn start_with(
+        program: &str,
+        lifetime: Duration,
+        settings: impl Fn(u16) -> Result<(Vec<String>, Option<crate::engine::RedisUrl>), String>,
+        tied: bool,
+    ) -> Result<RedisServer, String> {
         let mut last_error = String::new();
         // A free port may be taken between the probe and the server's bind: retry.
         for _ in 0..5 {
             let port = free_port().map_err(|e| format!("no free loopback port: {e}"))?;
+            let (args, admin) = settings(port)?;
             let child = spawn(program, port, &args, lifetime, tied)?;
             let mut server = RedisServer {
                 child,
                 port,
                 program: program.to_string(),
-                args: args.clone(),
+                args,
                 lifetime,
                 tied,
+                admin,
             };
             match server.wait_ready() {
                 Ok(()) => return Ok(server),
@@ -158,9 +255,17 @@ impl RedisServer {
             .unwrap_or_else(|e| panic!("this test needs a local redis-server: {e}"))
     }
 
-    /// `redis://127.0.0.1:PORT/0`.
+    /// `redis://127.0.0.1:PORT/0`, or `rediss://…` for a secured server.
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/0", self.port)
+        match self.admin {
+            Some(_) => tls_url(self.port),
+            None => format!("redis://127.0.0.1:{}/0", self.port),
+        }
+    }
+
+    /// [`RedisServer::url`], as the crawl connects to it.
+    pub fn redis_url(&self) -> crate::engine::RedisUrl {
+        crate::engine::RedisUrl::plain(&self.url()).expect("a loopback redis:// URL")
     }
 
     /// The pid of the process that runs the server (`timeout`, whose child
@@ -195,12 +300,23 @@ impl RedisServer {
                     _ => format!("redis-server exited at start ({status})"),
                 });
             }
-            if self.command("PING").is_ok_and(|a| a == "+PONG") {
+            if self.answers() {
                 return Ok(());
             }
             std::thread::sleep(Duration::from_millis(20));
         }
         Err("redis-server did not answer PING within 10 s".into())
+    }
+
+    /// The server answers PING (a secured one over TLS, as its admin user).
+    fn answers(&self) -> bool {
+        match &self.admin {
+            None => self.command("PING").is_ok_and(|a| a == "+PONG"),
+            Some(admin) => admin
+                .connect(Duration::from_secs(1))
+                .and_then(|mut con| redis::cmd("PING").query::<String>(&mut con))
+                .is_ok_and(|a| a == "PONG"),
+        }
     }
 }
 

@@ -69,14 +69,13 @@ pub struct WorkerAlert {
 pub fn read(target: &ClusterTarget) -> Result<ClusterStatus, String> {
     let fail = |e: redis::RedisError| {
         format!(
-            "cannot read crawl {} from {}: {e}; check that the Redis server is running",
-            target.crawl, target.url
+            "cannot read crawl {} from {}: {}; check that the Redis server is running",
+            target.crawl,
+            target.url,
+            target.url.explain(&e)
         )
     };
-    let client = redis::Client::open(target.url.as_str()).map_err(fail)?;
-    let mut con = client
-        .get_connection_with_timeout(Duration::from_secs(5))
-        .map_err(fail)?;
+    let mut con = target.url.connect(Duration::from_secs(5)).map_err(fail)?;
     let Tallies {
         counts,
         seen,
@@ -413,7 +412,7 @@ mod tests {
         use crate::engine::telemetry::{AlertStatus, TrapAlert, TrapKind};
         let server = RedisServer::for_test();
         let target = ClusterTarget {
-            url: server.url(),
+            url: server.redis_url(),
             crawl: "alerts".into(),
             lease_ttl: Duration::from_secs(10),
         };

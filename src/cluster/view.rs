@@ -23,7 +23,7 @@ use crate::engine::control::{Command, CommandId, CommandResult};
 use crate::engine::frontier::RedisReader;
 use crate::engine::host_window::HostWindow;
 use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
-use crate::engine::{alert_raisers_key, key_prefix, EngineHandle};
+use crate::engine::{alert_raisers_key, key_prefix, EngineHandle, RedisUrl};
 
 /// How often the view reads the cluster.
 pub const READ_EVERY: Duration = Duration::from_millis(500);
@@ -32,7 +32,7 @@ const MAX_SNAPSHOT_BYTES: usize = 8 << 20;
 
 /// Reads one shared crawl from Redis.
 pub struct ClusterReader {
-    url: String,
+    url: RedisUrl,
     crawl: String,
     client: redis::Client,
     con: Option<redis::Connection>,
@@ -42,12 +42,10 @@ pub struct ClusterReader {
 
 impl ClusterReader {
     /// A reader of the crawl `crawl` on the Redis at `url`; it connects on first read.
-    pub fn new(url: &str, crawl: &str) -> Result<ClusterReader, String> {
-        let client = redis::Client::open(url).map_err(|e| {
-            format!("--redis {url}: {e}; write redis://HOST:PORT/DB, e.g. redis://127.0.0.1:6379/0")
-        })?;
+    pub fn new(url: &RedisUrl, crawl: &str) -> Result<ClusterReader, String> {
+        let client = url.client().map_err(|e| format!("--redis {url}: {e}"))?;
         Ok(ClusterReader {
-            url: url.to_string(),
+            url: url.clone(),
             crawl: crawl.to_string(),
             client,
             con: None,
@@ -55,8 +53,8 @@ impl ClusterReader {
         })
     }
 
-    /// The Redis URL.
-    pub fn url(&self) -> &str {
+    /// The Redis server.
+    pub fn url(&self) -> &RedisUrl {
         &self.url
     }
 
@@ -74,7 +72,7 @@ impl ClusterReader {
     /// heartbeat and of `also` (workers seen before: a worker that ended
     /// has no heartbeat but leaves its final snapshot for a few seconds).
     pub fn read(&mut self, also: &[String]) -> Result<ClusterRead, String> {
-        let result = self.read_once(also).map_err(|e| e.to_string());
+        let result = self.read_once(also).map_err(|e| self.url.explain(&e));
         if result.is_err() {
             // Reconnect on the next read.
             self.con = None;
@@ -223,7 +221,7 @@ pub fn start(reader: ClusterReader, options: ViewOptions) -> EngineHandle {
     let stop = Arc::new(AtomicBool::new(false));
     let events = ends.events.clone();
     let reading = (merger.clone(), stop.clone());
-    let stream = (reader.url().to_string(), reader.crawl().to_string());
+    let stream = (reader.url().clone(), reader.crawl().to_string());
     let (snapshots, window) = (ends.snapshots, ends.window);
     std::thread::Builder::new()
         .name("cluster-view".into())
@@ -317,7 +315,7 @@ async fn commands_task(
     merger: Arc<Mutex<Merger>>,
     stop: Arc<AtomicBool>,
     options: ViewOptions,
-    (url, crawl): (String, String),
+    (url, crawl): (RedisUrl, String),
 ) {
     let from = commands::sender("cluster view");
     while let Some((id, command)) = commands.recv().await {
@@ -363,11 +361,12 @@ fn answer(id: CommandId, outcome: Answer) -> EngineEvent {
 }
 
 /// Publishes on a connection of its own and waits for the workers' answers.
-fn publish(url: &str, crawl: &str, label: &str, route: Route, from: &str) -> Answer {
-    let con = redis::Client::open(url)
-        .and_then(|client| client.get_connection_with_timeout(Duration::from_secs(2)));
-    let mut con = con.map_err(|e| {
-        format!("{label} not sent: cannot reach {url}: {e}; check that the Redis server is running")
+fn publish(url: &RedisUrl, crawl: &str, label: &str, route: Route, from: &str) -> Answer {
+    let mut con = url.connect(Duration::from_secs(2)).map_err(|e| {
+        format!(
+            "{label} not sent: cannot reach {url}: {}; check that the Redis server is running",
+            url.explain(&e)
+        )
     })?;
     steer::send(&mut con, crawl, label, route, from)
 }

@@ -66,8 +66,8 @@ async fn a_views_window_brings_hosts_beyond_the_busiest_into_the_cluster_view() 
     let server = RedisServer::for_test();
     beat(&server);
     let (_keep, snapshots) = watch::channel(Arc::new(wide()));
-    let publisher = SnapshotPublisher::start(&server.url(), CRAWL, "w1", snapshots).unwrap();
-    let reader = ClusterReader::new(&server.url(), CRAWL).unwrap();
+    let publisher = SnapshotPublisher::start(&server.redis_url(), CRAWL, "w1", snapshots).unwrap();
+    let reader = ClusterReader::new(&server.redis_url(), CRAWL).unwrap();
     let mut handle = start(reader, ViewOptions::default());
     // Without a window the worker publishes its busiest 100.
     wait_for(&mut handle, "host-0000.example.org", true).await;

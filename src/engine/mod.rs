@@ -20,7 +20,8 @@ pub(crate) mod frontier;
 pub(crate) mod near_dup;
 pub use frontier::{
     alert_decisions_key, alert_raisers_key, key_prefix, machine_name, validate_crawl_name,
-    worker_id, ClusterTarget, Heartbeat, DEFAULT_LEASE_TTL,
+    worker_id, ClusterTarget, Heartbeat, RedisCredentials, RedisUrl, DEFAULT_LEASE_TTL,
+    PASSWORD_VAR, USER_VAR,
 };
 pub mod host_order;
 pub mod host_window;

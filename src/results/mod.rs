@@ -58,7 +58,7 @@ pub fn shared_parked_note(query: &Query) -> Option<String> {
     }
     let (url, crawl, not_in) = match &query.cluster {
         Some(target) => (
-            target.url.clone(),
+            target.url.without_password(),
             target.crawl.clone(),
             "its workers' records".into(),
         ),

@@ -210,9 +210,17 @@ pub const RUN_LIMIT: Duration = Duration::from_secs(60);
 /// (a long listing cannot stall on a full pipe); killed by pid past
 /// [`RUN_LIMIT`].
 pub fn run_binary(args: &[&str]) -> std::process::Output {
-    use std::process::{Command, Stdio};
-    let mut child = Command::new(env!("CARGO_BIN_EXE_crawldeck"))
-        .args(args)
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_crawldeck"));
+    command.args(args);
+    run_bounded(command)
+}
+
+/// Runs `command` (the binary, its arguments and environment set) as
+/// [`run_binary`] does.
+pub fn run_bounded(mut command: std::process::Command) -> std::process::Output {
+    use std::process::Stdio;
+    let args: Vec<_> = command.get_args().map(|a| a.to_owned()).collect();
+    let mut child = command
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -228,7 +228,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let options = crate::engine::EngineOptions {
             cluster: Some(ClusterTarget {
-                url: server.url(),
+                url: server.redis_url(),
                 crawl: "paused".into(),
                 lease_ttl: Duration::from_secs(30),
             }),

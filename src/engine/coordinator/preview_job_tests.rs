@@ -132,7 +132,7 @@ async fn a_preview_on_the_redis_frontier_runs_off_the_loop_through_its_own_conne
     let (mut handle, ends) = crate::engine::EngineHandle::channel();
     let options = crate::engine::EngineOptions {
         cluster: Some(crate::engine::frontier::ClusterTarget {
-            url: server.url(),
+            url: server.redis_url(),
             crawl: "preview".into(),
             lease_ttl: Duration::from_secs(30),
         }),

@@ -126,7 +126,7 @@ pub fn read(store: &Store) -> Result<Quarantine, StoreError> {
 
 /// Reads the quarantine of the shared crawl `crawl` on the Redis at `url`,
 /// without the found-on pages.
-pub fn read_shared(url: &str, crawl: &str) -> Result<Quarantine, StoreError> {
+pub fn read_shared(url: &crate::engine::RedisUrl, crawl: &str) -> Result<Quarantine, StoreError> {
     let mut reader = RedisReader::for_crawl(url, crawl);
     let (groups, cut) = reader.parked_by_alert(MAX_ALERTS, MAX_URLS_PER_ALERT)?;
     let alerts = groups

@@ -44,9 +44,12 @@ pub(crate) struct SharedRobots {
 
 impl SharedRobots {
     /// The cache under the crawl's key `prefix` on the server at `url`.
-    pub(crate) fn new(url: &str, prefix: String) -> Result<SharedRobots, redis::RedisError> {
+    pub(crate) fn new(
+        url: &crate::engine::frontier::RedisUrl,
+        prefix: String,
+    ) -> Result<SharedRobots, redis::RedisError> {
         Ok(SharedRobots {
-            client: redis::Client::open(url)?,
+            client: url.client()?,
             conn: Mutex::new(None),
             prefix,
         })

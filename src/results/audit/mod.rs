@@ -176,7 +176,7 @@ pub fn crawl_words(query: &Query) -> String {
     match &query.cluster {
         Some(target) => format!(
             "--redis {} --crawl {}",
-            shell_word(&target.url),
+            shell_word(&target.url.without_password()),
             shell_word(&target.crawl)
         ),
         None => dir_words(&query.data_dir),

@@ -7,6 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use redis::{Connection, ScriptInvocation};
 use tokio::time::Instant;
 
+use super::RedisUrl;
 use crate::engine::store::StoreError;
 
 /// How long a read or write may take before the server counts as
@@ -20,8 +21,10 @@ const WORKER_FILE: &str = "cluster-worker";
 const CRAWL_FILE: &str = "cluster-crawl";
 
 /// Notes in `data_dir` which shared crawl it works for.
-pub(super) fn record_crawl(data_dir: &Path, url: &str, crawl: &str) -> Result<(), StoreError> {
+/// The URL is written without its password.
+pub(super) fn record_crawl(data_dir: &Path, url: &RedisUrl, crawl: &str) -> Result<(), StoreError> {
     let path = data_dir.join(CRAWL_FILE);
+    let url = url.without_password();
     crate::engine::store::private::write_private(&path, format!("{url}\n{crawl}\n").as_bytes())
         .map_err(|e| StoreError::Remote {
             op: "recording the shared crawl",
@@ -89,6 +92,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(2);
 pub(super) struct Link {
     client: redis::Client,
     conn: Option<Connection>,
+    url: RedisUrl,
     /// The server's URL without credentials, for messages.
     server: String,
     /// Why the server is out of reach, while it is.
@@ -96,12 +100,13 @@ pub(super) struct Link {
 }
 
 impl Link {
-    pub(super) fn open(url: &str) -> Result<Link, StoreError> {
-        let client = redis::Client::open(url).map_err(remote("opening the Redis URL"))?;
+    pub(super) fn open(url: &RedisUrl) -> Result<Link, StoreError> {
+        let client = url.client().map_err(remote("opening the Redis URL"))?;
         let mut link = Link {
             client,
             conn: None,
-            server: without_credentials(url),
+            url: url.clone(),
+            server: url.to_string(),
             down: None,
         };
         link.conn()?;
@@ -234,6 +239,9 @@ impl Link {
     /// The error to report; a connection failure drops the connection and
     /// marks the link down.
     fn failed(&mut self, op: &'static str, e: redis::RedisError) -> StoreError {
+        if let Some(message) = self.url.refusal(&e) {
+            return StoreError::Remote { op, message };
+        }
         match unreachable_reason(&e) {
             Some(reason) => {
                 self.conn = None;
@@ -287,18 +295,6 @@ pub(super) fn unreachable_reason(e: &redis::RedisError) -> Option<String> {
         return None;
     };
     Some(reason)
-}
-
-/// `url` without a password or user name, fit for a log line.
-fn without_credentials(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut parsed) => {
-            let _ = parsed.set_password(None);
-            let _ = parsed.set_username("");
-            parsed.to_string()
-        }
-        Err(_) => "the configured server".to_string(),
-    }
 }
 
 /// Converts between this process's `Instant`s and the crawl's shared clock:

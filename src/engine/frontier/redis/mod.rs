@@ -26,6 +26,7 @@ mod leases;
 mod meta;
 mod outage;
 mod reader;
+mod redis_url;
 mod scripts;
 #[cfg(test)]
 mod tests;
@@ -47,6 +48,7 @@ pub use conn::{key_prefix, refuse_worker_dir, shared_crawl, validate_crawl_name,
 use conn::{Clock, Link};
 pub use meta::{alert_decisions_key, alert_raisers_key, machine_name, Heartbeat};
 pub use reader::RedisReader;
+pub use redis_url::{RedisCredentials, RedisUrl, PASSWORD_VAR, USER_VAR};
 use scripts::Scripts;
 
 use super::api::FrontierCounts;
@@ -77,8 +79,8 @@ const CLUSTER_POLL: Duration = Duration::from_millis(200);
 /// Where a shared frontier lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterTarget {
-    /// `redis://host:port/db`.
-    pub url: String,
+    /// The server, with its credentials and TLS trust.
+    pub url: RedisUrl,
     /// The crawl's name; its keys are `crawldeck:{name}:…`.
     pub crawl: String,
     /// Host lease lifetime without renewal.
@@ -122,7 +124,7 @@ impl Local {
 pub struct RedisFrontier {
     link: Link,
     /// The server's URL, for readers with connections of their own.
-    url: String,
+    url: RedisUrl,
     scripts: Scripts,
     prefix: String,
     worker: String,

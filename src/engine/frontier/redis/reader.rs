@@ -3,6 +3,7 @@
 //! connection while the crawl loop keeps the frontier's.
 
 use super::conn::{first_members, Link};
+use super::RedisUrl;
 use crate::engine::frontier::api::{ScanCursor, ScanPage, ScanRange};
 use crate::engine::frontier::entry::decode;
 use crate::engine::frontier::FrontierEntry;
@@ -25,15 +26,15 @@ pub(super) type Rows = Vec<(Vec<u8>, String)>;
 /// Scans a crawl's URLs through a connection of its own to the same server,
 /// opened at the first scan (so on the thread that scans).
 pub struct RedisReader {
-    url: String,
+    url: RedisUrl,
     prefix: String,
     link: Option<Link>,
 }
 
 impl RedisReader {
-    pub(super) fn new(url: &str, prefix: &str) -> Self {
+    pub(super) fn new(url: &RedisUrl, prefix: &str) -> Self {
         RedisReader {
-            url: url.to_string(),
+            url: url.clone(),
             prefix: prefix.to_string(),
             link: None,
         }
@@ -49,7 +50,7 @@ impl RedisReader {
     }
 
     /// A reader of the crawl `crawl` on the server at `url`.
-    pub fn for_crawl(url: &str, crawl: &str) -> Self {
+    pub fn for_crawl(url: &RedisUrl, crawl: &str) -> Self {
         RedisReader::new(url, &super::key_prefix(crawl))
     }
 

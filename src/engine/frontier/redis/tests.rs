@@ -32,7 +32,7 @@ pub(super) fn worker_in(
 ) -> RedisFrontier {
     let store = Store::open(dir, 1 << 20).unwrap();
     let target = ClusterTarget {
-        url: server.url(),
+        url: server.redis_url(),
         crawl: crawl.to_string(),
         lease_ttl: ttl,
     };
@@ -159,7 +159,7 @@ fn the_seen_check_of_a_page_with_thousands_of_links_answers_each_once() {
 fn hosts_nobody_holds_are_counted_by_whether_they_are_due() {
     let server = RedisServer::for_test();
     let dir = tempfile::tempdir().unwrap();
-    let mut reader = super::RedisReader::for_crawl(&server.url(), "sched");
+    let mut reader = super::RedisReader::for_crawl(&server.redis_url(), "sched");
     assert_eq!(reader.unheld_hosts().unwrap(), (0, 0), "no crawl yet");
     let mut w = worker_in(&server, "sched", dir.path(), Duration::from_secs(30));
     w.push(vec![
@@ -237,7 +237,7 @@ fn parked_urls_are_counted_over_every_workers_key_and_listed_up_to_the_cap() {
     assert_eq!(w1.park_new(7, parked(3, "w1")).unwrap(), 3);
     assert_eq!(w2.park_new(7, parked(2, "w2")).unwrap(), 2);
     assert_eq!(w2.park_new(9, parked(1, "w2")).unwrap(), 1);
-    let mut reader = super::RedisReader::for_crawl(&server.url(), "parked");
+    let mut reader = super::RedisReader::for_crawl(&server.redis_url(), "parked");
     let (groups, cut) = reader.parked_by_alert(1, 2).unwrap();
     assert!(cut, "alert 9 is left out");
     assert_eq!(groups.len(), 1);

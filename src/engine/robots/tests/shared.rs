@@ -47,7 +47,7 @@ fn setup() -> (Fetcher, RobotsConfig) {
 }
 
 fn worker(redis: &RedisServer) -> Arc<SharedRobots> {
-    Arc::new(SharedRobots::new(&redis.url(), PREFIX.into()).unwrap())
+    Arc::new(SharedRobots::new(&redis.redis_url(), PREFIX.into()).unwrap())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
