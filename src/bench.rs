@@ -170,7 +170,16 @@ pub fn bench_config(demo: &DemoWeb, pages: usize, delay: Duration) -> CrawlConfi
         concurrency: 128,
         ..CrawlConfig::default()
     };
-    cfg.politeness.per_host = if delay.is_zero() { 4 } else { 1 };
+    if !delay.is_zero() {
+        // One request at a time per host, and room for every host at once:
+        // a page holds its slot until processed, and hosts that started
+        // together come due together, so 128 slots made 2,000 hosts wait
+        // their turn beyond their delay.
+        cfg.politeness.per_host = 1;
+        cfg.concurrency = cfg.concurrency.max(demo.seeds().len());
+    } else {
+        cfg.politeness.per_host = 4;
+    }
     cfg.politeness.min_delay = delay;
     cfg.politeness.delay_factor = 0.0;
     cfg.traps.policy = TrapPolicy::AlertOnly;
