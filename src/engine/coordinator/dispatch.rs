@@ -62,6 +62,7 @@ impl Coordinator {
                 self.hold(key, Hold::Finished, true);
             }
         }
+        self.adopt_shared_breakers(&keys, now);
     }
 
     /// Starts every fetch that politeness, robots, breakers and limits allow.

@@ -38,7 +38,7 @@ pub use self::redis::{
 use api::FrontierCounts;
 pub use api::{
     AlertDecision, AlertNews, Completion, FrontierStore, HostQueueView, ScanCursor, ScanPage,
-    ScanRange, SharedAlert,
+    ScanRange, SharedAlert, SharedBreaker,
 };
 /// Decodes a stored queue or parked entry (the page inspector reads parked URLs).
 pub(crate) use entry::decode as decode_entry;

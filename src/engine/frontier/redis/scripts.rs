@@ -13,7 +13,9 @@
 //! `alert-seq`, `alert-raisers` (trap alert number → the worker that
 //! raised it), `alerts` (number → the alert as raised, JSON), `alert-traps`
 //! (a trap's signature → its alert's number), `alert-decisions` (number →
-//! the decision, JSON) and `alert-changes` (counts raises and decisions).
+//! the decision, JSON), `alert-changes` (counts raises and decisions),
+//! `breakers` (host → its breaker as last shared, JSON), `breaker-seq` and
+//! `breaker-log` (hosts by the number of their last breaker change).
 //!
 //! Scores and times travel as strings: Lua would print a number with 14
 //! digits only.
@@ -216,6 +218,9 @@ pub(super) struct Scripts {
     pub raise_alert: Script,
     /// `P number decision` → `[]`: the first decision on an alert stands.
     pub decide_alert: Script,
+    /// `P host breaker` → `[n]`: the host's breaker for every worker,
+    /// logged under the crawl's next breaker change number `n`.
+    pub share_breaker: Script,
 }
 
 impl Scripts {
@@ -236,6 +241,7 @@ impl Scripts {
             unpark: script(UNPARK),
             raise_alert: script(RAISE_ALERT),
             decide_alert: script(DECIDE_ALERT),
+            share_breaker: script(SHARE_BREAKER),
         }
     }
 }
@@ -263,6 +269,13 @@ if redis.call('HSETNX', P .. 'alert-decisions', ARGV[2], ARGV[3]) == 1 then
   redis.call('INCR', P .. 'alert-changes')
 end
 return {}
+"#;
+
+const SHARE_BREAKER: &str = r#"
+redis.call('HSET', P .. 'breakers', ARGV[2], ARGV[3])
+local n = redis.call('INCR', P .. 'breaker-seq')
+redis.call('ZADD', P .. 'breaker-log', n, ARGV[2])
+return {tostring(n)}
 "#;
 
 const CLAIM_UNSEEN: &str = r#"
