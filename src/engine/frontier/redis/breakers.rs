@@ -31,21 +31,53 @@ pub(super) struct BreakersSeen {
 
 /// A breaker as `breakers` keeps it.
 #[derive(Debug, Serialize, Deserialize)]
-pub struct BreakerRecord {
-    pub by: String,
-    pub reason: String,
-    pub open: Option<OpenRecord>,
+struct BreakerRecord {
+    by: String,
+    reason: String,
+    open: Option<OpenRecord>,
 }
 
 /// An open breaker: times are scores on the crawl's clock (strings, as
 /// everywhere in the shared frontier).
 #[derive(Debug, Serialize, Deserialize)]
-pub struct OpenRecord {
-    pub probe_at: String,
-    pub failing_since: String,
-    pub reopen_level: u32,
-    pub cooldown_ms: u64,
+struct OpenRecord {
+    probe_at: String,
+    failing_since: String,
+    reopen_level: u32,
+    cooldown_ms: u64,
+    last_error: Option<String>,
+}
+
+/// A host's shared breaker as a reader of the crawl shows it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedBreakerState {
+    /// While open: the time to its probe (zero once due); `None`: closed.
+    pub probe_in: Option<Duration>,
+    /// The failure that opened it (or the last probe's).
     pub last_error: Option<String>,
+}
+
+/// The hash of the crawl's breakers, host → JSON (`key_prefix` first).
+pub fn breakers_key(prefix: &str) -> String {
+    format!("{prefix}breakers")
+}
+
+/// A stored breaker as of `now` (nanoseconds on the crawl's clock); `None`
+/// if unreadable.
+pub fn shared_breaker_state(json: &str, now: i128) -> Option<SharedBreakerState> {
+    let record: BreakerRecord = serde_json::from_str(json).ok()?;
+    let Some(open) = record.open else {
+        return Some(SharedBreakerState {
+            probe_in: None,
+            last_error: None,
+        });
+    };
+    let probe_at = open.probe_at.parse::<i128>().ok()?;
+    let ns = (probe_at - now).clamp(0, u64::MAX as i128) as u64;
+    Some(SharedBreakerState {
+        probe_in: Some(Duration::from_nanos(ns)),
+        last_error: open.last_error,
+    })
 }
 
 impl RedisFrontier {
@@ -128,7 +160,7 @@ impl RedisFrontier {
         if hosts.is_empty() {
             return Ok(Vec::new());
         }
-        let key = format!("{}breakers", self.prefix);
+        let key = breakers_key(&self.prefix);
         let jsons: Vec<Option<String>> = self.link.query("reading the crawl's breakers", |c| {
             redis::cmd("HMGET").arg(&key).arg(hosts).query(c)
         })?;

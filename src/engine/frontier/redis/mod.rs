@@ -47,6 +47,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+pub use breakers::{breakers_key, shared_breaker_state, SharedBreakerState};
 pub use conn::{key_prefix, refuse_worker_dir, shared_crawl, validate_crawl_name, worker_id};
 use conn::{Clock, Link};
 pub use meta::{alert_decisions_key, alert_raisers_key, machine_name, Heartbeat};

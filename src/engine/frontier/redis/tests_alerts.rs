@@ -30,7 +30,7 @@ fn alert(local_id: u64, host: &str, evidence: u64, sample: &str) -> TrapAlert {
 
 /// Workers joining one crawl on a private redis-server.
 pub(super) struct Crawl {
-    server: RedisServer,
+    pub(super) server: RedisServer,
     name: &'static str,
     dirs: Vec<tempfile::TempDir>,
 }

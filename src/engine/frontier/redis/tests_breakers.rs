@@ -122,3 +122,36 @@ fn no_worker_takes_the_host_of_an_open_breaker_before_its_probe_time() {
     let probe = w2.next_ready(due).unwrap().expect("w2 probes when due");
     assert_eq!(probe.entry.host, "down.example");
 }
+
+#[test]
+fn a_reader_sees_a_shared_breaker_on_the_crawls_clock() {
+    let mut crawl = Crawl::new("reader");
+    let mut w1 = crawl.join();
+    let now = Instant::now();
+    w1.share_breaker(
+        "down.example",
+        Some(&open_until(now + Duration::from_secs(60))),
+        "x",
+    )
+    .unwrap();
+    w1.share_breaker("up.example", None, "probe succeeded")
+        .unwrap();
+    let mut con = redis::Client::open(crawl.server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let key = super::breakers_key(&super::key_prefix("reader"));
+    let mut state = |host: &str| {
+        let json: String = redis::cmd("HGET")
+            .arg(&key)
+            .arg(host)
+            .query(&mut con)
+            .unwrap();
+        super::shared_breaker_state(&json, w1.clock.score(now)).unwrap()
+    };
+    let down = state("down.example");
+    let probe_in = down.probe_in.expect("open");
+    assert!(probe_in.abs_diff(Duration::from_secs(60)) < Duration::from_millis(1));
+    assert_eq!(down.last_error.as_deref(), Some("HTTP 503"));
+    assert_eq!(state("up.example").probe_in, None);
+}
