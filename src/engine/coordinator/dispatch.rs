@@ -92,6 +92,7 @@ impl Coordinator {
                 return;
             }
             let host = lease.entry.host.clone();
+            self.follow_claimed_breaker(&host, now);
             let Ok(url) = Url::parse(&lease.entry.url) else {
                 self.record_unfetchable(lease, "stored URL no longer parses");
                 continue;

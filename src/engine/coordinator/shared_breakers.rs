@@ -39,6 +39,15 @@ impl Coordinator {
         }
     }
 
+    /// A host just claimed follows the breaker read with the claim (this
+    /// worker may not have looked since it changed, or forgot the host).
+    pub(super) fn follow_claimed_breaker(&mut self, host: &str, now: Instant) {
+        if let Some(shared) = self.frontier.claimed_breaker(host) {
+            self.hosts.bring_back(host);
+            self.follow_breaker(host, &shared, now);
+        }
+    }
+
     fn follow_breaker(&mut self, host: &str, shared: &SharedBreaker, now: Instant) {
         let reason = format!("{} (worker {})", shared.reason, shared.by);
         match self

@@ -360,6 +360,12 @@ pub trait FrontierStore: Send {
         Ok(Vec::new())
     }
 
+    /// The shared breaker of a host the last `next_ready` claimed (read in
+    /// the same step), once.
+    fn claimed_breaker(&mut self, _host: &str) -> Option<SharedBreaker> {
+        None
+    }
+
     /// The shared breakers of `hosts`, in the same order (`None`: never
     /// shared, or not a shared crawl).
     fn shared_breakers(

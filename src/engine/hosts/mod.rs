@@ -561,6 +561,11 @@ impl HostTable {
         Some(Ok(()))
     }
 
+    /// Brings an evicted host back into memory (with its stored figures).
+    pub(crate) fn bring_back(&mut self, host: &str) {
+        self.entry(host);
+    }
+
     /// The host's open breaker as the other workers of a shared crawl
     /// follow it; `None` when closed or not in memory.
     pub(crate) fn breaker_shared(&self, host: &str, now: Instant) -> Option<OpenBreaker> {

@@ -2,8 +2,9 @@
 //! worker made to a host's breaker is kept in `breakers` (JSON, times on the
 //! crawl's clock) and logged in `breaker-log` under a crawl-wide number. A
 //! worker looks for changes made elsewhere when `breaker-seq` moved, at most
-//! every [`BREAKER_POLL`]; a host it adopts reads its record at once.
+//! every [`BREAKER_POLL`]; a host it claims or adopts comes with its record.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -27,6 +28,14 @@ pub(super) struct BreakersSeen {
     /// The change number read up to.
     read_to: u64,
     last_look: Option<std::time::Instant>,
+    /// Breakers read with a claim (JSON), until the claimer takes them.
+    claimed: HashMap<HostKey, Vec<u8>>,
+}
+
+impl BreakersSeen {
+    pub(super) fn note_claimed(&mut self, host: &str, breaker: &[u8]) {
+        self.claimed.insert(host.to_string(), breaker.to_vec());
+    }
 }
 
 /// A breaker as `breakers` keeps it.
@@ -170,6 +179,12 @@ impl RedisFrontier {
             .zip(jsons)
             .map(|(host, json)| decode(host, json.as_deref()?, &clock))
             .collect())
+    }
+
+    /// See [`crate::engine::frontier::FrontierStore::claimed_breaker`].
+    pub(super) fn take_claimed_breaker(&mut self, host: &str) -> Option<SharedBreaker> {
+        let json = self.breakers_seen.claimed.remove(host)?;
+        decode(host, &String::from_utf8_lossy(&json), &self.clock)
     }
 
     /// The next `breaker_news` looks at once.

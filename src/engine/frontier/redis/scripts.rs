@@ -147,7 +147,9 @@ local function take_head(host, verdict, batch)
   count('inflight', 1)
   redis.call('HSET', P .. 'inflight:' .. host, head[1], head[2])
   local ahead = redis.call('ZRANGE', P .. 'q:' .. host, 0, batch - 1, 'WITHSCORES')
-  local out, i = {verdict, host, head[1], head[2], ''}, 1
+  -- A claim reads the host's shared breaker: the new holder follows it.
+  local breaker = verdict == 'claimed' and redis.call('HGET', P .. 'breakers', host) or ''
+  local out, i = {verdict, host, head[1], head[2], '', breaker}, 1
   while i < #ahead and (i + 1) / 2 < batch and level_of(ahead[i + 1]) == level do
     out[#out + 1] = ahead[i]
     out[#out + 1] = ahead[i + 1]
@@ -172,10 +174,11 @@ pub(super) struct Scripts {
     pub claim_unseen: Script,
     /// `P worker ttl now r w0..w4 batch n idle… (level since host)…` → `[]`,
     /// `retry`, `lost HOST`, or `local|claimed HOST [member score next_score
-    /// (member score)…]`: gives back the caller's n idle hosts (as
+    /// breaker (member score)…]`: gives back the caller's n idle hosts (as
     /// `release_hosts`), picks the level by weight, then the host waiting
     /// longest, among the unheld due hosts and the caller's own, takes its
-    /// head and reads the next batch - 1 of its level (see `take_head`).
+    /// head and reads the next batch - 1 of its level (see `take_head`); a
+    /// claimed host's shared breaker comes with it (`''` if none).
     pub claim: Script,
     /// `P worker ttl host member mode nb (member level fp host)…` →
     /// `added, hosts leased…`; mode is complete, release or requeue; nb (unless

@@ -94,7 +94,7 @@ fn a_look_reads_a_bounded_number_of_hosts_and_the_next_the_rest() {
 }
 
 #[test]
-fn no_worker_takes_the_host_of_an_open_breaker_before_its_probe_time() {
+fn no_worker_takes_the_host_of_an_open_breaker_before_its_probe_time_and_its_claimer_reads_it() {
     let mut crawl = Crawl::new("cooldown");
     let (mut w1, mut w2) = (crawl.join(), crawl.join());
     let now = Instant::now();
@@ -121,6 +121,14 @@ fn no_worker_takes_the_host_of_an_open_breaker_before_its_probe_time() {
     let due = probe_at + Duration::from_millis(50);
     let probe = w2.next_ready(due).unwrap().expect("w2 probes when due");
     assert_eq!(probe.entry.host, "down.example");
+    // The claim read the host's breaker: w2 follows it though it never
+    // looked at the news.
+    let claimed = w2
+        .claimed_breaker("down.example")
+        .expect("read with the claim");
+    assert_eq!(claimed.by, w1.worker());
+    assert!(claimed.open.is_some());
+    assert_eq!(w2.claimed_breaker("down.example"), None, "taken once");
 }
 
 #[test]

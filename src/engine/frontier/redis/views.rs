@@ -392,6 +392,10 @@ impl FrontierStore for RedisFrontier {
         self.read_breaker_news()
     }
 
+    fn claimed_breaker(&mut self, host: &str) -> Option<SharedBreaker> {
+        self.take_claimed_breaker(host)
+    }
+
     fn shared_breakers(
         &mut self,
         hosts: &[&str],
