@@ -67,7 +67,7 @@ pub(crate) enum Followed {
     Changed(Transition),
     /// It stays open, with the shared probe time.
     Retimed,
-    /// Nothing: it was closed already.
+    /// Nothing: it was closed already, or open until the same time.
     Same,
 }
 
@@ -582,9 +582,11 @@ impl HostTable {
         reason: &str,
     ) -> Option<Followed> {
         let breaker = &mut self.hosts.get_mut(host)?.breaker;
+        let before = breaker.next_probe_at();
         Some(match open {
             Some(open) => match breaker.follow_open(open, reason) {
                 Some(t) => Followed::Changed(t),
+                None if before == Some(open.probe_at) => Followed::Same,
                 None => Followed::Retimed,
             },
             None => match breaker.follow_closed(reason) {

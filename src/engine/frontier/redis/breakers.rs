@@ -184,7 +184,7 @@ impl RedisFrontier {
     /// See [`crate::engine::frontier::FrontierStore::claimed_breaker`].
     pub(super) fn take_claimed_breaker(&mut self, host: &str) -> Option<SharedBreaker> {
         let json = self.breakers_seen.claimed.remove(host)?;
-        decode(host, &String::from_utf8_lossy(&json), &self.clock)
+        decode(host, &String::from_utf8_lossy(&json), &self.clock).filter(|b| b.by != self.worker)
     }
 
     /// The next `breaker_news` looks at once.
