@@ -44,6 +44,30 @@ fn worker(server: &RedisServer, crawl: &str, dir: &std::path::Path) -> (EngineHa
     (handle, c)
 }
 
+/// Workers joining one crawl on a private redis-server.
+struct Crawl {
+    server: RedisServer,
+    dirs: Vec<tempfile::TempDir>,
+}
+
+impl Crawl {
+    fn new() -> Crawl {
+        Crawl {
+            server: RedisServer::for_test(),
+            dirs: Vec::new(),
+        }
+    }
+
+    /// A new worker (its handle kept alive by the caller), with a data
+    /// directory of its own.
+    fn join(&mut self) -> (EngineHandle, Coordinator) {
+        let dir = tempfile::tempdir().unwrap();
+        let joined = worker(&self.server, "breakers", dir.path());
+        self.dirs.push(dir);
+        joined
+    }
+}
+
 /// Fails the host on `c` until its breaker opens; the probe time.
 fn open_breaker(c: &mut Coordinator, now: Instant) -> Instant {
     for _ in 0..c.cfg.breaker.consecutive_failures {
@@ -72,10 +96,8 @@ fn close_to(a: Instant, b: Instant) -> bool {
 
 #[tokio::test]
 async fn a_breaker_opened_on_one_worker_is_open_on_the_others_until_one_probe_closes_it() {
-    let server = RedisServer::for_test();
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (_ha, mut a) = worker(&server, "breakers", da.path());
-    let (_hb, mut b) = worker(&server, "breakers", db.path());
+    let mut crawl = Crawl::new();
+    let ((_ha, mut a), (_hb, mut b)) = (crawl.join(), crawl.join());
     let now = Instant::now();
     let probe_at = open_breaker(&mut a, now);
 
@@ -109,10 +131,8 @@ async fn a_breaker_opened_on_one_worker_is_open_on_the_others_until_one_probe_cl
 
 #[tokio::test]
 async fn a_failed_probe_on_another_worker_reopens_with_the_longer_cooldown_everywhere() {
-    let server = RedisServer::for_test();
-    let (da, db) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (_ha, mut a) = worker(&server, "reopen", da.path());
-    let (_hb, mut b) = worker(&server, "reopen", db.path());
+    let mut crawl = Crawl::new();
+    let ((_ha, mut a), (_hb, mut b)) = (crawl.join(), crawl.join());
     let now = Instant::now();
     let first = open_breaker(&mut a, now);
     b.follow_shared_breakers(now);
@@ -133,16 +153,15 @@ async fn a_failed_probe_on_another_worker_reopens_with_the_longer_cooldown_every
 #[tokio::test]
 async fn a_worker_that_dies_with_the_breaker_open_leaves_the_host_to_the_others_after_its_probe_time(
 ) {
-    let server = RedisServer::for_test();
-    let (da, dc) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let (ha, mut a) = worker(&server, "dead", da.path());
+    let mut crawl = Crawl::new();
+    let (ha, mut a) = crawl.join();
     let now = Instant::now();
     let probe_at = open_breaker(&mut a, now);
     drop(a);
     drop(ha);
 
     // A worker new to the host reads its breaker as it adopts it.
-    let (_hc, mut c) = worker(&server, "dead", dc.path());
+    let (_hc, mut c) = crawl.join();
     c.adopt_shared_breakers(&[HOST], now);
     assert_eq!(phase(&c), BreakerPhase::Open);
     let followed = c.hosts.breaker_probe_at(HOST).unwrap();
