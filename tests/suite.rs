@@ -15,6 +15,7 @@ mod checks;
 mod cli;
 mod cluster;
 mod cluster_alerts;
+mod cluster_breakers;
 mod cluster_ctl;
 mod cluster_outage;
 mod cluster_reads;

@@ -3,7 +3,7 @@
 //! merged by key with the worker holding each, alerts once per crawl-wide
 //! number (every worker joins an alert another raised: their evidence
 //! merged) with the raiser named, rules once per pattern (numbered anew:
-//! each worker numbers its own).
+//! each worker numbers its own), each host's breaker as the crawl shares it.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -11,8 +11,9 @@ use super::status::{not_fetching, WorkerRow};
 use crate::engine::cluster_view::{ClusterView, WorkerView};
 use crate::engine::control::{HostKey, RuleSpec};
 use crate::engine::telemetry::{
-    AlertStatus, CrawlState, HostActivity, HostView, RuleView, Snapshot, TrapAlert,
+    AlertStatus, BreakerPhase, CrawlState, HostActivity, HostView, RuleView, Snapshot, TrapAlert,
 };
+use crate::engine::SharedBreakerState;
 
 /// Hosts the merged snapshot lists, busiest first (as one engine's does):
 /// room for every worker's busiest and the rows the views' windows show.
@@ -46,6 +47,8 @@ pub struct ClusterRead {
     pub unheld_waiting: u64,
     /// Alert number → the worker that raised it.
     pub alert_raisers: HashMap<u64, String>,
+    /// The shared breakers of the hosts in the snapshots (those ever shared).
+    pub breakers: HashMap<HostKey, SharedBreakerState>,
 }
 
 /// Merges readings, keeping each alert's number from one reading to the
@@ -120,6 +123,11 @@ impl Merger {
         merged.rules = self.merge_rules(snaps);
         let alert_workers = self.merge_alerts(&mut merged, snaps, &read.alert_raisers);
         merged.hosts = merged_hosts(snaps, &read.held);
+        for view in &mut merged.hosts {
+            if let Some(shared) = read.breakers.get(&view.host) {
+                shared_breaker(view, shared);
+            }
+        }
         count_hosts(&mut merged, read);
         let held_by = merged
             .hosts
@@ -382,6 +390,33 @@ fn combine(mut base: HostView, other: &HostView) -> HostView {
     m.errors += o.errors;
     m.refused += o.refused;
     base
+}
+
+/// The crawl's breaker of a host, not the row's worker's (which may not
+/// have followed it yet).
+fn shared_breaker(view: &mut HostView, shared: &SharedBreakerState) {
+    let b = &mut view.breaker;
+    match shared.probe_in {
+        Some(probe_in) => {
+            if b.phase == BreakerPhase::Closed {
+                b.phase = BreakerPhase::Open;
+            }
+            if b.phase == BreakerPhase::Open {
+                b.next_probe_in = Some(probe_in);
+            }
+            b.last_error = shared.last_error.clone().or(b.last_error.take());
+            if matches!(view.activity, HostActivity::Ready | HostActivity::Waiting) {
+                view.activity = HostActivity::BreakerOpen;
+            }
+        }
+        None => {
+            b.phase = BreakerPhase::Closed;
+            b.next_probe_in = None;
+            if view.activity == HostActivity::BreakerOpen {
+                view.activity = HostActivity::Waiting;
+            }
+        }
+    }
 }
 
 /// Hosts by activity, counted over the merged list; the total is the shared frontier's.

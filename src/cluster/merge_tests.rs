@@ -1,3 +1,5 @@
+use std::time::Duration;
+
 use super::*;
 use crate::engine::control::{PatternKind, RuleSpec};
 use crate::engine::telemetry::{AlertStatus, BreakerPhase, TrapAlert, TrapKind};
@@ -254,4 +256,36 @@ fn hosts_by_state_take_held_hosts_from_their_holder_and_the_rest_from_the_schedu
     let merged = Merger::default().merge(&read);
     assert_eq!((merged.hosts_ready, merged.hosts_waiting), (7, 3 + 1));
     assert_eq!(merged.hosts_total, 20);
+}
+
+#[test]
+fn a_hosts_breaker_is_the_crawls_not_its_rows_worker() {
+    let open = SharedBreakerState {
+        probe_in: Some(Duration::from_secs(20)),
+        last_error: Some("HTTP 503".into()),
+    };
+    let closed = SharedBreakerState {
+        probe_in: None,
+        last_error: None,
+    };
+    let mut read = reading();
+    read.breakers = HashMap::from([
+        ("one.test".to_string(), open),
+        ("shared.test".to_string(), closed),
+    ]);
+    for view in &mut read.snapshots[0].1.hosts {
+        view.activity = HostActivity::Ready;
+    }
+    let merged = Merger::default().merge(&read);
+    // w1 has not followed the breaker another worker opened yet.
+    let one = merged.host_detail("one.test").unwrap();
+    assert_eq!(one.breaker.phase, BreakerPhase::Open);
+    assert_eq!(one.breaker.next_probe_in, Some(Duration::from_secs(20)));
+    assert_eq!(one.breaker.last_error.as_deref(), Some("HTTP 503"));
+    assert_eq!(one.activity, HostActivity::BreakerOpen);
+    assert_eq!(merged.hosts_breaker_open, 1);
+    // The holder's row is older than the close another worker's probe made.
+    let shared = merged.host_detail("shared.test").unwrap();
+    assert_eq!(shared.breaker.phase, BreakerPhase::Closed);
+    assert_eq!(shared.breaker.next_probe_in, None);
 }

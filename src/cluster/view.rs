@@ -19,11 +19,15 @@ use super::merge::{ClusterRead, Merger};
 use super::publish::{snapshot_key, window_key, windows_key, WINDOW_TTL};
 use super::status::worker_rows;
 use super::steer::{self, Route};
+use crate::engine::control::HostKey;
 use crate::engine::control::{Command, CommandId, CommandResult};
 use crate::engine::frontier::RedisReader;
 use crate::engine::host_window::HostWindow;
 use crate::engine::telemetry::{EngineEvent, Level, Snapshot};
-use crate::engine::{alert_raisers_key, key_prefix, EngineHandle, RedisUrl};
+use crate::engine::{
+    alert_raisers_key, breakers_key, key_prefix, shared_breaker_state, EngineHandle, RedisUrl,
+    SharedBreakerState,
+};
 
 /// How often the view reads the cluster.
 pub const READ_EVERY: Duration = Duration::from_millis(500);
@@ -177,11 +181,13 @@ impl ClusterReader {
                 .filter_map(|(worker, text)| Some(((*worker).clone(), parse_snapshot(&text?)?)))
                 .collect()
         };
+        let breakers = read_breakers(con, &p, &snapshots)?;
         Ok(ClusterRead {
             crawl,
             source,
             workers,
             snapshots,
+            breakers,
             held,
             queued: counts.get("queued").copied().unwrap_or(0).max(0) as u64,
             in_flight: counts.get("inflight").copied().unwrap_or(0).max(0) as u64,
@@ -190,6 +196,39 @@ impl ClusterReader {
             ..ClusterRead::default()
         })
     }
+}
+
+/// The shared breakers of the hosts the snapshots show (one `HMGET`).
+fn read_breakers(
+    con: &mut redis::Connection,
+    prefix: &str,
+    snapshots: &[(String, Snapshot)],
+) -> redis::RedisResult<HashMap<HostKey, SharedBreakerState>> {
+    let mut hosts: Vec<&str> = snapshots
+        .iter()
+        .flat_map(|(_, s)| s.hosts.iter().map(|h| h.host.as_str()))
+        .collect();
+    hosts.sort_unstable();
+    hosts.dedup();
+    if hosts.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let (epoch_ms, jsons): (Option<i128>, Vec<Option<String>>) = redis::pipe()
+        .cmd("GET")
+        .arg(format!("{prefix}epoch"))
+        .cmd("HMGET")
+        .arg(breakers_key(prefix))
+        .arg(&hosts)
+        .query(con)?;
+    let wall_ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i128);
+    let now = wall_ns - epoch_ms.unwrap_or(0) * 1_000_000;
+    Ok(hosts
+        .into_iter()
+        .zip(jsons)
+        .filter_map(|(host, json)| Some((host.to_string(), shared_breaker_state(&json?, now)?)))
+        .collect())
 }
 
 fn parse_snapshot(text: &str) -> Option<Snapshot> {

@@ -339,6 +339,62 @@ impl Breaker {
     }
 }
 
+/// An open breaker as a shared crawl keeps it for every worker of the host.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OpenBreaker {
+    pub probe_at: Instant,
+    pub failing_since: Instant,
+    pub reopen_level: u32,
+    pub cooldown: Duration,
+    pub last_error: Option<String>,
+}
+
+impl Breaker {
+    /// What other workers follow while this breaker is open (or probing).
+    pub fn shared_open(&self, now: Instant) -> Option<OpenBreaker> {
+        if self.phase == BreakerPhase::Closed {
+            return None;
+        }
+        Some(OpenBreaker {
+            probe_at: self.probe_at.unwrap_or(now),
+            failing_since: self.failing_since.unwrap_or(now),
+            reopen_level: self.reopen_level,
+            cooldown: self.current_cooldown,
+            last_error: self.last_error.clone(),
+        })
+    }
+
+    /// Another worker's breaker of the host opened: this one is OPEN until
+    /// the same probe time. A transition only if it was not open already.
+    pub fn follow_open(&mut self, shared: &OpenBreaker, reason: &str) -> Option<Transition> {
+        let from = self.phase;
+        self.probe_at = Some(shared.probe_at);
+        self.probe_outstanding = false;
+        self.reopen_level = shared.reopen_level;
+        self.current_cooldown = shared.cooldown;
+        self.last_error = shared.last_error.as_deref().map(truncate);
+        let since = self
+            .failing_since
+            .map_or(shared.failing_since, |own| own.min(shared.failing_since));
+        self.failing_since = Some(since);
+        self.phase = BreakerPhase::Open;
+        if from == BreakerPhase::Open {
+            return None;
+        }
+        self.opens = self.opens.saturating_add(1);
+        Some(Transition {
+            from,
+            to: BreakerPhase::Open,
+            reason: reason.to_string(),
+        })
+    }
+
+    /// Another worker's probe succeeded: this breaker closes too.
+    pub fn follow_closed(&mut self, reason: &str) -> Option<Transition> {
+        (self.phase != BreakerPhase::Closed).then(|| self.close(reason))
+    }
+}
+
 /// The breaker as stored in the hosts tree: instants become durations.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PersistedBreaker {

@@ -50,9 +50,16 @@ pub fn worker_command(
 }
 
 /// A headless worker of the shared crawl `name` (seeds: the first one),
-/// its stderr piped.
-pub fn worker(redis: &RedisServer, name: &str, dir: &Path, seeds: &[String]) -> Killed {
+/// its stderr piped, with `args` added to its command line.
+pub fn worker_with(
+    redis: &RedisServer,
+    name: &str,
+    dir: &Path,
+    seeds: &[String],
+    args: &[&str],
+) -> Killed {
     let child = worker_command(redis, name, dir, seeds, "20ms")
+        .args(args)
         .stderr(Stdio::piped())
         .spawn()
         .expect("crawldeck starts");
@@ -86,8 +93,19 @@ pub async fn start_three(
     demo: &DemoWeb,
     dirs: &[tempfile::TempDir],
 ) -> Vec<Killed> {
+    start_three_with(redis, name, demo, dirs, &[]).await
+}
+
+/// [`start_three`], each worker with `args` on its command line.
+pub async fn start_three_with(
+    redis: &RedisServer,
+    name: &str,
+    demo: &DemoWeb,
+    dirs: &[tempfile::TempDir],
+    args: &[&str],
+) -> Vec<Killed> {
     let seeds: Vec<String> = demo.seeds().iter().map(|u| u.to_string()).collect();
-    let mut workers = vec![worker(redis, name, dirs[0].path(), &seeds)];
+    let mut workers = vec![worker_with(redis, name, dirs[0].path(), &seeds, args)];
     let mut con = shared(redis);
     let key = format!("crawldeck:{{{name}}}:seeds");
     let deadline = Instant::now() + Duration::from_secs(30);
@@ -104,7 +122,7 @@ pub async fn start_three(
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     for dir in &dirs[1..] {
-        workers.push(worker(redis, name, dir.path(), &[]));
+        workers.push(worker_with(redis, name, dir.path(), &[], args));
     }
     workers
 }

@@ -350,3 +350,55 @@ fn long_error_text_is_truncated() {
     b.record(Outcome::Failure("é".repeat(10_000)), now, &cfg());
     assert_eq!(b.view(now).last_error.unwrap().chars().count(), 256);
 }
+
+#[test]
+fn a_breaker_follows_another_workers_open_breaker_and_its_close() {
+    let now = Instant::now();
+    let mut theirs = Breaker::with_seed(1);
+    let probe_at = open_it(&mut theirs, now);
+    let shared = theirs.shared_open(now).expect("open breakers are shared");
+    assert_eq!(
+        Breaker::with_seed(2).shared_open(now),
+        None,
+        "closed ones not"
+    );
+
+    let mut mine = Breaker::with_seed(3);
+    let t = mine
+        .follow_open(&shared, "3 failures (worker w1)")
+        .expect("opened");
+    assert_eq!((t.from, t.to), (BreakerPhase::Closed, BreakerPhase::Open));
+    assert_eq!(mine.next_probe_at(), Some(probe_at));
+    assert_eq!(mine.follow_open(&shared, "again"), None, "open already");
+    assert!(!mine.allow_request(probe_at - Duration::from_millis(1), &cfg()));
+    // The one probe; its failure re-opens at the next level, as theirs would.
+    assert!(mine.allow_request(probe_at, &cfg()));
+    assert!(!mine.allow_request(probe_at, &cfg()));
+    fail(&mut mine, probe_at);
+    assert_eq!(mine.phase(), BreakerPhase::Open);
+    assert_eq!(mine.base_cooldown(&cfg()), cfg().cooldown * 2);
+
+    // Theirs follows the re-open (retimed, no transition), then a close.
+    let reopened = mine.shared_open(probe_at).unwrap();
+    assert_eq!(theirs.follow_open(&reopened, "probe failed"), None);
+    assert_eq!(theirs.next_probe_at(), mine.next_probe_at());
+    let t = theirs
+        .follow_closed("probe succeeded (worker w2)")
+        .expect("closed");
+    assert_eq!((t.from, t.to), (BreakerPhase::Open, BreakerPhase::Closed));
+    assert_eq!(theirs.follow_closed("again"), None);
+    assert!(theirs.allow_request(probe_at, &cfg()));
+}
+
+#[test]
+fn a_followed_breaker_gives_up_from_the_earliest_failure_it_knows() {
+    let start = Instant::now();
+    let mut theirs = Breaker::with_seed(1);
+    open_it(&mut theirs, start);
+    let later = start + Duration::from_secs(200);
+    let mut mine = Breaker::with_seed(2);
+    open_it(&mut mine, later);
+    mine.follow_open(&theirs.shared_open(start).unwrap(), "shared");
+    // 300 s since the first failure anywhere, though only 100 s here.
+    assert!(mine.gave_up(start + Duration::from_secs(301), &cfg()));
+}

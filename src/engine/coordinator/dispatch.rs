@@ -62,6 +62,7 @@ impl Coordinator {
                 self.hold(key, Hold::Finished, true);
             }
         }
+        self.adopt_shared_breakers(&keys, now);
     }
 
     /// Starts every fetch that politeness, robots, breakers and limits allow.
@@ -91,6 +92,7 @@ impl Coordinator {
                 return;
             }
             let host = lease.entry.host.clone();
+            self.follow_claimed_breaker(&host, now);
             let Ok(url) = Url::parse(&lease.entry.url) else {
                 self.record_unfetchable(lease, "stored URL no longer parses");
                 continue;

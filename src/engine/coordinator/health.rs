@@ -50,7 +50,16 @@ impl Coordinator {
         }
     }
 
+    /// A transition of this worker's breaker: applied here, and shared with
+    /// the other workers of a shared crawl.
     pub(super) fn breaker_transition(&mut self, host: &str, t: Transition, now: Instant) {
+        let to = t.to;
+        let reason = t.reason.clone();
+        self.apply_breaker_transition(host, t, now);
+        self.share_breaker_change(host, to, &reason, now);
+    }
+
+    pub(super) fn apply_breaker_transition(&mut self, host: &str, t: Transition, now: Instant) {
         let message = format!(
             "breaker {host}: {} -> {} ({})",
             t.from.label(),

@@ -20,6 +20,7 @@ mod preview_job;
 mod probe;
 mod results;
 mod shared_alerts;
+mod shared_breakers;
 mod sitemap;
 mod snapshot;
 mod sweep;
@@ -163,6 +164,7 @@ impl Coordinator {
                 Some(finished) = self.previews.recv() => self.finish_preview(finished),
                 _ = tick.tick() => {
                     self.follow_shared_alerts();
+                    self.follow_shared_breakers(Instant::now());
                     self.note_repeated_traps();
                     self.refresh_an_impact(Instant::now());
                     self.publish();

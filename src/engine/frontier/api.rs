@@ -10,6 +10,7 @@
 use tokio::time::Instant;
 
 use super::{Frontier, FrontierEntry, FrontierReader, Hold, Lease};
+use crate::engine::breaker::OpenBreaker;
 use crate::engine::control::{HostKey, RuleSpec};
 use crate::engine::store::{CrawlBatch, PageRecord, StoreError};
 use crate::engine::telemetry::{AlertStatus, HostActivity, TrapAlert, PRIORITY_LEVELS};
@@ -103,6 +104,18 @@ pub struct AlertNews {
     pub raised: Vec<TrapAlert>,
     /// Decisions new to this worker.
     pub decided: Vec<AlertDecision>,
+}
+
+/// A host's circuit breaker as a shared crawl keeps it: the last change
+/// any worker made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SharedBreaker {
+    /// The worker that made it.
+    pub by: String,
+    /// Why (the transition's reason there).
+    pub reason: String,
+    /// Open (or probing) until `probe_at`; `None`: closed.
+    pub open: Option<OpenBreaker>,
 }
 
 /// The URL frontier, seen set and host schedule behind one interface, so the
@@ -328,6 +341,38 @@ pub trait FrontierStore: Send {
     /// Makes the decision on an alert every worker's; the first one stands.
     fn decide_alert(&mut self, _decision: &AlertDecision) -> Result<(), StoreError> {
         Ok(())
+    }
+
+    /// Makes the host's breaker (`open`, or closed when `None`) the one
+    /// every worker of the crawl follows.
+    fn share_breaker(
+        &mut self,
+        _host: &str,
+        _open: Option<&OpenBreaker>,
+        _reason: &str,
+    ) -> Result<(), StoreError> {
+        Ok(())
+    }
+
+    /// Breakers other workers changed since the last call, host by host
+    /// (a shared frontier looks at most twice a second).
+    fn breaker_news(&mut self) -> Result<Vec<(HostKey, SharedBreaker)>, StoreError> {
+        Ok(Vec::new())
+    }
+
+    /// The shared breaker of a host the last `next_ready` claimed (read in
+    /// the same step), once.
+    fn claimed_breaker(&mut self, _host: &str) -> Option<SharedBreaker> {
+        None
+    }
+
+    /// The shared breakers of `hosts`, in the same order (`None`: never
+    /// shared, or not a shared crawl).
+    fn shared_breakers(
+        &mut self,
+        hosts: &[&str],
+    ) -> Result<Vec<Option<SharedBreaker>>, StoreError> {
+        Ok(vec![None; hosts.len()])
     }
 }
 

@@ -30,15 +30,16 @@ use std::collections::HashMap;
 use tokio::time::Instant;
 
 pub use self::redis::{
-    alert_decisions_key, alert_raisers_key, key_prefix, machine_name, refuse_worker_dir,
-    shared_crawl, validate_crawl_name, worker_id, ClusterTarget, Heartbeat, RedisCredentials,
-    RedisFrontier, RedisReader, RedisUrl, DEFAULT_LEASE_TTL, PASSWORD_VAR, USER_VAR,
+    alert_decisions_key, alert_raisers_key, breakers_key, key_prefix, machine_name,
+    refuse_worker_dir, shared_breaker_state, shared_crawl, validate_crawl_name, worker_id,
+    ClusterTarget, Heartbeat, RedisCredentials, RedisFrontier, RedisReader, RedisUrl,
+    SharedBreakerState, DEFAULT_LEASE_TTL, PASSWORD_VAR, USER_VAR,
 };
 #[cfg(test)]
 use api::FrontierCounts;
 pub use api::{
     AlertDecision, AlertNews, Completion, FrontierStore, HostQueueView, ScanCursor, ScanPage,
-    ScanRange, SharedAlert,
+    ScanRange, SharedAlert, SharedBreaker,
 };
 /// Decodes a stored queue or parked entry (the page inspector reads parked URLs).
 pub(crate) use entry::decode as decode_entry;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 use url::Url;
 
-use super::breaker::{Outcome, Transition};
+use super::breaker::{OpenBreaker, Outcome, Transition};
 use super::config::{BreakerConfig, PolitenessConfig, RobotsConfig};
 use super::control::{BreakerThresholds, HostKey};
 use super::frontier::HostQueueView;
@@ -59,6 +59,16 @@ pub(crate) enum BreakerHold {
         newly: bool,
         probe_at: Option<Instant>,
     },
+}
+
+/// What following another worker's breaker did to this worker's.
+pub(crate) enum Followed {
+    /// It changed phase.
+    Changed(Transition),
+    /// It stays open, with the shared probe time.
+    Retimed,
+    /// Nothing: it was closed already, or open until the same time.
+    Same,
 }
 
 /// What a robots.txt answer means for the host's queue.
@@ -549,6 +559,41 @@ impl HostTable {
         }
         state.breaker_held = false;
         Some(Ok(()))
+    }
+
+    /// Brings an evicted host back into memory (with its stored figures).
+    pub(crate) fn bring_back(&mut self, host: &str) {
+        self.entry(host);
+    }
+
+    /// The host's open breaker as the other workers of a shared crawl
+    /// follow it; `None` when closed or not in memory.
+    pub(crate) fn breaker_shared(&self, host: &str, now: Instant) -> Option<OpenBreaker> {
+        self.hosts.get(host)?.breaker.shared_open(now)
+    }
+
+    /// Another worker changed the host's breaker (`open`, or closed when
+    /// `None`): this worker's follows. Only hosts in memory follow; others
+    /// read the shared state when they are adopted again.
+    pub(crate) fn breaker_follow(
+        &mut self,
+        host: &str,
+        open: Option<&OpenBreaker>,
+        reason: &str,
+    ) -> Option<Followed> {
+        let breaker = &mut self.hosts.get_mut(host)?.breaker;
+        let before = breaker.next_probe_at();
+        Some(match open {
+            Some(open) => match breaker.follow_open(open, reason) {
+                Some(t) => Followed::Changed(t),
+                None if before == Some(open.probe_at) => Followed::Same,
+                None => Followed::Retimed,
+            },
+            None => match breaker.follow_closed(reason) {
+                Some(t) => Followed::Changed(t),
+                None => Followed::Same,
+            },
+        })
     }
 
     /// After a breaker transition: the host's record is stored with the

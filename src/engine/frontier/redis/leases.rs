@@ -135,7 +135,7 @@ impl RedisFrontier {
         let fetch_now = verdict != b"claimed" || self.adopt_claimed(&host);
         let one_at_a_time = self.hosts.get(&host).is_none_or(|h| self.max_of(h) == 1);
         let h = self.hosts.entry(host.clone()).or_default();
-        let [_, _, member, _score, next, batch @ ..] = out else {
+        let [_, _, member, _score, next, breaker, batch @ ..] = out else {
             h.head_level = None;
             return Ok(None);
         };
@@ -156,6 +156,9 @@ impl RedisFrontier {
             key: member.clone(),
         };
         if fetch_now {
+            if !breaker.is_empty() {
+                self.breakers_seen.note_claimed(&host, breaker);
+            }
             return Ok(Some(lease));
         }
         // New to this worker: its robots.txt comes first, the URL goes back

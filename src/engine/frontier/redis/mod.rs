@@ -20,6 +20,7 @@
 //! its batch is served.
 
 mod alerts;
+mod breakers;
 mod bulk;
 mod conn;
 mod leases;
@@ -35,6 +36,8 @@ mod tests_alerts;
 #[cfg(test)]
 mod tests_batch;
 #[cfg(test)]
+mod tests_breakers;
+#[cfg(test)]
 mod tests_outage;
 mod views;
 
@@ -44,6 +47,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+pub use breakers::{breakers_key, shared_breaker_state, SharedBreakerState};
 pub use conn::{key_prefix, refuse_worker_dir, shared_crawl, validate_crawl_name, worker_id};
 use conn::{Clock, Link};
 pub use meta::{alert_decisions_key, alert_raisers_key, machine_name, Heartbeat};
@@ -157,6 +161,8 @@ pub struct RedisFrontier {
     last_counts: FrontierCounts,
     /// What this worker has seen of the crawl's trap alerts.
     alerts_seen: alerts::AlertsSeen,
+    /// What this worker has read of the crawl's breaker changes.
+    breakers_seen: breakers::BreakersSeen,
 }
 
 impl RedisFrontier {
@@ -223,6 +229,7 @@ impl RedisFrontier {
             held: VecDeque::new(),
             last_counts: FrontierCounts::default(),
             alerts_seen: alerts::AlertsSeen::default(),
+            breakers_seen: breakers::BreakersSeen::default(),
         };
         conn::record_crawl(data_dir, &target.url, &target.crawl)?;
         // Lease ends held when the last run stopped go before its leases are reaped.

@@ -1,10 +1,10 @@
 //! Writes that wait while Redis is out of reach. A write that needs no
 //! answer (a lease's end with the page's links, a host's next fetch time, a
-//! hold, a push, a park, an alert's decision) is held in order and written when the server
-//! answers again, before anything else; calls that need an answer fail at
-//! once with [`StoreError::Unreachable`], and the crawl pauses. Only work
-//! already in flight produces writes meanwhile, so what is held is bounded
-//! by it.
+//! hold, a push, a park, an alert's decision, a host's breaker) is held in
+//! order and written when the server answers again, before anything else;
+//! calls that need an answer fail at once with [`StoreError::Unreachable`],
+//! and the crawl pauses. Only work already in flight produces writes
+//! meanwhile, so what is held is bounded by it.
 //!
 //! A held write may have been applied before its connection failed (the
 //! answer was lost): replayed, it changes nothing (`END_LEASE` finds the URL
@@ -59,6 +59,8 @@ pub(super) enum Write {
     },
     /// The decision on a trap alert (JSON), for every worker.
     DecideAlert { id: u64, decision: String },
+    /// A host's breaker (JSON), for every worker.
+    ShareBreaker { host: HostKey, breaker: String },
 }
 
 /// How a lease ends, as `END_LEASE` names it: complete, release or requeue.
@@ -276,6 +278,11 @@ fn invocation<'a>(
             let mut inv = scripts.decide_alert.prepare_invoke();
             inv.arg(prefix).arg(*id).arg(decision);
             ("sharing the decision on an alert", inv)
+        }
+        Write::ShareBreaker { host, breaker } => {
+            let mut inv = scripts.share_breaker.prepare_invoke();
+            inv.arg(prefix).arg(host).arg(breaker);
+            ("sharing a host's breaker", inv)
         }
     }
 }

@@ -13,7 +13,9 @@
 //! `alert-seq`, `alert-raisers` (trap alert number → the worker that
 //! raised it), `alerts` (number → the alert as raised, JSON), `alert-traps`
 //! (a trap's signature → its alert's number), `alert-decisions` (number →
-//! the decision, JSON) and `alert-changes` (counts raises and decisions).
+//! the decision, JSON), `alert-changes` (counts raises and decisions),
+//! `breakers` (host → its breaker as last shared, JSON), `breaker-seq` and
+//! `breaker-log` (hosts by the number of their last breaker change).
 //!
 //! Scores and times travel as strings: Lua would print a number with 14
 //! digits only.
@@ -145,7 +147,9 @@ local function take_head(host, verdict, batch)
   count('inflight', 1)
   redis.call('HSET', P .. 'inflight:' .. host, head[1], head[2])
   local ahead = redis.call('ZRANGE', P .. 'q:' .. host, 0, batch - 1, 'WITHSCORES')
-  local out, i = {verdict, host, head[1], head[2], ''}, 1
+  -- A claim reads the host's shared breaker: the new holder follows it.
+  local breaker = verdict == 'claimed' and redis.call('HGET', P .. 'breakers', host) or ''
+  local out, i = {verdict, host, head[1], head[2], '', breaker}, 1
   while i < #ahead and (i + 1) / 2 < batch and level_of(ahead[i + 1]) == level do
     out[#out + 1] = ahead[i]
     out[#out + 1] = ahead[i + 1]
@@ -170,10 +174,11 @@ pub(super) struct Scripts {
     pub claim_unseen: Script,
     /// `P worker ttl now r w0..w4 batch n idle… (level since host)…` → `[]`,
     /// `retry`, `lost HOST`, or `local|claimed HOST [member score next_score
-    /// (member score)…]`: gives back the caller's n idle hosts (as
+    /// breaker (member score)…]`: gives back the caller's n idle hosts (as
     /// `release_hosts`), picks the level by weight, then the host waiting
     /// longest, among the unheld due hosts and the caller's own, takes its
-    /// head and reads the next batch - 1 of its level (see `take_head`).
+    /// head and reads the next batch - 1 of its level (see `take_head`); a
+    /// claimed host's shared breaker comes with it (`''` if none).
     pub claim: Script,
     /// `P worker ttl host member mode nb (member level fp host)…` →
     /// `added, hosts leased…`; mode is complete, release or requeue; nb (unless
@@ -216,6 +221,9 @@ pub(super) struct Scripts {
     pub raise_alert: Script,
     /// `P number decision` → `[]`: the first decision on an alert stands.
     pub decide_alert: Script,
+    /// `P host breaker` → `[n]`: the host's breaker for every worker,
+    /// logged under the crawl's next breaker change number `n`.
+    pub share_breaker: Script,
 }
 
 impl Scripts {
@@ -236,6 +244,7 @@ impl Scripts {
             unpark: script(UNPARK),
             raise_alert: script(RAISE_ALERT),
             decide_alert: script(DECIDE_ALERT),
+            share_breaker: script(SHARE_BREAKER),
         }
     }
 }
@@ -263,6 +272,13 @@ if redis.call('HSETNX', P .. 'alert-decisions', ARGV[2], ARGV[3]) == 1 then
   redis.call('INCR', P .. 'alert-changes')
 end
 return {}
+"#;
+
+const SHARE_BREAKER: &str = r#"
+redis.call('HSET', P .. 'breakers', ARGV[2], ARGV[3])
+local n = redis.call('INCR', P .. 'breaker-seq')
+redis.call('ZADD', P .. 'breaker-log', n, ARGV[2])
+return {tostring(n)}
 "#;
 
 const CLAIM_UNSEEN: &str = r#"

@@ -29,14 +29,14 @@ fn alert(local_id: u64, host: &str, evidence: u64, sample: &str) -> TrapAlert {
 }
 
 /// Workers joining one crawl on a private redis-server.
-struct Crawl {
-    server: RedisServer,
+pub(super) struct Crawl {
+    pub(super) server: RedisServer,
     name: &'static str,
     dirs: Vec<tempfile::TempDir>,
 }
 
 impl Crawl {
-    fn new(name: &'static str) -> Crawl {
+    pub(super) fn new(name: &'static str) -> Crawl {
         Crawl {
             server: RedisServer::for_test(),
             name,
@@ -45,7 +45,7 @@ impl Crawl {
     }
 
     /// A new worker, with a data directory of its own.
-    fn join(&mut self) -> super::RedisFrontier {
+    pub(super) fn join(&mut self) -> super::RedisFrontier {
         let dir = tempfile::tempdir().unwrap();
         let worker = worker_in(&self.server, self.name, dir.path(), Duration::from_secs(30));
         self.dirs.push(dir);

@@ -7,13 +7,14 @@ use super::conn::{first_members, parse_score, Link};
 use super::outage::Write;
 use super::reader::{self, RedisReader};
 use super::{RedisFrontier, CLOSED, CLUSTER_POLL, SHARED_HOLDS};
+use crate::engine::breaker::OpenBreaker;
 use crate::engine::control::HostKey;
 use crate::engine::frontier::api::{
     FrontierCounts, FrontierStore, HostQueueView, ScanCursor, ScanPage,
 };
 use crate::engine::frontier::{
     AlertDecision, AlertNews, Completion, FrontierEntry, FrontierReader, Hold, Lease, ScanRange,
-    SharedAlert,
+    SharedAlert, SharedBreaker,
 };
 use crate::engine::store::{CrawlBatch, PageRecord, StoreError};
 use crate::engine::telemetry::{HostActivity, TrapAlert, PRIORITY_LEVELS};
@@ -376,6 +377,30 @@ impl FrontierStore for RedisFrontier {
 
     fn decide_alert(&mut self, decision: &AlertDecision) -> Result<(), StoreError> {
         self.share_decision(decision)
+    }
+
+    fn share_breaker(
+        &mut self,
+        host: &str,
+        open: Option<&OpenBreaker>,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        self.write_breaker(host, open, reason)
+    }
+
+    fn breaker_news(&mut self) -> Result<Vec<(HostKey, SharedBreaker)>, StoreError> {
+        self.read_breaker_news()
+    }
+
+    fn claimed_breaker(&mut self, host: &str) -> Option<SharedBreaker> {
+        self.take_claimed_breaker(host)
+    }
+
+    fn shared_breakers(
+        &mut self,
+        hosts: &[&str],
+    ) -> Result<Vec<Option<SharedBreaker>>, StoreError> {
+        self.read_breakers(hosts)
     }
 }
 
