@@ -297,16 +297,13 @@ impl DemoWeb {
                 unique.push(*k);
             }
         }
-        if unique
-            .iter()
-            .any(|k| matches!(k, SiteKind::Hostile | SiteKind::Bench(_)))
-        {
+        let hostile = unique.contains(&SiteKind::Hostile);
+        let bench_sites = unique.iter().any(|k| matches!(k, SiteKind::Bench(_)));
+        if hostile || bench_sites {
             // Build the large canned bodies off the runtime, once, before serving.
-            tokio::task::spawn_blocking(|| {
-                sites::warm_up();
-            })
-            .await
-            .map_err(std::io::Error::other)?;
+            tokio::task::spawn_blocking(move || sites::warm_up(hostile, bench_sites))
+                .await
+                .map_err(std::io::Error::other)?;
         }
         // Bind everything first: every site needs every other site's address.
         let mut bound = Vec::with_capacity(unique.len());

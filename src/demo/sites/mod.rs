@@ -190,10 +190,16 @@ pub(crate) fn respond(ctx: &SiteCtx, req: &Req) -> Reply {
     }
 }
 
-/// Builds the large canned bodies (hostile pages, bench text pool) ahead of time.
-pub(crate) fn warm_up() {
-    hostile::warm_up();
-    bench::warm_up();
+/// Builds the large canned bodies ahead of time: the hostile pages (a
+/// gzip bomb among them, seconds of CPU) only when the hostile site is
+/// served, so a bench does not count them.
+pub(crate) fn warm_up(hostile: bool, bench: bool) {
+    if hostile {
+        hostile::warm_up();
+    }
+    if bench {
+        bench::warm_up();
+    }
 }
 
 #[cfg(test)]
