@@ -98,7 +98,7 @@ impl SoftProbes {
         }
         suspects.truncate(MAX_SUSPECTS);
         let url = format!(
-            "{}://{}/crawldeck-probe-{:016x}.html",
+            "{}://{}/{PROBE_PREFIX}{:016x}.html",
             sample.scheme(),
             host,
             fastrand::u64(..)
@@ -131,6 +131,20 @@ impl SoftProbes {
     fn save(&self) -> Result<(), StoreError> {
         self.store.put(Tree::Meta, PROBES_KEY, &self.probes)
     }
+}
+
+/// The path a probe's URL starts with, after the host.
+const PROBE_PREFIX: &str = "crawldeck-probe-";
+
+/// Whether `url` is one of the probes this crawl makes up: over a cluster, a
+/// worker may be handed another worker's probe, returned to the queue when
+/// that worker died, and must not fetch it as a page.
+pub fn is_probe_url(url: &Url) -> bool {
+    url.path()
+        .strip_prefix('/')
+        .and_then(|p| p.strip_prefix(PROBE_PREFIX))
+        .and_then(|p| p.strip_suffix(".html"))
+        .is_some_and(|n| n.len() == 16 && n.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Whether a probe's answer is a soft 404: a 2xx page whose content is
@@ -217,5 +231,21 @@ mod tests {
         assert!(!is_soft_404(200, Some(!0b1111_0000), &probe, 3));
         assert!(!is_soft_404(404, Some(0b1111_0000), &probe, 3));
         assert!(!is_soft_404(200, None, &probe, 3));
+    }
+
+    #[test]
+    fn made_up_probe_urls_are_recognised_and_nothing_else() {
+        let url = |u: &str| Url::parse(u).unwrap();
+        assert!(is_probe_url(&url(
+            "http://h/crawldeck-probe-00ff00ff00ff00ff.html"
+        )));
+        for other in [
+            "http://h/crawldeck-probe-00ff.html",
+            "http://h/crawldeck-probe-00ff00ff00ff00fg.html",
+            "http://h/docs/crawldeck-probe-00ff00ff00ff00ff.html",
+            "http://h/index.html",
+        ] {
+            assert!(!is_probe_url(&url(other)), "{other}");
+        }
     }
 }

@@ -97,6 +97,10 @@ impl Coordinator {
                 self.record_unfetchable(lease, "stored URL no longer parses");
                 continue;
             };
+            if crate::engine::probes::is_probe_url(&url) && !self.is_probe(&lease) {
+                self.drop_orphan_probe(lease);
+                continue;
+            }
             match self.hosts.check_fetch(&host, &url, now) {
                 FetchGate::RobotsUnsettled => {
                     // Expired (or never fetched): settle robots.txt again before any page.

@@ -189,6 +189,19 @@ impl Coordinator {
 
     /// Records the probe's URL as not crawled (with the verdict) and never
     /// probes the host again; an answer's archived copy goes with it.
+    /// Another worker's probe, back in the shared queue because that worker
+    /// died before its answer: not a page of the crawl, and its verdict was
+    /// that worker's to give. Recorded as not sent.
+    pub(super) fn drop_orphan_probe(&mut self, lease: Lease) {
+        let record = record_for(
+            &lease.entry,
+            PageOutcome::NotCrawled {
+                reason: format!("{SOFT_404_PROBE}: another worker's, not sent"),
+            },
+        );
+        self.commit(lease, record, Vec::new());
+    }
+
     fn end_probe(&mut self, lease: Lease, verdict: String, answer: Option<&ProbeAnswer>) {
         let host = lease.entry.host.clone();
         let mut record = record_for(

@@ -547,23 +547,13 @@ mod tests {
         assert!(!retries.try_again(7, max));
     }
 
-    /// A host answered at `t0`, its page processed until `t0 + 300 ms`.
-    #[tokio::test(start_paused = true)]
-    async fn a_hosts_delay_runs_from_its_answer_not_from_the_end_of_processing() {
-        use std::time::Duration;
+    const HOST: &str = "127.0.0.1:9";
 
-        use crate::engine::fetch::Response;
+    /// `paths` of `HOST` queued, the host adopted, nothing holding it.
+    fn queued(c: &mut Coordinator, paths: &[&str], now: Instant) {
         use crate::engine::frontier::{FrontierEntry, Hold};
         use crate::engine::store::UrlKind;
-        const HOST: &str = "127.0.0.1:9";
-
-        let dir = tempfile::tempdir().expect("temp dir");
-        let mut cfg = super::super::closed_port_config();
-        cfg.politeness.min_delay = Duration::from_secs(1);
-        cfg.politeness.delay_factor = 0.0;
-        let (_handle, mut c) = super::super::for_test(cfg, dir.path());
-        let t0 = Instant::now();
-        for path in ["a", "b"] {
+        for path in paths {
             let url = format!("http://{HOST}/{path}");
             let host = crate::engine::url_norm::host_key(&url::Url::parse(&url).unwrap());
             let entry = FrontierEntry {
@@ -576,10 +566,26 @@ mod tests {
             };
             c.frontier.push(vec![entry]).expect("queued");
         }
-        c.hosts.adopt(HOST, Some(&format!("http://{HOST}/")), t0);
+        c.hosts.adopt(HOST, Some(&format!("http://{HOST}/")), now);
         for hold in [Hold::Robots, Hold::Paused, Hold::Breaker] {
             c.frontier.set_hold(HOST, hold, false).expect("hold lifted");
         }
+    }
+
+    /// A host answered at `t0`, its page processed until `t0 + 300 ms`.
+    #[tokio::test(start_paused = true)]
+    async fn a_hosts_delay_runs_from_its_answer_not_from_the_end_of_processing() {
+        use std::time::Duration;
+
+        use crate::engine::fetch::Response;
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut cfg = super::super::closed_port_config();
+        cfg.politeness.min_delay = Duration::from_secs(1);
+        cfg.politeness.delay_factor = 0.0;
+        let (_handle, mut c) = super::super::for_test(cfg, dir.path());
+        let t0 = Instant::now();
+        queued(&mut c, &["a", "b"], t0);
         let lease = c.frontier.next_ready(t0).unwrap().expect("a URL ready");
         let page = Fetched::answer(Response::for_test(
             &lease.entry.url,
@@ -599,5 +605,34 @@ mod tests {
             ready(&mut c, t0 + Duration::from_millis(1000)),
             "due a second after the answer"
         );
+    }
+
+    /// Over a cluster, a dead worker's probe comes back to the shared queue.
+    #[tokio::test(start_paused = true)]
+    async fn another_workers_probe_is_recorded_as_not_sent_not_fetched_as_a_page() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut cfg = super::super::closed_port_config();
+        // The seed on a host of its own: `HOST` holds only the probe.
+        cfg.seeds = vec!["http://127.0.0.1:10/".into()];
+        let (_handle, mut c) = super::super::for_test(cfg, dir.path());
+        let now = Instant::now();
+        let probe = "crawldeck-probe-00ff00ff00ff00ff.html";
+        queued(&mut c, &[probe], now);
+        // Sent as a page, it would have no record until its answer.
+        // Adopted above, with robots.txt settled: dispatch leases the probe.
+        c.frontier.take_new_hosts().expect("new hosts");
+        c.dispatch(now);
+        c.sync();
+        let url = format!("http://{HOST}/{probe}");
+        let record = c.store.page(&url).unwrap().expect("recorded");
+        match record.outcome {
+            PageOutcome::NotCrawled { reason } => {
+                assert!(
+                    reason.starts_with(crate::engine::store::SOFT_404_PROBE),
+                    "{reason}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
