@@ -28,7 +28,7 @@ pub(super) struct AlertsSeen {
     known: HashSet<u64>,
     /// Decisions as last read (JSON), so only new ones are news.
     decisions: HashMap<u64, String>,
-    last_look: Option<std::time::Instant>,
+    looks: super::meta::Looks,
 }
 
 impl RedisFrontier {
@@ -77,12 +77,11 @@ impl RedisFrontier {
 
     /// See [`crate::engine::frontier::FrontierStore::alert_news`].
     pub(super) fn read_alert_news(&mut self) -> Result<AlertNews, StoreError> {
+        let reachable = self.link.down().is_none();
         let seen = &mut self.alerts_seen;
-        let due = seen.last_look.is_none_or(|t| t.elapsed() >= ALERT_POLL);
-        if !due || self.link.down().is_some() {
+        if !seen.looks.take(ALERT_POLL, reachable) {
             return Ok(AlertNews::default());
         }
-        seen.last_look = Some(std::time::Instant::now());
         let (p, last) = (self.prefix.clone(), seen.changes);
         let changes: Option<u64> = self.link.query("reading the crawl's alerts", |c| {
             redis::cmd("GET").arg(format!("{p}alert-changes")).query(c)
@@ -120,7 +119,7 @@ impl RedisFrontier {
     /// The next `alert_news` looks at once.
     #[cfg(test)]
     pub(super) fn look_at_alerts_now(&mut self) {
-        self.alerts_seen.last_look = None;
+        self.alerts_seen.looks.forget();
     }
 
     /// The alerts of `ids` this worker does not know, a bounded number at a

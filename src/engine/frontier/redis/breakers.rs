@@ -27,7 +27,7 @@ const BREAKERS_PER_POLL: usize = 64;
 pub(super) struct BreakersSeen {
     /// The change number read up to.
     read_to: u64,
-    last_look: Option<std::time::Instant>,
+    looks: super::meta::Looks,
     /// Breakers read with a claim (JSON), until the claimer takes them.
     claimed: HashMap<HostKey, Vec<u8>>,
 }
@@ -124,12 +124,11 @@ impl RedisFrontier {
     pub(super) fn read_breaker_news(
         &mut self,
     ) -> Result<Vec<(HostKey, SharedBreaker)>, StoreError> {
+        let reachable = self.link.down().is_none();
         let seen = &mut self.breakers_seen;
-        let due = seen.last_look.is_none_or(|t| t.elapsed() >= BREAKER_POLL);
-        if !due || self.link.down().is_some() {
+        if !seen.looks.take(BREAKER_POLL, reachable) {
             return Ok(Vec::new());
         }
-        seen.last_look = Some(std::time::Instant::now());
         let (p, read_to) = (self.prefix.clone(), seen.read_to);
         let last: Option<u64> = self.link.query("reading the crawl's breakers", |c| {
             redis::cmd("GET").arg(format!("{p}breaker-seq")).query(c)
@@ -190,7 +189,7 @@ impl RedisFrontier {
     /// The next `breaker_news` looks at once.
     #[cfg(test)]
     pub(super) fn look_at_breakers_now(&mut self) {
-        self.breakers_seen.last_look = None;
+        self.breakers_seen.looks.forget();
     }
 }
 

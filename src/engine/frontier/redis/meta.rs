@@ -117,3 +117,28 @@ impl RedisFrontier {
         })
     }
 }
+
+/// When this worker last looked at one of the crawl's shared records (its
+/// alerts, its breakers): the coordinator asks on every tick, a look goes
+/// to Redis at most once per period.
+#[derive(Debug, Default)]
+pub(super) struct Looks {
+    last: Option<std::time::Instant>,
+}
+
+impl Looks {
+    /// Whether a look is due now and Redis is `reachable`; if so it is taken.
+    pub(super) fn take(&mut self, every: std::time::Duration, reachable: bool) -> bool {
+        let due = self.last.is_none_or(|t| t.elapsed() >= every);
+        if due && reachable {
+            self.last = Some(std::time::Instant::now());
+        }
+        due && reachable
+    }
+
+    /// The next look goes to Redis whatever the time.
+    #[cfg(test)]
+    pub(super) fn forget(&mut self) {
+        self.last = None;
+    }
+}
