@@ -260,7 +260,7 @@ impl Coordinator {
         let url_fp = url_fingerprint(&lease.entry.url);
         let status = page.status;
         // The delay runs from the answer, not from the end of its processing.
-        let answered_at = page.answered_at.min(now);
+        let answered_at = page.answered_at;
         self.hosts
             .record_answer(&host, status, page.elapsed, page.retry_after, answered_at);
         self.outbox.emit(EngineEvent::Fetched {
@@ -290,14 +290,13 @@ impl Coordinator {
             return;
         }
         self.retries.forget(url_fp);
-        self.record_answered(lease, page, now);
+        self.record_answered(lease, page);
     }
 
     /// An answer kept: counted, recorded, its links admitted and the trap
     /// detector told.
-    fn record_answered(&mut self, lease: Lease, mut page: Fetched, now: Instant) {
-        let (host, status) = (lease.entry.host.clone(), page.status);
-        let answered_at = page.answered_at.min(now);
+    fn record_answered(&mut self, lease: Lease, mut page: Fetched) {
+        let (host, status, answered_at) = (lease.entry.host.clone(), page.status, page.answered_at);
         if self.is_fetched_resource(&lease.entry) {
             let counters = self.stats.count();
             counters.resources_fetched += 1;
