@@ -255,6 +255,13 @@ pub struct DemoWeb {
 /// The most hosts a bench web has: each is a listener of this process.
 pub const MAX_BENCH_HOSTS: usize = 10_000;
 
+/// A bench web of about `pages` over `hosts`: pages per host, and hosts.
+fn bench_layout(pages: usize, hosts: usize) -> (u32, u32) {
+    let hosts = hosts.clamp(1, MAX_BENCH_HOSTS);
+    let per_host = (pages / hosts).clamp(1, u32::MAX as usize);
+    (per_host as u32, hosts as u32)
+}
+
 impl DemoWeb {
     pub async fn start(opts: DemoOptions) -> std::io::Result<DemoWeb> {
         Self::start_sites(&opts.sites, opts.latency_scale, (0, 0)).await
@@ -262,15 +269,14 @@ impl DemoWeb {
 
     /// The pages of the web [`DemoWeb::start_bench`] serves: as many on each host.
     pub fn bench_pages(pages: usize, hosts: usize) -> usize {
-        let hosts = hosts.clamp(1, MAX_BENCH_HOSTS);
-        (pages / hosts).clamp(1, u32::MAX as usize) * hosts
+        let (per_host, hosts) = bench_layout(pages, hosts);
+        per_host as usize * hosts as usize
     }
 
     /// `hosts` synthetic sites of `pages / hosts` pages each (~20 KB, ~50
     /// links, all reachable from `/`), robots.txt allowing all, no delays, no gzip.
     pub async fn start_bench(pages: usize, hosts: usize) -> std::io::Result<DemoWeb> {
-        let hosts = hosts.clamp(1, MAX_BENCH_HOSTS) as u32;
-        let per_host = (pages / hosts as usize).clamp(1, u32::MAX as usize) as u32;
+        let (per_host, hosts) = bench_layout(pages, hosts);
         let kinds: Vec<SiteKind> = (0..hosts).map(SiteKind::Bench).collect();
         // Requests are only counted: a million kept records would weigh more
         // than the crawler being measured.
