@@ -287,10 +287,9 @@ async fn with_progress(
                 if changed.is_err() {
                     break done.await??;
                 }
-                let fetched = snapshots.borrow_and_update().counters.pages_fetched;
-                tenths.observe(now(fetched));
-                if fetched >= last.pages + step {
-                    let at = now(fetched);
+                let at = now(snapshots.borrow_and_update().counters.pages_fetched);
+                tenths.observe(at);
+                if at.pages >= last.pages + step {
                     eprintln!("{}", at.line(&last, current_rss()));
                     last = at;
                 }
