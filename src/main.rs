@@ -16,6 +16,7 @@ use std::time::Duration;
 use crawldeck::background;
 use crawldeck::bench::{self, BenchOptions};
 use crawldeck::cli::{self, Cli, Mode, ResolvedRun, CONFIG_FILE, LOG_FILE};
+use crawldeck::cluster::follow::Following;
 use crawldeck::cluster::publish::SnapshotPublisher;
 use crawldeck::cluster::reads::ReadServer;
 use crawldeck::control::hub::Hub;
@@ -339,16 +340,15 @@ async fn run_headless(
     let hub = Hub::new(engine.handle).with_reads(engine.reads);
     let _server = socket.map(|socket| socket.serve(hub.clone()));
     let mut handle = hub.local_handle();
-    // The cluster view reads this worker's records through `_reads`.
-    let (_reads, publisher) = match &run.cluster {
+    let part = match &run.cluster {
         Some(target) => match join_cluster(run, target, &hub, &handle, data_dir) {
-            Ok((reads, publisher)) => (Some(reads), Some(publisher)),
+            Ok(part) => Some(part),
             Err(e) => {
                 stop_engine(&handle.control, engine.done).await;
                 return Err(e);
             }
         },
-        None => (None, None),
+        None => None,
     };
     if !run.decisions.is_empty() {
         let resume = run.overrides.paused != Some(true);
@@ -372,10 +372,54 @@ async fn run_headless(
         allow_private: run.config.fetch.allow_private,
     };
     let result = headless::run(handle, done, opts).await;
-    if let Some(publisher) = publisher {
-        tokio::task::spawn_blocking(move || publisher.stop()).await?;
-    }
+    let over = result.as_ref().is_ok_and(|snapshot| !snapshot.stopped);
+    let Some(mut part) = part else {
+        return result.map(drop);
+    };
+    let following = part.following.take();
+    tokio::task::spawn_blocking(move || following.map(Following::stop)).await?;
+    let served = match &run.cluster {
+        Some(target) if over && run.serve_when_done => {
+            serve_records(target, data_dir, &hub, json).await
+        }
+        _ => Ok(()),
+    };
+    tokio::task::spawn_blocking(move || part.publisher.stop()).await?;
     result?;
+    served
+}
+
+/// A worker whose crawl is over stays to serve its records to listings of
+/// the shared crawl (`cluster::serving`) until a `stop` comes on the
+/// command stream, or Ctrl-C or SIGTERM.
+async fn serve_records(
+    target: &engine::ClusterTarget,
+    data_dir: &Path,
+    hub: &Hub,
+    json: bool,
+) -> anyhow::Result<()> {
+    if let Some(reads) = hub.reads() {
+        reads
+            .reopen()
+            .context("cannot open the crawl's records again to serve them")?;
+    }
+    let worker = engine::worker_id(data_dir)?;
+    let mut serving = crawldeck::cluster::serving::Serving::start(target, &worker, data_dir)
+        .context("cannot start serving the crawl's records")?;
+    if !json {
+        let crawl = &target.crawl;
+        eprintln!(
+            "crawldeck: the crawl is over here; this worker serves its records to \
+             `crawldeck pages|links|audit --redis URL --crawl {crawl}` until \
+             `crawldeck ctl --redis URL --crawl {crawl} stop` or Ctrl-C \
+             (workers started with --exit-when-done end with the crawl)"
+        );
+    }
+    tokio::select! {
+        _ = serving.stop_asked() => {}
+        _ = wait_for_signal() => {}
+    }
+    tokio::task::spawn_blocking(move || drop(serving)).await?;
     Ok(())
 }
 
@@ -394,34 +438,37 @@ fn announce_headless(run: &ResolvedRun, data_dir: &Path) {
     );
 }
 
-/// A worker's part in a shared crawl: it follows the crawl's commands,
-/// answers the cluster view's reads and publishes its snapshots.
+/// A worker's part in a shared crawl, for as long as it is held.
+struct ClusterPart {
+    /// Replays the crawl's commands, then applies them as they come; taken
+    /// and stopped at the engine's end.
+    following: Option<Following>,
+    /// Answers the cluster view's and the listings' reads of its records.
+    _reads: ReadServer,
+    publisher: SnapshotPublisher,
+}
+
+/// A worker's part in a shared crawl: it follows the crawl's commands
+/// (resuming once they are replayed, unless started paused), answers the
+/// reads of its records and publishes its snapshots.
 fn join_cluster(
     run: &ResolvedRun,
     target: &engine::ClusterTarget,
     hub: &Hub,
     handle: &EngineHandle,
     data_dir: &Path,
-) -> anyhow::Result<(ReadServer, SnapshotPublisher)> {
+) -> anyhow::Result<ClusterPart> {
     let resume = !run.overrides.paused.unwrap_or(false);
-    let reads = follow_cluster(hub, target, data_dir, resume)?;
-    let publisher = publish_snapshots(target, data_dir, handle)?;
-    Ok((reads, publisher))
-}
-
-/// A worker of a shared crawl replays the crawl's commands (resuming after
-/// them when `resume`) and answers the cluster view's reads of its records
-/// for as long as the returned server lives.
-fn follow_cluster(
-    hub: &Hub,
-    target: &engine::ClusterTarget,
-    data_dir: &Path,
-    resume: bool,
-) -> anyhow::Result<ReadServer> {
     let worker = engine::worker_id(data_dir)?;
-    crawldeck::cluster::follow::start(hub, target, worker.clone(), resume)
+    let following = crawldeck::cluster::follow::start(hub, target, worker.clone(), resume)
         .context("cannot start the command stream's reader thread")?;
-    ReadServer::start(target, &worker, data_dir).map_err(anyhow::Error::msg)
+    let reads = ReadServer::start(target, &worker, data_dir).map_err(anyhow::Error::msg)?;
+    let publisher = publish_snapshots(target, data_dir, handle)?;
+    Ok(ClusterPart {
+        following: Some(following),
+        _reads: reads,
+        publisher,
+    })
 }
 
 /// A worker of a shared crawl writes its snapshots to Redis for the cluster view.

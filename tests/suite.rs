@@ -20,6 +20,7 @@ mod cluster_ctl;
 mod cluster_outage;
 mod cluster_reads;
 mod cluster_results;
+mod cluster_served;
 mod cluster_tui;
 mod diff;
 mod disk_faults;

@@ -17,6 +17,7 @@ pub(super) fn shared_crawl(
         redis,
         crawl_name,
         lease_ttl: None,
+        exit_when_done: false,
         trust,
     };
     resolve_cluster(&args, true)
@@ -92,6 +93,7 @@ mod tests {
             redis: redis.map(String::from),
             crawl_name: crawl.map(String::from),
             lease_ttl: None,
+            exit_when_done: false,
             trust: Default::default(),
         }
     }

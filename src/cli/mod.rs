@@ -213,6 +213,11 @@ pub struct ClusterArgs {
     /// worker's hosts go to the others after this.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub lease_ttl: Option<Duration>,
+    /// End this worker when the crawl is over. Without it a worker stays
+    /// to serve its records to `pages|links|audit --redis` from any
+    /// machine, until `crawldeck ctl --redis URL --crawl NAME stop`.
+    #[arg(long = "exit-when-done", requires = "redis")]
+    pub exit_when_done: bool,
     #[command(flatten)]
     pub trust: RedisTrustArgs,
 }

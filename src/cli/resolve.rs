@@ -109,6 +109,9 @@ pub struct ResolvedRun {
     pub cluster: Option<crate::engine::ClusterTarget>,
     /// `--accept` and `--dismiss`: alert decisions applied before the crawl goes on.
     pub decisions: Vec<crate::engine::control::Command>,
+    /// A worker of a shared crawl stays to serve its records once the
+    /// crawl is over (`cluster::serving`), unless `--exit-when-done`.
+    pub serve_when_done: bool,
 }
 
 /// Resolves parsed arguments into what to run, reading `--config`, `--seeds`
@@ -158,6 +161,7 @@ fn resolve_crawl(c: super::CrawlArgs) -> Result<ResolvedRun, UsageError> {
             "--accept and --dismiss decide trap alerts of a crawl this machine holds: give its --data DIR (not --redis; over a shared crawl use `crawldeck ctl --redis … --worker W accept N`)".into(),
         ));
     }
+    resolved.serve_when_done = cluster.is_some() && !c.cluster.exit_when_done;
     resolved.cluster = cluster;
     resolved.decisions = decisions;
     Ok(resolved)
@@ -304,6 +308,7 @@ fn front_end(mode: Mode) -> ResolvedRun {
         log_filter: None,
         cluster: None,
         decisions: Vec::new(),
+        serve_when_done: false,
     }
 }
 
@@ -369,6 +374,7 @@ fn resolve_run(run: RunArgs, mode: Mode, joins_cluster: bool) -> Result<Resolved
         log_filter,
         cluster: None,
         decisions: Vec::new(),
+        serve_when_done: false,
     })
 }
 

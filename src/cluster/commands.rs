@@ -52,7 +52,7 @@ impl StreamError {
     }
 }
 
-fn failed(op: &'static str) -> impl FnOnce(redis::RedisError) -> StreamError {
+pub(super) fn failed(op: &'static str) -> impl FnOnce(redis::RedisError) -> StreamError {
     move |source| StreamError { op, source }
 }
 
@@ -316,13 +316,33 @@ pub fn record(
     let mut pipe = redis::pipe();
     pipe.atomic();
     if let Some(answer) = answer {
-        let key = answers_key(crawl, entry);
-        let json = serde_json::to_string(answer).expect("an answer always encodes as JSON");
-        pipe.hset(&key, worker, json).ignore();
-        pipe.expire(&key, ANSWER_TTL.as_secs() as i64).ignore();
+        add_answer(&mut pipe, crawl, entry, worker, answer);
     }
     pipe.hset(cursors_key(crawl), worker, entry).ignore();
     pipe.query(con).map_err(failed("recording the answer"))
+}
+
+/// Records `worker`'s answer to `entry` and leaves its cursor where it is:
+/// a worker that serves its records after the crawl applies nothing, so a
+/// later start of it still has every command after its cursor to apply.
+pub fn answer_only(
+    con: &mut impl ConnectionLike,
+    crawl: &str,
+    entry: &str,
+    worker: &str,
+    answer: &Answer,
+) -> Result<(), StreamError> {
+    let mut pipe = redis::pipe();
+    pipe.atomic();
+    add_answer(&mut pipe, crawl, entry, worker, answer);
+    pipe.query(con).map_err(failed("recording the answer"))
+}
+
+fn add_answer(pipe: &mut redis::Pipeline, crawl: &str, entry: &str, worker: &str, answer: &Answer) {
+    let key = answers_key(crawl, entry);
+    let json = serde_json::to_string(answer).expect("an answer always encodes as JSON");
+    pipe.hset(&key, worker, json).ignore();
+    pipe.expire(&key, ANSWER_TTL.as_secs() as i64).ignore();
 }
 
 /// The last entry `worker` handled, if it handled any.

@@ -26,6 +26,8 @@ use crate::text::strip_control;
 const BLOCK: Duration = Duration::from_secs(1);
 /// How long the engine may take to answer one command.
 const ANSWER_WAIT: Duration = Duration::from_secs(30);
+/// How often a wait for the engine's answer checks whether to end.
+const ANSWER_POLL: Duration = Duration::from_millis(200);
 /// Entries younger than this when the follower starts count as live: a
 /// `ctl` that saw this worker's first heartbeat may be waiting for it.
 const REPLAY_GRACE: Duration = Duration::from_secs(5);
@@ -34,8 +36,24 @@ const RULE_WAIT: Duration = Duration::from_secs(3);
 /// Pause before reconnecting after Redis failed.
 const RETRY: Duration = Duration::from_secs(1);
 
-/// Starts following the crawl's command stream for `worker`. The thread
-/// ends once the engine has stopped.
+/// The follower's thread, which ends once the engine has stopped, or when
+/// told to.
+pub struct Following {
+    stopped: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Following {
+    /// Ends the follower and waits for it (at most one read of the stream,
+    /// or one command under way), so that nothing answers for the engine
+    /// after this returns.
+    pub fn stop(self) {
+        self.stopped.store(true, Ordering::Relaxed);
+        let _ = self.thread.join();
+    }
+}
+
+/// Starts following the crawl's command stream for `worker`.
 /// With `resume`, the engine was started paused and is resumed once the
 /// stream is replayed (unless the crawl is paused).
 pub fn start(
@@ -43,7 +61,7 @@ pub fn start(
     target: &ClusterTarget,
     worker: String,
     resume: bool,
-) -> std::io::Result<()> {
+) -> std::io::Result<Following> {
     let viewer = hub.join(false, READ_BATCH * 4);
     let sender = viewer.commands();
     let snapshots = viewer.snapshots.clone();
@@ -70,11 +88,12 @@ pub fn start(
         snapshots,
         next_id: 0,
         resume_when_caught_up: Some(resume),
+        stopped: stopped.clone(),
     };
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("command-stream".into())
-        .spawn(move || follower.run(&stopped))?;
-    Ok(())
+        .spawn(move || follower.run())?;
+    Ok(Following { stopped, thread })
 }
 
 struct Follower {
@@ -87,13 +106,16 @@ struct Follower {
     next_id: u64,
     /// `Some` until the stream is first replayed: whether to resume then.
     resume_when_caught_up: Option<bool>,
+    /// Set when the engine has stopped, or the follower is told to end.
+    stopped: Arc<AtomicBool>,
 }
 
 impl Follower {
-    fn run(mut self, stopped: &AtomicBool) {
+    fn run(mut self) {
+        let stopped = self.stopped.clone();
         let mut warned = false;
         while !stopped.load(Ordering::Relaxed) {
-            match self.follow(stopped) {
+            match self.follow(&stopped) {
                 Ok(()) => return,
                 Err(e) if !warned => {
                     // A refused password or command is named, not taken for an outage.
@@ -228,10 +250,17 @@ impl Follower {
         self.next_id += 1;
         let id = CommandId(self.next_id);
         self.sender.send(id, command);
+        let deadline = std::time::Instant::now() + ANSWER_WAIT;
         loop {
-            match self.answers.recv_timeout(ANSWER_WAIT) {
+            match self.answers.recv_timeout(ANSWER_POLL) {
                 Ok(result) if result.id == id => return result.outcome,
                 Ok(_) => continue,
+                Err(mpsc::RecvTimeoutError::Timeout)
+                    if std::time::Instant::now() < deadline
+                        && !self.stopped.load(Ordering::Relaxed) => {}
+                Err(mpsc::RecvTimeoutError::Timeout) if self.stopped.load(Ordering::Relaxed) => {
+                    return Err("the engine has stopped".into())
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     return Err(format!(
                         "the engine did not answer within {}s",

@@ -68,6 +68,7 @@ fn row(worker: &str, alive: bool) -> WorkerRow {
             stale_after_ms: 30_000,
             records: String::new(),
             pid: 0,
+            serving: false,
         },
         alive,
         last_beat_ms_ago: 400,

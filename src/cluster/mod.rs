@@ -16,6 +16,7 @@ pub mod publish;
 pub mod reads;
 pub mod redis_server;
 mod rows;
+pub mod serving;
 pub mod status;
 pub mod steer;
 pub mod view;

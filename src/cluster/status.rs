@@ -301,7 +301,11 @@ fn print_workers(status: &ClusterStatus, out: &mut impl Write) -> std::io::Resul
             out,
             "  {} {:5} v{} {} pages, {:.1} pages/s, {} hosts held, {} in flight, last heartbeat {:.1}s ago{}",
             strip_control(&w.beat.worker),
-            if w.alive { "alive" } else { "gone" },
+            match (w.alive, w.beat.serving) {
+                (false, _) => "gone",
+                (true, true) => "serving",
+                (true, false) => "alive",
+            },
             strip_control(&w.beat.version),
             w.beat.pages,
             w.beat.pages_per_s,
@@ -334,6 +338,7 @@ mod tests {
             stale_after_ms: 30_000,
             records: String::new(),
             pid: 0,
+            serving: false,
         };
         let status = ClusterStatus {
             crawl: "news".into(),
@@ -449,6 +454,7 @@ mod tests {
             stale_after_ms: 30_000,
             records: String::new(),
             pid: 0,
+            serving: false,
         };
         let mut con = redis::Client::open(server.url())
             .unwrap()

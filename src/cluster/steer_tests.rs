@@ -50,6 +50,7 @@ fn alive(worker: &str) -> WorkerRow {
             stale_after_ms: 30_000,
             records: String::new(),
             pid: 0,
+            serving: false,
         },
         alive: true,
         last_beat_ms_ago: 0,

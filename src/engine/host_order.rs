@@ -129,6 +129,7 @@ impl Snapshot {
             global_concurrency: self.global_concurrency,
             global_rate: self.global_rate,
             finish_reason: self.finish_reason.clone(),
+            stopped: self.stopped,
             fault: self.fault.clone(),
             cluster: self.cluster.clone(),
             outage: self.outage.clone(),

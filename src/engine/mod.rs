@@ -19,7 +19,7 @@ pub(crate) mod fetch;
 pub(crate) mod frontier;
 pub(crate) mod near_dup;
 pub use frontier::{
-    alert_decisions_key, alert_raisers_key, breakers_key, key_prefix, machine_name,
+    alert_decisions_key, alert_raisers_key, breakers_key, key_prefix, machine_name, records_at,
     shared_breaker_state, validate_crawl_name, worker_id, ClusterTarget, Heartbeat,
     RedisCredentials, RedisUrl, SharedBreakerState, DEFAULT_LEASE_TTL, PASSWORD_VAR, USER_VAR,
 };

@@ -192,6 +192,21 @@ impl StoreReads {
     }
 }
 
+/// The read cache of a store opened again after the engine's end.
+const REOPEN_CACHE_BYTES: u64 = 64 * 1024 * 1024;
+
+impl StoreReads {
+    /// Serves reads again after the engine's end, from the store opened
+    /// anew: a worker of a shared crawl stays to answer for its records
+    /// once the crawl is over.
+    pub fn reopen(&self) -> Result<(), StoreError> {
+        let store = Store::open(&self.shared.data_dir, REOPEN_CACHE_BYTES)?;
+        *lock(&self.shared.store) = Some(store);
+        self.shared.closed.send_replace(false);
+        Ok(())
+    }
+}
+
 fn lock(store: &Mutex<Option<Store>>) -> MutexGuard<'_, Option<Store>> {
     // Only ever taken whole or cloned: a panic elsewhere leaves it consistent.
     store.lock().unwrap_or_else(|e| e.into_inner())

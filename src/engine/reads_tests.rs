@@ -104,3 +104,33 @@ fn the_engines_end_stops_a_waiting_reader_and_frees_the_store() {
     let refused = reads.start("pages".into(), String::new()).unwrap_err();
     assert!(refused.contains("the crawl has stopped"), "{refused}");
 }
+
+#[test]
+fn reads_reopened_after_the_engines_end_answer_from_the_store_on_disk() {
+    let runtime = runtime();
+    let _entered = runtime.enter();
+    let dir = tempfile::tempdir().unwrap();
+    let reads = StoreReads::new(store_of(dir.path(), 3), dir.path(), EXTRA);
+    reads.close(runtime.handle());
+    assert!(reads.start("pages".into(), String::new()).is_err());
+
+    reads.reopen().unwrap();
+    let listing = pieces(&runtime, &reads, "pages");
+    let rows: usize = listing
+        .iter()
+        .map(|piece| match piece {
+            ReadPiece::Rows(rows) => rows.len(),
+            _ => 0,
+        })
+        .sum();
+    assert!(
+        matches!(listing.last(), Some(ReadPiece::End)),
+        "{listing:?}"
+    );
+    assert_eq!(rows, 3);
+    let second = Store::open(dir.path(), 4 << 20).err();
+    assert!(
+        matches!(second, Some(StoreError::Locked { .. })),
+        "the reads hold the store: {second:?}"
+    );
+}

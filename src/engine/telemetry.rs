@@ -611,6 +611,10 @@ pub struct Snapshot {
     pub global_rate: Option<f64>,
     /// Why the crawl ended, once `state == Done`.
     pub finish_reason: Option<String>,
+    /// The crawl was stopped (operator, signal, storage fault) rather than
+    /// ending because its work was done.
+    #[serde(default)]
+    pub stopped: bool,
     /// A write failed (what, where, and the error): the crawl is paused until
     /// the operator resumes it (headless: it stopped). Cleared by resuming.
     pub fault: Option<String>,

@@ -20,8 +20,23 @@ pub const WORKER_LIMIT: Duration = Duration::from_secs(150);
 
 /// The command line of a headless worker of the shared crawl `name`
 /// (seeds: the first one), `delay` between two requests to a host, stdout
-/// and stderr discarded until the caller pipes one of them.
+/// and stderr discarded until the caller pipes one of them. It exits when
+/// the crawl is over.
 pub fn worker_command(
+    redis: &RedisServer,
+    name: &str,
+    dir: &Path,
+    seeds: &[String],
+    delay: &str,
+) -> Command {
+    let mut command = serving_worker_command(redis, name, dir, seeds, delay);
+    command.arg("--exit-when-done");
+    command
+}
+
+/// [`worker_command`] of a worker that stays, once the crawl is over, to
+/// serve its records until it is stopped.
+pub fn serving_worker_command(
     redis: &RedisServer,
     name: &str,
     dir: &Path,

@@ -138,6 +138,7 @@ pub(in crate::engine) fn build(
             state: CrawlState::Starting,
             paused: operator.paused,
             draining: false,
+            stopped: false,
             finish_reason: None,
             fault: None,
             wait_for_operator: options.wait_for_operator,

@@ -63,6 +63,8 @@ struct RunState {
     paused: bool,
     /// No new requests; the loop ends once in-flight work is back.
     draining: bool,
+    /// Asked to stop (operator, signal, storage fault) before its work was done.
+    stopped: bool,
     finish_reason: Option<String>,
     /// A write failed (disk full, permissions, I/O): the crawl is paused (or,
     /// headless, stopping) until the operator resumes it.
@@ -260,6 +262,7 @@ impl Coordinator {
     fn begin_drain(&mut self, reason: &str) {
         if !self.run.draining {
             self.run.draining = true;
+            self.run.stopped = true;
             self.run.finish_reason = Some(reason.to_string());
             self.set_state(CrawlState::Draining);
             self.outbox.log(Level::Info, format!("draining: {reason}"));

@@ -39,6 +39,7 @@ impl Coordinator {
             global_concurrency: self.slots.concurrency(),
             global_rate: self.slots.rate(),
             finish_reason: self.run.finish_reason.clone(),
+            stopped: self.run.stopped,
             fault: self.run.fault.clone(),
             outage: self.outage_line(),
             extractions: self.extraction_names(),

@@ -37,6 +37,10 @@ pub struct Heartbeat {
     /// Its process id (0 from a worker of an earlier version).
     #[serde(default)]
     pub pid: u32,
+    /// The crawl is over here: the worker only serves its records
+    /// (`cluster::serving`) until it is stopped.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub serving: bool,
 }
 
 /// This machine's name, as workers and senders of commands give it.
@@ -45,6 +49,13 @@ pub fn machine_name() -> String {
         .nodename()
         .to_string_lossy()
         .into_owned()
+}
+
+/// Where a worker's page records are, as its heartbeat names them:
+/// `MACHINE:DATA_DIR`, the directory made absolute.
+pub fn records_at(data_dir: &std::path::Path) -> String {
+    let dir = std::path::absolute(data_dir).unwrap_or_else(|_| data_dir.to_path_buf());
+    format!("{}:{}", machine_name(), dir.display())
 }
 
 /// The hash of alert number → the worker that raised it.
@@ -101,6 +112,7 @@ impl RedisFrontier {
             stale_after_ms: 3 * self.ttl_for_beats.as_millis() as u64,
             records: self.records.clone(),
             pid: std::process::id(),
+            serving: false,
         };
         let json = serde_json::to_string(&beat).map_err(|source| StoreError::Encode {
             what: "heartbeat",

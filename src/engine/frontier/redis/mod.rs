@@ -50,7 +50,7 @@ use tokio::time::Instant;
 pub use breakers::{breakers_key, shared_breaker_state, SharedBreakerState};
 pub use conn::{key_prefix, refuse_worker_dir, shared_crawl, validate_crawl_name, worker_id};
 use conn::{Clock, Link};
-pub use meta::{alert_decisions_key, alert_raisers_key, machine_name, Heartbeat};
+pub use meta::{alert_decisions_key, alert_raisers_key, machine_name, records_at, Heartbeat};
 pub use reader::RedisReader;
 pub use redis_url::{RedisCredentials, RedisUrl, PASSWORD_VAR, USER_VAR};
 use scripts::Scripts;
@@ -218,13 +218,7 @@ impl RedisFrontier {
             pages: 0,
             last_beat: (0, 0),
             ttl_for_beats: target.lease_ttl,
-            records: format!(
-                "{}:{}",
-                meta::machine_name(),
-                std::path::absolute(data_dir)
-                    .unwrap_or_else(|_| data_dir.to_path_buf())
-                    .display()
-            ),
+            records: meta::records_at(data_dir),
             out: HashMap::new(),
             held: VecDeque::new(),
             last_counts: FrontierCounts::default(),
