@@ -186,7 +186,13 @@ fn run_without_engine(run: &ResolvedRun) -> Option<anyhow::Result<()>> {
             worker,
         } => cluster_ctl(target, words, worker.as_deref()),
         Mode::ClusterStatus { target, json } => cluster_status(target, *json),
-        Mode::Page(query) => crawldeck::results::page::run(query, stdout()),
+        Mode::Page(query) => match &query.cluster {
+            Some(target) => {
+                let read = |url: &str| crawldeck::cluster::reads::inspect(target, url);
+                crawldeck::results::page::run_with(query, read, stdout())
+            }
+            None => crawldeck::results::page::run(query, stdout()),
+        },
         Mode::Export(query) => crawldeck::export::run(query).map(|summary| {
             eprintln!("crawldeck: {}", summary.line());
         }),

@@ -105,6 +105,14 @@ async fn a_finished_shared_crawl_is_listed_through_its_serving_workers_until_sto
     assert_eq!(merged, each);
     let unlisted: Vec<_> = requested.difference(&merged).collect();
     assert!(unlisted.is_empty(), "requested, not listed: {unlisted:?}");
+    // One page, inspected from whichever worker fetched it.
+    let shop = demo.base_url(SiteKind::Shop).to_string();
+    let (page, _) = run(redis_args(&redis, "page", &[&shop, "--json"])).await;
+    let page: serde_json::Value = serde_json::from_str(&page).unwrap();
+    assert_eq!(
+        (page["url"].as_str(), page["status"].as_u64()),
+        (Some(&*shop), Some(200))
+    );
     let (status, _) = run(redis_args(&redis, "status", &[])).await;
     assert_eq!(status.matches(" serving ").count(), 3, "{status}");
 
@@ -137,5 +145,14 @@ async fn a_finished_shared_crawl_is_listed_through_its_serving_workers_until_sto
     let (listing, said) = run(redis_args(&redis, "pages", &["--json"])).await;
     assert_eq!(urls(&listing), merged);
     assert_eq!(said.matches("(gone)").count(), 3, "{said}");
+    let out = common::run_binary(&as_str(&redis_args(&redis, "page", &[&shop])));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("no live worker in crawl served"), "{err}");
+    assert!(err.contains(dirs[0].path().to_str().unwrap()), "{err}");
     demo.shutdown().await;
+}
+
+fn as_str(args: &[String]) -> Vec<&str> {
+    args.iter().map(String::as_str).collect()
 }

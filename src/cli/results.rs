@@ -242,10 +242,12 @@ pub fn links_query(args: LinksArgs) -> Result<Query, UsageError> {
 
 /// `crawldeck page`: one page read back from the archive.
 #[derive(Debug, Args, Clone)]
+#[command(allow_missing_positional = true)]
 pub struct PageArgs {
-    /// The crawl's data directory (a running crawl is read through its engine).
-    #[arg(value_name = "DIR")]
-    pub data: PathBuf,
+    /// The crawl's data directory (a running crawl is read through its
+    /// engine), or `--redis URL --crawl NAME` for a shared crawl's workers.
+    #[command(flatten)]
+    pub crawl: super::CrawlSource,
     /// The page's URL, as `crawldeck pages` lists it.
     #[arg(value_name = "URL")]
     pub url: String,
@@ -268,7 +270,12 @@ pub fn page_query(args: PageArgs) -> Result<PageQuery, UsageError> {
             .map_err(|e| UsageError(format!("--select: {e}")))?;
     }
     Ok(PageQuery {
-        data_dir: args.data,
+        data_dir: args.crawl.dir.unwrap_or_default(),
+        cluster: super::cluster::shared_crawl(
+            args.crawl.redis,
+            args.crawl.crawl_name,
+            args.crawl.trust,
+        )?,
         url: args.url,
         select: args.select,
         diff: args.diff,

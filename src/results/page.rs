@@ -17,6 +17,8 @@ use crate::text::{cut_middle, strip_control};
 #[derive(Debug, Clone, PartialEq)]
 pub struct PageQuery {
     pub data_dir: PathBuf,
+    /// A shared crawl instead of `data_dir`: its workers answer.
+    pub cluster: Option<crate::engine::ClusterTarget>,
     pub url: String,
     /// A CSS selector: list the matching elements too.
     pub select: Option<String>,
@@ -48,8 +50,18 @@ fn strip_strings(value: &mut serde_json::Value) {
 }
 
 /// Runs `crawldeck page`.
-pub fn run(query: &PageQuery, mut out: impl Write) -> anyhow::Result<()> {
-    let page = read(&query.data_dir, &query.url)?;
+pub fn run(query: &PageQuery, out: impl Write) -> anyhow::Result<()> {
+    run_with(query, |url| read(&query.data_dir, url), out)
+}
+
+/// [`run`] with the pages read by `read` (a data directory's, or a
+/// shared crawl's workers').
+pub fn run_with(
+    query: &PageQuery,
+    read: impl Fn(&str) -> anyhow::Result<PageInspection>,
+    mut out: impl Write,
+) -> anyhow::Result<()> {
+    let page = read(&query.url)?;
     if query.json {
         let mut value = serde_json::to_value(&page)?;
         if let Some(object) = value.as_object_mut() {
@@ -65,7 +77,7 @@ pub fn run(query: &PageQuery, mut out: impl Write) -> anyhow::Result<()> {
         lines.extend(select_lines(css, &inspect::select(&page.html, css)));
     }
     if let Some(other) = &query.diff {
-        let other = read(&query.data_dir, other)?;
+        let other = read(other)?;
         lines.push(String::new());
         let rows = inspect::side_by_side(&page.text, &other.text);
         lines.extend(diff_lines(&page, &other, &rows, CLI_DIFF_SIDE));
