@@ -4,13 +4,6 @@ use super::*;
 use crate::cluster::redis_server::RedisServer;
 use crate::engine::control::{PatternKind, RuleSpec, Target};
 
-fn connect(server: &RedisServer) -> redis::Connection {
-    redis::Client::open(server.url())
-        .unwrap()
-        .get_connection_with_timeout(Duration::from_secs(5))
-        .unwrap()
-}
-
 fn rule(pattern: &str) -> Command {
     Command::AddRule(RuleSpec {
         kind: PatternKind::Regex,
@@ -22,7 +15,7 @@ fn rule(pattern: &str) -> Command {
 #[test]
 fn published_commands_are_read_in_order_with_sender_and_addressee() {
     let server = RedisServer::for_test();
-    let mut con = connect(&server);
+    let mut con = server.connection();
     assert_eq!(last_entry(&mut con, "news").unwrap(), None);
     let first = publish(
         &mut con,
@@ -59,7 +52,7 @@ fn published_commands_are_read_in_order_with_sender_and_addressee() {
 #[test]
 fn a_blocking_read_returns_empty_after_its_wait_and_bad_entries_are_errors() {
     let server = RedisServer::for_test();
-    let mut con = connect(&server);
+    let mut con = server.connection();
     let none = read_after(&mut con, "news", "$", Some(Duration::from_millis(50))).unwrap();
     assert!(none.is_empty());
     let key = stream_key("news");
@@ -94,7 +87,7 @@ fn a_blocking_read_returns_empty_after_its_wait_and_bad_entries_are_errors() {
 #[test]
 fn answers_and_cursors_are_kept_per_worker_and_answers_expire() {
     let server = RedisServer::for_test();
-    let mut con = connect(&server);
+    let mut con = server.connection();
     let entry = publish(&mut con, "news", &Command::Pause(Target::Global), "t", None).unwrap();
     assert!(answers(&mut con, "news", &entry).unwrap().is_empty());
     assert_eq!(cursor(&mut con, "news", "w1").unwrap(), None);
@@ -135,7 +128,7 @@ fn state_commands_replay_and_one_off_actions_do_not() {
 #[test]
 fn shared_rules_are_the_added_ones_less_the_removed_ones() {
     let server = RedisServer::for_test();
-    let mut con = connect(&server);
+    let mut con = server.connection();
     assert!(shared_rules(&mut con, "news").unwrap().is_empty());
     let spec = |p: &str| RuleSpec {
         kind: PatternKind::Regex,

@@ -55,21 +55,6 @@ fn fake_engine(
     (Hub::new(handle), got, stop)
 }
 
-fn connect(server: &RedisServer) -> redis::Connection {
-    redis::Client::open(server.url())
-        .unwrap()
-        .get_connection_with_timeout(Duration::from_secs(5))
-        .unwrap()
-}
-
-fn target(server: &RedisServer) -> ClusterTarget {
-    ClusterTarget {
-        url: server.redis_url(),
-        crawl: CRAWL.into(),
-        lease_ttl: Duration::from_secs(10),
-    }
-}
-
 /// A stream id as a pair that orders like the stream.
 fn order(id: &str) -> (u64, u64) {
     let (ms, seq) = id.split_once('-').unwrap_or((id, "0"));
@@ -105,11 +90,11 @@ fn old_entry(con: &mut redis::Connection, id: &str, command: &Command) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_joining_worker_replays_state_and_answers_live_commands_once() {
     let server = RedisServer::for_test();
-    let mut con = connect(&server);
+    let mut con = server.connection();
     old_entry(&mut con, "1000-1", &Command::AddRule(rule("old")));
     old_entry(&mut con, "1000-2", &Command::Shutdown);
     let (hub, got, stop) = fake_engine(Vec::new(), Vec::new());
-    start(&hub, &target(&server), "w1".into(), false).unwrap();
+    start(&hub, &server.target(CRAWL), "w1".into(), false).unwrap();
     let pause = Command::Pause(Target::Global);
     let live = commands::publish(&mut con, CRAWL, &pause, "ctl on here pid 2", None).unwrap();
     let other = commands::publish(&mut con, CRAWL, &Command::Checkpoint, "t", Some("w2")).unwrap();
@@ -132,7 +117,7 @@ async fn a_joining_worker_replays_state_and_answers_live_commands_once() {
     let (hub, got, _stop) = fake_engine(Vec::new(), Vec::new());
     // The old follower notices within one blocking read.
     tokio::time::sleep(BLOCK + Duration::from_millis(200)).await;
-    start(&hub, &target(&server), "w1".into(), false).unwrap();
+    start(&hub, &server.target(CRAWL), "w1".into(), false).unwrap();
     let next = commands::publish(&mut con, CRAWL, &Command::Checkpoint, "t", None).unwrap();
     cursor_at(&mut con, "w1", &next).await;
     assert_eq!(*got.lock().unwrap(), [Command::Checkpoint]);
@@ -141,7 +126,7 @@ async fn a_joining_worker_replays_state_and_answers_live_commands_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_rule_is_removed_by_its_pattern_under_this_workers_number() {
     let server = RedisServer::for_test();
-    let mut con = connect(&server);
+    let mut con = server.connection();
     let view = RuleView {
         id: 7,
         spec: rule("cal/"),
@@ -149,7 +134,7 @@ async fn a_shared_rule_is_removed_by_its_pattern_under_this_workers_number() {
         origin: "operator".into(),
     };
     let (hub, got, _stop) = fake_engine(Vec::new(), vec![view]);
-    start(&hub, &target(&server), "w1".into(), false).unwrap();
+    start(&hub, &server.target(CRAWL), "w1".into(), false).unwrap();
     let by_pattern = commands::publish_remove_rule(&mut con, CRAWL, &rule("cal/"), "t").unwrap();
     let by_number = commands::publish(
         &mut con,
@@ -175,10 +160,10 @@ async fn a_shared_rule_is_removed_by_its_pattern_under_this_workers_number() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_started_paused_crawls_once_replayed_unless_the_crawl_is_paused() {
     let server = RedisServer::for_test();
-    let mut con = connect(&server);
+    let mut con = server.connection();
     old_entry(&mut con, "1000-1", &Command::AddRule(rule("old")));
     let (hub, got, _stop) = fake_engine(Vec::new(), Vec::new());
-    start(&hub, &target(&server), "w1".into(), true).unwrap();
+    start(&hub, &server.target(CRAWL), "w1".into(), true).unwrap();
     cursor_at(&mut con, "w1", "1000-1").await;
     let resumed = [
         Command::AddRule(rule("old")),
@@ -195,7 +180,7 @@ async fn a_worker_started_paused_crawls_once_replayed_unless_the_crawl_is_paused
     old_entry(&mut con, "1000-2", &Command::Pause(Target::Global));
     old_entry(&mut con, "1000-3", &Command::AddRule(rule("later")));
     let (hub, got, _stop) = fake_engine(Vec::new(), Vec::new());
-    start(&hub, &target(&server), "w2".into(), true).unwrap();
+    start(&hub, &server.target(CRAWL), "w2".into(), true).unwrap();
     cursor_at(&mut con, "w2", "1000-3").await;
     let last = commands::publish(&mut con, CRAWL, &Command::Checkpoint, "t", None).unwrap();
     cursor_at(&mut con, "w2", &last).await;

@@ -268,6 +268,22 @@ impl RedisServer {
         crate::engine::RedisUrl::plain(&self.url()).expect("a loopback redis:// URL")
     }
 
+    /// A connection of a test's own (panics if the server does not answer).
+    pub fn connection(&self) -> redis::Connection {
+        redis::Client::open(self.url())
+            .and_then(|c| c.get_connection_with_timeout(Duration::from_secs(5)))
+            .expect("the test's redis-server answers")
+    }
+
+    /// The shared crawl `crawl` on this server, with leases of 10 s.
+    pub fn target(&self, crawl: &str) -> crate::engine::ClusterTarget {
+        crate::engine::ClusterTarget {
+            url: self.redis_url(),
+            crawl: crawl.into(),
+            lease_ttl: Duration::from_secs(10),
+        }
+    }
+
     /// The pid of the process that runs the server (`timeout`, whose child
     /// redis-server is and which it stops with itself).
     pub fn pid(&self) -> u32 {

@@ -10,21 +10,6 @@ use crate::engine::control::Target;
 
 const CRAWL: &str = "served";
 
-fn connect(server: &RedisServer) -> redis::Connection {
-    redis::Client::open(server.url())
-        .unwrap()
-        .get_connection_with_timeout(Duration::from_secs(5))
-        .unwrap()
-}
-
-fn target(server: &RedisServer) -> ClusterTarget {
-    ClusterTarget {
-        url: server.redis_url(),
-        crawl: CRAWL.into(),
-        lease_ttl: Duration::from_secs(10),
-    }
-}
-
 /// `worker`'s row once `ok` holds of it (bounded).
 fn row_when(
     con: &mut redis::Connection,
@@ -58,7 +43,7 @@ fn answer_of(con: &mut redis::Connection, entry: &str, worker: &str) -> Answer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_serving_worker_beats_refuses_commands_and_ends_on_stop() {
     let server = RedisServer::for_test();
-    let mut con = connect(&server);
+    let mut con = server.connection();
     // As the crawl left it: 42 pages, a last heartbeat stale at once, and
     // its cursor on the last entry it applied.
     let last = Heartbeat {
@@ -80,7 +65,7 @@ async fn a_serving_worker_beats_refuses_commands_and_ends_on_stop() {
     let missed = commands::publish(&mut con, CRAWL, &pause, "t", None).unwrap();
 
     let dir = tempfile::tempdir().unwrap();
-    let mut serving = Serving::start(&target(&server), "w1", dir.path()).unwrap();
+    let mut serving = Serving::start(&server.target(CRAWL), "w1", dir.path()).unwrap();
     let row = row_when(&mut con, "w1", |r| r.alive && r.beat.serving);
     assert_eq!(row.beat.pages, 42);
     assert_eq!(row.beat.pid, std::process::id());
