@@ -138,6 +138,72 @@ fn a_dead_workers_urls_return_after_its_lease_expires() {
     );
 }
 
+/// What the reaper does to a worker that stalls past its lease: its lease
+/// key lapses, the page it was fetching goes back to the queue.
+fn lapse_while_stalled(server: &RedisServer, crawl: &str, host: &str, reaper: &mut RedisFrontier) {
+    let mut con = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let lease = format!("{}lease:{host}", super::key_prefix(crawl));
+    redis::cmd("DEL").arg(lease).query::<()>(&mut con).unwrap();
+    assert_eq!(reaper.reap(false).unwrap(), 1, "the page is queued again");
+}
+
+#[test]
+fn a_page_whose_lease_lapsed_claims_no_links_so_its_next_fetch_finds_them() {
+    let server = RedisServer::for_test();
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ttl = Duration::from_secs(30);
+    let mut heir = worker_in(&server, "stalled", d2.path(), ttl);
+    {
+        let mut stalled = worker_in(&server, "stalled", d1.path(), ttl);
+        stalled.push(vec![entry("h.example", "a", 0)]).unwrap();
+        let page = stalled.next_ready(Instant::now()).unwrap().expect("a URL");
+        lapse_while_stalled(&server, "stalled", "h.example", &mut heir);
+        // It goes on with the page it holds no lease of any more: its link
+        // is new to it, but not claimed...
+        let links = ["http://h.example/link"];
+        assert_eq!(
+            stalled.claim_page_links(&page.entry.host, &links).unwrap(),
+            [true]
+        );
+        // ...for it dies (SIGKILL) before the page's lease end, and holds no
+        // lease whose lapse would have the reaper unsee its claims.
+    }
+    heir.last_upkeep = None;
+    let again = heir
+        .next_ready(Instant::now())
+        .unwrap()
+        .expect("the page again");
+    assert_eq!(again.entry.url, "http://h.example/a");
+    let links = ["http://h.example/link"];
+    assert_eq!(
+        heir.claim_page_links(&again.entry.host, &links).unwrap(),
+        [true]
+    );
+    // Under its lease the heir claims it: a third look finds it seen.
+    assert_eq!(heir.claim_unseen(&links).unwrap(), [false]);
+}
+
+#[test]
+fn a_stalled_worker_that_lives_queues_its_pages_links_at_the_lease_end() {
+    let server = RedisServer::for_test();
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let ttl = Duration::from_secs(30);
+    let mut heir = worker_in(&server, "lives", d2.path(), ttl);
+    let mut stalled = worker_in(&server, "lives", d1.path(), ttl);
+    stalled.push(vec![entry("h.example", "a", 0)]).unwrap();
+    let page = stalled.next_ready(Instant::now()).unwrap().expect("a URL");
+    lapse_while_stalled(&server, "lives", "h.example", &mut heir);
+    let link = entry("h.example", "link", 0);
+    let found = stalled.claim_page_links(&page.entry.host, &[link.url.as_str()]);
+    assert_eq!(found.unwrap(), [true]);
+    let queued = stalled.complete(&page, &record(&page.entry), vec![link.clone()]);
+    assert_eq!(queued.unwrap(), 1, "the link is queued once");
+    assert_eq!(heir.counts().unwrap().queued, 1, "the page is done");
+}
+
 #[test]
 fn the_seen_check_of_a_page_with_thousands_of_links_answers_each_once() {
     let server = RedisServer::for_test();
