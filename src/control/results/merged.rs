@@ -251,22 +251,9 @@ mod tests {
     /// Records in `dir` the fetch of `url` at `at_ms` with `body`, archived,
     /// and `(page, fragment)` links found on it, as a worker does.
     fn fetched(dir: &Path, url: &str, at_ms: u64, body: &[u8], fragments: &[(&str, &str)]) {
-        use crate::engine::store::warc::{WarcExchange, WarcWriter};
+        use crate::engine::store::warc::WarcWriter;
         use crate::engine::store::{PageOutcome, Store};
-        let mut writer = WarcWriter::open(dir, 1 << 30).unwrap();
-        let at = writer
-            .write_exchange(&WarcExchange {
-                url,
-                ip: None,
-                date: std::time::SystemTime::now(),
-                request_head: b"GET / HTTP/1.1\r\n",
-                response_head: b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n",
-                body,
-                payload_digest: "sha1:X",
-                refers_to: None,
-                truncated: false,
-            })
-            .unwrap();
+        let at = WarcWriter::archive_html(dir, url, body);
         let store = Store::open(dir, 1 << 20).unwrap();
         let outcome = PageOutcome::Fetched { status: 200 };
         let mut record = PageRecord::without_fetch(url, "h.localhost", 1, at_ms, outcome);

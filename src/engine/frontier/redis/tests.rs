@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::{ClusterTarget, RedisFrontier};
 use crate::cluster::redis_server::RedisServer;
 use crate::engine::frontier::conformance::{entry, frontier_conformance_tests, record};
-use crate::engine::frontier::FrontierStore;
+use crate::engine::frontier::{FrontierStore, Lease};
 use crate::engine::store::Store;
 
 /// A frontier per directory: the crawl is named after the directory and the
@@ -138,50 +138,50 @@ fn a_dead_workers_urls_return_after_its_lease_expires() {
     );
 }
 
-/// What the reaper does to a worker that stalls past its lease: its lease
-/// key lapses, the page it was fetching goes back to the queue.
-fn lapse_while_stalled(server: &RedisServer, crawl: &str, host: &str, reaper: &mut RedisFrontier) {
+/// Two workers of `crawl` in `dirs`: the first takes page `a` of
+/// h.example and stalls past its lease (its key lapses), and the second's
+/// reaper puts the page back in the queue. → (stalled, its page, heir).
+fn stalled_on_a_page(
+    server: &RedisServer,
+    crawl: &str,
+    dirs: [&Path; 2],
+) -> (RedisFrontier, Lease, RedisFrontier) {
+    let ttl = Duration::from_secs(30);
+    let mut heir = worker_in(server, crawl, dirs[1], ttl);
+    let mut stalled = worker_in(server, crawl, dirs[0], ttl);
+    stalled.push(vec![entry("h.example", "a", 0)]).unwrap();
+    let page = stalled.next_ready(Instant::now()).unwrap().expect("a URL");
     let mut con = redis::Client::open(server.url())
         .unwrap()
         .get_connection()
         .unwrap();
-    let lease = format!("{}lease:{host}", super::key_prefix(crawl));
+    let lease = format!("{}lease:h.example", super::key_prefix(crawl));
     redis::cmd("DEL").arg(lease).query::<()>(&mut con).unwrap();
-    assert_eq!(reaper.reap(false).unwrap(), 1, "the page is queued again");
+    assert_eq!(heir.reap(false).unwrap(), 1, "the page is queued again");
+    (stalled, page, heir)
 }
 
 #[test]
 fn a_page_whose_lease_lapsed_claims_no_links_so_its_next_fetch_finds_them() {
     let server = RedisServer::for_test();
     let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let ttl = Duration::from_secs(30);
-    let mut heir = worker_in(&server, "stalled", d2.path(), ttl);
+    let (stalled, page, mut heir) = stalled_on_a_page(&server, "dies", [d1.path(), d2.path()]);
+    let links = ["http://h.example/link"];
     {
-        let mut stalled = worker_in(&server, "stalled", d1.path(), ttl);
-        stalled.push(vec![entry("h.example", "a", 0)]).unwrap();
-        let page = stalled.next_ready(Instant::now()).unwrap().expect("a URL");
-        lapse_while_stalled(&server, "stalled", "h.example", &mut heir);
+        let mut stalled = stalled;
         // It goes on with the page it holds no lease of any more: its link
         // is new to it, but not claimed...
-        let links = ["http://h.example/link"];
-        assert_eq!(
-            stalled.claim_page_links(&page.entry.host, &links).unwrap(),
-            [true]
-        );
+        let found = stalled.claim_page_links(&page.entry.host, &links);
+        assert_eq!(found.unwrap(), [true]);
         // ...for it dies (SIGKILL) before the page's lease end, and holds no
         // lease whose lapse would have the reaper unsee its claims.
     }
     heir.last_upkeep = None;
-    let again = heir
-        .next_ready(Instant::now())
-        .unwrap()
-        .expect("the page again");
+    let again = heir.next_ready(Instant::now()).unwrap();
+    let again = again.expect("the page again");
     assert_eq!(again.entry.url, "http://h.example/a");
-    let links = ["http://h.example/link"];
-    assert_eq!(
-        heir.claim_page_links(&again.entry.host, &links).unwrap(),
-        [true]
-    );
+    let found = heir.claim_page_links(&again.entry.host, &links);
+    assert_eq!(found.unwrap(), [true]);
     // Under its lease the heir claims it: a third look finds it seen.
     assert_eq!(heir.claim_unseen(&links).unwrap(), [false]);
 }
@@ -190,12 +190,7 @@ fn a_page_whose_lease_lapsed_claims_no_links_so_its_next_fetch_finds_them() {
 fn a_stalled_worker_that_lives_queues_its_pages_links_at_the_lease_end() {
     let server = RedisServer::for_test();
     let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let ttl = Duration::from_secs(30);
-    let mut heir = worker_in(&server, "lives", d2.path(), ttl);
-    let mut stalled = worker_in(&server, "lives", d1.path(), ttl);
-    stalled.push(vec![entry("h.example", "a", 0)]).unwrap();
-    let page = stalled.next_ready(Instant::now()).unwrap().expect("a URL");
-    lapse_while_stalled(&server, "lives", "h.example", &mut heir);
+    let (mut stalled, page, mut heir) = stalled_on_a_page(&server, "lives", [d1.path(), d2.path()]);
     let link = entry("h.example", "link", 0);
     let found = stalled.claim_page_links(&page.entry.host, &[link.url.as_str()]);
     assert_eq!(found.unwrap(), [true]);
