@@ -209,6 +209,7 @@ pub(super) fn merge<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn stream(items: &[(&str, u32)]) -> Entries<(String, u32)> {
         let items: Vec<_> = items.iter().map(|(u, n)| Ok((u.to_string(), *n))).collect();
@@ -245,6 +246,61 @@ mod tests {
         let mut merged = merge(vec![stream(&[("a", 1)]), broken], |(url, _)| url, |a, _| a);
         assert!(merged.next().unwrap().is_err());
         assert_eq!(merged.next().unwrap().unwrap().0, "a");
+    }
+
+    /// Records in `dir` the fetch of `url` at `at_ms` with `body`, archived,
+    /// and `(page, fragment)` links found on it, as a worker does.
+    fn fetched(dir: &Path, url: &str, at_ms: u64, body: &[u8], fragments: &[(&str, &str)]) {
+        use crate::engine::store::warc::WarcWriter;
+        use crate::engine::store::{PageOutcome, Store};
+        let at = WarcWriter::archive_html(dir, url, body);
+        let store = Store::open(dir, 1 << 20).unwrap();
+        let outcome = PageOutcome::Fetched { status: 200 };
+        let mut record = PageRecord::without_fetch(url, "h.localhost", 1, at_ms, outcome);
+        record.warc = Some(at);
+        record.content_type = Some("text/html".into());
+        record.facts = Some(Default::default());
+        store.record_pages(&[record]).unwrap();
+        store
+            .add_fragment_links(url, fragments.iter().copied())
+            .unwrap();
+    }
+
+    fn merged(dirs: &[&Path]) -> Results {
+        let part = |dir: &&Path| Part {
+            worker: dir.display().to_string(),
+            dir: Some(dir.to_path_buf()),
+            results: Results::open(dir).unwrap(),
+        };
+        Results::Merged(Merged::new(dirs.iter().map(part).collect()))
+    }
+
+    #[test]
+    fn a_page_fetched_by_two_workers_is_judged_from_the_later_ones_archive() {
+        // The killed worker fetched the page first, and found the only link
+        // to one of its fragments; its archive is gone. The worker that
+        // fetched the page again holds the later record, archived whole.
+        let (killed, again) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let url = "http://h.localhost/p/1.html";
+        let old = b"<html><body><p id=top>old</p></body></html>";
+        fetched(killed.path(), url, 1_000, old, &[(url, "reviews")]);
+        std::fs::remove_dir_all(killed.path().join("warc")).unwrap();
+        let new = b"<html><body><p id=specs>new</p></body></html>";
+        fetched(again.path(), url, 2_000, new, &[]);
+        for dirs in [[killed.path(), again.path()], [again.path(), killed.path()]] {
+            let merged = merged(&dirs);
+            let record = merged.page(url).unwrap().expect("a record");
+            assert_eq!(record.fetched_at_unix_ms, 2_000);
+            let ids = merged.archived_ids(Path::new(""), &record).unwrap();
+            let ids = ids.expect("the later record's archive is read");
+            assert!(ids.contains("specs") && !ids.contains("reviews"), "{ids:?}");
+            let links: Vec<_> = merged.fragment_links("").unwrap().collect();
+            let want = (url.to_string(), vec![("reviews".into(), url.to_string())]);
+            assert_eq!(
+                links.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+                [want]
+            );
+        }
     }
 
     #[test]

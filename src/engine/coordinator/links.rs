@@ -18,6 +18,8 @@ use crate::engine::url_norm;
 pub(super) struct Found<'a> {
     parent: &'a Url,
     referrer: Option<&'a str>,
+    /// The host of the page the links are on, leased for its fetch.
+    page_host: Option<&'a str>,
     depth: u32,
     redirects: u8,
 }
@@ -64,6 +66,7 @@ impl Coordinator {
         let found = Found {
             parent,
             referrer: Some(&parent_entry.url),
+            page_host: Some(&parent_entry.host),
             depth,
             redirects,
         };
@@ -84,6 +87,7 @@ impl Coordinator {
         let found = Found {
             parent: sitemap,
             referrer: None,
+            page_host: None,
             depth,
             redirects: 0,
         };
@@ -127,7 +131,7 @@ impl Coordinator {
         firsts: &mut FirstFindings,
     ) -> Vec<FrontierEntry> {
         let candidates = self.in_scope(found.referrer, links, found.depth, normalize);
-        let fresh = self.claim_unseen(found.referrer, candidates, firsts);
+        let fresh = self.claim_unseen(found, candidates, firsts);
         let fresh = self.cap_externals(fresh, found.depth);
         let quarantining_before = self.alerts.quarantining_count();
         let (mut admitted, given_up) = self.route_fresh(found, fresh);
@@ -282,11 +286,11 @@ impl Coordinator {
     }
 
     /// The links never seen before, in one batch; they are seen from now on.
-    /// `parent` (if any) is recorded as the first referrer of those, a
+    /// The referrer (if any) is recorded as the first one of those, a
     /// further one of the others (unless an earlier chunk of the page did).
     fn claim_unseen<T>(
         &mut self,
-        parent: Option<&str>,
+        found: &Found,
         links: Vec<(Url, HostKey, T)>,
         firsts: &mut FirstFindings,
     ) -> Vec<(Url, HostKey, T)> {
@@ -294,14 +298,18 @@ impl Coordinator {
             return links;
         }
         let texts: Vec<&str> = links.iter().map(|(url, ..)| url.as_str()).collect();
-        let fresh = match self.frontier.claim_unseen(&texts) {
+        let claimed = match found.page_host {
+            Some(host) => self.frontier.claim_page_links(host, &texts),
+            None => self.frontier.claim_unseen(&texts),
+        };
+        let fresh = match claimed {
             Ok(fresh) => fresh,
             Err(e) => {
                 self.storage_failed("checking links against the seen URLs", e);
                 return Vec::new();
             }
         };
-        if let Some(parent) = parent {
+        if let Some(parent) = found.referrer {
             let referred = links
                 .iter()
                 .zip(&fresh)

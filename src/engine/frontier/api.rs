@@ -139,6 +139,16 @@ pub trait FrontierStore: Send {
     /// claimed.
     fn claim_unseen(&mut self, urls: &[&str]) -> Result<Vec<bool>, StoreError>;
 
+    /// [`FrontierStore::claim_unseen`] for the links of a page of `host`
+    /// this worker fetched under its lease. A shared frontier whose lease of
+    /// `host` lapsed meanwhile (the page is queued again) answers which are
+    /// new without claiming them: the page's lease end queues those still
+    /// new, or, should this worker die first, its next fetch finds them.
+    fn claim_page_links(&mut self, host: &str, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
+        let _ = host;
+        self.claim_unseen(urls)
+    }
+
     /// Queues URLs (claimed by the caller) and marks them seen, atomically.
     /// Priorities above the last level are queued at the last level. Returns
     /// how many were queued.

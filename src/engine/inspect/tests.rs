@@ -106,21 +106,7 @@ fn the_diff_pairs_equal_lines_and_shows_the_differing_ones() {
 
 /// Archives `body` as the answer to `url` and records its page, as a crawl does.
 fn archived_page(dir: &Path, url: &str, body: &[u8]) -> Store {
-    use crate::engine::store::warc::{WarcExchange, WarcWriter};
-    let mut writer = WarcWriter::open(dir, 1 << 30).unwrap();
-    let at = writer
-        .write_exchange(&WarcExchange {
-            url,
-            ip: None,
-            date: std::time::SystemTime::now(),
-            request_head: b"GET / HTTP/1.1\r\n",
-            response_head: b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n",
-            body,
-            payload_digest: "sha1:X",
-            refers_to: None,
-            truncated: false,
-        })
-        .unwrap();
+    let at = crate::engine::store::warc::WarcWriter::archive_html(dir, url, body);
     let store = Store::open(dir, 1 << 20).unwrap();
     let mut record = crate::engine::store::PageRecord::without_fetch(
         url,

@@ -129,6 +129,26 @@ impl WarcWriter {
         self.append(&encoded)
     }
 
+    /// Archives `body` as an HTML 200 answer to `url` in a new file of
+    /// `dir`, as a page's fetch does; returns where.
+    #[cfg(test)]
+    pub fn archive_html(dir: &Path, url: &str, body: &[u8]) -> WarcLocation {
+        let mut writer = WarcWriter::open(dir, 1 << 30).unwrap();
+        writer
+            .write_exchange(&WarcExchange {
+                url,
+                ip: None,
+                date: SystemTime::now(),
+                request_head: b"GET / HTTP/1.1\r\n",
+                response_head: b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n",
+                body,
+                payload_digest: "sha1:X",
+                refers_to: None,
+                truncated: false,
+            })
+            .unwrap()
+    }
+
     /// Appends an exchange compressed beforehand, rotating to a new file
     /// first if the current one is full; returns where its response record
     /// went. On `Err` the file is as it was.

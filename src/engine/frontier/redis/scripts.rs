@@ -169,8 +169,9 @@ pub(super) struct Scripts {
     /// `P worker ttl (member level fp host)…` → `added, hosts leased…`.
     /// A host new to the crawl is leased to the pusher, which settles its robots.txt.
     pub push: Script,
-    /// `P worker fp…` → `1` or `0` each: new to the seen set (then claimed
-    /// by the worker until it queues or parks it).
+    /// `P worker host fp…` → `1` or `0` each: new to the seen set (then
+    /// claimed by the worker until it queues or parks it, unless `host` is
+    /// a page's host whose lease the worker no longer holds).
     pub claim_unseen: Script,
     /// `P worker ttl now r w0..w4 batch n idle… (level since host)…` → `[]`,
     /// `retry`, `lost HOST`, or `local|claimed HOST [member score next_score
@@ -284,7 +285,7 @@ return {tostring(n)}
 const CLAIM_UNSEEN: &str = r#"
 -- One SMISMEMBER and two SADDs for the page, not one SADD per link.
 local fps, out, fresh, firsts = {}, {}, {}, {}
-for i = 3, #ARGV do fps[#fps + 1] = ARGV[i] end
+for i = 4, #ARGV do fps[#fps + 1] = ARGV[i] end
 if #fps == 0 then return out end
 local known = each_chunk('SMISMEMBER', P .. 'seen', fps)
 for i, fp in ipairs(fps) do
@@ -296,6 +297,13 @@ for i, fp in ipairs(fps) do
     out[i] = '0'
   end
 end
+-- A page whose host's lease lapsed (its worker stalled) is queued again:
+-- its links are not claimed, so whoever fetches it again finds them even
+-- if this worker dies before its lease end, which would leave them seen
+-- with no lease of its left for the reaper to find. Its lease end queues
+-- those still unseen.
+local host = ARGV[3]
+if host ~= '' and redis.call('GET', P .. 'lease:' .. host) ~= ARGV[2] then return out end
 each_chunk('SADD', P .. 'seen', fresh)
 each_chunk('SADD', P .. 'claims:' .. ARGV[2], fresh)
 return out

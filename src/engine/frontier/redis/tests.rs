@@ -9,7 +9,7 @@ use tokio::time::Instant;
 use super::{ClusterTarget, RedisFrontier};
 use crate::cluster::redis_server::RedisServer;
 use crate::engine::frontier::conformance::{entry, frontier_conformance_tests, record};
-use crate::engine::frontier::FrontierStore;
+use crate::engine::frontier::{FrontierStore, Lease};
 use crate::engine::store::Store;
 
 /// A frontier per directory: the crawl is named after the directory and the
@@ -136,6 +136,67 @@ fn a_dead_workers_urls_return_after_its_lease_expires() {
             .unwrap(),
         [true, false]
     );
+}
+
+/// Two workers of `crawl` in `dirs`: the first takes page `a` of
+/// h.example and stalls past its lease (its key lapses), and the second's
+/// reaper puts the page back in the queue. → (stalled, its page, heir).
+fn stalled_on_a_page(
+    server: &RedisServer,
+    crawl: &str,
+    dirs: [&Path; 2],
+) -> (RedisFrontier, Lease, RedisFrontier) {
+    let ttl = Duration::from_secs(30);
+    let mut heir = worker_in(server, crawl, dirs[1], ttl);
+    let mut stalled = worker_in(server, crawl, dirs[0], ttl);
+    stalled.push(vec![entry("h.example", "a", 0)]).unwrap();
+    let page = stalled.next_ready(Instant::now()).unwrap().expect("a URL");
+    let mut con = redis::Client::open(server.url())
+        .unwrap()
+        .get_connection()
+        .unwrap();
+    let lease = format!("{}lease:h.example", super::key_prefix(crawl));
+    redis::cmd("DEL").arg(lease).query::<()>(&mut con).unwrap();
+    assert_eq!(heir.reap(false).unwrap(), 1, "the page is queued again");
+    (stalled, page, heir)
+}
+
+#[test]
+fn a_page_whose_lease_lapsed_claims_no_links_so_its_next_fetch_finds_them() {
+    let server = RedisServer::for_test();
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (stalled, page, mut heir) = stalled_on_a_page(&server, "dies", [d1.path(), d2.path()]);
+    let links = ["http://h.example/link"];
+    {
+        let mut stalled = stalled;
+        // It goes on with the page it holds no lease of any more: its link
+        // is new to it, but not claimed...
+        let found = stalled.claim_page_links(&page.entry.host, &links);
+        assert_eq!(found.unwrap(), [true]);
+        // ...for it dies (SIGKILL) before the page's lease end, and holds no
+        // lease whose lapse would have the reaper unsee its claims.
+    }
+    heir.last_upkeep = None;
+    let again = heir.next_ready(Instant::now()).unwrap();
+    let again = again.expect("the page again");
+    assert_eq!(again.entry.url, "http://h.example/a");
+    let found = heir.claim_page_links(&again.entry.host, &links);
+    assert_eq!(found.unwrap(), [true]);
+    // Under its lease the heir claims it: a third look finds it seen.
+    assert_eq!(heir.claim_unseen(&links).unwrap(), [false]);
+}
+
+#[test]
+fn a_stalled_worker_that_lives_queues_its_pages_links_at_the_lease_end() {
+    let server = RedisServer::for_test();
+    let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (mut stalled, page, mut heir) = stalled_on_a_page(&server, "lives", [d1.path(), d2.path()]);
+    let link = entry("h.example", "link", 0);
+    let found = stalled.claim_page_links(&page.entry.host, &[link.url.as_str()]);
+    assert_eq!(found.unwrap(), [true]);
+    let queued = stalled.complete(&page, &record(&page.entry), vec![link.clone()]);
+    assert_eq!(queued.unwrap(), 1, "the link is queued once");
+    assert_eq!(heir.counts().unwrap().queued, 1, "the page is done");
 }
 
 #[test]

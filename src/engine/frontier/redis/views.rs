@@ -21,22 +21,11 @@ use crate::engine::telemetry::{HostActivity, TrapAlert, PRIORITY_LEVELS};
 
 impl FrontierStore for RedisFrontier {
     fn claim_unseen(&mut self, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
-        if urls.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut inv = self.scripts.claim_unseen.prepare_invoke();
-        inv.arg(&self.prefix).arg(&self.worker);
-        for url in urls {
-            inv.arg(crate::engine::dedup::url_fingerprint(url));
-        }
-        match self.link.run("checking the seen set", &inv) {
-            Ok(out) => Ok(out.iter().map(|new| new.as_slice() == b"1").collect()),
-            // Out of reach: every link counts as new for now. The page's lease
-            // end, held until Redis answers, queues only those still unseen
-            // (`push_entries`, checked), so the page keeps its links.
-            Err(e) if e.is_unreachable() => Ok(vec![true; urls.len()]),
-            Err(e) => Err(e),
-        }
+        self.claim_links(urls, "")
+    }
+
+    fn claim_page_links(&mut self, host: &str, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
+        self.claim_links(urls, host)
     }
 
     fn push(&mut self, entries: Vec<FrontierEntry>) -> Result<usize, StoreError> {
