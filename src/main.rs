@@ -794,11 +794,14 @@ fn shutdown_signal(notice: bool) -> impl Future<Output = ()> + Send + 'static {
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(async move {
         wait_for_signal().await;
+        if tx.send(()).is_err() {
+            // The engine has ended (a worker serving its records): nothing to stop here.
+            return;
+        }
         tracing::info!("stop requested by signal");
         if notice {
             eprintln!("\ncrawldeck: stopping — finishing requests in flight and checkpointing (Ctrl-C again quits at once)");
         }
-        let _ = tx.send(());
         wait_for_signal().await;
         tracing::warn!("second stop signal: quitting without checkpoint");
         eprintln!("crawldeck: quit; URLs that were in flight are fetched again on resume");
