@@ -172,7 +172,8 @@ def main():
         started = time.time()
 
         def worker(i):
-            cmd = limit + [a.bin, "crawl", "--headless", "--redis", url, "--crawl", CRAWL,
+            cmd = limit + [a.bin, "crawl", "--headless", "--exit-when-done",
+                           "--redis", url, "--crawl", CRAWL,
                            "--data", os.path.join(a.out, "w%d" % i)] + crawl_args
             log = open(os.path.join(a.out, "w%d.stderr" % i), "w")
             return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log,
