@@ -446,6 +446,7 @@ fn worker_view(row: &WorkerRow) -> WorkerView {
         worker: row.beat.worker.clone(),
         version: row.beat.version.clone(),
         alive: row.alive,
+        serving: row.beat.serving,
         pages: row.beat.pages,
         pages_per_s: row.beat.pages_per_s,
         hosts_held: row.beat.hosts_held,

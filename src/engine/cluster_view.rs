@@ -30,6 +30,9 @@ pub struct WorkerView {
     pub version: String,
     /// A heartbeat came within its staleness limit.
     pub alive: bool,
+    /// The crawl is over on it: it only serves its records.
+    #[serde(default)]
+    pub serving: bool,
     /// Pages it completed since it started.
     pub pages: u64,
     /// Its pages per second at its last heartbeat.
