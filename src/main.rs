@@ -379,18 +379,22 @@ async fn run_headless(
     };
     let result = headless::run(handle, done, opts).await;
     let over = result.as_ref().is_ok_and(|snapshot| !snapshot.stopped);
-    let Some(mut part) = part else {
+    let Some(ClusterPart {
+        target,
+        worker,
+        following,
+        reads: _reads,
+        publisher,
+    }) = part
+    else {
         return result.map(drop);
     };
-    let following = part.following.take();
-    tokio::task::spawn_blocking(move || following.map(Following::stop)).await?;
-    let served = match &run.cluster {
-        Some(target) if over && run.serve_when_done => {
-            serve_records(target, data_dir, &hub, json).await
-        }
-        _ => Ok(()),
+    tokio::task::spawn_blocking(move || following.stop()).await?;
+    let served = match over && run.serve_when_done {
+        true => serve_records(&target, &worker, data_dir, &hub, json).await,
+        false => Ok(()),
     };
-    tokio::task::spawn_blocking(move || part.publisher.stop()).await?;
+    tokio::task::spawn_blocking(move || publisher.stop()).await?;
     result?;
     served
 }
@@ -400,6 +404,7 @@ async fn run_headless(
 /// command stream, or Ctrl-C or SIGTERM.
 async fn serve_records(
     target: &engine::ClusterTarget,
+    worker: &str,
     data_dir: &Path,
     hub: &Hub,
     json: bool,
@@ -409,8 +414,7 @@ async fn serve_records(
             .reopen()
             .context("cannot open the crawl's records again to serve them")?;
     }
-    let worker = engine::worker_id(data_dir)?;
-    let mut serving = crawldeck::cluster::serving::Serving::start(target, &worker, data_dir)
+    let mut serving = crawldeck::cluster::serving::Serving::start(target, worker, data_dir)
         .context("cannot start serving the crawl's records")?;
     if !json {
         let crawl = &target.crawl;
@@ -446,11 +450,14 @@ fn announce_headless(run: &ResolvedRun, data_dir: &Path) {
 
 /// A worker's part in a shared crawl, for as long as it is held.
 struct ClusterPart {
-    /// Replays the crawl's commands, then applies them as they come; taken
-    /// and stopped at the engine's end.
-    following: Option<Following>,
+    target: engine::ClusterTarget,
+    /// This worker's name in the crawl.
+    worker: String,
+    /// Replays the crawl's commands, then applies them as they come;
+    /// stopped at the engine's end.
+    following: Following,
     /// Answers the cluster view's and the listings' reads of its records.
-    _reads: ReadServer,
+    reads: ReadServer,
     publisher: SnapshotPublisher,
 }
 
@@ -469,28 +476,16 @@ fn join_cluster(
     let following = crawldeck::cluster::follow::start(hub, target, worker.clone(), resume)
         .context("cannot start the command stream's reader thread")?;
     let reads = ReadServer::start(target, &worker, data_dir).map_err(anyhow::Error::msg)?;
-    let publisher = publish_snapshots(target, data_dir, handle)?;
+    let snapshots = handle.snapshots.clone();
+    let publisher = SnapshotPublisher::start(&target.url, &target.crawl, &worker, snapshots)
+        .map_err(anyhow::Error::msg)?;
     Ok(ClusterPart {
-        following: Some(following),
-        _reads: reads,
+        target: target.clone(),
+        worker,
+        following,
+        reads,
         publisher,
     })
-}
-
-/// A worker of a shared crawl writes its snapshots to Redis for the cluster view.
-fn publish_snapshots(
-    target: &engine::ClusterTarget,
-    data_dir: &Path,
-    handle: &EngineHandle,
-) -> anyhow::Result<SnapshotPublisher> {
-    let worker = engine::worker_id(data_dir)?;
-    SnapshotPublisher::start(
-        &target.url,
-        &target.crawl,
-        &worker,
-        handle.snapshots.clone(),
-    )
-    .map_err(anyhow::Error::msg)
 }
 
 /// `crawldeck URL`: the engine in a background process of its own, the

@@ -255,20 +255,18 @@ impl Follower {
             match self.answers.recv_timeout(ANSWER_POLL) {
                 Ok(result) if result.id == id => return result.outcome,
                 Ok(_) => continue,
-                Err(mpsc::RecvTimeoutError::Timeout)
-                    if std::time::Instant::now() < deadline
-                        && !self.stopped.load(Ordering::Relaxed) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err("the engine has stopped".into())
+                }
                 Err(mpsc::RecvTimeoutError::Timeout) if self.stopped.load(Ordering::Relaxed) => {
                     return Err("the engine has stopped".into())
                 }
+                Err(mpsc::RecvTimeoutError::Timeout) if std::time::Instant::now() < deadline => {}
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     return Err(format!(
                         "the engine did not answer within {}s",
                         ANSWER_WAIT.as_secs()
                     ))
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    return Err("the engine has stopped".into())
                 }
             }
         }

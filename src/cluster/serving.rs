@@ -11,13 +11,13 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use tokio::sync::watch;
 
 use crate::cluster::commands::{self, failed, Answer, StreamCommand, StreamError};
 use crate::engine::control::Command;
-use crate::engine::{key_prefix, records_at, ClusterTarget, Heartbeat, RedisUrl};
+use crate::engine::{key_prefix, records_at, wall_ms, ClusterTarget, Heartbeat, RedisUrl};
 
 /// How often a serving worker beats; it counts as gone after three missed.
 pub const BEAT_EVERY: Duration = Duration::from_secs(1);
@@ -53,7 +53,7 @@ impl Serving {
             worker: worker.to_string(),
             records: records_at(data_dir),
             stale_after: 3 * BEAT_EVERY,
-            beat: None,
+            pages: None,
             cursor: None,
             asked: asked_tx,
         };
@@ -90,8 +90,8 @@ struct Watcher {
     worker: String,
     records: String,
     stale_after: Duration,
-    /// The heartbeat as the crawl left it (its pages), once read.
-    beat: Option<Heartbeat>,
+    /// The pages of the crawl's last heartbeat, once read.
+    pages: Option<u64>,
     /// The last stream entry seen; `None` until first read.
     cursor: Option<String>,
     asked: watch::Sender<bool>,
@@ -124,73 +124,79 @@ impl Watcher {
             .map_err(failed("connecting to serve the records"))?;
         con.set_read_timeout(Some(BLOCK + Duration::from_secs(5)))
             .map_err(failed("setting the read timeout"))?;
-        if self.cursor.is_none() {
+        let mut after = match self.cursor.take() {
+            Some(cursor) => cursor,
             // Entries after the crawl's last one are this watch's to answer.
-            let after = commands::cursor(&mut con, &self.crawl, &self.worker)?;
-            self.cursor = Some(after.unwrap_or_else(|| "$".into()));
-        }
+            None => {
+                commands::cursor(&mut con, &self.crawl, &self.worker)?.unwrap_or_else(|| "$".into())
+            }
+        };
+        let result = self.watch(&mut con, &mut after, stop);
+        self.cursor = Some(after);
+        result
+    }
+
+    /// Beats every [`BEAT_EVERY`] and answers the entries after `after`.
+    fn watch(
+        &mut self,
+        con: &mut redis::Connection,
+        after: &mut String,
+        stop: &AtomicBool,
+    ) -> Result<(), StreamError> {
         let mut next_beat = std::time::Instant::now();
         while !stop.load(Ordering::Relaxed) {
             if std::time::Instant::now() >= next_beat {
-                self.beat(&mut con, true)?;
+                self.beat(con, true)?;
                 next_beat = std::time::Instant::now() + BEAT_EVERY;
             }
-            let after = self.cursor.clone().unwrap_or_else(|| "$".into());
-            for entry in commands::read_after(&mut con, &self.crawl, &after, Some(BLOCK))? {
-                self.cursor = Some(entry.entry.clone());
-                if entry.is_for(&self.worker) {
-                    let answer = answer_to(&entry, &self.crawl);
-                    commands::answer_only(
-                        &mut con,
-                        &self.crawl,
-                        &entry.entry,
-                        &self.worker,
-                        &answer,
-                    )?;
-                    if answer.as_deref() == Ok(STOPPED) {
-                        self.asked.send_replace(true);
-                    }
+            for entry in commands::read_after(con, &self.crawl, after, Some(BLOCK))? {
+                *after = entry.entry.clone();
+                if !entry.is_for(&self.worker) {
+                    continue;
+                }
+                let answer = answer_to(&entry, &self.crawl);
+                commands::answer_only(con, &self.crawl, &entry.entry, &self.worker, &answer)?;
+                if matches!(entry.command, Ok(Command::Shutdown)) {
+                    self.asked.send_replace(true);
                 }
             }
         }
         Ok(())
     }
 
-    /// Writes this worker's heartbeat: serving, or gone at once.
+    /// Writes this worker's heartbeat: serving, or gone at once. The
+    /// crawl's last one gives the pages.
     fn beat(&mut self, con: &mut redis::Connection, serving: bool) -> Result<(), StreamError> {
-        let key = format!("{}beats", key_prefix(&self.crawl));
-        if self.beat.is_none() {
-            let last: Option<String> = redis::cmd("HGET")
-                .arg(&key)
-                .arg(&self.worker)
-                .query(con)
-                .map_err(failed("reading the heartbeat"))?;
-            let last = last.and_then(|json| serde_json::from_str::<Heartbeat>(&json).ok());
-            self.beat = Some(last.unwrap_or_default());
-        }
+        let prefix = key_prefix(&self.crawl);
+        let pages = match self.pages {
+            Some(pages) => pages,
+            None => {
+                let last: Option<String> = redis::cmd("HGET")
+                    .arg(format!("{prefix}beats"))
+                    .arg(&self.worker)
+                    .query(con)
+                    .map_err(failed("reading the heartbeat"))?;
+                let last = last.and_then(|json| serde_json::from_str::<Heartbeat>(&json).ok());
+                *self.pages.insert(last.map_or(0, |beat| beat.pages))
+            }
+        };
+        let stale_after = if serving {
+            self.stale_after
+        } else {
+            Duration::ZERO
+        };
         let beat = Heartbeat {
             worker: self.worker.clone(),
             version: env!("CARGO_PKG_VERSION").to_string(),
-            pages_per_s: 0.0,
-            hosts_held: 0,
-            in_flight: 0,
+            pages,
             at_ms: wall_ms(),
-            stale_after_ms: if serving {
-                self.stale_after.as_millis() as u64
-            } else {
-                0
-            },
+            stale_after_ms: stale_after.as_millis() as u64,
             records: self.records.clone(),
             pid: std::process::id(),
             serving,
-            ..self.beat.clone().unwrap_or_default()
+            ..Heartbeat::default()
         };
-        let json = serde_json::to_string(&beat).expect("a heartbeat always encodes as JSON");
-        redis::cmd("HSET")
-            .arg(&key)
-            .arg(&self.worker)
-            .arg(json)
-            .query::<()>(con)
+        beat.publish(con, &prefix)
             .map_err(failed("publishing the heartbeat"))
     }
 
@@ -212,12 +218,6 @@ fn answer_to(entry: &StreamCommand, crawl: &str) -> Answer {
         )),
         Err(why) => Err(why.clone()),
     }
-}
-
-fn wall_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 #[cfg(test)]

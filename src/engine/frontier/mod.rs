@@ -31,7 +31,7 @@ use tokio::time::Instant;
 
 pub use self::redis::{
     alert_decisions_key, alert_raisers_key, breakers_key, key_prefix, machine_name, records_at,
-    refuse_worker_dir, shared_breaker_state, shared_crawl, validate_crawl_name, worker_id,
+    refuse_worker_dir, shared_breaker_state, shared_crawl, validate_crawl_name, wall_ms, worker_id,
     ClusterTarget, Heartbeat, RedisCredentials, RedisFrontier, RedisReader, RedisUrl,
     SharedBreakerState, DEFAULT_LEASE_TTL, PASSWORD_VAR, USER_VAR,
 };

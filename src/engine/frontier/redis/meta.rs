@@ -68,7 +68,24 @@ pub fn alert_decisions_key(prefix: &str) -> String {
     format!("{prefix}alert-decisions")
 }
 
-pub(super) fn wall_ms() -> u64 {
+impl Heartbeat {
+    /// Writes this heartbeat as its worker's, in the crawl under `prefix`.
+    pub fn publish(
+        &self,
+        con: &mut impl ::redis::ConnectionLike,
+        prefix: &str,
+    ) -> ::redis::RedisResult<()> {
+        let json = serde_json::to_string(self).expect("a heartbeat always encodes as JSON");
+        ::redis::cmd("HSET")
+            .arg(format!("{prefix}beats"))
+            .arg(&self.worker)
+            .arg(json)
+            .query(con)
+    }
+}
+
+/// Milliseconds since the Unix epoch, the clock heartbeats are stamped with.
+pub fn wall_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as u64)
@@ -114,19 +131,9 @@ impl RedisFrontier {
             pid: std::process::id(),
             serving: false,
         };
-        let json = serde_json::to_string(&beat).map_err(|source| StoreError::Encode {
-            what: "heartbeat",
-            source,
-        })?;
-        let key = format!("{}beats", self.prefix);
-        let worker = self.worker.clone();
-        self.link.query("publishing the heartbeat", |c| {
-            ::redis::cmd("HSET")
-                .arg(&key)
-                .arg(&worker)
-                .arg(&json)
-                .query::<()>(c)
-        })
+        let prefix = self.prefix.clone();
+        self.link
+            .query("publishing the heartbeat", |c| beat.publish(c, &prefix))
     }
 }
 

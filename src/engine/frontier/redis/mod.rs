@@ -50,7 +50,9 @@ use tokio::time::Instant;
 pub use breakers::{breakers_key, shared_breaker_state, SharedBreakerState};
 pub use conn::{key_prefix, refuse_worker_dir, shared_crawl, validate_crawl_name, worker_id};
 use conn::{Clock, Link};
-pub use meta::{alert_decisions_key, alert_raisers_key, machine_name, records_at, Heartbeat};
+pub use meta::{
+    alert_decisions_key, alert_raisers_key, machine_name, records_at, wall_ms, Heartbeat,
+};
 pub use reader::RedisReader;
 pub use redis_url::{RedisCredentials, RedisUrl, PASSWORD_VAR, USER_VAR};
 use scripts::Scripts;
