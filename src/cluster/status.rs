@@ -3,7 +3,7 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use serde::Serialize;
 
@@ -209,9 +209,7 @@ pub fn read_workers(
 /// The workers of the `beats` hash (worker → heartbeat JSON), by name;
 /// unreadable heartbeats are left out.
 pub fn worker_rows(beats: &HashMap<String, String>) -> Vec<WorkerRow> {
-    let now = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
+    let now = crate::engine::wall_ms();
     let mut workers: Vec<WorkerRow> = beats
         .values()
         .filter_map(|json| serde_json::from_str::<Heartbeat>(json).ok())
@@ -441,7 +439,7 @@ mod tests {
             alerts: vec![alert(1, AlertStatus::Accepted), alert(2, AlertStatus::Open)],
             ..Snapshot::default()
         };
-        let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        let now = crate::engine::wall_ms();
         let beat = Heartbeat {
             worker: "w1".into(),
             version: "0.1.0".into(),
@@ -450,7 +448,7 @@ mod tests {
             hosts_held: 1,
             // One URL taken through Redis, two served from a take's batch.
             in_flight: 3,
-            at_ms: now.as_millis() as u64,
+            at_ms: now,
             stale_after_ms: 30_000,
             records: String::new(),
             pid: 0,
