@@ -32,6 +32,8 @@ mod scripts;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tests_affinity;
+#[cfg(test)]
 mod tests_alerts;
 #[cfg(test)]
 mod tests_batch;
@@ -77,6 +79,10 @@ const SHARED_HOLDS: u8 = 1 | CLOSED;
 /// URLs a take reads of a host's level: a host is served up to this many
 /// times in a row before it competes with the others again.
 const TAKE_BATCH: usize = 8;
+/// How long a due host waits for the worker that last claimed it before
+/// another worker may take it (unless its owner holds more than an even
+/// share of the hosts): what a worker learns of a host stays with it.
+const HOST_AFFINITY: Duration = Duration::from_secs(1);
 /// Hosts tried per `next_ready` before giving the loop back.
 const CLAIM_TRIES: usize = 16;
 /// How often a worker polls when only other workers hold hosts with work.

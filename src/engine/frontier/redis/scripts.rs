@@ -30,6 +30,55 @@ local LEVEL = 1099511627776
 local NEVER = '-1000000000000000000'
 local function level_of(score) return math.floor(tonumber(score) / LEVEL) end
 local function count(field, by) redis.call('HINCRBY', P .. 'n', field, by) end
+-- Host affinity: the worker that last claimed a host (`owner`) keeps first
+-- call on it, so what it learns of the host (trap evidence, breaker counts,
+-- response times, connections) stays whole. `owned` counts each worker's.
+local function disown(owner)
+  if redis.call('HINCRBY', P .. 'owned', owner, -1) <= 0 then redis.call('HDEL', P .. 'owned', owner) end
+end
+local function own(host, worker)
+  local old = redis.call('HGET', P .. 'owner', host)
+  if old == worker then return end
+  if old then disown(old) end
+  redis.call('HSET', P .. 'owner', host, worker)
+  redis.call('HINCRBY', P .. 'owned', worker, 1)
+end
+local function unown(host)
+  local old = redis.call('HGET', P .. 'owner', host)
+  if old then
+    redis.call('HDEL', P .. 'owner', host)
+    disown(old)
+  end
+end
+-- What `worker` may take of the hosts others own: a due host at once if
+-- its owner holds more than an even share and the worker less (so a crawl
+-- whose hosts all went to one worker spreads), else once it has waited
+-- `grace` past its time (its owner is busy or gone).
+local function affinity(worker, grace)
+  local owners = redis.call('HLEN', P .. 'owned')
+  local mine = tonumber(redis.call('HGET', P .. 'owned', worker) or '0')
+  if mine == 0 then owners = owners + 1 end
+  local share = redis.call('HLEN', P .. 'owner') / owners
+  return {worker = worker, grace = tonumber(grace), under = mine + 1 <= share, share = share, counts = {}}
+end
+-- The score from which `a`'s worker may take `host`, due at `score`.
+local function due_for(a, host, score)
+  -- Never fetched (no not-before yet): nothing learnt of it to keep.
+  if score <= tonumber(NEVER) then return score end
+  local owner = redis.call('HGET', P .. 'owner', host)
+  if not owner or owner == a.worker then return score end
+  if a.under then
+    local theirs = a.counts[owner]
+    if not theirs then
+      theirs = tonumber(redis.call('HGET', P .. 'owned', owner) or '0')
+      a.counts[owner] = theirs
+    end
+    if theirs - 1 >= a.share then return score end
+  end
+  return score + a.grace
+end
+-- Hosts of a level looked at for one this worker may take.
+local AFFINITY_SCAN = 32
 -- unscheduled: the caller knows the host is in no sched set (it just ended
 -- a live lease).
 local function resched(host, unscheduled)
@@ -41,7 +90,10 @@ local function resched(host, unscheduled)
   end
   local head = redis.call('ZRANGE', P .. 'q:' .. host, 0, 0, 'WITHSCORES')
   if #head == 0 then
-    if redis.call('EXISTS', P .. 'inflight:' .. host) == 0 then redis.call('SREM', P .. 'hosts', host) end
+    if redis.call('EXISTS', P .. 'inflight:' .. host) == 0 then
+      redis.call('SREM', P .. 'hosts', host)
+      unown(host)
+    end
     return
   end
   redis.call('SADD', P .. 'hosts', host)
@@ -88,6 +140,7 @@ local function push_entries(first, worker, ttl, checked)
   for _, host in ipairs(order) do
     if fresh[host] and redis.call('SET', P .. 'lease:' .. host, worker, 'NX', 'PX', ttl) then
       redis.call('HSET', P .. 'held', host, worker)
+      own(host, worker)
       out[#out + 1] = host
     end
     resched(host)
@@ -173,11 +226,12 @@ pub(super) struct Scripts {
     /// claimed by the worker until it queues or parks it, unless `host` is
     /// a page's host whose lease the worker no longer holds).
     pub claim_unseen: Script,
-    /// `P worker ttl now r w0..w4 batch n idle… (level since host)…` → `[]`,
-    /// `retry`, `lost HOST`, or `local|claimed HOST [member score next_score
-    /// breaker (member score)…]`: gives back the caller's n idle hosts (as
-    /// `release_hosts`), picks the level by weight, then the host waiting
-    /// longest, among the unheld due hosts and the caller's own, takes its
+    /// `P worker ttl now r w0..w4 batch n grace idle… (level since host)…` →
+    /// `[]`, `retry`, `lost HOST`, or `local|claimed HOST [member score
+    /// next_score breaker (member score)…]`: gives back the caller's n idle
+    /// hosts (as `release_hosts`), picks the level by weight, then the host
+    /// waiting longest, among the unheld hosts due for the caller (another
+    /// worker's own `grace` later, see `due_for`) and the caller's own, takes its
     /// head and reads the next batch - 1 of its level (see `take_head`); a
     /// claimed host's shared breaker comes with it (`''` if none).
     pub claim: Script,
@@ -206,7 +260,8 @@ pub(super) struct Scripts {
     pub reap: Script,
     /// `P worker ttl host…` → the hosts whose lease the caller lost.
     pub renew: Script,
-    /// `P worker` → `earliest due score or '', hosts held by other workers`.
+    /// `P worker grace` → `earliest score at which the worker may claim a
+    /// host or '', hosts held by other workers` (see `due_for`).
     pub wakeup: Script,
     /// `P host target member…` → removed members; moved into the parked
     /// set `target` unless it is empty.
@@ -312,12 +367,18 @@ return out
 const CLAIM: &str = r#"
 local worker, ttl, now, r = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local batch = tonumber(ARGV[11])
-local first = 13 + tonumber(ARGV[12])
-for i = 13, first - 1 do give_back(ARGV[i], worker) end
-local best = {}
+local first = 14 + tonumber(ARGV[12])
+for i = 14, first - 1 do give_back(ARGV[i], worker) end
+local a, due_by, best = affinity(worker, ARGV[13]), tonumber(now), {}
 for l = 0, 4 do
-  local top = redis.call('ZRANGEBYSCORE', P .. 'sched:' .. l, '-inf', now, 'WITHSCORES', 'LIMIT', 0, 1)
-  if #top > 0 then best[l] = {top[1], tonumber(top[2]), false} end
+  local due = redis.call('ZRANGEBYSCORE', P .. 'sched:' .. l, '-inf', now, 'WITHSCORES', 'LIMIT', 0, AFFINITY_SCAN)
+  for i = 1, #due, 2 do
+    local since = tonumber(due[i + 1])
+    if due_for(a, due[i], since) <= due_by then
+      best[l] = {due[i], since, false}
+      break
+    end
+  end
 end
 for i = first, #ARGV, 3 do
   local l, since, host = tonumber(ARGV[i]), tonumber(ARGV[i + 1]), ARGV[i + 2]
@@ -348,6 +409,7 @@ if not redis.call('SET', P .. 'lease:' .. host, worker, 'NX', 'PX', ttl) then
   return {'retry'}
 end
 redis.call('HSET', P .. 'held', host, worker)
+own(host, worker)
 return take_head(host, 'claimed', batch)
 "#;
 
@@ -411,7 +473,12 @@ for i = 1, #held, 2 do
   local host, owner = held[i], held[i + 1]
   local lease = redis.call('GET', P .. 'lease:' .. host)
   if not lease or (owner == ARGV[2] and lease == owner) then
-    if lease then redis.call('DEL', P .. 'lease:' .. host) end
+    if lease then
+      redis.call('DEL', P .. 'lease:' .. host)
+    else
+      -- Its owner is gone or stalled: anyone may take it when it is due.
+      unown(host)
+    end
     n = n + requeue_inflight(host)
     redis.call('HDEL', P .. 'held', host)
     -- An expired lease may have been rescheduled meanwhile; a live one not.
@@ -440,11 +507,18 @@ return lost
 "#;
 
 const WAKEUP: &str = r#"
-local min = nil
+local a, min = affinity(ARGV[2], ARGV[3]), nil
 for l = 0, 4 do
-  local top = redis.call('ZRANGE', P .. 'sched:' .. l, 0, 0, 'WITHSCORES')
-  if #top > 0 and (min == nil or tonumber(top[2]) < tonumber(min)) then min = top[2] end
+  local top = redis.call('ZRANGE', P .. 'sched:' .. l, 0, AFFINITY_SCAN - 1, 'WITHSCORES')
+  for i = 1, #top, 2 do
+    local since = tonumber(top[i + 1])
+    -- Scores ascend: nothing further down is due sooner.
+    if min ~= nil and since >= min then break end
+    local due = due_for(a, top[i], since)
+    if min == nil or due < min then min = due end
+  end
 end
+if min ~= nil then min = string.format('%.0f', min) end
 local others = 0
 for _, w in ipairs(redis.call('HVALS', P .. 'held')) do
   if w ~= ARGV[2] then others = others + 1 end

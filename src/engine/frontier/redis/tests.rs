@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{ClusterTarget, RedisFrontier};
+use super::{ClusterTarget, RedisFrontier, HOST_AFFINITY};
 use crate::cluster::redis_server::RedisServer;
 use crate::engine::frontier::conformance::{entry, frontier_conformance_tests, record};
 use crate::engine::frontier::{FrontierStore, Lease};
@@ -88,7 +88,14 @@ fn a_host_is_leased_to_one_worker_at_a_time() {
     let later = now + Duration::from_millis(1010);
     w2.complete(&second, &record(&second.entry), Vec::new())
         .unwrap();
-    let third = w2.next_ready(later).unwrap().expect("the delay passed");
+    assert!(
+        w2.next_ready(later).unwrap().is_none(),
+        "w1 has first call on its host for a while after it is due"
+    );
+    let third = w2
+        .next_ready(later + HOST_AFFINITY)
+        .unwrap()
+        .expect("w1 let it wait past its first call");
     assert_eq!(third.entry.host, first.entry.host);
     assert_eq!(w2.counts().unwrap().queued, 1);
 }

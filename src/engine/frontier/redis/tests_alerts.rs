@@ -44,6 +44,10 @@ impl Crawl {
         }
     }
 
+    pub(super) fn name(&self) -> &'static str {
+        self.name
+    }
+
     /// A new worker, with a data directory of its own.
     pub(super) fn join(&mut self) -> super::RedisFrontier {
         let dir = tempfile::tempdir().unwrap();

@@ -1,0 +1,163 @@
+//! Host affinity: the worker that last claimed a host keeps first call on
+//! it, so its per-host knowledge stays whole, yet a crawl whose hosts all
+//! went to one worker spreads, and a busy or dead owner's hosts move on.
+
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::tests_alerts::Crawl;
+use super::{key_prefix, RedisFrontier, HOST_AFFINITY};
+use crate::engine::frontier::conformance::{entry, record};
+use crate::engine::frontier::{FrontierStore, Lease};
+
+/// Clocks made a moment apart in one process map onto the crawl's with
+/// some jitter.
+const SKEW: Duration = Duration::from_millis(50);
+
+fn done(f: &mut RedisFrontier, lease: &Lease, not_before: Instant) {
+    f.set_not_before(&lease.entry.host, not_before).unwrap();
+    f.complete(lease, &record(&lease.entry), Vec::new())
+        .unwrap();
+}
+
+fn owners(crawl: &Crawl) -> Vec<(String, String)> {
+    let key = format!("{}owner", key_prefix(crawl.name()));
+    let mut owners: Vec<(String, String)> = redis::cmd("HGETALL")
+        .arg(key)
+        .query(&mut crawl.server.connection())
+        .unwrap();
+    owners.sort();
+    owners
+}
+
+#[test]
+fn a_due_host_waits_for_its_owner_before_another_worker_takes_it() {
+    let mut crawl = Crawl::new("affine");
+    let (mut w1, mut w2) = (crawl.join(), crawl.join());
+    let now = Instant::now();
+    // Each at its own level, so no take reads a batch.
+    w1.push(vec![
+        entry("one.example", "a", 0),
+        entry("one.example", "b", 1),
+    ])
+    .unwrap();
+    w2.push(vec![
+        entry("two.example", "a", 0),
+        entry("two.example", "b", 1),
+    ])
+    .unwrap();
+    let mine1 = w1.next_ready(now).unwrap().expect("w1 takes its host");
+    let mine2 = w2.next_ready(now).unwrap().expect("w2 takes its host");
+    assert_eq!(
+        (mine1.entry.host.as_str(), mine2.entry.host.as_str()),
+        ("one.example", "two.example")
+    );
+    let due = now + Duration::from_secs(1);
+    done(&mut w1, &mine1, due);
+    done(&mut w2, &mine2, due);
+    // Both given back by their workers' next claims.
+    assert!(w1.next_ready(now).unwrap().is_none());
+    assert!(w2.next_ready(now).unwrap().is_none());
+    let after = due + SKEW;
+    let next2 = w2.next_ready(after).unwrap().expect("w2's own host is due");
+    assert_eq!(next2.entry.host, "two.example");
+    assert!(
+        w2.next_ready(after).unwrap().is_none(),
+        "one.example is w1's first for a while"
+    );
+    let wake = w2.next_wakeup().unwrap().expect("w2 wakes for one.example");
+    assert!(
+        wake + SKEW >= due + HOST_AFFINITY && wake <= due + HOST_AFFINITY + SKEW,
+        "w2 sleeps until w1's first call ends: {:?} after the host was due",
+        wake.saturating_duration_since(due)
+    );
+    let next1 = w1
+        .next_ready(after)
+        .unwrap()
+        .expect("w1 takes its own back");
+    assert_eq!(next1.entry.host, "one.example");
+    assert_eq!(
+        owners(&crawl),
+        [
+            ("one.example".to_string(), w1.worker().to_string()),
+            ("two.example".to_string(), w2.worker().to_string()),
+        ]
+    );
+}
+
+#[test]
+fn hosts_that_all_went_to_one_worker_spread_to_the_others_at_once() {
+    let mut crawl = Crawl::new("spread");
+    let (mut w1, mut w2) = (crawl.join(), crawl.join());
+    let now = Instant::now();
+    let hosts = ["a.example", "b.example", "c.example", "d.example"];
+    // The pusher of a host new to the crawl leases it: all four are w1's.
+    w1.push(hosts.iter().map(|h| entry(h, "x", 0)).collect())
+        .unwrap();
+    let fetched: Vec<Lease> = hosts
+        .iter()
+        .map(|_| w1.next_ready(now).unwrap().expect("w1 fetches each"))
+        .collect();
+    w1.push(hosts.iter().map(|h| entry(h, "y", 0)).collect())
+        .unwrap();
+    for lease in &fetched {
+        done(&mut w1, lease, now);
+    }
+    let first = w1.next_ready(now).unwrap().expect("w1 takes one again");
+    assert!(owners(&crawl).iter().all(|(_, w)| w == w1.worker()));
+    // An even share is two each: w2 takes two of w1's three due hosts at
+    // once, and the third only once w1 let it wait past its first call.
+    let mut taken = Vec::new();
+    while let Some(lease) = w2.next_ready(now + SKEW).unwrap() {
+        taken.push(lease.entry.host.clone());
+    }
+    assert_eq!(taken.len(), 2, "w2 took {taken:?}");
+    assert!(!taken.contains(&first.entry.host));
+    let third = w2
+        .next_ready(now + HOST_AFFINITY + SKEW * 2)
+        .unwrap()
+        .expect("w1 did not come back for its last one");
+    assert!(!taken.contains(&third.entry.host) && third.entry.host != first.entry.host);
+    let w2_owns = owners(&crawl)
+        .into_iter()
+        .filter(|(_, w)| w == w2.worker())
+        .count();
+    assert_eq!(w2_owns, 3);
+}
+
+#[test]
+fn a_host_with_no_urls_left_and_a_dead_workers_hosts_are_nobodys() {
+    let mut crawl = Crawl::new("unowned");
+    let (mut w1, mut w2) = (crawl.join(), crawl.join());
+    let now = Instant::now();
+    w1.push(vec![entry("done.example", "a", 0)]).unwrap();
+    let lease = w1.next_ready(now).unwrap().unwrap();
+    done(&mut w1, &lease, now);
+    assert!(w1.next_ready(now).unwrap().is_none());
+    assert_eq!(owners(&crawl), [], "a finished host is forgotten");
+    // w1 takes a host and stops asking (a dead worker): once its lease
+    // expires, the reaper frees the host for anyone, with no grace to wait.
+    w1.push(vec![
+        entry("left.example", "a", 0),
+        entry("left.example", "b", 1),
+    ])
+    .unwrap();
+    let fetched = w1.next_ready(now).unwrap().unwrap();
+    done(&mut w1, &fetched, now);
+    drop(w1.next_ready(now).unwrap().expect("w1 takes the second"));
+    let key = format!("{}lease:left.example", key_prefix(crawl.name()));
+    let _: () = redis::cmd("DEL")
+        .arg(key)
+        .query(&mut crawl.server.connection())
+        .unwrap();
+    let heir = w2
+        .next_ready(now + SKEW)
+        .unwrap()
+        .expect("the reaped host is free");
+    assert_eq!(heir.entry.host, "left.example");
+    assert_eq!(
+        owners(&crawl),
+        [("left.example".to_string(), w2.worker().to_string())]
+    );
+}
