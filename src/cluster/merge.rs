@@ -36,6 +36,8 @@ pub struct ClusterRead {
     pub held: HashMap<HostKey, String>,
     /// URLs queued in the shared frontier.
     pub queued: u64,
+    /// URLs parked (quarantined) across the crawl, every worker's.
+    pub parked: u64,
     /// URLs the shared frontier records in flight. Those a worker serves
     /// from a take's batch stay queued there until done.
     pub in_flight: u64,
@@ -116,6 +118,8 @@ impl Merger {
             add_counters(&mut merged, s);
         }
         merged.frontier_size = not_fetching(read.queued, read.in_flight, merged.in_flight as u64);
+        // Each worker counts the crawl's parked URLs of the hosts it knows.
+        merged.quarantined = read.parked;
         merged.finish_reason = (merged.state == CrawlState::Done)
             .then(|| named(snaps, |s| s.finish_reason.as_deref()))
             .flatten();
@@ -346,7 +350,6 @@ fn add_counters(into: &mut Snapshot, s: &Snapshot) {
     into.pages_per_sec += s.pages_per_sec;
     into.bytes_per_sec += s.bytes_per_sec;
     into.in_flight += s.in_flight;
-    into.quarantined += s.quarantined;
     into.dropped_events += s.dropped_events;
 }
 
@@ -381,7 +384,8 @@ fn combine(mut base: HostView, other: &HostView) -> HostView {
     base.in_flight += other.in_flight;
     base.fetched += other.fetched;
     base.req_per_sec += other.req_per_sec;
-    base.quarantined += other.quarantined;
+    // The crawl's count of the host (`parked_hosts`), not the worker's.
+    base.quarantined = base.quarantined.max(other.quarantined);
     let (m, o) = (&mut base.status, &other.status);
     m.s2xx += o.s2xx;
     m.s3xx += o.s3xx;

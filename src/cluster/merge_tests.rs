@@ -9,6 +9,7 @@ fn host(name: &str, fetched: u64, phase: BreakerPhase) -> HostView {
     let mut view = HostView {
         host: name.into(),
         queued: 40,
+        quarantined: 6,
         fetched,
         in_flight: 1,
         req_per_sec: 1.5,
@@ -91,6 +92,8 @@ fn reading() -> ClusterRead {
         vec![host("shared.test", 5, BreakerPhase::Open)],
     );
     w2.alerts = vec![alert(3, "shared.test")];
+    // Each worker reports the crawl's parked URLs of the hosts it knows.
+    (w1.quarantined, w2.quarantined) = (12, 6);
     ClusterRead {
         crawl: "news".into(),
         source: "redis://127.0.0.1:6379/0 crawl news".into(),
@@ -99,6 +102,7 @@ fn reading() -> ClusterRead {
         held: HashMap::from([("shared.test".to_string(), "w2".to_string())]),
         queued: 77,
         in_flight: 2,
+        parked: 12,
         hosts: 9,
         ..ClusterRead::default()
     }
@@ -115,6 +119,15 @@ fn counters_and_rates_are_summed_and_queues_come_from_the_shared_frontier() {
     assert_eq!(merged.pages_per_sec, 4.0);
     assert_eq!(merged.in_flight, 2);
     assert_eq!(merged.frontier_size, 77, "not one worker's count");
+    assert_eq!(
+        merged.quarantined, 12,
+        "the crawl's count, not a sum of copies"
+    );
+    assert_eq!(
+        merged.host_detail("shared.test").unwrap().quarantined,
+        6,
+        "a host's parked URLs are counted once by the crawl"
+    );
     // A URL a worker serves from its batch is in flight, though still queued in Redis.
     let batch_served = ClusterRead {
         in_flight: 1,

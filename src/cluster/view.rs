@@ -191,6 +191,7 @@ impl ClusterReader {
             held,
             queued: counts.get("queued").copied().unwrap_or(0).max(0) as u64,
             in_flight: counts.get("inflight").copied().unwrap_or(0).max(0) as u64,
+            parked: counts.get("parked").copied().unwrap_or(0).max(0) as u64,
             hosts,
             alert_raisers,
             ..ClusterRead::default()
