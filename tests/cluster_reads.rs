@@ -57,6 +57,7 @@ async fn the_cluster_view_reads_pages_parked_urls_and_host_lists_from_the_worker
         url: redis.redis_url(),
         crawl: CRAWL.into(),
         lease_ttl: LEASE_TTL,
+        host_affinity: crawldeck::engine::DEFAULT_HOST_AFFINITY,
     };
 
     // The inspector: the shop's first page, from whichever worker fetched it.

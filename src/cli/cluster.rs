@@ -1,10 +1,12 @@
-//! `--redis`, `--crawl`, `--lease-ttl`, `--redis-ca` and `--insecure-redis`:
+//! `--redis`, `--crawl`, `--lease-ttl`, `--host-affinity`, `--redis-ca` and
+//! `--insecure-redis`:
 //! checked together, with messages that say which flag to add or fix.
 
 use super::usage::UsageError;
 use super::ClusterArgs;
 use crate::engine::{
-    validate_crawl_name, ClusterTarget, RedisCredentials, RedisUrl, DEFAULT_LEASE_TTL,
+    validate_crawl_name, ClusterTarget, RedisCredentials, RedisUrl, DEFAULT_HOST_AFFINITY,
+    DEFAULT_LEASE_TTL,
 };
 
 /// The shared crawl a viewer's `--redis` and `--crawl` name, if any.
@@ -17,6 +19,7 @@ pub(super) fn shared_crawl(
         redis,
         crawl_name,
         lease_ttl: None,
+        host_affinity: None,
         exit_when_done: false,
         trust,
     };
@@ -39,10 +42,15 @@ fn resolve_with(
 ) -> Result<Option<ClusterTarget>, UsageError> {
     let (url, crawl) = match (&args.redis, &args.crawl_name) {
         (None, None) => {
-            if args.lease_ttl.is_some() {
-                return Err(UsageError(
-                    "--lease-ttl applies to a shared crawl: give --redis URL and --crawl NAME too".into(),
-                ));
+            for (flag, given) in [
+                ("--lease-ttl", args.lease_ttl.is_some()),
+                ("--host-affinity", args.host_affinity.is_some()),
+            ] {
+                if given {
+                    return Err(UsageError(format!(
+                        "{flag} applies to a shared crawl: give --redis URL and --crawl NAME too"
+                    )));
+                }
             }
             return Ok(None);
         }
@@ -77,10 +85,17 @@ fn resolve_with(
             "--lease-ttl {lease_ttl:?} is too short: give at least 1s"
         )));
     }
+    let host_affinity = args.host_affinity.unwrap_or(DEFAULT_HOST_AFFINITY);
+    if host_affinity > lease_ttl {
+        return Err(UsageError(format!(
+            "--host-affinity {host_affinity:?} is longer than the lease TTL ({lease_ttl:?}), which bounds how long a host may wait for a worker: give at most the TTL (0s turns affinity off)"
+        )));
+    }
     Ok(Some(ClusterTarget {
         url,
         crawl: crawl.clone(),
         lease_ttl,
+        host_affinity,
     }))
 }
 
@@ -93,6 +108,7 @@ mod tests {
             redis: redis.map(String::from),
             crawl_name: crawl.map(String::from),
             lease_ttl: None,
+            host_affinity: None,
             exit_when_done: false,
             trust: Default::default(),
         }
@@ -121,6 +137,12 @@ mod tests {
         let mut stray = args(None, None);
         stray.lease_ttl = Some(std::time::Duration::from_secs(5));
         assert!(refused(stray, true).contains("--lease-ttl applies"));
+        let mut stray = args(None, None);
+        stray.host_affinity = Some(std::time::Duration::from_secs(2));
+        assert!(refused(stray, true).contains("--host-affinity applies"));
+        let mut clinging = args(url, Some("news"));
+        clinging.host_affinity = Some(std::time::Duration::from_secs(11));
+        assert!(refused(clinging, true).contains("at most the TTL"));
     }
 
     #[test]
@@ -134,10 +156,19 @@ mod tests {
             (
                 target.url.to_string().as_str(),
                 target.crawl.as_str(),
-                target.lease_ttl
+                target.lease_ttl,
+                target.host_affinity
             ),
-            ("redis://10.0.0.5:6379/2", "news", DEFAULT_LEASE_TTL)
+            (
+                "redis://10.0.0.5:6379/2",
+                "news",
+                DEFAULT_LEASE_TTL,
+                DEFAULT_HOST_AFFINITY
+            )
         );
+        trusted.host_affinity = Some(std::time::Duration::ZERO);
+        let off = resolve(&trusted).unwrap().unwrap();
+        assert_eq!(off.host_affinity, std::time::Duration::ZERO);
         let secured = args(Some("rediss://crawler:pw@10.0.0.5:6380/2"), Some("news"));
         let target = resolve(&secured).unwrap().unwrap();
         assert_eq!(

@@ -213,6 +213,13 @@ pub struct ClusterArgs {
     /// worker's hosts go to the others after this.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub lease_ttl: Option<Duration>,
+    /// How long a host that is due waits for the worker that fetched it
+    /// last before another may take it (default 1s; 0s turns it off): what
+    /// a worker learned of the host (trap evidence, breaker failures,
+    /// response times) stays whole. A worker with more than an even share
+    /// of the hosts gives them up at once.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub host_affinity: Option<Duration>,
     /// End this worker when the crawl is over. Without it a worker stays
     /// to serve its records to `pages|links|audit --redis` from any
     /// machine, until `crawldeck ctl --redis URL --crawl NAME stop`.

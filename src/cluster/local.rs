@@ -69,6 +69,7 @@ impl LocalCluster {
             url: RedisUrl::plain(&redis.url()).map_err(anyhow::Error::msg)?,
             crawl: CRAWL_NAME.into(),
             lease_ttl: crate::engine::DEFAULT_LEASE_TTL,
+            host_affinity: crate::engine::DEFAULT_HOST_AFFINITY,
         };
         let mut cluster = LocalCluster {
             redis: Some(redis),

@@ -31,6 +31,7 @@ fn a_read_no_live_worker_answers_names_the_workers_gone_and_where_their_records_
         url: server.redis_url(),
         crawl: CRAWL.into(),
         lease_ttl: Duration::from_secs(10),
+        host_affinity: crate::engine::DEFAULT_HOST_AFFINITY,
     };
     beat(&server, "w2", false, "machine-b:/srv/crawl/w2");
     let url = "http://h.example/page";

@@ -281,6 +281,7 @@ impl RedisServer {
             url: self.redis_url(),
             crawl: crawl.into(),
             lease_ttl: Duration::from_secs(10),
+            host_affinity: crate::engine::DEFAULT_HOST_AFFINITY,
         }
     }
 

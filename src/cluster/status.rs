@@ -418,6 +418,7 @@ mod tests {
             url: server.redis_url(),
             crawl: "alerts".into(),
             lease_ttl: Duration::from_secs(10),
+            host_affinity: crate::engine::DEFAULT_HOST_AFFINITY,
         };
         let alert = |id, status| TrapAlert {
             id,

@@ -21,7 +21,8 @@ pub(crate) mod near_dup;
 pub use frontier::{
     alert_decisions_key, alert_raisers_key, breakers_key, key_prefix, machine_name, records_at,
     shared_breaker_state, validate_crawl_name, wall_ms, worker_id, ClusterTarget, Heartbeat,
-    RedisCredentials, RedisUrl, SharedBreakerState, DEFAULT_LEASE_TTL, PASSWORD_VAR, USER_VAR,
+    RedisCredentials, RedisUrl, SharedBreakerState, DEFAULT_HOST_AFFINITY, DEFAULT_LEASE_TTL,
+    PASSWORD_VAR, USER_VAR,
 };
 pub mod host_order;
 pub mod host_window;

@@ -231,6 +231,7 @@ mod tests {
                 url: server.redis_url(),
                 crawl: "paused".into(),
                 lease_ttl: Duration::from_secs(30),
+                host_affinity: crate::engine::DEFAULT_HOST_AFFINITY,
             }),
             ..Default::default()
         };

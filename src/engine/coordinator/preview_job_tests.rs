@@ -135,6 +135,7 @@ async fn a_preview_on_the_redis_frontier_runs_off_the_loop_through_its_own_conne
             url: server.redis_url(),
             crawl: "preview".into(),
             lease_ttl: Duration::from_secs(30),
+            host_affinity: crate::engine::DEFAULT_HOST_AFFINITY,
         }),
         ..Default::default()
     };

@@ -28,6 +28,7 @@ fn worker(server: &RedisServer, crawl: &str, dir: &std::path::Path) -> (EngineHa
             url: server.redis_url(),
             crawl: crawl.into(),
             lease_ttl: Duration::from_secs(30),
+            host_affinity: crate::engine::DEFAULT_HOST_AFFINITY,
         }),
         ..Default::default()
     };

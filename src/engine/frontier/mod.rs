@@ -33,7 +33,7 @@ pub use self::redis::{
     alert_decisions_key, alert_raisers_key, breakers_key, key_prefix, machine_name, records_at,
     refuse_worker_dir, shared_breaker_state, shared_crawl, validate_crawl_name, wall_ms, worker_id,
     ClusterTarget, Heartbeat, RedisCredentials, RedisFrontier, RedisReader, RedisUrl,
-    SharedBreakerState, DEFAULT_LEASE_TTL, PASSWORD_VAR, USER_VAR,
+    SharedBreakerState, DEFAULT_HOST_AFFINITY, DEFAULT_LEASE_TTL, PASSWORD_VAR, USER_VAR,
 };
 #[cfg(test)]
 use api::FrontierCounts;

@@ -5,9 +5,7 @@ use tokio::time::Instant;
 
 use super::conn::parse_score;
 use super::outage::{LeaseEnd, Write};
-use super::{
-    level_from_score, Local, RedisFrontier, CLAIM_TRIES, HOST_AFFINITY, NEVER, TAKE_BATCH,
-};
+use super::{level_from_score, Local, RedisFrontier, CLAIM_TRIES, NEVER, TAKE_BATCH};
 use crate::engine::control::HostKey;
 use crate::engine::frontier::entry::{decode, level_of};
 use crate::engine::frontier::schedule::LEVEL_WEIGHTS;
@@ -107,7 +105,7 @@ impl RedisFrontier {
             };
             inv.arg(batch)
                 .arg(idle.len())
-                .arg(HOST_AFFINITY.as_nanos().to_string());
+                .arg(self.affinity.as_nanos().to_string());
             for host in &idle {
                 inv.arg(host);
             }

@@ -81,8 +81,9 @@ const SHARED_HOLDS: u8 = 1 | CLOSED;
 const TAKE_BATCH: usize = 8;
 /// How long a due host waits for the worker that last claimed it before
 /// another worker may take it (unless its owner holds more than an even
-/// share of the hosts): what a worker learns of a host stays with it.
-const HOST_AFFINITY: Duration = Duration::from_secs(1);
+/// share of the hosts): what a worker learns of a host (trap evidence,
+/// breaker failures, response times, connections) stays with it.
+pub const DEFAULT_HOST_AFFINITY: Duration = Duration::from_secs(1);
 /// Hosts tried per `next_ready` before giving the loop back.
 const CLAIM_TRIES: usize = 16;
 /// How often a worker polls when only other workers hold hosts with work.
@@ -97,6 +98,9 @@ pub struct ClusterTarget {
     pub crawl: String,
     /// Host lease lifetime without renewal.
     pub lease_ttl: Duration,
+    /// How long a due host waits for the worker that last claimed it
+    /// before another worker may take it (see `DEFAULT_HOST_AFFINITY`).
+    pub host_affinity: Duration,
 }
 
 /// What this worker knows of one host.
@@ -141,6 +145,8 @@ pub struct RedisFrontier {
     prefix: String,
     worker: String,
     ttl: Duration,
+    /// How long others' due hosts wait for their owners (see `due_for`).
+    affinity: Duration,
     clock: Clock,
     store: Store,
     hosts: HashMap<HostKey, Local>,
@@ -213,6 +219,7 @@ impl RedisFrontier {
             prefix,
             worker: conn::worker_id(data_dir)?,
             ttl: target.lease_ttl,
+            affinity: target.host_affinity,
             clock: Clock::new(epoch_ms),
             store: store.clone(),
             hosts: HashMap::new(),

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{ClusterTarget, RedisFrontier, HOST_AFFINITY};
+use super::{ClusterTarget, RedisFrontier, DEFAULT_HOST_AFFINITY};
 use crate::cluster::redis_server::RedisServer;
 use crate::engine::frontier::conformance::{entry, frontier_conformance_tests, record};
 use crate::engine::frontier::{FrontierStore, Lease};
@@ -35,6 +35,7 @@ pub(super) fn worker_in(
         url: server.redis_url(),
         crawl: crawl.to_string(),
         lease_ttl: ttl,
+        host_affinity: crate::engine::DEFAULT_HOST_AFFINITY,
     };
     RedisFrontier::open(&target, dir, &store).unwrap()
 }
@@ -93,7 +94,7 @@ fn a_host_is_leased_to_one_worker_at_a_time() {
         "w1 has first call on its host for a while after it is due"
     );
     let third = w2
-        .next_ready(later + HOST_AFFINITY)
+        .next_ready(later + DEFAULT_HOST_AFFINITY)
         .unwrap()
         .expect("w1 let it wait past its first call");
     assert_eq!(third.entry.host, first.entry.host);

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::tests_alerts::Crawl;
-use super::{key_prefix, RedisFrontier, HOST_AFFINITY};
+use super::{key_prefix, RedisFrontier, DEFAULT_HOST_AFFINITY};
 use crate::engine::frontier::conformance::{entry, record};
 use crate::engine::frontier::{FrontierStore, Lease};
 
@@ -68,7 +68,7 @@ fn a_due_host_waits_for_its_owner_before_another_worker_takes_it() {
     );
     let wake = w2.next_wakeup().unwrap().expect("w2 wakes for one.example");
     assert!(
-        wake + SKEW >= due + HOST_AFFINITY && wake <= due + HOST_AFFINITY + SKEW,
+        wake + SKEW >= due + DEFAULT_HOST_AFFINITY && wake <= due + DEFAULT_HOST_AFFINITY + SKEW,
         "w2 sleeps until w1's first call ends: {:?} after the host was due",
         wake.saturating_duration_since(due)
     );
@@ -115,7 +115,7 @@ fn hosts_that_all_went_to_one_worker_spread_to_the_others_at_once() {
     assert_eq!(taken.len(), 2, "w2 took {taken:?}");
     assert!(!taken.contains(&first.entry.host));
     let third = w2
-        .next_ready(now + HOST_AFFINITY + SKEW * 2)
+        .next_ready(now + DEFAULT_HOST_AFFINITY + SKEW * 2)
         .unwrap()
         .expect("w1 did not come back for its last one");
     assert!(!taken.contains(&third.entry.host) && third.entry.host != first.entry.host);

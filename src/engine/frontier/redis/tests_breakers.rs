@@ -7,7 +7,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::tests_alerts::Crawl;
-use super::HOST_AFFINITY;
+use super::DEFAULT_HOST_AFFINITY;
 use crate::engine::breaker::OpenBreaker;
 use crate::engine::frontier::conformance::{entry, record};
 use crate::engine::frontier::{FrontierStore, Hold};
@@ -120,7 +120,7 @@ fn no_worker_takes_the_host_of_an_open_breaker_before_its_probe_time_and_its_cla
         .is_none());
     // w1 has first call on its host for a while; then up to the skew of two
     // clocks made a moment apart in one process.
-    let due = probe_at + HOST_AFFINITY + Duration::from_millis(50);
+    let due = probe_at + DEFAULT_HOST_AFFINITY + Duration::from_millis(50);
     let probe = w2.next_ready(due).unwrap().expect("w2 probes when due");
     assert_eq!(probe.entry.host, "down.example");
     // The claim read the host's breaker: w2 follows it though it never

@@ -164,7 +164,7 @@ impl FrontierStore for RedisFrontier {
         let mut inv = self.scripts.wakeup.prepare_invoke();
         inv.arg(&self.prefix)
             .arg(&self.worker)
-            .arg(super::HOST_AFFINITY.as_nanos().to_string());
+            .arg(self.affinity.as_nanos().to_string());
         let out = self.link.run("asking when a host is ready", &inv)?;
         let due = out.first().and_then(|s| parse_score(s));
         let others_hold = out
