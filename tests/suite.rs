@@ -14,6 +14,7 @@ mod audit;
 mod checks;
 mod cli;
 mod cluster;
+mod cluster_affinity;
 mod cluster_alerts;
 mod cluster_breakers;
 mod cluster_ctl;
