@@ -10,10 +10,8 @@ use crate::engine::store::{Store, StoreError};
 const BLOOM_HEADROOM: usize = 1_000_000;
 /// False-positive rate the Bloom filter is sized for.
 const BLOOM_FP_RATE: f64 = 0.01;
-/// Recently confirmed fingerprints kept in memory, in two generations of
-/// 7/8 of 2^19: a full generation fits a hash table of 2^19 slots (9 bytes
-/// each), where 2^19 entries took 2^20 (19 MB for the two; 9.4 MB now).
-const RECENT_SEEN: usize = 7 << 17;
+/// Recently confirmed fingerprints kept in memory (about 16 bytes each).
+const RECENT_SEEN: usize = 1 << 20;
 
 pub(super) struct SeenSet {
     /// Invariant: holds every fingerprint with a persistent seen mark, so its
