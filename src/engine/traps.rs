@@ -3,7 +3,7 @@
 //! rule that covers the trap.
 //!
 //! Memory: at most `MAX_HOSTS` hosts; per host, two generations of at most
-//! 2048 path/URL hashes (depth, counter), 32 query paths with up to
+//! 1792 path/URL hashes (depth, counter), 32 query paths with up to
 //! `max_query_variants + 1` hashes each, 8 session-like parameters with 10
 //! values and 256 pages each, 32 prefixes with 16 simhash clusters, and a
 //! `budget_window` ring; samples (≤ 5 URLs) are kept only near a threshold.

@@ -183,8 +183,12 @@ impl CrawlIndex {
                         .index_block_pinning_policy(PinningPolicy::all(true)),
                     // Read only by prefix, for listings: a filter would never
                     // be asked, and pinned, these rows' indexes grew memory
-                    // with every page (inlinks: ~50 rows a page).
-                    false => options.filter_policy(FilterPolicy::disabled()),
+                    // with every page (inlinks: ~50 rows a page); fjall's
+                    // default pins the first two levels' indexes, 11 MB for
+                    // referrers and inlinks early in a million-page bench.
+                    false => options
+                        .filter_policy(FilterPolicy::disabled())
+                        .index_block_pinning_policy(PinningPolicy::all(false)),
                 }
             })
             .map_err(|e| open_error(&path, e))

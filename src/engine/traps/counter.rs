@@ -9,28 +9,48 @@ use crate::engine::telemetry::TrapKind;
 
 /// Digit runs longer than this are identifiers, not counters.
 const MAX_COUNTER_DIGITS: usize = 9;
-/// Numbers considered per URL.
+/// Numbers considered per URL: one bit each in [`Run::changed`].
 const MAX_NUMBERS: usize = 16;
-/// URLs remembered per host for the runs (per generation).
-const RUN_MEMORY: usize = 2048;
+const _: () = assert!(MAX_NUMBERS <= u16::BITS as usize);
+/// URLs remembered per host for the runs (per generation): 7/8 of 2048, so
+/// that a full generation fits a hash table of 2048 slots (2048 entries
+/// took 4096; with 200 hosts the runs held 36–54 MB).
+const RUN_MEMORY: usize = 1792;
 /// A page counter (no date in it) must run this many times longer than
 /// `max_counter_run`: finite listings of a few hundred pages are normal,
 /// while a month-by-month calendar is judged at the configured value.
 pub const PLAIN_COUNTER_FACTOR: usize = 8;
 
+/// The run that led to a URL. Its template is not kept: the entry's key is
+/// the URL, whose shape gives the template again.
 #[derive(Clone, Copy)]
 struct Run {
-    template: u64,
     /// +1 increasing, -1 decreasing.
     direction: i8,
     length: u32,
     /// Which numbers changed somewhere along the run (bit per index).
-    changed: u32,
+    changed: u16,
+}
+
+impl Run {
+    /// One word a run, so a host's runs take 16 bytes an entry.
+    fn pack(self) -> u64 {
+        u64::from(self.length) | u64::from(self.changed) << 32 | u64::from(self.direction > 0) << 48
+    }
+
+    fn unpack(word: u64) -> Run {
+        Run {
+            direction: if word >> 48 & 1 == 1 { 1 } else { -1 },
+            length: word as u32,
+            changed: (word >> 32) as u16,
+        }
+    }
 }
 
 #[derive(Default)]
 pub struct CounterState {
-    runs: Option<GenMap<u64, Run>>,
+    /// Packed runs ([`Run::pack`]) by the hash of the URL they led to.
+    runs: Option<GenMap<u64, u64>>,
 }
 
 impl CounterState {
@@ -58,26 +78,27 @@ impl CounterState {
             .zip(&c_values)
             .enumerate()
             .filter(|(_, (a, b))| a != b)
-            .fold(0u32, |m, (i, _)| m | (1 << i));
-        let template = hash_str(&c.template);
+            .fold(0u16, |m, (i, _)| m | (1 << i));
         let runs = self.runs.get_or_insert_with(|| GenMap::new(RUN_MEMORY));
-        let run = match runs.get(&hash_str(parent.as_str())) {
-            Some(r) if r.template == template && r.direction == direction => Run {
+        let run = match runs
+            .get(&hash_str(parent.as_str()))
+            .map(|r| Run::unpack(*r))
+        {
+            Some(r) if r.direction == direction => Run {
                 length: r.length.saturating_add(1),
                 changed: r.changed | changed,
-                ..*r
+                ..r
             },
             _ => Run {
-                template,
                 direction,
                 length: 1,
                 changed,
             },
         };
         let child_key = hash_str(child.as_str());
-        match runs.get(&child_key) {
+        match runs.get(&child_key).map(|r| Run::unpack(*r)) {
             Some(old) if old.length >= run.length => {}
-            _ => runs.insert(child_key, run),
+            _ => runs.insert(child_key, run.pack()),
         }
         let limit = if c.date_like() {
             cfg.max_counter_run
@@ -173,5 +194,28 @@ impl Shape {
             };
             pair || compact
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Run;
+
+    #[test]
+    fn a_packed_run_unpacks_to_itself() {
+        for (direction, length, changed) in [(1, 1, 1), (-1, u32::MAX, u16::MAX), (1, 25, 0x8001)] {
+            let run = Run::unpack(
+                Run {
+                    direction,
+                    length,
+                    changed,
+                }
+                .pack(),
+            );
+            assert_eq!(
+                (run.direction, run.length, run.changed),
+                (direction, length, changed)
+            );
+        }
     }
 }

@@ -12,8 +12,9 @@ const MAX_UNIT: usize = 4;
 /// Growing hops in a row before a too-deep path counts as a trap: one deep
 /// link from a shallow page is a site's choice, a chain is a generator.
 pub const MIN_GROWTH_HOPS: u32 = 3;
-/// Paths remembered per host for the growth chain.
-const DEPTH_MEMORY: usize = 2048;
+/// Paths remembered per host for the growth chain (per generation): 7/8 of
+/// 2048, so that a full generation fits a hash table of 2048 slots.
+const DEPTH_MEMORY: usize = 1792;
 
 /// A run of `max_segment_repeats` identical units (1..=4 segments) in a row.
 pub fn repeated_segments(cfg: &TrapConfig, host: &str, url: &Url) -> Option<Detection> {
