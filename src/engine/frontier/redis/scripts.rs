@@ -55,11 +55,19 @@ end
 -- whose hosts all went to one worker spreads), else once it has waited
 -- `grace` past its time (its owner is busy or gone).
 local function affinity(worker, grace)
-  local owners = redis.call('HLEN', P .. 'owned')
-  local mine = tonumber(redis.call('HGET', P .. 'owned', worker) or '0')
-  if mine == 0 then owners = owners + 1 end
-  local share = redis.call('HLEN', P .. 'owner') / owners
-  return {worker = worker, grace = tonumber(grace), under = mine + 1 <= share, share = share, counts = {}}
+  return {worker = worker, grace = tonumber(grace), counts = {}}
+end
+-- The even share, read once a claim and only if another worker owns a due
+-- host: most claims take a host of their own or nobody's.
+local function share_of(a)
+  if a.share == nil then
+    local owners = redis.call('HLEN', P .. 'owned')
+    local mine = tonumber(redis.call('HGET', P .. 'owned', a.worker) or '0')
+    if mine == 0 then owners = owners + 1 end
+    a.share = redis.call('HLEN', P .. 'owner') / owners
+    a.under = mine + 1 <= a.share
+  end
+  return a.share
 end
 -- The score from which `a`'s worker may take `host`, due at `score`.
 local function due_for(a, host, score)
@@ -67,13 +75,14 @@ local function due_for(a, host, score)
   if score <= tonumber(NEVER) then return score end
   local owner = redis.call('HGET', P .. 'owner', host)
   if not owner or owner == a.worker then return score end
+  local share = share_of(a)
   if a.under then
     local theirs = a.counts[owner]
     if not theirs then
       theirs = tonumber(redis.call('HGET', P .. 'owned', owner) or '0')
       a.counts[owner] = theirs
     end
-    if theirs - 1 >= a.share then return score end
+    if theirs - 1 >= share then return score end
   end
   return score + a.grace
 end
