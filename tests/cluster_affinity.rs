@@ -60,6 +60,10 @@ async fn each_host_stays_with_one_worker_and_its_trap_is_seen_as_one_process_see
         by_main_worker * 100 >= total * 85,
         "hosts moved between workers: {fetched:?} (pages per site and worker)"
     );
+    // ... and did: the three hosts are not all one worker's.
+    let main_worker = |pages: &[usize; 3]| (0..3).max_by_key(|&w| pages[w]);
+    let mains: std::collections::BTreeSet<_> = fetched.iter().map(main_worker).collect();
+    assert!(mains.len() > 1, "one worker kept every host: {fetched:?}");
 
     // The calendar's evidence stayed whole: alerted, within about what one
     // process spends inside the trap (without affinity: over a thousand

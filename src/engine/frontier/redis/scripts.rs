@@ -8,7 +8,9 @@
 //! by the time they may be fetched), `nb` (hash: host → not-before), `holds`
 //! (hash: host → hold bits every worker obeys), `hosts` (hosts with URLs),
 //! `seen` (set of URL fingerprints), `claims:WORKER` (fingerprints the
-//! worker claimed and has not queued yet), `n` (hash of counters), `seq`,
+//! worker claimed and has not queued yet), `owner` (host → the worker with
+//! first call on it), `owned` (worker → hosts it owns), `asking` (worker →
+//! when it last claimed), `n` (hash of counters), `seq`,
 //! `parked:WORKER:ALERT` (sorted sets), `parked_keys`, `parked_hosts`,
 //! `alert-seq`, `alert-raisers` (trap alert number → the worker that
 //! raised it), `alerts` (number → the alert as raised, JSON), `alert-traps`
@@ -88,6 +90,34 @@ local function due_for(a, host, score)
 end
 -- Hosts of a level looked at for one this worker may take.
 local AFFINITY_SCAN = 32
+-- A worker that claimed within this long (ns on the crawl's clock) wants hosts.
+local ASKING = 2000000000
+-- The hosts `worker` just gave back go, while it owns two or more hosts
+-- than a worker that asked lately, to the one owning fewest: first call
+-- passes to it. Else an owner that keeps asking first would keep a crawl's
+-- hosts that all went to it at the start.
+local function spread(worker, now, hosts)
+  local asking, others, counts = redis.call('HGETALL', P .. 'asking'), {}, {}
+  for i = 1, #asking, 2 do
+    if tonumber(asking[i + 1]) < now - ASKING then
+      redis.call('HDEL', P .. 'asking', asking[i])
+    elseif asking[i] ~= worker then
+      others[#others + 1] = asking[i]
+    end
+  end
+  if #others == 0 then return end
+  for j, n in ipairs(redis.call('HMGET', P .. 'owned', unpack(others))) do counts[j] = tonumber(n or '0') end
+  local mine = tonumber(redis.call('HGET', P .. 'owned', worker) or '0')
+  for _, host in ipairs(hosts) do
+    local least = 1
+    for j = 2, #others do if counts[j] < counts[least] then least = j end end
+    if mine - counts[least] < 2 then return end
+    if redis.call('HGET', P .. 'owner', host) == worker then
+      own(host, others[least])
+      mine, counts[least] = mine - 1, counts[least] + 1
+    end
+  end
+end
 -- unscheduled: the caller knows the host is in no sched set (it just ended
 -- a live lease).
 local function resched(host, unscheduled)
@@ -238,7 +268,8 @@ pub(super) struct Scripts {
     /// `P worker ttl now r w0..w4 batch n grace idle… (level since host)…` →
     /// `[]`, `retry`, `lost HOST`, or `local|claimed HOST [member score
     /// next_score breaker (member score)…]`: gives back the caller's n idle
-    /// hosts (as `release_hosts`), picks the level by weight, then the host
+    /// hosts (as `release_hosts`, handing some to a worker that owns fewer,
+    /// see `spread`), picks the level by weight, then the host
     /// waiting longest, among the unheld hosts due for the caller (another
     /// worker's own `grace` later, see `due_for`) and the caller's own, takes its
     /// head and reads the next batch - 1 of its level (see `take_head`); a
@@ -377,8 +408,16 @@ const CLAIM: &str = r#"
 local worker, ttl, now, r = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local batch = tonumber(ARGV[11])
 local first = 14 + tonumber(ARGV[12])
-for i = 14, first - 1 do give_back(ARGV[i], worker) end
 local a, due_by, best = affinity(worker, ARGV[13]), tonumber(now), {}
+local given = {}
+for i = 14, first - 1 do
+  give_back(ARGV[i], worker)
+  given[#given + 1] = ARGV[i]
+end
+if a.grace > 0 then
+  redis.call('HSET', P .. 'asking', worker, now)
+  if #given > 0 then spread(worker, due_by, given) end
+end
 for l = 0, 4 do
   local due = redis.call('ZRANGEBYSCORE', P .. 'sched:' .. l, '-inf', now, 'WITHSCORES', 'LIMIT', 0, AFFINITY_SCAN)
   for i = 1, #due, 2 do

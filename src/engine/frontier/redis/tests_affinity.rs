@@ -127,6 +127,74 @@ fn hosts_that_all_went_to_one_worker_spread_to_the_others_at_once() {
 }
 
 #[test]
+fn an_owner_with_more_hosts_hands_those_it_gives_back_to_a_worker_asking_for_hosts() {
+    let mut crawl = Crawl::new("handed");
+    let (mut w1, mut w2) = (crawl.join(), crawl.join());
+    let now = Instant::now();
+    let hosts = ["a.example", "b.example", "c.example", "d.example"];
+    w1.push(hosts.iter().map(|h| entry(h, "x", 0)).collect())
+        .unwrap();
+    // w2 asks while w1 holds every host: nothing for it yet.
+    assert!(w2.next_ready(now).unwrap().is_none());
+    let fetched: Vec<Lease> = hosts
+        .iter()
+        .map(|_| w1.next_ready(now).unwrap().expect("w1 fetches each"))
+        .collect();
+    w1.push(hosts.iter().map(|h| entry(h, "y", 0)).collect())
+        .unwrap();
+    let due = now + Duration::from_secs(1);
+    for lease in &fetched {
+        done(&mut w1, lease, due);
+    }
+    // Given back before the hosts are due: two of the four go to w2.
+    assert!(w1.next_ready(now).unwrap().is_none());
+    let owned_by = |w: &RedisFrontier| {
+        let all = owners(&crawl);
+        all.into_iter().filter(|(_, o)| o == w.worker()).count()
+    };
+    assert_eq!((owned_by(&w1), owned_by(&w2)), (2, 2));
+    // When they are due, w1 asking first takes only its own two.
+    let after = due + SKEW;
+    let mut w1_took = Vec::new();
+    while let Some(lease) = w1.next_ready(after).unwrap() {
+        w1_took.push(lease.entry.host.clone());
+    }
+    let mut w2_took = Vec::new();
+    while let Some(lease) = w2.next_ready(after).unwrap() {
+        w2_took.push(lease.entry.host.clone());
+    }
+    assert_eq!(
+        (w1_took.len(), w2_took.len()),
+        (2, 2),
+        "{w1_took:?} {w2_took:?}"
+    );
+}
+
+#[test]
+fn no_host_is_handed_to_a_worker_that_stopped_asking() {
+    let mut crawl = Crawl::new("quiet");
+    let (mut w1, mut w2) = (crawl.join(), crawl.join());
+    let now = Instant::now();
+    let hosts = ["a.example", "b.example", "c.example"];
+    w1.push(hosts.iter().map(|h| entry(h, "x", 0)).collect())
+        .unwrap();
+    assert!(w2.next_ready(now).unwrap().is_none());
+    let fetched: Vec<Lease> = hosts
+        .iter()
+        .map(|_| w1.next_ready(now).unwrap().unwrap())
+        .collect();
+    w1.push(hosts.iter().map(|h| entry(h, "y", 0)).collect())
+        .unwrap();
+    // w2 last asked longer ago than a working worker would.
+    let later = now + Duration::from_secs(5);
+    for lease in &fetched {
+        done(&mut w1, lease, later + Duration::from_secs(1));
+    }
+    assert!(w1.next_ready(later).unwrap().is_none());
+    assert!(owners(&crawl).iter().all(|(_, w)| w == w1.worker()));
+}
+
+#[test]
 fn a_host_with_no_urls_left_and_a_dead_workers_hosts_are_nobodys() {
     let mut crawl = Crawl::new("unowned");
     let (mut w1, mut w2) = (crawl.join(), crawl.join());
