@@ -192,11 +192,6 @@ fn same_fetches(
             .all(|(url, row)| fetch_of(row) == fetch_of(&each[url]))
 }
 
-// Failed once in five full-suite runs: with a worker killed mid-crawl, the
-// merged `links --broken` lacked one page's missing-fragment finding that
-// the single-process crawl has (cause not found yet). Run it with
-// `cargo test --release --test suite cluster_results -- --ignored`.
-#[ignore = "flaky: a fragment finding missing from the merged listing once in five runs"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_crawl_is_listed_from_all_its_workers_one_of_them_killed() {
     let (reference, audited) = reference_broken().await;
