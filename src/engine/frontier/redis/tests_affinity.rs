@@ -31,6 +31,20 @@ fn owners(crawl: &Crawl) -> Vec<(String, String)> {
     owners
 }
 
+/// `w` pushes the hosts (new to the crawl, so leased to it: all its own),
+/// takes the first URL of each, and pushes a second.
+fn all_taken_by(w: &mut RedisFrontier, hosts: &[&str], now: Instant) -> Vec<Lease> {
+    w.push(hosts.iter().map(|h| entry(h, "x", 0)).collect())
+        .unwrap();
+    let taken = hosts
+        .iter()
+        .map(|_| w.next_ready(now).unwrap().expect("the pusher takes each"))
+        .collect();
+    w.push(hosts.iter().map(|h| entry(h, "y", 0)).collect())
+        .unwrap();
+    taken
+}
+
 #[test]
 fn a_due_host_waits_for_its_owner_before_another_worker_takes_it() {
     let mut crawl = Crawl::new("affine");
@@ -92,15 +106,7 @@ fn hosts_that_all_went_to_one_worker_spread_to_the_others_at_once() {
     let (mut w1, mut w2) = (crawl.join(), crawl.join());
     let now = Instant::now();
     let hosts = ["a.example", "b.example", "c.example", "d.example"];
-    // The pusher of a host new to the crawl leases it: all four are w1's.
-    w1.push(hosts.iter().map(|h| entry(h, "x", 0)).collect())
-        .unwrap();
-    let fetched: Vec<Lease> = hosts
-        .iter()
-        .map(|_| w1.next_ready(now).unwrap().expect("w1 fetches each"))
-        .collect();
-    w1.push(hosts.iter().map(|h| entry(h, "y", 0)).collect())
-        .unwrap();
+    let fetched = all_taken_by(&mut w1, &hosts, now);
     for lease in &fetched {
         done(&mut w1, lease, now);
     }
@@ -132,16 +138,9 @@ fn an_owner_with_more_hosts_hands_those_it_gives_back_to_a_worker_asking_for_hos
     let (mut w1, mut w2) = (crawl.join(), crawl.join());
     let now = Instant::now();
     let hosts = ["a.example", "b.example", "c.example", "d.example"];
-    w1.push(hosts.iter().map(|h| entry(h, "x", 0)).collect())
-        .unwrap();
+    let fetched = all_taken_by(&mut w1, &hosts, now);
     // w2 asks while w1 holds every host: nothing for it yet.
     assert!(w2.next_ready(now).unwrap().is_none());
-    let fetched: Vec<Lease> = hosts
-        .iter()
-        .map(|_| w1.next_ready(now).unwrap().expect("w1 fetches each"))
-        .collect();
-    w1.push(hosts.iter().map(|h| entry(h, "y", 0)).collect())
-        .unwrap();
     let due = now + Duration::from_secs(1);
     for lease in &fetched {
         done(&mut w1, lease, due);
@@ -176,15 +175,8 @@ fn no_host_is_handed_to_a_worker_that_stopped_asking() {
     let (mut w1, mut w2) = (crawl.join(), crawl.join());
     let now = Instant::now();
     let hosts = ["a.example", "b.example", "c.example"];
-    w1.push(hosts.iter().map(|h| entry(h, "x", 0)).collect())
-        .unwrap();
+    let fetched = all_taken_by(&mut w1, &hosts, now);
     assert!(w2.next_ready(now).unwrap().is_none());
-    let fetched: Vec<Lease> = hosts
-        .iter()
-        .map(|_| w1.next_ready(now).unwrap().unwrap())
-        .collect();
-    w1.push(hosts.iter().map(|h| entry(h, "y", 0)).collect())
-        .unwrap();
     // w2 last asked longer ago than a working worker would.
     let later = now + Duration::from_secs(5);
     for lease in &fetched {
