@@ -10,7 +10,8 @@
 //! `seen` (set of URL fingerprints), `claims:WORKER` (fingerprints the
 //! worker claimed and has not queued yet), `owner` (host → the worker with
 //! first call on it), `owned` (worker → hosts it owns), `asking` (worker →
-//! when it last claimed), `n` (hash of counters), `seq`,
+//! when it last claimed), `handed` (hosts handed over once, see `spread`),
+//! `n` (hash of counters), `seq`,
 //! `parked:WORKER:ALERT` (sorted sets), `parked_keys`, `parked_hosts`,
 //! `alert-seq`, `alert-raisers` (trap alert number → the worker that
 //! raised it), `alerts` (number → the alert as raised, JSON), `alert-traps`
@@ -49,6 +50,7 @@ local function unown(host)
   local old = redis.call('HGET', P .. 'owner', host)
   if old then
     redis.call('HDEL', P .. 'owner', host)
+    redis.call('SREM', P .. 'handed', host)
     disown(old)
   end
 end
@@ -95,7 +97,10 @@ local ASKING = 2000000000
 -- The hosts `worker` just gave back go, while it owns two or more hosts
 -- than a worker that asked lately, to the one owning fewest: first call
 -- passes to it. Else an owner that keeps asking first would keep a crawl's
--- hosts that all went to it at the start.
+-- hosts that all went to it at the start. A host is handed over once
+-- (`handed`): a receiver too slow to claim it within the grace would
+-- otherwise see it taken back and handed again, each worker seeing every
+-- other batch of its pages, and a trap's evidence never adding up.
 local function spread(worker, now, hosts)
   local asking, others, counts = redis.call('HGETALL', P .. 'asking'), {}, {}
   for i = 1, #asking, 2 do
@@ -112,7 +117,8 @@ local function spread(worker, now, hosts)
     local least = 1
     for j = 2, #others do if counts[j] < counts[least] then least = j end end
     if mine - counts[least] < 2 then return end
-    if redis.call('HGET', P .. 'owner', host) == worker then
+    local mine_still = redis.call('HGET', P .. 'owner', host) == worker
+    if mine_still and redis.call('SADD', P .. 'handed', host) == 1 then
       own(host, others[least])
       mine, counts[least] = mine - 1, counts[least] + 1
     end

@@ -170,6 +170,43 @@ fn an_owner_with_more_hosts_hands_those_it_gives_back_to_a_worker_asking_for_hos
 }
 
 #[test]
+fn a_host_taken_back_from_a_slow_receiver_is_not_handed_over_again() {
+    let mut crawl = Crawl::new("once");
+    let (mut w1, mut w2) = (crawl.join(), crawl.join());
+    let now = Instant::now();
+    let hosts = ["a.example", "b.example"];
+    let fetched = all_taken_by(&mut w1, &hosts, now);
+    // At another level, so no take reads it with a batch.
+    w1.push(hosts.iter().map(|h| entry(h, "z", 1)).collect())
+        .unwrap();
+    assert!(w2.next_ready(now).unwrap().is_none());
+    for lease in &fetched {
+        done(&mut w1, lease, now);
+    }
+    // Two to none: one host goes to w2 with the give-back.
+    let first = w1.next_ready(now).unwrap().expect("w1 takes its own");
+    let name = w2.worker().to_string();
+    let w2_owns = |crawl: &Crawl| -> Vec<String> {
+        let all = owners(crawl).into_iter();
+        all.filter(|(_, w)| *w == name).map(|(h, _)| h).collect()
+    };
+    let handed = w2_owns(&crawl);
+    assert_eq!(handed.len(), 1);
+    assert_ne!(handed[0], first.entry.host);
+    // w2 does not come for it: past the grace, w1 takes it back.
+    let late = now + DEFAULT_HOST_AFFINITY + SKEW * 2;
+    done(&mut w1, &first, late + Duration::from_secs(10));
+    let back = w1.next_ready(late).unwrap().expect("w1 takes it back");
+    assert_eq!(back.entry.host, handed[0]);
+    done(&mut w1, &back, late);
+    // w2 asks again, and w1 gives the host back owning two to none: it
+    // stays w1's.
+    assert!(w2.next_ready(late).unwrap().is_none());
+    drop(w1.next_ready(late).unwrap());
+    assert_eq!(w2_owns(&crawl), Vec::<String>::new(), "handed over twice");
+}
+
+#[test]
 fn no_host_is_handed_to_a_worker_that_stopped_asking() {
     let mut crawl = Crawl::new("quiet");
     let (mut w1, mut w2) = (crawl.join(), crawl.join());
