@@ -214,7 +214,9 @@ mod tests {
 
     #[test]
     fn a_packed_run_unpacks_to_itself() {
-        for (direction, length, changed) in [(1, 1, 1), (-1, LONGEST_RUN, u16::MAX), (1, 25, 0x8001)] {
+        for (direction, length, changed) in
+            [(1, 1, 1), (-1, LONGEST_RUN, u16::MAX), (1, 25, 0x8001)]
+        {
             let run = Run::unpack(
                 Run {
                     direction,
