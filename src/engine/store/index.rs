@@ -9,7 +9,9 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
+use fjall::compaction::Leveled;
 use fjall::config::{FilterPolicy, PinningPolicy};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
@@ -32,6 +34,11 @@ const CRAWL_MEMTABLE_BYTES: u64 = 8 * 1024 * 1024;
 /// first spins on the queue: 20 % of the crawl's CPU samples. A third takes
 /// those compactions off the queue (1.5 % left).
 const FJALL_WORKERS: usize = 3;
+/// The size of the tables compactions write in the keyspaces with filters
+/// (fjall's default: 64 MiB). A table's writer keeps the hash of every key
+/// it writes until the filter is built: 8 bytes a key, 16–32 MB at once for
+/// a 64 MiB table of the crawl tree's small rows, the peak of a long crawl.
+const FILTERED_TABLE_BYTES: u64 = 16 * 1024 * 1024;
 /// The database's directory inside a data directory.
 pub const INDEX_DIR: &str = "index";
 /// Where earlier versions kept this database, with the referrers only.
@@ -180,7 +187,10 @@ impl CrawlIndex {
                     // outgrew the cache.
                     true => options
                         .filter_block_pinning_policy(PinningPolicy::all(true))
-                        .index_block_pinning_policy(PinningPolicy::all(true)),
+                        .index_block_pinning_policy(PinningPolicy::all(true))
+                        .compaction_strategy(Arc::new(
+                            Leveled::default().with_table_target_size(FILTERED_TABLE_BYTES),
+                        )),
                     // Read only by prefix, for listings: a filter would never
                     // be asked, and pinned, these rows' indexes grew memory
                     // with every page (inlinks: ~50 rows a page); fjall's

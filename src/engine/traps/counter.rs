@@ -16,6 +16,9 @@ const _: () = assert!(MAX_NUMBERS <= u16::BITS as usize);
 /// that a full generation fits a hash table of 2048 slots (2048 entries
 /// took 4096; with 200 hosts the runs held 36–54 MB).
 const RUN_MEMORY: usize = 1792;
+/// Longest run a packed entry counts ([`Run::pack`]): 15 bits. A run this
+/// long is a trap whatever `max_counter_run` says.
+const LONGEST_RUN: u16 = (1 << 15) - 1;
 /// A page counter (no date in it) must run this many times longer than
 /// `max_counter_run`: finite listings of a few hundred pages are normal,
 /// while a month-by-month calendar is judged at the configured value.
@@ -27,30 +30,41 @@ pub const PLAIN_COUNTER_FACTOR: usize = 8;
 struct Run {
     /// +1 increasing, -1 decreasing.
     direction: i8,
-    length: u32,
+    /// Up to [`LONGEST_RUN`].
+    length: u16,
     /// Which numbers changed somewhere along the run (bit per index).
     changed: u16,
 }
 
 impl Run {
-    /// One word a run, so a host's runs take 16 bytes an entry.
-    fn pack(self) -> u64 {
-        u64::from(self.length) | u64::from(self.changed) << 32 | u64::from(self.direction > 0) << 48
+    /// 32 bits a run, so a host's runs take 8 bytes an entry: the length
+    /// in 15 bits, the direction, the numbers that moved.
+    fn pack(self) -> u32 {
+        u32::from(self.length.min(LONGEST_RUN))
+            | u32::from(self.direction > 0) << 15
+            | u32::from(self.changed) << 16
     }
 
-    fn unpack(word: u64) -> Run {
+    fn unpack(word: u32) -> Run {
         Run {
-            direction: if word >> 48 & 1 == 1 { 1 } else { -1 },
-            length: word as u32,
-            changed: (word >> 32) as u16,
+            direction: if word >> 15 & 1 == 1 { 1 } else { -1 },
+            length: (word as u16) & LONGEST_RUN,
+            changed: (word >> 16) as u16,
         }
     }
 }
 
+/// A URL's key among its host's runs: 32 bits of its hash. Two of the
+/// ~3,600 URLs a host remembers share one about once in a million
+/// lookups; a run is then counted on from the wrong parent.
+fn run_key(url: &Url) -> u32 {
+    hash_str(url.as_str()) as u32
+}
+
 #[derive(Default)]
 pub struct CounterState {
-    /// Packed runs ([`Run::pack`]) by the hash of the URL they led to.
-    runs: Option<GenMap<u64, u64>>,
+    /// Packed runs ([`Run::pack`]) by the key of the URL they led to ([`run_key`]).
+    runs: Option<GenMap<u32, u32>>,
 }
 
 impl CounterState {
@@ -80,12 +94,9 @@ impl CounterState {
             .filter(|(_, (a, b))| a != b)
             .fold(0u16, |m, (i, _)| m | (1 << i));
         let runs = self.runs.get_or_insert_with(|| GenMap::new(RUN_MEMORY));
-        let run = match runs
-            .get(&hash_str(parent.as_str()))
-            .map(|r| Run::unpack(*r))
-        {
+        let run = match runs.get(&run_key(parent)).map(|r| Run::unpack(*r)) {
             Some(r) if r.direction == direction => Run {
-                length: r.length.saturating_add(1),
+                length: r.length.saturating_add(1).min(LONGEST_RUN),
                 changed: r.changed | changed,
                 ..r
             },
@@ -95,7 +106,7 @@ impl CounterState {
                 changed,
             },
         };
-        let child_key = hash_str(child.as_str());
+        let child_key = run_key(child);
         match runs.get(&child_key).map(|r| Run::unpack(*r)) {
             Some(old) if old.length >= run.length => {}
             _ => runs.insert(child_key, run.pack()),
@@ -105,7 +116,7 @@ impl CounterState {
         } else {
             cfg.max_counter_run.saturating_mul(PLAIN_COUNTER_FACTOR)
         };
-        if (run.length as usize) <= limit {
+        if usize::from(run.length) <= limit.min(usize::from(LONGEST_RUN) - 1) {
             return None;
         }
         // The rule starts where the first moving number starts.
@@ -199,11 +210,13 @@ impl Shape {
 
 #[cfg(test)]
 mod tests {
-    use super::Run;
+    use super::{Run, LONGEST_RUN};
 
     #[test]
     fn a_packed_run_unpacks_to_itself() {
-        for (direction, length, changed) in [(1, 1, 1), (-1, u32::MAX, u16::MAX), (1, 25, 0x8001)] {
+        for (direction, length, changed) in
+            [(1, 1, 1), (-1, LONGEST_RUN, u16::MAX), (1, 25, 0x8001)]
+        {
             let run = Run::unpack(
                 Run {
                     direction,
@@ -217,5 +230,19 @@ mod tests {
                 (direction, length, changed)
             );
         }
+    }
+
+    #[test]
+    fn a_run_longer_than_fifteen_bits_packs_as_the_longest() {
+        let run = Run {
+            direction: -1,
+            length: u16::MAX,
+            changed: 3,
+        };
+        let packed = Run::unpack(run.pack());
+        assert_eq!(
+            (packed.direction, packed.length, packed.changed),
+            (-1, LONGEST_RUN, 3)
+        );
     }
 }
