@@ -96,7 +96,8 @@ impl CounterState {
         let runs = self.runs.get_or_insert_with(|| GenMap::new(RUN_MEMORY));
         let run = match runs.get(&run_key(parent)).map(|r| Run::unpack(*r)) {
             Some(r) if r.direction == direction => Run {
-                length: r.length.saturating_add(1).min(LONGEST_RUN),
+                // Stored runs are at most LONGEST_RUN (`pack`): no overflow.
+                length: r.length + 1,
                 changed: r.changed | changed,
                 ..r
             },

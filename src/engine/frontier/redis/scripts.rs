@@ -94,14 +94,16 @@ end
 local AFFINITY_SCAN = 32
 -- A worker that claimed within this long (ns on the crawl's clock) wants hosts.
 local ASKING = 2000000000
--- The hosts `worker` just gave back go, while it owns two or more hosts
--- than a worker that asked lately, to the one owning fewest: first call
+-- The hosts `worker` just gave back (ARGV[first..last]) go, while it owns
+-- two or more hosts than a worker that asked lately, to the one owning
+-- fewest: first call
 -- passes to it. Else an owner that keeps asking first would keep a crawl's
 -- hosts that all went to it at the start. A host is handed over once
 -- (`handed`): a receiver too slow to claim it within the grace would
 -- otherwise see it taken back and handed again, each worker seeing every
 -- other batch of its pages, and a trap's evidence never adding up.
-local function spread(worker, now, hosts)
+local function spread(worker, now, first, last)
+  if first > last then return end
   local asking, others, counts = redis.call('HGETALL', P .. 'asking'), {}, {}
   for i = 1, #asking, 2 do
     if tonumber(asking[i + 1]) < now - ASKING then
@@ -113,8 +115,8 @@ local function spread(worker, now, hosts)
   if #others == 0 then return end
   for j, n in ipairs(redis.call('HMGET', P .. 'owned', unpack(others))) do counts[j] = tonumber(n or '0') end
   local mine = tonumber(redis.call('HGET', P .. 'owned', worker) or '0')
-  for _, host in ipairs(hosts) do
-    local least = 1
+  for i = first, last do
+    local host, least = ARGV[i], 1
     for j = 2, #others do if counts[j] < counts[least] then least = j end end
     if mine - counts[least] < 2 then return end
     local mine_still = redis.call('HGET', P .. 'owner', host) == worker
@@ -415,14 +417,10 @@ local worker, ttl, now, r = ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local batch = tonumber(ARGV[11])
 local first = 14 + tonumber(ARGV[12])
 local a, due_by, best = affinity(worker, ARGV[13]), tonumber(now), {}
-local given = {}
-for i = 14, first - 1 do
-  give_back(ARGV[i], worker)
-  given[#given + 1] = ARGV[i]
-end
+for i = 14, first - 1 do give_back(ARGV[i], worker) end
 if a.grace > 0 then
   redis.call('HSET', P .. 'asking', worker, now)
-  if #given > 0 then spread(worker, due_by, given) end
+  spread(worker, due_by, 14, first - 1)
 end
 for l = 0, 4 do
   local due = redis.call('ZRANGEBYSCORE', P .. 'sched:' .. l, '-inf', now, 'WITHSCORES', 'LIMIT', 0, AFFINITY_SCAN)
