@@ -250,8 +250,11 @@ impl Frontier {
             let host = self.hosts[id as usize]
                 .as_mut()
                 .expect("scheduled host exists");
+            let in_flight = host.in_flight();
             host.slot = match host.head_level() {
-                Some(level) => self.schedule.insert_ready(id, level, since, tick),
+                Some(level) => self
+                    .schedule
+                    .insert_ready(id, level, in_flight, since, tick),
                 None => Slot::None,
             };
         }
@@ -328,9 +331,12 @@ impl Frontier {
                 self.schedule.remove(id, slot);
                 Slot::None
             }
-            (Slot::Ready(level, since, tick), Some(head)) if level != head => {
+            (Slot::Ready(level, in_flight, since, tick), Some(head))
+                if level != head || in_flight != host.in_flight() =>
+            {
                 self.schedule.remove(id, host.slot);
-                self.schedule.insert_ready(id, head, since, tick)
+                self.schedule
+                    .insert_ready(id, head, host.in_flight(), since, tick)
             }
             (slot @ Slot::Ready(..), Some(_)) => slot,
             (Slot::Waiting(at, tick), Some(_)) if at == host.not_before => Slot::Waiting(at, tick),

@@ -1,6 +1,7 @@
 //! Which host goes next: hosts waiting for their politeness time in one
-//! ordered set, ready hosts in one ordered set per priority level (oldest
-//! first), and a weighted choice among the levels that have a ready host.
+//! ordered set, ready hosts in one ordered set per priority level (fewest
+//! requests in flight first, then oldest), and a weighted choice among the
+//! levels that have a ready host.
 
 use std::collections::BTreeSet;
 
@@ -21,13 +22,17 @@ pub(super) enum Slot {
     None,
     /// Schedulable once `not_before` (None: at once) has passed.
     Waiting(Option<Instant>, u64),
-    /// Schedulable now; `since` orders hosts by how long they have waited.
-    Ready(usize, Instant, u64),
+    /// Schedulable now at a level, with that many requests in flight;
+    /// `since` orders hosts by how long they have waited.
+    Ready(usize, usize, Instant, u64),
 }
 
 pub(super) struct Schedule {
     waiting: BTreeSet<(Option<Instant>, u64, HostId)>,
-    ready: [BTreeSet<(Instant, u64, HostId)>; PRIORITY_LEVELS],
+    /// A host with fewer requests in flight goes first, so a host gets a
+    /// second connection only when no idle host is ready: load spreads over
+    /// hosts, and a crawl holds about one connection a host.
+    ready: [BTreeSet<(usize, Instant, u64, HostId)>; PRIORITY_LEVELS],
     tick: u64,
     rng: fastrand::Rng,
 }
@@ -53,8 +58,8 @@ impl Schedule {
             Slot::Waiting(at, tick) => {
                 self.waiting.remove(&(at, tick, id));
             }
-            Slot::Ready(level, since, tick) => {
-                self.ready[level].remove(&(since, tick, id));
+            Slot::Ready(level, in_flight, since, tick) => {
+                self.ready[level].remove(&(in_flight, since, tick, id));
             }
         }
     }
@@ -65,9 +70,16 @@ impl Schedule {
         Slot::Waiting(at, tick)
     }
 
-    pub fn insert_ready(&mut self, id: HostId, level: usize, since: Instant, tick: u64) -> Slot {
-        self.ready[level].insert((since, tick, id));
-        Slot::Ready(level, since, tick)
+    pub fn insert_ready(
+        &mut self,
+        id: HostId,
+        level: usize,
+        in_flight: usize,
+        since: Instant,
+        tick: u64,
+    ) -> Slot {
+        self.ready[level].insert((in_flight, since, tick, id));
+        Slot::Ready(level, in_flight, since, tick)
     }
 
     /// Hosts whose time has come, with the time they became ready. The caller
@@ -85,7 +97,7 @@ impl Schedule {
     }
 
     /// Picks a level by weight among the levels with a ready host, and takes
-    /// that level's longest-waiting host out of the ready set.
+    /// that level's least busy, longest-waiting host out of the ready set.
     pub fn pick(&mut self) -> Option<HostId> {
         let total: u32 = (0..PRIORITY_LEVELS)
             .filter(|&l| !self.ready[l].is_empty())
@@ -100,7 +112,7 @@ impl Schedule {
                 continue;
             }
             if roll < weight {
-                return set.pop_first().map(|(_, _, id)| id);
+                return set.pop_first().map(|(_, _, _, id)| id);
             }
             roll -= weight;
         }
@@ -112,7 +124,7 @@ impl Schedule {
         let ready = self
             .ready
             .iter()
-            .filter_map(|set| set.first().map(|&(since, _, _)| since))
+            .filter_map(|set| set.first().map(|&(_, since, _, _)| since))
             .min();
         let waiting = self
             .waiting

@@ -113,3 +113,28 @@ fn the_frontier_can_move_to_a_blocking_thread_behind_the_trait() {
     let mut boxed: Box<dyn FrontierStore> = Box::new(f);
     assert_eq!(boxed.counts().unwrap(), FrontierCounts::default());
 }
+
+#[test]
+fn a_host_gets_a_second_request_only_when_no_idle_host_is_ready() {
+    let (_dir, _store, mut f) = open_temp();
+    let now = Instant::now();
+    f.set_default_max_in_flight(4);
+    f.push(
+        (0..4)
+            .map(|i| entry("a.example", &i.to_string(), 0))
+            .collect(),
+    )
+    .unwrap();
+    f.push(vec![entry("b.example", "0", 0), entry("c.example", "0", 0)])
+        .unwrap();
+    // a.example has waited longest, so it goes first; then the idle hosts,
+    // though a.example has waited longer than they have.
+    f.set_not_before("a.example", now);
+    f.set_not_before("b.example", now + Duration::from_millis(5));
+    f.set_not_before("c.example", now + Duration::from_millis(5));
+    let later = now + Duration::from_millis(10);
+    let hosts: Vec<String> = (0..4)
+        .map(|_| f.next_ready(later).unwrap().entry.host)
+        .collect();
+    assert_eq!(hosts, ["a.example", "b.example", "c.example", "a.example"]);
+}
