@@ -27,12 +27,15 @@ pub(super) enum Slot {
     Ready(usize, usize, Instant, u64),
 }
 
+/// A ready host's place in its level: requests in flight, ready since, tick.
+type ReadyKey = (usize, Instant, u64, HostId);
+
 pub(super) struct Schedule {
     waiting: BTreeSet<(Option<Instant>, u64, HostId)>,
     /// A host with fewer requests in flight goes first, so a host gets a
     /// second connection only when no idle host is ready: load spreads over
     /// hosts, and a crawl holds about one connection a host.
-    ready: [BTreeSet<(usize, Instant, u64, HostId)>; PRIORITY_LEVELS],
+    ready: [BTreeSet<ReadyKey>; PRIORITY_LEVELS],
     tick: u64,
     rng: fastrand::Rng,
 }
@@ -96,23 +99,34 @@ impl Schedule {
         due
     }
 
-    /// Picks a level by weight among the levels with a ready host, and takes
-    /// that level's least busy, longest-waiting host out of the ready set.
+    /// Picks a level by weight and takes that level's least busy,
+    /// longest-waiting host out of the ready set. Levels with an idle host
+    /// (none in flight) come before levels whose ready hosts are all busy:
+    /// a host's second connection waits until no idle host is ready at any
+    /// level.
     pub fn pick(&mut self) -> Option<HostId> {
+        let idle = |set: &BTreeSet<ReadyKey>| set.first().is_some_and(|k| k.0 == 0);
+        let any = |set: &BTreeSet<ReadyKey>| !set.is_empty();
+        let level = self.pick_level(idle).or_else(|| self.pick_level(any))?;
+        self.ready[level].pop_first().map(|(_, _, _, id)| id)
+    }
+
+    /// A level chosen by weight among those `eligible` says yes to.
+    fn pick_level(&mut self, eligible: impl Fn(&BTreeSet<ReadyKey>) -> bool) -> Option<usize> {
         let total: u32 = (0..PRIORITY_LEVELS)
-            .filter(|&l| !self.ready[l].is_empty())
+            .filter(|&l| eligible(&self.ready[l]))
             .map(|l| LEVEL_WEIGHTS[l])
             .sum();
         if total == 0 {
             return None;
         }
         let mut roll = self.rng.u32(0..total);
-        for (set, weight) in self.ready.iter_mut().zip(LEVEL_WEIGHTS) {
-            if set.is_empty() {
+        for (level, weight) in LEVEL_WEIGHTS.into_iter().enumerate() {
+            if !eligible(&self.ready[level]) {
                 continue;
             }
             if roll < weight {
-                return set.pop_first().map(|(_, _, _, id)| id);
+                return Some(level);
             }
             roll -= weight;
         }

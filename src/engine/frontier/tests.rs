@@ -138,3 +138,27 @@ fn a_host_gets_a_second_request_only_when_no_idle_host_is_ready() {
         .collect();
     assert_eq!(hosts, ["a.example", "b.example", "c.example", "a.example"]);
 }
+
+#[test]
+fn an_idle_host_at_a_low_level_goes_before_a_busy_host_at_a_high_one() {
+    let (_dir, _store, mut f) = open_temp();
+    let now = Instant::now();
+    f.set_default_max_in_flight(4);
+    f.push(
+        (0..20)
+            .map(|i| entry("busy.example", &i.to_string(), 0))
+            .collect(),
+    )
+    .unwrap();
+    assert_eq!(f.next_ready(now).unwrap().entry.host, "busy.example");
+    // Level 0 weighs 40 and level 4 weighs 3: by weight alone, the busy
+    // host's URLs would go first nearly every time.
+    let idle: Vec<FrontierEntry> = (0..10)
+        .map(|i| entry(&format!("idle{i}.example"), "0", 4))
+        .collect();
+    f.push(idle).unwrap();
+    for _ in 0..10 {
+        assert_ne!(f.next_ready(now).unwrap().entry.host, "busy.example");
+    }
+    assert_eq!(f.next_ready(now).unwrap().entry.host, "busy.example");
+}
