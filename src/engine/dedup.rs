@@ -445,50 +445,77 @@ pub(crate) type FingerprintMap<V> =
 
 /// Recently confirmed "seen" fingerprints, so a Bloom filter's positives (most
 /// links on a page point to pages already seen) rarely need the persistent
-/// set. Two generations: when the current one fills, it becomes the previous
-/// one and the oldest is dropped — an LRU approximation with bounded memory.
+/// set. A fixed table of 4-way buckets, least recently used way replaced:
+/// 8 bytes a fingerprint, allocated once (a hash set in two generations took
+/// ~19 bytes, and doubled while it grew).
 pub struct RecentSeen {
-    generation_cap: usize,
-    current: FingerprintSet,
-    previous: FingerprintSet,
+    ways: Box<[u64]>,
+    bucket_mask: usize,
 }
 
+const RECENT_WAYS: usize = 4;
+/// Marks a free way; the one fingerprint equal to it is never kept.
+const RECENT_FREE: u64 = 0;
+
 impl RecentSeen {
+    /// Room for at most `capacity` fingerprints (rounded down to a power of two).
     pub fn new(capacity: usize) -> Self {
+        let wanted = (capacity / RECENT_WAYS).max(1);
+        let buckets = 1usize << wanted.ilog2();
         RecentSeen {
-            generation_cap: (capacity / 2).max(1),
-            current: FingerprintSet::default(),
-            previous: FingerprintSet::default(),
+            ways: vec![RECENT_FREE; buckets * RECENT_WAYS].into_boxed_slice(),
+            bucket_mask: buckets - 1,
         }
     }
 
+    fn bucket(&mut self, fp: u64) -> &mut [u64] {
+        let start = (fp as usize & self.bucket_mask) * RECENT_WAYS;
+        &mut self.ways[start..start + RECENT_WAYS]
+    }
+
+    /// Whether `fp` is kept; a hit becomes its bucket's most recent.
     pub fn contains(&mut self, fp: u64) -> bool {
-        if self.current.contains(&fp) {
-            return true;
+        if fp == RECENT_FREE {
+            return false;
         }
-        if self.previous.contains(&fp) {
-            // Still in use: keep it through the next rotation.
-            self.insert(fp);
-            return true;
+        let bucket = self.bucket(fp);
+        match bucket.iter().position(|&w| w == fp) {
+            Some(i) => {
+                bucket[..=i].rotate_right(1);
+                true
+            }
+            None => false,
         }
-        false
     }
 
     pub fn remove(&mut self, fp: u64) {
-        self.current.remove(&fp);
-        self.previous.remove(&fp);
+        if fp == RECENT_FREE {
+            return;
+        }
+        let bucket = self.bucket(fp);
+        if let Some(i) = bucket.iter().position(|&w| w == fp) {
+            bucket[i..].rotate_left(1);
+            bucket[RECENT_WAYS - 1] = RECENT_FREE;
+        }
     }
 
+    /// Keeps `fp` as its bucket's most recent, dropping the least recent.
     pub fn insert(&mut self, fp: u64) {
-        if self.current.len() >= self.generation_cap {
-            self.previous = std::mem::take(&mut self.current);
+        if fp == RECENT_FREE {
+            return;
         }
-        self.current.insert(fp);
+        let bucket = self.bucket(fp);
+        let i = bucket
+            .iter()
+            .position(|&w| w == fp)
+            .unwrap_or(RECENT_WAYS - 1);
+        bucket[..=i].rotate_right(1);
+        bucket[0] = fp;
     }
 
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.current.len() + self.previous.len()
+        self.ways.iter().filter(|&&w| w != RECENT_FREE).count()
     }
 }
 
@@ -504,11 +531,34 @@ mod recent_tests {
             recent.insert(fp);
             assert!(
                 recent.contains(7),
-                "a fingerprint in use survives rotations"
+                "a fingerprint in use survives"
             );
             assert!(recent.len() <= 100);
         }
         assert!(!recent.contains(1000), "old unused ones are dropped");
         assert!(recent.contains(1199));
+    }
+
+    #[test]
+    fn a_full_bucket_drops_its_least_recently_used_fingerprint() {
+        // 8 buckets: fingerprints 8 apart share one.
+        let mut recent = RecentSeen::new(4 * 8);
+        for fp in [8, 16, 24, 32] {
+            recent.insert(fp);
+        }
+        assert!(recent.contains(8), "now the most recent");
+        recent.insert(40);
+        assert!(!recent.contains(16), "the least recent is dropped");
+        assert!([8, 24, 32, 40].iter().all(|&fp| recent.contains(fp)));
+        recent.remove(24);
+        assert!(!recent.contains(24));
+        recent.insert(48);
+        assert!(
+            [8, 32, 40, 48].iter().all(|&fp| recent.contains(fp)),
+            "a removed fingerprint's way is taken first"
+        );
+        recent.insert(0);
+        assert!(!recent.contains(0), "the free mark is never kept");
+        assert_eq!(recent.len(), 4);
     }
 }

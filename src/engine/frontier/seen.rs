@@ -10,7 +10,7 @@ use crate::engine::store::{Store, StoreError};
 const BLOOM_HEADROOM: usize = 1_000_000;
 /// False-positive rate the Bloom filter is sized for.
 const BLOOM_FP_RATE: f64 = 0.01;
-/// Recently confirmed fingerprints kept in memory (about 16 bytes each).
+/// Recently confirmed fingerprints kept in memory (8 bytes each, 8 MiB).
 const RECENT_SEEN: usize = 1 << 20;
 
 pub(super) struct SeenSet {
