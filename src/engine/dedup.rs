@@ -529,10 +529,7 @@ mod recent_tests {
         recent.insert(7);
         for fp in 1000..1200u64 {
             recent.insert(fp);
-            assert!(
-                recent.contains(7),
-                "a fingerprint in use survives"
-            );
+            assert!(recent.contains(7), "a fingerprint in use survives");
             assert!(recent.len() <= 100);
         }
         assert!(!recent.contains(1000), "old unused ones are dropped");

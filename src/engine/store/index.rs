@@ -39,6 +39,13 @@ const FJALL_WORKERS: usize = 3;
 /// it writes until the filter is built: 8 bytes a key, 16–32 MB at once for
 /// a 64 MiB table of the crawl tree's small rows, the peak of a long crawl.
 const FILTERED_TABLE_BYTES: u64 = 16 * 1024 * 1024;
+/// The size of the tables compactions write in the keyspaces read only by
+/// prefix (referrers, inlinks, fragments). Their keys are URLs, written in
+/// random order, so every table flushed to level 0 overlaps all of level 1,
+/// and each merge into level 1 rewrites it whole: with fjall's 64 MiB tables
+/// (a level 1 of 256 MiB) against 2 MiB memtables, up to 33 bytes written
+/// for each byte flushed. 8 MiB tables keep that to ~5, and add a level.
+const PREFIX_READ_TABLE_BYTES: u64 = 8 * 1024 * 1024;
 /// The database's directory inside a data directory.
 pub const INDEX_DIR: &str = "index";
 /// Where earlier versions kept this database, with the referrers only.
@@ -198,7 +205,10 @@ impl CrawlIndex {
                     // referrers and inlinks early in a million-page bench.
                     false => options
                         .filter_policy(FilterPolicy::disabled())
-                        .index_block_pinning_policy(PinningPolicy::all(false)),
+                        .index_block_pinning_policy(PinningPolicy::all(false))
+                        .compaction_strategy(Arc::new(
+                            Leveled::default().with_table_target_size(PREFIX_READ_TABLE_BYTES),
+                        )),
                 }
             })
             .map_err(|e| open_error(&path, e))
