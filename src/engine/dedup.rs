@@ -445,26 +445,35 @@ pub(crate) type FingerprintMap<V> =
 
 /// Recently confirmed "seen" fingerprints, so a Bloom filter's positives (most
 /// links on a page point to pages already seen) rarely need the persistent
-/// set. A fixed table of 4-way buckets, least recently used way replaced:
-/// 8 bytes a fingerprint, allocated once (a hash set in two generations took
-/// ~19 bytes, and doubled while it grew).
+/// set. A table of 4-way buckets, least recently used way replaced: 8 bytes
+/// a fingerprint (a hash set in two generations took ~19). It starts small
+/// and doubles, up to its capacity, when an insert would drop a fingerprint
+/// while at least half of it is in use: a small crawl does not hold the
+/// whole capacity.
 pub struct RecentSeen {
-    ways: Box<[u64]>,
+    ways: Vec<u64>,
     bucket_mask: usize,
+    kept: usize,
+    max_ways: usize,
 }
 
 const RECENT_WAYS: usize = 4;
 /// Marks a free way; the one fingerprint equal to it is never kept.
 const RECENT_FREE: u64 = 0;
+/// Buckets a new table starts with (128 KiB).
+const RECENT_FIRST_BUCKETS: usize = 1 << 12;
 
 impl RecentSeen {
     /// Room for at most `capacity` fingerprints (rounded down to a power of two).
     pub fn new(capacity: usize) -> Self {
         let wanted = (capacity / RECENT_WAYS).max(1);
-        let buckets = 1usize << wanted.ilog2();
+        let max_buckets = 1usize << wanted.ilog2();
+        let buckets = max_buckets.min(RECENT_FIRST_BUCKETS);
         RecentSeen {
-            ways: vec![RECENT_FREE; buckets * RECENT_WAYS].into_boxed_slice(),
+            ways: vec![RECENT_FREE; buckets * RECENT_WAYS],
             bucket_mask: buckets - 1,
+            kept: 0,
+            max_ways: max_buckets * RECENT_WAYS,
         }
     }
 
@@ -493,29 +502,68 @@ impl RecentSeen {
             return;
         }
         let bucket = self.bucket(fp);
-        if let Some(i) = bucket.iter().position(|&w| w == fp) {
-            bucket[i..].rotate_left(1);
-            bucket[RECENT_WAYS - 1] = RECENT_FREE;
-        }
+        let Some(i) = bucket.iter().position(|&w| w == fp) else {
+            return;
+        };
+        bucket[i..].rotate_left(1);
+        bucket[RECENT_WAYS - 1] = RECENT_FREE;
+        self.kept -= 1;
     }
 
-    /// Keeps `fp` as its bucket's most recent, dropping the least recent.
+    /// Keeps `fp` as its bucket's most recent, dropping the least recent
+    /// when its bucket is full and the table cannot grow.
     pub fn insert(&mut self, fp: u64) {
         if fp == RECENT_FREE {
             return;
         }
+        let last = RECENT_WAYS - 1;
         let bucket = self.bucket(fp);
-        let i = bucket
-            .iter()
-            .position(|&w| w == fp)
-            .unwrap_or(RECENT_WAYS - 1);
-        bucket[..=i].rotate_right(1);
+        let found = bucket.iter().position(|&w| w == fp);
+        let bucket_full = bucket[last] != RECENT_FREE;
+        if found.is_none() && bucket_full && self.may_grow() {
+            self.grow();
+            return self.insert(fp);
+        }
+        if found.is_none() && !bucket_full {
+            self.kept += 1;
+        }
+        let bucket = self.bucket(fp);
+        bucket[..=found.unwrap_or(last)].rotate_right(1);
         bucket[0] = fp;
+    }
+
+    fn may_grow(&self) -> bool {
+        self.ways.len() < self.max_ways && self.kept * 2 >= self.ways.len()
+    }
+
+    /// Doubles the buckets; each old bucket's fingerprints split between the
+    /// two it becomes, in the order they were.
+    fn grow(&mut self) {
+        let old_buckets = self.bucket_mask + 1;
+        let old = std::mem::replace(
+            &mut self.ways,
+            vec![RECENT_FREE; old_buckets * 2 * RECENT_WAYS],
+        );
+        self.bucket_mask = old_buckets * 2 - 1;
+        for (b, ways) in old.chunks_exact(RECENT_WAYS).enumerate() {
+            let mut filled = [0usize; 2];
+            for &fp in ways.iter().filter(|&&w| w != RECENT_FREE) {
+                let half = usize::from(fp as usize & old_buckets != 0);
+                let start = (b + half * old_buckets) * RECENT_WAYS;
+                self.ways[start + filled[half]] = fp;
+                filled[half] += 1;
+            }
+        }
     }
 
     #[cfg(test)]
     pub fn len(&self) -> usize {
         self.ways.iter().filter(|&&w| w != RECENT_FREE).count()
+    }
+
+    #[cfg(test)]
+    fn ways(&self) -> usize {
+        self.ways.len()
     }
 }
 
@@ -538,7 +586,7 @@ mod recent_tests {
 
     #[test]
     fn a_full_bucket_drops_its_least_recently_used_fingerprint() {
-        // 8 buckets: fingerprints 8 apart share one.
+        // 8 buckets, all there from the start: fingerprints 8 apart share one.
         let mut recent = RecentSeen::new(4 * 8);
         for fp in [8, 16, 24, 32] {
             recent.insert(fp);
@@ -557,5 +605,30 @@ mod recent_tests {
         recent.insert(0);
         assert!(!recent.contains(0), "the free mark is never kept");
         assert_eq!(recent.len(), 4);
+    }
+
+    #[test]
+    fn the_table_grows_with_what_it_keeps_up_to_its_capacity() {
+        let capacity = 1 << 20;
+        let mut recent = RecentSeen::new(capacity);
+        let first = recent.ways();
+        assert!(first < capacity, "a new table is small");
+        let spread = |i: u64| i.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let n = 20_000u64;
+        for i in 1..=n {
+            recent.insert(spread(i));
+        }
+        assert!(recent.ways() > first, "it grew");
+        assert!(
+            recent.ways() <= 4 * n as usize,
+            "to about twice what it keeps"
+        );
+        let kept = (1..=n).filter(|&i| recent.contains(spread(i))).count();
+        assert!(kept as u64 >= n * 95 / 100, "it keeps nearly all: {kept}");
+        for fp in 1..=4 * capacity as u64 {
+            recent.insert(fp);
+        }
+        assert_eq!(recent.ways(), capacity, "never past its capacity");
+        assert_eq!(recent.len(), capacity);
     }
 }
