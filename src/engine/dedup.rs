@@ -482,29 +482,28 @@ impl RecentSeen {
         &mut self.ways[start..start + RECENT_WAYS]
     }
 
+    /// `fp`'s way in its bucket, if kept (the free mark never is).
+    fn way_of(&mut self, fp: u64) -> Option<usize> {
+        if fp == RECENT_FREE {
+            return None;
+        }
+        self.bucket(fp).iter().position(|&w| w == fp)
+    }
+
     /// Whether `fp` is kept; a hit becomes its bucket's most recent.
     pub fn contains(&mut self, fp: u64) -> bool {
-        if fp == RECENT_FREE {
+        let Some(i) = self.way_of(fp) else {
             return false;
-        }
-        let bucket = self.bucket(fp);
-        match bucket.iter().position(|&w| w == fp) {
-            Some(i) => {
-                bucket[..=i].rotate_right(1);
-                true
-            }
-            None => false,
-        }
+        };
+        self.bucket(fp)[..=i].rotate_right(1);
+        true
     }
 
     pub fn remove(&mut self, fp: u64) {
-        if fp == RECENT_FREE {
-            return;
-        }
-        let bucket = self.bucket(fp);
-        let Some(i) = bucket.iter().position(|&w| w == fp) else {
+        let Some(i) = self.way_of(fp) else {
             return;
         };
+        let bucket = self.bucket(fp);
         bucket[i..].rotate_left(1);
         bucket[RECENT_WAYS - 1] = RECENT_FREE;
         self.kept -= 1;
@@ -517,9 +516,8 @@ impl RecentSeen {
             return;
         }
         let last = RECENT_WAYS - 1;
-        let bucket = self.bucket(fp);
-        let found = bucket.iter().position(|&w| w == fp);
-        let bucket_full = bucket[last] != RECENT_FREE;
+        let found = self.way_of(fp);
+        let bucket_full = self.bucket(fp)[last] != RECENT_FREE;
         if found.is_none() && bucket_full && self.may_grow() {
             self.grow();
             return self.insert(fp);

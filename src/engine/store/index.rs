@@ -185,8 +185,16 @@ impl CrawlIndex {
                 | Rows::Filtered
                 | Rows::Records => MEMTABLE_BYTES,
             };
+            let table = match rows.looked_up_by_key() {
+                true => FILTERED_TABLE_BYTES,
+                false => PREFIX_READ_TABLE_BYTES,
+            };
             db.keyspace(rows.name(), || {
-                let options = KeyspaceCreateOptions::default().max_memtable_size(memtable);
+                let options = KeyspaceCreateOptions::default()
+                    .max_memtable_size(memtable)
+                    .compaction_strategy(Arc::new(
+                        Leveled::default().with_table_target_size(table),
+                    ));
                 match rows.looked_up_by_key() {
                     // Filters and block indexes stay in memory (~2 bytes a
                     // key): read through the cache, a large table's filter
@@ -194,10 +202,7 @@ impl CrawlIndex {
                     // outgrew the cache.
                     true => options
                         .filter_block_pinning_policy(PinningPolicy::all(true))
-                        .index_block_pinning_policy(PinningPolicy::all(true))
-                        .compaction_strategy(Arc::new(
-                            Leveled::default().with_table_target_size(FILTERED_TABLE_BYTES),
-                        )),
+                        .index_block_pinning_policy(PinningPolicy::all(true)),
                     // Read only by prefix, for listings: a filter would never
                     // be asked, and pinned, these rows' indexes grew memory
                     // with every page (inlinks: ~50 rows a page); fjall's
@@ -205,10 +210,7 @@ impl CrawlIndex {
                     // referrers and inlinks early in a million-page bench.
                     false => options
                         .filter_policy(FilterPolicy::disabled())
-                        .index_block_pinning_policy(PinningPolicy::all(false))
-                        .compaction_strategy(Arc::new(
-                            Leveled::default().with_table_target_size(PREFIX_READ_TABLE_BYTES),
-                        )),
+                        .index_block_pinning_policy(PinningPolicy::all(false)),
                 }
             })
             .map_err(|e| open_error(&path, e))

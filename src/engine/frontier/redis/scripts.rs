@@ -96,9 +96,8 @@ local AFFINITY_SCAN = 32
 local ASKING = 2000000000
 -- The hosts `worker` just gave back (ARGV[first..last]) go, while it owns
 -- two or more hosts than a worker that asked lately, to the one owning
--- fewest: first call
--- passes to it. Else an owner that keeps asking first would keep a crawl's
--- hosts that all went to it at the start. A host is handed over once
+-- fewest: first call passes to it. Else an owner that keeps asking first
+-- would keep a crawl's hosts that all went to it at the start. A host is handed over once
 -- (`handed`): a receiver too slow to claim it within the grace would
 -- otherwise see it taken back and handed again, each worker seeing every
 -- other batch of its pages, and a trap's evidence never adding up.
