@@ -250,20 +250,7 @@ fn replay_in_pywb(venv: &Venv, wacz: &Path, captures: &[(Capture, String)]) {
     );
     // An index it does not take is only a warning, and an empty collection.
     assert!(!said.contains("WARNING"), "{said}");
-    let port = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let child = venv
-        .command("wayback")
-        .args(["-b", "127.0.0.1", "-p", &port.to_string()])
-        .current_dir(root.path())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("wayback starts");
-    let _wayback = common::Killed(child);
+    let (_wayback, port) = start_wayback(venv, root.path());
     for ((url, ts), expected) in captures {
         let (status, body) = get(port, &format!("/crawl/{ts}id_/{url}"));
         assert_eq!(status, 200, "{url}: {body}");
@@ -275,6 +262,64 @@ fn replay_in_pywb(venv: &Venv, wacz: &Path, captures: &[(Capture, String)]) {
 }
 
 /// A GET on 127.0.0.1:`port`, retried while the server is starting.
+/// Starts pywb's `wayback` on a free loopback port and waits until it
+/// answers for the collection. The port is free when picked but released
+/// before `wayback` binds it: under load another test's server may take it
+/// first (its own 404 then answered the captures), so a `wayback` that
+/// exits, or a port answered by something else, is tried again elsewhere.
+fn start_wayback(venv: &Venv, root: &Path) -> (common::Killed, u16) {
+    for _ in 0..5 {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = venv
+            .command("wayback")
+            .args(["-b", "127.0.0.1", "-p", &port.to_string()])
+            .current_dir(root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("wayback starts");
+        let mut wayback = common::Killed(child);
+        let started = Instant::now();
+        while started.elapsed() < WAYBACK_START {
+            if wayback.0.try_wait().unwrap().is_some() {
+                break;
+            }
+            if let Some(status) = status_of(port, "/crawl/") {
+                if status == 200 {
+                    return (wayback, port);
+                }
+                // Something else holds the port: wayback cannot bind it.
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    panic!("pywb did not start on a free port in five tries");
+}
+
+/// The status of one GET, if anything answers on `port`.
+fn status_of(port: u16, target: &str) -> Option<u16> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {target} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+    )
+    .ok()?;
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    String::from_utf8_lossy(&answer)
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+}
+
 fn get(port: u16, target: &str) -> (u16, String) {
     let started = Instant::now();
     loop {
