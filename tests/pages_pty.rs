@@ -18,12 +18,21 @@ fn in_terminal(args: &[&str], dir: &Path) -> Term {
     Term::spawn_on(args, dir, ROWS, COLS)
 }
 
-/// Filters the Pages view to the shop's broken page and inspects it.
+/// The Pages view's own title, shown only while nothing is drawn over it.
+fn pages_title(screen: &str) -> Option<&str> {
+    screen
+        .lines()
+        .find(|l| l.contains(" Pages ") && l.contains("(/ filter"))
+}
+
+/// Filters the Pages view to the shop's broken page and inspects it. Each
+/// wait after a key is for a screen only that key's effect can show, never
+/// for something gone: a frame half drawn can lack a line, and the next key
+/// sent early can reach the program with the last one (two Escs read as one).
 fn find_the_404(term: &mut Term) {
+    let filtered = |s: &str| pages_title(s).is_some_and(|t| t.contains("matching status:404"));
     term.press(b"8");
-    term.wait_for("the Pages view", |s| {
-        s.contains(" Pages ") && s.contains("status")
-    });
+    term.wait_for("the Pages view", |s| pages_title(s).is_some());
     term.press(b"/status:404 discontinued");
     term.wait_for("the 404 row, filtered as typed", |s| {
         s.contains("matching status:404 discontinued") && s.contains("/discontinued.html")
@@ -34,16 +43,22 @@ fn find_the_404(term: &mut Term) {
         s.contains("/discontinued.html") && s.contains("status   404")
     });
     term.press(b"\x1b");
-    term.wait_for("the inspector closed", |s| !s.contains("status   404"));
+    term.wait_for("the inspector closed", |s| {
+        filtered(s) && !s.contains("status   404")
+    });
     term.press(b"l");
     term.wait_for("the inspector at its links", |s| {
-        s.contains("linked from (")
+        s.contains("linked from (") && pages_title(s).is_none()
     });
     term.press(b"\x1b");
-    term.wait_for("the inspector closed", |s| !s.contains("linked from ("));
+    term.wait_for("the inspector closed", |s| {
+        filtered(s) && !s.contains("linked from (")
+    });
     // Esc clears the filter; `s` sorts by status.
     term.press(b"\x1b");
-    term.wait_for("every page again", |s| !s.contains("matching status:404"));
+    term.wait_for("every page again", |s| {
+        pages_title(s).is_some_and(|t| !t.contains("matching"))
+    });
     term.press(b"s");
     term.wait_for("sorted by status", |s| s.contains("status▲"));
 }

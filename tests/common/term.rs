@@ -145,7 +145,11 @@ pub fn inspect_a_parked_urls_found_on_page(term: &mut Term) {
             && (s.contains("status   ") || s.contains("never fetched: parked by alert #"))
     });
     term.press(b"\x1b");
-    term.wait_for("the inspector closed", |s| !s.contains("found-on page of"));
+    // The pane's title again (drawn over while the inspector is open): a
+    // key sent before this Esc is read would be read with it.
+    term.wait_for("the inspector closed", |s| {
+        s.contains("(enter expand / inspect)") && !s.contains("found-on page of")
+    });
 }
 
 impl Drop for Term {
