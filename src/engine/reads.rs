@@ -18,8 +18,8 @@ use tokio::sync::{mpsc, watch};
 use super::store::{Entries, Store, StoreError};
 
 /// Readers served at once; more are told the engine is busy. One `pages`
-/// listing holds up to six streams per URL prefix (pages, links left out,
-/// referrers, inlinks, fragments read by audit, sitemap rows; two prefixes
+/// listing holds up to five streams per URL prefix (pages, links left out,
+/// referrers, fragments read by audit, sitemap rows; two prefixes
 /// with `--host`) and then the parked URLs; `diff DIR` reads two passes at
 /// once, four streams per prefix each. A closed stream's thread ends a
 /// moment after the client moves on.
@@ -327,7 +327,7 @@ fn answer(verb: &str, arg: &str, reading: &Reading, out: &mut Chunks) -> Result<
         "pages" => send_all(store.page_records(arg), out),
         "filtered" => send_all(store.filtered_urls(arg), out),
         "referrers" => send_all(store.referrer_entries(arg), out),
-        "inlinks" => send_all(store.inlink_entries(arg), out),
+        "inlinks-of" => out.row(&store.inlinks_of(&arg.split('\n').collect::<Vec<_>>())),
         "fragments" => send_all(store.fragment_links(arg), out),
         "sitemaps" => send_all(store.sitemap_entries(arg), out),
         "previous-pages" => send_all(store.previous_pass_records(arg), out),

@@ -1,7 +1,7 @@
 //! One row per URL: page records and links left out, walked side by side in
 //! URL order with their referrers, so a listing of any size streams.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::iter::Peekable;
 
 use serde::Serialize;
@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::facts::RowFacts;
 use super::query::{by_alert, Fate, Query, PRIVATE_ADDRESS};
 use super::sitemaps::FoundBy;
-use crate::control::results::Results;
+use crate::control::results::{Results, INLINKS_ASKED_BYTES};
 use crate::engine::inspect::quarantine::ParkedEntry;
 use crate::engine::store::{
     FilterReason, FilteredUrl, PageOutcome, PageRecord, SitemapEntry, StoreError, UrlKind,
@@ -18,7 +18,6 @@ use crate::engine::store::{
 
 type Entries<T> = Box<dyn Iterator<Item = Result<T, StoreError>> + Send>;
 type ReferrerStream = Peekable<Entries<(String, Vec<String>)>>;
-type InlinkStream = Peekable<Entries<(String, u32)>>;
 type SitemapStream = Peekable<Entries<SitemapEntry>>;
 
 /// What a listing shows of one URL. It crosses the wire too (a shared
@@ -324,28 +323,36 @@ fn rfc3339(unix_ms: u64) -> String {
     humantime::format_rfc3339_millis(t).to_string()
 }
 
+/// Rows whose inlinks are asked for at once.
+const ROWS_PER_BATCH: usize = 256;
+
 /// Every row under `prefix` in URL order: page records, then (for URLs
-/// without one) links left out; with their referrers and `found_by` if
-/// `referrers`.
-pub struct Rows {
+/// without one) links left out; with their inlinks, and their referrers and
+/// `found_by` if `referrers`. Rows are read a batch ahead, to ask for their
+/// inlinks in one request.
+pub struct Rows<'a> {
     pages: Peekable<Entries<PageRecord>>,
     filtered: Option<Peekable<Entries<FilteredUrl>>>,
     referrers: Option<ReferrerStream>,
-    inlinks: InlinkStream,
     sitemaps: Option<SitemapStream>,
     rules: std::sync::Arc<RuleOrigins>,
+    results: &'a Results,
+    /// Rows read with their inlinks, then the error that ended the reading.
+    ready: VecDeque<Result<Row, StoreError>>,
+    /// A row read past the last batch's bytes, for the next one.
+    carried: Option<Row>,
 }
 
-impl Rows {
+impl<'a> Rows<'a> {
     /// Opens the streams under `prefix`. Links left out are skipped when the
     /// query can only match pages with an answer.
     pub fn open(
-        results: &Results,
+        results: &'a Results,
         prefix: &str,
         with_filtered: bool,
         with_referrers: bool,
         rules: std::sync::Arc<RuleOrigins>,
-    ) -> Result<Rows, StoreError> {
+    ) -> Result<Rows<'a>, StoreError> {
         let pages = results.pages(prefix)?;
         Rows::with_pages(pages, results, prefix, with_filtered, with_referrers, rules)
     }
@@ -353,12 +360,12 @@ impl Rows {
     /// [`Rows::open`] over these page records (the previous recrawl pass's).
     pub fn with_pages(
         pages: Entries<PageRecord>,
-        results: &Results,
+        results: &'a Results,
         prefix: &str,
         with_filtered: bool,
         with_referrers: bool,
         rules: std::sync::Arc<RuleOrigins>,
-    ) -> Result<Rows, StoreError> {
+    ) -> Result<Rows<'a>, StoreError> {
         Ok(Rows {
             pages: pages.peekable(),
             filtered: if with_filtered {
@@ -371,13 +378,15 @@ impl Rows {
             } else {
                 None
             },
-            inlinks: results.inlink_entries(prefix)?.peekable(),
             sitemaps: if with_referrers {
                 Some(results.sitemap_entries(prefix)?.peekable())
             } else {
                 None
             },
             rules,
+            results,
+            ready: VecDeque::new(),
+            carried: None,
         })
     }
 
@@ -419,9 +428,75 @@ impl Rows {
                 row.referrers = list;
             }
         }
-        row.facts.inlinks = entry_of(&mut self.inlinks, &row.url)?.unwrap_or(0);
         Ok(())
     }
+
+    /// The next row with its referrers and `found_by`.
+    fn next_attached(&mut self) -> Option<Result<Row, StoreError>> {
+        let mut row = match self.next_row()? {
+            Ok(row) => row,
+            Err(e) => return Some(Err(e)),
+        };
+        let attached = self
+            .attach_referrers(&mut row)
+            .and_then(|()| self.attach_found_by(&mut row));
+        Some(attached.map(|()| row))
+    }
+
+    /// Reads the next batch of rows (up to [`ROWS_PER_BATCH`], their URLs
+    /// within [`INLINKS_ASKED_BYTES`]) and their inlinks.
+    fn read_batch(&mut self) {
+        let mut batch: Vec<Row> = Vec::new();
+        let mut bytes = 0;
+        let mut failed = None;
+        while batch.len() < ROWS_PER_BATCH {
+            let row = match self.carried.take().map(Ok).or_else(|| self.next_attached()) {
+                None => break,
+                Some(Err(e)) => {
+                    failed = Some(e);
+                    break;
+                }
+                Some(Ok(row)) => row,
+            };
+            let asked = asked_bytes(&row);
+            if !batch.is_empty() && bytes + asked > INLINKS_ASKED_BYTES {
+                self.carried = Some(row);
+                break;
+            }
+            bytes += asked;
+            batch.push(row);
+        }
+        match self.attach_inlinks(&mut batch) {
+            Ok(()) => self.ready.extend(batch.into_iter().map(Ok)),
+            Err(e) => self.ready.push_back(Err(e)),
+        }
+        self.ready.extend(failed.map(Err));
+    }
+
+    fn attach_inlinks(&self, batch: &mut [Row]) -> Result<(), StoreError> {
+        // A URL too long to ask about was never admitted, so never counted.
+        let asked: Vec<String> = batch
+            .iter()
+            .filter(|row| asked_bytes(row) <= INLINKS_ASKED_BYTES)
+            .map(|row| row.url.clone())
+            .collect();
+        if asked.is_empty() {
+            return Ok(());
+        }
+        let mut counts = self.results.inlinks_of(&asked)?.into_iter();
+        for row in batch
+            .iter_mut()
+            .filter(|row| asked_bytes(row) <= INLINKS_ASKED_BYTES)
+        {
+            row.facts.inlinks = counts.next().unwrap_or(0);
+        }
+        Ok(())
+    }
+}
+
+/// Bytes a row's URL takes in an inlinks request (with its separator).
+fn asked_bytes(row: &Row) -> usize {
+    row.url.len() + 1
 }
 
 /// The value of `url` in a stream of `(url, value)` in URL order, skipping
@@ -444,7 +519,7 @@ fn entry_of<T>(
     }
 }
 
-impl Rows {
+impl Rows<'_> {
     /// Sets `found_by` from the referrers and the URL's sitemap row.
     fn attach_found_by(&mut self, row: &mut Row) -> Result<(), StoreError> {
         let Some(rows) = &mut self.sitemaps else {
@@ -468,18 +543,14 @@ impl Rows {
     }
 }
 
-impl Iterator for Rows {
+impl Iterator for Rows<'_> {
     type Item = Result<Row, StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let mut row = match self.next_row()? {
-            Ok(row) => row,
-            Err(e) => return Some(Err(e)),
-        };
-        let attached = self
-            .attach_referrers(&mut row)
-            .and_then(|()| self.attach_found_by(&mut row));
-        Some(attached.map(|()| row))
+        if self.ready.is_empty() {
+            self.read_batch();
+        }
+        self.ready.pop_front()
     }
 }
 

@@ -78,16 +78,15 @@ impl Merged {
     }
 
     /// Inlinks: each worker counted the links of the pages it fetched.
-    pub(super) fn inlink_entries(
-        &self,
-        prefix: &str,
-    ) -> Result<Entries<(String, u32)>, StoreError> {
-        let streams = self.each(|r| r.inlink_entries(prefix))?;
-        Ok(merge(
-            streams,
-            |(url, _)| url,
-            |(url, a), (_, b)| (url, a.saturating_add(b)),
-        ))
+    pub(super) fn inlinks_of(&self, urls: &[String]) -> Result<Vec<u32>, StoreError> {
+        let mut total = vec![0u32; urls.len()];
+        for part in &self.parts {
+            let counts = part.results.inlinks_of(urls)?;
+            for (sum, n) in total.iter_mut().zip(counts) {
+                *sum = sum.saturating_add(n);
+            }
+        }
+        Ok(total)
     }
 
     /// A page's `#fragment` links from every worker, each fragment once.

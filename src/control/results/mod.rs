@@ -38,6 +38,10 @@ use crate::engine::store::{
 /// page is not judged (its element may be past the cut).
 pub const MAX_ARCHIVED_BODY: usize = 32 << 20;
 
+/// Bytes of the URLs of one [`Results::inlinks_of`] request: one request
+/// to the engine holds at most `control::reads::MAX_REQUEST`.
+pub const INLINKS_ASKED_BYTES: usize = 12 * 1024;
+
 /// fjall's block cache when a listing opens a store itself.
 const READ_CACHE_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -231,13 +235,20 @@ impl Results {
         }
     }
 
-    /// `(url, inlinks)` under `url_prefix`, in URL order: how many crawled
-    /// pages link to each URL.
-    pub fn inlink_entries(&self, url_prefix: &str) -> Result<Entries<(String, u32)>, StoreError> {
-        match self {
-            Results::Local(s) => Ok(s.inlink_entries(url_prefix)),
-            Results::Remote(r) => r.stream("inlinks", url_prefix),
-            Results::Merged(m) => m.inlink_entries(url_prefix),
+    /// How many crawled pages link to each of `urls`, in their order. The
+    /// URLs go in one request: at most [`INLINKS_ASKED_BYTES`] of them.
+    pub fn inlinks_of(&self, urls: &[String]) -> Result<Vec<u32>, StoreError> {
+        if urls.is_empty() {
+            return Ok(Vec::new());
+        }
+        let counts = match self {
+            Results::Local(s) => s.inlinks_of(urls),
+            Results::Remote(r) => r.one("inlinks-of", &urls.join("\n"))?,
+            Results::Merged(m) => m.inlinks_of(urls)?,
+        };
+        match counts.len() == urls.len() {
+            true => Ok(counts),
+            false => Err(remote_error("inlink counts for another number of URLs")),
         }
     }
 

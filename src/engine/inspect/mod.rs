@@ -184,7 +184,7 @@ pub fn inspect(
         truncated: false,
         archive_note: None,
         record: None,
-        inlinks: store.inlinks(url)?,
+        inlinks: store.inlinks(url),
         linked_from: store.referrers(url)?,
     };
     page.record = Some(record.clone());
@@ -247,7 +247,7 @@ fn unfetched(store: &Store, url: &str) -> Result<Option<PageInspection>, StoreEr
         truncated: false,
         archive_note: Some(note),
         record: None,
-        inlinks: store.inlinks(url)?,
+        inlinks: store.inlinks(url),
         linked_from: found_on,
     }))
 }

@@ -39,8 +39,9 @@ const FJALL_WORKERS: usize = 3;
 /// it writes until the filter is built: 8 bytes a key, 16–32 MB at once for
 /// a 64 MiB table of the crawl tree's small rows, the peak of a long crawl.
 const FILTERED_TABLE_BYTES: u64 = 16 * 1024 * 1024;
-/// The size of the tables compactions write in the keyspaces read only by
-/// prefix (referrers, inlinks, fragments). Their keys are URLs, written in
+/// The size of the tables compactions write in the keyspaces never looked
+/// up by key (referrers and fragments, read by prefix; the inlink counts,
+/// read whole at opening). The first two's keys are URLs, written in
 /// random order, so every table flushed to level 0 overlaps all of level 1,
 /// and each merge into level 1 rewrites it whole: with fjall's 64 MiB tables
 /// (a level 1 of 256 MiB) against 2 MiB memtables, up to 33 bytes written
@@ -203,11 +204,11 @@ impl CrawlIndex {
                     true => options
                         .filter_block_pinning_policy(PinningPolicy::all(true))
                         .index_block_pinning_policy(PinningPolicy::all(true)),
-                    // Read only by prefix, for listings: a filter would never
-                    // be asked, and pinned, these rows' indexes grew memory
-                    // with every page (inlinks: ~50 rows a page); fjall's
-                    // default pins the first two levels' indexes, 11 MB for
-                    // referrers and inlinks early in a million-page bench.
+                    // Never looked up by key: a filter would never be asked,
+                    // and pinned, these rows' indexes grew memory with every
+                    // page (inlinks were ~50 rows a page); fjall's default
+                    // pins the first two levels' indexes, 11 MB for referrers
+                    // and inlinks early in a million-page bench.
                     false => options
                         .filter_policy(FilterPolicy::disabled())
                         .index_block_pinning_policy(PinningPolicy::all(false)),

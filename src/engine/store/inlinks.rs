@@ -1,9 +1,14 @@
 //! How many crawled pages link to each URL, counted exactly as their links
-//! are admitted, without a count per URL in memory: the links of a group of
-//! pages are tallied, then written as one key per URL (`url 0 group`) holding
-//! that group's count, and a reader adds up a URL's keys. A menu linked from
-//! every page costs one key per group, not one per page, and a count is never
-//! read back while crawling.
+//! are admitted and held in memory by URL fingerprint: 12 bytes a linked
+//! URL, in two sorted arrays. A row per URL and group of pages (the way
+//! before) cost ~50 store writes a page on a large crawl; see
+//! docs/PERFORMANCE.md, "Inlink counts in memory".
+//!
+//! The links of a group of pages are tallied, added to the counts and
+//! written as one row: `group number → (fingerprint, count)` pairs. When the
+//! rows written since the last whole copy hold more pairs than the counts
+//! do, the counts are written whole instead, in place of those rows, so the
+//! rows stay under twice the counts. Opening the store adds the rows up.
 //!
 //! A group is written when it holds [`MAX_PENDING`] URLs, at the first flush
 //! [`WRITE_EVERY`] after it began, and at every checkpoint: writing at every
@@ -13,32 +18,34 @@
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use super::index::Rows;
-use super::{Store, StoreError};
+use super::index::{CrawlIndex, Rows};
+use super::{keys, Store, StoreError};
 use crate::engine::dedup::FingerprintMap;
 
 /// URLs tallied before the group is written even without a flush.
 const MAX_PENDING: usize = 64 * 1024;
 /// Age of a group at which a flush writes it.
 const WRITE_EVERY: Duration = Duration::from_secs(2);
+/// Pairs a row of a whole copy holds.
+const PAIRS_PER_ROW: usize = 64 * 1024;
+/// Bytes of one pair in a row: the fingerprint and the count, little-endian.
+const PAIR_BYTES: usize = 12;
+/// Rows of an earlier version's format removed in one write.
+const LEGACY_REMOVALS_PER_WRITE: usize = 16 * 1024;
 
 /// Links of the current group of pages, by target URL's fingerprint.
 #[derive(Default)]
 pub(super) struct InlinkTally {
-    pending: FingerprintMap<(Box<str>, u32)>,
+    pending: FingerprintMap<u32>,
     since: Option<Instant>,
 }
 
 impl InlinkTally {
-    /// One more page links to `target` (whose fingerprint is `fingerprint`).
-    pub(super) fn add(&mut self, fingerprint: u64, target: &str) {
-        match self.pending.get_mut(&fingerprint) {
-            Some((_, n)) => *n = n.saturating_add(1),
-            None => {
-                self.since.get_or_insert_with(Instant::now);
-                self.pending.insert(fingerprint, (target.into(), 1));
-            }
-        }
+    /// One more page links to the URL whose fingerprint is `fingerprint`.
+    pub(super) fn add(&mut self, fingerprint: u64) {
+        self.since.get_or_insert_with(Instant::now);
+        let n = self.pending.entry(fingerprint).or_insert(0);
+        *n = n.saturating_add(1);
     }
 
     pub(super) fn is_full(&self) -> bool {
@@ -49,82 +56,137 @@ impl InlinkTally {
     pub(super) fn is_due(&self) -> bool {
         self.is_full() || self.since.is_some_and(|t| t.elapsed() >= WRITE_EVERY)
     }
+
+    /// The tally as pairs in fingerprint order.
+    fn into_sorted(self) -> Vec<(u64, u32)> {
+        let mut pairs: Vec<(u64, u32)> = self.pending.into_iter().collect();
+        pairs.sort_unstable_by_key(|&(fp, _)| fp);
+        pairs
+    }
 }
 
-/// The key of one group's count for `url`: the URL, a 0 byte (never in a
-/// URL), the group's number big-endian.
-fn key(url: &str, group: u64) -> Vec<u8> {
-    let mut key = Vec::with_capacity(url.len() + 9);
-    key.extend_from_slice(url.as_bytes());
-    key.push(0);
-    key.extend_from_slice(&group.to_be_bytes());
-    key
+/// Every count, by fingerprint, and what of them the store holds.
+#[derive(Default)]
+pub(super) struct InlinkCounts {
+    /// Fingerprints in ascending order; `counts[i]` is `fps[i]`'s count.
+    fps: Vec<u64>,
+    counts: Vec<u32>,
+    /// Keys of the rows that add up to the counts.
+    row_keys: Vec<[u8; 8]>,
+    /// Pairs those rows hold.
+    pairs_in_rows: usize,
 }
 
-fn count_of(value: &[u8]) -> Result<u32, StoreError> {
-    let bytes: [u8; 4] = value
-        .try_into()
-        .map_err(|_| super::corrupt("inlink count", "not 4 bytes"))?;
-    Ok(u32::from_le_bytes(bytes))
-}
-
-impl Store {
-    /// Writes the tally of the pages since the last write (durable at the
-    /// index's next persist). Each write takes a group number no earlier
-    /// write of this data directory used: they start at the time the store
-    /// was opened, in microseconds.
-    pub(super) fn write_pending_inlinks(&self) -> Result<(), StoreError> {
-        let pending = std::mem::take(&mut self.referrer_counts().inlinks);
-        if pending.pending.is_empty() {
-            return Ok(());
+impl InlinkCounts {
+    pub(super) fn get(&self, fingerprint: u64) -> u32 {
+        match self.fps.binary_search(&fingerprint) {
+            Ok(i) => self.counts[i],
+            Err(_) => 0,
         }
-        let group = self.inner.inlink_group.fetch_add(1, Ordering::Relaxed);
-        let rows = pending
-            .pending
-            .into_values()
-            .map(|(url, n)| (key(&url, group), Some(n.to_le_bytes().to_vec())));
-        self.inner.index.write(Rows::Inlinks, rows)
     }
 
-    /// How many crawled pages link to `url` (a redirect counts as a link
-    /// from the URL that redirects).
-    pub fn inlinks(&self, url: &str) -> Result<u32, StoreError> {
-        let mut prefix = url.as_bytes().to_vec();
-        prefix.push(0);
-        let mut total = 0u32;
-        for row in self.inner.index.rows(Rows::Inlinks).prefix(prefix) {
-            let (_, value) = row
+    /// Adds `pairs` (in ascending fingerprint order, each once): one pass
+    /// over the counts, then the new fingerprints merged in from the back.
+    fn add(&mut self, pairs: &[(u64, u32)]) {
+        let mut fresh = Vec::new();
+        let mut i = 0;
+        for &(fp, n) in pairs {
+            i += self.fps[i..].partition_point(|&held| held < fp);
+            match self.fps.get(i) {
+                Some(&held) if held == fp => self.counts[i] = self.counts[i].saturating_add(n),
+                _ => fresh.push((fp, n)),
+            }
+        }
+        if fresh.is_empty() {
+            return;
+        }
+        let held = self.fps.len();
+        // Exactly: a doubling would hold up to twice the counts' memory.
+        self.fps.reserve_exact(fresh.len());
+        self.counts.reserve_exact(fresh.len());
+        self.fps.resize(held + fresh.len(), 0);
+        self.counts.resize(held + fresh.len(), 0);
+        let (mut from, mut to) = (held, held + fresh.len());
+        for &(fp, n) in fresh.iter().rev() {
+            while from > 0 && self.fps[from - 1] > fp {
+                from -= 1;
+                to -= 1;
+                self.fps[to] = self.fps[from];
+                self.counts[to] = self.counts[from];
+            }
+            to -= 1;
+            self.fps[to] = fp;
+            self.counts[to] = n;
+        }
+    }
+
+    /// Reads the rows of `index`, adding them up. Rows of the format before
+    /// (`url 0 group → count`) are added too and returned, for rewriting.
+    fn load(index: &CrawlIndex) -> Result<(InlinkCounts, Vec<Vec<u8>>), StoreError> {
+        let mut counts = InlinkCounts::default();
+        let mut legacy = Vec::new();
+        let mut legacy_pairs = Vec::new();
+        for row in index.rows(Rows::Inlinks).iter() {
+            let (key, value) = row
                 .into_inner()
                 .map_err(|source| StoreError::Index { op: "scan", source })?;
-            total = total.saturating_add(count_of(&value)?);
+            match <[u8; 8]>::try_from(&*key) {
+                Ok(group) => {
+                    let pairs = decode_pairs(&value)?;
+                    counts.add(&pairs);
+                    counts.row_keys.push(group);
+                    counts.pairs_in_rows += pairs.len();
+                }
+                Err(_) => {
+                    let url = legacy_url(&key)?;
+                    legacy_pairs.push((keys::url_fingerprint(url), legacy_count(&value)?));
+                    legacy.push(key.to_vec());
+                }
+            }
         }
-        Ok(total)
+        legacy_pairs.sort_unstable_by_key(|&(fp, _)| fp);
+        legacy_pairs.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 = kept.1.saturating_add(later.1);
+            }
+            same
+        });
+        counts.add(&legacy_pairs);
+        Ok((counts, legacy))
     }
+}
 
-    /// `(url, inlinks)` for URLs starting with `url_prefix`, in URL order.
-    pub fn inlink_entries(&self, url_prefix: &str) -> super::query::Entries<(String, u32)> {
-        let rows: Box<dyn Iterator<Item = _> + Send> = Box::new(
-            self.inner
-                .index
-                .rows(Rows::Inlinks)
-                .prefix(url_prefix.as_bytes())
-                .map(|guard| guard.into_inner()),
-        );
-        Box::new(Sums {
-            rows: rows.peekable(),
+fn encode_pairs(pairs: impl Iterator<Item = (u64, u32)>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(pairs.size_hint().0 * PAIR_BYTES);
+    for (fp, n) in pairs {
+        out.extend_from_slice(&fp.to_le_bytes());
+        out.extend_from_slice(&n.to_le_bytes());
+    }
+    out
+}
+
+/// A row's pairs; they are in ascending order and each once, as written.
+fn decode_pairs(value: &[u8]) -> Result<Vec<(u64, u32)>, StoreError> {
+    if value.len() % PAIR_BYTES != 0 {
+        return Err(super::corrupt("inlink counts", "not whole pairs"));
+    }
+    let pairs: Vec<(u64, u32)> = value
+        .chunks_exact(PAIR_BYTES)
+        .map(|pair| {
+            let (fp, n) = pair.split_at(8);
+            let fp = u64::from_le_bytes(fp.try_into().expect("8 bytes"));
+            (fp, u32::from_le_bytes(n.try_into().expect("4 bytes")))
         })
+        .collect();
+    if pairs.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return Err(super::corrupt("inlink counts", "pairs out of order"));
     }
+    Ok(pairs)
 }
 
-type KvRows = std::iter::Peekable<Box<dyn Iterator<Item = fjall::Result<fjall::KvPair>> + Send>>;
-
-/// One URL's keys after another, added up: they are adjacent, as the 0 byte
-/// sorts before any URL character.
-struct Sums {
-    rows: KvRows,
-}
-
-fn url_of(key: &[u8]) -> Result<&str, StoreError> {
+/// The URL of a row of the format before: the URL, a 0 byte, the group.
+fn legacy_url(key: &[u8]) -> Result<&str, StoreError> {
     let end = key
         .len()
         .checked_sub(9)
@@ -133,82 +195,109 @@ fn url_of(key: &[u8]) -> Result<&str, StoreError> {
     std::str::from_utf8(&key[..end]).map_err(|_| super::corrupt("inlink key", "not UTF-8"))
 }
 
-impl Sums {
-    fn sum_one(&mut self, key: &[u8], value: &[u8]) -> Result<(String, u32), StoreError> {
-        let url = url_of(key)?.to_string();
-        let mut total = count_of(value)?;
-        while let Some(Ok((next, _))) = self.rows.peek() {
-            if url_of(next).ok() != Some(url.as_str()) {
-                break;
-            }
-            let Some(Ok((_, value))) = self.rows.next() else {
-                break;
-            };
-            total = total.saturating_add(count_of(&value)?);
-        }
-        Ok((url, total))
-    }
+fn legacy_count(value: &[u8]) -> Result<u32, StoreError> {
+    let bytes: [u8; 4] = value
+        .try_into()
+        .map_err(|_| super::corrupt("inlink count", "not 4 bytes"))?;
+    Ok(u32::from_le_bytes(bytes))
 }
 
-impl Iterator for Sums {
-    type Item = Result<(String, u32), StoreError>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self.rows.next()? {
-            Ok((key, value)) => Some(self.sum_one(&key, &value)),
-            Err(source) => Some(Err(StoreError::Index { op: "scan", source })),
+impl Store {
+    /// The counts the store holds, read at its opening; rows of the format
+    /// before are rewritten as one copy.
+    pub(super) fn load_inlinks(&self) -> Result<(), StoreError> {
+        let (counts, legacy) = InlinkCounts::load(&self.inner.index)?;
+        *self.inlink_counts_mut() = counts;
+        if legacy.is_empty() {
+            return Ok(());
         }
+        self.write_inlink_copy(&mut self.inlink_counts_mut())?;
+        for keys in legacy.chunks(LEGACY_REMOVALS_PER_WRITE) {
+            let removals = keys.iter().map(|key| (key.clone(), None));
+            self.inner.index.write(Rows::Inlinks, removals)?;
+        }
+        Ok(())
+    }
+
+    /// Adds the tally of the pages since the last write to the counts and
+    /// writes it (durable at the index's next persist). Each row takes a
+    /// group number no earlier write of this data directory used: they
+    /// start at the time the store was opened, in microseconds.
+    pub(super) fn write_pending_inlinks(&self) -> Result<(), StoreError> {
+        let pending = std::mem::take(&mut self.referrer_counts().inlinks);
+        let pairs = pending.into_sorted();
+        if pairs.is_empty() {
+            return Ok(());
+        }
+        let mut counts = self.inlink_counts_mut();
+        counts.add(&pairs);
+        if counts.pairs_in_rows + pairs.len() > counts.fps.len() {
+            return self.write_inlink_copy(&mut counts);
+        }
+        let key = self.next_inlink_row();
+        let row = (key.to_vec(), Some(encode_pairs(pairs.iter().copied())));
+        self.inner.index.write(Rows::Inlinks, [row])?;
+        counts.row_keys.push(key);
+        counts.pairs_in_rows += pairs.len();
+        Ok(())
+    }
+
+    /// Writes the counts whole, in place of the rows that held them, in one
+    /// atomic write.
+    fn write_inlink_copy(&self, counts: &mut InlinkCounts) -> Result<(), StoreError> {
+        let rows = counts.fps.len().div_ceil(PAIRS_PER_ROW);
+        let keys: Vec<[u8; 8]> = (0..rows).map(|_| self.next_inlink_row()).collect();
+        let values = counts
+            .fps
+            .chunks(PAIRS_PER_ROW)
+            .zip(counts.counts.chunks(PAIRS_PER_ROW))
+            .map(|(fps, ns)| encode_pairs(fps.iter().copied().zip(ns.iter().copied())));
+        let writes = keys
+            .iter()
+            .zip(values)
+            .map(|(key, value)| (key.to_vec(), Some(value)));
+        let removals = counts.row_keys.iter().map(|key| (key.to_vec(), None));
+        self.inner
+            .index
+            .write(Rows::Inlinks, removals.chain(writes))?;
+        counts.row_keys = keys;
+        counts.pairs_in_rows = counts.fps.len();
+        Ok(())
+    }
+
+    fn next_inlink_row(&self) -> [u8; 8] {
+        let group = self.inner.inlink_group.fetch_add(1, Ordering::Relaxed);
+        group.to_be_bytes()
+    }
+
+    fn inlink_counts_mut(&self) -> std::sync::RwLockWriteGuard<'_, InlinkCounts> {
+        self.inner
+            .inlink_counts
+            .write()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn inlink_counts(&self) -> std::sync::RwLockReadGuard<'_, InlinkCounts> {
+        self.inner
+            .inlink_counts
+            .read()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// How many crawled pages link to `url` (a redirect counts as a link
+    /// from the URL that redirects), as of the last group written.
+    pub fn inlinks(&self, url: &str) -> u32 {
+        self.inlink_counts().get(keys::url_fingerprint(url))
+    }
+
+    /// [`Store::inlinks`] of each of `urls`, in their order.
+    pub fn inlinks_of<S: AsRef<str>>(&self, urls: &[S]) -> Vec<u32> {
+        let counts = self.inlink_counts();
+        let count = |url: &S| counts.get(keys::url_fingerprint(url.as_ref()));
+        urls.iter().map(count).collect()
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::Store;
-
-    #[test]
-    fn inlinks_count_each_linking_page_once_across_groups_and_reopens() {
-        let dir = tempfile::tempdir().unwrap();
-        let (menu, once) = ("http://a.example/menu", "http://a.example/menu/once");
-        {
-            let store = Store::open(dir.path(), 1 << 20).unwrap();
-            for n in 0..10 {
-                let parent = format!("http://a.example/p{n}");
-                // The same link twice on one page counts once.
-                let links = [(menu, n == 0), (menu, false)];
-                store.add_referrers(&parent, links.into_iter()).unwrap();
-                if n % 4 == 0 {
-                    store.flush_all().unwrap();
-                }
-            }
-            let page = "http://a.example/p0";
-            store
-                .add_referrers(page, [(once, true), (page, false)].into_iter())
-                .unwrap();
-            store.flush_all().unwrap();
-            assert_eq!(store.inlinks(menu).unwrap(), 10);
-        }
-        let store = Store::open(dir.path(), 1 << 20).unwrap();
-        store
-            .add_referrers("http://a.example/p99", [(menu, false)].into_iter())
-            .unwrap();
-        store.flush().unwrap();
-        assert_eq!(
-            store.inlinks(menu).unwrap(),
-            10,
-            "a flush writes a group when it is due"
-        );
-        store.flush_all().unwrap();
-        assert_eq!(store.inlinks(menu).unwrap(), 11, "counts survive a reopen");
-        assert_eq!(store.inlinks(once).unwrap(), 1);
-        assert_eq!(
-            store.inlinks("http://a.example/p0").unwrap(),
-            0,
-            "no self-links"
-        );
-        let entries: Vec<(String, u32)> = store
-            .inlink_entries("http://a.example/")
-            .map(Result::unwrap)
-            .collect();
-        assert_eq!(entries, [(menu.to_string(), 11), (once.to_string(), 1)]);
-    }
-}
+#[path = "inlinks_tests.rs"]
+mod tests;

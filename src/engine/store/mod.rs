@@ -31,7 +31,7 @@ mod warc_read;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 
 use serde::de::DeserializeOwned;
 
@@ -166,6 +166,8 @@ struct Inner {
     /// Referrers held back and how many each URL has (see `referrers.rs`),
     /// and the links counted since the last write (`inlinks.rs`).
     referrer_counts: Mutex<ReferrerCounts>,
+    /// How many pages link to each URL (see `inlinks.rs`).
+    inlink_counts: RwLock<inlinks::InlinkCounts>,
     /// The group number of the next write of inlink counts.
     inlink_group: AtomicU64,
     /// The `#fragment` links written this run (`fragments.rs`).
@@ -218,6 +220,7 @@ impl Store {
         let inner = Inner {
             index,
             referrer_counts: Mutex::default(),
+            inlink_counts: RwLock::default(),
             inlink_group: AtomicU64::new(unix_micros()),
             fragment_marks: Mutex::default(),
             digests: Default::default(),
@@ -230,6 +233,7 @@ impl Store {
         let store = Store {
             inner: Arc::new(inner),
         };
+        store.load_inlinks()?;
         let pass = store.stored_pass()?;
         store.inner.recrawl_pass.store(pass, Ordering::Relaxed);
         Ok(store)

@@ -107,7 +107,7 @@ impl Store {
                 continue;
             }
             if target != parent {
-                counts.inlinks.add(fingerprint, target);
+                counts.inlinks.add(fingerprint);
             }
             if fresh {
                 counts

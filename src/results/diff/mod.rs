@@ -128,13 +128,8 @@ pub fn run(query: &DiffQuery, out: impl Write) -> anyhow::Result<Summary> {
             let new = open(new, "new")?;
             summary.live = old.is_live() || new.is_live();
             let old = sides(query, &old, Pass::Current)?;
-            write_changes(
-                query,
-                old,
-                sides(query, &new, Pass::Current)?,
-                out,
-                &mut summary,
-            )
+            let new = sides(query, &new, Pass::Current)?;
+            write_changes(query, old, new, out, &mut summary)
         }
         Compared::Passes(dir) => {
             let crawl = open(dir, "")?;
@@ -145,13 +140,8 @@ pub fn run(query: &DiffQuery, out: impl Write) -> anyhow::Result<Summary> {
             summary.live = crawl.is_live();
             summary.pass = Some(pass);
             let old = sides(query, &crawl, Pass::Previous)?;
-            write_changes(
-                query,
-                old,
-                sides(query, &crawl, Pass::Current)?,
-                out,
-                &mut summary,
-            )
+            let new = sides(query, &crawl, Pass::Current)?;
+            write_changes(query, old, new, out, &mut summary)
         }
     };
     match written {
@@ -223,7 +213,7 @@ fn write_changes(
 /// The compared side of every URL a crawl recorded (of `--host`), in URL order.
 fn sides<'a>(
     query: &'a DiffQuery,
-    results: &Results,
+    results: &'a Results,
     pass: Pass,
 ) -> anyhow::Result<impl Iterator<Item = anyhow::Result<Side>> + 'a> {
     let rules = Arc::new(RuleOrigins::load(results)?);
