@@ -161,6 +161,35 @@ async fn a_listing_streams_over_the_control_socket_in_frames() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inlinks_of_a_batch_of_urls_are_read_through_the_engine_in_their_order() {
+    let served = serve(3);
+    let page = |i: usize| format!("http://a.example/page-{i:05}");
+    for parent in ["http://b.example/1", "http://b.example/2"] {
+        let links = [(page(2), false), (page(0), false)];
+        let links = links.iter().map(|(u, fresh)| (u.as_str(), *fresh));
+        served.store.add_referrers(parent, links).unwrap();
+    }
+    served
+        .store
+        .add_referrers(
+            "http://b.example/3",
+            [(page(2).as_str(), false)].into_iter(),
+        )
+        .unwrap();
+    served.store.flush_all().unwrap();
+    let dir = served.dir.path().to_path_buf();
+    let counts = blocking(move || {
+        let results = Results::open(&dir).unwrap();
+        assert!(results.is_live(), "read through the running engine");
+        let asked = [page(2), page(1), "http://else.example/".into(), page(0)];
+        results.inlinks_of(&asked).unwrap()
+    })
+    .await;
+    assert_eq!(counts, [3, 0, 0, 2]);
+    served.readers_end("the read's thread ends").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_stops_reading_holds_the_reader_back_within_the_bound() {
     let served = serve(1);
     let mut waits = served.reads.waits_for_clients();

@@ -559,6 +559,38 @@ mod tests {
     use super::*;
     use crate::results::query::{Format, Listing};
 
+    #[test]
+    fn rows_read_in_batches_carry_each_urls_inlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::engine::store::Store::open(dir.path(), 4 << 20).unwrap();
+        // Long URLs: a batch ends at its bytes, before its rows.
+        let url = |i: usize| format!("http://a.example/{}/{i:04}", "x".repeat(100));
+        let urls: Vec<String> = (0..700).map(url).collect();
+        let fetched = PageOutcome::Fetched { status: 200 };
+        let records: Vec<PageRecord> = urls
+            .iter()
+            .map(|u| PageRecord::without_fetch(u, "a.example", 1, 0, fetched.clone()))
+            .collect();
+        store.record_pages(&records).unwrap();
+        // Page p links the URLs i with i % 5 > p: i % 5 pages link to i.
+        for p in 0..5 {
+            let linked = urls.iter().enumerate().filter(|(i, _)| i % 5 > p);
+            let links = linked.map(|(_, u)| (u.as_str(), false));
+            store
+                .add_referrers(&format!("http://b.example/{p}"), links)
+                .unwrap();
+        }
+        store.flush_all().unwrap();
+        let results = Results::Local(store);
+        let rules = std::sync::Arc::new(RuleOrigins::default());
+        let rows = Rows::open(&results, "http://a.example/", false, false, rules).unwrap();
+        let got: Vec<(String, u32)> = rows
+            .map(|r| r.map(|row| (row.url, row.facts.inlinks)).unwrap())
+            .collect();
+        let want: Vec<(String, u32)> = (0..700).map(|i| (url(i), (i % 5) as u32)).collect();
+        assert_eq!(got, want);
+    }
+
     fn query(fate: Option<Fate>, by: Option<&str>) -> Query {
         Query {
             fate,
