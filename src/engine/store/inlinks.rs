@@ -15,6 +15,7 @@
 //! flush (each group commit) cost a store write for nearly every link. So a
 //! `kill -9` may lose the counts of the last few seconds' links.
 
+use std::ops::Bound;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
@@ -120,40 +121,46 @@ impl InlinkCounts {
         }
     }
 
-    /// Reads the rows of `index`, adding them up. Rows of the format before
-    /// (`url 0 group → count`) are added too and returned, for rewriting.
-    fn load(index: &CrawlIndex) -> Result<(InlinkCounts, Vec<Vec<u8>>), StoreError> {
+    /// Reads the rows of `index`, adding them up, and those of the format
+    /// before (`url 0 group → count`); true if there were any of those.
+    fn load(index: &CrawlIndex) -> Result<(InlinkCounts, bool), StoreError> {
         let mut counts = InlinkCounts::default();
-        let mut legacy = Vec::new();
-        let mut legacy_pairs = Vec::new();
+        // The format before: a URL's rows are adjacent, so one sum a URL.
+        let mut legacy: Vec<(u64, u32)> = Vec::new();
+        let mut legacy_url: Option<Vec<u8>> = None;
         for row in index.rows(Rows::Inlinks).iter() {
             let (key, value) = row
                 .into_inner()
                 .map_err(|source| StoreError::Index { op: "scan", source })?;
-            match <[u8; 8]>::try_from(&*key) {
-                Ok(group) => {
-                    let pairs = decode_pairs(&value)?;
-                    counts.add(&pairs);
-                    counts.row_keys.push(group);
-                    counts.pairs_in_rows += pairs.len();
+            if let Ok(group) = <[u8; 8]>::try_from(&*key) {
+                let pairs = decode_pairs(&value)?;
+                counts.add(&pairs);
+                counts.row_keys.push(group);
+                counts.pairs_in_rows += pairs.len();
+                continue;
+            }
+            let url = legacy_url_of(&key)?;
+            let n = legacy_count(&value)?;
+            match (legacy.last_mut(), &legacy_url) {
+                (Some((_, sum)), Some(last)) if last.as_slice() == url.as_bytes() => {
+                    *sum = sum.saturating_add(n);
                 }
-                Err(_) => {
-                    let url = legacy_url(&key)?;
-                    legacy_pairs.push((keys::url_fingerprint(url), legacy_count(&value)?));
-                    legacy.push(key.to_vec());
+                _ => {
+                    legacy.push((keys::url_fingerprint(url), n));
+                    legacy_url = Some(url.as_bytes().to_vec());
                 }
             }
         }
-        legacy_pairs.sort_unstable_by_key(|&(fp, _)| fp);
-        legacy_pairs.dedup_by(|later, kept| {
+        legacy.sort_unstable_by_key(|&(fp, _)| fp);
+        legacy.dedup_by(|later, kept| {
             let same = later.0 == kept.0;
             if same {
                 kept.1 = kept.1.saturating_add(later.1);
             }
             same
         });
-        counts.add(&legacy_pairs);
-        Ok((counts, legacy))
+        counts.add(&legacy);
+        Ok((counts, legacy_url.is_some()))
     }
 }
 
@@ -186,7 +193,7 @@ fn decode_pairs(value: &[u8]) -> Result<Vec<(u64, u32)>, StoreError> {
 }
 
 /// The URL of a row of the format before: the URL, a 0 byte, the group.
-fn legacy_url(key: &[u8]) -> Result<&str, StoreError> {
+fn legacy_url_of(key: &[u8]) -> Result<&str, StoreError> {
     let end = key
         .len()
         .checked_sub(9)
@@ -208,15 +215,45 @@ impl Store {
     pub(super) fn load_inlinks(&self) -> Result<(), StoreError> {
         let (counts, legacy) = InlinkCounts::load(&self.inner.index)?;
         *self.inlink_counts_mut() = counts;
-        if legacy.is_empty() {
-            return Ok(());
-        }
-        self.write_inlink_copy(&mut self.inlink_counts_mut())?;
-        for keys in legacy.chunks(LEGACY_REMOVALS_PER_WRITE) {
-            let removals = keys.iter().map(|key| (key.clone(), None));
-            self.inner.index.write(Rows::Inlinks, removals)?;
+        if legacy {
+            self.write_inlink_copy(&mut self.inlink_counts_mut())?;
+            self.remove_legacy_inlinks()?;
         }
         Ok(())
+    }
+
+    /// Removes the rows of the format before, a bounded number a write
+    /// (a large crawl had tens of millions), each scan going on from the
+    /// last key removed.
+    fn remove_legacy_inlinks(&self) -> Result<(), StoreError> {
+        let rows = self.inner.index.rows(Rows::Inlinks);
+        let mut after: Option<Vec<u8>> = None;
+        loop {
+            let scan = match &after {
+                None => rows.iter(),
+                Some(key) => {
+                    rows.range::<&[u8], _>((Bound::Excluded(key.as_slice()), Bound::Unbounded))
+                }
+            };
+            let mut removed = Vec::new();
+            for row in scan {
+                let key = row
+                    .key()
+                    .map_err(|source| StoreError::Index { op: "scan", source })?;
+                if key.len() != 8 {
+                    removed.push(key.to_vec());
+                    if removed.len() == LEGACY_REMOVALS_PER_WRITE {
+                        break;
+                    }
+                }
+            }
+            let Some(last) = removed.last().cloned() else {
+                return Ok(());
+            };
+            let removals = removed.into_iter().map(|key| (key, None));
+            self.inner.index.write(Rows::Inlinks, removals)?;
+            after = Some(last);
+        }
     }
 
     /// Adds the tally of the pages since the last write to the counts and

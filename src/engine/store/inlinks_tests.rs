@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 
 use super::super::index::Rows;
 use super::super::Store;
-use super::{InlinkCounts, PAIRS_PER_ROW};
+use super::{InlinkCounts, LEGACY_REMOVALS_PER_WRITE, PAIRS_PER_ROW};
 
 #[test]
 fn inlinks_count_each_linking_page_once_across_groups_and_reopens() {
@@ -152,6 +152,10 @@ fn a_whole_copy_spans_rows_of_a_bounded_size() {
 fn counts_in_the_format_before_are_read_and_rewritten() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = ("http://a.example/a", "http://a.example/b");
+    // More rows than one write removes.
+    let others: Vec<String> = (0..2 * LEGACY_REMOVALS_PER_WRITE + 5)
+        .map(|n| format!("http://c.example/{n}"))
+        .collect();
     {
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         // `url 0 group → count`: a's in two groups.
@@ -163,10 +167,13 @@ fn counts_in_the_format_before_are_read_and_rewritten() {
         };
         let rows = [legacy(a, 1, 3), legacy(a, 2, 4), legacy(b, 1, 1)];
         store.inner.index.write(Rows::Inlinks, rows).unwrap();
+        let rows = others.iter().map(|url| legacy(url, 7, 2));
+        store.inner.index.write(Rows::Inlinks, rows).unwrap();
         store.flush().unwrap();
     }
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     assert_eq!(store.inlinks_of(&[a, b]), [7, 1]);
+    assert!(store.inlinks_of(&others).iter().all(|&n| n == 2));
     let keys: Vec<usize> = store
         .inner
         .index
@@ -178,4 +185,5 @@ fn counts_in_the_format_before_are_read_and_rewritten() {
     drop(store);
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     assert_eq!(store.inlinks_of(&[a, b]), [7, 1]);
+    assert!(store.inlinks_of(&others).iter().all(|&n| n == 2));
 }
