@@ -101,21 +101,26 @@ pub struct FeatureBuilder {
 
 impl FeatureBuilder {
     pub fn feed(&mut self, bytes: &[u8]) {
+        // The word in locals: kept in registers across the bytes of a run.
+        let (mut packed, mut folded, mut len) = (self.packed, self.folded, self.len);
         for &byte in bytes {
             let class = WORD_BYTES[usize::from(byte)];
             if class != 0 {
-                self.packed = (self.packed << 8) | u64::from(class);
-                self.len += 1;
-                if self.len % 8 == 0 {
-                    self.folded = (self.folded ^ self.packed)
+                packed = (packed << 8) | u64::from(class);
+                len += 1;
+                if len % 8 == 0 {
+                    folded = (folded ^ packed)
                         .wrapping_mul(0x517c_c1b7_2722_0a95)
                         .rotate_left(29);
-                    self.packed = 0;
+                    packed = 0;
                 }
-            } else {
+            } else if len != 0 {
+                (self.packed, self.folded, self.len) = (packed, folded, len);
                 self.break_word();
+                (packed, folded, len) = (0, 0, 0);
             }
         }
+        (self.packed, self.folded, self.len) = (packed, folded, len);
     }
 
     /// Ends the current word, if any (as markup between two texts does).
