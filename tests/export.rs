@@ -301,8 +301,8 @@ fn start_wayback(venv: &Venv, root: &Path) -> (common::Killed, u16) {
     panic!("pywb did not start on a free port in five tries");
 }
 
-/// The status of one GET, if anything answers on `port`.
-fn status_of(port: u16, target: &str) -> Option<u16> {
+/// The status and body of one GET, if anything answers on `port`.
+fn ask(port: u16, target: &str) -> Option<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream
         .set_read_timeout(Some(Duration::from_secs(30)))
@@ -314,31 +314,21 @@ fn status_of(port: u16, target: &str) -> Option<u16> {
     .ok()?;
     let mut answer = Vec::new();
     let _ = stream.read_to_end(&mut answer);
-    String::from_utf8_lossy(&answer)
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok())?;
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
+    Some((status, body.unwrap_or_default()))
+}
+
+fn status_of(port: u16, target: &str) -> Option<u16> {
+    ask(port, target).map(|(status, _)| status)
 }
 
 fn get(port: u16, target: &str) -> (u16, String) {
     let started = Instant::now();
     loop {
-        if let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) {
-            stream
-                .set_read_timeout(Some(Duration::from_secs(30)))
-                .unwrap();
-            write!(
-                stream,
-                "GET {target} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n"
-            )
-            .unwrap();
-            let mut answer = Vec::new();
-            let _ = stream.read_to_end(&mut answer);
-            let answer = String::from_utf8_lossy(&answer).into_owned();
-            if let Some(status) = answer.split(' ').nth(1).and_then(|s| s.parse().ok()) {
-                let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
-                return (status, body.unwrap_or_default());
-            }
+        if let Some(answer) = ask(port, target) {
+            return answer;
         }
         assert!(
             started.elapsed() < WAYBACK_START,
