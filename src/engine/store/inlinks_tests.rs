@@ -4,6 +4,13 @@ use super::super::index::Rows;
 use super::super::Store;
 use super::{InlinkCounts, LEGACY_REMOVALS_PER_WRITE, PAIRS_PER_ROW};
 
+/// The key and value lengths of the inlink rows, in key order.
+fn row_sizes(store: &Store) -> Vec<(usize, usize)> {
+    let rows = store.inner.index.rows(Rows::Inlinks).iter();
+    let sizes = rows.map(|row| row.into_inner().unwrap());
+    sizes.map(|(key, value)| (key.len(), value.len())).collect()
+}
+
 #[test]
 fn inlinks_count_each_linking_page_once_across_groups_and_reopens() {
     let dir = tempfile::tempdir().unwrap();
@@ -135,14 +142,12 @@ fn a_whole_copy_spans_rows_of_a_bounded_size() {
         .add_referrers("http://b.example/other", links)
         .unwrap();
     store.flush_all().unwrap();
-    let rows: Vec<usize> = store
-        .inner
-        .index
-        .rows(Rows::Inlinks)
-        .iter()
-        .map(|row| row.into_inner().unwrap().1.len())
-        .collect();
-    assert_eq!(rows, [PAIRS_PER_ROW * 12, 10 * 12], "one copy, in two rows");
+    let values: Vec<usize> = row_sizes(&store).into_iter().map(|(_, v)| v).collect();
+    assert_eq!(
+        values,
+        [PAIRS_PER_ROW * 12, 10 * 12],
+        "one copy, in two rows"
+    );
     drop(store);
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     assert!(store.inlinks_of(&urls).iter().all(|&n| n == 2));
@@ -174,13 +179,7 @@ fn counts_in_the_format_before_are_read_and_rewritten() {
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     assert_eq!(store.inlinks_of(&[a, b]), [7, 1]);
     assert!(store.inlinks_of(&others).iter().all(|&n| n == 2));
-    let keys: Vec<usize> = store
-        .inner
-        .index
-        .rows(Rows::Inlinks)
-        .iter()
-        .map(|row| row.into_inner().unwrap().0.len())
-        .collect();
+    let keys: Vec<usize> = row_sizes(&store).into_iter().map(|(k, _)| k).collect();
     assert_eq!(keys, [8], "one row of the format now, none before");
     drop(store);
     let store = Store::open(dir.path(), 1 << 20).unwrap();
