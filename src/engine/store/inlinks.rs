@@ -5,10 +5,11 @@
 //! docs/PERFORMANCE.md, "Inlink counts in memory".
 //!
 //! The links of a group of pages are tallied, added to the counts and
-//! written as one row: `group number → (fingerprint, count)` pairs. When the
-//! rows written since the last whole copy hold more pairs than the counts
-//! do, the counts are written whole instead, in place of those rows, so the
-//! rows stay under twice the counts. Opening the store adds the rows up.
+//! written as one row of `(fingerprint, count)` pairs. When the rows
+//! written since the last whole copy hold more pairs than the counts do,
+//! the counts are written whole instead (a chunk a write), and the rows it
+//! replaces removed, so the rows stay under twice the counts. Opening the
+//! store adds up the rows that count (`inlink_rows.rs` says which).
 //!
 //! A group is written when it holds [`MAX_PENDING`] URLs, at the first flush
 //! [`WRITE_EVERY`] after it began, and at every checkpoint: writing at every
@@ -20,6 +21,10 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::index::{CrawlIndex, Rows};
+use super::inlink_rows::{
+    copy_key, decode_pairs, encode_pairs, group_key, kind_of, legacy_count, legacy_url_of, Counted,
+    RowKind,
+};
 use super::{keys, Store, StoreError};
 use crate::engine::dedup::FingerprintMap;
 
@@ -29,8 +34,6 @@ const MAX_PENDING: usize = 64 * 1024;
 const WRITE_EVERY: Duration = Duration::from_secs(2);
 /// Pairs a row of a whole copy holds.
 const PAIRS_PER_ROW: usize = 64 * 1024;
-/// Bytes of one pair in a row: the fingerprint and the count, little-endian.
-const PAIR_BYTES: usize = 12;
 /// Rows of an earlier version's format removed in one write.
 const LEGACY_REMOVALS_PER_WRITE: usize = 16 * 1024;
 
@@ -73,7 +76,7 @@ pub(super) struct InlinkCounts {
     fps: Vec<u64>,
     counts: Vec<u32>,
     /// Keys of the rows that add up to the counts.
-    row_keys: Vec<[u8; 8]>,
+    row_keys: Vec<Vec<u8>>,
     /// Pairs those rows hold.
     pairs_in_rows: usize,
 }
@@ -121,105 +124,115 @@ impl InlinkCounts {
         }
     }
 
-    /// Reads the rows of `index`, adding them up, and those of the format
-    /// before (`url 0 group → count`); true if there were any of those.
-    fn load(index: &CrawlIndex) -> Result<(InlinkCounts, bool), StoreError> {
-        let mut counts = InlinkCounts::default();
-        // The format before: a URL's rows are adjacent, so one sum a URL.
-        let mut legacy: Vec<(u64, u32)> = Vec::new();
-        let mut legacy_url: Option<Vec<u8>> = None;
-        for row in index.rows(Rows::Inlinks).iter() {
-            let (key, value) = row
-                .into_inner()
-                .map_err(|source| StoreError::Index { op: "scan", source })?;
-            if let Ok(group) = <[u8; 8]>::try_from(&*key) {
-                let pairs = decode_pairs(&value)?;
-                counts.add(&pairs);
-                counts.row_keys.push(group);
-                counts.pairs_in_rows += pairs.len();
-                continue;
-            }
-            let url = legacy_url_of(&key)?;
-            let n = legacy_count(&value)?;
-            match (legacy.last_mut(), &legacy_url) {
-                (Some((_, sum)), Some(last)) if last.as_slice() == url.as_bytes() => {
-                    *sum = sum.saturating_add(n);
-                }
-                _ => {
-                    legacy.push((keys::url_fingerprint(url), n));
-                    legacy_url = Some(url.as_bytes().to_vec());
+    /// Reads the rows of `index` that count (`inlink_rows::Counted`) and
+    /// adds them up; returns the keys of the stale ones beside (but those of
+    /// the format before), and whether there are rows of the format before
+    /// and whether they counted.
+    fn load(index: &CrawlIndex) -> Result<Loaded, StoreError> {
+        let rows = index.rows(Rows::Inlinks);
+        let scan_error = |source| StoreError::Index { op: "scan", source };
+        let mut kinds = Vec::new();
+        let mut keys = Vec::new();
+        let mut legacy_rows = false;
+        for row in rows.iter() {
+            let key = row.key().map_err(scan_error)?;
+            match kind_of(&key) {
+                RowKind::Legacy => legacy_rows = true,
+                kind => {
+                    kinds.push(kind);
+                    keys.push(key.to_vec());
                 }
             }
         }
-        legacy.sort_unstable_by_key(|&(fp, _)| fp);
-        legacy.dedup_by(|later, kept| {
-            let same = later.0 == kept.0;
-            if same {
-                kept.1 = kept.1.saturating_add(later.1);
+        let counted = Counted::of(&kinds);
+        let mut loaded = Loaded {
+            counts: InlinkCounts::default(),
+            stale: Vec::new(),
+            legacy: legacy_rows.then_some(counted.legacy),
+        };
+        for (kind, key) in kinds.into_iter().zip(keys) {
+            if !counted.counts(kind) {
+                loaded.stale.push(key);
+                continue;
             }
-            same
-        });
-        counts.add(&legacy);
-        Ok((counts, legacy_url.is_some()))
+            let value = rows
+                .get(&key)
+                .map_err(StoreError::index("inlink row read"))?;
+            let pairs = decode_pairs(&value.unwrap_or_default())?;
+            loaded.counts.add(&pairs);
+            loaded.counts.pairs_in_rows += pairs.len();
+            loaded.counts.row_keys.push(key);
+        }
+        if loaded.legacy == Some(true) {
+            let legacy = legacy_sums(index)?;
+            loaded.counts.add(&legacy);
+        }
+        Ok(loaded)
     }
 }
 
-fn encode_pairs(pairs: impl Iterator<Item = (u64, u32)>) -> Vec<u8> {
-    let mut out = Vec::with_capacity(pairs.size_hint().0 * PAIR_BYTES);
-    for (fp, n) in pairs {
-        out.extend_from_slice(&fp.to_le_bytes());
-        out.extend_from_slice(&n.to_le_bytes());
-    }
-    out
+/// What opening the store found of the counts.
+struct Loaded {
+    counts: InlinkCounts,
+    /// Keys of rows that no longer count (a copy cut short, rows a whole
+    /// copy replaced but a crash left).
+    stale: Vec<Vec<u8>>,
+    /// Rows of the format before: none, or whether they counted.
+    legacy: Option<bool>,
 }
 
-/// A row's pairs; they are in ascending order and each once, as written.
-fn decode_pairs(value: &[u8]) -> Result<Vec<(u64, u32)>, StoreError> {
-    if value.len() % PAIR_BYTES != 0 {
-        return Err(super::corrupt("inlink counts", "not whole pairs"));
+/// The rows of the format before, summed a URL at a time (its rows are
+/// adjacent), by fingerprint in ascending order.
+fn legacy_sums(index: &CrawlIndex) -> Result<Vec<(u64, u32)>, StoreError> {
+    let mut sums: Vec<(u64, u32)> = Vec::new();
+    let mut last_url: Option<Vec<u8>> = None;
+    for row in index.rows(Rows::Inlinks).iter() {
+        let (key, value) = row
+            .into_inner()
+            .map_err(|source| StoreError::Index { op: "scan", source })?;
+        if kind_of(&key) != RowKind::Legacy {
+            continue;
+        }
+        let url = legacy_url_of(&key)?;
+        let n = legacy_count(&value)?;
+        match (sums.last_mut(), &last_url) {
+            (Some((_, sum)), Some(last)) if last.as_slice() == url.as_bytes() => {
+                *sum = sum.saturating_add(n);
+            }
+            _ => {
+                sums.push((keys::url_fingerprint(url), n));
+                last_url = Some(url.as_bytes().to_vec());
+            }
+        }
     }
-    let pairs: Vec<(u64, u32)> = value
-        .chunks_exact(PAIR_BYTES)
-        .map(|pair| {
-            let (fp, n) = pair.split_at(8);
-            let fp = u64::from_le_bytes(fp.try_into().expect("8 bytes"));
-            (fp, u32::from_le_bytes(n.try_into().expect("4 bytes")))
-        })
-        .collect();
-    if pairs.windows(2).any(|w| w[0].0 >= w[1].0) {
-        return Err(super::corrupt("inlink counts", "pairs out of order"));
-    }
-    Ok(pairs)
-}
-
-/// The URL of a row of the format before: the URL, a 0 byte, the group.
-fn legacy_url_of(key: &[u8]) -> Result<&str, StoreError> {
-    let end = key
-        .len()
-        .checked_sub(9)
-        .filter(|&at| key[at] == 0)
-        .ok_or_else(|| super::corrupt("inlink key", "no group number"))?;
-    std::str::from_utf8(&key[..end]).map_err(|_| super::corrupt("inlink key", "not UTF-8"))
-}
-
-fn legacy_count(value: &[u8]) -> Result<u32, StoreError> {
-    let bytes: [u8; 4] = value
-        .try_into()
-        .map_err(|_| super::corrupt("inlink count", "not 4 bytes"))?;
-    Ok(u32::from_le_bytes(bytes))
+    sums.sort_unstable_by_key(|&(fp, _)| fp);
+    sums.dedup_by(|later, kept| {
+        let same = later.0 == kept.0;
+        if same {
+            kept.1 = kept.1.saturating_add(later.1);
+        }
+        same
+    });
+    Ok(sums)
 }
 
 impl Store {
-    /// The counts the store holds, read at its opening; rows of the format
-    /// before are rewritten as one copy.
+    /// The counts the store holds, read at its opening. Stale rows are
+    /// removed; rows of the format before are rewritten as one copy.
     pub(super) fn load_inlinks(&self) -> Result<(), StoreError> {
-        let (counts, legacy) = InlinkCounts::load(&self.inner.index)?;
-        *self.inlink_counts_mut() = counts;
-        if legacy {
-            self.write_inlink_copy(&mut self.inlink_counts_mut())?;
-            self.remove_legacy_inlinks()?;
+        let loaded = InlinkCounts::load(&self.inner.index)?;
+        *self.inlink_counts_mut() = loaded.counts;
+        let removals = loaded.stale.into_iter().map(|key| (key, None));
+        self.inner.index.write(Rows::Inlinks, removals)?;
+        match loaded.legacy {
+            None => Ok(()),
+            Some(counted) => {
+                if counted {
+                    self.write_inlink_copy(&mut self.inlink_counts_mut())?;
+                }
+                self.remove_legacy_inlinks()
+            }
         }
-        Ok(())
     }
 
     /// Removes the rows of the format before, a bounded number a write
@@ -240,7 +253,7 @@ impl Store {
                 let key = row
                     .key()
                     .map_err(|source| StoreError::Index { op: "scan", source })?;
-                if key.len() != 8 {
+                if kind_of(&key) == RowKind::Legacy {
                     removed.push(key.to_vec());
                     if removed.len() == LEGACY_REMOVALS_PER_WRITE {
                         break;
@@ -271,40 +284,41 @@ impl Store {
         if counts.pairs_in_rows + pairs.len() > counts.fps.len() {
             return self.write_inlink_copy(&mut counts);
         }
-        let key = self.next_inlink_row();
-        let row = (key.to_vec(), Some(encode_pairs(pairs.iter().copied())));
+        let key = group_key(self.next_inlink_group());
+        let row = (key.clone(), Some(encode_pairs(pairs.iter().copied())));
         self.inner.index.write(Rows::Inlinks, [row])?;
         counts.row_keys.push(key);
         counts.pairs_in_rows += pairs.len();
         Ok(())
     }
 
-    /// Writes the counts whole, in place of the rows that held them, in one
-    /// atomic write.
+    /// Writes the counts whole, a chunk a write (memory stays bounded on
+    /// any crawl), then removes the rows the copy replaces in one write.
     fn write_inlink_copy(&self, counts: &mut InlinkCounts) -> Result<(), StoreError> {
-        let rows = counts.fps.len().div_ceil(PAIRS_PER_ROW);
-        let keys: Vec<[u8; 8]> = (0..rows).map(|_| self.next_inlink_row()).collect();
-        let values = counts
+        let group = self.next_inlink_group();
+        let of = u32::try_from(counts.fps.len().div_ceil(PAIRS_PER_ROW))
+            .map_err(|_| super::corrupt("inlink counts", "too many to copy"))?;
+        let chunks = counts
             .fps
             .chunks(PAIRS_PER_ROW)
-            .zip(counts.counts.chunks(PAIRS_PER_ROW))
-            .map(|(fps, ns)| encode_pairs(fps.iter().copied().zip(ns.iter().copied())));
-        let writes = keys
-            .iter()
-            .zip(values)
-            .map(|(key, value)| (key.to_vec(), Some(value)));
-        let removals = counts.row_keys.iter().map(|key| (key.to_vec(), None));
-        self.inner
-            .index
-            .write(Rows::Inlinks, removals.chain(writes))?;
-        counts.row_keys = keys;
+            .zip(counts.counts.chunks(PAIRS_PER_ROW));
+        let mut keys = Vec::new();
+        for (chunk, (fps, ns)) in (0..of).zip(chunks) {
+            let key = copy_key(group, chunk, of);
+            let value = encode_pairs(fps.iter().copied().zip(ns.iter().copied()));
+            self.inner
+                .index
+                .write(Rows::Inlinks, [(key.clone(), Some(value))])?;
+            keys.push(key);
+        }
+        let replaced = std::mem::replace(&mut counts.row_keys, keys);
         counts.pairs_in_rows = counts.fps.len();
-        Ok(())
+        let removals = replaced.into_iter().map(|key| (key, None));
+        self.inner.index.write(Rows::Inlinks, removals)
     }
 
-    fn next_inlink_row(&self) -> [u8; 8] {
-        let group = self.inner.inlink_group.fetch_add(1, Ordering::Relaxed);
-        group.to_be_bytes()
+    fn next_inlink_group(&self) -> u64 {
+        self.inner.inlink_group.fetch_add(1, Ordering::Relaxed)
     }
 
     fn inlink_counts_mut(&self) -> std::sync::RwLockWriteGuard<'_, InlinkCounts> {

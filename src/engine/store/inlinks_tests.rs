@@ -1,6 +1,8 @@
 use std::collections::BTreeMap;
 
 use super::super::index::Rows;
+use super::super::inlink_rows::{copy_key, encode_pairs, group_key};
+use super::super::keys::url_fingerprint;
 use super::super::Store;
 use super::{InlinkCounts, LEGACY_REMOVALS_PER_WRITE, PAIRS_PER_ROW};
 
@@ -180,9 +182,76 @@ fn counts_in_the_format_before_are_read_and_rewritten() {
     assert_eq!(store.inlinks_of(&[a, b]), [7, 1]);
     assert!(store.inlinks_of(&others).iter().all(|&n| n == 2));
     let keys: Vec<usize> = row_sizes(&store).into_iter().map(|(k, _)| k).collect();
-    assert_eq!(keys, [8], "one row of the format now, none before");
+    assert_eq!(
+        keys,
+        [17],
+        "one chunk of a whole copy, no row of the format before"
+    );
     drop(store);
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     assert_eq!(store.inlinks_of(&[a, b]), [7, 1]);
     assert!(store.inlinks_of(&others).iter().all(|&n| n == 2));
+}
+
+/// Writes one row of counts as `key`, as a crash may have left it.
+fn write_row(store: &Store, key: Vec<u8>, counts: &[(&str, u32)]) {
+    let mut pairs: Vec<(u64, u32)> = counts
+        .iter()
+        .map(|(u, n)| (url_fingerprint(u), *n))
+        .collect();
+    pairs.sort_unstable();
+    let value = encode_pairs(pairs.into_iter());
+    store
+        .inner
+        .index
+        .write(Rows::Inlinks, [(key, Some(value))])
+        .unwrap();
+}
+
+#[test]
+fn a_copy_cut_short_leaves_the_rows_before_in_force_and_is_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = "http://a.example/a";
+    {
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        for parent in ["http://a.example/1", "http://a.example/2"] {
+            store
+                .add_referrers(parent, [(a, false)].into_iter())
+                .unwrap();
+            store.flush_all().unwrap();
+        }
+        // The first of a copy's two chunks, the second never written.
+        write_row(&store, copy_key(u64::MAX / 2, 0, 2), &[(a, 100)]);
+        store.flush().unwrap();
+    }
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    assert_eq!(store.inlinks(a), 2);
+    let chunk = store
+        .inner
+        .index
+        .rows(Rows::Inlinks)
+        .get(copy_key(u64::MAX / 2, 0, 2));
+    assert!(chunk.unwrap().is_none(), "the chunk is gone");
+}
+
+#[test]
+fn a_whole_copy_wins_over_rows_it_replaced_that_a_crash_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = "http://a.example/a";
+    {
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        store
+            .add_referrers("http://a.example/1", [(a, false)].into_iter())
+            .unwrap();
+        store.flush_all().unwrap();
+        // A whole copy (one chunk of one), and a group after it; the group
+        // row before the copy was never removed.
+        write_row(&store, copy_key(u64::MAX / 2, 0, 1), &[(a, 5)]);
+        write_row(&store, group_key(u64::MAX / 2 + 1), &[(a, 2)]);
+        store.flush().unwrap();
+    }
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    assert_eq!(store.inlinks(a), 7);
+    let keys: Vec<usize> = row_sizes(&store).into_iter().map(|(k, _)| k).collect();
+    assert_eq!(keys, [8, 17], "the group after the copy, and the copy");
 }

@@ -14,6 +14,7 @@ pub mod faults;
 mod fragments;
 pub(crate) mod gzip;
 mod index;
+mod inlink_rows;
 mod inlinks;
 pub(crate) mod keys;
 mod legacy;
