@@ -252,7 +252,9 @@ fn replay_in_pywb(venv: &Venv, wacz: &Path, captures: &[(Capture, String)]) {
     assert!(!said.contains("WARNING"), "{said}");
     let (_wayback, port) = start_wayback(venv, root.path());
     for ((url, ts), expected) in captures {
-        let (status, body) = get(port, &format!("/crawl/{ts}id_/{url}"));
+        // `start_wayback` saw it answer: no retry.
+        let target = format!("/crawl/{ts}id_/{url}");
+        let (status, body) = ask(port, &target).expect("pywb answers");
         assert_eq!(status, 200, "{url}: {body}");
         assert!(
             body.contains(expected.as_str()),
@@ -261,7 +263,6 @@ fn replay_in_pywb(venv: &Venv, wacz: &Path, captures: &[(Capture, String)]) {
     }
 }
 
-/// A GET on 127.0.0.1:`port`, retried while the server is starting.
 /// Starts pywb's `wayback` on a free loopback port and waits until it
 /// answers for the collection. The port is free when picked but released
 /// before `wayback` binds it: under load another test's server may take it
@@ -288,7 +289,7 @@ fn start_wayback(venv: &Venv, root: &Path) -> (common::Killed, u16) {
             if wayback.0.try_wait().unwrap().is_some() {
                 break;
             }
-            if let Some(status) = status_of(port, "/crawl/") {
+            if let Some((status, _)) = ask(port, "/crawl/") {
                 if status == 200 {
                     return (wayback, port);
                 }
@@ -318,24 +319,6 @@ fn ask(port: u16, target: &str) -> Option<(u16, String)> {
     let status = answer.split(' ').nth(1).and_then(|s| s.parse().ok())?;
     let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string());
     Some((status, body.unwrap_or_default()))
-}
-
-fn status_of(port: u16, target: &str) -> Option<u16> {
-    ask(port, target).map(|(status, _)| status)
-}
-
-fn get(port: u16, target: &str) -> (u16, String) {
-    let started = Instant::now();
-    loop {
-        if let Some(answer) = ask(port, target) {
-            return answer;
-        }
-        assert!(
-            started.elapsed() < WAYBACK_START,
-            "pywb did not answer on port {port}"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
 }
 
 /// While the crawl runs, an export reads a point in time: every page it
