@@ -475,20 +475,14 @@ impl<'a> Rows<'a> {
 
     fn attach_inlinks(&self, batch: &mut [Row]) -> Result<(), StoreError> {
         // A URL too long to ask about was never admitted, so never counted.
-        let asked: Vec<String> = batch
-            .iter()
-            .filter(|row| asked_bytes(row) <= INLINKS_ASKED_BYTES)
-            .map(|row| row.url.clone())
-            .collect();
-        if asked.is_empty() {
-            return Ok(());
-        }
-        let mut counts = self.results.inlinks_of(&asked)?.into_iter();
-        for row in batch
+        let mut asked: Vec<&mut Row> = batch
             .iter_mut()
             .filter(|row| asked_bytes(row) <= INLINKS_ASKED_BYTES)
-        {
-            row.facts.inlinks = counts.next().unwrap_or(0);
+            .collect();
+        let urls: Vec<String> = asked.iter().map(|row| row.url.clone()).collect();
+        let counts = self.results.inlinks_of(&urls)?;
+        for (row, n) in asked.iter_mut().zip(counts) {
+            row.facts.inlinks = n;
         }
         Ok(())
     }

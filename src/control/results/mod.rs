@@ -241,14 +241,16 @@ impl Results {
         if urls.is_empty() {
             return Ok(Vec::new());
         }
-        let counts = match self {
-            Results::Local(s) => s.inlinks_of(urls),
-            Results::Remote(r) => r.one("inlinks-of", &urls.join("\n"))?,
-            Results::Merged(m) => m.inlinks_of(urls)?,
-        };
-        match counts.len() == urls.len() {
-            true => Ok(counts),
-            false => Err(remote_error("inlink counts for another number of URLs")),
+        match self {
+            Results::Local(s) => Ok(s.inlinks_of(urls)),
+            Results::Remote(r) => {
+                let counts: Vec<u32> = r.one("inlinks-of", &urls.join("\n"))?;
+                match counts.len() == urls.len() {
+                    true => Ok(counts),
+                    false => Err(remote_error("inlink counts for another number of URLs")),
+                }
+            }
+            Results::Merged(m) => m.inlinks_of(urls),
         }
     }
 

@@ -106,8 +106,6 @@ pub(super) fn legacy_count(value: &[u8]) -> Result<u32, StoreError> {
 pub(super) struct Counted {
     /// The group of the whole copy in force, if any.
     pub copy: Option<u64>,
-    /// Whether the rows of the format before count.
-    pub legacy: bool,
 }
 
 impl Counted {
@@ -123,10 +121,7 @@ impl Counted {
             .rev()
             .find(|(_, (of, seen))| of == seen)
             .map(|(group, _)| group);
-        Counted {
-            copy,
-            legacy: copy.is_none(),
-        }
+        Counted { copy }
     }
 
     pub(super) fn counts(&self, kind: RowKind) -> bool {
@@ -134,7 +129,7 @@ impl Counted {
             (RowKind::Group(_), None) => true,
             (RowKind::Group(group), Some(copy)) => group > copy,
             (RowKind::Copy { group, .. }, copy) => Some(group) == copy,
-            (RowKind::Legacy, _) => self.legacy,
+            (RowKind::Legacy, copy) => copy.is_none(),
         }
     }
 }

@@ -17,7 +17,6 @@
 //! `kill -9` may lose the counts of the last few seconds' links.
 
 use std::ops::Bound;
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use super::index::{CrawlIndex, Rows};
@@ -79,6 +78,18 @@ pub(super) struct InlinkCounts {
     row_keys: Vec<Vec<u8>>,
     /// Pairs those rows hold.
     pairs_in_rows: usize,
+    /// The group number of the next row: no earlier opening of this data
+    /// directory used it (see [`unix_micros`]).
+    next_group: u64,
+}
+
+/// Now in microseconds since the Unix epoch: later than any group number an
+/// earlier opening of the store gave out (it gives out fewer than one a
+/// microsecond).
+fn unix_micros() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_micros() as u64)
 }
 
 impl InlinkCounts {
@@ -87,6 +98,11 @@ impl InlinkCounts {
             Ok(i) => self.counts[i],
             Err(_) => 0,
         }
+    }
+
+    fn take_group(&mut self) -> u64 {
+        self.next_group += 1;
+        self.next_group - 1
     }
 
     /// Adds `pairs` (in ascending fingerprint order, each once): one pass
@@ -130,12 +146,11 @@ impl InlinkCounts {
     /// and whether they counted.
     fn load(index: &CrawlIndex) -> Result<Loaded, StoreError> {
         let rows = index.rows(Rows::Inlinks);
-        let scan_error = |source| StoreError::Index { op: "scan", source };
         let mut kinds = Vec::new();
         let mut keys = Vec::new();
         let mut legacy_rows = false;
         for row in rows.iter() {
-            let key = row.key().map_err(scan_error)?;
+            let key = row.key().map_err(StoreError::index("inlink scan"))?;
             match kind_of(&key) {
                 RowKind::Legacy => legacy_rows = true,
                 kind => {
@@ -146,9 +161,12 @@ impl InlinkCounts {
         }
         let counted = Counted::of(&kinds);
         let mut loaded = Loaded {
-            counts: InlinkCounts::default(),
+            counts: InlinkCounts {
+                next_group: unix_micros(),
+                ..InlinkCounts::default()
+            },
             stale: Vec::new(),
-            legacy: legacy_rows.then_some(counted.legacy),
+            legacy: legacy_rows.then_some(counted.copy.is_none()),
         };
         for (kind, key) in kinds.into_iter().zip(keys) {
             if !counted.counts(kind) {
@@ -187,9 +205,7 @@ fn legacy_sums(index: &CrawlIndex) -> Result<Vec<(u64, u32)>, StoreError> {
     let mut sums: Vec<(u64, u32)> = Vec::new();
     let mut last_url: Option<Vec<u8>> = None;
     for row in index.rows(Rows::Inlinks).iter() {
-        let (key, value) = row
-            .into_inner()
-            .map_err(|source| StoreError::Index { op: "scan", source })?;
+        let (key, value) = row.into_inner().map_err(StoreError::index("inlink scan"))?;
         if kind_of(&key) != RowKind::Legacy {
             continue;
         }
@@ -250,9 +266,7 @@ impl Store {
             };
             let mut removed = Vec::new();
             for row in scan {
-                let key = row
-                    .key()
-                    .map_err(|source| StoreError::Index { op: "scan", source })?;
+                let key = row.key().map_err(StoreError::index("inlink scan"))?;
                 if kind_of(&key) == RowKind::Legacy {
                     removed.push(key.to_vec());
                     if removed.len() == LEGACY_REMOVALS_PER_WRITE {
@@ -270,9 +284,7 @@ impl Store {
     }
 
     /// Adds the tally of the pages since the last write to the counts and
-    /// writes it (durable at the index's next persist). Each row takes a
-    /// group number no earlier write of this data directory used: they
-    /// start at the time the store was opened, in microseconds.
+    /// writes it (durable at the index's next persist).
     pub(super) fn write_pending_inlinks(&self) -> Result<(), StoreError> {
         let pending = std::mem::take(&mut self.referrer_counts().inlinks);
         let pairs = pending.into_sorted();
@@ -284,7 +296,7 @@ impl Store {
         if counts.pairs_in_rows + pairs.len() > counts.fps.len() {
             return self.write_inlink_copy(&mut counts);
         }
-        let key = group_key(self.next_inlink_group());
+        let key = group_key(counts.take_group());
         let row = (key.clone(), Some(encode_pairs(pairs.iter().copied())));
         self.inner.index.write(Rows::Inlinks, [row])?;
         counts.row_keys.push(key);
@@ -295,7 +307,7 @@ impl Store {
     /// Writes the counts whole, a chunk a write (memory stays bounded on
     /// any crawl), then removes the rows the copy replaces in one write.
     fn write_inlink_copy(&self, counts: &mut InlinkCounts) -> Result<(), StoreError> {
-        let group = self.next_inlink_group();
+        let group = counts.take_group();
         let of = u32::try_from(counts.fps.len().div_ceil(PAIRS_PER_ROW))
             .map_err(|_| super::corrupt("inlink counts", "too many to copy"))?;
         let chunks = counts
@@ -315,10 +327,6 @@ impl Store {
         counts.pairs_in_rows = counts.fps.len();
         let removals = replaced.into_iter().map(|key| (key, None));
         self.inner.index.write(Rows::Inlinks, removals)
-    }
-
-    fn next_inlink_group(&self) -> u64 {
-        self.inner.inlink_group.fetch_add(1, Ordering::Relaxed)
     }
 
     fn inlink_counts_mut(&self) -> std::sync::RwLockWriteGuard<'_, InlinkCounts> {

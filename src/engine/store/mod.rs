@@ -169,8 +169,6 @@ struct Inner {
     referrer_counts: Mutex<ReferrerCounts>,
     /// How many pages link to each URL (see `inlinks.rs`).
     inlink_counts: RwLock<inlinks::InlinkCounts>,
-    /// The group number of the next write of inlink counts.
-    inlink_group: AtomicU64,
     /// The `#fragment` links written this run (`fragments.rs`).
     fragment_marks: Mutex<fragments::FragmentMarks>,
     /// Which content digests are stored (see `digests.rs`).
@@ -182,15 +180,6 @@ struct Inner {
     /// Serialises batch application so the page counter stays exact.
     apply_lock: Mutex<()>,
     faults: DiskFaults,
-}
-
-/// Now in microseconds since the Unix epoch: later than any group number an
-/// earlier opening of the store gave out (it gives out fewer than one a
-/// microsecond).
-fn unix_micros() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_micros() as u64)
 }
 
 /// A raw `(key, value)` pair of the crawl tree.
@@ -222,7 +211,6 @@ impl Store {
             index,
             referrer_counts: Mutex::default(),
             inlink_counts: RwLock::default(),
-            inlink_group: AtomicU64::new(unix_micros()),
             fragment_marks: Mutex::default(),
             digests: Default::default(),
             crawl,
