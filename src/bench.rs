@@ -1,5 +1,6 @@
-//! `crawldeck bench`: crawls a synthetic site on the demo server in-process and
-//! reports throughput, CPU time and peak memory.
+//! `crawldeck bench`: crawls a synthetic site, served by a process of its
+//! own, and reports throughput, the crawler's CPU time and peak memory, and
+//! the web's apart.
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -9,14 +10,18 @@ use anyhow::Context;
 use crate::demo::DemoWeb;
 use crate::engine::config::{CrawlConfig, TrapPolicy};
 use crate::engine::telemetry::Snapshot;
+use url::Url;
 
 mod floor;
 mod pace;
 mod usage;
+mod web;
 pub use floor::Floor;
 use pace::{progress_step, Progress, Tenths};
 pub use pace::{Pace, Politeness, Rate};
 use usage::{current_rss, peak_rss, Usage};
+use web::ChildWeb;
+pub use web::{serve as serve_web, WebUsage};
 
 #[derive(Debug, Clone)]
 pub struct BenchOptions {
@@ -56,9 +61,11 @@ pub struct BenchReport {
     pub pages: u64,
     pub wall: Duration,
     pub bytes: u64,
-    /// CPU time and context switches of the whole process (crawler and demo server).
+    /// CPU time and context switches of the crawler's process.
     pub usage: Option<Usage>,
     pub peak_rss_bytes: Option<u64>,
+    /// The generated web's process, whose figures are not in the crawler's.
+    pub web: Option<WebUsage>,
     pub extraction_pages_per_sec: f64,
     pub errors: u64,
     /// Trap alerts raised, by kind: the synthetic site is a normal site, so
@@ -100,7 +107,7 @@ impl BenchReport {
                 let cpu = usage.cpu.as_secs_f64();
                 let pages = self.pages.max(1) as f64;
                 out.push_str(&format!(
-                    "CPU time       {cpu:.2} s ({:.0}% of one core; crawler + demo server)\n",
+                    "CPU time       {cpu:.2} s ({:.0}% of one core; the crawler alone)\n",
                     100.0 * cpu / self.wall.as_secs_f64().max(1e-9)
                 ));
                 out.push_str(&format!(
@@ -115,6 +122,13 @@ impl BenchReport {
         match self.peak_rss_bytes {
             Some(b) => out.push_str(&format!("peak RSS       {:.0} MB\n", b as f64 / 1e6)),
             None => out.push_str("peak RSS       n/a on this platform\n"),
+        }
+        if let Some(web) = self.web {
+            out.push_str(&format!(
+                "generated web  {:.2} s CPU, peak RSS {:.0} MB (its own process, not counted above)\n",
+                web.cpu.as_secs_f64(),
+                web.peak_rss_bytes as f64 / 1e6
+            ));
         }
         let alerts: u64 = self.alerts.values().sum();
         let kinds: Vec<String> = self
@@ -162,9 +176,9 @@ impl BenchReport {
 /// The configuration used for the benchmark crawl: many hosts in parallel,
 /// by default without a politeness delay, everything else as in a real crawl
 /// (robots, WARC, dedup).
-pub fn bench_config(demo: &DemoWeb, pages: usize, delay: Duration) -> CrawlConfig {
+pub fn bench_config(seeds: &[Url], pages: usize, delay: Duration) -> CrawlConfig {
     let mut cfg = CrawlConfig {
-        seeds: demo.seeds().iter().map(|u| u.to_string()).collect(),
+        seeds: seeds.iter().map(|u| u.to_string()).collect(),
         max_pages: pages as u64,
         max_depth: 1000,
         concurrency: 128,
@@ -176,7 +190,7 @@ pub fn bench_config(demo: &DemoWeb, pages: usize, delay: Duration) -> CrawlConfi
         // together come due together, so 128 slots made 2,000 hosts wait
         // their turn beyond their delay.
         cfg.politeness.per_host = 1;
-        cfg.concurrency = cfg.concurrency.max(demo.seeds().len());
+        cfg.concurrency = cfg.concurrency.max(seeds.len());
     } else {
         cfg.politeness.per_host = 4;
     }
@@ -191,9 +205,8 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
         tokio::task::spawn_blocking(|| crate::engine::extract::measure_extraction(3000))
             .await?
             .pages_per_sec;
-    let demo = DemoWeb::start_bench(opts.pages, opts.hosts)
-        .await
-        .context("starting the synthetic site on 127.0.0.1")?;
+    let (pages, hosts) = (opts.pages, opts.hosts);
+    let web = tokio::task::spawn_blocking(move || ChildWeb::start(pages, hosts)).await??;
     let temp;
     let dir = match &opts.data {
         Some(d) => d.clone(),
@@ -202,7 +215,7 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
             temp.path().to_path_buf()
         }
     };
-    let mut cfg = bench_config(&demo, opts.pages, opts.delay);
+    let mut cfg = bench_config(web.seeds(), opts.pages, opts.delay);
     cfg.storage.warc = opts.warc;
     cfg.extract = opts.extract.clone();
     let usage_before = Usage::now();
@@ -225,7 +238,8 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
         (Some(before), Some(after)) => Some(after.since(&before)),
         _ => None,
     };
-    demo.shutdown().await;
+    let web_usage = web.usage();
+    tokio::task::spawn_blocking(move || web.stop()).await?;
     let archive = match (opts.warc, opts.archive_floor) {
         (false, _) => ArchiveMeasure::Off,
         (true, false) => ArchiveMeasure::On,
@@ -243,6 +257,7 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
         bytes: snapshot.counters.bytes,
         usage,
         peak_rss_bytes: peak_rss(),
+        web: web_usage,
         extraction_pages_per_sec,
         errors: snapshot.counters.errors,
         alerts: snapshot

@@ -138,6 +138,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
             | Mode::ClusterAttach { .. }
             | Mode::ClusterCtl { .. }
             | Mode::Ctl { .. }
+            | Mode::BenchWeb { .. }
             | Mode::Results(_)
             | Mode::Diff(_)
             | Mode::Export(_)
@@ -176,6 +177,7 @@ fn run_without_engine(run: &ResolvedRun) -> Option<anyhow::Result<()>> {
     let stdout = || std::io::BufWriter::new(std::io::stdout().lock());
     Some(match &run.mode {
         Mode::Keys { file } => print_keys(file.as_deref()),
+        Mode::BenchWeb { pages, hosts } => serve_bench_web(*pages, *hosts),
         Mode::Attach { .. }
         | Mode::ClusterAttach { .. }
         | Mode::Status { .. }
@@ -726,6 +728,15 @@ async fn run_bench(options: BenchOptions) -> anyhow::Result<()> {
     let report = bench::run(options).await?;
     print!("{}", report.render());
     Ok(())
+}
+
+/// `crawldeck bench-web`: the web `bench` crawls, in a process of its own.
+fn serve_bench_web(pages: u64, hosts: u32) -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?
+        .block_on(bench::serve_web(pages as usize, hosts as usize))
 }
 
 /// `crawldeck keys`: prints the effective key map.

@@ -11,6 +11,7 @@ mod archive;
 mod attach;
 mod attach_pty;
 mod audit;
+mod bench;
 mod checks;
 mod cli;
 mod cluster;

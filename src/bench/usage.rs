@@ -62,7 +62,11 @@ pub fn current_rss() -> Option<u64> {
 }
 
 fn status_kb(field: &str) -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    kb_field(&std::fs::read_to_string("/proc/self/status").ok()?, field)
+}
+
+/// A `/proc/PID/status` field in kB (`VmHWM:     1234 kB`).
+pub(super) fn kb_field(status: &str, field: &str) -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }

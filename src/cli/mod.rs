@@ -63,6 +63,10 @@ pub enum CliCommand {
     Demo(DemoArgs),
     /// Crawl a generated local web and report speed and memory.
     Bench(BenchArgs),
+    /// The generated web `bench` crawls, served until standard input ends
+    /// (`bench` runs it as a process of its own).
+    #[command(hide = true)]
+    BenchWeb(BenchWebArgs),
     /// Print the effective key map of the terminal UI.
     Keys(KeysArgs),
     /// Open the terminal UI on a crawl running in DIR (detach with q).
@@ -266,6 +270,14 @@ pub struct DemoArgs {
     pub cluster: Option<usize>,
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct BenchWebArgs {
+    #[arg(long, value_name = "N")]
+    pub pages: u64,
+    #[arg(long, value_name = "H")]
+    pub hosts: u32,
 }
 
 #[derive(Debug, Args)]

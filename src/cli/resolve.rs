@@ -36,6 +36,11 @@ pub enum Mode {
         tui: bool,
         previews: bool,
     },
+    /// `bench-web`: the bench's generated web alone, served until stdin ends.
+    BenchWeb {
+        pages: u64,
+        hosts: u32,
+    },
     Keys {
         file: Option<PathBuf>,
     },
@@ -122,6 +127,10 @@ pub fn resolve(cli: Cli) -> Result<ResolvedRun, UsageError> {
         Some(CliCommand::Crawl(c)) => resolve_crawl(c),
         Some(CliCommand::Demo(d)) => resolve_demo(d),
         Some(CliCommand::Bench(b)) => resolve_bench(b),
+        Some(CliCommand::BenchWeb(w)) => Ok(front_end(Mode::BenchWeb {
+            pages: w.pages,
+            hosts: w.hosts,
+        })),
         Some(CliCommand::Pages(p)) => Ok(front_end(Mode::Results(super::results::pages_query(p)?))),
         Some(CliCommand::Links(l)) => Ok(front_end(Mode::Results(super::results::links_query(l)?))),
         Some(CliCommand::Audit(a)) => Ok(front_end(Mode::Results(super::results::audit_query(a)?))),
