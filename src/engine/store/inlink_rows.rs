@@ -1,5 +1,6 @@
-//! The rows the inlink counts are kept in (see `inlinks.rs`): what a key
-//! says a row is, and a row's pairs.
+//! The rows an earlier version kept the inlink counts in, read once to move
+//! them to their files (see `inlinks.rs`): what a key says a row is, and a
+//! row's pairs.
 //!
 //! - A group's tally: the key is its group number (8 bytes, big-endian).
 //! - A chunk of a whole copy: 0xFF, the copy's group number, the chunk's
@@ -41,10 +42,12 @@ pub(super) fn kind_of(key: &[u8]) -> RowKind {
     }
 }
 
+#[cfg(test)]
 pub(super) fn group_key(group: u64) -> Vec<u8> {
     group.to_be_bytes().to_vec()
 }
 
+#[cfg(test)]
 pub(super) fn copy_key(group: u64, chunk: u32, of: u32) -> Vec<u8> {
     let mut key = Vec::with_capacity(COPY_KEY_BYTES);
     key.push(COPY_TAG);
@@ -54,6 +57,7 @@ pub(super) fn copy_key(group: u64, chunk: u32, of: u32) -> Vec<u8> {
     key
 }
 
+#[cfg(test)]
 pub(super) fn encode_pairs(pairs: impl Iterator<Item = (u64, u32)>) -> Vec<u8> {
     let mut out = Vec::with_capacity(pairs.size_hint().0 * PAIR_BYTES);
     for (fp, n) in pairs {

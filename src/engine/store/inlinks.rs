@@ -5,11 +5,11 @@
 //! docs/PERFORMANCE.md, "Inlink counts in memory".
 //!
 //! The links of a group of pages are tallied, added to the counts and
-//! written as one row of `(fingerprint, count)` pairs. When the rows
-//! written since the last whole copy hold more pairs than the counts do,
-//! the counts are written whole instead (a chunk a write), and the rows it
-//! replaces removed, so the rows stay under twice the counts. Opening the
-//! store adds up the rows that count (`inlink_rows.rs` says which).
+//! appended to a log of `(fingerprint, count)` pairs. When the log holds
+//! more pairs than the counts do, the counts are written whole instead and
+//! the log emptied, so it stays under the counts' size. The files are in
+//! `inlink_files.rs`; opening the store reads them, and moves counts an
+//! earlier version kept in the index's rows (`inlink_rows.rs`) there.
 //!
 //! A group is written when it holds [`MAX_PENDING`] URLs, at the first flush
 //! [`WRITE_EVERY`] after it began, and at every checkpoint: writing at every
@@ -17,13 +17,12 @@
 //! `kill -9` may lose the counts of the last few seconds' links.
 
 use std::ops::Bound;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use super::index::{CrawlIndex, Rows};
-use super::inlink_rows::{
-    copy_key, decode_pairs, encode_pairs, group_key, kind_of, legacy_count, legacy_url_of, Counted,
-    RowKind,
-};
+use super::inlink_files::InlinkFiles;
+use super::inlink_rows::{decode_pairs, kind_of, legacy_count, legacy_url_of, Counted, RowKind};
 use super::{keys, Store, StoreError};
 use crate::engine::dedup::FingerprintMap;
 
@@ -31,10 +30,8 @@ use crate::engine::dedup::FingerprintMap;
 const MAX_PENDING: usize = 64 * 1024;
 /// Age of a group at which a flush writes it.
 const WRITE_EVERY: Duration = Duration::from_secs(2);
-/// Pairs a row of a whole copy holds.
-const PAIRS_PER_ROW: usize = 64 * 1024;
-/// Rows of an earlier version's format removed in one write.
-const LEGACY_REMOVALS_PER_WRITE: usize = 16 * 1024;
+/// Rows of an earlier version's counts removed in one write.
+const ROW_REMOVALS_PER_WRITE: usize = 16 * 1024;
 
 /// Links of the current group of pages, by target URL's fingerprint.
 #[derive(Default)]
@@ -68,18 +65,18 @@ impl InlinkTally {
     }
 }
 
-/// Every count, by fingerprint, and what of them the store holds.
+/// Every count, by fingerprint, and the files that hold them.
 #[derive(Default)]
 pub(super) struct InlinkCounts {
     /// Fingerprints in ascending order; `counts[i]` is `fps[i]`'s count.
     fps: Vec<u64>,
     counts: Vec<u32>,
-    /// Keys of the rows that add up to the counts.
-    row_keys: Vec<Vec<u8>>,
-    /// Pairs those rows hold.
-    pairs_in_rows: usize,
-    /// The group number of the next row: no earlier opening of this data
-    /// directory used it (see [`unix_micros`]).
+    /// Open once the store has read them.
+    files: Option<InlinkFiles>,
+    /// Pairs the log holds after the last whole copy.
+    pairs_in_log: usize,
+    /// The group number of the next record: no earlier opening of this
+    /// data directory used it (see [`unix_micros`]).
     next_group: u64,
 }
 
@@ -98,6 +95,10 @@ impl InlinkCounts {
             Ok(i) => self.counts[i],
             Err(_) => 0,
         }
+    }
+
+    fn files(&self) -> &InlinkFiles {
+        self.files.as_ref().expect("opened with the store")
     }
 
     fn take_group(&mut self) -> u64 {
@@ -140,11 +141,10 @@ impl InlinkCounts {
         }
     }
 
-    /// Reads the rows of `index` that count (`inlink_rows::Counted`) and
-    /// adds them up; returns the keys of the stale ones beside (but those of
-    /// the format before), and whether there are rows of the format before
-    /// and whether they counted.
-    fn load(index: &CrawlIndex) -> Result<Loaded, StoreError> {
+    /// The counts an earlier version kept in the index's rows: the rows
+    /// that count (`inlink_rows::Counted`) added up, with those of the
+    /// format before them.
+    fn from_rows(index: &CrawlIndex) -> Result<InlinkCounts, StoreError> {
         let rows = index.rows(Rows::Inlinks);
         let mut kinds = Vec::new();
         let mut keys = Vec::new();
@@ -160,43 +160,21 @@ impl InlinkCounts {
             }
         }
         let counted = Counted::of(&kinds);
-        let mut loaded = Loaded {
-            counts: InlinkCounts {
-                next_group: unix_micros(),
-                ..InlinkCounts::default()
-            },
-            stale: Vec::new(),
-            legacy: legacy_rows.then_some(counted.copy.is_none()),
-        };
+        let mut counts = InlinkCounts::default();
         for (kind, key) in kinds.into_iter().zip(keys) {
             if !counted.counts(kind) {
-                loaded.stale.push(key);
                 continue;
             }
             let value = rows
                 .get(&key)
                 .map_err(StoreError::index("inlink row read"))?;
-            let pairs = decode_pairs(&value.unwrap_or_default())?;
-            loaded.counts.add(&pairs);
-            loaded.counts.pairs_in_rows += pairs.len();
-            loaded.counts.row_keys.push(key);
+            counts.add(&decode_pairs(&value.unwrap_or_default())?);
         }
-        if loaded.legacy == Some(true) {
-            let legacy = legacy_sums(index)?;
-            loaded.counts.add(&legacy);
+        if legacy_rows && counted.copy.is_none() {
+            counts.add(&legacy_sums(index)?);
         }
-        Ok(loaded)
+        Ok(counts)
     }
-}
-
-/// What opening the store found of the counts.
-struct Loaded {
-    counts: InlinkCounts,
-    /// Keys of rows that no longer count (a copy cut short, rows a whole
-    /// copy replaced but a crash left).
-    stale: Vec<Vec<u8>>,
-    /// Rows of the format before: none, or whether they counted.
-    legacy: Option<bool>,
 }
 
 /// The rows of the format before, summed a URL at a time (its rows are
@@ -232,29 +210,49 @@ fn legacy_sums(index: &CrawlIndex) -> Result<Vec<(u64, u32)>, StoreError> {
     Ok(sums)
 }
 
+/// Writes the counts whole, through a new group number.
+fn write_copy(counts: &mut InlinkCounts) -> Result<(), StoreError> {
+    let group = counts.take_group();
+    counts
+        .files()
+        .write_copy(group, &counts.fps, &counts.counts)?;
+    counts.pairs_in_log = 0;
+    Ok(())
+}
+
 impl Store {
-    /// The counts the store holds, read at its opening. Stale rows are
-    /// removed; rows of the format before are rewritten as one copy.
-    pub(super) fn load_inlinks(&self) -> Result<(), StoreError> {
-        let loaded = InlinkCounts::load(&self.inner.index)?;
-        *self.inlink_counts_mut() = loaded.counts;
-        let removals = loaded.stale.into_iter().map(|key| (key, None));
-        self.inner.index.write(Rows::Inlinks, removals)?;
-        match loaded.legacy {
-            None => Ok(()),
-            Some(counted) => {
-                if counted {
-                    self.write_inlink_copy(&mut self.inlink_counts_mut())?;
-                }
-                self.remove_legacy_inlinks()
-            }
+    /// Reads the counts from their files in `data_dir`. Counts an earlier
+    /// version kept in the index are written there as a whole copy, then
+    /// their rows removed (a crash in between: the copy holds them).
+    pub(super) fn load_inlinks(&self, data_dir: &Path) -> Result<(), StoreError> {
+        let (files, stored) = InlinkFiles::open(data_dir)?;
+        let mut counts = InlinkCounts::default();
+        let had_files = stored.copy.is_some() || !stored.groups.is_empty();
+        if let Some(copy) = stored.copy {
+            (counts.fps, counts.counts) = (copy.fps, copy.counts);
         }
+        for group in &stored.groups {
+            counts.add(group);
+            counts.pairs_in_log += group.len();
+        }
+        let index = &self.inner.index;
+        let has_rows = index.rows(Rows::Inlinks).iter().next().is_some();
+        if has_rows && !had_files {
+            counts = InlinkCounts::from_rows(index)?;
+        }
+        counts.next_group = unix_micros();
+        counts.files = Some(files);
+        if has_rows {
+            write_copy(&mut counts)?;
+        }
+        *self.inlink_counts_mut() = counts;
+        self.remove_inlink_rows()
     }
 
-    /// Removes the rows of the format before, a bounded number a write
-    /// (a large crawl had tens of millions), each scan going on from the
-    /// last key removed.
-    fn remove_legacy_inlinks(&self) -> Result<(), StoreError> {
+    /// Removes the index's rows of the counts, a bounded number a write (a
+    /// large crawl of an earlier version had tens of millions), each scan
+    /// going on from the last key removed.
+    fn remove_inlink_rows(&self) -> Result<(), StoreError> {
         let rows = self.inner.index.rows(Rows::Inlinks);
         let mut after: Option<Vec<u8>> = None;
         loop {
@@ -265,14 +263,12 @@ impl Store {
                 }
             };
             let mut removed = Vec::new();
-            for row in scan {
-                let key = row.key().map_err(StoreError::index("inlink scan"))?;
-                if kind_of(&key) == RowKind::Legacy {
-                    removed.push(key.to_vec());
-                    if removed.len() == LEGACY_REMOVALS_PER_WRITE {
-                        break;
-                    }
-                }
+            for row in scan.take(ROW_REMOVALS_PER_WRITE) {
+                removed.push(
+                    row.key()
+                        .map_err(StoreError::index("inlink scan"))?
+                        .to_vec(),
+                );
             }
             let Some(last) = removed.last().cloned() else {
                 return Ok(());
@@ -284,7 +280,7 @@ impl Store {
     }
 
     /// Adds the tally of the pages since the last write to the counts and
-    /// writes it (durable at the index's next persist).
+    /// logs it (durable at the next flush).
     pub(super) fn write_pending_inlinks(&self) -> Result<(), StoreError> {
         let pending = std::mem::take(&mut self.referrer_counts().inlinks);
         let pairs = pending.into_sorted();
@@ -293,40 +289,18 @@ impl Store {
         }
         let mut counts = self.inlink_counts_mut();
         counts.add(&pairs);
-        if counts.pairs_in_rows + pairs.len() > counts.fps.len() {
-            return self.write_inlink_copy(&mut counts);
+        if counts.pairs_in_log + pairs.len() > counts.fps.len() {
+            return write_copy(&mut counts);
         }
-        let key = group_key(counts.take_group());
-        let row = (key.clone(), Some(encode_pairs(pairs.iter().copied())));
-        self.inner.index.write(Rows::Inlinks, [row])?;
-        counts.row_keys.push(key);
-        counts.pairs_in_rows += pairs.len();
+        let group = counts.take_group();
+        counts.files().append(group, &pairs)?;
+        counts.pairs_in_log += pairs.len();
         Ok(())
     }
 
-    /// Writes the counts whole, a chunk a write (memory stays bounded on
-    /// any crawl), then removes the rows the copy replaces in one write.
-    fn write_inlink_copy(&self, counts: &mut InlinkCounts) -> Result<(), StoreError> {
-        let group = counts.take_group();
-        let of = u32::try_from(counts.fps.len().div_ceil(PAIRS_PER_ROW))
-            .map_err(|_| super::corrupt("inlink counts", "too many to copy"))?;
-        let chunks = counts
-            .fps
-            .chunks(PAIRS_PER_ROW)
-            .zip(counts.counts.chunks(PAIRS_PER_ROW));
-        let mut keys = Vec::new();
-        for (chunk, (fps, ns)) in (0..of).zip(chunks) {
-            let key = copy_key(group, chunk, of);
-            let value = encode_pairs(fps.iter().copied().zip(ns.iter().copied()));
-            self.inner
-                .index
-                .write(Rows::Inlinks, [(key.clone(), Some(value))])?;
-            keys.push(key);
-        }
-        let replaced = std::mem::replace(&mut counts.row_keys, keys);
-        counts.pairs_in_rows = counts.fps.len();
-        let removals = replaced.into_iter().map(|key| (key, None));
-        self.inner.index.write(Rows::Inlinks, removals)
+    /// Makes the logged counts durable.
+    pub(super) fn sync_inlinks(&self) -> Result<(), StoreError> {
+        self.inlink_counts().files().sync()
     }
 
     fn inlink_counts_mut(&self) -> std::sync::RwLockWriteGuard<'_, InlinkCounts> {

@@ -1,16 +1,26 @@
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
 use super::super::index::Rows;
+use super::super::inlink_files::INLINKS_DIR;
 use super::super::inlink_rows::{copy_key, encode_pairs, group_key};
 use super::super::keys::url_fingerprint;
-use super::super::Store;
-use super::{InlinkCounts, LEGACY_REMOVALS_PER_WRITE, PAIRS_PER_ROW};
+use super::super::{Store, StoreError};
+use super::{InlinkCounts, ROW_REMOVALS_PER_WRITE};
 
-/// The key and value lengths of the inlink rows, in key order.
+/// The key and value lengths of the index's inlink rows, in key order.
 fn row_sizes(store: &Store) -> Vec<(usize, usize)> {
     let rows = store.inner.index.rows(Rows::Inlinks).iter();
     let sizes = rows.map(|row| row.into_inner().unwrap());
     sizes.map(|(key, value)| (key.len(), value.len())).collect()
+}
+
+fn file(dir: &Path, name: &str) -> PathBuf {
+    dir.join(INLINKS_DIR).join(name)
+}
+
+fn file_len(dir: &Path, name: &str) -> u64 {
+    std::fs::metadata(file(dir, name)).map_or(0, |m| m.len())
 }
 
 #[test]
@@ -94,11 +104,12 @@ fn adding_sorted_batches_keeps_every_count_as_a_map_would() {
 }
 
 #[test]
-fn rows_written_stay_under_twice_the_counts_and_add_up_to_them_on_reopen() {
+fn the_log_stays_under_the_counts_and_adds_up_to_them_on_reopen() {
     let dir = tempfile::tempdir().unwrap();
     let urls: Vec<String> = (0..3_000)
         .map(|n| format!("http://a.example/u{n}"))
         .collect();
+    let mut copies = 0;
     {
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         for page in 0..60 {
@@ -110,11 +121,15 @@ fn rows_written_stay_under_twice_the_counts_and_add_up_to_them_on_reopen() {
             store.add_referrers(&parent, links).unwrap();
             store.flush_all().unwrap();
             let counts = store.inlink_counts();
-            assert!(counts.pairs_in_rows <= 2 * counts.fps.len(), "page {page}");
-            let rows = store.inner.index.rows(Rows::Inlinks).iter().count();
-            assert_eq!(rows, counts.row_keys.len());
+            assert!(counts.pairs_in_log <= counts.fps.len(), "page {page}");
+            copies += usize::from(counts.pairs_in_log == 0);
+            // A record is its pairs and 16 bytes of head and checksum.
+            let groups = file_len(dir.path(), "groups") as usize;
+            assert!(groups <= counts.pairs_in_log * 12 + 16 * 60, "page {page}");
         }
+        assert!(row_sizes(&store).is_empty(), "nothing in the index");
     }
+    assert!(copies > 3, "whole copies were written: {copies}");
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     let expected = |n: usize| {
         (0..60)
@@ -127,32 +142,102 @@ fn rows_written_stay_under_twice_the_counts_and_add_up_to_them_on_reopen() {
 }
 
 #[test]
-fn a_whole_copy_spans_rows_of_a_bounded_size() {
+fn a_whole_copy_empties_the_log_and_a_crash_before_that_counts_nothing_twice() {
     let dir = tempfile::tempdir().unwrap();
-    let store = Store::open(dir.path(), 1 << 20).unwrap();
-    let urls: Vec<String> = (0..PAIRS_PER_ROW + 10)
-        .map(|n| format!("http://b.example/{n}"))
-        .collect();
-    for chunk in urls.chunks(20_000) {
-        let links = chunk.iter().map(|u| (u.as_str(), false));
-        store.add_referrers("http://b.example/", links).unwrap();
+    let urls: Vec<String> = (0..500).map(|n| format!("http://b.example/{n}")).collect();
+    let link_all = |store: &Store, parent: &str| {
+        let links = urls.iter().map(|u| (u.as_str(), false));
+        store.add_referrers(parent, links).unwrap();
+        store.flush_all().unwrap();
+    };
+    let kept_log;
+    {
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        link_all(&store, "http://b.example/");
+        // A record: its pairs and 16 bytes of head and checksum.
+        assert_eq!(file_len(dir.path(), "groups"), 16 + 500 * 12);
+        assert_eq!(file_len(dir.path(), "counts"), 0);
+        kept_log = std::fs::read(file(dir.path(), "groups")).unwrap();
+        // A second record would outnumber the counts: a copy instead.
+        link_all(&store, "http://b.example/second");
+        assert_eq!(file_len(dir.path(), "counts"), 28 + 500 * 12);
+        assert_eq!(file_len(dir.path(), "groups"), 0);
     }
-    store.flush_all().unwrap();
-    // A second group of the same URLs: more pairs in rows than counts.
-    let links = urls.iter().map(|u| (u.as_str(), false));
-    store
-        .add_referrers("http://b.example/other", links)
-        .unwrap();
-    store.flush_all().unwrap();
-    let values: Vec<usize> = row_sizes(&store).into_iter().map(|(_, v)| v).collect();
-    assert_eq!(
-        values,
-        [PAIRS_PER_ROW * 12, 10 * 12],
-        "one copy, in two rows"
-    );
-    drop(store);
+    // As if the process died between the copy's rename and the log's end:
+    // the record the copy holds is still in the log.
+    std::fs::write(file(dir.path(), "groups"), &kept_log).unwrap();
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     assert!(store.inlinks_of(&urls).iter().all(|&n| n == 2));
+    link_all(&store, "http://b.example/third");
+    assert!(store.inlinks_of(&urls).iter().all(|&n| n == 3));
+}
+
+#[test]
+fn a_log_record_cut_short_is_cut_off_and_the_records_before_count() {
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = ("http://a.example/a", "http://a.example/b");
+    let link = |store: &Store, parent: &str, links: &[&str]| {
+        let links = links.iter().map(|u| (*u, false));
+        store.add_referrers(parent, links).unwrap();
+        store.flush_all().unwrap();
+    };
+    let whole;
+    {
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        // A record of two, then a copy (a 2, b 1), then records of one.
+        link(&store, "http://a.example/1", &[a, b]);
+        link(&store, "http://a.example/2", &[a]);
+        assert_eq!(file_len(dir.path(), "groups"), 0, "a copy");
+        link(&store, "http://a.example/3", &[b]);
+        whole = file_len(dir.path(), "groups");
+        assert_eq!(whole, 16 + 12, "b's record");
+        link(&store, "http://a.example/4", &[b]);
+    }
+    let log = file(dir.path(), "groups");
+    let bytes = std::fs::read(&log).unwrap();
+    // The last record loses its last byte, as a write cut short would.
+    std::fs::write(&log, &bytes[..bytes.len() - 1]).unwrap();
+    {
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(store.inlinks_of(&[a, b]), [2, 2]);
+        assert_eq!(
+            file_len(dir.path(), "groups"),
+            whole,
+            "cut at the whole record"
+        );
+        link(&store, "http://a.example/5", &[a]);
+        assert_eq!(store.inlinks_of(&[a, b]), [3, 2]);
+    }
+    // A damaged byte inside a record ends the log there too.
+    let mut bytes = std::fs::read(&log).unwrap();
+    let last = bytes.len() - 5;
+    bytes[last] ^= 0xFF;
+    std::fs::write(&log, &bytes).unwrap();
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    assert_eq!(store.inlinks_of(&[a, b]), [2, 2]);
+}
+
+#[test]
+fn a_damaged_copy_fails_the_opening_and_names_the_counts() {
+    let dir = tempfile::tempdir().unwrap();
+    {
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        for parent in ["http://a.example/", "http://a.example/again"] {
+            let links = [("http://a.example/a", false), ("http://a.example/b", false)];
+            store.add_referrers(parent, links.into_iter()).unwrap();
+            store.flush_all().unwrap();
+        }
+    }
+    let copy = file(dir.path(), "counts");
+    let mut bytes = std::fs::read(&copy).unwrap();
+    bytes[30] ^= 1;
+    std::fs::write(&copy, &bytes).unwrap();
+    let err = Store::open(dir.path(), 1 << 20).err().expect("refused");
+    assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+    assert!(err.to_string().contains("inlink counts"), "{err}");
+    std::fs::write(&copy, &bytes[..bytes.len() - 3]).unwrap();
+    let err = Store::open(dir.path(), 1 << 20).err().expect("refused");
+    assert!(err.to_string().contains("length"), "{err}");
 }
 
 #[test]
@@ -160,7 +245,7 @@ fn counts_in_the_format_before_are_read_and_rewritten() {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = ("http://a.example/a", "http://a.example/b");
     // More rows than one write removes.
-    let others: Vec<String> = (0..2 * LEGACY_REMOVALS_PER_WRITE + 5)
+    let others: Vec<String> = (0..2 * ROW_REMOVALS_PER_WRITE + 5)
         .map(|n| format!("http://c.example/{n}"))
         .collect();
     {
@@ -181,11 +266,10 @@ fn counts_in_the_format_before_are_read_and_rewritten() {
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     assert_eq!(store.inlinks_of(&[a, b]), [7, 1]);
     assert!(store.inlinks_of(&others).iter().all(|&n| n == 2));
-    let keys: Vec<usize> = row_sizes(&store).into_iter().map(|(k, _)| k).collect();
+    assert!(row_sizes(&store).is_empty(), "no row left in the index");
     assert_eq!(
-        keys,
-        [17],
-        "one chunk of a whole copy, no row of the format before"
+        file_len(dir.path(), "counts"),
+        28 + (2 + others.len() as u64) * 12
     );
     drop(store);
     let store = Store::open(dir.path(), 1 << 20).unwrap();
@@ -209,41 +293,33 @@ fn write_row(store: &Store, key: Vec<u8>, counts: &[(&str, u32)]) {
 }
 
 #[test]
-fn a_copy_cut_short_leaves_the_rows_before_in_force_and_is_removed() {
+fn an_index_copy_cut_short_leaves_the_rows_before_in_force_and_all_are_moved() {
     let dir = tempfile::tempdir().unwrap();
     let a = "http://a.example/a";
     {
         let store = Store::open(dir.path(), 1 << 20).unwrap();
-        for parent in ["http://a.example/1", "http://a.example/2"] {
-            store
-                .add_referrers(parent, [(a, false)].into_iter())
-                .unwrap();
-            store.flush_all().unwrap();
-        }
+        // Two group rows, as the version before wrote them.
+        write_row(&store, group_key(1), &[(a, 1)]);
+        write_row(&store, group_key(2), &[(a, 1)]);
         // The first of a copy's two chunks, the second never written.
         write_row(&store, copy_key(u64::MAX / 2, 0, 2), &[(a, 100)]);
         store.flush().unwrap();
     }
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     assert_eq!(store.inlinks(a), 2);
-    let chunk = store
-        .inner
-        .index
-        .rows(Rows::Inlinks)
-        .get(copy_key(u64::MAX / 2, 0, 2));
-    assert!(chunk.unwrap().is_none(), "the chunk is gone");
+    assert!(row_sizes(&store).is_empty(), "every row moved");
+    drop(store);
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    assert_eq!(store.inlinks(a), 2, "from the files");
 }
 
 #[test]
-fn a_whole_copy_wins_over_rows_it_replaced_that_a_crash_left() {
+fn an_index_copy_wins_over_rows_it_replaced_that_a_crash_left() {
     let dir = tempfile::tempdir().unwrap();
     let a = "http://a.example/a";
     {
         let store = Store::open(dir.path(), 1 << 20).unwrap();
-        store
-            .add_referrers("http://a.example/1", [(a, false)].into_iter())
-            .unwrap();
-        store.flush_all().unwrap();
+        write_row(&store, group_key(1), &[(a, 1)]);
         // A whole copy (one chunk of one), and a group after it; the group
         // row before the copy was never removed.
         write_row(&store, copy_key(u64::MAX / 2, 0, 1), &[(a, 5)]);
@@ -252,6 +328,25 @@ fn a_whole_copy_wins_over_rows_it_replaced_that_a_crash_left() {
     }
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     assert_eq!(store.inlinks(a), 7);
-    let keys: Vec<usize> = row_sizes(&store).into_iter().map(|(k, _)| k).collect();
-    assert_eq!(keys, [8, 17], "the group after the copy, and the copy");
+    assert!(row_sizes(&store).is_empty(), "every row moved");
+}
+
+#[test]
+fn rows_left_beside_the_files_by_a_crash_are_removed_not_counted_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = "http://a.example/a";
+    {
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        store
+            .add_referrers("http://a.example/1", [(a, false)].into_iter())
+            .unwrap();
+        store.flush_all().unwrap();
+        // As if the move from the index had written its copy and died
+        // before removing the rows.
+        write_row(&store, group_key(1), &[(a, 1)]);
+        store.flush().unwrap();
+    }
+    let store = Store::open(dir.path(), 1 << 20).unwrap();
+    assert_eq!(store.inlinks(a), 1);
+    assert!(row_sizes(&store).is_empty());
 }

@@ -14,6 +14,7 @@ pub mod faults;
 mod fragments;
 pub(crate) mod gzip;
 mod index;
+mod inlink_files;
 mod inlink_rows;
 mod inlinks;
 pub(crate) mod keys;
@@ -132,6 +133,16 @@ pub enum StoreError {
         /// fjall's error.
         source: fjall::Error,
     },
+    /// A read or write of a file of the crawl's database beside the index.
+    #[error("{op} {} failed: {source}; check free disk space and the data directory's permissions", path.display())]
+    File {
+        /// What was being done ("appending to", "renaming", …).
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
     /// A record could not be serialised to JSON.
     #[error("cannot encode {what} for the crawl database: {source}")]
     Encode {
@@ -222,7 +233,7 @@ impl Store {
         let store = Store {
             inner: Arc::new(inner),
         };
-        store.load_inlinks()?;
+        store.load_inlinks(dir)?;
         let pass = store.stored_pass()?;
         store.inner.recrawl_pass.store(pass, Ordering::Relaxed);
         Ok(store)
@@ -342,7 +353,8 @@ impl Store {
         if self.referrer_counts().inlinks.is_due() {
             self.write_pending_inlinks()?;
         }
-        self.inner.index.persist()
+        self.inner.index.persist()?;
+        self.sync_inlinks()
     }
 
     /// A write refused by [`DiskFaults`], reported as fjall reports a full disk.
