@@ -412,7 +412,7 @@ pub struct StorageConfig {
 impl Default for StorageConfig {
     fn default() -> Self {
         StorageConfig {
-            cache_bytes: 16 * 1024 * 1024,
+            cache_bytes: 8 * 1024 * 1024,
             warc_max_bytes: 1024 * 1024 * 1024,
             warc: true,
         }
@@ -596,7 +596,7 @@ impl CrawlConfig {
             return invalid(
                 "storage.cache_bytes",
                 format!(
-                    "must be at least {MIN_CACHE_BYTES} (1 MiB); the default is 16777216 (16 MiB)"
+                    "must be at least {MIN_CACHE_BYTES} (1 MiB); the default is 8388608 (8 MiB)"
                 ),
             );
         }
