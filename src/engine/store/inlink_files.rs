@@ -169,7 +169,7 @@ pub(super) fn encode_pairs(pairs: impl Iterator<Item = (u64, u32)>, out: &mut Ve
 }
 
 /// Pairs from their bytes; `None` unless in strictly ascending order.
-fn decode_pairs(bytes: &[u8]) -> Option<Vec<(u64, u32)>> {
+pub(super) fn decode_pairs(bytes: &[u8]) -> Option<Vec<(u64, u32)>> {
     let pairs: Vec<(u64, u32)> = bytes
         .chunks_exact(PAIR_BYTES)
         .map(|pair| {

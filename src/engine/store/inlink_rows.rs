@@ -10,10 +10,9 @@
 //! - The format before: `url 0 group → count` (URLs start with a scheme,
 //!   never with 0x00 or 0xFF).
 
+use super::inlink_files::PAIR_BYTES;
 use super::StoreError;
 
-/// Bytes of one pair in a row: the fingerprint and the count, little-endian.
-pub(super) const PAIR_BYTES: usize = 12;
 const COPY_TAG: u8 = 0xFF;
 const COPY_KEY_BYTES: usize = 17;
 
@@ -60,10 +59,7 @@ pub(super) fn copy_key(group: u64, chunk: u32, of: u32) -> Vec<u8> {
 #[cfg(test)]
 pub(super) fn encode_pairs(pairs: impl Iterator<Item = (u64, u32)>) -> Vec<u8> {
     let mut out = Vec::with_capacity(pairs.size_hint().0 * PAIR_BYTES);
-    for (fp, n) in pairs {
-        out.extend_from_slice(&fp.to_le_bytes());
-        out.extend_from_slice(&n.to_le_bytes());
-    }
+    super::inlink_files::encode_pairs(pairs, &mut out);
     out
 }
 
@@ -72,18 +68,8 @@ pub(super) fn decode_pairs(value: &[u8]) -> Result<Vec<(u64, u32)>, StoreError> 
     if value.len() % PAIR_BYTES != 0 {
         return Err(super::corrupt("inlink counts", "not whole pairs"));
     }
-    let pairs: Vec<(u64, u32)> = value
-        .chunks_exact(PAIR_BYTES)
-        .map(|pair| {
-            let (fp, n) = pair.split_at(8);
-            let fp = u64::from_le_bytes(fp.try_into().expect("8 bytes"));
-            (fp, u32::from_le_bytes(n.try_into().expect("4 bytes")))
-        })
-        .collect();
-    if pairs.windows(2).any(|w| w[0].0 >= w[1].0) {
-        return Err(super::corrupt("inlink counts", "pairs out of order"));
-    }
-    Ok(pairs)
+    super::inlink_files::decode_pairs(value)
+        .ok_or_else(|| super::corrupt("inlink counts", "pairs out of order"))
 }
 
 /// The URL of a row of the format before: the URL, a 0 byte, the group.
