@@ -238,8 +238,7 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
         (Some(before), Some(after)) => Some(after.since(&before)),
         _ => None,
     };
-    let web_usage = web.usage();
-    tokio::task::spawn_blocking(move || web.stop()).await?;
+    let web_usage = tokio::task::spawn_blocking(move || web.stop()).await?;
     let archive = match (opts.warc, opts.archive_floor) {
         (false, _) => ArchiveMeasure::Off,
         (true, false) => ArchiveMeasure::On,

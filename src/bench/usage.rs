@@ -1,4 +1,5 @@
-//! What the process has used so far, from `getrusage` and `/proc/self/status`.
+//! What the process (or its waited-for children) has used so far, from
+//! `getrusage` and `/proc/self/status`.
 
 use std::time::Duration;
 
@@ -13,23 +14,37 @@ pub struct Usage {
     pub involuntary_switches: u64,
 }
 
+/// `getrusage(who)`; `None` where it fails.
+fn rusage(who: libc::c_int) -> Option<libc::rusage> {
+    // SAFETY: getrusage only writes into the struct it is given.
+    let mut raw: libc::rusage = unsafe { std::mem::zeroed() };
+    (unsafe { libc::getrusage(who, &mut raw) } == 0).then_some(raw)
+}
+
 impl Usage {
     /// This process's usage so far; `None` where `getrusage` fails.
     pub fn now() -> Option<Usage> {
-        // SAFETY: getrusage only writes into the struct it is given.
-        let mut raw: libc::rusage = unsafe { std::mem::zeroed() };
-        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut raw) } != 0 {
-            return None;
-        }
+        rusage(libc::RUSAGE_SELF).map(|raw| Usage::of(&raw))
+    }
+
+    /// What the children this process has waited for used, and the peak
+    /// RSS of the largest of them.
+    pub fn of_waited_children() -> Option<(Usage, u64)> {
+        let raw = rusage(libc::RUSAGE_CHILDREN)?;
+        // Linux gives `ru_maxrss` in kilobytes.
+        Some((Usage::of(&raw), raw.ru_maxrss.max(0) as u64 * 1024))
+    }
+
+    fn of(raw: &libc::rusage) -> Usage {
         let time = |t: libc::timeval| {
             Duration::from_secs(t.tv_sec.max(0) as u64)
                 + Duration::from_micros(t.tv_usec.max(0) as u64)
         };
-        Some(Usage {
+        Usage {
             cpu: time(raw.ru_utime) + time(raw.ru_stime),
             voluntary_switches: raw.ru_nvcsw.max(0) as u64,
             involuntary_switches: raw.ru_nivcsw.max(0) as u64,
-        })
+        }
     }
 
     /// What was used between `earlier` and `self`.
@@ -62,11 +77,7 @@ pub fn current_rss() -> Option<u64> {
 }
 
 fn status_kb(field: &str) -> Option<u64> {
-    kb_field(&std::fs::read_to_string("/proc/self/status").ok()?, field)
-}
-
-/// A `/proc/PID/status` field in kB (`VmHWM:     1234 kB`).
-pub(super) fn kb_field(status: &str, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with(field))?;
     line.split_whitespace().nth(1)?.parse().ok()
 }

@@ -2,7 +2,7 @@
 //! bench-web`), so that what the bench reports of CPU and memory is the
 //! crawler's alone, as when it crawls nginx, and the web's is told apart.
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -43,6 +43,7 @@ impl ChildWeb {
             .context("starting the generated web's process")?;
         let stdin = child.stdin.take();
         let stdout = child.stdout.take().context("the web's standard output")?;
+        // Owned before its seeds are read: a failure kills it on drop.
         let mut web = ChildWeb {
             child,
             stdin,
@@ -56,28 +57,24 @@ impl ChildWeb {
         &self.seeds
     }
 
-    /// CPU time and peak memory so far (Linux; `None` elsewhere).
-    pub fn usage(&self) -> Option<WebUsage> {
-        let pid = self.child.id();
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        Some(WebUsage {
-            cpu: cpu_of_stat(&stat, clock_ticks_per_sec()?)?,
-            peak_rss_bytes: super::usage::kb_field(&status, "VmHWM:")? * 1024,
-        })
-    }
-
-    /// Asks the web to stop (its standard input closes), then kills it if
-    /// it has not within [`STOP_GRACE`].
-    pub fn stop(mut self) {
+    /// Asks the web to stop (its standard input closes), kills it if it
+    /// has not within [`STOP_GRACE`], waits for it, and returns what it used
+    /// (the bench starts no other child).
+    pub fn stop(mut self) -> Option<WebUsage> {
         self.stdin = None;
         let deadline = Instant::now() + STOP_GRACE;
         while Instant::now() < deadline {
             match self.child.try_wait() {
-                Ok(Some(_)) | Err(_) => return,
                 Ok(None) => std::thread::sleep(Duration::from_millis(20)),
+                Ok(Some(_)) | Err(_) => break,
             }
         }
+        drop(self);
+        let (usage, peak_rss_bytes) = super::usage::Usage::of_waited_children()?;
+        Some(WebUsage {
+            cpu: usage.cpu,
+            peak_rss_bytes,
+        })
     }
 }
 
@@ -103,24 +100,6 @@ fn read_seeds(stdout: impl Read) -> anyhow::Result<Vec<Url>> {
     anyhow::bail!("the generated web's process ended before it served (see its error above)")
 }
 
-/// User plus system time from `/proc/PID/stat`, in clock ticks after the
-/// command's closing parenthesis (fields 14 and 15).
-fn cpu_of_stat(stat: &str, ticks_per_sec: u64) -> Option<Duration> {
-    let after_command = &stat[stat.rfind(')')? + 1..];
-    let mut fields = after_command.split_whitespace().skip(11);
-    let user: u64 = fields.next()?.parse().ok()?;
-    let system: u64 = fields.next()?.parse().ok()?;
-    Some(Duration::from_secs_f64(
-        (user + system) as f64 / ticks_per_sec.max(1) as f64,
-    ))
-}
-
-fn clock_ticks_per_sec() -> Option<u64> {
-    // SAFETY: sysconf only reads a configuration value.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    u64::try_from(ticks).ok().filter(|&t| t > 0)
-}
-
 /// `crawldeck bench-web`: serves the bench's web, writes its seeds, and
 /// stops when standard input ends (the bench closed it, or is gone).
 pub async fn serve(pages: usize, hosts: usize) -> anyhow::Result<()> {
@@ -133,7 +112,6 @@ pub async fn serve(pages: usize, hosts: usize) -> anyhow::Result<()> {
         listed.push('\n');
     }
     listed.push('\n');
-    use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(listed.as_bytes())?;
     stdout.flush()?;
@@ -147,15 +125,6 @@ pub async fn serve(pages: usize, hosts: usize) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cpu_is_read_after_the_command_whatever_it_holds() {
-        // Fields after the command: state, ppid, pgrp, session, tty, tpgid,
-        // flags, minflt, cminflt, majflt, cmajflt, utime, stime.
-        let stat = "4242 (odd) name) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0";
-        assert_eq!(cpu_of_stat(stat, 100), Some(Duration::from_secs(3)));
-        assert_eq!(cpu_of_stat("4242 (cut) S 1", 100), None);
-    }
 
     #[test]
     fn seeds_end_at_the_empty_line_and_a_silent_end_is_an_error() {
