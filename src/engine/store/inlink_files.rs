@@ -32,6 +32,8 @@ const LOG_FILE: &str = "groups";
 const COPY_MAGIC: &[u8; 8] = b"CDINLC01";
 /// Bytes of one pair: the fingerprint and the count.
 pub(super) const PAIR_BYTES: usize = 12;
+/// Pairs a copy is written and read in at a time.
+const PAIRS_A_CHUNK: usize = 4096;
 /// A group record's head: its number and its pair count.
 const RECORD_HEAD: usize = 12;
 
@@ -184,20 +186,19 @@ pub(super) fn decode_pairs(bytes: &[u8]) -> Option<Vec<(u64, u32)>> {
 fn write_copy(file: File, group: u64, fps: &[u64], counts: &[u32]) -> io::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 16, file);
     let mut crc = Crc::new();
-    let mut put = |bytes: &[u8], out: &mut BufWriter<File>| {
-        crc.update(bytes);
-        out.write_all(bytes)
-    };
-    put(COPY_MAGIC, &mut out)?;
-    put(&group.to_le_bytes(), &mut out)?;
-    put(&(fps.len() as u64).to_le_bytes(), &mut out)?;
-    let mut pair = Vec::with_capacity(PAIR_BYTES);
-    for (&fp, &n) in fps.iter().zip(counts) {
-        pair.clear();
-        encode_pairs(std::iter::once((fp, n)), &mut pair);
-        put(&pair, &mut out)?;
+    let mut bytes = Vec::with_capacity(PAIRS_A_CHUNK * PAIR_BYTES);
+    bytes.extend_from_slice(COPY_MAGIC);
+    bytes.extend_from_slice(&group.to_le_bytes());
+    bytes.extend_from_slice(&(fps.len() as u64).to_le_bytes());
+    for (fps, counts) in fps.chunks(PAIRS_A_CHUNK).zip(counts.chunks(PAIRS_A_CHUNK)) {
+        encode_pairs(fps.iter().copied().zip(counts.iter().copied()), &mut bytes);
+        crc.update(&bytes);
+        out.write_all(&bytes)?;
+        bytes.clear();
     }
-    out.write_all(&crc.sum().to_le_bytes())?;
+    crc.update(&bytes);
+    bytes.extend_from_slice(&crc.sum().to_le_bytes());
+    out.write_all(&bytes)?;
     out.into_inner().map_err(|e| e.into_error())?.sync_data()
 }
 
@@ -225,10 +226,10 @@ fn read_copy(file: File) -> io::Result<Result<Copy, StoreError>> {
         fps: Vec::with_capacity(n as usize),
         counts: Vec::with_capacity(n as usize),
     };
-    let mut chunk = vec![0u8; PAIR_BYTES * 4096];
+    let mut chunk = vec![0u8; PAIR_BYTES * PAIRS_A_CHUNK];
     let mut left = n as usize;
     while left > 0 {
-        let take = left.min(4096);
+        let take = left.min(PAIRS_A_CHUNK);
         let bytes = &mut chunk[..take * PAIR_BYTES];
         input.read_exact(bytes)?;
         crc.update(bytes);

@@ -246,7 +246,10 @@ impl Store {
             write_copy(&mut counts)?;
         }
         *self.inlink_counts_mut() = counts;
-        self.remove_inlink_rows()
+        match has_rows {
+            true => self.remove_inlink_rows(),
+            false => Ok(()),
+        }
     }
 
     /// Removes the index's rows of the counts, a bounded number a write (a

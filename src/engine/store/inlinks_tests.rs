@@ -292,19 +292,28 @@ fn write_row(store: &Store, key: Vec<u8>, counts: &[(&str, u32)]) {
         .unwrap();
 }
 
+/// Leaves in `dir`'s index the rows the version before wrote: each row's
+/// key and the count it holds for `url`.
+fn leave_rows(dir: &Path, url: &str, rows: &[(Vec<u8>, u32)]) {
+    let store = Store::open(dir, 1 << 20).unwrap();
+    for (key, n) in rows {
+        write_row(&store, key.clone(), &[(url, *n)]);
+    }
+    store.flush().unwrap();
+}
+
 #[test]
 fn an_index_copy_cut_short_leaves_the_rows_before_in_force_and_all_are_moved() {
     let dir = tempfile::tempdir().unwrap();
     let a = "http://a.example/a";
-    {
-        let store = Store::open(dir.path(), 1 << 20).unwrap();
-        // Two group rows, as the version before wrote them.
-        write_row(&store, group_key(1), &[(a, 1)]);
-        write_row(&store, group_key(2), &[(a, 1)]);
-        // The first of a copy's two chunks, the second never written.
-        write_row(&store, copy_key(u64::MAX / 2, 0, 2), &[(a, 100)]);
-        store.flush().unwrap();
-    }
+    // Two group rows, and the first of a copy's two chunks, the second
+    // never written.
+    let rows = [
+        (group_key(1), 1),
+        (group_key(2), 1),
+        (copy_key(u64::MAX / 2, 0, 2), 100),
+    ];
+    leave_rows(dir.path(), a, &rows);
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     assert_eq!(store.inlinks(a), 2);
     assert!(row_sizes(&store).is_empty(), "every row moved");
@@ -317,15 +326,14 @@ fn an_index_copy_cut_short_leaves_the_rows_before_in_force_and_all_are_moved() {
 fn an_index_copy_wins_over_rows_it_replaced_that_a_crash_left() {
     let dir = tempfile::tempdir().unwrap();
     let a = "http://a.example/a";
-    {
-        let store = Store::open(dir.path(), 1 << 20).unwrap();
-        write_row(&store, group_key(1), &[(a, 1)]);
-        // A whole copy (one chunk of one), and a group after it; the group
-        // row before the copy was never removed.
-        write_row(&store, copy_key(u64::MAX / 2, 0, 1), &[(a, 5)]);
-        write_row(&store, group_key(u64::MAX / 2 + 1), &[(a, 2)]);
-        store.flush().unwrap();
-    }
+    // A whole copy (one chunk of one), and a group after it; the group row
+    // before the copy was never removed.
+    let rows = [
+        (group_key(1), 1),
+        (copy_key(u64::MAX / 2, 0, 1), 5),
+        (group_key(u64::MAX / 2 + 1), 2),
+    ];
+    leave_rows(dir.path(), a, &rows);
     let store = Store::open(dir.path(), 1 << 20).unwrap();
     assert_eq!(store.inlinks(a), 7);
     assert!(row_sizes(&store).is_empty(), "every row moved");
