@@ -48,6 +48,17 @@ const FILTERED_TABLE_BYTES: u64 = 16 * 1024 * 1024;
 /// (a level 1 of 256 MiB) against 2 MiB memtables, up to 33 bytes written
 /// for each byte flushed. 8 MiB tables keep that to ~5, and add a level.
 const PREFIX_READ_TABLE_BYTES: u64 = 8 * 1024 * 1024;
+/// The keyspaces never looked up by key merge their level 0 into level 1
+/// only once it holds this many tables (fjall's default: 4), and each level
+/// is this many times the one above it (default 10). Their keys arrive in
+/// random order, so every merge rewrites most of the level below; merging
+/// 16 tables at once and a flatter tree write each byte fewer times. In the
+/// first 100,000 pages of the million-page bench, where nearly every link
+/// is new and gets its referrer rows, fjall's workers used 18–21 s of CPU
+/// against 26–29 s with the defaults (docs/PERFORMANCE.md). fjall keeps a
+/// keyspace's settings, so a data directory keeps those it was made with.
+const PREFIX_READ_L0_TABLES: u8 = 16;
+const PREFIX_READ_LEVEL_RATIO: f32 = 4.0;
 /// The database's directory inside a data directory.
 pub const INDEX_DIR: &str = "index";
 /// Where earlier versions kept this database, with the referrers only.
@@ -187,16 +198,17 @@ impl CrawlIndex {
                 | Rows::Filtered
                 | Rows::Records => MEMTABLE_BYTES,
             };
-            let table = match rows.looked_up_by_key() {
-                true => FILTERED_TABLE_BYTES,
-                false => PREFIX_READ_TABLE_BYTES,
+            let leveled = match rows.looked_up_by_key() {
+                true => Leveled::default().with_table_target_size(FILTERED_TABLE_BYTES),
+                false => Leveled::default()
+                    .with_table_target_size(PREFIX_READ_TABLE_BYTES)
+                    .with_l0_threshold(PREFIX_READ_L0_TABLES)
+                    .with_level_ratio_policy(vec![PREFIX_READ_LEVEL_RATIO]),
             };
             db.keyspace(rows.name(), || {
                 let options = KeyspaceCreateOptions::default()
                     .max_memtable_size(memtable)
-                    .compaction_strategy(Arc::new(
-                        Leveled::default().with_table_target_size(table),
-                    ));
+                    .compaction_strategy(Arc::new(leveled));
                 match rows.looked_up_by_key() {
                     // Filters and block indexes stay in memory (~2 bytes a
                     // key): read through the cache, a large table's filter
