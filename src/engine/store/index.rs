@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use fjall::compaction::Leveled;
-use fjall::config::{FilterPolicy, PinningPolicy};
+use fjall::config::{BlockSizePolicy, FilterPolicy, PinningPolicy};
 use fjall::{Database, Keyspace, KeyspaceCreateOptions, PersistMode};
 
 use super::{private, StoreError};
@@ -59,6 +59,14 @@ const PREFIX_READ_TABLE_BYTES: u64 = 8 * 1024 * 1024;
 /// keyspace's settings, so a data directory keeps those it was made with.
 const PREFIX_READ_L0_TABLES: u8 = 16;
 const PREFIX_READ_LEVEL_RATIO: f32 = 4.0;
+/// The data blocks of the crawl tree and the content digests (fjall's
+/// default: 4 KiB). Their block indexes stay in memory, an entry (the
+/// block's last key) a block, so they grew with the crawl; 16 KiB blocks
+/// keep a quarter of the entries. A lookup reads and decompresses 16 KiB
+/// instead of 4: the seen check asks the store only when the Bloom filter
+/// and the recent set could not answer, and a digest lookup mostly ends at
+/// the filter.
+const LOOKED_UP_BLOCK_BYTES: u32 = 16 * 1024;
 /// The database's directory inside a data directory.
 pub const INDEX_DIR: &str = "index";
 /// Where earlier versions kept this database, with the referrers only.
@@ -214,9 +222,23 @@ impl CrawlIndex {
                     // key): read through the cache, a large table's filter
                     // was read again for nearly every lookup once the crawl
                     // outgrew the cache.
-                    true => options
-                        .filter_block_pinning_policy(PinningPolicy::all(true))
-                        .index_block_pinning_policy(PinningPolicy::all(true)),
+                    true => {
+                        let options = options
+                            .filter_block_pinning_policy(PinningPolicy::all(true))
+                            .index_block_pinning_policy(PinningPolicy::all(true));
+                        let large_blocks = BlockSizePolicy::all(LOOKED_UP_BLOCK_BYTES);
+                        match rows {
+                            // Its lookups mostly find their row (a seen
+                            // mark the Bloom filter could not rule out, a
+                            // page's record in a recrawl): its last level,
+                            // most of its keys, needs no filter.
+                            Rows::Crawl => options
+                                .data_block_size_policy(large_blocks)
+                                .expect_point_read_hits(true),
+                            Rows::Digests => options.data_block_size_policy(large_blocks),
+                            _ => options,
+                        }
+                    }
                     // Never looked up by key: a filter would never be asked,
                     // and pinned, these rows' indexes grew memory with every
                     // page (inlinks were ~50 rows a page); fjall's default
