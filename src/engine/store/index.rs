@@ -115,46 +115,44 @@ impl Rows {
             | Rows::Filtered
             | Rows::Records => MEMTABLE_BYTES,
         };
-        let leveled = match self.looked_up_by_key() {
-            true => Leveled::default().with_table_target_size(FILTERED_TABLE_BYTES),
-            false => Leveled::default()
-                .with_table_target_size(PREFIX_READ_TABLE_BYTES)
-                .with_l0_threshold(PREFIX_READ_L0_TABLES)
-                .with_level_ratio_policy(vec![PREFIX_READ_LEVEL_RATIO]),
-        };
-        let options = KeyspaceCreateOptions::default()
-            .max_memtable_size(memtable)
-            .compaction_strategy(Arc::new(leveled));
-        match self.looked_up_by_key() {
-            // Filters and block indexes stay in memory (~2 bytes a
-            // key): read through the cache, a large table's filter
-            // was read again for nearly every lookup once the crawl
-            // outgrew the cache.
-            true => {
-                let options = options
-                    .filter_block_pinning_policy(PinningPolicy::all(true))
-                    .index_block_pinning_policy(PinningPolicy::all(true));
-                let large_blocks = BlockSizePolicy::all(LOOKED_UP_BLOCK_BYTES);
-                match self {
-                    // Its lookups mostly find their row (a seen
-                    // mark the Bloom filter could not rule out, a
-                    // page's record in a recrawl): its last level,
-                    // most of its keys, needs no filter.
-                    Rows::Crawl => options
-                        .data_block_size_policy(large_blocks)
-                        .expect_point_read_hits(true),
-                    Rows::Digests => options.data_block_size_policy(large_blocks),
-                    _ => options,
-                }
-            }
-            // Never looked up by key: a filter would never be asked,
-            // and pinned, these rows' indexes grew memory with every
-            // page (inlinks were ~50 rows a page); fjall's default
-            // pins the first two levels' indexes, 11 MB for referrers
-            // and inlinks early in a million-page bench.
+        let options = KeyspaceCreateOptions::default().max_memtable_size(memtable);
+        let options = match self.looked_up_by_key() {
+            // Filters and block indexes stay in memory (~2 bytes a key):
+            // read through the cache, a large table's filter was read again
+            // for nearly every lookup once the crawl outgrew the cache.
+            true => options
+                .compaction_strategy(Arc::new(
+                    Leveled::default().with_table_target_size(FILTERED_TABLE_BYTES),
+                ))
+                .filter_block_pinning_policy(PinningPolicy::all(true))
+                .index_block_pinning_policy(PinningPolicy::all(true)),
+            // Never looked up by key: a filter would never be asked, and
+            // pinned, these rows' indexes grew memory with every page
+            // (inlinks were ~50 rows a page); fjall's default pins the first
+            // two levels' indexes, 11 MB for referrers and inlinks early in
+            // a million-page bench.
             false => options
+                .compaction_strategy(Arc::new(
+                    Leveled::default()
+                        .with_table_target_size(PREFIX_READ_TABLE_BYTES)
+                        .with_l0_threshold(PREFIX_READ_L0_TABLES)
+                        .with_level_ratio_policy(vec![PREFIX_READ_LEVEL_RATIO]),
+                ))
                 .filter_policy(FilterPolicy::disabled())
                 .index_block_pinning_policy(PinningPolicy::all(false)),
+        };
+        let large_blocks = BlockSizePolicy::all(LOOKED_UP_BLOCK_BYTES);
+        match self {
+            // Its lookups mostly find their row (a seen mark the Bloom
+            // filter could not rule out, a page's record in a recrawl): its
+            // last level, most of its keys, needs no filter.
+            Rows::Crawl => options
+                .data_block_size_policy(large_blocks)
+                .expect_point_read_hits(true),
+            Rows::Digests => options.data_block_size_policy(large_blocks),
+            Rows::Referrers | Rows::Inlinks | Rows::Fragments | Rows::Filtered | Rows::Records => {
+                options
+            }
         }
     }
 
