@@ -19,7 +19,7 @@ mod web;
 pub use floor::Floor;
 use pace::{progress_step, Progress, Tenths};
 pub use pace::{Pace, Politeness, Rate};
-use usage::{current_rss, peak_rss, Usage};
+use usage::{current_rss, peak_rss, threads_cpu, Usage};
 use web::ChildWeb;
 pub use web::{serve as serve_web, WebUsage};
 
@@ -46,6 +46,10 @@ pub struct BenchOptions {
 /// How often `--previews` asks: an operator typing a rule without pause, at
 /// the TUI's debounce.
 pub const PREVIEW_EVERY: Duration = crate::tui::preview::PREVIEW_DEBOUNCE;
+
+/// The name fjall gives its background threads (flushes, compactions): their
+/// CPU is what the store pays later for the rows a crawl writes now.
+const STORE_WORKER_THREAD: &str = "fjall:worker";
 
 /// Rule previews asked during a `--previews` run, and how they were answered.
 #[derive(Debug, Clone, Copy, Default)]
@@ -285,10 +289,21 @@ async fn with_progress(
     let crate::engine::RunningEngine { handle, done, .. } = running;
     let mut snapshots = handle.snapshots;
     let cpu_at_start = Usage::now().map_or(Duration::ZERO, |u| u.cpu);
+    let store_cpu_at_start = threads_cpu(STORE_WORKER_THREAD).unwrap_or(Duration::ZERO);
+    // The store's threads end with the crawl: its end counts the last reading.
+    let store_cpu_seen = std::cell::Cell::new(None);
+    let store_cpu = || {
+        let now = threads_cpu(STORE_WORKER_THREAD)
+            .map(|cpu| cpu.saturating_sub(store_cpu_at_start))
+            .or(store_cpu_seen.get());
+        store_cpu_seen.set(now);
+        now
+    };
     let now = |pages| Progress {
         pages,
         at: started.elapsed(),
         cpu: Usage::now().map_or(Duration::ZERO, |u| u.cpu.saturating_sub(cpu_at_start)),
+        store_cpu: store_cpu(),
     };
     let mut last = Progress::START;
     let mut tenths = Tenths::new(pages);

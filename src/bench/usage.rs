@@ -66,6 +66,42 @@ impl Usage {
     }
 }
 
+/// CPU time of this process's threads named `name`, from Linux's
+/// `/proc/self/task`; `None` where it cannot be read or no thread has the name.
+pub fn threads_cpu(name: &str) -> Option<Duration> {
+    // SAFETY: sysconf only reads a configuration value.
+    let ticks_per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if ticks_per_sec <= 0 {
+        return None;
+    }
+    let mut ticks = None;
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let path = task.path();
+        let named = std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim_end() == name);
+        // A thread may end between the two reads.
+        let used = named
+            .then(|| std::fs::read_to_string(path.join("stat")).ok())
+            .flatten()
+            .and_then(|stat| stat_cpu_ticks(&stat));
+        if let Some(used) = used {
+            ticks = Some(ticks.unwrap_or(0) + used);
+        }
+    }
+    ticks.map(|t| Duration::from_secs_f64(t as f64 / ticks_per_sec as f64))
+}
+
+/// User + system time of a `/proc/.../stat` line, in clock ticks: fields 14
+/// and 15, counted after the name's closing parenthesis (a name may hold
+/// spaces and parentheses).
+fn stat_cpu_ticks(stat: &str) -> Option<u64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    // The first field after the name is the third (the state).
+    let mut fields = after_name.split_whitespace().skip(14 - 3);
+    let user: u64 = fields.next()?.parse().ok()?;
+    let system: u64 = fields.next()?.parse().ok()?;
+    Some(user + system)
+}
+
 /// Peak resident set size (Linux `VmHWM`).
 pub fn peak_rss() -> Option<u64> {
     status_kb("VmHWM:").map(|kb| kb * 1024)
@@ -103,5 +139,50 @@ mod tests {
         let rss = current_rss().expect("VmRSS");
         assert!(rss > 1024 * 1024);
         assert!(peak_rss().expect("VmHWM") >= rss);
+    }
+
+    #[test]
+    fn a_stat_line_gives_user_and_system_ticks_whatever_the_name() {
+        let stat = "4242 (fjall:worker) S 1 4242 4242 0 -1 4194368 120 0 0 0 \
+                    731 52 0 0 20 0 9 0 1234 0 0";
+        assert_eq!(stat_cpu_ticks(stat), Some(783));
+        let odd = "7 (a) b (c) R 1 7 7 0 -1 0 0 0 0 0 5 6 0 0";
+        assert_eq!(
+            stat_cpu_ticks(odd),
+            Some(11),
+            "counted after the last parenthesis"
+        );
+        assert_eq!(stat_cpu_ticks("7 (cut) R 1 7"), None);
+    }
+
+    #[test]
+    fn the_cpu_of_named_threads_is_summed_on_linux() {
+        if !cfg!(target_os = "linux") {
+            return;
+        }
+        let name = "usage-test-spin";
+        assert_eq!(threads_cpu(name), None, "no thread has the name yet");
+        let (done, stop) = std::sync::mpsc::channel::<()>();
+        let spinner = std::thread::Builder::new()
+            .name(name.into())
+            .spawn(move || {
+                let mut x = 0u64;
+                while stop.try_recv().is_err() {
+                    x = x.wrapping_add(std::hint::black_box(1));
+                }
+                x
+            })
+            .expect("spawning a thread");
+        // The kernel counts CPU time in ticks: wait for the first one.
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut seen = threads_cpu(name);
+        while seen.is_none_or(|cpu| cpu.is_zero()) && std::time::Instant::now() < deadline {
+            std::thread::yield_now();
+            seen = threads_cpu(name);
+        }
+        done.send(()).expect("the spinner is alive");
+        spinner.join().expect("the spinner ends");
+        assert!(seen.is_some_and(|cpu| cpu > Duration::ZERO), "{seen:?}");
+        assert_eq!(threads_cpu("no-such-thread"), None);
     }
 }
