@@ -276,11 +276,13 @@ impl Coordinator {
         // here may have been found (and queued) from a shallower page.
         let store = &self.store;
         let first = |url: &str| store.referrers(url).is_ok_and(|r| r.is_empty());
-        let referred = filtered
+        // Read before the referrers are added: adding holds them.
+        let referred: Vec<(&str, bool)> = filtered
             .iter()
             .zip(fresh)
-            .map(|(f, new)| (f.url.as_str(), new && first(&f.url)));
-        if let Err(e) = self.store.add_referrers(parent, referred) {
+            .map(|(f, new)| (f.url.as_str(), new && first(&f.url)))
+            .collect();
+        if let Err(e) = self.store.add_referrers(parent, referred.into_iter()) {
             self.storage_failed("recording who links to a page", e);
         }
     }

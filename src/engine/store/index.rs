@@ -323,6 +323,22 @@ impl CrawlIndex {
         Ok(())
     }
 
+    /// Writes `rows`, sorted by key and each key once, as tables of `to`
+    /// directly (fjall's ingestion): no journal, no memtable. Newer than
+    /// every row already there.
+    pub(super) fn ingest<'a>(
+        &self,
+        to: Rows,
+        rows: impl Iterator<Item = (&'a [u8], &'a [u8])>,
+    ) -> Result<(), StoreError> {
+        let error = StoreError::index("ingest");
+        let mut ingestion = self.rows(to).start_ingestion().map_err(&error)?;
+        for (key, value) in rows {
+            ingestion.write(key, value).map_err(&error)?;
+        }
+        ingestion.finish().map_err(error)
+    }
+
     /// Makes what was written durable (nothing to do if nothing was).
     pub(super) fn persist(&self) -> Result<(), StoreError> {
         if !self.unsynced.swap(false, Ordering::AcqRel) {

@@ -29,7 +29,7 @@ use crate::engine::dedup::FingerprintMap;
 /// URLs tallied before the group is written even without a flush.
 const MAX_PENDING: usize = 64 * 1024;
 /// Age of a group at which a flush writes it.
-const WRITE_EVERY: Duration = Duration::from_secs(2);
+pub(super) const WRITE_EVERY: Duration = Duration::from_secs(2);
 /// Rows of an earlier version's counts removed in one write.
 const ROW_REMOVALS_PER_WRITE: usize = 16 * 1024;
 

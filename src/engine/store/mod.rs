@@ -24,6 +24,7 @@ pub mod private;
 mod query;
 mod record_codec;
 mod records;
+mod referrer_batch;
 mod referrers;
 mod sitemaps;
 mod typed;
@@ -339,17 +340,20 @@ impl Store {
     }
 
     /// [`Store::flush`], with everything held back for a larger write (the
-    /// inlink counts) written first: at checkpoints and at the end.
+    /// inlink counts, referrers) written first: at checkpoints and at the end.
     pub(crate) fn flush_all(&self) -> Result<(), StoreError> {
+        self.write_pending_referrers()?;
         self.write_pending_inlinks()?;
         self.flush()
     }
 
-    /// Makes everything written so far durable (but the inlink counts of the
-    /// last seconds, see `inlinks.rs`).
+    /// Makes everything written so far durable (but the inlink counts and
+    /// referrers of the last seconds, see `inlinks.rs`, `referrer_batch.rs`).
     pub(crate) fn flush(&self) -> Result<(), StoreError> {
         self.simulated_fault("flush")?;
-        self.write_pending_referrers()?;
+        if self.referrer_counts().pending.is_due() {
+            self.write_pending_referrers()?;
+        }
         if self.referrer_counts().inlinks.is_due() {
             self.write_pending_inlinks()?;
         }

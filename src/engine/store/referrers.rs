@@ -4,10 +4,12 @@
 //! in URL order: random inserts all over a growing key space. In sled, where
 //! earlier versions kept them, they cost as much CPU as the rest of the store
 //! together and, once they outgrew sled's cache, its memory ran away
-//! (docs/PERFORMANCE.md, "Memory"); an LSM tree (`index.rs`) appends them.
+//! (docs/PERFORMANCE.md, "Memory"); an LSM tree (`index.rs`) appends them,
+//! in sorted batches (`referrer_batch.rs`).
 
 use super::index::{CrawlIndex, Rows};
 use super::inlinks::InlinkTally;
+use super::referrer_batch::PendingReferrers;
 use super::{keys, Store, StoreError};
 use crate::engine::dedup::FingerprintSet;
 
@@ -24,9 +26,6 @@ const LINE: usize = 256;
 // A slot counts up to MAX_REFERRERS - 1 further referrers in two bits.
 const _: () = assert!(MAX_REFERRERS - 1 <= 3);
 
-/// Referrer writes applied together (one journal write each).
-const REFERRER_BATCH: usize = 1024;
-
 /// How many further referrers each URL has, estimated in fixed memory (a
 /// count-min sketch over URL fingerprints, two probes, conservative update).
 /// It only ever overestimates, so a URL never gets more than
@@ -34,12 +33,11 @@ const REFERRER_BATCH: usize = 1024;
 /// no read of the store. It starts empty on resume: a resumed crawl may add
 /// that many again.
 ///
-/// It also holds the referrer writes not applied yet, applied in groups of
-/// [`REFERRER_BATCH`] and at every flush.
+/// It also holds the referrer rows not written yet.
 #[derive(Default)]
 pub(super) struct ReferrerCounts {
     slots: Vec<u8>,
-    pending: Vec<(Vec<u8>, Vec<u8>)>,
+    pub(super) pending: PendingReferrers,
     /// The links of the pages since the last write, counted (`inlinks`).
     pub(super) inlinks: InlinkTally,
 }
@@ -79,7 +77,9 @@ fn first_key(url: &str) -> Vec<u8> {
     key
 }
 
-/// Key of a further referrer: the first key and the referring URL.
+/// Key of a further referrer: the first key and the referring URL
+/// (`add_referrers` writes it in its parts).
+#[cfg(test)]
 fn further_key(url: &str, parent: &str) -> Vec<u8> {
     let mut key = first_key(url);
     key.extend_from_slice(parent.as_bytes());
@@ -109,18 +109,18 @@ impl Store {
             if target != parent {
                 counts.inlinks.add(fingerprint);
             }
+            let url = target.as_bytes();
             if fresh {
                 counts
                     .pending
-                    .push((first_key(target), parent.as_bytes().to_vec()));
+                    .push(fingerprint, &[url, &[0]], parent.as_bytes());
             } else if target != parent && counts.admit(fingerprint) {
-                counts
-                    .pending
-                    .push((further_key(target, parent), order.to_vec()));
+                let key = [url, &[0], parent.as_bytes()];
+                counts.pending.push(fingerprint, &key, &order);
             }
         }
         let inlinks_full = counts.inlinks.is_full();
-        let referrers_full = counts.pending.len() >= REFERRER_BATCH;
+        let referrers_full = counts.pending.is_full();
         drop(counts);
         if inlinks_full {
             self.write_pending_inlinks()?;
@@ -138,22 +138,28 @@ impl Store {
             .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Writes the referrers held back (durable at the index's next persist).
+    /// Writes the referrers held back.
     pub(super) fn write_pending_referrers(&self) -> Result<(), StoreError> {
-        let pending = std::mem::take(&mut self.referrer_counts().pending);
-        let rows = pending.into_iter().map(|(key, value)| (key, Some(value)));
-        self.inner.index.write(Rows::Referrers, rows)
+        // Held while they are written: a read finds each row in one place
+        // or the other.
+        self.referrer_counts().pending.write(&self.inner.index)
     }
 
     /// The referrers of `url`: the page it was first found on, then the
     /// others in the order they were found (at most [`MAX_REFERRERS`]).
     pub fn referrers(&self, url: &str) -> Result<Vec<String>, StoreError> {
-        let mut entries = ReferrerEntries::new(&self.inner.index, &first_key(url));
-        Ok(entries
-            .next()
-            .transpose()?
-            .map(|(_, r)| r)
-            .unwrap_or_default())
+        let first = first_key(url);
+        let counts = self.referrer_counts();
+        let mut gathered = Gathered::default();
+        for row in self.inner.index.rows(Rows::Referrers).prefix(&first) {
+            let (key, value) = row.into_inner().map_err(StoreError::index("scan"))?;
+            gathered.take(&key, &value)?;
+        }
+        let held = counts.pending.rows_of(keys::url_fingerprint(url), &first);
+        for (key, value) in held {
+            gathered.take(key, value)?;
+        }
+        Ok(gathered.into_list())
     }
 
     /// `(url, referrers)` for URLs starting with `url_prefix`, in URL order.
@@ -161,6 +167,10 @@ impl Store {
         &self,
         url_prefix: &str,
     ) -> super::query::Entries<(String, Vec<String>)> {
+        // A listing shows every referrer found so far.
+        if let Err(e) = self.write_pending_referrers() {
+            return Box::new(std::iter::once(Err(e)));
+        }
         Box::new(ReferrerEntries::new(
             &self.inner.index,
             url_prefix.as_bytes(),
@@ -201,28 +211,56 @@ fn split_key(key: &[u8]) -> Result<(&str, &str), StoreError> {
     Ok((text(&key[..at])?, text(&key[at + 1..])?))
 }
 
+/// One URL's referrer rows, gathered into its list.
+#[derive(Default)]
+struct Gathered {
+    first: Option<String>,
+    /// `(when found, referring URL)`.
+    further: Vec<(Vec<u8>, String)>,
+}
+
+impl Gathered {
+    /// Takes one row; returns the URL it is of.
+    fn take<'k>(&mut self, key: &'k [u8], value: &[u8]) -> Result<&'k str, StoreError> {
+        let (url, parent) = split_key(key)?;
+        if parent.is_empty() {
+            // The earlier row leads: the stored one before one held back.
+            self.first
+                .get_or_insert_with(|| String::from_utf8_lossy(value).into_owned());
+        } else {
+            self.further.push((value.to_vec(), parent.to_string()));
+        }
+        Ok(url)
+    }
+
+    /// The first referrer, then the others in the order they were found.
+    fn into_list(mut self) -> Vec<String> {
+        self.further.sort();
+        let mut list: Vec<String> = self.first.into_iter().collect();
+        for (_, parent) in self.further {
+            if list.len() >= MAX_REFERRERS {
+                break;
+            }
+            if !list.contains(&parent) {
+                list.push(parent);
+            }
+        }
+        list
+    }
+}
+
 impl Iterator for ReferrerEntries {
     type Item = Result<(String, Vec<String>), StoreError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let scan_error = |source| StoreError::Index { op: "scan", source };
+        let scan_error = StoreError::index("scan");
         let (key, value) = match self.inner.next()? {
             Ok(kv) => kv,
             Err(e) => return Some(Err(scan_error(e))),
         };
-        let mut first = None;
-        let mut further: Vec<(Vec<u8>, String)> = Vec::new();
-        let mut take = |key: &[u8], value: &[u8]| -> Result<String, StoreError> {
-            let (url, parent) = split_key(key)?;
-            if parent.is_empty() {
-                first = Some(String::from_utf8_lossy(value).into_owned());
-            } else {
-                further.push((value.to_vec(), parent.to_string()));
-            }
-            Ok(url.to_string())
-        };
-        let url = match take(&key, &value) {
-            Ok(u) => u,
+        let mut gathered = Gathered::default();
+        let url = match gathered.take(&key, &value) {
+            Ok(u) => u.to_string(),
             Err(e) => return Some(Err(e)),
         };
         loop {
@@ -235,7 +273,7 @@ impl Iterator for ReferrerEntries {
             }
             match self.inner.next() {
                 Some(Ok((k, v))) => {
-                    if let Err(e) = take(&k, &v) {
+                    if let Err(e) = gathered.take(&k, &v) {
                         return Some(Err(e));
                     }
                 }
@@ -243,17 +281,7 @@ impl Iterator for ReferrerEntries {
                 None => break,
             }
         }
-        further.sort();
-        let mut list: Vec<String> = first.into_iter().collect();
-        for (_, parent) in further {
-            if list.len() >= MAX_REFERRERS {
-                break;
-            }
-            if !list.contains(&parent) {
-                list.push(parent);
-            }
-        }
-        Some(Ok((url, list)))
+        Some(Ok((url, gathered.into_list())))
     }
 }
 
@@ -327,6 +355,51 @@ mod tests {
     }
 
     #[test]
+    fn referrers_held_back_are_read_before_and_after_they_are_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let (target, early, late) = (
+            "http://a.example/t",
+            "http://a.example/p1",
+            "http://a.example/p2",
+        );
+        store
+            .add_referrers(early, [(target, true)].into_iter())
+            .unwrap();
+        store.write_pending_referrers().unwrap();
+        store
+            .add_referrers(late, [(target, false)].into_iter())
+            .unwrap();
+        store.flush().unwrap();
+        assert!(
+            !store.referrer_counts().pending.is_due(),
+            "a flush does not write a batch just begun"
+        );
+        assert_eq!(
+            store.referrers(target).unwrap(),
+            [early, late],
+            "stored, then held"
+        );
+        assert!(store.referrers("http://a.example/t2").unwrap().is_empty());
+        let listed: Vec<_> = store
+            .referrer_entries("http://a.example/")
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            listed,
+            [(
+                target.to_string(),
+                vec![early.to_string(), late.to_string()]
+            )]
+        );
+        assert_eq!(
+            store.referrers(target).unwrap(),
+            [early, late],
+            "a listing writes them"
+        );
+    }
+
+    #[test]
     fn referrers_survive_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         {
@@ -335,7 +408,8 @@ mod tests {
             store
                 .add_referrers("http://a.example/p", links.into_iter())
                 .unwrap();
-            store.flush().unwrap();
+            // A checkpoint: what a plain flush holds back is written.
+            store.flush_all().unwrap();
         }
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         assert_eq!(

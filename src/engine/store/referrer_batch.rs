@@ -1,0 +1,174 @@
+//! Referrer rows held back, then written together as a sorted run straight
+//! into tables of the index (fjall's ingestion): no journal entry and no
+//! memtable insert a row. The first tenth of a large crawl adds ~30 of them
+//! a page, and written one by one they were most of what its store cost
+//! (docs/PERFORMANCE.md, "Referrer rows ingested in sorted batches").
+//!
+//! Like the inlink counts' groups, they are written when the batch is full,
+//! at the first flush [`WRITE_EVERY`] after it began and at every checkpoint,
+//! so a `kill -9` may lose the referrers of the last few seconds' links.
+//! Reads see them before that: `Store::referrers` looks here too.
+
+use std::time::Instant;
+
+use super::index::{CrawlIndex, Rows};
+use super::inlinks::WRITE_EVERY;
+use super::StoreError;
+use crate::engine::dedup::FingerprintSet;
+
+/// Bytes of keys and values held before they are written: ~35,000 rows of
+/// the bench's URLs, a table of level 0 each time.
+const BATCH_BYTES: usize = 4 << 20;
+/// A row's head: the key's length and the value's (u32, little-endian).
+const HEAD: usize = 8;
+
+#[derive(Default)]
+pub(super) struct PendingReferrers {
+    /// The rows, each its head, its key, its value: one allocation for all.
+    bytes: Vec<u8>,
+    /// Where each row starts, in the order they were held.
+    starts: Vec<usize>,
+    /// Fingerprints of the URLs the rows are of: a read of any other URL
+    /// looks no further.
+    urls: FingerprintSet,
+    since: Option<Instant>,
+}
+
+impl PendingReferrers {
+    /// Holds the row whose key is `key` (the parts joined) for the URL whose
+    /// fingerprint is `url`. Keys hold at most two URLs, so their lengths fit.
+    pub(super) fn push(&mut self, url: u64, key: &[&[u8]], value: &[u8]) {
+        if self.bytes.capacity() == 0 {
+            // Exactly: doubling past the batch would hold twice its memory.
+            self.bytes.reserve_exact(BATCH_BYTES + BATCH_BYTES / 16);
+        }
+        self.since.get_or_insert_with(Instant::now);
+        self.urls.insert(url);
+        self.starts.push(self.bytes.len());
+        let key_len: usize = key.iter().map(|part| part.len()).sum();
+        self.bytes
+            .extend_from_slice(&(key_len as u32).to_le_bytes());
+        self.bytes
+            .extend_from_slice(&(value.len() as u32).to_le_bytes());
+        for part in key {
+            self.bytes.extend_from_slice(part);
+        }
+        self.bytes.extend_from_slice(value);
+    }
+
+    fn row(&self, start: usize) -> (&[u8], &[u8]) {
+        let length = |at: usize| {
+            let bytes: [u8; 4] = self.bytes[at..at + 4].try_into().expect("four bytes");
+            u32::from_le_bytes(bytes) as usize
+        };
+        let (key_len, value_len) = (length(start), length(start + 4));
+        let key = start + HEAD;
+        let value = key + key_len;
+        (
+            &self.bytes[key..value],
+            &self.bytes[value..value + value_len],
+        )
+    }
+
+    /// The rows held for the URL with fingerprint `url` whose keys start
+    /// with `prefix`, in the order they were held.
+    pub(super) fn rows_of<'a>(
+        &'a self,
+        url: u64,
+        prefix: &'a [u8],
+    ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        let held = self.urls.contains(&url);
+        self.starts
+            .iter()
+            .filter(move |_| held)
+            .map(|&start| self.row(start))
+            .filter(move |(key, _)| key.starts_with(prefix))
+    }
+
+    /// The batch is full: write it now.
+    pub(super) fn is_full(&self) -> bool {
+        self.bytes.len() >= BATCH_BYTES
+    }
+
+    /// Whether a flush should write the batch.
+    pub(super) fn is_due(&self) -> bool {
+        self.is_full() || self.since.is_some_and(|t| t.elapsed() >= WRITE_EVERY)
+    }
+
+    /// Writes the rows into the referrer keyspace, each key once (the row
+    /// held first: a URL's first referrer is the page it was first found
+    /// on), and empties the batch. On an error the rows stay held.
+    pub(super) fn write(&mut self, index: &CrawlIndex) -> Result<(), StoreError> {
+        if self.starts.is_empty() {
+            return Ok(());
+        }
+        let mut order = std::mem::take(&mut self.starts);
+        // Stable: of equal keys the one held first leads and stays.
+        order.sort_by(|&a, &b| self.row(a).0.cmp(self.row(b).0));
+        order.dedup_by(|later, earlier| self.row(*later).0 == self.row(*earlier).0);
+        let written = index.ingest(Rows::Referrers, order.iter().map(|&at| self.row(at)));
+        if written.is_err() {
+            self.starts = order;
+            return written;
+        }
+        self.bytes.clear();
+        self.urls.clear();
+        self.since = None;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_come_back_whole_and_only_for_their_url() {
+        let mut batch = PendingReferrers::default();
+        batch.push(1, &[b"http://a.test/x", &[0]], b"http://a.test/");
+        batch.push(2, &[b"http://a.test/y", &[0]], b"http://a.test/");
+        batch.push(
+            1,
+            &[b"http://a.test/x", &[0], b"http://a.test/p"],
+            &7u64.to_be_bytes(),
+        );
+        batch.push(1, &[b"http://a.test/xz", &[0]], b"http://a.test/q");
+        let of_x: Vec<_> = batch.rows_of(1, b"http://a.test/x\0").collect();
+        assert_eq!(
+            of_x,
+            [
+                (&b"http://a.test/x\0"[..], &b"http://a.test/"[..]),
+                (
+                    &b"http://a.test/x\0http://a.test/p"[..],
+                    &7u64.to_be_bytes()[..]
+                ),
+            ],
+            "a longer URL sharing the start is another URL's"
+        );
+        assert_eq!(
+            batch.rows_of(3, b"http://a.test/x\0").count(),
+            0,
+            "not held"
+        );
+        assert!(!batch.is_full());
+        assert!(!batch.is_due(), "just begun");
+    }
+
+    #[test]
+    fn a_batch_fills_at_its_size_without_growing_past_its_room() {
+        let mut batch = PendingReferrers::default();
+        let value = [b'v'; 200];
+        let mut rows = 0;
+        while !batch.is_full() {
+            batch.push(
+                rows,
+                &[format!("http://a.test/{rows}").as_bytes(), &[0]],
+                &value,
+            );
+            rows += 1;
+        }
+        assert!(rows > 15_000, "{rows} rows");
+        assert!(batch.is_due());
+        assert!(batch.bytes.capacity() < BATCH_BYTES + BATCH_BYTES / 8);
+    }
+}
