@@ -29,21 +29,38 @@ use crate::engine::dedup::FingerprintMap;
 /// URLs tallied before the group is written even without a flush.
 const MAX_PENDING: usize = 64 * 1024;
 /// Age of a group at which a flush writes it.
-pub(super) const WRITE_EVERY: Duration = Duration::from_secs(2);
+const WRITE_EVERY: Duration = Duration::from_secs(2);
 /// Rows of an earlier version's counts removed in one write.
 const ROW_REMOVALS_PER_WRITE: usize = 16 * 1024;
+
+/// When the oldest write a store holds back was held: a flush writes them
+/// [`WRITE_EVERY`] after it (the inlink counts' group, the referrer batch).
+#[derive(Debug, Default)]
+pub(super) struct HeldSince(Option<Instant>);
+
+impl HeldSince {
+    /// A write is held back (the first one starts the window).
+    pub(super) fn hold(&mut self) {
+        self.0.get_or_insert_with(Instant::now);
+    }
+
+    /// The window has passed: a flush should write what is held.
+    pub(super) fn is_over(&self) -> bool {
+        self.0.is_some_and(|t| t.elapsed() >= WRITE_EVERY)
+    }
+}
 
 /// Links of the current group of pages, by target URL's fingerprint.
 #[derive(Default)]
 pub(super) struct InlinkTally {
     pending: FingerprintMap<u32>,
-    since: Option<Instant>,
+    held: HeldSince,
 }
 
 impl InlinkTally {
     /// One more page links to the URL whose fingerprint is `fingerprint`.
     pub(super) fn add(&mut self, fingerprint: u64) {
-        self.since.get_or_insert_with(Instant::now);
+        self.held.hold();
         let n = self.pending.entry(fingerprint).or_insert(0);
         *n = n.saturating_add(1);
     }
@@ -54,7 +71,7 @@ impl InlinkTally {
 
     /// Whether a flush should write the group.
     pub(super) fn is_due(&self) -> bool {
-        self.is_full() || self.since.is_some_and(|t| t.elapsed() >= WRITE_EVERY)
+        self.is_full() || self.held.is_over()
     }
 
     /// The tally as pairs in fingerprint order.

@@ -5,14 +5,12 @@
 //! (docs/PERFORMANCE.md, "Referrer rows ingested in sorted batches").
 //!
 //! Like the inlink counts' groups, they are written when the batch is full,
-//! at the first flush [`WRITE_EVERY`] after it began and at every checkpoint,
+//! at the first flush 2 s after it began ([`HeldSince`]) and at every checkpoint,
 //! so a `kill -9` may lose the referrers of the last few seconds' links.
 //! Reads see them before that: `Store::referrers` looks here too.
 
-use std::time::Instant;
-
 use super::index::{CrawlIndex, Rows};
-use super::inlinks::WRITE_EVERY;
+use super::inlinks::HeldSince;
 use super::StoreError;
 use crate::engine::dedup::FingerprintSet;
 
@@ -31,7 +29,7 @@ pub(super) struct PendingReferrers {
     /// Fingerprints of the URLs the rows are of: a read of any other URL
     /// looks no further.
     urls: FingerprintSet,
-    since: Option<Instant>,
+    held: HeldSince,
 }
 
 impl PendingReferrers {
@@ -42,7 +40,7 @@ impl PendingReferrers {
             // Exactly: doubling past the batch would hold twice its memory.
             self.bytes.reserve_exact(BATCH_BYTES + BATCH_BYTES / 16);
         }
-        self.since.get_or_insert_with(Instant::now);
+        self.held.hold();
         self.urls.insert(url);
         self.starts.push(self.bytes.len());
         let key_len: usize = key.iter().map(|part| part.len()).sum();
@@ -95,7 +93,7 @@ impl PendingReferrers {
 
     /// Whether a flush should write the batch.
     pub(super) fn is_due(&self) -> bool {
-        self.is_full() || self.since.is_some_and(|t| t.elapsed() >= WRITE_EVERY)
+        self.is_full() || self.held.is_over()
     }
 
     /// Writes the rows into the referrer keyspace, each key once (the row
@@ -116,7 +114,7 @@ impl PendingReferrers {
         }
         self.bytes.clear();
         self.urls.clear();
-        self.since = None;
+        self.held = HeldSince::default();
         Ok(())
     }
 }
