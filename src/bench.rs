@@ -290,7 +290,8 @@ async fn with_progress(
     let mut snapshots = handle.snapshots;
     let cpu_at_start = Usage::now().map_or(Duration::ZERO, |u| u.cpu);
     let store_cpu_at_start = threads_cpu(STORE_WORKER_THREAD).unwrap_or(Duration::ZERO);
-    // The store's threads end with the crawl: its end counts the last reading.
+    // The store's threads end with the crawl: its end counts the last reading,
+    // taken with every snapshot (a few /proc reads, four times a second).
     let store_cpu_seen = std::cell::Cell::new(None);
     let store_cpu = || {
         let now = threads_cpu(STORE_WORKER_THREAD)
