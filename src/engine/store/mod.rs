@@ -235,6 +235,7 @@ impl Store {
             inner: Arc::new(inner),
         };
         store.load_inlinks(dir)?;
+        store.referrer_counts().pending = referrer_batch::PendingReferrers::open(dir)?;
         let pass = store.stored_pass()?;
         store.inner.recrawl_pass.store(pass, Ordering::Relaxed);
         Ok(store)
@@ -351,8 +352,13 @@ impl Store {
     /// referrers of the last seconds, see `inlinks.rs`, `referrer_batch.rs`).
     pub(crate) fn flush(&self) -> Result<(), StoreError> {
         self.simulated_fault("flush")?;
-        if self.referrer_counts().pending.is_due() {
-            self.write_pending_referrers()?;
+        {
+            let mut counts = self.referrer_counts();
+            match counts.pending.is_due() {
+                true => counts.pending.write(&self.inner.index)?,
+                // Kept on disk until written: they survive a `kill -9`.
+                false => counts.pending.log_new_rows()?,
+            }
         }
         if self.referrer_counts().inlinks.is_due() {
             self.write_pending_inlinks()?;

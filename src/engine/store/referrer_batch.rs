@@ -4,13 +4,21 @@
 //! a page, and written one by one they were most of what its store cost
 //! (docs/PERFORMANCE.md, "Referrer rows ingested in sorted batches").
 //!
-//! Like the inlink counts' groups, they are written when the batch is full,
-//! at the first flush 2 s after it began ([`HeldSince`]) and at every checkpoint,
-//! so a `kill -9` may lose the referrers of the last few seconds' links.
-//! Reads see them before that: `Store::referrers` looks here too.
+//! They are written when the batch is full, at the first flush 2 s after it
+//! began ([`HeldSince`]) and at every checkpoint. Until then every flush (each
+//! group commit) appends the rows held since the last one to
+//! `<data dir>/referrers.held`, in the batch's own layout, so they survive a
+//! `kill -9`; opening the store takes them back, and a written batch empties
+//! the file. Reads see held rows too: `Store::referrers` looks here.
+
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
 
 use super::index::{CrawlIndex, Rows};
 use super::inlinks::HeldSince;
+use super::keys::url_fingerprint;
+use super::private;
 use super::StoreError;
 use crate::engine::dedup::FingerprintSet;
 
@@ -30,9 +38,65 @@ pub(super) struct PendingReferrers {
     /// looks no further.
     urls: FingerprintSet,
     held: HeldSince,
+    /// The rows' copy on disk, and how many of `bytes` it holds.
+    log: Option<(File, PathBuf)>,
+    logged: usize,
 }
 
+/// The held rows' file in a data directory.
+const LOG_FILE: &str = "referrers.held";
+
 impl PendingReferrers {
+    /// The batch of `data_dir`, with the rows its file kept (a row cut short
+    /// by a `kill -9` is cut off).
+    pub(super) fn open(data_dir: &Path) -> Result<PendingReferrers, StoreError> {
+        let path = data_dir.join(LOG_FILE);
+        let error = |op| {
+            let path = path.clone();
+            move |source| StoreError::File { op, path, source }
+        };
+        let mut file = private::private_file_options()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(&path)
+            .map_err(error("opening"))?;
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes).map_err(error("reading"))?;
+        let mut batch = PendingReferrers::default();
+        let mut at = 0;
+        while let Some((key, value)) = whole_row(&bytes[at..]) {
+            let url = key.split(|b| *b == 0).next().unwrap_or_default();
+            let fingerprint = url_fingerprint(&String::from_utf8_lossy(url));
+            batch.push(fingerprint, &[key], value);
+            at += HEAD + key.len() + value.len();
+        }
+        if at < bytes.len() {
+            file.set_len(at as u64)
+                .map_err(error("cutting the torn end of"))?;
+        }
+        batch.logged = batch.bytes.len();
+        batch.log = Some((file, path));
+        Ok(batch)
+    }
+
+    /// Appends the rows held since the last call to the file.
+    pub(super) fn log_new_rows(&mut self) -> Result<(), StoreError> {
+        let Some((file, path)) = &mut self.log else {
+            return Ok(());
+        };
+        let new = &self.bytes[self.logged..];
+        if !new.is_empty() {
+            file.write_all(new).map_err(|source| StoreError::File {
+                op: "appending to",
+                path: path.clone(),
+                source,
+            })?;
+        }
+        self.logged = self.bytes.len();
+        Ok(())
+    }
+
     /// Holds the row whose key is `key` (the parts joined) for the URL whose
     /// fingerprint is `url`. Keys hold at most two URLs, so their lengths fit.
     pub(super) fn push(&mut self, url: u64, key: &[&[u8]], value: &[u8]) {
@@ -55,17 +119,7 @@ impl PendingReferrers {
     }
 
     fn row(&self, start: usize) -> (&[u8], &[u8]) {
-        let length = |at: usize| {
-            let bytes: [u8; 4] = self.bytes[at..at + 4].try_into().expect("four bytes");
-            u32::from_le_bytes(bytes) as usize
-        };
-        let (key_len, value_len) = (length(start), length(start + 4));
-        let key = start + HEAD;
-        let value = key + key_len;
-        (
-            &self.bytes[key..value],
-            &self.bytes[value..value + value_len],
-        )
+        whole_row(&self.bytes[start..]).expect("a held row is whole")
     }
 
     /// The rows held for the URL with fingerprint `url` whose keys start
@@ -115,8 +169,29 @@ impl PendingReferrers {
         self.bytes.clear();
         self.urls.clear();
         self.held = HeldSince::default();
-        Ok(())
+        self.logged = 0;
+        match &self.log {
+            Some((file, path)) => file.set_len(0).map_err(|source| StoreError::File {
+                op: "emptying",
+                path: path.clone(),
+                source,
+            }),
+            None => Ok(()),
+        }
     }
+}
+
+/// The row at the start of `bytes`, if it is all there.
+fn whole_row(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+    let length = |at: usize| -> Option<usize> {
+        let field: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+        Some(u32::from_le_bytes(field) as usize)
+    };
+    let (key_len, value_len) = (length(0)?, length(4)?);
+    let key = bytes.get(HEAD..HEAD.checked_add(key_len)?)?;
+    let value_at = HEAD + key_len;
+    let value = bytes.get(value_at..value_at.checked_add(value_len)?)?;
+    Some((key, value))
 }
 
 #[cfg(test)]

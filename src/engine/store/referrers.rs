@@ -400,6 +400,50 @@ mod tests {
     }
 
     #[test]
+    fn held_referrers_survive_a_kill_at_any_flush_and_a_torn_row_is_cut() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = dir.path().join("referrers.held");
+        let (target, parent) = ("http://a.example/t", "http://a.example/p");
+        {
+            let store = Store::open(dir.path(), 1 << 20).unwrap();
+            store
+                .add_referrers(parent, [(target, true)].into_iter())
+                .unwrap();
+            store.flush().unwrap();
+            // Dropped without a checkpoint, as by `kill -9`.
+        }
+        let logged = std::fs::metadata(&held).unwrap().len();
+        assert!(logged > 0, "a flush keeps the held rows on disk");
+        let mut file = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&held)
+            .unwrap();
+        std::io::Write::write_all(&mut file, &[9, 0, 0, 0, 1]).unwrap();
+        drop(file);
+        {
+            let store = Store::open(dir.path(), 1 << 20).unwrap();
+            assert_eq!(store.referrers(target).unwrap(), [parent]);
+            assert_eq!(
+                std::fs::metadata(&held).unwrap().len(),
+                logged,
+                "torn row cut"
+            );
+            store.flush_all().unwrap();
+            assert_eq!(
+                std::fs::metadata(&held).unwrap().len(),
+                0,
+                "written: emptied"
+            );
+        }
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        assert_eq!(
+            store.referrers(target).unwrap(),
+            [parent],
+            "from the index now"
+        );
+    }
+
+    #[test]
     fn referrers_survive_a_reopen() {
         let dir = tempfile::tempdir().unwrap();
         {
