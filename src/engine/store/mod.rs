@@ -348,8 +348,9 @@ impl Store {
         self.flush()
     }
 
-    /// Makes everything written so far durable (but the inlink counts and
-    /// referrers of the last seconds, see `inlinks.rs`, `referrer_batch.rs`).
+    /// Makes everything written so far durable (but the inlink counts of the
+    /// last seconds, see `inlinks.rs`); held referrers go to their file
+    /// (`referrer_batch.rs`).
     pub(crate) fn flush(&self) -> Result<(), StoreError> {
         self.simulated_fault("flush")?;
         {
