@@ -263,6 +263,7 @@ mod tests {
         store
             .add_fragment_links(url, fragments.iter().copied())
             .unwrap();
+        store.flush().unwrap();
     }
 
     fn merged(dirs: &[&Path]) -> Results {

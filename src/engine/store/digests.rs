@@ -6,6 +6,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
+use super::held_rows::HeldRows;
 use super::index::Rows;
 use super::warc::EarlierCapture;
 use super::{Store, StoreError, WarcLocation};
@@ -66,9 +67,27 @@ fn decode_row(row: &[u8], payload_digest: &str) -> (String, Option<FirstCapture>
     (url, capture)
 }
 
-/// The Bloom filter, filled from the index on first use.
+/// The Bloom filter and the rows not written yet, behind one lock.
 #[derive(Default)]
-pub(super) struct DigestIndex(Mutex<Option<BloomFilter>>);
+pub(super) struct DigestIndex(Mutex<DigestState>);
+
+#[derive(Default)]
+pub(super) struct DigestState {
+    /// Filled from the index on first use.
+    bloom: Option<BloomFilter>,
+    /// First URLs of digests found since the last batch write (`held_rows.rs`).
+    pub(super) held: HeldRows,
+}
+
+/// Holds a digest's row for the next batch write; reads see it at once.
+fn insert_digest_row(state: &mut DigestState, digest: &[u8], row: Vec<u8>) {
+    state.held.hold(digest.to_vec(), row);
+    state
+        .bloom
+        .as_mut()
+        .expect("loaded by digest_filter")
+        .insert(fingerprint(digest));
+}
 
 /// The Bloom filter's fingerprint of a SHA-1 (already uniform).
 fn fingerprint(digest: &[u8]) -> u64 {
@@ -86,12 +105,12 @@ impl Store {
         digest: &[u8],
         url: &str,
     ) -> Result<Option<String>, StoreError> {
-        let mut bloom = self.digest_filter()?;
-        if let Some(row) = self.digest_row(&bloom, digest)? {
+        let mut state = self.digest_filter()?;
+        if let Some(row) = self.digest_row(&state, digest)? {
             let (first, _) = decode_row(&row, "");
             return Ok((first != url).then_some(first));
         }
-        self.insert_digest_row(&mut bloom, digest, encode_row(url, None))?;
+        insert_digest_row(&mut state, digest, encode_row(url, None));
         Ok(None)
     }
 
@@ -102,8 +121,8 @@ impl Store {
         digest: &[u8],
         payload_digest: &str,
     ) -> Result<Option<FirstCapture>, StoreError> {
-        let bloom = self.digest_filter()?;
-        let row = self.digest_row(&bloom, digest)?;
+        let state = self.digest_filter()?;
+        let row = self.digest_row(&state, digest)?;
         Ok(row.and_then(|row| decode_row(&row, payload_digest).1))
     }
 
@@ -116,57 +135,48 @@ impl Store {
         url: &str,
         capture: &FirstCapture,
     ) -> Result<bool, StoreError> {
-        let mut bloom = self.digest_filter()?;
-        if self.digest_row(&bloom, digest)?.is_some() {
+        let mut state = self.digest_filter()?;
+        if self.digest_row(&state, digest)?.is_some() {
             return Ok(false);
         }
-        self.insert_digest_row(&mut bloom, digest, encode_row(url, Some(capture)))?;
+        insert_digest_row(&mut state, digest, encode_row(url, Some(capture)));
         Ok(true)
     }
 
-    /// The Bloom filter, locked (page threads and the crawl loop share it).
-    fn digest_filter(&self) -> Result<MutexGuard<'_, Option<BloomFilter>>, StoreError> {
-        let mut index = self
-            .inner
+    /// The digests' state, locked (page threads and the crawl loop share it).
+    pub(super) fn digest_state(&self) -> MutexGuard<'_, DigestState> {
+        self.inner
             .digests
             .0
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
-        if index.is_none() {
-            *index = Some(self.load_digests()?);
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// [`Store::digest_state`] with the Bloom filter loaded.
+    fn digest_filter(&self) -> Result<MutexGuard<'_, DigestState>, StoreError> {
+        let mut state = self.digest_state();
+        if state.bloom.is_none() {
+            state.bloom = Some(self.load_digests()?);
         }
-        Ok(index)
+        Ok(state)
     }
 
     fn digest_row(
         &self,
-        bloom: &MutexGuard<'_, Option<BloomFilter>>,
+        state: &DigestState,
         digest: &[u8],
     ) -> Result<Option<Vec<u8>>, StoreError> {
-        let loaded = bloom.as_ref().expect("loaded by digest_filter");
+        let loaded = state.bloom.as_ref().expect("loaded by digest_filter");
         if !loaded.might_contain(fingerprint(digest)) {
             return Ok(None);
+        }
+        if let Some(row) = state.held.get(digest) {
+            return Ok(Some(row.to_vec()));
         }
         let stored = self.inner.index.rows(Rows::Digests).get(digest);
         Ok(stored
             .map_err(StoreError::index("read"))?
             .map(|v| v.to_vec()))
-    }
-
-    fn insert_digest_row(
-        &self,
-        bloom: &mut MutexGuard<'_, Option<BloomFilter>>,
-        digest: &[u8],
-        row: Vec<u8>,
-    ) -> Result<(), StoreError> {
-        self.inner
-            .index
-            .write(Rows::Digests, [(digest.to_vec(), Some(row))])?;
-        bloom
-            .as_mut()
-            .expect("loaded by digest_filter")
-            .insert(fingerprint(digest));
-        Ok(())
     }
 
     fn load_digests(&self) -> Result<BloomFilter, StoreError> {

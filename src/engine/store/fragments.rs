@@ -6,6 +6,9 @@
 //! skipped (two pairs may share a bit; skipping on the bit alone lost one
 //! page's broken fragment now and then, more on a larger site).
 
+use std::sync::MutexGuard;
+
+use super::held_rows::HeldRows;
 use super::index::Rows;
 use super::query::Entries;
 use super::{Store, StoreError};
@@ -18,6 +21,8 @@ const MARK_BITS: usize = 1 << 23;
 #[derive(Default)]
 pub(super) struct FragmentMarks {
     bits: Vec<u64>,
+    /// Pairs found since the last batch write (`held_rows.rs`).
+    pub(super) held: HeldRows,
 }
 
 impl FragmentMarks {
@@ -48,23 +53,20 @@ pub type FragmentLinks = (String, Vec<(String, String)>);
 
 impl Store {
     /// Records that `source` links to each `(page, fragment)`, unless that
-    /// pair is recorded already. Durable at the index's next persist.
+    /// pair is recorded already: held for the next batch write.
     pub(crate) fn add_fragment_links<'a>(
         &self,
         source: &str,
         links: impl Iterator<Item = (&'a str, &'a str)>,
     ) -> Result<(), StoreError> {
-        let mut marks = self
-            .inner
-            .fragment_marks
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut marks = self.fragment_marks();
         let (mut rows, mut maybe_known) = (Vec::new(), Vec::new());
         for (page, fragment) in links {
             let key = key(page, fragment);
-            match marks.mark(url_fingerprint(page) ^ url_fingerprint(fragment).rotate_left(29)) {
-                true => rows.push(key),
-                false => maybe_known.push(key),
+            if marks.mark(url_fingerprint(page) ^ url_fingerprint(fragment).rotate_left(29)) {
+                rows.push(key);
+            } else if !marks.held.contains(&key) {
+                maybe_known.push(key);
             }
         }
         drop(marks);
@@ -77,16 +79,26 @@ impl Store {
                 rows.push(key);
             }
         }
-        // A pair twice on one page was not written before either time.
-        rows.sort_unstable();
-        rows.dedup();
-        let value = source.as_bytes();
-        let rows = rows.into_iter().map(|key| (key, Some(value.to_vec())));
-        self.inner.index.write(Rows::Fragments, rows)
+        let mut marks = self.fragment_marks();
+        for key in rows {
+            marks.held.hold(key, source.as_bytes().to_vec());
+        }
+        Ok(())
+    }
+
+    /// The marks and held pairs, locked.
+    pub(super) fn fragment_marks(&self) -> MutexGuard<'_, FragmentMarks> {
+        self.inner
+            .fragment_marks
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
     /// The fragment links of pages starting with `url_prefix`, page by page in URL order.
     pub fn fragment_links(&self, url_prefix: &str) -> Entries<FragmentLinks> {
+        if let Err(e) = self.write_held_rows() {
+            return Box::new(std::iter::once(Err(e)));
+        }
         let rows = self
             .inner
             .index

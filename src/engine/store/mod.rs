@@ -13,6 +13,7 @@ mod digests;
 pub mod faults;
 mod fragments;
 pub(crate) mod gzip;
+mod held_rows;
 mod index;
 mod inlink_files;
 mod inlink_rows;
@@ -364,6 +365,7 @@ impl Store {
         if self.referrer_counts().inlinks.is_due() {
             self.write_pending_inlinks()?;
         }
+        self.write_held_rows()?;
         self.inner.index.persist()?;
         self.sync_inlinks()
     }
@@ -402,7 +404,7 @@ impl Store {
         let records = records
             .into_iter()
             .map(|(k, v)| (index::Rows::Records, k, v));
-        self.inner.index.write_all(crawl.chain(records))?;
+        self.write_with_held_rows(crawl.chain(records))?;
         self.inner.pages.store(pages, Ordering::Relaxed);
         Ok(())
     }
