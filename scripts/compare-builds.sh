@@ -5,19 +5,28 @@
 # run (a cold cache halves pages/s). The machine is shared and noisy, so
 # compare the rows of one sitting only.
 #
-#   scripts/compare-builds.sh [--rounds N] [--site full|small] NAME=BINARY...
+#   scripts/compare-builds.sh [--rounds N] [--site full|small] [--threads] NAME=BINARY... [-- CRAWL ARGS]
 #
 # e.g. scripts/compare-builds.sh --rounds 3 before=/tmp/crawldeck-before after=target/release/crawldeck
+# Arguments after `--` go to every crawl (e.g. `--config no-warc.toml`).
+# --threads runs each crawl under `perf record -F 999` and adds the samples
+# of its four busiest threads to its row (the crawl loop is the busiest
+# tokio-rt-worker): a change to one thread's work shows there through noise
+# that hides it in the whole process's CPU.
 set -euo pipefail
 
 rounds=3
 site=full
+threads=false
 builds=()
+extra=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --rounds) rounds=$2; shift 2 ;;
         --site) site=$2; shift 2 ;;
-        -h|--help) sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        --threads) threads=true; shift ;;
+        --) shift; extra=("$@"); break ;;
+        -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *=*) builds+=("$1"); shift ;;
         *) echo "compare-builds: '$1' is not NAME=BINARY; see --help" >&2; exit 2 ;;
     esac
@@ -39,8 +48,14 @@ for build in "${builds[@]}"; do
     [ -x "$binary" ] || { echo "compare-builds: ${build#*=} is not an executable" >&2; exit 1; }
 done
 
+if $threads && ! command -v perf > /dev/null; then
+    echo "compare-builds: --threads needs perf (Debian: linux-perf)" >&2
+    exit 1
+fi
+
 rows=$(mktemp)
-trap 'rm -f "$rows"' EXIT
+profiles=$(mktemp -d)
+trap 'rm -rf "$rows" "$profiles"' EXIT
 echo "build      pages  cov%  pages/s  cpu_s  rss_MB  dups  robots  other_cpu_s"
 for round in $(seq "$rounds"); do
     for build in "${builds[@]}"; do
@@ -49,11 +64,14 @@ for round in $(seq "$rounds"); do
         if [ -d "$site_dir/htdocs" ]; then
             find "$site_dir/htdocs" -type f -print0 | xargs -0 cat > /dev/null
         fi
+        profile="$profiles/$name-$round.data"
+        wrapper=()
+        $threads && wrapper=(perf record -q -F 999 -o "$profile" --)
         # The row run.sh prints for the crawler (columns: see its README).
-        row=$("$bench" --site "$site" "$name" -- "$binary" crawl --headless \
+        row=$("$bench" --site "$site" "$name" -- "${wrapper[@]}" "$binary" crawl --headless \
             --seeds {seeds_file} --data {out_dir}/data --scope any \
             --concurrency {concurrency} --per-host {per_host} --delay 0s \
-            --delay-factor 0 --max-pages 1000000 2>&1 | grep "^$name " || true)
+            --delay-factor 0 --max-pages 1000000 "${extra[@]}" 2>&1 | grep "^$name " || true)
         if [ -z "$row" ]; then
             echo "$name: round $round gave no result row; run $bench by hand to see why" >&2
             continue
@@ -63,6 +81,10 @@ for round in $(seq "$rounds"); do
         printf '%-9s %6s %5s %8s %6s %7s %5s %7s %12s\n' \
             "$name" "${col[2]}" "${col[3]}" "${col[5]}" "${col[6]}" "${col[7]}" \
             "${col[9]}" "${col[10]}" "${col[15]}" | tee -a "$rows"
+        if $threads; then
+            perf report -i "$profile" --sort pid -g none --stdio -n 2>/dev/null \
+                | awk '/%/ && n < 4 { split($3, t, ":"); printf "  %s %s", t[2], $2; n++ } END { print "" }'
+        fi
     done
 done
 
