@@ -143,4 +143,39 @@ mod tests {
         store.apply(CrawlBatch::default()).unwrap();
         assert!(store.digest_state().held.get(&[1u8; 20]).is_none());
     }
+    #[test]
+    fn an_archived_payload_is_a_revisit_target_before_its_row_is_written() {
+        use crate::engine::store::warc::EarlierCapture;
+        use crate::engine::store::{FirstCapture, WarcLocation};
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let first = FirstCapture {
+            record: EarlierCapture {
+                uri: "http://a.test/1".into(),
+                date: "2026-11-29T00:00:00Z".into(),
+                payload_digest: Some("sha1:X".into()),
+            },
+            at: WarcLocation {
+                file: "crawldeck-00000.warc.gz".into(),
+                offset: 10,
+                length: 20,
+            },
+        };
+        let digest = [3u8; 20];
+        assert!(store
+            .record_first_capture(&digest, "http://a.test/1", &first)
+            .unwrap());
+        // A copy fetched before the next batch write still finds the first record.
+        assert_eq!(
+            store.first_capture(&digest, "sha1:X").unwrap(),
+            Some(first.clone())
+        );
+        assert!(!store
+            .record_first_capture(&digest, "http://a.test/2", &first)
+            .unwrap());
+        assert!(!stored(&store, Rows::Digests, &digest));
+        store.apply(CrawlBatch::default()).unwrap();
+        assert!(stored(&store, Rows::Digests, &digest));
+        assert_eq!(store.first_capture(&digest, "sha1:X").unwrap(), Some(first));
+    }
 }
