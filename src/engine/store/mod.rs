@@ -356,10 +356,11 @@ impl Store {
         self.simulated_fault("flush")?;
         {
             let mut counts = self.referrer_counts();
-            match counts.pending.is_due() {
-                true => counts.pending.write(&self.inner.index)?,
+            if counts.pending.is_due() {
+                counts.pending.write(&self.inner.index)?;
+            } else {
                 // Kept on disk until written: they survive a `kill -9`.
-                false => counts.pending.log_new_rows()?,
+                counts.pending.log_new_rows()?;
             }
         }
         if self.referrer_counts().inlinks.is_due() {

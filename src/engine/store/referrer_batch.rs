@@ -157,15 +157,13 @@ impl PendingReferrers {
         if self.starts.is_empty() {
             return Ok(());
         }
-        let mut order = std::mem::take(&mut self.starts);
+        // A sorted copy: on an error the rows stay held in the order found.
+        let mut order = self.starts.clone();
         // Stable: of equal keys the one held first leads and stays.
         order.sort_by(|&a, &b| self.row(a).0.cmp(self.row(b).0));
         order.dedup_by(|later, earlier| self.row(*later).0 == self.row(*earlier).0);
-        let written = index.ingest(Rows::Referrers, order.iter().map(|&at| self.row(at)));
-        if written.is_err() {
-            self.starts = order;
-            return written;
-        }
+        index.ingest(Rows::Referrers, order.iter().map(|&at| self.row(at)))?;
+        self.starts.clear();
         self.bytes.clear();
         self.urls.clear();
         self.held = HeldSince::default();
