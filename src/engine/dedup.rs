@@ -162,15 +162,19 @@ pub(crate) fn mix(mut h: u64) -> u64 {
 }
 
 /// Per-bit votes of token hashes: a bit is set in the simhash when more than
-/// half the hashes have it. Ones are counted eight bits at a time: byte `j`
-/// of a hash adds [`SPREAD`]`[byte]` (bit `i` of the byte becomes 1 in byte
-/// lane `i`) to `lanes[j]`, eight adds per hash with no branches; the byte
-/// lanes are emptied into `ones` before they can overflow.
+/// half the hashes have it. Ones are counted in counters packed into words,
+/// with shifts, masks and adds only: nibble lane `k` counts bits `4j + k` of
+/// the hash in its nibble `j` (four adds per hash); every [`NIBBLE_MAX`]
+/// hashes the nibbles are spilled into byte lanes (lane `m` counts bits
+/// `8j + m` in its byte `j`), and those into `ones` before they overflow.
 #[derive(Clone)]
 pub(crate) struct Votes {
-    lanes: [u64; 8],
-    /// Hashes added to `lanes` since they were last emptied.
-    in_lanes: u32,
+    nibbles: [u64; 4],
+    /// Hashes added to `nibbles` since they were last spilled.
+    in_nibbles: u32,
+    bytes: [u64; 8],
+    /// Spills into `bytes` since they were last emptied.
+    spills: u32,
     ones: [u32; 64],
     total: u32,
 }
@@ -178,31 +182,22 @@ pub(crate) struct Votes {
 impl Default for Votes {
     fn default() -> Self {
         Votes {
-            lanes: [0; 8],
-            in_lanes: 0,
+            nibbles: [0; 4],
+            in_nibbles: 0,
+            bytes: [0; 8],
+            spills: 0,
             ones: [0; 64],
             total: 0,
         }
     }
 }
 
-/// Hashes a byte lane can count before it is emptied.
-const LANE_MAX: u32 = 255;
-
-/// Bit `i` of the index spread to byte `i`.
-static SPREAD: [u64; 256] = {
-    let mut table = [0u64; 256];
-    let mut byte = 0;
-    while byte < 256 {
-        let mut bit = 0;
-        while bit < 8 {
-            table[byte] |= ((byte as u64 >> bit) & 1) << (8 * bit);
-            bit += 1;
-        }
-        byte += 1;
-    }
-    table
-};
+/// Hashes a nibble counts before it is spilled.
+const NIBBLE_MAX: u32 = 15;
+/// Spills a byte takes before it is emptied (17 × 15 = 255).
+const SPILLS_MAX: u32 = 255 / NIBBLE_MAX;
+const LOW_BIT_OF_NIBBLES: u64 = 0x1111_1111_1111_1111;
+const LOW_NIBBLE_OF_BYTES: u64 = 0x0f0f_0f0f_0f0f_0f0f;
 
 impl Votes {
     pub(crate) fn add(&mut self, hash: u64) {
@@ -210,23 +205,43 @@ impl Votes {
             return;
         }
         self.total += 1;
-        for (j, lane) in self.lanes.iter_mut().enumerate() {
-            *lane += SPREAD[((hash >> (8 * j)) & 0xff) as usize];
+        for (k, lane) in self.nibbles.iter_mut().enumerate() {
+            *lane += (hash >> k) & LOW_BIT_OF_NIBBLES;
         }
-        self.in_lanes += 1;
-        if self.in_lanes == LANE_MAX {
-            self.empty_lanes();
+        self.in_nibbles += 1;
+        if self.in_nibbles == NIBBLE_MAX {
+            self.spill_nibbles();
         }
     }
 
-    fn empty_lanes(&mut self) {
-        for (j, lane) in self.lanes.iter_mut().enumerate() {
-            for i in 0..8 {
-                self.ones[8 * j + i] += ((*lane >> (8 * i)) & 0xff) as u32;
+    fn spill_nibbles(&mut self) {
+        for (k, lane) in self.nibbles.iter_mut().enumerate() {
+            // Even nibbles hold bits 8j + k, odd ones bits 8j + 4 + k.
+            self.bytes[k] += *lane & LOW_NIBBLE_OF_BYTES;
+            self.bytes[k + 4] += (*lane >> 4) & LOW_NIBBLE_OF_BYTES;
+            *lane = 0;
+        }
+        self.in_nibbles = 0;
+        self.spills += 1;
+        if self.spills == SPILLS_MAX {
+            self.empty_bytes();
+        }
+    }
+
+    fn empty_bytes(&mut self) {
+        for (m, lane) in self.bytes.iter_mut().enumerate() {
+            for j in 0..8 {
+                self.ones[8 * j + m] += ((*lane >> (8 * j)) & 0xff) as u32;
             }
             *lane = 0;
         }
-        self.in_lanes = 0;
+        self.spills = 0;
+    }
+
+    /// Everything counted so far into `ones`.
+    fn empty_lanes(&mut self) {
+        self.spill_nibbles();
+        self.empty_bytes();
     }
 
     /// The votes of both sets of hashes (a simhash is a sum of votes, so a
@@ -267,7 +282,7 @@ mod tests {
 
     #[test]
     fn votes_count_every_bit_as_64_plain_counters_do() {
-        for count in [0usize, 1, 2, 254, 255, 256, 1_000, 70_000] {
+        for count in [0usize, 1, 2, 14, 15, 16, 254, 255, 256, 1_000, 4_096, 70_000] {
             let mut votes = Votes::default();
             let mut plain = [0u32; 64];
             let mut total = 0u32;
