@@ -448,6 +448,12 @@ impl std::hash::Hasher for FingerprintHasher {
     fn write_u64(&mut self, n: u64) {
         self.0 = n;
     }
+
+    /// A 32-bit hash in both halves: the table picks buckets by the low bits
+    /// and tells keys apart by the top seven.
+    fn write_u32(&mut self, n: u32) {
+        self.0 = u64::from(n) << 32 | u64::from(n);
+    }
 }
 
 /// A set of fingerprints, not hashed again.

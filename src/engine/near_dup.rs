@@ -18,10 +18,11 @@
 //! of one another, as do pages that are nothing but the template.
 
 use std::collections::HashMap;
+use std::hash::BuildHasherDefault;
 use std::sync::Mutex;
 
 use crate::engine::control::HostKey;
-use crate::engine::dedup::{mix, Votes, WORD_BYTES};
+use crate::engine::dedup::{mix, FingerprintHasher, Votes, WORD_BYTES};
 use crate::engine::traps::GenMap;
 
 /// Pages a block must be counted on to be template.
@@ -199,7 +200,8 @@ fn shingle(a: u64, b: u64, c: u64) -> u64 {
 /// What one host's pages have shown so far, per block hash.
 #[derive(Default)]
 struct HostTemplate {
-    blocks: HashMap<u32, Seen>,
+    /// By block hash, folded to 32 bits (already mixed: not hashed again).
+    blocks: HashMap<u32, Seen, BuildHasherDefault<FingerprintHasher>>,
     /// Pages learnt from: the host's clock for `Seen::born`.
     pages: u32,
 }
