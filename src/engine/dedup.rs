@@ -282,7 +282,9 @@ mod tests {
 
     #[test]
     fn votes_count_every_bit_as_64_plain_counters_do() {
-        for count in [0usize, 1, 2, 14, 15, 16, 254, 255, 256, 1_000, 4_096, 70_000] {
+        for count in [
+            0usize, 1, 2, 14, 15, 16, 254, 255, 256, 1_000, 4_096, 70_000,
+        ] {
             let mut votes = Votes::default();
             let mut plain = [0u32; 64];
             let mut total = 0u32;
