@@ -11,7 +11,7 @@
 //! `inlink_files.rs`; opening the store reads them, and moves counts an
 //! earlier version kept in the index's rows (`inlink_rows.rs`) there.
 //!
-//! A group is written when it holds [`MAX_PENDING`] links, at the first flush
+//! A group is written when it holds [`MAX_PENDING`] URLs, at the first flush
 //! [`WRITE_EVERY`] after it began, and at every checkpoint: writing at every
 //! flush (each group commit) cost a store write for nearly every link. So a
 //! `kill -9` may lose the counts of the last few seconds' links.
@@ -24,9 +24,10 @@ use super::index::{CrawlIndex, Rows};
 use super::inlink_files::InlinkFiles;
 use super::inlink_rows::{decode_pairs, kind_of, legacy_count, legacy_url_of, Counted, RowKind};
 use super::{keys, Store, StoreError};
+use crate::engine::dedup::FingerprintMap;
 
-/// Links tallied before the group is written even without a flush (2 MiB).
-const MAX_PENDING: usize = 256 * 1024;
+/// URLs tallied before the group is written even without a flush.
+const MAX_PENDING: usize = 64 * 1024;
 /// Age of a group at which a flush writes it.
 const WRITE_EVERY: Duration = Duration::from_secs(2);
 /// Rows of an earlier version's counts removed in one write.
@@ -49,12 +50,10 @@ impl HeldSince {
     }
 }
 
-/// Links of the current group of pages: the target URL's fingerprint of
-/// each, in the order found. An append a link, counted when the group is
-/// written; a map's increment was a cache miss a link.
+/// Links of the current group of pages, by target URL's fingerprint.
 #[derive(Default)]
 pub(super) struct InlinkTally {
-    pending: Vec<u64>,
+    pending: FingerprintMap<u32>,
     held: HeldSince,
 }
 
@@ -62,7 +61,8 @@ impl InlinkTally {
     /// One more page links to the URL whose fingerprint is `fingerprint`.
     pub(super) fn add(&mut self, fingerprint: u64) {
         self.held.hold();
-        self.pending.push(fingerprint);
+        let n = self.pending.entry(fingerprint).or_insert(0);
+        *n = n.saturating_add(1);
     }
 
     pub(super) fn is_full(&self) -> bool {
@@ -74,19 +74,10 @@ impl InlinkTally {
         self.is_full() || self.held.is_over()
     }
 
-    /// The tally as `(fingerprint, links)` pairs in fingerprint order; the
-    /// group starts again, its buffer kept.
-    fn take_sorted(&mut self) -> Vec<(u64, u32)> {
-        self.held = HeldSince::default();
-        self.pending.sort_unstable();
-        let mut pairs: Vec<(u64, u32)> = Vec::new();
-        for &fp in &self.pending {
-            match pairs.last_mut() {
-                Some((last, n)) if *last == fp => *n = n.saturating_add(1),
-                _ => pairs.push((fp, 1)),
-            }
-        }
-        self.pending.clear();
+    /// The tally as pairs in fingerprint order.
+    fn into_sorted(self) -> Vec<(u64, u32)> {
+        let mut pairs: Vec<(u64, u32)> = self.pending.into_iter().collect();
+        pairs.sort_unstable_by_key(|&(fp, _)| fp);
         pairs
     }
 }
@@ -311,7 +302,8 @@ impl Store {
     /// Adds the tally of the pages since the last write to the counts and
     /// logs it (durable at the next flush).
     pub(super) fn write_pending_inlinks(&self) -> Result<(), StoreError> {
-        let pairs = self.referrer_counts().inlinks.take_sorted();
+        let pending = std::mem::take(&mut self.referrer_counts().inlinks);
+        let pairs = pending.into_sorted();
         if pairs.is_empty() {
             return Ok(());
         }
