@@ -200,7 +200,9 @@ fn shingle(a: u64, b: u64, c: u64) -> u64 {
 /// What one host's pages have shown so far, per block hash.
 #[derive(Default)]
 struct HostTemplate {
-    /// By block hash, folded to 32 bits (already mixed: not hashed again).
+    /// By block hash, folded to 32 bits (already mixed: not hashed again;
+    /// keys a page crafts to collide cost at most a scan of
+    /// [`BLOCKS_PER_HOST`] entries).
     blocks: HashMap<u32, Seen, BuildHasherDefault<FingerprintHasher>>,
     /// Pages learnt from: the host's clock for `Seen::born`.
     pages: u32,
