@@ -113,11 +113,19 @@ pub fn count_words(bytes: &[u8], in_word: &mut bool) -> u32 {
         return 0;
     };
     let space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c');
-    // Pairs of neighbours, no carried state: the compiler vectorizes it.
-    let starts: u32 = bytes
-        .iter()
-        .zip(&bytes[1..])
-        .map(|(&a, &b)| u32::from(space(a) & !space(b)))
+    // Pairs of neighbours, no carried state, summed a byte at a time over
+    // chunks of 256 pairs (at most 128 word starts each): the compiler
+    // vectorizes it over 16 bytes at once instead of widening every pair to
+    // 32 bits.
+    let starts: u32 = bytes[..bytes.len() - 1]
+        .chunks(256)
+        .zip(bytes[1..].chunks(256))
+        .map(|(before, after)| {
+            let in_chunk = before.iter().zip(after).fold(0u8, |n, (&a, &b)| {
+                n.wrapping_add(u8::from(space(a) & !space(b)))
+            });
+            u32::from(in_chunk)
+        })
         .sum();
     let words = starts + u32::from(!*in_word && !space(first));
     *in_word = !space(last);
@@ -127,6 +135,49 @@ pub fn count_words(bytes: &[u8], in_word: &mut bool) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Word starts counted pair by pair, as the chunked sum must.
+    fn count_words_plainly(bytes: &[u8], in_word: &mut bool) -> u32 {
+        let space = |b: u8| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c');
+        let mut words = 0;
+        for &b in bytes {
+            if !space(b) && !*in_word {
+                words += 1;
+            }
+            *in_word = !space(b);
+        }
+        words
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn chunked_word_counts_match_a_plain_count(
+            runs in proptest::collection::vec(
+                proptest::collection::vec(
+                    proptest::sample::select(b" \t\n\r\x0ca-\xc3\xa9".to_vec()),
+                    0..1_200,
+                ),
+                0..5,
+            ),
+            starts_in_word: bool,
+        ) {
+            let (mut chunked, mut plain) = (starts_in_word, starts_in_word);
+            for run in &runs {
+                proptest::prop_assert_eq!(
+                    count_words(run, &mut chunked),
+                    count_words_plainly(run, &mut plain)
+                );
+                proptest::prop_assert_eq!(chunked, plain);
+            }
+        }
+    }
+
+    #[test]
+    fn every_other_byte_a_space_counts_every_word_of_a_long_run() {
+        let text = b"a ".repeat(10_000);
+        assert_eq!(count_words(&text, &mut false), 10_000);
+        assert_eq!(count_words(&b"x".repeat(100_000), &mut false), 1);
+    }
 
     #[test]
     fn words_are_runs_of_non_space_across_runs_of_text() {
