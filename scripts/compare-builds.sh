@@ -84,6 +84,8 @@ for round in $(seq "$rounds"); do
         if $threads; then
             perf report -i "$profile" --sort pid -g none --stdio -n 2>/dev/null \
                 | awk '/%/ && n < 4 { split($3, t, ":"); printf "  %s %s", t[2], $2; n++ } END { print "" }'
+            # Read once: tens of MB each, not kept for the next run.
+            rm -f "$profile"
         fi
     done
 done
