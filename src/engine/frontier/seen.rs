@@ -1,6 +1,6 @@
 //! The seen set: which URLs were ever discovered. A Bloom filter answers most
-//! "never seen" questions from memory, a two-generation set of recent positives
-//! answers most "seen" ones, and only the rest ask the persistent marks, which
+//! "never seen" questions from memory, a table of recent positives (tags of
+//! 46 bits, see `dedup::recent`) answers most "seen" ones, and only the rest ask the persistent marks, which
 //! the batches that queue or park a URL write.
 
 use crate::engine::dedup::{url_fingerprint, BloomFilter, FingerprintSet, RecentSeen};
@@ -10,8 +10,8 @@ use crate::engine::store::{Store, StoreError};
 const BLOOM_HEADROOM: usize = 1_000_000;
 /// False-positive rate the Bloom filter is sized for.
 const BLOOM_FP_RATE: f64 = 0.01;
-/// Recently confirmed fingerprints kept in memory (8 bytes each, 8 MiB).
-const RECENT_SEEN: usize = 1 << 20;
+/// Recently confirmed fingerprints kept in memory (4 bytes each, 8 MiB).
+const RECENT_SEEN: usize = 1 << 21;
 
 pub(super) struct SeenSet {
     /// Invariant: holds every fingerprint with a persistent seen mark, so its
