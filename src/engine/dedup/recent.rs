@@ -9,7 +9,8 @@
 //! checks missed and read the store (docs/PERFORMANCE.md).
 //!
 //! A fingerprint is told apart by its bucket (its low bits) and its tag
-//! (bits `TAG_SHIFT..TAG_SHIFT + 32`): 46 bits. So an unseen URL is taken
+//! (bits `TAG_SHIFT..TAG_SHIFT + 32`): 46 bits in a table of at least
+//! 2^14 buckets, as the seen set's is from the start. So an unseen URL is taken
 //! for a seen one only if the Bloom filter says "maybe" (at most about 1 %)
 //! and one of the at most 2^21 kept fingerprints shares those 46 bits: about
 //! 3 × 10^-10 a new URL, far below what a crawl of any size would meet.

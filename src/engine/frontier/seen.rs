@@ -1,7 +1,8 @@
 //! The seen set: which URLs were ever discovered. A Bloom filter answers most
-//! "never seen" questions from memory, a table of recent positives (tags of
-//! 46 bits, see `dedup::recent`) answers most "seen" ones, and only the rest ask the persistent marks, which
-//! the batches that queue or park a URL write.
+//! "never seen" questions from memory, a table of recent positives (told
+//! apart by 46 of their 64 bits, see `dedup::recent`) answers most "seen"
+//! ones, and only the rest ask the persistent marks, which the batches that
+//! queue or park a URL write.
 
 use crate::engine::dedup::{url_fingerprint, BloomFilter, FingerprintSet, RecentSeen};
 use crate::engine::store::{Store, StoreError};
