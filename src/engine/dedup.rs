@@ -94,6 +94,12 @@ impl BloomFilter {
         }
     }
 
+    /// Reads a word of `fp`'s block, to bring it into the cache.
+    pub fn touch(&self, fp: u64) -> u64 {
+        let (block, _) = self.probe(fp);
+        self.blocks[block].0[0]
+    }
+
     pub fn might_contain(&self, fp: u64) -> bool {
         let (block, mut bits) = self.probe(fp);
         let words = &self.blocks[block].0;

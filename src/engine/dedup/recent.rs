@@ -80,6 +80,11 @@ impl RecentSeen {
         &mut self.buckets[index]
     }
 
+    /// Reads a way of `fp`'s bucket, to bring it into the cache.
+    pub fn touch(&self, fp: u64) -> u32 {
+        self.buckets[fp as usize & (self.buckets.len() - 1)].0[0]
+    }
+
     /// Whether `fp` is kept; a hit becomes its bucket's most recent.
     pub fn contains(&mut self, fp: u64) -> bool {
         let tag = tag_of(fp);
