@@ -55,6 +55,15 @@ struct Block([u64; 8]);
 
 const BLOCK_BITS: u64 = 512;
 
+/// A fingerprint's place in one [`BloomFilter`] (its block and double
+/// hash), worked out once and then touched, tested or set.
+#[derive(Debug, Clone, Copy)]
+pub struct BloomProbe {
+    block: usize,
+    h1: u64,
+    h2: u64,
+}
+
 impl BloomFilter {
     /// Sized for `expected` items at false-positive rate `fp_rate` (clamped to a sane range).
     pub fn new(expected: usize, fp_rate: f64) -> Self {
@@ -74,36 +83,46 @@ impl BloomFilter {
         }
     }
 
-    /// The block of `fp` and its k bit positions in it (double hashing).
-    fn probe(&self, fp: u64) -> (usize, impl Iterator<Item = u64>) {
+    /// Where `fp`'s bits lie: its block and its double hash.
+    pub fn probe(&self, fp: u64) -> BloomProbe {
         // Re-mix so that fingerprints with structured low bits still spread.
         let mixed = xxh3_64_with_seed(&fp.to_le_bytes(), 0x9E37_79B9);
-        let block = ((mixed >> 32) * self.blocks.len() as u64) >> 32;
-        let h1 = mixed & 0xFFFF;
-        let h2 = ((mixed >> 16) & 0xFFFF) | 1;
-        let bits = (0..u64::from(self.hashes))
-            .map(move |i| h1.wrapping_add(i.wrapping_mul(h2)) % BLOCK_BITS);
-        (block as usize, bits)
-    }
-
-    pub fn insert(&mut self, fp: u64) {
-        let (block, bits) = self.probe(fp);
-        let words = &mut self.blocks[block].0;
-        for bit in bits {
-            words[(bit / 64) as usize] |= 1 << (bit % 64);
+        BloomProbe {
+            block: (((mixed >> 32) * self.blocks.len() as u64) >> 32) as usize,
+            h1: mixed & 0xFFFF,
+            h2: ((mixed >> 16) & 0xFFFF) | 1,
         }
     }
 
-    /// Reads a word of `fp`'s block, to bring it into the cache.
-    pub fn touch(&self, fp: u64) -> u64 {
-        let (block, _) = self.probe(fp);
-        self.blocks[block].0[0]
+    /// The k bit positions of a probe in its block.
+    fn bits(&self, probe: BloomProbe) -> impl Iterator<Item = u64> {
+        (0..u64::from(self.hashes))
+            .map(move |i| probe.h1.wrapping_add(i.wrapping_mul(probe.h2)) % BLOCK_BITS)
+    }
+
+    pub fn insert(&mut self, fp: u64) {
+        self.insert_at(self.probe(fp));
+    }
+
+    pub fn insert_at(&mut self, probe: BloomProbe) {
+        for bit in self.bits(probe) {
+            self.blocks[probe.block].0[(bit / 64) as usize] |= 1 << (bit % 64);
+        }
+    }
+
+    /// Reads a word of the probe's block, to bring it into the cache.
+    pub fn touch(&self, probe: BloomProbe) -> u64 {
+        self.blocks[probe.block].0[0]
     }
 
     pub fn might_contain(&self, fp: u64) -> bool {
-        let (block, mut bits) = self.probe(fp);
-        let words = &self.blocks[block].0;
-        bits.all(|bit| words[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
+        self.might_contain_at(self.probe(fp))
+    }
+
+    pub fn might_contain_at(&self, probe: BloomProbe) -> bool {
+        let words = &self.blocks[probe.block].0;
+        self.bits(probe)
+            .all(|bit| words[(bit / 64) as usize] & (1 << (bit % 64)) != 0)
     }
 
     #[cfg(test)]

@@ -75,14 +75,18 @@ impl RecentSeen {
         }
     }
 
+    fn index(&self, fp: u64) -> usize {
+        fp as usize & (self.buckets.len() - 1)
+    }
+
     fn bucket(&mut self, fp: u64) -> &mut Bucket {
-        let index = fp as usize & (self.buckets.len() - 1);
+        let index = self.index(fp);
         &mut self.buckets[index]
     }
 
     /// Reads a way of `fp`'s bucket, to bring it into the cache.
     pub fn touch(&self, fp: u64) -> u32 {
-        self.buckets[fp as usize & (self.buckets.len() - 1)].0[0]
+        self.buckets[self.index(fp)].0[0]
     }
 
     /// Whether `fp` is kept; a hit becomes its bucket's most recent.

@@ -4,7 +4,7 @@
 //! ones, and only the rest ask the persistent marks, which the batches that
 //! queue or park a URL write.
 
-use crate::engine::dedup::{url_fingerprint, BloomFilter, FingerprintSet, RecentSeen};
+use crate::engine::dedup::{url_fingerprint, BloomFilter, BloomProbe, FingerprintSet, RecentSeen};
 use crate::engine::store::{Store, StoreError};
 
 /// Room in the Bloom filter for this many URLs beyond those already seen.
@@ -35,12 +35,6 @@ impl SeenSet {
         Ok(SeenSet::new(bloom, RecentSeen::new(RECENT_SEEN)))
     }
 
-    /// Marks a fingerprint seen in memory.
-    pub fn insert(&mut self, fp: u64) {
-        self.bloom.insert(fp);
-        self.recent.insert(fp);
-    }
-
     /// Marks a fingerprint that is being written to the store; only the Bloom
     /// filter must know it (its invariant), the recent set is a cache.
     pub fn insert_persisted(&mut self, fp: u64) {
@@ -56,8 +50,8 @@ impl SeenSet {
 
     /// Bloom filter first (a "no" is certain), then the recent positives; only
     /// what is left asks the store, and a positive from there is cached.
-    pub fn contains(&mut self, store: &Store, fp: u64) -> Result<bool, StoreError> {
-        if !self.bloom.might_contain(fp) {
+    fn contains(&mut self, store: &Store, fp: u64, probe: BloomProbe) -> Result<bool, StoreError> {
+        if !self.bloom.might_contain_at(probe) {
             return Ok(false);
         }
         if self.recent.contains(fp) {
@@ -73,25 +67,32 @@ impl SeenSet {
     /// For each URL, whether it was never seen; those are then marked seen.
     /// Nothing is marked when a lookup fails, so an error loses no URL.
     pub fn claim(&mut self, store: &Store, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
-        let fps: Vec<u64> = urls.iter().map(|url| url_fingerprint(url)).collect();
+        let probes: Vec<(u64, BloomProbe)> = urls
+            .iter()
+            .map(|url| {
+                let fp = url_fingerprint(url);
+                (fp, self.bloom.probe(fp))
+            })
+            .collect();
         // Each check misses the cache twice (a Bloom block, a recent bucket);
         // touched first, in independent loads, the misses overlap.
-        let touched = fps.iter().fold(0, |acc, &fp| {
-            acc ^ self.bloom.touch(fp) ^ u64::from(self.recent.touch(fp))
+        let touched = probes.iter().fold(0, |acc, &(fp, probe)| {
+            acc ^ self.bloom.touch(probe) ^ u64::from(self.recent.touch(fp))
         });
         std::hint::black_box(touched);
         let mut in_call = FingerprintSet::with_capacity_and_hasher(urls.len(), Default::default());
         let mut answers = Vec::with_capacity(urls.len());
-        for fp in fps {
-            let new = in_call.insert(fp) && !self.contains(store, fp)?;
-            answers.push((fp, new));
+        for (fp, probe) in probes {
+            let new = in_call.insert(fp) && !self.contains(store, fp, probe)?;
+            answers.push((fp, probe, new));
         }
-        for &(fp, new) in &answers {
+        for &(fp, probe, new) in &answers {
             if new {
-                self.insert(fp);
+                self.bloom.insert_at(probe);
+                self.recent.insert(fp);
             }
         }
-        Ok(answers.into_iter().map(|(_, new)| new).collect())
+        Ok(answers.into_iter().map(|(_, _, new)| new).collect())
     }
 }
 
