@@ -11,8 +11,9 @@
 //! `inlink_files.rs`; opening the store reads them, and moves counts an
 //! earlier version kept in the index's rows (`inlink_rows.rs`) there.
 //!
-//! A group is written when it holds [`MAX_PENDING`] URLs, at the first flush
-//! [`WRITE_EVERY`] after it began, and at every checkpoint: writing at every
+//! A group (`inlink_tally.rs`) is written when it holds
+//! [`MAX_PENDING`](super::inlink_tally::MAX_PENDING) URLs, at the first
+//! flush [`WRITE_EVERY`] after it began, and at every checkpoint: writing at every
 //! flush (each group commit) cost a store write for nearly every link. So a
 //! `kill -9` may lose the counts of the last few seconds' links.
 
@@ -24,10 +25,7 @@ use super::index::{CrawlIndex, Rows};
 use super::inlink_files::InlinkFiles;
 use super::inlink_rows::{decode_pairs, kind_of, legacy_count, legacy_url_of, Counted, RowKind};
 use super::{keys, Store, StoreError};
-use crate::engine::dedup::FingerprintMap;
 
-/// URLs tallied before the group is written even without a flush.
-const MAX_PENDING: usize = 64 * 1024;
 /// Age of a group at which a flush writes it.
 const WRITE_EVERY: Duration = Duration::from_secs(2);
 /// Rows of an earlier version's counts removed in one write.
@@ -47,38 +45,6 @@ impl HeldSince {
     /// The window has passed: a flush should write what is held.
     pub(super) fn is_over(&self) -> bool {
         self.0.is_some_and(|t| t.elapsed() >= WRITE_EVERY)
-    }
-}
-
-/// Links of the current group of pages, by target URL's fingerprint.
-#[derive(Default)]
-pub(super) struct InlinkTally {
-    pending: FingerprintMap<u32>,
-    held: HeldSince,
-}
-
-impl InlinkTally {
-    /// One more page links to the URL whose fingerprint is `fingerprint`.
-    pub(super) fn add(&mut self, fingerprint: u64) {
-        self.held.hold();
-        let n = self.pending.entry(fingerprint).or_insert(0);
-        *n = n.saturating_add(1);
-    }
-
-    pub(super) fn is_full(&self) -> bool {
-        self.pending.len() >= MAX_PENDING
-    }
-
-    /// Whether a flush should write the group.
-    pub(super) fn is_due(&self) -> bool {
-        self.is_full() || self.held.is_over()
-    }
-
-    /// The tally as pairs in fingerprint order.
-    fn into_sorted(self) -> Vec<(u64, u32)> {
-        let mut pairs: Vec<(u64, u32)> = self.pending.into_iter().collect();
-        pairs.sort_unstable_by_key(|&(fp, _)| fp);
-        pairs
     }
 }
 
@@ -302,8 +268,7 @@ impl Store {
     /// Adds the tally of the pages since the last write to the counts and
     /// logs it (durable at the next flush).
     pub(super) fn write_pending_inlinks(&self) -> Result<(), StoreError> {
-        let pending = std::mem::take(&mut self.referrer_counts().inlinks);
-        let pairs = pending.into_sorted();
+        let pairs = self.referrer_counts().inlinks.take_sorted();
         if pairs.is_empty() {
             return Ok(());
         }

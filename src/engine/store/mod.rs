@@ -17,6 +17,7 @@ mod held_rows;
 mod index;
 mod inlink_files;
 mod inlink_rows;
+mod inlink_tally;
 mod inlinks;
 pub(crate) mod keys;
 mod legacy;
