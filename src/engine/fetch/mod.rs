@@ -461,7 +461,7 @@ impl Fetcher {
             ));
         }
         let cap = usize::try_from(max_body).unwrap_or(usize::MAX);
-        let mut body = BytesMut::with_capacity(
+        let mut body = Body::new(
             declared
                 .and_then(|d| usize::try_from(d).ok())
                 .unwrap_or(0)
@@ -487,7 +487,7 @@ impl Fetcher {
             let room = cap - body.len();
             if chunk.len() > room {
                 if overflow == Overflow::Truncate {
-                    body.extend_from_slice(&chunk[..room]);
+                    body.push(chunk.slice(..room));
                     response.truncated = true;
                     break;
                 }
@@ -496,11 +496,68 @@ impl Fetcher {
                     format!("{url}: body exceeds the {max_body} byte limit (fetch.max_body)"),
                 ));
             }
-            body.extend_from_slice(&chunk);
+            body.push(chunk);
         }
-        response.body = body.freeze();
+        response.body = body.into_bytes();
         response.answered_at = Instant::now();
         response.elapsed = response.answered_at - started;
         Ok(response)
+    }
+}
+
+/// A body read chunk by chunk. A page that arrives in one chunk is kept as
+/// it came, with no copy; a second chunk starts a buffer of the declared
+/// length.
+struct Body {
+    declared: usize,
+    chunks: BodyChunks,
+}
+
+enum BodyChunks {
+    None,
+    One(Bytes),
+    Joined(BytesMut),
+}
+
+impl Body {
+    /// `declared`: the length to make room for once chunks are joined.
+    fn new(declared: usize) -> Body {
+        Body {
+            declared,
+            chunks: BodyChunks::None,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match &self.chunks {
+            BodyChunks::None => 0,
+            BodyChunks::One(bytes) => bytes.len(),
+            BodyChunks::Joined(bytes) => bytes.len(),
+        }
+    }
+
+    fn push(&mut self, chunk: Bytes) {
+        self.chunks = match std::mem::replace(&mut self.chunks, BodyChunks::None) {
+            BodyChunks::None => BodyChunks::One(chunk),
+            BodyChunks::One(first) => {
+                let needed = first.len() + chunk.len();
+                let mut joined = BytesMut::with_capacity(self.declared.max(needed));
+                joined.extend_from_slice(&first);
+                joined.extend_from_slice(&chunk);
+                BodyChunks::Joined(joined)
+            }
+            BodyChunks::Joined(mut joined) => {
+                joined.extend_from_slice(&chunk);
+                BodyChunks::Joined(joined)
+            }
+        };
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self.chunks {
+            BodyChunks::None => Bytes::new(),
+            BodyChunks::One(bytes) => bytes,
+            BodyChunks::Joined(bytes) => bytes.freeze(),
+        }
     }
 }

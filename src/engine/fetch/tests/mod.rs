@@ -296,6 +296,26 @@ fn setup_rejects_unsendable_identity() {
 mod failures;
 mod guarded;
 
+#[test]
+fn a_body_in_one_chunk_is_kept_as_it_came_and_more_are_joined_in_order() {
+    let mut one = super::Body::new(64);
+    assert_eq!(one.len(), 0);
+    let chunk = Bytes::from(vec![b'a'; 100]);
+    let at = chunk.as_ptr();
+    one.push(chunk);
+    let kept = one.into_bytes();
+    assert_eq!(kept.as_ptr(), at, "not copied");
+    assert_eq!(kept.len(), 100);
+
+    let mut several = super::Body::new(1000);
+    for part in [&b"first "[..], b"second ", b"third"] {
+        several.push(Bytes::copy_from_slice(part));
+    }
+    assert_eq!(several.len(), 18);
+    assert_eq!(&several.into_bytes()[..], b"first second third");
+    assert!(super::Body::new(10).into_bytes().is_empty());
+}
+
 #[tokio::test]
 async fn a_check_is_a_head_and_falls_back_to_a_cut_get_when_head_is_refused() {
     let methods: Arc<Mutex<Vec<String>>> = Arc::default();
