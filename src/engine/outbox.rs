@@ -9,10 +9,19 @@ use tokio::sync::{mpsc, watch};
 use super::control::{CommandId, CommandResult};
 use super::telemetry::{EngineEvent, Level, Snapshot};
 
+/// Fetched events held before they are sent together.
+const FETCHED_BURST: usize = 64;
+
 /// Sends events and snapshots; never blocks the crawl loop.
+///
+/// A `Fetched` event comes for every page, and each one sent alone woke the
+/// front end's threads (thousands of times a second at full speed), so they
+/// go out in bursts: when [`FETCHED_BURST`] are held, before any other event
+/// (the order is kept), at each snapshot and when the engine stops.
 pub(crate) struct Outbox {
     events: mpsc::Sender<EngineEvent>,
     snapshots: watch::Sender<Arc<Snapshot>>,
+    held: Vec<EngineEvent>,
     dropped: u64,
 }
 
@@ -24,12 +33,35 @@ impl Outbox {
         Outbox {
             events,
             snapshots,
+            held: Vec::new(),
             dropped: 0,
         }
     }
 
-    /// Sends an event, or counts it as dropped when the receiver lags.
+    /// Sends an event (a `Fetched` one with its burst), or counts it as
+    /// dropped when the receiver lags.
     pub(crate) fn emit(&mut self, event: EngineEvent) {
+        if matches!(event, EngineEvent::Fetched { .. }) {
+            self.held.push(event);
+            if self.held.len() >= FETCHED_BURST {
+                self.send_held();
+            }
+            return;
+        }
+        self.send_held();
+        self.send(event);
+    }
+
+    /// Sends the `Fetched` events held.
+    pub(crate) fn send_held(&mut self) {
+        let mut held = std::mem::take(&mut self.held);
+        for event in held.drain(..) {
+            self.send(event);
+        }
+        self.held = held;
+    }
+
+    fn send(&mut self, event: EngineEvent) {
         if self.events.try_send(event).is_err() {
             self.dropped += 1;
         }
@@ -65,6 +97,12 @@ impl Outbox {
     }
 }
 
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        self.send_held();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,5 +133,56 @@ mod tests {
             ..Snapshot::default()
         });
         assert_eq!(snapshots.borrow().dropped_events, 1);
+    }
+
+    fn fetched(url: &str) -> EngineEvent {
+        EngineEvent::Fetched {
+            host: "a.test".into(),
+            url: url.into(),
+            status: Some(200),
+            latency: std::time::Duration::ZERO,
+            bytes: 0,
+            error: None,
+        }
+    }
+
+    fn url_of(event: EngineEvent) -> String {
+        match event {
+            EngineEvent::Fetched { url, .. } => url,
+            EngineEvent::Log { message, .. } => message,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn fetched_events_go_out_in_bursts_and_in_order() {
+        let (events_tx, mut events) = mpsc::channel(4 * FETCHED_BURST);
+        let (snapshots_tx, _snapshots) = watch::channel(Arc::new(Snapshot::default()));
+        let mut outbox = Outbox::new(events_tx, snapshots_tx);
+        for i in 0..FETCHED_BURST - 1 {
+            outbox.emit(fetched(&i.to_string()));
+        }
+        assert!(events.try_recv().is_err(), "held until the burst is full");
+        outbox.emit(fetched("last of the burst"));
+        let burst: Vec<String> = std::iter::from_fn(|| events.try_recv().ok())
+            .map(url_of)
+            .collect();
+        assert_eq!(burst.len(), FETCHED_BURST);
+        assert_eq!(burst.last().unwrap(), "last of the burst");
+
+        // Another event sends those held before it.
+        outbox.emit(fetched("before the log"));
+        outbox.log(Level::Info, "a log line".into());
+        assert_eq!(url_of(events.try_recv().unwrap()), "before the log");
+        assert_eq!(url_of(events.try_recv().unwrap()), "a log line");
+
+        // So do a snapshot's turn and the engine's end.
+        outbox.emit(fetched("before a snapshot"));
+        outbox.send_held();
+        assert_eq!(url_of(events.try_recv().unwrap()), "before a snapshot");
+        outbox.emit(fetched("at the end"));
+        drop(outbox);
+        assert_eq!(url_of(events.try_recv().unwrap()), "at the end");
+        assert!(events.try_recv().is_err());
     }
 }

@@ -14,6 +14,7 @@ const HEAD_SHOWN: usize = 5;
 impl Coordinator {
     /// Builds and publishes the snapshot.
     pub(super) fn publish(&mut self) -> Snapshot {
+        self.outbox.send_held();
         let now = Instant::now();
         let (pages_per_sec, bytes_per_sec) = self.stats.sample_rates(now);
         let counts = self.frontier.counts().unwrap_or_else(|e| {
