@@ -252,21 +252,29 @@ fn lock(shared: &Shared) -> MutexGuard<'_, State> {
     shared.state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Engine events routed under one lock of the hub's state.
+const ROUTED_AT_ONCE: usize = 256;
+
 /// Moves every engine event to the viewers it is for, until the engine stops.
 async fn route(shared: Arc<Shared>, mut events: mpsc::Receiver<EngineEvent>) {
-    while let Some(event) = events.recv().await {
+    // Taken as they queue up (the engine sends page events in bursts), so a
+    // viewer is woken once for many, not once each.
+    let mut batch = Vec::with_capacity(ROUTED_AT_ONCE);
+    while events.recv_many(&mut batch, ROUTED_AT_ONCE).await > 0 {
         let mut state = lock(&shared);
         state.viewers.retain(|v| !v.events.is_closed());
-        match event {
-            EngineEvent::CommandDone(result) => {
-                if let Some((viewer, id)) = state.pending.remove(&result.id) {
-                    state.answer(viewer, id, result.outcome);
+        for event in batch.drain(..) {
+            match event {
+                EngineEvent::CommandDone(result) => {
+                    if let Some((viewer, id)) = state.pending.remove(&result.id) {
+                        state.answer(viewer, id, result.outcome);
+                    }
                 }
-            }
-            event => {
-                state.keep_start_line(&event);
-                for viewer in &state.viewers {
-                    viewer.offer(event.clone());
+                event => {
+                    state.keep_start_line(&event);
+                    for viewer in &state.viewers {
+                        viewer.offer(event.clone());
+                    }
                 }
             }
         }
