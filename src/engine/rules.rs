@@ -190,6 +190,11 @@ impl RuleSet {
         }
     }
 
+    /// Whether a rule is of one host: only then does `matches` read the host.
+    pub fn needs_host(&self) -> bool {
+        !self.by_host.is_empty()
+    }
+
     /// The first matching rule's id (in insertion order); counts a hit on it.
     pub fn matches(&self, url: &str, host: &str) -> Option<u64> {
         let mut first = self.first_global(url.as_bytes());

@@ -131,7 +131,15 @@ impl Coordinator {
         firsts: &mut FirstFindings,
     ) -> Vec<FrontierEntry> {
         let candidates = self.in_scope(found.referrer, links, found.depth, normalize);
-        let fresh = self.claim_unseen(found, candidates, firsts);
+        // Host keys for the new links only: most links of a page were seen.
+        let fresh = self
+            .claim_unseen(found, candidates, firsts)
+            .into_iter()
+            .map(|(url, kind)| {
+                let host = url_norm::host_key(&url);
+                (url, host, kind)
+            })
+            .collect();
         let fresh = self.cap_externals(fresh, found.depth);
         let quarantining_before = self.alerts.quarantining_count();
         let (mut admitted, given_up) = self.route_fresh(found, fresh);
@@ -206,7 +214,7 @@ impl Coordinator {
     }
 
     /// The links (normalized first if `normalize`) that pass depth, scope and
-    /// operator rules, each with its host key. Those left out for scope, depth,
+    /// operator rules. Those left out for scope, depth,
     /// extension or a rule are recorded, with `parent` as a referrer, so a
     /// listing can say why they were not fetched and who links to them.
     fn in_scope(
@@ -215,7 +223,7 @@ impl Coordinator {
         links: Vec<(Url, UrlKind)>,
         depth: u32,
         normalize: bool,
-    ) -> Vec<(Url, HostKey, UrlKind)> {
+    ) -> Vec<(Url, UrlKind)> {
         let too_deep = depth > self.cfg.max_depth;
         let mut kept = Vec::with_capacity(links.len());
         let mut filtered = Vec::new();
@@ -241,19 +249,22 @@ impl Coordinator {
                     continue;
                 }
             };
-            let host = url_norm::host_key(&url);
-            if let Some(rule) = self.rules.matches(url.as_str(), &host) {
+            let host = self.rules.needs_host().then(|| url_norm::host_key(&url));
+            let rule = self
+                .rules
+                .matches(url.as_str(), host.as_deref().unwrap_or_default());
+            if let Some(rule) = rule {
                 self.stats.count().blocked_by_rules += 1;
                 filtered.push(FilteredUrl {
+                    host: host.unwrap_or_else(|| url_norm::host_key(&url)),
                     url: url.into(),
-                    host,
                     depth,
                     reason: FilterReason::Rule(rule),
                     found_at_unix_ms: unix_ms(),
                 });
                 continue;
             }
-            kept.push((url, host, kind));
+            kept.push((url, kind));
         }
         self.record_filtered(parent, &filtered);
         kept
@@ -293,9 +304,9 @@ impl Coordinator {
     fn claim_unseen<T>(
         &mut self,
         found: &Found,
-        links: Vec<(Url, HostKey, T)>,
+        links: Vec<(Url, T)>,
         firsts: &mut FirstFindings,
-    ) -> Vec<(Url, HostKey, T)> {
+    ) -> Vec<(Url, T)> {
         if links.is_empty() {
             return links;
         }

@@ -165,3 +165,44 @@ async fn a_dense_pages_links_are_admitted_a_chunk_at_a_time_and_all_queued() {
     );
     assert_eq!(c.store.inlinks(both.as_str()), 1);
 }
+
+#[tokio::test]
+async fn a_rule_of_one_host_blocks_its_links_and_no_other_hosts() {
+    use crate::engine::control::{PatternKind, RuleSpec};
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut cfg = super::super::closed_port_config();
+    cfg.scope.mode = crate::engine::config::Scope::Any;
+    let (_handle, mut c) = super::super::for_test(cfg, dir.path());
+    let rule = |host: &str| RuleSpec {
+        kind: PatternKind::Regex,
+        pattern: "/private/".into(),
+        host: Some(host.into()),
+    };
+    c.rules
+        .add(rule("127.0.0.1:9"), "test".into())
+        .expect("rule added");
+    let parent = entry("http://127.0.0.1:9/p");
+    let links: Vec<(Url, UrlKind)> = [
+        "http://127.0.0.1:9/private/a",
+        "http://127.0.0.1:9/public/b",
+        "http://other.example/private/c",
+    ]
+    .iter()
+    .map(|u| (Url::parse(u).expect("a URL"), UrlKind::Page))
+    .collect();
+    let url = Url::parse(&parent.url).expect("a URL");
+    let admitted = c.admit_links(&url, &parent, Outgoing::whole(links), false);
+    let queued: Vec<(&str, &str)> = admitted
+        .entries
+        .iter()
+        .map(|e| (e.url.as_str(), e.host.as_str()))
+        .collect();
+    assert_eq!(
+        queued,
+        [
+            ("http://127.0.0.1:9/public/b", "127.0.0.1:9"),
+            ("http://other.example/private/c", "other.example"),
+        ]
+    );
+    assert_eq!(c.stats.counters().blocked_by_rules, 1);
+}

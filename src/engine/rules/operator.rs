@@ -91,6 +91,11 @@ impl OperatorRules {
         Ok(spec)
     }
 
+    /// Whether `matches` reads its `host` (a rule is of one host).
+    pub(crate) fn needs_host(&self) -> bool {
+        self.set.needs_host()
+    }
+
     /// The first rule blocking `url` of `host`; counts the hit.
     pub(crate) fn matches(&self, url: &str, host: &str) -> Option<u64> {
         self.set.matches(url, host)
