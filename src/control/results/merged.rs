@@ -208,6 +208,7 @@ pub(super) fn merge<T: Send + 'static>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::store::WarcLocation;
     use std::path::Path;
 
     fn stream(items: &[(&str, u32)]) -> Entries<(String, u32)> {
@@ -248,11 +249,23 @@ mod tests {
     }
 
     /// Records in `dir` the fetch of `url` at `at_ms` with `body`, archived,
-    /// and `(page, fragment)` links found on it, as a worker does.
-    fn fetched(dir: &Path, url: &str, at_ms: u64, body: &[u8], fragments: &[(&str, &str)]) {
-        use crate::engine::store::warc::WarcWriter;
+    /// and `(page, fragment)` links found on it, as a worker does; returns
+    /// where the archive holds it.
+    fn fetched(
+        dir: &Path,
+        url: &str,
+        at_ms: u64,
+        body: &[u8],
+        fragments: &[(&str, &str)],
+    ) -> WarcLocation {
+        let at = crate::engine::store::warc::WarcWriter::archive_html(dir, url, body);
+        recorded(dir, url, at_ms, at.clone(), fragments);
+        at
+    }
+
+    /// Records in `dir` a fetch of `url` archived `at`.
+    fn recorded(dir: &Path, url: &str, at_ms: u64, at: WarcLocation, fragments: &[(&str, &str)]) {
         use crate::engine::store::{PageOutcome, Store};
-        let at = WarcWriter::archive_html(dir, url, body);
         let store = Store::open(dir, 1 << 20).unwrap();
         let outcome = PageOutcome::Fetched { status: 200 };
         let mut record = PageRecord::without_fetch(url, "h.localhost", 1, at_ms, outcome);
@@ -301,6 +314,24 @@ mod tests {
                 [want]
             );
         }
+    }
+
+    #[test]
+    fn a_record_naming_the_same_warc_place_as_another_workers_is_told_apart() {
+        // Each worker numbers its WARC files from 0: the killed worker's
+        // record can name the file, offset and length of the other's.
+        let (killed, again) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let url = "http://h.localhost/p/1.html";
+        let new = b"<html><body><p id=specs>new</p></body></html>";
+        let at = fetched(again.path(), url, 2_000, new, &[]);
+        recorded(killed.path(), url, 1_000, at, &[]);
+        let merged = merged(&[killed.path(), again.path()]);
+        let record = merged.page(url).unwrap().expect("a record");
+        assert_eq!(record.fetched_at_unix_ms, 2_000);
+        let ids = merged.archived_ids(Path::new(""), &record).unwrap();
+        assert!(ids
+            .expect("the later record's archive is read")
+            .contains("specs"));
     }
 
     #[test]

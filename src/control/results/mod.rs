@@ -394,7 +394,10 @@ impl Results {
                     let Some(own) = part.results.page(&record.url)? else {
                         continue;
                     };
-                    if own.warc == record.warc {
+                    // The whole record, not its WARC location alone: each
+                    // worker numbers its files from 0, so two workers' records
+                    // can name the same file, offset and length.
+                    if own == *record {
                         let dir = part.dir.as_deref().unwrap_or(data_dir);
                         return part.results.archived_ids(dir, &own);
                     }
