@@ -61,6 +61,25 @@ impl ViewerSlot {
 }
 
 impl State {
+    /// Hands `events` to every viewer, each viewer's copies cloned before
+    /// they are sent: sent back to back, they wake its front end once, where
+    /// a clone between sends let it wake for each (the last viewer takes the
+    /// events themselves).
+    fn deliver(&self, events: &mut Vec<EngineEvent>) {
+        let Some((last, others)) = self.viewers.split_last() else {
+            events.clear();
+            return;
+        };
+        for viewer in others {
+            for event in events.clone() {
+                viewer.offer(event);
+            }
+        }
+        for event in events.drain(..) {
+            last.offer(event);
+        }
+    }
+
     /// Keeps the engine's log lines until its first state change.
     fn keep_start_line(&mut self, event: &EngineEvent) {
         match event {
@@ -263,21 +282,23 @@ async fn route(shared: Arc<Shared>, mut events: mpsc::Receiver<EngineEvent>) {
     while events.recv_many(&mut batch, ROUTED_AT_ONCE).await > 0 {
         let mut state = lock(&shared);
         state.viewers.retain(|v| !v.events.is_closed());
+        let mut routed = Vec::with_capacity(batch.len());
         for event in batch.drain(..) {
             match event {
                 EngineEvent::CommandDone(result) => {
+                    // The events before an answer reach the viewers first.
+                    state.deliver(&mut routed);
                     if let Some((viewer, id)) = state.pending.remove(&result.id) {
                         state.answer(viewer, id, result.outcome);
                     }
                 }
                 event => {
                     state.keep_start_line(&event);
-                    for viewer in &state.viewers {
-                        viewer.offer(event.clone());
-                    }
+                    routed.push(event);
                 }
             }
         }
+        state.deliver(&mut routed);
     }
     let mut state = lock(&shared);
     state.engine_gone = true;
