@@ -271,8 +271,9 @@ fn lock(shared: &Shared) -> MutexGuard<'_, State> {
     shared.state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// Engine events routed under one lock of the hub's state.
-const ROUTED_AT_ONCE: usize = 256;
+/// Engine events routed under one lock of the hub's state: the engine's
+/// burst of page events, no more at once than a viewer's queue is sure to take.
+const ROUTED_AT_ONCE: usize = 64;
 
 /// Moves every engine event to the viewers it is for, until the engine stops.
 async fn route(shared: Arc<Shared>, mut events: mpsc::Receiver<EngineEvent>) {

@@ -561,6 +561,32 @@ mod tests {
     use super::*;
 
     #[tokio::test]
+    async fn a_snapshot_sends_the_page_events_held_for_their_burst() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (mut handle, mut coordinator) = for_test(closed_port_config(), dir.path());
+        while handle.events.try_recv().is_ok() {}
+        coordinator
+            .outbox
+            .emit(crate::engine::telemetry::EngineEvent::Fetched {
+                host: "127.0.0.1:9".into(),
+                url: "http://127.0.0.1:9/a".into(),
+                status: Some(200),
+                latency: Duration::ZERO,
+                bytes: 1,
+                error: None,
+            });
+        assert!(handle.events.try_recv().is_err(), "held for its burst");
+        coordinator.publish();
+        assert!(
+            matches!(
+                handle.events.try_recv(),
+                Ok(crate::engine::telemetry::EngineEvent::Fetched { .. })
+            ),
+            "a slow crawl's pages reach the front ends with each snapshot"
+        );
+    }
+
+    #[tokio::test]
     async fn a_saturated_scheduler_waits_for_a_fetch_instead_of_spinning() {
         let dir = tempfile::tempdir().expect("temp dir");
         let cfg = CrawlConfig {
