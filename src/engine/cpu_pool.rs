@@ -3,16 +3,71 @@
 //! `spawn_blocking` would start a thread per concurrent fetch (up to the
 //! global concurrency), and that many threads thrash two cores and give every
 //! thread its own allocator cache. One thread per core keeps the work hot.
+//!
+//! Idle threads wait on one condition variable, and a new job wakes one of
+//! them. (A channel's receiver behind a mutex woke two: the thread waiting
+//! in `recv`, then, as it let the mutex go, the one waiting for the mutex,
+//! only for it to wait again.)
 
+use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 type Job = Box<dyn FnOnce() + Send>;
+
+/// The jobs waiting and whether the pool is closing, under one lock.
+#[derive(Default)]
+struct Queue {
+    jobs: VecDeque<Job>,
+    closed: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    job_ready: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        // Jobs run outside the lock: a panic in one never poisons it mid-update.
+        self.queue.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The next job, waiting for one; `None` once the pool closes and its
+    /// queue is empty.
+    fn next_job(&self) -> Option<Job> {
+        let mut queue = self.lock();
+        loop {
+            if let Some(job) = queue.jobs.pop_front() {
+                return Some(job);
+            }
+            if queue.closed {
+                return None;
+            }
+            queue = self
+                .job_ready
+                .wait(queue)
+                .unwrap_or_else(|p| p.into_inner());
+        }
+    }
+}
+
+/// Closes the pool when the last handle goes: its threads finish the jobs
+/// queued, then end.
+struct Owner(Arc<Shared>);
+
+impl Drop for Owner {
+    fn drop(&mut self) {
+        self.0.lock().closed = true;
+        self.0.job_ready.notify_all();
+    }
+}
 
 /// Cloning shares the pool; its threads end when the last clone is dropped.
 #[derive(Clone)]
 pub struct CpuPool {
-    jobs: mpsc::Sender<Job>,
+    owner: Arc<Owner>,
 }
 
 impl CpuPool {
@@ -20,38 +75,37 @@ impl CpuPool {
     pub fn new(max_threads: usize) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let threads = cores.clamp(1, max_threads.max(1));
-        let (jobs, queue) = mpsc::channel::<Job>();
-        let queue = Arc::new(Mutex::new(queue));
+        let shared = Arc::new(Shared::default());
         for i in 0..threads {
-            let queue = queue.clone();
+            let shared = shared.clone();
             std::thread::Builder::new()
                 .name(format!("crawldeck-cpu-{i}"))
-                .spawn(move || loop {
-                    // The lock is held only while waiting for the next job.
-                    let next = queue.lock().unwrap_or_else(|p| p.into_inner()).recv();
-                    match next {
+                .spawn(move || {
+                    while let Some(job) = shared.next_job() {
                         // A panicking job must not take the thread with it.
-                        Ok(job) => drop(std::panic::catch_unwind(AssertUnwindSafe(job))),
-                        Err(_) => return,
+                        drop(std::panic::catch_unwind(AssertUnwindSafe(job)));
                     }
                 })
                 .expect("spawning a CPU worker thread");
         }
-        CpuPool { jobs }
+        CpuPool {
+            owner: Arc::new(Owner(shared)),
+        }
     }
 
     /// Runs `job` on a pool thread. The job reports its own result (the
     /// page tasks send theirs straight to the coordinator).
     pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
-        if let Err(mpsc::SendError(job)) = self.jobs.send(Box::new(job)) {
-            // Only if every pool thread is gone; the work must still happen.
-            job();
-        }
+        let shared = &self.owner.0;
+        shared.lock().jobs.push_back(Box::new(job));
+        shared.job_ready.notify_one();
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::mpsc;
+
     use super::*;
 
     #[test]
@@ -66,5 +120,22 @@ mod tests {
         drop(tx);
         let sum: u64 = rx.iter().sum();
         assert_eq!(sum, (0..50u64).map(|i| i * i).sum::<u64>());
+    }
+
+    #[test]
+    fn jobs_queued_when_the_last_handle_goes_still_run() {
+        let pool = CpuPool::new(2);
+        let (tx, rx) = mpsc::channel();
+        for i in 0..20u64 {
+            let tx = tx.clone();
+            pool.spawn(move || tx.send(i).expect("receiver alive"));
+        }
+        drop(tx);
+        let clone = pool.clone();
+        drop(pool);
+        clone.spawn(|| {});
+        drop(clone);
+        // A job dropped unrun would drop its sender: the count would fall short.
+        assert_eq!(rx.iter().count(), 20);
     }
 }
