@@ -190,9 +190,15 @@ impl RuleSet {
         }
     }
 
-    /// Whether a rule is of one host: only then does `matches` read the host.
-    pub fn needs_host(&self) -> bool {
-        !self.by_host.is_empty()
+    /// [`RuleSet::matches`] for a link: its host key is built only when a
+    /// rule is of one host (most links are checked against none).
+    pub fn matches_url(&self, url: &url::Url) -> Option<u64> {
+        let host = if self.by_host.is_empty() {
+            String::new()
+        } else {
+            super::url_norm::host_key(url)
+        };
+        self.matches(url.as_str(), &host)
     }
 
     /// The first matching rule's id (in insertion order); counts a hit on it.

@@ -249,14 +249,10 @@ impl Coordinator {
                     continue;
                 }
             };
-            let host = self.rules.needs_host().then(|| url_norm::host_key(&url));
-            let rule = self
-                .rules
-                .matches(url.as_str(), host.as_deref().unwrap_or_default());
-            if let Some(rule) = rule {
+            if let Some(rule) = self.rules.matches_url(&url) {
                 self.stats.count().blocked_by_rules += 1;
                 filtered.push(FilteredUrl {
-                    host: host.unwrap_or_else(|| url_norm::host_key(&url)),
+                    host: url_norm::host_key(&url),
                     url: url.into(),
                     depth,
                     reason: FilterReason::Rule(rule),

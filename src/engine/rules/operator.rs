@@ -91,9 +91,9 @@ impl OperatorRules {
         Ok(spec)
     }
 
-    /// Whether `matches` reads its `host` (a rule is of one host).
-    pub(crate) fn needs_host(&self) -> bool {
-        self.set.needs_host()
+    /// The first rule blocking the link `url`; counts the hit.
+    pub(crate) fn matches_url(&self, url: &url::Url) -> Option<u64> {
+        self.set.matches_url(url)
     }
 
     /// The first rule blocking `url` of `host`; counts the hit.
