@@ -55,6 +55,13 @@ struct Block([u64; 8]);
 
 const BLOCK_BITS: u64 = 512;
 
+/// Reads `words` (one from each cache line a batch is about to use) in
+/// independent loads, so their cache misses overlap instead of coming one
+/// after another as the batch is worked through.
+pub(crate) fn load_ahead(words: impl Iterator<Item = u64>) {
+    std::hint::black_box(words.fold(0, |acc, word| acc ^ word));
+}
+
 /// A fingerprint's place in one [`BloomFilter`] (its block and double
 /// hash), worked out once and then touched, tested or set.
 #[derive(Debug, Clone, Copy)]

@@ -4,7 +4,9 @@
 //! ones, and only the rest ask the persistent marks, which the batches that
 //! queue or park a URL write.
 
-use crate::engine::dedup::{url_fingerprint, BloomFilter, BloomProbe, FingerprintSet, RecentSeen};
+use crate::engine::dedup::{
+    load_ahead, url_fingerprint, BloomFilter, BloomProbe, FingerprintSet, RecentSeen,
+};
 use crate::engine::store::{Store, StoreError};
 
 /// Room in the Bloom filter for this many URLs beyond those already seen.
@@ -74,12 +76,12 @@ impl SeenSet {
                 (fp, self.bloom.probe(fp))
             })
             .collect();
-        // Each check misses the cache twice (a Bloom block, a recent bucket);
-        // touched first, in independent loads, the misses overlap.
-        let touched = probes.iter().fold(0, |acc, &(fp, probe)| {
-            acc ^ self.bloom.touch(probe) ^ u64::from(self.recent.touch(fp))
-        });
-        std::hint::black_box(touched);
+        // Each check misses the cache twice: a Bloom block, a recent bucket.
+        load_ahead(
+            probes.iter().flat_map(|&(fp, probe)| {
+                [self.bloom.touch(probe), u64::from(self.recent.touch(fp))]
+            }),
+        );
         let mut in_call = FingerprintSet::with_capacity_and_hasher(urls.len(), Default::default());
         let mut answers = Vec::with_capacity(urls.len());
         for (fp, probe) in probes {

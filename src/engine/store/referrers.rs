@@ -11,7 +11,7 @@ use super::index::{CrawlIndex, Rows};
 use super::inlink_tally::InlinkTally;
 use super::referrer_batch::PendingReferrers;
 use super::{keys, Store, StoreError};
-use crate::engine::dedup::FingerprintSet;
+use crate::engine::dedup::{load_ahead, FingerprintSet};
 
 /// Referrers kept per URL: the page it was first found on and a few more.
 /// Bounded so that a link on every page (a site's menu) costs one read per
@@ -115,12 +115,12 @@ impl Store {
         let links: Vec<(&str, bool, u64)> = links
             .map(|(target, fresh)| (target, fresh, keys::url_fingerprint(target)))
             .collect();
-        // Each link misses the cache in the tally and the counter; touched
-        // first, in independent loads, the misses overlap.
-        let touched = links.iter().fold(0, |acc, &(_, _, fp)| {
-            acc ^ counts.inlinks.touch(fp) ^ u64::from(counts.touch(fp))
-        });
-        std::hint::black_box(touched);
+        // Each link misses the cache twice: the tally, the counter.
+        load_ahead(
+            links
+                .iter()
+                .flat_map(|&(_, _, fp)| [counts.inlinks.touch(fp), u64::from(counts.touch(fp))]),
+        );
         let mut done = FingerprintSet::default();
         for (target, fresh, fingerprint) in links {
             if !done.insert(fingerprint) {
