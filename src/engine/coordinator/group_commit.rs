@@ -2,9 +2,11 @@
 //! completed in one frontier batch, with the counters and host state they
 //! changed, and made durable by one flush (a journal sync): one sync per
 //! page cost a disk write and a wait each, as it did with sled, which synced
-//! its log for every batch. A page's lease ends only with its group's flush, so its host
-//! gets no new request before that: after a `kill -9` still only what was in
-//! flight is fetched again.
+//! its log for every batch. A page's lease ends only with its group's flush,
+//! but its host's turn ends when its answer is handled (`answered`): waiting
+//! for the write cost every host up to a window between two requests. After
+//! a `kill -9` what was leased is fetched again: the requests in flight, and
+//! the pages answered within the last window whose group was not written.
 
 use std::time::Duration;
 
@@ -13,9 +15,10 @@ use tokio::time::Instant;
 use crate::engine::frontier::Completion;
 
 /// How long a finished page may wait for the write that completes it. The
-/// wait is part of every host's turn between two requests: with one request
-/// per host a 10 ms window cost 15-20 % of pages/s on the shared bench, and
-/// 2 ms gained 9-17 % over 5 ms at no more CPU; 1 ms gained nothing more.
+/// wait was part of every host's turn between two requests until the turn
+/// ended at the answer: with one request per host a 10 ms window cost 15-20 %
+/// of pages/s on the shared bench, and 2 ms gained 9-17 % over 5 ms at no
+/// more CPU; 1 ms gained nothing more.
 pub(super) const GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(2);
 
 /// Pages finished but not yet written, and when they must be.

@@ -212,13 +212,14 @@ impl Coordinator {
 
     /// Ends a fetched page's lease: the page record, the queue key's removal
     /// and the new outlinks are written together with the rest of its group
-    /// (group_commit.rs).
+    /// (group_commit.rs). Its host's turn ends now: the answer is handled.
     pub(super) fn commit(
         &mut self,
         lease: Lease,
         record: PageRecord,
         outlinks: Vec<FrontierEntry>,
     ) {
+        self.frontier.answered(&lease);
         let completion = Completion {
             lease,
             record,

@@ -183,6 +183,12 @@ pub trait FrontierStore: Send {
         with: CrawlBatch,
     ) -> Result<usize, StoreError>;
 
+    /// The lease's answer is in and handled; only its completion is to come.
+    /// Its host no longer counts it as a request in flight, so the host's
+    /// next request need not wait for the completion's write. An unknown
+    /// lease is left to its completion, which reports it.
+    fn answered(&mut self, lease: &Lease);
+
     /// Ends a lease by putting the URL back where it was: at its host's head.
     /// `StoreError::UnknownLease` if the lease already ended.
     fn release(&mut self, lease: Lease) -> Result<(), StoreError>;
@@ -418,6 +424,10 @@ impl FrontierStore for Frontier {
         with: CrawlBatch,
     ) -> Result<usize, StoreError> {
         Frontier::complete_all(self, done, with)
+    }
+
+    fn answered(&mut self, lease: &Lease) {
+        Frontier::answered(self, lease);
     }
 
     fn release(&mut self, lease: Lease) -> Result<(), StoreError> {

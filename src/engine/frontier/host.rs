@@ -26,6 +26,9 @@ pub(super) struct HostQueue {
     cursor: Option<Vec<u8>>,
     /// Keys handed out and not yet completed (still in the store).
     pub leased: Vec<Vec<u8>>,
+    /// The keys of `leased` whose request is over: only their completion
+    /// is to come.
+    answered: Vec<Vec<u8>>,
     pub max_in_flight: usize,
     pub not_before: Option<Instant>,
     pub holds: u8,
@@ -42,6 +45,7 @@ impl HostQueue {
             buffer: BTreeMap::new(),
             cursor: None,
             leased: Vec::new(),
+            answered: Vec::new(),
             max_in_flight,
             not_before: None,
             holds,
@@ -49,8 +53,14 @@ impl HostQueue {
         }
     }
 
+    /// Requests out: leases not answered yet. Politeness counts these.
     pub fn in_flight(&self) -> usize {
-        self.leased.len()
+        self.leased.len() - self.answered.len()
+    }
+
+    /// Leases not completed yet, answered or not.
+    pub fn has_leases(&self) -> bool {
+        !self.leased.is_empty()
     }
 
     #[cfg(test)]
@@ -108,8 +118,21 @@ impl HostQueue {
         Some((key, entry))
     }
 
+    /// The lease's request is over; `false` if `key` was not leased or was
+    /// answered already.
+    pub fn answer(&mut self, key: &[u8]) -> bool {
+        if !self.is_leased(key) || self.answered.iter().any(|k| k == key) {
+            return false;
+        }
+        self.answered.push(key.to_vec());
+        true
+    }
+
     /// Ends a lease; `false` if `key` was not leased.
     pub fn end_lease(&mut self, key: &[u8]) -> bool {
+        if let Some(i) = self.answered.iter().position(|k| k == key) {
+            self.answered.swap_remove(i);
+        }
         match self.leased.iter().position(|k| k == key) {
             Some(i) => {
                 self.leased.swap_remove(i);

@@ -357,7 +357,7 @@ impl Frontier {
             (Some(_), None) => false,
         };
         if host.queued == 0
-            && host.in_flight() == 0
+            && !host.has_leases()
             && host.holds == 0
             && host.max_in_flight == self.default_max_in_flight
             && time_passed

@@ -102,6 +102,16 @@ impl Frontier {
         queued
     }
 
+    /// The lease's request is over: its host may be handed its next URL
+    /// while the lease waits for its completion.
+    pub fn answered(&mut self, lease: &Lease) {
+        if let Ok(id) = self.leasing_host(lease) {
+            if self.host_mut(id).answer(&lease.key) {
+                self.reschedule(id);
+            }
+        }
+    }
+
     /// Puts a leased URL at the back of its host's queue (its priority kept),
     /// so a URL that failed while its host was down does not block the host's
     /// probe requests when the host comes back.

@@ -162,3 +162,37 @@ fn an_idle_host_at_a_low_level_goes_before_a_busy_host_at_a_high_one() {
     }
     assert_eq!(f.next_ready(now).unwrap().entry.host, "busy.example");
 }
+
+#[test]
+fn an_answered_lease_frees_its_host_for_the_next_request_until_it_completes() {
+    let (_dir, _store, mut f) = open_temp();
+    let now = Instant::now();
+    let host = "one.example";
+    f.push((0..3).map(|i| entry(host, &i.to_string(), 0)).collect())
+        .unwrap();
+    let first = f.next_ready(now).unwrap();
+    assert!(f.next_ready(now).is_none(), "one request a host");
+
+    f.answered(&first);
+    f.answered(&first);
+    assert_eq!(host_in_flight(&f, host), 0, "answered once, however told");
+    let second = f.next_ready(now).unwrap();
+    assert_eq!(second.entry.url, format!("http://{host}/1"));
+    assert!(f.next_ready(now).is_none(), "the second one is out");
+    assert_eq!(f.in_flight(), 2, "both leases are out until completed");
+
+    // Nothing left to hand out, nothing in flight: the host is kept while
+    // its answered lease waits for completion.
+    f.answered(&second);
+    let third = f.next_ready(now).unwrap();
+    f.answered(&third);
+    f.complete(&third, &record(&third.entry), Vec::new())
+        .unwrap();
+    f.complete(&second, &record(&second.entry), Vec::new())
+        .unwrap();
+    assert!(f.ids.contains_key(host));
+    f.complete(&first, &record(&first.entry), Vec::new())
+        .unwrap();
+    assert_eq!((f.in_flight(), f.len()), (0, 0));
+    assert!(!f.ids.contains_key(host), "forgotten once its leases ended");
+}

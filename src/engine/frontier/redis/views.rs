@@ -54,6 +54,12 @@ impl FrontierStore for RedisFrontier {
         Ok(queued)
     }
 
+    fn answered(&mut self, _lease: &Lease) {
+        // The host's turn ends with the lease here: its next not-before is
+        // written with that end (`pending_nb`), and its claim is given up
+        // when it has no lease out.
+    }
+
     fn complete_all(
         &mut self,
         done: Vec<Completion>,
