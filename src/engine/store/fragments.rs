@@ -4,7 +4,10 @@
 //! written once: a fixed-size bitmap of fingerprints remembers what was
 //! written this run, and a pair it seems to know is looked up before it is
 //! skipped (two pairs may share a bit; skipping on the bit alone lost one
-//! page's broken fragment now and then, more on a larger site).
+//! page's broken fragment now and then, more on a larger site). Pairs known
+//! written are remembered by their whole 64-bit hash too, up to
+//! [`KNOWN_CAP`] of them: a menu's pairs, met on every page, are then
+//! skipped without a lookup.
 
 use std::sync::MutexGuard;
 
@@ -12,20 +15,32 @@ use super::held_rows::HeldRows;
 use super::index::Rows;
 use super::query::Entries;
 use super::{Store, StoreError};
-use crate::engine::dedup::url_fingerprint;
+use crate::engine::dedup::{url_fingerprint, FingerprintSet};
 
 /// Bits of the written-pairs bitmap: 1 MiB whatever the crawl's size.
 const MARK_BITS: usize = 1 << 23;
+/// Pairs remembered as written by their whole hash (~300 KB at most); the
+/// set starts over when full.
+const KNOWN_CAP: usize = 1 << 14;
 
 /// Which page and fragment pairs this run has written.
 #[derive(Default)]
 pub(super) struct FragmentMarks {
     bits: Vec<u64>,
+    /// Pairs known to be written (this run or before), by [`pair_hash`].
+    known: FingerprintSet,
     /// Pairs found since the last batch write (`held_rows.rs`).
     pub(super) held: HeldRows,
 }
 
 impl FragmentMarks {
+    fn know(&mut self, hash: u64) {
+        if self.known.len() >= KNOWN_CAP {
+            self.known.clear();
+        }
+        self.known.insert(hash);
+    }
+
     /// Marks `fingerprint`; false if it was marked already.
     fn mark(&mut self, fingerprint: u64) -> bool {
         if self.bits.is_empty() {
@@ -37,6 +52,12 @@ impl FragmentMarks {
         self.bits[word] |= mask;
         new
     }
+}
+
+/// A page and fragment pair's hash: its bit in the bitmap, its identity in
+/// the known set.
+fn pair_hash(page: &str, fragment: &str) -> u64 {
+    url_fingerprint(page) ^ url_fingerprint(fragment).rotate_left(29)
 }
 
 fn key(page: &str, fragment: &str) -> Vec<u8> {
@@ -62,25 +83,35 @@ impl Store {
         let mut marks = self.fragment_marks();
         let (mut rows, mut maybe_known) = (Vec::new(), Vec::new());
         for (page, fragment) in links {
-            let key = key(page, fragment);
-            if marks.mark(url_fingerprint(page) ^ url_fingerprint(fragment).rotate_left(29)) {
-                rows.push(key);
-            } else if !marks.held.contains(&key) {
-                maybe_known.push(key);
+            let hash = pair_hash(page, fragment);
+            if marks.mark(hash) {
+                rows.push((hash, key(page, fragment)));
+            } else if !marks.known.contains(&hash) {
+                let key = key(page, fragment);
+                if !marks.held.contains(&key) {
+                    maybe_known.push((hash, key));
+                }
             }
         }
         drop(marks);
         let fragments = self.inner.index.rows(Rows::Fragments);
-        for key in maybe_known {
-            if !fragments
+        let mut stored = Vec::new();
+        for (hash, key) in maybe_known {
+            if fragments
                 .contains_key(&key)
                 .map_err(StoreError::index("read"))?
             {
-                rows.push(key);
+                stored.push(hash);
+            } else {
+                rows.push((hash, key));
             }
         }
         let mut marks = self.fragment_marks();
-        for key in rows {
+        for hash in stored {
+            marks.know(hash);
+        }
+        for (hash, key) in rows {
+            marks.know(hash);
             marks.held.hold(key, source.as_bytes().to_vec());
         }
         Ok(())
@@ -180,6 +211,34 @@ mod tests {
         let mut both = vec![first, second];
         both.sort();
         assert_eq!(pages, both);
+    }
+
+    #[test]
+    fn the_pairs_known_written_stay_bounded() {
+        let mut marks = super::FragmentMarks::default();
+        for hash in 0..=super::KNOWN_CAP as u64 {
+            marks.know(hash);
+        }
+        assert!(marks.known.len() <= super::KNOWN_CAP);
+        assert!(marks.known.contains(&(super::KNOWN_CAP as u64)));
+    }
+
+    #[test]
+    fn a_pair_met_again_is_written_once_with_its_first_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let page = "http://h.example/a";
+        for n in 0..3 {
+            let source = format!("http://h.example/{n}");
+            store
+                .add_fragment_links(&source, [(page, "top")].into_iter())
+                .unwrap();
+            // Written between sightings: the pair is found stored, then known.
+            store.flush().unwrap();
+        }
+        let got: Vec<_> = store.fragment_links(page).map(Result::unwrap).collect();
+        let first = ("top".to_string(), "http://h.example/0".to_string());
+        assert_eq!(got, [(page.to_string(), vec![first])]);
     }
 
     #[test]
