@@ -22,7 +22,7 @@ impl RedisFrontier {
     fn open_hosts(&self, now: Option<Instant>) -> impl Iterator<Item = (&HostKey, &Local)> {
         self.held_hosts().filter(move |(_, h)| {
             h.holds == 0
-                && h.in_flight < self.max_of(h)
+                && h.requests() < self.max_of(h)
                 && now.is_none_or(|now| h.not_before.is_none_or(|t| t <= now))
         })
     }
@@ -254,6 +254,7 @@ impl RedisFrontier {
     fn ended(&mut self, lease: &Lease, mode: &'static str) {
         if let Some(h) = self.hosts.get_mut(&lease.entry.host) {
             h.in_flight = h.in_flight.saturating_sub(1);
+            h.answered.remove(&lease.key);
             h.batch_out.remove(&lease.key);
             if mode != "complete" {
                 // Ahead of the batch (release) or behind it (requeue): the

@@ -110,6 +110,9 @@ struct Local {
     holds: u8,
     /// Leases of the host's URLs this worker has out.
     in_flight: usize,
+    /// Those of them answered: only their end is to come, so they no
+    /// longer count against the host's requests at once.
+    answered: HashSet<Vec<u8>>,
     max_in_flight: Option<usize>,
     not_before: Option<Instant>,
     /// The level of the host's head after its batch (while leased), from
@@ -127,6 +130,11 @@ struct Local {
 }
 
 impl Local {
+    /// Requests of the host out now: leases not answered yet.
+    fn requests(&self) -> usize {
+        self.in_flight.saturating_sub(self.answered.len())
+    }
+
     /// Forgets the batch; its first URL is the host's head again.
     fn drop_batch(&mut self) {
         if let Some(&(_, level)) = self.batch.front() {

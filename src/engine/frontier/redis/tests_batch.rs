@@ -179,3 +179,68 @@ fn removals_and_a_pause_stop_a_batch_and_leave_its_served_url_alone() {
     let p1 = take(&mut w);
     assert_eq!(p1.entry.url, "http://p.example/1");
 }
+
+#[test]
+fn an_answered_lease_lets_the_leaseholder_serve_the_hosts_next_url_before_it_ends() {
+    let server = RedisServer::for_test();
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = worker_in(&server, "answered", dir.path(), TTL);
+    w.push(
+        (0..4)
+            .map(|i| entry("h.example", &i.to_string(), 0))
+            .collect(),
+    )
+    .unwrap();
+    let first = take(&mut w);
+    assert!(
+        w.next_ready(Instant::now()).unwrap().is_none(),
+        "one request a host"
+    );
+    w.answered(&first);
+    let second = take(&mut w);
+    assert_eq!(path(&second), "1", "served from the batch");
+    assert!(
+        w.next_ready(Instant::now()).unwrap().is_none(),
+        "the second request is out"
+    );
+    assert_eq!(w.counts().unwrap().in_flight, 2, "both leases are out");
+    done(&mut w, &second);
+    done(&mut w, &first);
+    assert_eq!(drain(&mut w), ["2", "3"]);
+    assert_eq!(w.counts().unwrap(), Default::default());
+}
+
+#[test]
+fn a_not_before_written_while_an_answered_lease_is_out_is_not_undone_by_its_end() {
+    let server = RedisServer::for_test();
+    let dir = tempfile::tempdir().unwrap();
+    let mut w = worker_in(&server, "nb-answered", dir.path(), TTL);
+    let shared_nb = || {
+        let key = format!("HGET {}nb h.example", key_prefix("nb-answered"));
+        server.command(&key).unwrap()
+    };
+    w.push(
+        (0..3)
+            .map(|i| entry("h.example", &i.to_string(), 0))
+            .collect(),
+    )
+    .unwrap();
+    let now = Instant::now();
+    let first = w.next_ready(now).unwrap().expect("a URL is ready");
+    // The first answer's wait: kept for its lease's end.
+    w.set_not_before("h.example", now).unwrap();
+    assert_eq!(shared_nb(), "$-1", "not written yet");
+    w.answered(&first);
+    let second = w.next_ready(now).unwrap().expect("served from the batch");
+    // The second answer's wait, with two leases out: written at once.
+    w.set_not_before("h.example", now + TTL / 4).unwrap();
+    let later = shared_nb();
+    assert_ne!(later, "$-1");
+    done(&mut w, &first);
+    assert_eq!(
+        shared_nb(),
+        later,
+        "the first lease's end keeps the later wait"
+    );
+    done(&mut w, &second);
+}

@@ -54,10 +54,15 @@ impl FrontierStore for RedisFrontier {
         Ok(queued)
     }
 
-    fn answered(&mut self, _lease: &Lease) {
-        // The host's turn ends with the lease here: its next not-before is
-        // written with that end (`pending_nb`), and its claim is given up
-        // when it has no lease out.
+    fn answered(&mut self, lease: &Lease) {
+        // The lease stays out (its end writes the host's not-before, and the
+        // host's claim is kept while it is out); the host may be served its
+        // next URL from its batch meanwhile.
+        if self.out.contains_key(&lease.key) {
+            if let Some(h) = self.hosts.get_mut(&lease.entry.host) {
+                h.answered.insert(lease.key.clone());
+            }
+        }
     }
 
     fn complete_all(
@@ -110,6 +115,10 @@ impl FrontierStore for RedisFrontier {
             h.pending_nb = Some(score);
             h.not_before = Some(at);
             return Ok(());
+        }
+        // Written now, it supersedes one an earlier lease's end would write.
+        if let Some(h) = self.hosts.get_mut(host) {
+            h.pending_nb = None;
         }
         // Usually called as a fetch ends: give the host back in the same round trip.
         let give_back = leased
