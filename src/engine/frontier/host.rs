@@ -14,6 +14,13 @@ use crate::engine::telemetry::PRIORITY_LEVELS;
 /// Entries a host keeps in memory; the rest stay in the store.
 pub(super) const BUFFER_CAP: usize = 64;
 
+/// A key handed out, and whether its request is over (only its completion
+/// is to come).
+pub(super) struct Leased {
+    pub key: Vec<u8>,
+    answered: bool,
+}
+
 pub(super) struct HostQueue {
     pub name: HostKey,
     prefix: Vec<u8>,
@@ -25,10 +32,7 @@ pub(super) struct HostQueue {
     buffer: BTreeMap<Vec<u8>, FrontierEntry>,
     cursor: Option<Vec<u8>>,
     /// Keys handed out and not yet completed (still in the store).
-    pub leased: Vec<Vec<u8>>,
-    /// The keys of `leased` whose request is over: only their completion
-    /// is to come.
-    answered: Vec<Vec<u8>>,
+    pub leased: Vec<Leased>,
     pub max_in_flight: usize,
     pub not_before: Option<Instant>,
     pub holds: u8,
@@ -45,7 +49,6 @@ impl HostQueue {
             buffer: BTreeMap::new(),
             cursor: None,
             leased: Vec::new(),
-            answered: Vec::new(),
             max_in_flight,
             not_before: None,
             holds,
@@ -55,7 +58,7 @@ impl HostQueue {
 
     /// Requests out: leases not answered yet. Politeness counts these.
     pub fn in_flight(&self) -> usize {
-        self.leased.len() - self.answered.len()
+        self.leased.iter().filter(|l| !l.answered).count()
     }
 
     /// Leases not completed yet, answered or not.
@@ -105,7 +108,7 @@ impl HostQueue {
     }
 
     pub fn is_leased(&self, key: &[u8]) -> bool {
-        self.leased.iter().any(|k| k == key)
+        self.leased.iter().any(|l| l.key == key)
     }
 
     /// Takes the head entry and marks it leased.
@@ -114,26 +117,28 @@ impl HostQueue {
         self.queued = self.queued.saturating_sub(1);
         let level = &mut self.per_level[level_of(entry.priority)];
         *level = level.saturating_sub(1);
-        self.leased.push(key.clone());
+        self.leased.push(Leased {
+            key: key.clone(),
+            answered: false,
+        });
         Some((key, entry))
     }
 
     /// The lease's request is over; `false` if `key` was not leased or was
     /// answered already.
     pub fn answer(&mut self, key: &[u8]) -> bool {
-        if !self.is_leased(key) || self.answered.iter().any(|k| k == key) {
-            return false;
+        match self.leased.iter_mut().find(|l| l.key == key) {
+            Some(l) if !l.answered => {
+                l.answered = true;
+                true
+            }
+            _ => false,
         }
-        self.answered.push(key.to_vec());
-        true
     }
 
     /// Ends a lease; `false` if `key` was not leased.
     pub fn end_lease(&mut self, key: &[u8]) -> bool {
-        if let Some(i) = self.answered.iter().position(|k| k == key) {
-            self.answered.swap_remove(i);
-        }
-        match self.leased.iter().position(|k| k == key) {
+        match self.leased.iter().position(|l| l.key == key) {
             Some(i) => {
                 self.leased.swap_remove(i);
                 true
@@ -165,7 +170,7 @@ impl HostQueue {
     fn refill(&mut self, store: &Store) -> Result<(), StoreError> {
         let leased = &self.leased;
         let rows = store.scan_after(&self.prefix, self.cursor.as_deref(), BUFFER_CAP, |k| {
-            leased.iter().any(|l| l.as_slice() == k)
+            leased.iter().any(|l| l.key == k)
         })?;
         for (key, value) in rows {
             self.cursor = Some(key.clone());

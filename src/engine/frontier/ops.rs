@@ -375,7 +375,7 @@ impl Frontier {
             .hosts
             .iter()
             .flatten()
-            .flat_map(|h| h.leased.iter().cloned())
+            .flat_map(|h| h.leased.iter().map(|l| l.key.clone()))
             .collect();
         let mut after: Option<Vec<u8>> = from;
         let mut touched = BTreeSet::new();
