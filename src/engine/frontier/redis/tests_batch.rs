@@ -62,6 +62,12 @@ fn path(lease: &Lease) -> &str {
     lease.entry.url.trim_start_matches("http://h.example/")
 }
 
+/// Queues `host`'s URLs `/0` to `/{n-1}`, all at level 0.
+fn push_numbered(f: &mut RedisFrontier, host: &str, n: usize) {
+    f.push((0..n).map(|i| entry(host, &i.to_string(), 0)).collect())
+        .unwrap();
+}
+
 #[test]
 fn the_leaseholder_serves_a_takes_batch_without_a_round_trip() {
     let server = RedisServer::for_test();
@@ -105,12 +111,7 @@ fn a_dead_leaseholders_batch_goes_to_the_next_worker_and_nothing_is_fetched_twic
     let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     {
         let mut dead = worker_in(&server, "heir", d1.path(), TTL);
-        dead.push(
-            (0..5)
-                .map(|i| entry("h.example", &i.to_string(), 0))
-                .collect(),
-        )
-        .unwrap();
+        push_numbered(&mut dead, "h.example", 5);
         let a = take(&mut dead);
         done(&mut dead, &a);
         let b = take(&mut dead);
@@ -140,12 +141,7 @@ fn removals_and_a_pause_stop_a_batch_and_leave_its_served_url_alone() {
     let server = RedisServer::for_test();
     let dir = tempfile::tempdir().unwrap();
     let mut w = worker_in(&server, "rules", dir.path(), TTL);
-    w.push(
-        (0..6)
-            .map(|i| entry("h.example", &i.to_string(), 0))
-            .collect(),
-    )
-    .unwrap();
+    push_numbered(&mut w, "h.example", 6);
     let first = take(&mut w);
     done(&mut w, &first);
     let served = take(&mut w);
@@ -165,12 +161,7 @@ fn removals_and_a_pause_stop_a_batch_and_leave_its_served_url_alone() {
     assert_eq!(w.counts().unwrap(), Default::default());
 
     // A pause applied by this worker stops the batch at once.
-    w.push(
-        (0..4)
-            .map(|i| entry("p.example", &i.to_string(), 0))
-            .collect(),
-    )
-    .unwrap();
+    push_numbered(&mut w, "p.example", 4);
     let p0 = take(&mut w);
     done(&mut w, &p0);
     w.set_hold("p.example", Hold::Paused, true).unwrap();
@@ -185,12 +176,7 @@ fn an_answered_lease_lets_the_leaseholder_serve_the_hosts_next_url_before_it_end
     let server = RedisServer::for_test();
     let dir = tempfile::tempdir().unwrap();
     let mut w = worker_in(&server, "answered", dir.path(), TTL);
-    w.push(
-        (0..4)
-            .map(|i| entry("h.example", &i.to_string(), 0))
-            .collect(),
-    )
-    .unwrap();
+    push_numbered(&mut w, "h.example", 4);
     let first = take(&mut w);
     assert!(
         w.next_ready(Instant::now()).unwrap().is_none(),
@@ -219,12 +205,7 @@ fn a_not_before_written_while_an_answered_lease_is_out_is_not_undone_by_its_end(
         let key = format!("HGET {}nb h.example", key_prefix("nb-answered"));
         server.command(&key).unwrap()
     };
-    w.push(
-        (0..3)
-            .map(|i| entry("h.example", &i.to_string(), 0))
-            .collect(),
-    )
-    .unwrap();
+    push_numbered(&mut w, "h.example", 3);
     let now = Instant::now();
     let first = w.next_ready(now).unwrap().expect("a URL is ready");
     // The first answer's wait: kept for its lease's end.
