@@ -280,10 +280,10 @@ async fn route(shared: Arc<Shared>, mut events: mpsc::Receiver<EngineEvent>) {
     // Taken as they queue up (the engine sends page events in bursts), so a
     // viewer is woken once for many, not once each.
     let mut batch = Vec::with_capacity(ROUTED_AT_ONCE);
+    let mut routed = Vec::with_capacity(ROUTED_AT_ONCE);
     while events.recv_many(&mut batch, ROUTED_AT_ONCE).await > 0 {
         let mut state = lock(&shared);
         state.viewers.retain(|v| !v.events.is_closed());
-        let mut routed = Vec::with_capacity(batch.len());
         for event in batch.drain(..) {
             match event {
                 EngineEvent::CommandDone(result) => {

@@ -131,15 +131,7 @@ impl Coordinator {
         firsts: &mut FirstFindings,
     ) -> Vec<FrontierEntry> {
         let candidates = self.in_scope(found.referrer, links, found.depth, normalize);
-        // Host keys for the new links only: most links of a page were seen.
-        let fresh = self
-            .claim_unseen(found, candidates, firsts)
-            .into_iter()
-            .map(|(url, kind)| {
-                let host = url_norm::host_key(&url);
-                (url, host, kind)
-            })
-            .collect();
+        let fresh = self.claim_unseen(found, candidates, firsts);
         let fresh = self.cap_externals(fresh, found.depth);
         let quarantining_before = self.alerts.quarantining_count();
         let (mut admitted, given_up) = self.route_fresh(found, fresh);
@@ -294,17 +286,19 @@ impl Coordinator {
         }
     }
 
-    /// The links never seen before, in one batch; they are seen from now on.
-    /// The referrer (if any) is recorded as the first one of those, a
-    /// further one of the others (unless an earlier chunk of the page did).
-    fn claim_unseen<T>(
+    /// The links never seen before, in one batch, each with its host key
+    /// (built for these only: most links of a page were seen); they are
+    /// seen from now on. The referrer (if any) is recorded as the first one
+    /// of those, a further one of the others (unless an earlier chunk of the
+    /// page did).
+    fn claim_unseen(
         &mut self,
         found: &Found,
-        links: Vec<(Url, T)>,
+        links: Vec<(Url, UrlKind)>,
         firsts: &mut FirstFindings,
-    ) -> Vec<(Url, T)> {
+    ) -> Vec<(Url, HostKey, UrlKind)> {
         if links.is_empty() {
-            return links;
+            return Vec::new();
         }
         let texts: Vec<&str> = links.iter().map(|(url, ..)| url.as_str()).collect();
         let claimed = match found.page_host {
@@ -332,7 +326,11 @@ impl Coordinator {
         links
             .into_iter()
             .zip(fresh)
-            .filter_map(|(link, fresh)| fresh.then_some(link))
+            .filter(|(_, fresh)| *fresh)
+            .map(|((url, kind), _)| {
+                let host = url_norm::host_key(&url);
+                (url, host, kind)
+            })
             .collect()
     }
 

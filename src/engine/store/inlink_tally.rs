@@ -13,7 +13,9 @@ use super::inlinks::HeldSince;
 
 /// URLs tallied before the group is written even without a flush.
 pub(super) const MAX_PENDING: usize = 64 * 1024;
-/// Slots: the table is at most half full, so probes stay short.
+/// Slots: the table is at most half full, so probes stay short. Callers
+/// write the group once it is full, and add at most a chunk of a page's
+/// links (4,096) between two checks, so it never fills.
 const SLOTS: usize = 2 * MAX_PENDING;
 const SLOT_BITS: u32 = SLOTS.trailing_zeros();
 const _: () = assert!(SLOTS.is_power_of_two());
@@ -57,6 +59,7 @@ impl InlinkTally {
         if self.slots.is_empty() {
             self.slots = vec![(0, 0); SLOTS];
         }
+        debug_assert!(self.len < SLOTS, "the tally is written when full");
         self.held.hold();
         let mut i = self.slot_of(fingerprint);
         loop {
