@@ -24,6 +24,18 @@ fn opener(server: &RedisServer, ttl: Duration) -> impl FnMut(&Path) -> RedisFron
     }
 }
 
+/// A Redis server of its own and one worker of `crawl` on it, with its data
+/// directory (kept alive by the caller).
+pub(super) fn lone_worker(
+    crawl: &str,
+    ttl: Duration,
+) -> (RedisServer, tempfile::TempDir, RedisFrontier) {
+    let server = RedisServer::for_test();
+    let dir = tempfile::tempdir().unwrap();
+    let worker = worker_in(&server, crawl, dir.path(), ttl);
+    (server, dir, worker)
+}
+
 pub(super) fn worker_in(
     server: &RedisServer,
     crawl: &str,
@@ -209,9 +221,7 @@ fn a_stalled_worker_that_lives_queues_its_pages_links_at_the_lease_end() {
 
 #[test]
 fn the_seen_check_of_a_page_with_thousands_of_links_answers_each_once() {
-    let server = RedisServer::for_test();
-    let dir = tempfile::tempdir().unwrap();
-    let mut w = worker_in(&server, "many", dir.path(), Duration::from_secs(30));
+    let (_server, _dir, mut w) = lone_worker("many", Duration::from_secs(30));
     // Over two chunks of the script's SMISMEMBER and SADD, one URL twice.
     let mut urls: Vec<String> = (0..2500).map(|i| format!("http://m.example/{i}")).collect();
     urls.push("http://m.example/1999".into());

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::tests::worker_in;
+use super::tests::{lone_worker, worker_in};
 use super::{key_prefix, RedisFrontier, TAKE_BATCH};
 use crate::cluster::redis_server::RedisServer;
 use crate::engine::frontier::conformance::{entry, record};
@@ -138,9 +138,7 @@ fn a_dead_leaseholders_batch_goes_to_the_next_worker_and_nothing_is_fetched_twic
 
 #[test]
 fn removals_and_a_pause_stop_a_batch_and_leave_its_served_url_alone() {
-    let server = RedisServer::for_test();
-    let dir = tempfile::tempdir().unwrap();
-    let mut w = worker_in(&server, "rules", dir.path(), TTL);
+    let (_server, _dir, mut w) = lone_worker("rules", TTL);
     push_numbered(&mut w, "h.example", 6);
     let first = take(&mut w);
     done(&mut w, &first);
@@ -173,9 +171,7 @@ fn removals_and_a_pause_stop_a_batch_and_leave_its_served_url_alone() {
 
 #[test]
 fn an_answered_lease_lets_the_leaseholder_serve_the_hosts_next_url_before_it_ends() {
-    let server = RedisServer::for_test();
-    let dir = tempfile::tempdir().unwrap();
-    let mut w = worker_in(&server, "answered", dir.path(), TTL);
+    let (_server, _dir, mut w) = lone_worker("answered", TTL);
     push_numbered(&mut w, "h.example", 4);
     let first = take(&mut w);
     assert!(
@@ -198,9 +194,7 @@ fn an_answered_lease_lets_the_leaseholder_serve_the_hosts_next_url_before_it_end
 
 #[test]
 fn a_not_before_written_while_an_answered_lease_is_out_is_not_undone_by_its_end() {
-    let server = RedisServer::for_test();
-    let dir = tempfile::tempdir().unwrap();
-    let mut w = worker_in(&server, "nb-answered", dir.path(), TTL);
+    let (server, _dir, mut w) = lone_worker("nb-answered", TTL);
     let shared_nb = || {
         let key = format!("HGET {}nb h.example", key_prefix("nb-answered"));
         server.command(&key).unwrap()

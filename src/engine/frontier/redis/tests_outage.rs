@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::tests::worker_in;
+use super::tests::{lone_worker, worker_in};
 use super::RedisFrontier;
 use crate::cluster::redis_server::RedisServer;
 use crate::engine::frontier::conformance::{entry, record};
@@ -34,9 +34,7 @@ fn take(f: &mut RedisFrontier) -> Lease {
 
 #[test]
 fn writes_held_through_a_lost_connection_are_made_in_order_when_redis_answers() {
-    let server = RedisServer::for_test();
-    let dir = tempfile::tempdir().unwrap();
-    let mut w = worker_in(&server, "held", dir.path(), TTL);
+    let (server, _dir, mut w) = lone_worker("held", TTL);
     w.set_default_max_in_flight(2).unwrap();
     w.push(["a", "b", "c"].map(|p| entry("h.example", p, 0)).to_vec())
         .unwrap();
@@ -147,9 +145,7 @@ fn a_redis_restart_that_lost_the_lease_loses_no_url_and_repeats_none() {
 
 #[test]
 fn a_url_requeued_while_its_fetch_was_out_may_end_twice_but_not_three_times() {
-    let server = RedisServer::for_test();
-    let dir = tempfile::tempdir().unwrap();
-    let mut w = worker_in(&server, "twice", dir.path(), TTL);
+    let (server, _dir, mut w) = lone_worker("twice", TTL);
     w.push(["a", "b"].map(|p| entry("h.example", p, 0)).to_vec())
         .unwrap();
     let first = take(&mut w);
@@ -176,9 +172,7 @@ fn a_url_requeued_while_its_fetch_was_out_may_end_twice_but_not_three_times() {
 #[test]
 fn a_group_of_lease_ends_survives_lost_scripts_and_a_lost_connection() {
     use crate::engine::frontier::Completion;
-    let server = RedisServer::for_test();
-    let dir = tempfile::tempdir().unwrap();
-    let mut w = worker_in(&server, "group", dir.path(), TTL);
+    let (server, _dir, mut w) = lone_worker("group", TTL);
     w.set_default_max_in_flight(2).unwrap();
     let paths = ["a", "b", "c", "d"];
     w.push(paths.map(|p| entry("h.example", p, 0)).to_vec())
@@ -212,9 +206,7 @@ fn a_group_of_lease_ends_survives_lost_scripts_and_a_lost_connection() {
 
 #[test]
 fn writes_held_when_a_worker_stops_are_made_at_its_next_start() {
-    let server = RedisServer::for_test();
-    let dir = tempfile::tempdir().unwrap();
-    let mut w = worker_in(&server, "kept", dir.path(), TTL);
+    let (server, dir, mut w) = lone_worker("kept", TTL);
     w.push(["a", "b"].map(|p| entry("h.example", p, 0)).to_vec())
         .unwrap();
     let a = take(&mut w);
