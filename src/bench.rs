@@ -16,7 +16,7 @@ mod floor;
 mod pace;
 mod usage;
 mod web;
-pub use floor::Floor;
+pub use floor::{ArchiveWork, Floor};
 use pace::{progress_step, Progress, Tenths};
 pub use pace::{Pace, Politeness, Rate};
 use usage::{current_rss, peak_rss, threads_cpu, Usage};
@@ -87,8 +87,9 @@ pub struct BenchReport {
 pub enum ArchiveMeasure {
     Off,
     On,
-    /// On, and compressing its records alone took this.
-    WithFloor(Floor),
+    /// On, and compressing its records alone took this; the archive's work
+    /// during the crawl beside it.
+    WithFloor(Floor, ArchiveWork),
 }
 
 impl BenchReport {
@@ -165,8 +166,10 @@ impl BenchReport {
         out.push_str(&match self.archive {
             ArchiveMeasure::Off => "archive        off (no WARC files)\n".to_string(),
             ArchiveMeasure::On => "archive        WARC files written\n".to_string(),
-            ArchiveMeasure::WithFloor(floor) => {
-                "archive        WARC files written\n".to_string() + &floor.render(self.pages)
+            ArchiveMeasure::WithFloor(floor, work) => {
+                "archive        WARC files written\n".to_string()
+                    + &floor.render(self.pages)
+                    + &work.render(self.pages)
             }
         });
         out.push_str(&format!(
@@ -222,6 +225,9 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
     let mut cfg = bench_config(web.seeds(), opts.pages, opts.delay);
     cfg.storage.warc = opts.warc;
     cfg.extract = opts.extract.clone();
+    if opts.archive_floor {
+        ArchiveWork::start();
+    }
     let usage_before = Usage::now();
     let started = Instant::now();
     let running = crate::engine::start(cfg, &dir, std::future::pending()).await?;
@@ -247,11 +253,12 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
         (false, _) => ArchiveMeasure::Off,
         (true, false) => ArchiveMeasure::On,
         (true, true) => {
+            let work = ArchiveWork::so_far();
             let warc = dir.join(crate::engine::store::warc::WARC_DIR);
             let floor = tokio::task::spawn_blocking(move || floor::measure(&warc))
                 .await?
                 .context("timing the compression of the crawl's WARC records")?;
-            ArchiveMeasure::WithFloor(floor)
+            ArchiveMeasure::WithFloor(floor, work)
         }
     };
     Ok(BenchReport {

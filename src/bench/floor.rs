@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use flate2::bufread::GzDecoder;
 
-use crate::engine::store::gzip;
+use crate::engine::archive;
+use crate::engine::cpu_tally::thread_cpu;
+use crate::engine::store::{gzip, warc};
 
 /// Compressing every record of a crawl's WARC files, one gzip member each.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -28,6 +30,44 @@ impl Floor {
             1e3 * self.cpu.as_secs_f64() / pages.max(1) as f64,
             self.records,
             self.bytes as f64 / 1e6,
+        )
+    }
+}
+
+/// The archive's work during the crawl, CPU time summed over its threads.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct ArchiveWork {
+    /// Inside the compressor: what the floor measures again.
+    pub compressing: Duration,
+    /// Encoding records: compressing, the block digests, the headers.
+    pub encoding: Duration,
+    /// Archiving pages: encoding, the index's digest rows, the WARC writes.
+    pub archiving: Duration,
+}
+
+impl ArchiveWork {
+    /// Counts from now on.
+    pub(super) fn start() {
+        gzip::COMPRESSING.start();
+        warc::ENCODING.start();
+        archive::ARCHIVING.start();
+    }
+
+    pub(super) fn so_far() -> ArchiveWork {
+        ArchiveWork {
+            compressing: gzip::COMPRESSING.total(),
+            encoding: warc::ENCODING.total(),
+            archiving: archive::ARCHIVING.total(),
+        }
+    }
+
+    pub(super) fn render(&self, pages: u64) -> String {
+        let per_page = |d: Duration| 1e3 * d.as_secs_f64() / pages.max(1) as f64;
+        format!(
+            "archive work   {:.3} ms CPU/page compressing during the crawl, {:.3} encoding records (and their block digests, headers), {:.3} archiving pages (and the index's digest rows, the WARC writes)\n",
+            per_page(self.compressing),
+            per_page(self.encoding),
+            per_page(self.archiving),
         )
     }
 }
@@ -58,22 +98,6 @@ pub fn measure(warc_dir: &Path) -> io::Result<Floor> {
     Ok(floor)
 }
 
-/// CPU time of the calling thread.
-fn thread_cpu() -> Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime only writes into the struct it is given.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
-        return Duration::ZERO;
-    }
-    Duration::new(
-        now.tv_sec.max(0) as u64,
-        now.tv_nsec.clamp(0, 999_999_999) as u32,
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -97,6 +121,20 @@ mod tests {
         let bytes: usize = records.iter().map(|r| r.len()).sum();
         assert_eq!(floor.bytes, bytes as u64);
         assert!(floor.render(3).starts_with("archive floor  "));
+    }
+
+    #[test]
+    fn the_archive_work_is_shown_per_page() {
+        let ms = Duration::from_millis;
+        let work = ArchiveWork {
+            compressing: ms(1000),
+            encoding: ms(1200),
+            archiving: ms(1500),
+        };
+        assert_eq!(
+            work.render(10_000),
+            "archive work   0.100 ms CPU/page compressing during the crawl, 0.120 encoding records (and their block digests, headers), 0.150 archiving pages (and the index's digest rows, the WARC writes)\n"
+        );
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 use std::time::SystemTime;
 
+use super::cpu_tally::CpuTally;
 use super::dedup::ContentDigest;
 use super::fetch::{Response, Validators};
 use super::store::warc::{warc_date, EarlierCapture, EncodedExchange, WarcExchange, WarcWriter};
@@ -48,6 +49,10 @@ impl Archived {
     }
 }
 
+/// CPU time the page threads spend archiving pages: encoding their
+/// records, the index's digest rows, the WARC writes (`bench --archive-floor`).
+pub static ARCHIVING: CpuTally = CpuTally::new();
+
 pub(crate) struct Archive {
     writer: Mutex<WarcWriter>,
     /// The crawl index: the first archived record of each payload.
@@ -82,6 +87,16 @@ impl Archive {
     /// first record; else in full, the first record of its payload. `url`
     /// is the page's URL as the crawl keeps it.
     pub(crate) fn page(
+        &self,
+        url: &str,
+        response: &Response,
+        digest: Option<&ContentDigest>,
+        earlier: Option<&EarlierFetch>,
+    ) -> Archived {
+        ARCHIVING.time(|| self.archive_page(url, response, digest, earlier))
+    }
+
+    fn archive_page(
         &self,
         url: &str,
         response: &Response,

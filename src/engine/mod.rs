@@ -5,13 +5,14 @@
 
 pub mod address;
 mod alerts;
-mod archive;
+pub(crate) mod archive;
 pub(crate) mod breaker;
 pub mod cluster_view;
 pub mod config;
 pub mod control;
 mod coordinator;
 pub(crate) mod cpu_pool;
+pub(crate) mod cpu_tally;
 pub mod css;
 pub(crate) mod dedup;
 pub(crate) mod extract;

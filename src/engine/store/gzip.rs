@@ -10,6 +10,8 @@ use std::io;
 use flate2::Crc;
 use libdeflater::{CompressionLvl, Compressor};
 
+use crate::engine::cpu_tally::CpuTally;
+
 /// ID1 ID2 CM=deflate FLG=0 MTIME=0 XFL=4 (fastest) OS=255 (unknown).
 const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 255];
 
@@ -34,8 +36,15 @@ thread_local! {
     });
 }
 
+/// CPU time the crawl's threads spend in [`append_member`] (`bench --archive-floor`).
+pub static COMPRESSING: CpuTally = CpuTally::new();
+
 /// Appends one gzip member holding `parts` concatenated to `out`.
 pub fn append_member(parts: &[&[u8]], out: &mut Vec<u8>) -> io::Result<()> {
+    COMPRESSING.time(|| append(parts, out))
+}
+
+fn append(parts: &[&[u8]], out: &mut Vec<u8>) -> io::Result<()> {
     let mut crc = Crc::new();
     for part in parts {
         crc.update(part);

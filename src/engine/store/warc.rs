@@ -12,6 +12,7 @@ use sha1::{Digest, Sha1};
 
 use super::faults::DiskFaults;
 use super::WarcLocation;
+use crate::engine::cpu_tally::CpuTally;
 
 /// The WARC files' directory in a crawl's data directory.
 pub const WARC_DIR: &str = "warc";
@@ -265,8 +266,16 @@ pub struct EncodedExchange {
     request_len: usize,
 }
 
+/// CPU time the crawl's threads spend encoding exchanges: digests, headers
+/// and compression (`bench --archive-floor`).
+pub static ENCODING: CpuTally = CpuTally::new();
+
 impl EncodedExchange {
     pub fn new(ex: &WarcExchange) -> io::Result<Self> {
+        ENCODING.time(|| Self::encode(ex))
+    }
+
+    fn encode(ex: &WarcExchange) -> io::Result<Self> {
         let request_id = record_id();
         let response_id = record_id();
         let date = warc_date(ex.date);
