@@ -30,32 +30,40 @@ impl HeldRows {
         self.rows.entry(key).or_insert(value);
     }
 
-    /// The rows as writes to `to`; they stay held until [`HeldRows::clear`].
-    fn writes(&self, to: Rows) -> impl Iterator<Item = KeyspaceWrite> + '_ {
+    /// The rows as writes to `to`; they stay held until [`HeldRows::forget`].
+    fn writes(&self, to: Rows) -> Vec<KeyspaceWrite> {
         self.rows
             .iter()
-            .map(move |(key, value)| (to, key.clone(), Some(value.clone())))
+            .map(|(key, value)| (to, key.clone(), Some(value.clone())))
+            .collect()
     }
 
-    fn clear(&mut self) {
-        self.rows.clear();
+    /// Stops holding the rows `written` (now in the index); rows held since
+    /// they were copied stay.
+    fn forget(&mut self, written: &[KeyspaceWrite]) {
+        for (_, key, _) in written {
+            self.rows.remove(key);
+        }
     }
 }
 
 impl Store {
     /// `writes` and every held row in one atomic write. The rows stay held
-    /// (and answer reads) until the write succeeded: a failed write loses none.
+    /// (and answer reads) until the write succeeded: a failed write loses
+    /// none. The rows are copied out, not locked while written: a page
+    /// thread asking for a digest's first capture never waits for the
+    /// crawl loop's commit. Written twice by two writers at once, a row is
+    /// the same row (a held key never changes its value).
     pub(super) fn write_with_held_rows(
         &self,
         writes: impl Iterator<Item = KeyspaceWrite>,
     ) -> Result<(), StoreError> {
-        let mut digests = self.digest_state();
-        let mut fragments = self.fragment_marks();
-        let held =
-            (digests.held.writes(Rows::Digests)).chain(fragments.held.writes(Rows::Fragments));
+        let digests = self.digest_state().held.writes(Rows::Digests);
+        let fragments = self.fragment_marks().held.writes(Rows::Fragments);
+        let held = digests.iter().chain(&fragments).cloned();
         self.inner.index.write_all(writes.chain(held))?;
-        digests.held.clear();
-        fragments.held.clear();
+        self.digest_state().held.forget(&digests);
+        self.fragment_marks().held.forget(&fragments);
         Ok(())
     }
 
@@ -76,6 +84,18 @@ mod tests {
 
     fn first_url(store: &Store, digest: &[u8], url: &str) -> Option<String> {
         store.first_url_with_digest(digest, url).unwrap()
+    }
+
+    #[test]
+    fn rows_held_while_a_copy_was_written_stay_held() {
+        let mut held = HeldRows::default();
+        held.hold(b"a".to_vec(), b"1".to_vec());
+        let written = held.writes(Rows::Digests);
+        held.hold(b"b".to_vec(), b"2".to_vec());
+        held.hold(b"a".to_vec(), b"other".to_vec());
+        held.forget(&written);
+        assert!(!held.contains(b"a"), "written: in the index now");
+        assert_eq!(held.get(b"b"), Some(&b"2"[..]), "held after the copy: kept");
     }
 
     fn page(url: &str) -> PageRecord {
