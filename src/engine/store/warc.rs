@@ -215,7 +215,8 @@ impl WarcWriter {
             ("WARC-Filename", filename),
             ("Content-Type", "application/warc-fields".into()),
         ];
-        let member = encode_record(headers, &[fields.as_bytes()])?;
+        let mut member = Vec::new();
+        encode_record(headers, &[fields.as_bytes()], &mut member)?;
         self.append_members(&member)?;
         self.warcinfo_pending = false;
         Ok(())
@@ -294,7 +295,8 @@ impl EncodedExchange {
         }
         headers.push(("WARC-Concurrent-To", response_id.clone()));
         headers.push(("Content-Type", "application/http;msgtype=request".into()));
-        let mut members = encode_record(headers, &request_block)?;
+        let mut members = Vec::new();
+        encode_record(headers, &request_block, &mut members)?;
         let request_len = members.len();
 
         // A 304 to a conditional request (a recrawl) is a revisit: the
@@ -323,7 +325,7 @@ impl EncodedExchange {
             headers.push(("WARC-Truncated", "length".into()));
         }
         headers.push(("Content-Type", "application/http;msgtype=response".into()));
-        members.extend_from_slice(&encode_record(headers, &response_block)?);
+        encode_record(headers, &response_block, &mut members)?;
         Ok(EncodedExchange {
             members,
             request_len,
@@ -359,8 +361,13 @@ fn revisit_fields(
     fields
 }
 
-/// One record as one gzip member; adds Block-Digest and Content-Length.
-fn encode_record(mut headers: Vec<(&str, String)>, block: &[&[u8]]) -> io::Result<Vec<u8>> {
+/// Appends one record to `out` as one gzip member; adds Block-Digest and
+/// Content-Length.
+fn encode_record(
+    mut headers: Vec<(&str, String)>,
+    block: &[&[u8]],
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
     let length: usize = block.iter().map(|part| part.len()).sum();
     let mut digest = Sha1::new();
     for part in block {
@@ -386,9 +393,7 @@ fn encode_record(mut headers: Vec<(&str, String)>, block: &[&[u8]]) -> io::Resul
     parts.push(head.as_bytes());
     parts.extend_from_slice(block);
     parts.push(b"\r\n\r\n");
-    let mut member = Vec::with_capacity(length / 2 + 512);
-    super::gzip::append_member(&parts, &mut member)?;
-    Ok(member)
+    super::gzip::append_member(&parts, out)
 }
 
 fn create_file(dir: &Path, number: u32) -> io::Result<(File, PathBuf)> {
