@@ -16,7 +16,7 @@ mod floor;
 mod pace;
 mod usage;
 mod web;
-pub use floor::{ArchiveWork, Floor};
+pub use floor::{ArchiveWork, Floor, FloorReport};
 use pace::{progress_step, Progress, Tenths};
 pub use pace::{Pace, Politeness, Rate};
 use usage::{current_rss, peak_rss, threads_cpu, Usage};
@@ -88,13 +88,19 @@ pub enum ArchiveMeasure {
     Off,
     On,
     /// On, and compressing its records alone took this; the archive's work
-    /// during the crawl beside it.
-    WithFloor(Floor, ArchiveWork),
+    /// during the crawl, and the same crawl without the archive, beside it.
+    WithFloor(FloorReport),
 }
 
 impl BenchReport {
     pub fn pages_per_sec(&self) -> f64 {
         self.pages as f64 / self.wall.as_secs_f64().max(1e-9)
+    }
+
+    /// The crawler's CPU a page, where the platform reports it.
+    pub fn cpu_ms_per_page(&self) -> Option<f64> {
+        let usage = self.usage?;
+        Some(1e3 * usage.cpu.as_secs_f64() / self.pages.max(1) as f64)
     }
 
     pub fn render(&self) -> String {
@@ -166,10 +172,9 @@ impl BenchReport {
         out.push_str(&match self.archive {
             ArchiveMeasure::Off => "archive        off (no WARC files)\n".to_string(),
             ArchiveMeasure::On => "archive        WARC files written\n".to_string(),
-            ArchiveMeasure::WithFloor(floor, work) => {
+            ArchiveMeasure::WithFloor(floor) => {
                 "archive        WARC files written\n".to_string()
-                    + &floor.render(self.pages)
-                    + &work.render(self.pages)
+                    + &floor.render(self.pages, self.cpu_ms_per_page())
             }
         });
         out.push_str(&format!(
@@ -208,6 +213,28 @@ pub fn bench_config(seeds: &[Url], pages: usize, delay: Duration) -> CrawlConfig
 }
 
 pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
+    if !(opts.warc && opts.archive_floor) {
+        return run_once(opts).await;
+    }
+    // What the archive adds is set against the same crawl without it, run
+    // first in the same sitting.
+    eprintln!("first the same crawl without the archive, to set what the archive adds against");
+    let without = run_once(BenchOptions {
+        warc: false,
+        archive_floor: false,
+        data: None,
+        ..opts.clone()
+    })
+    .await?;
+    eprintln!("then with the archive");
+    let mut report = run_once(opts).await?;
+    if let ArchiveMeasure::WithFloor(floor) = &mut report.archive {
+        floor.without_archive_ms = without.cpu_ms_per_page();
+    }
+    Ok(report)
+}
+
+async fn run_once(opts: BenchOptions) -> anyhow::Result<BenchReport> {
     let extraction_pages_per_sec =
         tokio::task::spawn_blocking(|| crate::engine::extract::measure_extraction(3000))
             .await?
@@ -258,7 +285,11 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
             let floor = tokio::task::spawn_blocking(move || floor::measure(&warc))
                 .await?
                 .context("timing the compression of the crawl's WARC records")?;
-            ArchiveMeasure::WithFloor(floor, work)
+            ArchiveMeasure::WithFloor(FloorReport {
+                floor,
+                work,
+                without_archive_ms: None,
+            })
         }
     };
     Ok(BenchReport {

@@ -24,13 +24,43 @@ pub struct Floor {
 }
 
 impl Floor {
+    fn ms_per_page(&self, pages: u64) -> f64 {
+        1e3 * self.cpu.as_secs_f64() / pages.max(1) as f64
+    }
+
     pub(super) fn render(&self, pages: u64) -> String {
         format!(
             "archive floor  {:.3} ms CPU/page: compressing the crawl's {} records ({:.1} MB) alone, as the archive does (libdeflate level 1, one gzip member each)\n",
-            1e3 * self.cpu.as_secs_f64() / pages.max(1) as f64,
+            self.ms_per_page(pages),
             self.records,
             self.bytes as f64 / 1e6,
         )
+    }
+}
+
+/// What `bench --archive-floor` measures.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct FloorReport {
+    pub floor: Floor,
+    pub work: ArchiveWork,
+    /// CPU a page of the same crawl without the archive, run just before.
+    pub without_archive_ms: Option<f64>,
+}
+
+impl FloorReport {
+    /// The floor, the archive's work, and what the archive adds set
+    /// against the floor when both crawls' CPU a page are known.
+    pub(super) fn render(&self, pages: u64, with_archive_ms: Option<f64>) -> String {
+        let mut out = self.floor.render(pages) + &self.work.render(pages);
+        if let (Some(with), Some(without)) = (with_archive_ms, self.without_archive_ms) {
+            let floor = self.floor.ms_per_page(pages);
+            out.push_str(&format!(
+                "archive adds   {:.3} ms CPU/page ({with:.3} with it, {without:.3} in the same crawl without it just before): {:.2}× the floor\n",
+                with - without,
+                (with - without) / floor.max(1e-9),
+            ));
+        }
+        out
     }
 }
 
@@ -134,6 +164,33 @@ mod tests {
         assert_eq!(
             work.render(10_000),
             "archive work   0.100 ms CPU/page compressing during the crawl, 0.120 encoding records (and their block digests, headers), 0.150 archiving pages (and the index's digest rows, the WARC writes)\n"
+        );
+    }
+
+    #[test]
+    fn what_the_archive_adds_is_set_against_the_floor_when_both_crawls_were_timed() {
+        let report = FloorReport {
+            floor: Floor {
+                records: 20,
+                bytes: 200_000,
+                cpu: Duration::from_millis(1000),
+            },
+            work: ArchiveWork::default(),
+            without_archive_ms: Some(0.2),
+        };
+        let text = report.render(10_000, Some(0.35));
+        assert!(
+            text.starts_with("archive floor  0.100 ms CPU/page"),
+            "{text}"
+        );
+        assert!(text.contains("\narchive work   "), "{text}");
+        assert!(
+            text.ends_with("archive adds   0.150 ms CPU/page (0.350 with it, 0.200 in the same crawl without it just before): 1.50× the floor\n"),
+            "{text}"
+        );
+        assert!(
+            !report.render(10_000, None).contains("archive adds"),
+            "no CPU figures, no ratio"
         );
     }
 
