@@ -1,7 +1,8 @@
 //! Stopping a crawl in the middle, then resuming it: the same pages are
 //! reached and nothing is lost. After `kill -9` only what was leased (in
-//! flight, or answered and not yet written) is fetched again; after Ctrl-C (SIGINT) the crawl checkpoints and nothing is;
-//! after a write fails (a real file-size limit) the run exits 1 with the reason.
+//! flight, or answered and not yet written) is fetched again; after Ctrl-C
+//! (SIGINT) the crawl checkpoints and nothing is; after a write fails (a
+//! real file-size limit) the run exits 1 with the reason.
 
 use crate::common;
 

@@ -4,31 +4,18 @@ use super::*;
 
 #[tokio::test]
 async fn a_hosts_next_request_need_not_wait_for_its_last_pages_write() {
-    use crate::engine::coordinator::{closed_port_config, for_test};
-    use crate::engine::frontier::Hold;
     let dir = tempfile::tempdir().expect("temp dir");
-    let (_handle, mut c) = for_test(closed_port_config(), dir.path());
-    let host = "127.0.0.1:9";
-    let next = FrontierEntry {
-        url: format!("http://{host}/next"),
-        host: host.into(),
-        depth: 1,
-        priority: 0,
-        redirects: 0,
-        kind: UrlKind::Page,
-    };
-    c.frontier.push(vec![next]).unwrap();
-    c.adopt_new_hosts(Instant::now());
-    c.hold(host, Hold::Robots, false);
+    let (_handle, mut c) = super::super::for_test(super::super::closed_port_config(), dir.path());
     // No fetch is started: the test takes the lease and answers it.
     let now = Instant::now();
+    queued(&mut c, &["next"], now);
     let first = c.frontier.next_ready(now).unwrap().expect("the seed");
     assert!(
         c.frontier.next_ready(now).unwrap().is_none(),
         "one at a time"
     );
     c.slots.start_page();
-    c.hosts.fetch_started(host, now);
+    c.hosts.fetch_started(HOST, now);
     c.handle_work(Work::Page {
         lease: first,
         result: Err(FetchError {
@@ -43,7 +30,7 @@ async fn a_hosts_next_request_need_not_wait_for_its_last_pages_write() {
     let second = c.frontier.next_ready(later).unwrap();
     assert_eq!(
         second.map(|l| l.entry.url),
-        Some(format!("http://{host}/next")),
+        Some(format!("http://{HOST}/next")),
         "the host's turn ended with the answer"
     );
 }

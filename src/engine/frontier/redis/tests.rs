@@ -262,10 +262,8 @@ fn hosts_nobody_holds_are_counted_by_whether_they_are_due() {
 
 #[test]
 fn a_next_allowed_time_beyond_half_a_lease_is_shared_at_once() {
-    let server = RedisServer::for_test();
-    let dir = tempfile::tempdir().unwrap();
     let ttl = Duration::from_secs(10);
-    let mut w = worker_in(&server, "nb", dir.path(), ttl);
+    let (server, _dir, mut w) = lone_worker("nb", ttl);
     w.push(vec![
         entry("soon.example", "a", 0),
         entry("late.example", "a", 0),
