@@ -59,6 +59,18 @@ const PREFIX_READ_TABLE_BYTES: u64 = 8 * 1024 * 1024;
 /// keyspace's settings, so a data directory keeps those it was made with.
 const PREFIX_READ_L0_TABLES: u8 = 16;
 const PREFIX_READ_LEVEL_RATIO: f32 = 4.0;
+/// The referrers wait for more: they arrive as ingested tables of a few MB
+/// (`referrer_batch.rs`), never through a write batch, and each merge
+/// rewrites level 1 whole. In the first 100,000 pages of the million-page
+/// bench 28 took fjall's workers from 0.095–0.100 ms of CPU a page to
+/// 0.078–0.083 (docs/PERFORMANCE.md). It stays below the level-0 tables at
+/// which fjall halts write batches to a keyspace until a compaction, which
+/// would never come before the threshold (the copy of an old sled
+/// database writes referrers in batches).
+const REFERRER_L0_TABLES: u8 = 28;
+/// fjall halts a write batch while a keyspace's level 0 holds this many runs.
+const FJALL_HALT_L0_RUNS: u8 = 30;
+const _: () = assert!(REFERRER_L0_TABLES < FJALL_HALT_L0_RUNS);
 /// The data blocks of the crawl tree and the content digests (fjall's
 /// default: 4 KiB). Their block indexes stay in memory, an entry (the
 /// block's last key) a block, so they grew with the crawl; 16 KiB blocks
@@ -135,7 +147,10 @@ impl Rows {
                 .compaction_strategy(Arc::new(
                     Leveled::default()
                         .with_table_target_size(PREFIX_READ_TABLE_BYTES)
-                        .with_l0_threshold(PREFIX_READ_L0_TABLES)
+                        .with_l0_threshold(match self {
+                            Rows::Referrers => REFERRER_L0_TABLES,
+                            _ => PREFIX_READ_L0_TABLES,
+                        })
                         .with_level_ratio_policy(vec![PREFIX_READ_LEVEL_RATIO]),
                 ))
                 .filter_policy(FilterPolicy::disabled())
