@@ -272,9 +272,14 @@ impl Coordinator {
             return;
         };
         // New to the filtered tree is not new to the crawl: a link too deep
-        // here may have been found (and queued) from a shallower page.
-        let store = &self.store;
-        let first = |url: &str| store.referrers(url).is_ok_and(|r| r.is_empty());
+        // here may have been found (and queued) from a shallower page. Only
+        // then can it have referrers: the seen set tells the rest from
+        // memory, and a read of the referrers probes every table of their
+        // level 0 (tens of µs).
+        let (store, frontier) = (&self.store, &self.frontier);
+        let first = |url: &str| {
+            !frontier.may_have_seen(url) || store.referrers(url).is_ok_and(|r| r.is_empty())
+        };
         // Read before the referrers are added: adding holds them.
         let referred: Vec<(&str, bool)> = filtered
             .iter()

@@ -139,6 +139,14 @@ pub trait FrontierStore: Send {
     /// claimed.
     fn claim_unseen(&mut self, urls: &[&str]) -> Result<Vec<bool>, StoreError>;
 
+    /// Whether `url` may have been claimed or queued: `false` is certain,
+    /// answered from memory with no read; `true` may be wrong. A frontier
+    /// that cannot tell from memory answers `true`.
+    fn may_have_seen(&self, url: &str) -> bool {
+        let _ = url;
+        true
+    }
+
     /// [`FrontierStore::claim_unseen`] for the links of a page of `host`
     /// this worker fetched under its lease. A shared frontier whose lease of
     /// `host` lapsed meanwhile (the page is queued again) answers which are
@@ -395,6 +403,10 @@ pub trait FrontierStore: Send {
 impl FrontierStore for Frontier {
     fn claim_unseen(&mut self, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
         self.seen.claim(&self.store, urls)
+    }
+
+    fn may_have_seen(&self, url: &str) -> bool {
+        self.seen.may_contain(url)
     }
 
     fn push(&mut self, entries: Vec<FrontierEntry>) -> Result<usize, StoreError> {

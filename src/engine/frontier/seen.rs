@@ -50,6 +50,12 @@ impl SeenSet {
         self.recent.remove(fp);
     }
 
+    /// Whether `url` may have been claimed: the Bloom filter alone, so a
+    /// "no" is certain and nothing is read.
+    pub fn may_contain(&self, url: &str) -> bool {
+        self.bloom.might_contain(url_fingerprint(url))
+    }
+
     /// Bloom filter first (a "no" is certain), then the recent positives; only
     /// what is left asks the store, and a positive from there is cached.
     fn contains(&mut self, store: &Store, fp: u64, probe: BloomProbe) -> Result<bool, StoreError> {

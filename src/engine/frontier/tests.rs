@@ -196,3 +196,25 @@ fn an_answered_lease_frees_its_host_for_the_next_request_until_it_completes() {
     assert_eq!((f.in_flight(), f.len()), (0, 0));
     assert!(!f.ids.contains_key(host), "forgotten once its leases ended");
 }
+
+#[test]
+fn may_have_seen_is_certain_of_a_no_before_and_after_a_reopen() {
+    let dir = tempfile::tempdir().unwrap();
+    let (claimed, queued, never) = (
+        "http://s.example/claimed",
+        "http://s.example/queued",
+        "http://s.example/never",
+    );
+    {
+        let mut f = open_dir(dir.path());
+        assert!(!f.may_have_seen(claimed) && !f.may_have_seen(queued));
+        f.claim_unseen(&[claimed, queued]).unwrap();
+        f.push(vec![entry("s.example", "queued", 0)]).unwrap();
+        assert!(f.may_have_seen(claimed) && f.may_have_seen(queued));
+        assert!(!f.may_have_seen(never));
+    }
+    // Only the queued URL's mark was written: a claim alone is forgotten.
+    let f = open_dir(dir.path());
+    assert!(f.may_have_seen(queued));
+    assert!(!f.may_have_seen(never));
+}
