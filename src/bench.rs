@@ -99,8 +99,7 @@ impl BenchReport {
 
     /// The crawler's CPU a page, where the platform reports it.
     pub fn cpu_ms_per_page(&self) -> Option<f64> {
-        let usage = self.usage?;
-        Some(1e3 * usage.cpu.as_secs_f64() / self.pages.max(1) as f64)
+        Some(ms_per_page(self.usage?.cpu, self.pages))
     }
 
     pub fn render(&self) -> String {
@@ -123,7 +122,7 @@ impl BenchReport {
                 ));
                 out.push_str(&format!(
                     "per page       {:.3} ms CPU, {:.2} context switches ({:.2} voluntary)\n",
-                    1e3 * cpu / pages,
+                    ms_per_page(usage.cpu, self.pages),
                     usage.switches() as f64 / pages,
                     usage.voluntary_switches as f64 / pages,
                 ));
@@ -210,6 +209,11 @@ pub fn bench_config(seeds: &[Url], pages: usize, delay: Duration) -> CrawlConfig
     cfg.politeness.delay_factor = 0.0;
     cfg.traps.policy = TrapPolicy::AlertOnly;
     cfg
+}
+
+/// Milliseconds of `time` a page.
+fn ms_per_page(time: Duration, pages: u64) -> f64 {
+    1e3 * time.as_secs_f64() / pages.max(1) as f64
 }
 
 pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use flate2::bufread::GzDecoder;
 
+use super::ms_per_page;
 use crate::engine::archive;
 use crate::engine::cpu_tally::thread_cpu;
 use crate::engine::store::{gzip, warc};
@@ -24,14 +25,10 @@ pub struct Floor {
 }
 
 impl Floor {
-    fn ms_per_page(&self, pages: u64) -> f64 {
-        1e3 * self.cpu.as_secs_f64() / pages.max(1) as f64
-    }
-
     pub(super) fn render(&self, pages: u64) -> String {
         format!(
             "archive floor  {:.3} ms CPU/page: compressing the crawl's {} records ({:.1} MB) alone, as the archive does (libdeflate level 1, one gzip member each)\n",
-            self.ms_per_page(pages),
+            ms_per_page(self.cpu, pages),
             self.records,
             self.bytes as f64 / 1e6,
         )
@@ -53,7 +50,7 @@ impl FloorReport {
     pub(super) fn render(&self, pages: u64, with_archive_ms: Option<f64>) -> String {
         let mut out = self.floor.render(pages) + &self.work.render(pages);
         if let (Some(with), Some(without)) = (with_archive_ms, self.without_archive_ms) {
-            let floor = self.floor.ms_per_page(pages);
+            let floor = ms_per_page(self.floor.cpu, pages);
             out.push_str(&format!(
                 "archive adds   {:.3} ms CPU/page ({with:.3} with it, {without:.3} in the same crawl without it just before): {:.2}× the floor\n",
                 with - without,
@@ -92,7 +89,7 @@ impl ArchiveWork {
     }
 
     pub(super) fn render(&self, pages: u64) -> String {
-        let per_page = |d: Duration| 1e3 * d.as_secs_f64() / pages.max(1) as f64;
+        let per_page = |time| ms_per_page(time, pages);
         format!(
             "archive work   {:.3} ms CPU/page compressing during the crawl, {:.3} encoding records (and their block digests, headers), {:.3} archiving pages (and the index's digest rows, the WARC writes)\n",
             per_page(self.compressing),

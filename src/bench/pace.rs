@@ -4,6 +4,8 @@
 
 use std::time::Duration;
 
+use super::ms_per_page;
+
 /// Pages between two progress lines: a tenth of the run, at least 1,000.
 pub(super) fn progress_step(pages: u64) -> u64 {
     (pages / 10).max(1000)
@@ -51,17 +53,16 @@ impl Progress {
     };
 
     fn rate_since(&self, earlier: &Progress) -> Rate {
-        let pages = self.pages.saturating_sub(earlier.pages).max(1) as f64;
+        let pages = self.pages.saturating_sub(earlier.pages);
         let secs = self.at.saturating_sub(earlier.at).as_secs_f64().max(1e-9);
-        let cpu = self.cpu.saturating_sub(earlier.cpu).as_secs_f64();
         let store_cpu = match (self.store_cpu, earlier.store_cpu) {
-            (Some(now), Some(then)) => Some(now.saturating_sub(then).as_secs_f64()),
+            (Some(now), Some(then)) => Some(now.saturating_sub(then)),
             _ => None,
         };
         Rate {
-            pages_per_sec: pages / secs,
-            cpu_ms_per_page: 1e3 * cpu / pages,
-            store_cpu_ms_per_page: store_cpu.map(|s| 1e3 * s / pages),
+            pages_per_sec: pages.max(1) as f64 / secs,
+            cpu_ms_per_page: ms_per_page(self.cpu.saturating_sub(earlier.cpu), pages),
+            store_cpu_ms_per_page: store_cpu.map(|time| ms_per_page(time, pages)),
         }
     }
 
