@@ -19,7 +19,7 @@ mod web;
 pub use floor::{ArchiveWork, Floor, FloorReport};
 use pace::{progress_step, Progress, Tenths};
 pub use pace::{Pace, Politeness, Rate};
-use usage::{current_rss, peak_rss, threads_cpu, Usage};
+use usage::{current_rss, peak_rss, reset_peak_rss, threads_cpu, Usage};
 use web::ChildWeb;
 pub use web::{serve as serve_web, WebUsage};
 
@@ -217,32 +217,43 @@ fn ms_per_page(time: Duration, pages: u64) -> f64 {
 }
 
 pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
+    let extraction_pages_per_sec =
+        tokio::task::spawn_blocking(|| crate::engine::extract::measure_extraction(3000))
+            .await?
+            .pages_per_sec;
     if !(opts.warc && opts.archive_floor) {
-        return run_once(opts).await;
+        return run_once(opts, extraction_pages_per_sec).await;
     }
     // What the archive adds is set against the same crawl without it, run
     // first in the same sitting.
     eprintln!("first the same crawl without the archive, to set what the archive adds against");
-    let without = run_once(BenchOptions {
-        warc: false,
-        archive_floor: false,
-        data: None,
-        ..opts.clone()
-    })
+    let without = run_once(
+        BenchOptions {
+            warc: false,
+            archive_floor: false,
+            data: None,
+            ..opts.clone()
+        },
+        extraction_pages_per_sec,
+    )
     .await?;
     eprintln!("then with the archive");
-    let mut report = run_once(opts).await?;
+    if !reset_peak_rss() {
+        eprintln!("the peak RSS reported covers both crawls: it cannot be reset here");
+    }
+    let mut report = run_once(opts, extraction_pages_per_sec).await?;
     if let ArchiveMeasure::WithFloor(floor) = &mut report.archive {
         floor.without_archive_ms = without.cpu_ms_per_page();
     }
     Ok(report)
 }
 
-async fn run_once(opts: BenchOptions) -> anyhow::Result<BenchReport> {
-    let extraction_pages_per_sec =
-        tokio::task::spawn_blocking(|| crate::engine::extract::measure_extraction(3000))
-            .await?
-            .pages_per_sec;
+/// One crawl of a new generated web; link extraction's speed, measured
+/// alone before, goes into its report.
+async fn run_once(
+    opts: BenchOptions,
+    extraction_pages_per_sec: f64,
+) -> anyhow::Result<BenchReport> {
     let (pages, hosts) = (opts.pages, opts.hosts);
     let web = tokio::task::spawn_blocking(move || ChildWeb::start(pages, hosts)).await??;
     let temp;
