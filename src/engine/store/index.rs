@@ -50,15 +50,18 @@ const FILTERED_TABLE_BYTES: u64 = 16 * 1024 * 1024;
 const PREFIX_READ_TABLE_BYTES: u64 = 8 * 1024 * 1024;
 /// The keyspaces never looked up by key merge their level 0 into level 1
 /// only once it holds this many tables (fjall's default: 4), and each level
-/// is this many times the one above it (default 10). Their keys arrive in
-/// random order, so every merge rewrites most of the level below; merging
-/// 16 tables at once and a flatter tree write each byte fewer times. In the
+/// is [`LEVEL_RATIO`] times the one above it. Their keys arrive in random
+/// order, so every merge rewrites most of the level below; merging 16
+/// tables at once and smaller steps between levels write each byte fewer
+/// times. In the
 /// first 100,000 pages of the million-page bench, where nearly every link
 /// is new and gets its referrer rows, fjall's workers used 18–21 s of CPU
 /// against 26–29 s with the defaults (docs/PERFORMANCE.md). fjall keeps a
 /// keyspace's settings, so a data directory keeps those it was made with.
 const PREFIX_READ_L0_TABLES: u8 = 16;
-const PREFIX_READ_LEVEL_RATIO: f32 = 4.0;
+/// How many times each level is the one above it, in the keyspaces that
+/// merge level 0 late (fjall's default: 10).
+const LEVEL_RATIO: f32 = 4.0;
 /// The referrers wait for more: they arrive as ingested tables of a few MB
 /// (`referrer_batch.rs`), never through a write batch, and each merge
 /// rewrites level 1 whole. In the first 100,000 pages of the million-page
@@ -68,6 +71,18 @@ const PREFIX_READ_LEVEL_RATIO: f32 = 4.0;
 /// would never come before the threshold (the copy of an old sled
 /// database writes referrers in batches).
 const REFERRER_L0_TABLES: u8 = 28;
+/// The crawl tree merges level 0 at 20 tables, not fjall's 4, and levels
+/// grow 4 times, not 10: in the first tenth of the million-page bench each
+/// page queues ~10 new URLs (a queue row and a seen mark each), and most
+/// queue rows meet their removal in level 0 instead of in a rewrite of
+/// level 1. fjall's workers spent 0.078 ms of CPU a page there with the
+/// defaults, 0.064 with 16 tables, 0.049 with 24 (docs/PERFORMANCE.md).
+/// At 20 fjall starts slowing write batches, and this keyspace takes them.
+const CRAWL_L0_TABLES: u8 = 20;
+/// fjall slows every write batch to a keyspace whose level 0 holds this
+/// many runs, and halts it at [`FJALL_HALT_L0_RUNS`].
+const FJALL_STALL_L0_RUNS: u8 = 20;
+const _: () = assert!(CRAWL_L0_TABLES <= FJALL_STALL_L0_RUNS);
 /// fjall halts a write batch while a keyspace's level 0 holds this many runs.
 const FJALL_HALT_L0_RUNS: u8 = 30;
 const _: () = assert!(REFERRER_L0_TABLES < FJALL_HALT_L0_RUNS);
@@ -133,9 +148,7 @@ impl Rows {
             // read through the cache, a large table's filter was read again
             // for nearly every lookup once the crawl outgrew the cache.
             true => options
-                .compaction_strategy(Arc::new(
-                    Leveled::default().with_table_target_size(FILTERED_TABLE_BYTES),
-                ))
+                .compaction_strategy(Arc::new(self.compaction()))
                 .filter_block_pinning_policy(PinningPolicy::all(true))
                 .index_block_pinning_policy(PinningPolicy::all(true)),
             // Never looked up by key: a filter would never be asked, and
@@ -144,15 +157,7 @@ impl Rows {
             // two levels' indexes, 11 MB for referrers and inlinks early in
             // a million-page bench.
             false => options
-                .compaction_strategy(Arc::new(
-                    Leveled::default()
-                        .with_table_target_size(PREFIX_READ_TABLE_BYTES)
-                        .with_l0_threshold(match self {
-                            Rows::Referrers => REFERRER_L0_TABLES,
-                            _ => PREFIX_READ_L0_TABLES,
-                        })
-                        .with_level_ratio_policy(vec![PREFIX_READ_LEVEL_RATIO]),
-                ))
+                .compaction_strategy(Arc::new(self.compaction()))
                 .filter_policy(FilterPolicy::disabled())
                 .index_block_pinning_policy(PinningPolicy::all(false)),
         };
@@ -169,6 +174,25 @@ impl Rows {
                 options
             }
         }
+    }
+
+    /// When level 0 merges into level 1, how large each level grows, and the
+    /// size of the tables compactions write.
+    fn compaction(self) -> Leveled {
+        let (l0_tables, level_ratio, table_bytes) = match self {
+            Rows::Crawl => (CRAWL_L0_TABLES, LEVEL_RATIO, FILTERED_TABLE_BYTES),
+            Rows::Digests | Rows::Filtered | Rows::Records => {
+                return Leveled::default().with_table_target_size(FILTERED_TABLE_BYTES)
+            }
+            Rows::Referrers => (REFERRER_L0_TABLES, LEVEL_RATIO, PREFIX_READ_TABLE_BYTES),
+            Rows::Inlinks | Rows::Fragments => {
+                (PREFIX_READ_L0_TABLES, LEVEL_RATIO, PREFIX_READ_TABLE_BYTES)
+            }
+        };
+        Leveled::default()
+            .with_table_target_size(table_bytes)
+            .with_l0_threshold(l0_tables)
+            .with_level_ratio_policy(vec![level_ratio])
     }
 
     fn name(self) -> &'static str {
