@@ -14,6 +14,7 @@ mod path;
 mod query;
 mod shape;
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::hash::Hash;
 
@@ -25,6 +26,7 @@ use crate::engine::config::TrapConfig;
 use super::control::{HostKey, PatternKind, RuleSpec};
 use super::rules::RuleSet;
 use super::telemetry::TrapKind;
+use super::url_norm;
 
 /// Hosts tracked at once; the least recently used is forgotten beyond this.
 pub const MAX_HOSTS: usize = 256;
@@ -93,7 +95,7 @@ impl TrapDetector {
         _child_depth: u32,
     ) -> Option<Detection> {
         let host = host_key(child)?;
-        let same_host = host_key(parent).as_deref() == Some(host.as_str());
+        let same_host = host_key(parent).as_deref() == Some(&*host);
         let (cfg, state) = self.host_state(&host);
         let mut found = Vec::new();
         found.extend(path::repeated_segments(cfg, &host, child));
@@ -176,17 +178,20 @@ impl TrapDetector {
     /// The settings and the host's state (created, evicting the least recently used host).
     fn host_state(&mut self, host: &str) -> (&TrapConfig, &mut HostState) {
         self.tick += 1;
-        if !self.hosts.contains_key(host) && self.hosts.len() >= MAX_HOSTS {
-            if let Some(oldest) = self
-                .hosts
-                .iter()
-                .min_by_key(|(_, s)| s.last_used)
-                .map(|(h, _)| h.clone())
-            {
-                self.hosts.remove(&oldest);
+        if !self.hosts.contains_key(host) {
+            if self.hosts.len() >= MAX_HOSTS {
+                if let Some(oldest) = self
+                    .hosts
+                    .iter()
+                    .min_by_key(|(_, s)| s.last_used)
+                    .map(|(h, _)| h.clone())
+                {
+                    self.hosts.remove(&oldest);
+                }
             }
+            self.hosts.insert(host.to_owned(), HostState::default());
         }
-        let state = self.hosts.entry(host.to_string()).or_default();
+        let state = self.hosts.get_mut(host).expect("inserted above");
         state.last_used = self.tick;
         (&self.cfg, state)
     }
@@ -282,13 +287,11 @@ fn narrowest(d: &Detection, trigger: Option<&Url>) -> Option<shape::Narrowest> {
     shape::narrowest(&d.host, &evidence)
 }
 
-/// `host` or `host:port` when the port is not the scheme's default, lowercase.
-pub(crate) fn host_key(url: &Url) -> Option<HostKey> {
-    let host = url.host_str()?.to_ascii_lowercase();
-    Some(match url.port() {
-        Some(port) => format!("{host}:{port}"),
-        None => host,
-    })
+/// `host` or `host:port` when the port is not the scheme's default,
+/// lowercase; `None` for a URL without a host.
+pub(crate) fn host_key(url: &Url) -> Option<Cow<'_, str>> {
+    url.host_str()?;
+    Some(url_norm::host_key_ref(url))
 }
 
 /// `scheme://host[:port]` as it appears at the start of the URL.
@@ -331,17 +334,19 @@ fn hash_str(s: &str) -> u64 {
 /// A map that forgets its least recently used half when full: entries live in
 /// a young and an old generation; when the young one fills, the old one is
 /// dropped and the young one becomes old. Lookups promote.
+/// Its keys are mostly hashes, looked up for every link: hashed again by a
+/// fast hasher with a seed of the process's, not std's SipHash.
 pub(crate) struct GenMap<K, V> {
-    young: HashMap<K, V>,
-    old: HashMap<K, V>,
+    young: HashMap<K, V, foldhash::fast::RandomState>,
+    old: HashMap<K, V, foldhash::fast::RandomState>,
     cap: usize,
 }
 
 impl<K: Hash + Eq + Clone, V> GenMap<K, V> {
     pub(crate) fn new(cap: usize) -> Self {
         GenMap {
-            young: HashMap::new(),
-            old: HashMap::new(),
+            young: HashMap::default(),
+            old: HashMap::default(),
             cap: cap.max(1),
         }
     }

@@ -1,7 +1,7 @@
 //! Calendars and counters: links whose only difference from their parent is
 //! numbers that keep moving the same way, hop after hop.
 
-use url::Url;
+use url::{Position, Url};
 
 use super::{anchored_rule, hash_str, Detection, GenMap};
 use crate::engine::config::TrapConfig;
@@ -77,19 +77,17 @@ impl CounterState {
     ) -> Option<Detection> {
         let p = Shape::of(parent);
         let c = Shape::of(child);
-        if p.template != c.template || c.numbers.is_empty() {
+        if c.count == 0 || !p.same_template(&c) {
             return None;
         }
-        let p_values: Vec<u64> = p.numbers.iter().map(|n| n.value).collect();
-        let c_values: Vec<u64> = c.numbers.iter().map(|n| n.value).collect();
-        let direction = match c_values.cmp(&p_values) {
+        let direction = match c.values().cmp(p.values()) {
             std::cmp::Ordering::Greater => 1,
             std::cmp::Ordering::Less => -1,
             std::cmp::Ordering::Equal => return None,
         };
-        let changed = p_values
-            .iter()
-            .zip(&c_values)
+        let changed = p
+            .values()
+            .zip(c.values())
             .enumerate()
             .filter(|(_, (a, b))| a != b)
             .fold(0u16, |m, (i, _)| m | (1 << i));
@@ -121,7 +119,7 @@ impl CounterState {
             return None;
         }
         // The rule starts where the first moving number starts.
-        let first = c.numbers.get(run.changed.trailing_zeros() as usize)?;
+        let first = c.numbers().get(run.changed.trailing_zeros() as usize)?;
         let prefix = &c.rest[..first.start];
         Some(Detection {
             host: host.to_string(),
@@ -133,6 +131,7 @@ impl CounterState {
     }
 }
 
+#[derive(Clone, Copy, Default)]
 struct Number {
     value: u64,
     digits: usize,
@@ -140,51 +139,68 @@ struct Number {
     start: usize,
 }
 
-/// A URL's path and query with short digit runs replaced by `#`.
-struct Shape {
-    rest: String,
-    template: String,
-    numbers: Vec<Number>,
+/// A URL's path and query and the short digit runs in it, the numbers a
+/// counter moves; the rest, each number read as `#`, is its template. Built
+/// for both ends of every link, so it borrows and allocates nothing.
+struct Shape<'a> {
+    rest: &'a str,
+    numbers: [Number; MAX_NUMBERS],
+    count: usize,
 }
 
-impl Shape {
-    fn of(url: &Url) -> Shape {
-        let rest = match url.query() {
-            Some(q) => format!("{}?{q}", url.path()),
-            None => url.path().to_string(),
+impl<'a> Shape<'a> {
+    fn of(url: &'a Url) -> Shape<'a> {
+        let rest = &url[Position::BeforePath..Position::AfterQuery];
+        let mut shape = Shape {
+            rest,
+            numbers: [Number::default(); MAX_NUMBERS],
+            count: 0,
         };
-        let mut template = String::with_capacity(rest.len());
-        let mut numbers = Vec::new();
         let bytes = rest.as_bytes();
         let mut i = 0;
         while i < bytes.len() {
-            if bytes[i].is_ascii_digit() {
-                let start = i;
-                while i < bytes.len() && bytes[i].is_ascii_digit() {
-                    i += 1;
-                }
-                let digits = &rest[start..i];
-                if digits.len() <= MAX_COUNTER_DIGITS && numbers.len() < MAX_NUMBERS {
-                    template.push('#');
-                    numbers.push(Number {
-                        value: digits.parse().unwrap_or(0),
-                        digits: digits.len(),
-                        start,
-                    });
-                } else {
-                    template.push_str(digits);
-                }
-            } else {
-                let next = rest[i..].chars().next().map_or(1, char::len_utf8);
-                template.push_str(&rest[i..i + next]);
-                i += next;
+            if !bytes[i].is_ascii_digit() {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < bytes.len() && bytes[i].is_ascii_digit() {
+                i += 1;
+            }
+            let digits = i - start;
+            // Longer runs, and runs past the last counted, stay in the template.
+            if digits <= MAX_COUNTER_DIGITS && shape.count < MAX_NUMBERS {
+                shape.numbers[shape.count] = Number {
+                    value: rest[start..i].parse().unwrap_or(0),
+                    digits,
+                    start,
+                };
+                shape.count += 1;
             }
         }
-        Shape {
-            rest,
-            template,
-            numbers,
-        }
+        shape
+    }
+
+    fn numbers(&self) -> &[Number] {
+        &self.numbers[..self.count]
+    }
+
+    fn values(&self) -> impl Iterator<Item = u64> + '_ {
+        self.numbers().iter().map(|n| n.value)
+    }
+
+    /// Whether both have one template: the same text between their numbers.
+    fn same_template(&self, other: &Shape) -> bool {
+        self.count == other.count && self.between_numbers().eq(other.between_numbers())
+    }
+
+    fn between_numbers(&self) -> impl Iterator<Item = &str> + '_ {
+        let ends = self.numbers().iter().map(|n| n.start + n.digits);
+        let starts = self.numbers().iter().map(|n| n.start);
+        std::iter::once(0)
+            .chain(ends)
+            .zip(starts.chain(std::iter::once(self.rest.len())))
+            .map(|(from, to)| &self.rest[from..to])
     }
 
     /// A year followed by a month (`2024/05`, `2024-05`), or a compact
@@ -192,11 +208,11 @@ impl Shape {
     fn date_like(&self) -> bool {
         let year = |v: u64| (1900..=2199).contains(&v);
         let month = |v: u64| (1..=12).contains(&v);
-        self.numbers.iter().enumerate().any(|(i, n)| {
+        self.numbers().iter().enumerate().any(|(i, n)| {
             let pair = n.digits == 4
                 && year(n.value)
                 && self
-                    .numbers
+                    .numbers()
                     .get(i + 1)
                     .is_some_and(|m| m.digits <= 2 && month(m.value));
             let compact = match n.digits {
@@ -211,7 +227,68 @@ impl Shape {
 
 #[cfg(test)]
 mod tests {
-    use super::{Run, LONGEST_RUN};
+    use super::{Run, Shape, LONGEST_RUN, MAX_COUNTER_DIGITS, MAX_NUMBERS};
+    use url::Url;
+
+    /// The template spelled out: the path and query with each counted
+    /// number as `#`.
+    fn template(shape: &Shape) -> String {
+        let mut out = String::new();
+        let mut from = 0;
+        for n in shape.numbers() {
+            out.push_str(&shape.rest[from..n.start]);
+            out.push('#');
+            from = n.start + n.digits;
+        }
+        out + &shape.rest[from..]
+    }
+
+    #[test]
+    fn a_shape_reads_short_digit_runs_as_numbers() {
+        let url = Url::parse("http://a.test:8080/cal/2024/05/?page=3&id=12345678901").unwrap();
+        let shape = Shape::of(&url);
+        assert_eq!(template(&shape), "/cal/#/#/?page=#&id=12345678901");
+        assert_eq!(shape.values().collect::<Vec<_>>(), [2024, 5, 3]);
+        assert!(shape.date_like());
+        let many = format!("http://a.test/{}", "1/".repeat(MAX_NUMBERS + 2));
+        let url = Url::parse(&many).unwrap();
+        assert_eq!(Shape::of(&url).count, MAX_NUMBERS, "the rest stay literal");
+        assert!(template(&Shape::of(&url)).ends_with("#/1/1/"));
+        assert_eq!(MAX_COUNTER_DIGITS, 9, "the id above is one digit longer");
+    }
+
+    #[test]
+    fn same_template_is_equal_templates() {
+        let urls = [
+            "http://a.test/",
+            "http://a.test/p/1",
+            "http://a.test/p/22",
+            "http://a.test/p/1?",
+            "http://a.test/p/1?x",
+            "http://a.test/p1/1",
+            "http://a.test/p/1/2",
+            "http://a.test/p/a1b2",
+            "http://a.test/p/a3b4",
+            "http://a.test/p/a3b",
+            "http://a.test/p/1234567890",
+            "http://a.test/p/1234567891",
+            "http://a.test/p/\u{e9}1",
+            "http://a.test/p/\u{e9}7",
+            "http://a.test/cal?y=2024&m=5",
+            "http://a.test/cal?y=2025&m=12",
+        ];
+        let urls: Vec<Url> = urls.iter().map(|u| Url::parse(u).unwrap()).collect();
+        for a in &urls {
+            for b in &urls {
+                let (sa, sb) = (Shape::of(a), Shape::of(b));
+                assert_eq!(
+                    sa.same_template(&sb),
+                    template(&sa) == template(&sb),
+                    "{a} against {b}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn a_packed_run_unpacks_to_itself() {
