@@ -193,10 +193,9 @@ impl RuleSet {
     /// [`RuleSet::matches`] for a link: its host key is built only when a
     /// rule is of one host (most links are checked against none).
     pub fn matches_url(&self, url: &url::Url) -> Option<u64> {
-        let host = if self.by_host.is_empty() {
-            String::new()
-        } else {
-            super::url_norm::host_key(url)
+        let host = match self.by_host.is_empty() {
+            true => std::borrow::Cow::Borrowed(""),
+            false => super::url_norm::host_key_ref(url),
         };
         self.matches(url.as_str(), &host)
     }

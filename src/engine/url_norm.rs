@@ -252,7 +252,7 @@ impl UrlFilter {
         }
         match self.mode {
             Scope::Any => true,
-            Scope::Host => self.seed_hosts.contains(&host_key(url)),
+            Scope::Host => self.seed_hosts.contains(host_key_ref(url).as_ref()),
             Scope::Domain => self.seed_domains.iter().any(|d| ends_with_label(host, d)),
         }
     }

@@ -75,7 +75,7 @@ impl Coordinator {
             && self
                 .external_hosts
                 .0
-                .get(&url_norm::host_key(url))
+                .get(url_norm::host_key_ref(url).as_ref())
                 .is_none_or(|&n| n < checks.max_external_per_host)
     }
 
