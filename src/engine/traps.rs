@@ -290,8 +290,7 @@ fn narrowest(d: &Detection, trigger: Option<&Url>) -> Option<shape::Narrowest> {
 /// `host` or `host:port` when the port is not the scheme's default,
 /// lowercase; `None` for a URL without a host.
 pub(crate) fn host_key(url: &Url) -> Option<Cow<'_, str>> {
-    url.host_str()?;
-    Some(url_norm::host_key_ref(url))
+    url.host_str().map(|_| url_norm::host_key_ref(url))
 }
 
 /// `scheme://host[:port]` as it appears at the start of the URL.
@@ -334,6 +333,7 @@ fn hash_str(s: &str) -> u64 {
 /// A map that forgets its least recently used half when full: entries live in
 /// a young and an old generation; when the young one fills, the old one is
 /// dropped and the young one becomes old. Lookups promote.
+///
 /// Its keys are mostly hashes, looked up for every link: hashed again by a
 /// fast hasher with a seed of the process's, not std's SipHash.
 pub(crate) struct GenMap<K, V> {

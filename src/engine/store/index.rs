@@ -53,11 +53,11 @@ const PREFIX_READ_TABLE_BYTES: u64 = 8 * 1024 * 1024;
 /// is [`LEVEL_RATIO`] times the one above it. Their keys arrive in random
 /// order, so every merge rewrites most of the level below; merging 16
 /// tables at once and smaller steps between levels write each byte fewer
-/// times. In the
-/// first 100,000 pages of the million-page bench, where nearly every link
-/// is new and gets its referrer rows, fjall's workers used 18–21 s of CPU
-/// against 26–29 s with the defaults (docs/PERFORMANCE.md). fjall keeps a
-/// keyspace's settings, so a data directory keeps those it was made with.
+/// times. In the first 100,000 pages of the million-page bench, where
+/// nearly every link is new and gets its referrer rows, fjall's workers
+/// used 18–21 s of CPU against 26–29 s with the defaults
+/// (docs/PERFORMANCE.md). fjall keeps a keyspace's settings, so a data
+/// directory keeps those it was made with.
 const PREFIX_READ_L0_TABLES: u8 = 16;
 /// How many times each level is the one above it, in the keyspaces that
 /// merge level 0 late (fjall's default: 10).
