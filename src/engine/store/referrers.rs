@@ -121,7 +121,7 @@ impl Store {
                 .iter()
                 .flat_map(|&(_, _, fp)| [counts.inlinks.touch(fp), u64::from(counts.touch(fp))]),
         );
-        let mut done = FingerprintSet::default();
+        let mut done = FingerprintSet::with_capacity_and_hasher(links.len(), Default::default());
         for (target, fresh, fingerprint) in links {
             if !done.insert(fingerprint) {
                 continue;
