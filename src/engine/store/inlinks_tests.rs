@@ -358,3 +358,24 @@ fn rows_left_beside_the_files_by_a_crash_are_removed_not_counted_again() {
     assert_eq!(store.inlinks(a), 1);
     assert!(row_sizes(&store).is_empty());
 }
+
+#[test]
+fn the_galloping_search_finds_what_a_whole_search_finds() {
+    let mut state = 0x2545_f491_4f6c_dd1d;
+    for len in [0, 1, 2, 3, 7, 8, 9, 100, 1000] {
+        let mut fps: Vec<u64> = (0..len).map(|_| next(&mut state) % 5000).collect();
+        fps.sort_unstable();
+        fps.dedup();
+        let counts = InlinkCounts {
+            counts: vec![1; fps.len()],
+            fps,
+            ..InlinkCounts::default()
+        };
+        for from in 0..=counts.fps.len() {
+            for fp in [0, 1, 2499, 4999, 5000, u64::MAX, next(&mut state) % 5000] {
+                let whole = from + counts.fps[from..].partition_point(|&h| h < fp);
+                assert_eq!(counts.position_from(from, fp), whole, "{len} {from} {fp}");
+            }
+        }
+    }
+}
