@@ -142,13 +142,14 @@ impl Rows {
             | Rows::Filtered
             | Rows::Records => MEMTABLE_BYTES,
         };
-        let options = KeyspaceCreateOptions::default().max_memtable_size(memtable);
+        let options = KeyspaceCreateOptions::default()
+            .max_memtable_size(memtable)
+            .compaction_strategy(Arc::new(self.compaction()));
         let options = match self.looked_up_by_key() {
             // Filters and block indexes stay in memory (~2 bytes a key):
             // read through the cache, a large table's filter was read again
             // for nearly every lookup once the crawl outgrew the cache.
             true => options
-                .compaction_strategy(Arc::new(self.compaction()))
                 .filter_block_pinning_policy(PinningPolicy::all(true))
                 .index_block_pinning_policy(PinningPolicy::all(true)),
             // Never looked up by key: a filter would never be asked, and
@@ -157,15 +158,15 @@ impl Rows {
             // two levels' indexes, 11 MB for referrers and inlinks early in
             // a million-page bench.
             false => options
-                .compaction_strategy(Arc::new(self.compaction()))
                 .filter_policy(FilterPolicy::disabled())
                 .index_block_pinning_policy(PinningPolicy::all(false)),
         };
         let large_blocks = BlockSizePolicy::all(LOOKED_UP_BLOCK_BYTES);
         match self {
-            // Its lookups mostly find their row (a seen mark the Bloom
-            // filter could not rule out, a page's record in a recrawl): its
-            // last level, most of its keys, needs no filter.
+            // Its last level, most of its keys, has no filter: a seen mark
+            // the Bloom filter could not rule out is mostly there, and a
+            // new page's record, which is not, measured no cheaper with one
+            // (docs/PERFORMANCE.md).
             Rows::Crawl => options
                 .data_block_size_policy(large_blocks)
                 .expect_point_read_hits(true),
@@ -179,20 +180,22 @@ impl Rows {
     /// When level 0 merges into level 1, how large each level grows, and the
     /// size of the tables compactions write.
     fn compaction(self) -> Leveled {
-        let (l0_tables, level_ratio, table_bytes) = match self {
-            Rows::Crawl => (CRAWL_L0_TABLES, LEVEL_RATIO, FILTERED_TABLE_BYTES),
-            Rows::Digests | Rows::Filtered | Rows::Records => {
-                return Leveled::default().with_table_target_size(FILTERED_TABLE_BYTES)
-            }
-            Rows::Referrers => (REFERRER_L0_TABLES, LEVEL_RATIO, PREFIX_READ_TABLE_BYTES),
-            Rows::Inlinks | Rows::Fragments => {
-                (PREFIX_READ_L0_TABLES, LEVEL_RATIO, PREFIX_READ_TABLE_BYTES)
-            }
+        let merged_late = |l0_tables, table_bytes| {
+            Leveled::default()
+                .with_table_target_size(table_bytes)
+                .with_l0_threshold(l0_tables)
+                .with_level_ratio_policy(vec![LEVEL_RATIO])
         };
-        Leveled::default()
-            .with_table_target_size(table_bytes)
-            .with_l0_threshold(l0_tables)
-            .with_level_ratio_policy(vec![level_ratio])
+        match self {
+            Rows::Crawl => merged_late(CRAWL_L0_TABLES, FILTERED_TABLE_BYTES),
+            Rows::Referrers => merged_late(REFERRER_L0_TABLES, PREFIX_READ_TABLE_BYTES),
+            Rows::Inlinks | Rows::Fragments => {
+                merged_late(PREFIX_READ_L0_TABLES, PREFIX_READ_TABLE_BYTES)
+            }
+            Rows::Digests | Rows::Filtered | Rows::Records => {
+                Leveled::default().with_table_target_size(FILTERED_TABLE_BYTES)
+            }
+        }
     }
 
     fn name(self) -> &'static str {
