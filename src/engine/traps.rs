@@ -180,20 +180,20 @@ impl TrapDetector {
         self.tick += 1;
         if !self.hosts.contains_key(host) {
             if self.hosts.len() >= MAX_HOSTS {
-                if let Some(oldest) = self
-                    .hosts
-                    .iter()
-                    .min_by_key(|(_, s)| s.last_used)
-                    .map(|(h, _)| h.clone())
-                {
-                    self.hosts.remove(&oldest);
-                }
+                self.forget_least_recent_host();
             }
             self.hosts.insert(host.to_owned(), HostState::default());
         }
         let state = self.hosts.get_mut(host).expect("inserted above");
         state.last_used = self.tick;
         (&self.cfg, state)
+    }
+
+    fn forget_least_recent_host(&mut self) {
+        let oldest = self.hosts.iter().min_by_key(|(_, s)| s.last_used);
+        if let Some(oldest) = oldest.map(|(h, _)| h.clone()) {
+            self.hosts.remove(&oldest);
+        }
     }
 
     fn raise(&mut self, d: Detection, trigger: &Url) -> Option<Detection> {
