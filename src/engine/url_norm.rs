@@ -187,7 +187,10 @@ pub(crate) enum Rejection {
 pub(crate) struct UrlFilter {
     mode: Scope,
     max_url_len: usize,
-    deny_extensions: HashSet<String>,
+    /// Lowercase. Every link asks: hashed with foldhash, not SipHash.
+    deny_extensions: HashSet<String, foldhash::fast::RandomState>,
+    /// The longest of them: a longer extension is not looked up.
+    longest_denied: usize,
     allow_domains: Vec<String>,
     seed_hosts: HashSet<HostKey>,
     seed_domains: HashSet<String>,
@@ -195,14 +198,16 @@ pub(crate) struct UrlFilter {
 
 impl UrlFilter {
     pub fn new(scope: &ScopeConfig, seeds: &[Url]) -> Self {
+        let deny_extensions: HashSet<String, _> = scope
+            .deny_extensions
+            .iter()
+            .map(|ext| ext.trim_start_matches('.').to_ascii_lowercase())
+            .collect();
         let mut filter = UrlFilter {
             mode: scope.mode,
             max_url_len: scope.max_url_len,
-            deny_extensions: scope
-                .deny_extensions
-                .iter()
-                .map(|ext| ext.trim_start_matches('.').to_ascii_lowercase())
-                .collect(),
+            longest_denied: deny_extensions.iter().map(String::len).max().unwrap_or(0),
+            deny_extensions,
             // Links' hosts are punycode: a crawl.toml may name an IDN in Unicode.
             allow_domains: scope
                 .allow_domains
@@ -260,7 +265,9 @@ impl UrlFilter {
     fn denied_extension(&self, url: &Url) -> bool {
         let last_segment = url.path().rsplit('/').next().unwrap_or("");
         match last_segment.rsplit_once('.') {
-            Some((stem, ext)) if !stem.is_empty() && !ext.is_empty() => {
+            Some((stem, ext))
+                if !stem.is_empty() && !ext.is_empty() && ext.len() <= self.longest_denied =>
+            {
                 // Most extensions are lowercase already: no copy for them.
                 if ext.bytes().any(|b| b.is_ascii_uppercase()) {
                     self.deny_extensions.contains(&ext.to_ascii_lowercase())

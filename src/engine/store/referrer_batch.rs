@@ -158,11 +158,13 @@ impl PendingReferrers {
             return Ok(());
         }
         // A sorted copy: on an error the rows stay held in the order found.
-        let mut order = self.starts.clone();
-        // Stable: of equal keys the one held first leads and stays.
-        order.sort_by(|&a, &b| self.row(a).0.cmp(self.row(b).0));
-        order.dedup_by(|later, earlier| self.row(*later).0 == self.row(*earlier).0);
-        index.ingest(Rows::Referrers, order.iter().map(|&at| self.row(at)))?;
+        // Each key found once, not at every comparison.
+        let mut order: Vec<(&[u8], usize)> =
+            self.starts.iter().map(|&at| (self.row(at).0, at)).collect();
+        // Of equal keys the one held first (its start is lower) leads and stays.
+        order.sort_unstable();
+        order.dedup_by(|later, earlier| later.0 == earlier.0);
+        index.ingest(Rows::Referrers, order.iter().map(|&(_, at)| self.row(at)))?;
         self.starts.clear();
         self.bytes.clear();
         self.urls.clear();

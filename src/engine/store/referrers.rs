@@ -346,6 +346,29 @@ mod tests {
     }
 
     #[test]
+    fn of_two_first_referrers_held_together_the_first_held_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let target = "http://a.example/t";
+        // Rows of other URLs around them, so the sort moves rows about.
+        for (n, parent) in ["http://a.example/p1", "http://a.example/p2"]
+            .iter()
+            .enumerate()
+        {
+            let before = format!("http://a.example/a{n}");
+            let after = format!("http://a.example/z{n}");
+            let links = [
+                (after.as_str(), true),
+                (target, true),
+                (before.as_str(), true),
+            ];
+            store.add_referrers(parent, links.into_iter()).unwrap();
+        }
+        store.write_pending_referrers().unwrap();
+        assert_eq!(store.referrers(target).unwrap(), ["http://a.example/p1"]);
+    }
+
+    #[test]
     fn the_referrer_count_never_lets_a_url_past_its_share() {
         let mut counts = ReferrerCounts::default();
         let admitted = (0..100).filter(|_| counts.admit(42)).count();
