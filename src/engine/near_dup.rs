@@ -23,17 +23,23 @@ use std::sync::Mutex;
 
 use crate::engine::control::HostKey;
 use crate::engine::dedup::{mix, FingerprintHasher, Votes, WORD_BYTES};
-use crate::engine::traps::GenMap;
 
 /// Pages a block must be counted on to be template.
 pub const TEMPLATE_MIN_PAGES: u16 = 5;
 /// Distinctive text under 1/`MIN_DISTINCT_SHARE` of the main text is too
 /// little to tell a page by.
 const MIN_DISTINCT_SHARE: usize = 10;
-/// Blocks remembered per host; the rarest are forgotten past this.
-const BLOCKS_PER_HOST: usize = 2048;
-/// Hosts whose template is remembered (per generation of the LRU).
-const HOSTS: usize = 128;
+/// Blocks remembered per host; the rarest are forgotten past this, or past
+/// the host's share of [`BLOCKS`] when many hosts are being crawled. 7/8 of
+/// 2048: the most a table of 2048 slots holds (26 KB).
+const BLOCKS_PER_HOST: usize = 1792;
+/// Blocks remembered over all hosts: the templates' memory, 4–7 MB.
+const BLOCKS: usize = 1 << 18;
+/// The least a host's share of [`BLOCKS`] falls to: room for a template.
+const MIN_BLOCKS_PER_HOST: usize = 128;
+/// Hosts whose template is remembered; past this, the least recently
+/// crawled half is forgotten.
+const HOSTS: usize = BLOCKS / MIN_BLOCKS_PER_HOST;
 /// Shingles kept per page: bounded work and memory on any page.
 const MAX_SHINGLES: usize = 16_384;
 
@@ -206,6 +212,8 @@ struct HostTemplate {
     blocks: HashMap<u32, Seen, BuildHasherDefault<FingerprintHasher>>,
     /// Pages learnt from: the host's clock for `Seen::born`.
     pages: u32,
+    /// When the host was last fingerprinted, by [`Templates`]' clock.
+    used: u64,
 }
 
 /// A block as the host's pages showed it.
@@ -224,8 +232,9 @@ impl Seen {
 }
 
 impl HostTemplate {
-    /// Learns the page's blocks; returns how each was seen.
-    fn learn(&mut self, features: &TextFeatures, learn: bool) -> Vec<Seen> {
+    /// Learns the page's blocks, keeping at most `budget`; returns how each
+    /// was seen.
+    fn learn(&mut self, features: &TextFeatures, learn: bool, budget: usize) -> Vec<Seen> {
         let key = |b: &Block| (b.hash >> 32) as u32 ^ b.hash as u32;
         if learn {
             let mut keys: Vec<u32> = features
@@ -236,8 +245,8 @@ impl HostTemplate {
                 .collect();
             keys.sort_unstable();
             keys.dedup();
-            if self.blocks.len() + keys.len() > BLOCKS_PER_HOST {
-                self.forget_rarest();
+            if self.blocks.len() + keys.len() > budget {
+                self.forget_rarest(budget);
             }
             self.pages = self.pages.saturating_add(1);
             for k in keys {
@@ -255,10 +264,10 @@ impl HostTemplate {
             .collect()
     }
 
-    /// Frees at least half the table, keeping the most counted blocks.
-    fn forget_rarest(&mut self) {
+    /// Frees at least half of `budget`, keeping the most counted blocks.
+    fn forget_rarest(&mut self, budget: usize) {
         let mut floor: u16 = TEMPLATE_MIN_PAGES;
-        while self.blocks.len() > BLOCKS_PER_HOST / 2 {
+        while self.blocks.len() > budget / 2 {
             self.blocks.retain(|_, seen| seen.pages >= floor);
             floor = match floor.checked_mul(2) {
                 Some(f) => f,
@@ -268,19 +277,55 @@ impl HostTemplate {
                 }
             };
         }
+        // A share cut since the host grew gives its memory back too.
+        self.blocks.shrink_to(budget);
     }
 }
 
 /// The templates of the hosts being crawled, shared by the extraction threads.
+///
+/// Bounded by blocks, not hosts alone: a polite crawl asks its hosts in
+/// turn, so the host asked next is the one asked longest ago, and a map
+/// that forgot hosts by recent use would forget each just before its next
+/// page (with more hosts than it held, no template was ever learnt).
+#[derive(Default)]
 pub struct Templates {
-    hosts: Mutex<GenMap<HostKey, HostTemplate>>,
+    hosts: Mutex<HostTemplates>,
 }
 
-impl Default for Templates {
-    fn default() -> Self {
-        Templates {
-            hosts: Mutex::new(GenMap::new(HOSTS)),
+#[derive(Default)]
+struct HostTemplates {
+    by_host: HashMap<HostKey, HostTemplate, foldhash::fast::RandomState>,
+    /// Pages fingerprinted: the clock of `HostTemplate::used`.
+    clock: u64,
+}
+
+impl HostTemplates {
+    fn of(&mut self, host: &str) -> &mut HostTemplate {
+        self.clock += 1;
+        if !self.by_host.contains_key(host) {
+            if self.by_host.len() >= HOSTS {
+                self.forget_least_recent();
+            }
+            self.by_host
+                .insert(host.to_string(), HostTemplate::default());
         }
+        let template = self.by_host.get_mut(host).expect("just inserted");
+        template.used = self.clock;
+        template
+    }
+
+    /// A host's share of [`BLOCKS`].
+    fn budget(&self) -> usize {
+        (BLOCKS / self.by_host.len().max(1)).clamp(MIN_BLOCKS_PER_HOST, BLOCKS_PER_HOST)
+    }
+
+    /// Forgets the least recently fingerprinted half of the hosts.
+    fn forget_least_recent(&mut self) {
+        let mut used: Vec<u64> = self.by_host.values().map(|t| t.used).collect();
+        let middle = used.len() / 2;
+        let (_, &mut median, _) = used.select_nth_unstable(middle);
+        self.by_host.retain(|_, t| t.used > median);
     }
 }
 
@@ -302,9 +347,8 @@ impl Templates {
         }
         let template = {
             let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
-            hosts
-                .get_or_insert_with(host.to_string(), HostTemplate::default)
-                .learn(features, learn)
+            let budget = hosts.budget();
+            hosts.of(host).learn(features, learn, budget)
         };
         fingerprint_with(features, &template)
     }

@@ -89,6 +89,35 @@ fn pages_sharing_only_a_template_are_far_once_it_is_learnt() {
 }
 
 #[test]
+fn hosts_crawled_in_turn_keep_their_templates() {
+    // A polite crawl of many sites asks each host in turn: the host asked
+    // next is always the one asked longest ago.
+    let templates = Templates::default();
+    let hosts: Vec<String> = (0..1500).map(|h| format!("site{h}.example")).collect();
+    let mut prints = vec![Vec::new(); hosts.len()];
+    for round in 0..8u64 {
+        for (h, host) in hosts.iter().enumerate() {
+            let text = page(&prose(round * 10_000 + h as u64, 40));
+            prints[h].push(
+                templates
+                    .fingerprint_page(host, &features_of_text(&text))
+                    .simhash,
+            );
+        }
+    }
+    // Past the rounds that teach the template, pages sharing only it are
+    // far: about half the bits apart, as unrelated texts are.
+    let learnt = TEMPLATE_MIN_PAGES as usize;
+    let apart: Vec<u32> = prints
+        .iter()
+        .map(|p| hamming(p[learnt], p[learnt + 1]))
+        .collect();
+    let mean = apart.iter().sum::<u32>() as f64 / apart.len() as f64;
+    assert!(mean > 26.0, "{mean} bits apart on average");
+    assert!(apart.iter().all(|&d| d > NEAR), "{:?}", apart.iter().min());
+}
+
+#[test]
 fn copies_of_a_page_stay_near_however_many_there_are() {
     // A trap's output: the same text with another date, many times over.
     // Once the copies' shared text is on enough pages to be template, what
@@ -141,13 +170,45 @@ fn a_probe_is_measured_against_the_template_without_teaching_it() {
 fn a_host_template_is_bounded() {
     let mut host = HostTemplate::default();
     for i in 0..500 {
-        host.learn(&features_of_text(&page(&prose(i, 120))), true);
+        host.learn(
+            &features_of_text(&page(&prose(i, 120))),
+            true,
+            BLOCKS_PER_HOST,
+        );
         assert!(host.blocks.len() <= BLOCKS_PER_HOST);
     }
     // The template survives the forgetting.
-    let seen = host.learn(&features_of_text(&page("new")), true);
+    let seen = host.learn(&features_of_text(&page("new")), true, BLOCKS_PER_HOST);
     let template = seen.iter().filter(|s| s.is_template()).count();
     assert!(template >= 40, "{template} template blocks");
+}
+
+#[test]
+fn many_hosts_share_a_bounded_memory() {
+    let templates = Templates::default();
+    for round in 0..3u64 {
+        for h in 0..HOSTS as u64 + 500 {
+            let text = page(&prose(round * 100_000 + h, 400));
+            templates.fingerprint_page(&format!("site{h}.example"), &features_of_text(&text));
+        }
+    }
+    let hosts = templates.hosts.lock().unwrap();
+    assert!(
+        hosts.by_host.len() <= HOSTS,
+        "{} hosts",
+        hosts.by_host.len()
+    );
+    let blocks: usize = hosts.by_host.values().map(|t| t.blocks.len()).sum();
+    assert!(blocks <= BLOCKS, "{blocks} blocks");
+    assert!(hosts
+        .by_host
+        .values()
+        .all(|t| t.blocks.len() <= hosts.budget()));
+    // The hosts crawled last are the ones kept.
+    assert!(hosts
+        .by_host
+        .contains_key(&format!("site{}.example", HOSTS + 499)));
+    assert!(!hosts.by_host.contains_key("site0.example"));
 }
 
 /// Simhash distance against the exact measure on pairs with a known share of
