@@ -3,7 +3,8 @@
 //! rule that covers the trap.
 //!
 //! Memory: at most `MAX_HOSTS` hosts; per host, two generations of at most
-//! 1792 path/URL hashes (depth, counter), 32 query paths with up to
+//! its share of `LINK_MEMORY` path/URL hashes (depth, counter: 1792 with up
+//! to 256 hosts, down to 224 with 2048), 32 query paths with up to
 //! `max_query_variants + 1` hashes each, 8 session-like parameters with 10
 //! values and 256 pages each, 32 prefixes with 16 simhash clusters, and a
 //! `budget_window` ring; samples (≤ 5 URLs) are kept only near a threshold.
@@ -29,7 +30,18 @@ use super::telemetry::TrapKind;
 use super::url_norm;
 
 /// Hosts tracked at once; the least recently used is forgotten beyond this.
-pub const MAX_HOSTS: usize = 256;
+/// A crawl asks its hosts in turn, so the host asked next is the least
+/// recently used one: every host crawled at once must fit, or each is
+/// forgotten between two of its pages and no evidence builds up.
+pub const MAX_HOSTS: usize = 2048;
+/// Links remembered by the depth and counter detectors over all hosts,
+/// shared out as hosts come: [`MAX_LINKS_PER_HOST`] each up to 256 hosts,
+/// an eighth of it with [`MAX_HOSTS`].
+const LINK_MEMORY: usize = 256 * MAX_LINKS_PER_HOST;
+/// Paths (depth) and URLs (counter) remembered per host and generation:
+/// 7/8 of 2048, so that a full generation fits a hash table of 2048 slots
+/// (2048 entries took 4096; with 200 hosts the counter's runs held 36–54 MB).
+const MAX_LINKS_PER_HOST: usize = 1792;
 /// Alerts remembered for de-duplication.
 const MAX_RAISED: usize = 65_536;
 /// Samples carried by a detection.
@@ -49,6 +61,8 @@ pub struct Detection {
 #[derive(Default)]
 struct HostState {
     last_used: u64,
+    /// The host's share of [`LINK_MEMORY`] when it was last used.
+    link_memory: usize,
     depth: path::DepthState,
     counter: counter::CounterState,
     query: query::QueryState,
@@ -101,8 +115,9 @@ impl TrapDetector {
         found.extend(path::repeated_segments(cfg, &host, child));
         if same_host {
             state.near_dup.on_child(parent, child);
-            found.extend(state.depth.on_link(cfg, &host, parent, child));
-            found.extend(state.counter.on_link(cfg, &host, parent, child));
+            let links = state.link_memory;
+            found.extend(state.depth.on_link(cfg, &host, parent, child, links));
+            found.extend(state.counter.on_link(cfg, &host, parent, child, links));
         }
         if same_host {
             found.extend(state.query.on_link(cfg, &host, parent, child));
@@ -184,8 +199,10 @@ impl TrapDetector {
             }
             self.hosts.insert(host.to_owned(), HostState::default());
         }
+        let link_memory = (LINK_MEMORY / self.hosts.len()).min(MAX_LINKS_PER_HOST);
         let state = self.hosts.get_mut(host).expect("inserted above");
         state.last_used = self.tick;
+        state.link_memory = link_memory;
         (&self.cfg, state)
     }
 
@@ -372,6 +389,11 @@ impl<K: Hash + Eq + Clone, V> GenMap<K, V> {
             self.insert(key.clone(), f());
         }
         self.young.get_mut(&key).expect("just inserted")
+    }
+
+    /// Holds at most `cap` entries a generation from the next rotation on.
+    pub(crate) fn set_cap(&mut self, cap: usize) {
+        self.cap = cap.max(1);
     }
 
     #[cfg(test)]

@@ -12,10 +12,6 @@ const MAX_COUNTER_DIGITS: usize = 9;
 /// Numbers considered per URL: one bit each in [`Run::changed`].
 const MAX_NUMBERS: usize = 16;
 const _: () = assert!(MAX_NUMBERS <= u16::BITS as usize);
-/// URLs remembered per host for the runs (per generation): 7/8 of 2048, so
-/// that a full generation fits a hash table of 2048 slots (2048 entries
-/// took 4096; with 200 hosts the runs held 36–54 MB).
-const RUN_MEMORY: usize = 1792;
 /// Longest run a packed entry counts ([`Run::pack`]): 15 bits. A run this
 /// long is a trap whatever `max_counter_run` says.
 const LONGEST_RUN: u16 = (1 << 15) - 1;
@@ -74,6 +70,7 @@ impl CounterState {
         host: &str,
         parent: &Url,
         child: &Url,
+        memory: usize,
     ) -> Option<Detection> {
         let p = Shape::of(parent);
         let c = Shape::of(child);
@@ -91,7 +88,8 @@ impl CounterState {
             .enumerate()
             .filter(|(_, (a, b))| a != b)
             .fold(0u16, |m, (i, _)| m | (1 << i));
-        let runs = self.runs.get_or_insert_with(|| GenMap::new(RUN_MEMORY));
+        let runs = self.runs.get_or_insert_with(|| GenMap::new(memory));
+        runs.set_cap(memory);
         let run = match runs.get(&run_key(parent)).map(|r| Run::unpack(*r)) {
             Some(r) if r.direction == direction => Run {
                 // Stored runs are at most LONGEST_RUN (`pack`): no overflow.

@@ -12,9 +12,6 @@ const MAX_UNIT: usize = 4;
 /// Growing hops in a row before a too-deep path counts as a trap: one deep
 /// link from a shallow page is a site's choice, a chain is a generator.
 pub const MIN_GROWTH_HOPS: u32 = 3;
-/// Paths remembered per host for the growth chain (per generation): 7/8 of
-/// 2048, so that a full generation fits a hash table of 2048 slots.
-const DEPTH_MEMORY: usize = 1792;
 
 /// A run of `max_segment_repeats` identical units (1..=4 segments) in a row.
 pub fn repeated_segments(cfg: &TrapConfig, host: &str, url: &Url) -> Option<Detection> {
@@ -72,13 +69,15 @@ impl DepthState {
         host: &str,
         parent: &Url,
         child: &Url,
+        memory: usize,
     ) -> Option<Detection> {
         let parent_segs = segments(parent);
         let child_segs = segments(child);
         if child_segs.len() <= parent_segs.len() {
             return None;
         }
-        let runs = self.runs.get_or_insert_with(|| GenMap::new(DEPTH_MEMORY));
+        let runs = self.runs.get_or_insert_with(|| GenMap::new(memory));
+        runs.set_cap(memory);
         let run = runs.get(&hash_str(parent.path())).copied().unwrap_or(0) + 1;
         let child_key = hash_str(child.path());
         match runs.get(&child_key) {

@@ -66,6 +66,49 @@ fn hosts_tracked_are_bounded() {
 }
 
 #[test]
+fn hosts_crawled_in_turn_keep_their_evidence() {
+    // A polite crawl of many sites asks each host in turn: a calendar on
+    // every one of them, one month a turn.
+    let cfg = TrapConfig::default();
+    let mut det = TrapDetector::new(&cfg);
+    let hosts = 1500;
+    let mut raised = vec![false; hosts];
+    for month in 0..cfg.max_counter_run as i32 + 10 {
+        for (h, raised) in raised.iter_mut().enumerate() {
+            let url = |m: i32| {
+                let m = 2024 * 12 + m;
+                Url::parse(&format!(
+                    "http://cal{h}.org/calendar/{}/{:02}",
+                    m / 12,
+                    m % 12 + 1
+                ))
+                .unwrap()
+            };
+            if let Some(d) = det.on_discovered(&url(month), &url(month + 1), 1) {
+                assert_eq!(d.kind, TrapKind::Counter);
+                *raised = true;
+            }
+        }
+    }
+    let missed = raised.iter().filter(|r| !**r).count();
+    assert_eq!(missed, 0, "{missed} of {hosts} calendars never raised");
+}
+
+#[test]
+fn a_gen_map_given_a_smaller_cap_holds_no_more_than_two_generations_of_it() {
+    let mut m: GenMap<u32, u32> = GenMap::new(64);
+    for i in 0..64 {
+        m.insert(i, i);
+    }
+    m.set_cap(4);
+    for i in 100..110 {
+        m.insert(i, i);
+    }
+    assert!(m.len() <= 8, "{} entries", m.len());
+    assert_eq!(m.get(&109), Some(&mut 109));
+}
+
+#[test]
 fn gen_map_forgets_the_least_recently_used() {
     let mut m: GenMap<u32, u32> = GenMap::new(4);
     for k in 0..4 {
