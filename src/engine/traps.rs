@@ -29,7 +29,7 @@ use super::rules::RuleSet;
 use super::telemetry::TrapKind;
 use super::url_norm;
 
-/// Hosts tracked at once; the least recently used is forgotten beyond this.
+/// Hosts tracked at once; the least recently used are forgotten beyond this.
 /// A crawl asks its hosts in turn, so the host asked next is the least
 /// recently used one: every host crawled at once must fit, or each is
 /// forgotten between two of its pages and no evidence builds up.
@@ -195,7 +195,7 @@ impl TrapDetector {
         self.tick += 1;
         if !self.hosts.contains_key(host) {
             if self.hosts.len() >= MAX_HOSTS {
-                self.forget_least_recent_host();
+                self.forget_least_recent_hosts();
             }
             self.hosts.insert(host.to_owned(), HostState::default());
         }
@@ -206,11 +206,14 @@ impl TrapDetector {
         (&self.cfg, state)
     }
 
-    fn forget_least_recent_host(&mut self) {
-        let oldest = self.hosts.iter().min_by_key(|(_, s)| s.last_used);
-        if let Some(oldest) = oldest.map(|(h, _)| h.clone()) {
-            self.hosts.remove(&oldest);
-        }
+    /// Forgets the least recently used eighth of the hosts: one walk of
+    /// them per 256 new hosts, not per new host (a broad crawl meets a new
+    /// host at most links).
+    fn forget_least_recent_hosts(&mut self) {
+        let mut used: Vec<u64> = self.hosts.values().map(|s| s.last_used).collect();
+        let eighth = used.len() / 8;
+        let (_, &mut newest_forgotten, _) = used.select_nth_unstable(eighth);
+        self.hosts.retain(|_, s| s.last_used > newest_forgotten);
     }
 
     fn raise(&mut self, d: Detection, trigger: &Url) -> Option<Detection> {

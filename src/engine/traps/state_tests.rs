@@ -62,7 +62,16 @@ fn hosts_tracked_are_bounded() {
         det.on_discovered(&u, &u, 1);
         det.on_fetched(&u, Some(i as u64), 3, false);
     }
-    assert_eq!(det.hosts_tracked(), MAX_HOSTS);
+    let tracked = det.hosts_tracked();
+    assert!(
+        tracked <= MAX_HOSTS && tracked > MAX_HOSTS * 7 / 8,
+        "{tracked}"
+    );
+    // The host used last is among them.
+    let last = Url::parse(&format!("http://h{}.org/", MAX_HOSTS * 3 - 1)).unwrap();
+    let before = det.hosts_tracked();
+    det.on_fetched(&last, Some(1), 0, false);
+    assert_eq!(det.hosts_tracked(), before);
 }
 
 #[test]
