@@ -19,6 +19,7 @@ pub(crate) mod extract;
 pub(crate) mod fetch;
 pub(crate) mod frontier;
 pub(crate) mod near_dup;
+pub(crate) mod recent_hosts;
 pub use frontier::{
     alert_decisions_key, alert_raisers_key, breakers_key, key_prefix, machine_name, records_at,
     shared_breaker_state, validate_crawl_name, wall_ms, worker_id, ClusterTarget, Heartbeat,

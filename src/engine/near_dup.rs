@@ -21,8 +21,8 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::Mutex;
 
-use crate::engine::control::HostKey;
 use crate::engine::dedup::{mix, FingerprintHasher, Votes, WORD_BYTES};
+use crate::engine::recent_hosts::RecentHosts;
 
 /// Pages a block must be counted on to be template.
 pub const TEMPLATE_MIN_PAGES: u16 = 5;
@@ -35,11 +35,9 @@ const MIN_DISTINCT_SHARE: usize = 10;
 const BLOCKS_PER_HOST: usize = 1792;
 /// Blocks remembered over all hosts: the templates' memory, 4–7 MB.
 const BLOCKS: usize = 1 << 18;
-/// The least a host's share of [`BLOCKS`] falls to: room for a template.
-const MIN_BLOCKS_PER_HOST: usize = 128;
-/// Hosts whose template is remembered; past this, the least recently
-/// crawled half is forgotten.
-const HOSTS: usize = BLOCKS / MIN_BLOCKS_PER_HOST;
+/// Hosts whose template is remembered (`RecentHosts`): each keeps at least
+/// 128 blocks, room for a template.
+const HOSTS: usize = BLOCKS / 128;
 /// Shingles kept per page: bounded work and memory on any page.
 const MAX_SHINGLES: usize = 16_384;
 
@@ -212,8 +210,6 @@ struct HostTemplate {
     blocks: HashMap<u32, Seen, BuildHasherDefault<FingerprintHasher>>,
     /// Pages learnt from: the host's clock for `Seen::born`.
     pages: u32,
-    /// When the host was last fingerprinted, by [`Templates`]' clock.
-    used: u64,
 }
 
 /// A block as the host's pages showed it.
@@ -282,50 +278,17 @@ impl HostTemplate {
     }
 }
 
-/// The templates of the hosts being crawled, shared by the extraction threads.
-///
-/// Bounded by blocks, not hosts alone: a polite crawl asks its hosts in
-/// turn, so the host asked next is the one asked longest ago, and a map
-/// that forgot hosts by recent use would forget each just before its next
-/// page (with more hosts than it held, no template was ever learnt).
-#[derive(Default)]
+/// The templates of the hosts being crawled, shared by the extraction
+/// threads: bounded by blocks, shared out among the hosts.
 pub struct Templates {
-    hosts: Mutex<HostTemplates>,
+    hosts: Mutex<RecentHosts<HostTemplate>>,
 }
 
-#[derive(Default)]
-struct HostTemplates {
-    by_host: HashMap<HostKey, HostTemplate, foldhash::fast::RandomState>,
-    /// Pages fingerprinted: the clock of `HostTemplate::used`.
-    clock: u64,
-}
-
-impl HostTemplates {
-    fn of(&mut self, host: &str) -> &mut HostTemplate {
-        self.clock += 1;
-        if !self.by_host.contains_key(host) {
-            if self.by_host.len() >= HOSTS {
-                self.forget_least_recent();
-            }
-            self.by_host
-                .insert(host.to_string(), HostTemplate::default());
+impl Default for Templates {
+    fn default() -> Self {
+        Templates {
+            hosts: Mutex::new(RecentHosts::new(HOSTS)),
         }
-        let template = self.by_host.get_mut(host).expect("just inserted");
-        template.used = self.clock;
-        template
-    }
-
-    /// A host's share of [`BLOCKS`].
-    fn budget(&self) -> usize {
-        (BLOCKS / self.by_host.len().max(1)).clamp(MIN_BLOCKS_PER_HOST, BLOCKS_PER_HOST)
-    }
-
-    /// Forgets the least recently fingerprinted half of the hosts.
-    fn forget_least_recent(&mut self) {
-        let mut used: Vec<u64> = self.by_host.values().map(|t| t.used).collect();
-        let middle = used.len() / 2;
-        let (_, &mut median, _) = used.select_nth_unstable(middle);
-        self.by_host.retain(|_, t| t.used > median);
     }
 }
 
@@ -347,8 +310,8 @@ impl Templates {
         }
         let template = {
             let mut hosts = self.hosts.lock().unwrap_or_else(|p| p.into_inner());
-            let budget = hosts.budget();
-            hosts.of(host).learn(features, learn, budget)
+            let budget = hosts.share(BLOCKS, BLOCKS_PER_HOST);
+            hosts.get(host).learn(features, learn, budget)
         };
         fingerprint_with(features, &template)
     }

@@ -25,14 +25,13 @@ use url::Url;
 use crate::engine::config::TrapConfig;
 
 use super::control::{HostKey, PatternKind, RuleSpec};
+use super::recent_hosts::RecentHosts;
 use super::rules::RuleSet;
 use super::telemetry::TrapKind;
 use super::url_norm;
 
-/// Hosts tracked at once; the least recently used are forgotten beyond this.
-/// A crawl asks its hosts in turn, so the host asked next is the least
-/// recently used one: every host crawled at once must fit, or each is
-/// forgotten between two of its pages and no evidence builds up.
+/// Hosts tracked at once (see `RecentHosts`: every host crawled at once
+/// must fit, or no evidence builds up).
 pub const MAX_HOSTS: usize = 2048;
 /// Links remembered by the depth and counter detectors over all hosts,
 /// shared out as hosts come: [`MAX_LINKS_PER_HOST`] each up to 256 hosts,
@@ -60,9 +59,6 @@ pub struct Detection {
 
 #[derive(Default)]
 struct HostState {
-    last_used: u64,
-    /// The host's share of [`LINK_MEMORY`] when it was last used.
-    link_memory: usize,
     depth: path::DepthState,
     counter: counter::CounterState,
     query: query::QueryState,
@@ -76,8 +72,7 @@ pub type TrapKey = (HostKey, TrapKind, String);
 
 pub struct TrapDetector {
     cfg: TrapConfig,
-    hosts: HashMap<HostKey, HostState>,
-    tick: u64,
+    hosts: RecentHosts<HostState>,
     raised: HashSet<TrapKey>,
     /// Raised traps seen again since the last `take_repeats`, with their
     /// latest evidence count (detectors count cumulatively).
@@ -92,8 +87,7 @@ impl TrapDetector {
     pub fn new(cfg: &TrapConfig) -> Self {
         TrapDetector {
             cfg: cfg.clone(),
-            hosts: HashMap::new(),
-            tick: 0,
+            hosts: RecentHosts::new(MAX_HOSTS),
             raised: HashSet::new(),
             repeats: HashMap::new(),
             suppressed: HashSet::new(),
@@ -110,12 +104,12 @@ impl TrapDetector {
     ) -> Option<Detection> {
         let host = host_key(child)?;
         let same_host = host_key(parent).as_deref() == Some(&*host);
+        let links = self.hosts.share(LINK_MEMORY, MAX_LINKS_PER_HOST);
         let (cfg, state) = self.host_state(&host);
         let mut found = Vec::new();
         found.extend(path::repeated_segments(cfg, &host, child));
         if same_host {
             state.near_dup.on_child(parent, child);
-            let links = state.link_memory;
             found.extend(state.depth.on_link(cfg, &host, parent, child, links));
             found.extend(state.counter.on_link(cfg, &host, parent, child, links));
         }
@@ -190,30 +184,9 @@ impl TrapDetector {
         self.hosts.len()
     }
 
-    /// The settings and the host's state (created, evicting the least recently used host).
+    /// The settings and the host's state (created if new).
     fn host_state(&mut self, host: &str) -> (&TrapConfig, &mut HostState) {
-        self.tick += 1;
-        if !self.hosts.contains_key(host) {
-            if self.hosts.len() >= MAX_HOSTS {
-                self.forget_least_recent_hosts();
-            }
-            self.hosts.insert(host.to_owned(), HostState::default());
-        }
-        let link_memory = (LINK_MEMORY / self.hosts.len()).min(MAX_LINKS_PER_HOST);
-        let state = self.hosts.get_mut(host).expect("inserted above");
-        state.last_used = self.tick;
-        state.link_memory = link_memory;
-        (&self.cfg, state)
-    }
-
-    /// Forgets the least recently used eighth of the hosts: one walk of
-    /// them per 256 new hosts, not per new host (a broad crawl meets a new
-    /// host at most links).
-    fn forget_least_recent_hosts(&mut self) {
-        let mut used: Vec<u64> = self.hosts.values().map(|s| s.last_used).collect();
-        let eighth = used.len() / 8;
-        let (_, &mut newest_forgotten, _) = used.select_nth_unstable(eighth);
-        self.hosts.retain(|_, s| s.last_used > newest_forgotten);
+        (&self.cfg, self.hosts.get(host))
     }
 
     fn raise(&mut self, d: Detection, trigger: &Url) -> Option<Detection> {

@@ -193,22 +193,14 @@ fn many_hosts_share_a_bounded_memory() {
         }
     }
     let hosts = templates.hosts.lock().unwrap();
-    assert!(
-        hosts.by_host.len() <= HOSTS,
-        "{} hosts",
-        hosts.by_host.len()
-    );
-    let blocks: usize = hosts.by_host.values().map(|t| t.blocks.len()).sum();
+    assert!(hosts.len() <= HOSTS, "{} hosts", hosts.len());
+    let blocks: usize = hosts.values().map(|t| t.blocks.len()).sum();
     assert!(blocks <= BLOCKS, "{blocks} blocks");
-    assert!(hosts
-        .by_host
-        .values()
-        .all(|t| t.blocks.len() <= hosts.budget()));
+    let budget = hosts.share(BLOCKS, BLOCKS_PER_HOST);
+    assert!(hosts.values().all(|t| t.blocks.len() <= budget));
     // The hosts crawled last are the ones kept.
-    assert!(hosts
-        .by_host
-        .contains_key(&format!("site{}.example", HOSTS + 499)));
-    assert!(!hosts.by_host.contains_key("site0.example"));
+    assert!(hosts.contains(&format!("site{}.example", HOSTS + 499)));
+    assert!(!hosts.contains("site0.example"));
 }
 
 /// Simhash distance against the exact measure on pairs with a known share of
