@@ -263,21 +263,32 @@ impl UrlFilter {
     }
 
     fn denied_extension(&self, url: &Url) -> bool {
-        let last_segment = url.path().rsplit('/').next().unwrap_or("");
-        match last_segment.rsplit_once('.') {
-            Some((stem, ext))
-                if !stem.is_empty() && !ext.is_empty() && ext.len() <= self.longest_denied =>
-            {
-                // Most extensions are lowercase already: no copy for them.
-                if ext.bytes().any(|b| b.is_ascii_uppercase()) {
-                    self.deny_extensions.contains(&ext.to_ascii_lowercase())
-                } else {
-                    self.deny_extensions.contains(ext)
-                }
+        extension(url.path(), self.longest_denied).is_some_and(|ext| {
+            // Most extensions are lowercase already: no copy for them.
+            if ext.bytes().any(|b| b.is_ascii_uppercase()) {
+                self.deny_extensions.contains(&ext.to_ascii_lowercase())
+            } else {
+                self.deny_extensions.contains(ext)
             }
-            _ => false,
-        }
+        })
     }
+}
+
+/// The extension of a path's last segment (after its last dot, the dot not
+/// first in the segment), if it is at most `longest` bytes: found by looking
+/// back from the end no further than that, since every link asks.
+fn extension(path: &str, longest: usize) -> Option<&str> {
+    let bytes = path.as_bytes();
+    let window = bytes.len().saturating_sub(longest + 1);
+    let dot = window
+        + bytes[window..]
+            .iter()
+            .rposition(|&b| b == b'.' || b == b'/')?;
+    let stem_ends_segment = dot == 0 || bytes[dot - 1] == b'/';
+    if bytes[dot] != b'.' || stem_ends_segment || dot + 1 == bytes.len() {
+        return None;
+    }
+    Some(&path[dot + 1..])
 }
 
 #[cfg(test)]
@@ -585,5 +596,34 @@ mod tests {
         assert_eq!(check(&f, "http://a.example/x.jpg/page"), Ok(()));
         assert_eq!(check(&f, "http://a.example/.jpg"), Ok(()));
         assert_eq!(check(&f, "http://a.example/page.html?img=a.jpg"), Ok(()));
+    }
+
+    /// The extension as the last segment's text after its last dot, split
+    /// the plain way.
+    fn extension_by_segments(path: &str, longest: usize) -> Option<&str> {
+        let last_segment = path.rsplit('/').next().unwrap_or("");
+        let (stem, ext) = last_segment.rsplit_once('.')?;
+        (!stem.is_empty() && !ext.is_empty() && ext.len() <= longest).then_some(ext)
+    }
+
+    #[test]
+    fn the_extension_looked_back_for_is_the_last_segments() {
+        let pieces = [
+            "", "/", ".", "a", "ab", "é", ".jpg", "x.tar.gz", "/.", "..", "html",
+        ];
+        for a in pieces {
+            for b in pieces {
+                for c in pieces {
+                    let path = format!("{a}{b}{c}");
+                    for longest in 0..6 {
+                        assert_eq!(
+                            extension(&path, longest),
+                            extension_by_segments(&path, longest),
+                            "{path:?} with extensions of at most {longest} bytes"
+                        );
+                    }
+                }
+            }
+        }
     }
 }
