@@ -279,7 +279,7 @@ impl UrlFilter {
 /// back from the end no further than that, since every link asks.
 fn extension(path: &str, longest: usize) -> Option<&str> {
     let bytes = path.as_bytes();
-    let window = bytes.len().saturating_sub(longest + 1);
+    let window = bytes.len().saturating_sub(longest.saturating_add(1));
     let dot = window
         + bytes[window..]
             .iter()
