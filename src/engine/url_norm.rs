@@ -284,8 +284,8 @@ fn extension(path: &str, longest: usize) -> Option<&str> {
         + bytes[window..]
             .iter()
             .rposition(|&b| b == b'.' || b == b'/')?;
-    let stem_ends_segment = dot == 0 || bytes[dot - 1] == b'/';
-    if bytes[dot] != b'.' || stem_ends_segment || dot + 1 == bytes.len() {
+    let dot_starts_segment = dot == 0 || bytes[dot - 1] == b'/';
+    if bytes[dot] != b'.' || dot_starts_segment || dot + 1 == bytes.len() {
         return None;
     }
     Some(&path[dot + 1..])
