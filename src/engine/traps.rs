@@ -112,8 +112,6 @@ impl TrapDetector {
             state.near_dup.on_child(parent, child);
             found.extend(state.depth.on_link(cfg, &host, parent, child, links));
             found.extend(state.counter.on_link(cfg, &host, parent, child, links));
-        }
-        if same_host {
             found.extend(state.query.on_link(cfg, &host, parent, child));
         }
         found.extend(state.session.on_link(&host, child));
@@ -365,6 +363,15 @@ impl<K: Hash + Eq + Clone, V> GenMap<K, V> {
             self.insert(key.clone(), f());
         }
         self.young.get_mut(&key).expect("just inserted")
+    }
+
+    /// The map in `slot`, made on first use, holding at most `cap` entries a
+    /// generation from its next rotation on: a detector's share of memory,
+    /// which shrinks as hosts come.
+    pub(crate) fn capped(slot: &mut Option<Self>, cap: usize) -> &mut Self {
+        let map = slot.get_or_insert_with(|| GenMap::new(cap));
+        map.set_cap(cap);
+        map
     }
 
     /// Holds at most `cap` entries a generation from the next rotation on.

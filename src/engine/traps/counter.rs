@@ -88,8 +88,7 @@ impl CounterState {
             .enumerate()
             .filter(|(_, (a, b))| a != b)
             .fold(0u16, |m, (i, _)| m | (1 << i));
-        let runs = self.runs.get_or_insert_with(|| GenMap::new(memory));
-        runs.set_cap(memory);
+        let runs = GenMap::capped(&mut self.runs, memory);
         let run = match runs.get(&run_key(parent)).map(|r| Run::unpack(*r)) {
             Some(r) if r.direction == direction => Run {
                 // Stored runs are at most LONGEST_RUN (`pack`): no overflow.

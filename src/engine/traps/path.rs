@@ -76,8 +76,7 @@ impl DepthState {
         if child_segs.len() <= parent_segs.len() {
             return None;
         }
-        let runs = self.runs.get_or_insert_with(|| GenMap::new(memory));
-        runs.set_cap(memory);
+        let runs = GenMap::capped(&mut self.runs, memory);
         let run = runs.get(&hash_str(parent.path())).copied().unwrap_or(0) + 1;
         let child_key = hash_str(child.path());
         match runs.get(&child_key) {
