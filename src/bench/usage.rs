@@ -129,11 +129,17 @@ fn status_kb(field: &str) -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// Held by the tests that read the peak RSS: a reset of the peak in
+    /// one, right after it gave 128 MB back, put the peak below the RSS
+    /// another had just read.
+    static PEAK_READERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn a_reset_peak_forgets_memory_given_back() {
         if !std::path::Path::new("/proc/self/clear_refs").exists() {
             return;
         }
+        let _peak = PEAK_READERS.lock().unwrap_or_else(|p| p.into_inner());
         const LEN: usize = 128 << 20;
         // SAFETY: a fresh private anonymous mapping, written within its
         // length, then unmapped; nothing else refers to it.
@@ -171,6 +177,7 @@ mod tests {
         assert!(after.since(&before).cpu > Duration::ZERO, "{x}");
         assert_eq!(before.since(&after).cpu, Duration::ZERO, "saturates");
         // Read in this order: other tests may grow the process in between.
+        let _peak = PEAK_READERS.lock().unwrap_or_else(|p| p.into_inner());
         let rss = current_rss().expect("VmRSS");
         assert!(rss > 1024 * 1024);
         assert!(peak_rss().expect("VmHWM") >= rss);
