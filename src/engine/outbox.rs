@@ -87,8 +87,8 @@ impl Outbox {
     }
 
     /// Replaces the snapshot front ends see.
-    pub(crate) fn publish(&self, snapshot: Snapshot) {
-        let _ = self.snapshots.send(Arc::new(snapshot));
+    pub(crate) fn publish(&self, snapshot: Arc<Snapshot>) {
+        let _ = self.snapshots.send(snapshot);
     }
 
     /// Events lost so far because a receiver lagged.
@@ -128,10 +128,10 @@ mod tests {
                 ..
             }))
         ));
-        outbox.publish(Snapshot {
+        outbox.publish(Arc::new(Snapshot {
             dropped_events: outbox.dropped(),
             ..Snapshot::default()
-        });
+        }));
         assert_eq!(snapshots.borrow().dropped_events, 1);
     }
 

@@ -29,6 +29,7 @@ mod unblock;
 
 pub(super) use boot::build;
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -237,7 +238,7 @@ impl Coordinator {
             self.run.finish_reason.as_deref().unwrap_or("?"),
             self.stats.counters().pages_fetched
         );
-        snapshot
+        Arc::unwrap_or_clone(snapshot)
     }
 
     /// The store, for readers beside the crawl loop (`engine::reads`).

@@ -672,6 +672,14 @@ impl HostTable {
         self.hosts.keys().cloned().collect()
     }
 
+    /// Each host in memory with its requests in flight and pages fetched:
+    /// what the snapshot ranks hosts by, without building their views.
+    pub(crate) fn busy(&self) -> impl Iterator<Item = (&str, u32, u64)> {
+        self.hosts
+            .iter()
+            .map(|(key, h)| (key.as_str(), h.in_flight, h.fetched))
+    }
+
     /// The view of a host in memory, with the frontier's side of it.
     pub(crate) fn view(
         &mut self,
