@@ -28,15 +28,7 @@ fn answered_host(
 }
 
 fn queue(c: &mut Coordinator, url: &str) {
-    let entry = FrontierEntry {
-        priority: 1,
-        url: url.into(),
-        host: url_norm::host_key(&url::Url::parse(url).expect("a URL")),
-        depth: 1,
-        redirects: 0,
-        kind: crate::engine::store::UrlKind::Page,
-    };
-    c.frontier.push(vec![entry]).expect("queued");
+    super::super::queue_for_test(c, url);
 }
 
 /// The frontier hands out `HOST`'s URL at `at` (asked in increasing time).

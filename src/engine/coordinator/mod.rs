@@ -557,6 +557,20 @@ pub(super) fn closed_port_config() -> CrawlConfig {
     }
 }
 
+/// Queues `url` (a page, priority 1, depth 1) straight in the frontier.
+#[cfg(test)]
+fn queue_for_test(c: &mut Coordinator, url: &str) {
+    let entry = super::frontier::FrontierEntry {
+        priority: 1,
+        url: url.into(),
+        host: super::url_norm::host_key(&url::Url::parse(url).expect("a URL")),
+        depth: 1,
+        redirects: 0,
+        kind: super::store::UrlKind::Page,
+    };
+    c.frontier.push(vec![entry]).expect("queued");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,22 +1,7 @@
 use tokio::time::Instant;
 
 use super::*;
-use crate::engine::frontier::{FrontierEntry, Hold};
-use crate::engine::store::UrlKind;
-use crate::engine::url_norm;
-
-fn queue(c: &mut Coordinator, url: &str) {
-    let parsed = url::Url::parse(url).expect("a URL");
-    let entry = FrontierEntry {
-        priority: 1,
-        url: url.into(),
-        host: url_norm::host_key(&parsed),
-        depth: 1,
-        redirects: 0,
-        kind: UrlKind::Page,
-    };
-    c.frontier.push(vec![entry]).expect("queued");
-}
+use crate::engine::frontier::Hold;
 
 /// Every host's view built in full, sorted, cut: what the snapshot shows.
 fn every_view_sorted(c: &mut Coordinator, now: Instant) -> Vec<HostView> {
@@ -48,7 +33,7 @@ async fn a_wide_crawl_shows_its_busiest_hosts_in_full_and_counts_them_all() {
         // Many ties in queue length: the host key must order them.
         let urls = if i % 97 == 5 { 12 } else { 1 + i % 4 };
         for n in 0..urls {
-            queue(&mut c, &format!("http://h{i}.test/{n}"));
+            super::super::queue_for_test(&mut c, &format!("http://h{i}.test/{n}"));
         }
     }
     let now = Instant::now();
