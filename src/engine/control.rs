@@ -17,6 +17,10 @@ pub struct CommandId(pub u64);
 /// scheme's default (see `url_norm::host_key`).
 pub type HostKey = String;
 
+/// A table by host, looked up for every link and page: hashed with foldhash
+/// (seeded per process), not SipHash.
+pub type ByHost<V> = std::collections::HashMap<HostKey, V, foldhash::fast::RandomState>;
+
 /// How a blacklist rule's pattern is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -192,7 +192,8 @@ pub(crate) struct UrlFilter {
     /// The longest of them: a longer extension is not looked up.
     longest_denied: usize,
     allow_domains: Vec<String>,
-    seed_hosts: HashSet<HostKey>,
+    /// Asked for every link in host scope: foldhash, not SipHash.
+    seed_hosts: HashSet<HostKey, foldhash::fast::RandomState>,
     seed_domains: HashSet<String>,
 }
 
@@ -214,7 +215,7 @@ impl UrlFilter {
                 .iter()
                 .filter_map(|d| ascii_domain(d).ok())
                 .collect(),
-            seed_hosts: HashSet::new(),
+            seed_hosts: HashSet::default(),
             seed_domains: HashSet::new(),
         };
         for seed in seeds {

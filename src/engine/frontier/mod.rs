@@ -50,7 +50,7 @@ pub use scan::FrontierReader;
 #[cfg(test)]
 use schedule::LEVEL_WEIGHTS;
 
-use crate::engine::control::HostKey;
+use crate::engine::control::{ByHost, HostKey};
 use crate::engine::store::{Store, StoreError};
 use crate::engine::telemetry::{HostActivity, PRIORITY_LEVELS};
 use entry::level_of;
@@ -69,14 +69,14 @@ pub struct Frontier {
     seen: SeenSet,
     hosts: Vec<Option<HostQueue>>,
     free_ids: Vec<HostId>,
-    ids: HashMap<HostKey, HostId>,
+    ids: ByHost<HostId>,
     schedule: Schedule,
     next_seq: u64,
     queued: u64,
     levels: [u64; PRIORITY_LEVELS],
     in_flight: u64,
     parked: HashMap<u64, u64>,
-    parked_by_host: HashMap<HostKey, u64>,
+    parked_by_host: ByHost<u64>,
     default_max_in_flight: usize,
     initial_holds: u8,
     new_hosts: Vec<HostKey>,
@@ -93,14 +93,14 @@ impl Frontier {
             seen: SeenSet::load(store)?,
             hosts: Vec::new(),
             free_ids: Vec::new(),
-            ids: HashMap::new(),
+            ids: ByHost::default(),
             schedule: Schedule::new(DEFAULT_SEED),
             next_seq: store.load_seq()?,
             queued: 0,
             levels: [0; PRIORITY_LEVELS],
             in_flight: 0,
             parked: HashMap::new(),
-            parked_by_host: HashMap::new(),
+            parked_by_host: ByHost::default(),
             default_max_in_flight: 1,
             initial_holds: 0,
             new_hosts: Vec::new(),

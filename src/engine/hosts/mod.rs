@@ -5,7 +5,7 @@
 
 mod state;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -13,7 +13,7 @@ use url::Url;
 
 use super::breaker::{OpenBreaker, Outcome, Transition};
 use super::config::{BreakerConfig, PolitenessConfig, RobotsConfig};
-use super::control::{BreakerThresholds, HostKey};
+use super::control::{BreakerThresholds, ByHost, HostKey};
 use super::frontier::HostQueueView;
 use super::robots::RobotsAnswer;
 use super::store::{keys, CrawlBatch, PageOutcome, Store, StoreError, Tree};
@@ -99,7 +99,7 @@ pub(crate) enum RobotsSettled {
 
 /// Per-host state of the crawl; the one owner of `HostState`.
 pub(crate) struct HostTable {
-    hosts: HashMap<HostKey, HostState>,
+    hosts: ByHost<HostState>,
     store: Store,
     politeness: PolitenessConfig,
     breaker: BreakerConfig,
@@ -126,7 +126,7 @@ impl HostTable {
         default_delay: Duration,
     ) -> Self {
         HostTable {
-            hosts: HashMap::new(),
+            hosts: ByHost::default(),
             store,
             politeness,
             breaker,
