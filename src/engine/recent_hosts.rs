@@ -8,13 +8,11 @@
 //! eighth goes in one walk, not one walk per new host (a broad crawl meets
 //! a new host at most links).
 
-use std::collections::HashMap;
-
-use crate::engine::control::HostKey;
+use crate::engine::control::ByHost;
 
 pub(crate) struct RecentHosts<V> {
     /// Each host's state and when it was last used.
-    hosts: HashMap<HostKey, (u64, V), foldhash::fast::RandomState>,
+    hosts: ByHost<(u64, V)>,
     clock: u64,
     max_hosts: usize,
 }
@@ -22,7 +20,7 @@ pub(crate) struct RecentHosts<V> {
 impl<V: Default> RecentHosts<V> {
     pub(crate) fn new(max_hosts: usize) -> Self {
         RecentHosts {
-            hosts: HashMap::default(),
+            hosts: ByHost::default(),
             clock: 0,
             max_hosts: max_hosts.max(1),
         }
