@@ -404,10 +404,40 @@ impl CrawlIndex {
 
 impl Drop for CrawlIndex {
     fn drop(&mut self) {
-        // fjall makes its files with the umask's modes: once it has stopped
-        // (its last handle gone), they are made private too.
         drop(self.handles.take());
+        // fjall's workers let the database go once they finish what they
+        // were doing: until then its lock is held (an open of the same
+        // directory fails with `Locked`) and files may still be written.
+        wait_for_release(&self.path.join(FJALL_LOCK_FILE));
+        // fjall makes its files with the umask's modes: now that it has
+        // stopped, they are made private too.
         let _ = private::restrict_tree(&self.path);
+    }
+}
+
+/// fjall's lock file in the database's directory, held while it is open.
+const FJALL_LOCK_FILE: &str = "lock";
+/// How long a closing database is waited for; a worker in a long merge on
+/// a slow disk may take longer, and the directory is then left to it.
+const RELEASE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Waits (up to [`RELEASE_WAIT`]) until no one holds the lock at `lock`.
+fn wait_for_release(lock: &Path) {
+    let started = std::time::Instant::now();
+    let Ok(file) = std::fs::File::open(lock) else {
+        return;
+    };
+    loop {
+        // Stable since 1.89; fjall itself needs 1.90.
+        #[allow(clippy::incompatible_msrv)]
+        match file.try_lock() {
+            // Taken, so free; `file` lets it go as it is dropped.
+            Ok(()) => return,
+            Err(std::fs::TryLockError::WouldBlock) if started.elapsed() < RELEASE_WAIT => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(_) => return,
+        }
     }
 }
 
@@ -422,6 +452,36 @@ mod tests {
 
     fn get(index: &CrawlIndex, rows: Rows, key: &[u8]) -> Option<Vec<u8>> {
         index.rows(rows).get(key).unwrap().map(|v| v.to_vec())
+    }
+
+    #[test]
+    #[allow(clippy::incompatible_msrv)]
+    fn a_closing_database_is_waited_for_until_its_lock_is_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let lock = dir.path().join(FJALL_LOCK_FILE);
+        let held = std::fs::File::create(&lock).unwrap();
+        held.try_lock().unwrap();
+        let (done, waited) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            wait_for_release(&lock);
+            done.send(()).unwrap();
+        });
+        let a_while = std::time::Duration::from_millis(100);
+        assert!(waited.recv_timeout(a_while).is_err(), "held: still waiting");
+        drop(held);
+        waited
+            .recv_timeout(RELEASE_WAIT)
+            .expect("let go: the wait ends");
+        waiter.join().unwrap();
+    }
+
+    #[test]
+    fn a_store_closed_opens_again_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        for n in 0..10u8 {
+            let index = CrawlIndex::open(dir.path(), 1 << 20).unwrap();
+            index.write(Rows::Crawl, row("k", &n.to_string())).unwrap();
+        }
     }
 
     #[test]
