@@ -2,6 +2,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::super::queue_for_test;
 use super::*;
 use crate::engine::config::CrawlConfig;
 use crate::engine::telemetry::HostActivity;
@@ -16,7 +17,7 @@ fn answered_host(
 ) -> (crate::engine::EngineHandle, Coordinator) {
     let (handle, mut c) = super::super::for_test(cfg, dir);
     let now = Instant::now();
-    queue(&mut c, &format!("http://{HOST}/a"));
+    queue_for_test(&mut c, &format!("http://{HOST}/a"));
     c.hosts.adopt(HOST, Some(&format!("http://{HOST}/")), now);
     for hold in [Hold::Robots, Hold::Paused, Hold::Breaker] {
         c.frontier.set_hold(HOST, hold, false).expect("hold lifted");
@@ -25,10 +26,6 @@ fn answered_host(
         .record_answer(HOST, 200, Duration::from_millis(5), None, now);
     c.schedule_next(HOST, now);
     (handle, c)
-}
-
-fn queue(c: &mut Coordinator, url: &str) {
-    super::super::queue_for_test(c, url);
 }
 
 /// The frontier hands out `HOST`'s URL at `at` (asked in increasing time).
@@ -111,7 +108,7 @@ async fn a_command_for_an_unmet_host_waits_for_it_without_making_a_row() {
     assert!(!shown.hosts.is_empty(), "the seed's host is shown");
 
     // It appears: it comes paused, with its limit.
-    queue(&mut c, &format!("http://{ghost}/a"));
+    queue_for_test(&mut c, &format!("http://{ghost}/a"));
     c.adopt_new_hosts(Instant::now());
     let shown = c.publish();
     let host = shown.hosts.iter().find(|h| h.host == ghost).expect("shown");

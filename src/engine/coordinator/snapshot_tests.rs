@@ -1,5 +1,6 @@
 use tokio::time::Instant;
 
+use super::super::queue_for_test;
 use super::*;
 use crate::engine::frontier::Hold;
 
@@ -33,7 +34,7 @@ async fn a_wide_crawl_shows_its_busiest_hosts_in_full_and_counts_them_all() {
         // Many ties in queue length: the host key must order them.
         let urls = if i % 97 == 5 { 12 } else { 1 + i % 4 };
         for n in 0..urls {
-            super::super::queue_for_test(&mut c, &format!("http://h{i}.test/{n}"));
+            queue_for_test(&mut c, &format!("http://h{i}.test/{n}"));
         }
     }
     let now = Instant::now();

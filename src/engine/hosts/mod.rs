@@ -667,7 +667,7 @@ impl HostTable {
 
     // ---- views ----
 
-    /// The hosts in memory, for `views`.
+    /// The hosts in memory, owned: for commands that change each of them.
     pub(crate) fn keys(&self) -> Vec<HostKey> {
         self.hosts.keys().cloned().collect()
     }

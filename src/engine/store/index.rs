@@ -240,9 +240,10 @@ fn open_error(path: &Path, source: fjall::Error) -> StoreError {
     }
 }
 
-/// Opens fjall's database at `path`, waiting briefly for one closed just
-/// before in this process. A new one that fails to open is removed: it holds
-/// nothing, and fjall would not open it again.
+/// Opens fjall's database at `path`, waiting briefly for one being closed
+/// meanwhile on another thread of this process (a close on this thread has
+/// waited already: `wait_for_release`). A new one that fails to open is
+/// removed: it holds nothing, and fjall would not open it again.
 fn open_database(path: &Path, cache_bytes: u64, fresh: bool) -> Result<Database, fjall::Error> {
     const LOCK_RETRIES: u32 = 20;
     let mut attempt = 0;
