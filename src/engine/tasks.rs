@@ -81,6 +81,9 @@ pub struct ProbeAnswer {
 
 /// A response as the coordinator needs it; the body itself stays in the task.
 pub struct Fetched {
+    /// The URL asked for (no redirect is followed): the lease's, parsed
+    /// once when it was dispatched.
+    pub url: Url,
     pub status: u16,
     pub content_type: Option<String>,
     pub location: Option<Url>,
@@ -110,6 +113,7 @@ impl Fetched {
     /// its body is read, archived or judged.
     pub(crate) fn answer(response: Response) -> Fetched {
         Fetched {
+            url: response.final_url,
             status: response.status,
             content_type: response.content_type,
             location: response.location,

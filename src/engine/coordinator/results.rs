@@ -7,7 +7,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use tokio::time::Instant;
 use url::Url;
 
-use super::admitted::{Admitted, Outgoing};
+use super::admitted::Outgoing;
 use super::Coordinator;
 use crate::engine::archive::EarlierFetch;
 use crate::engine::breaker::Outcome;
@@ -322,11 +322,7 @@ impl Coordinator {
         // admitted without its other findings beside them.
         page.extracted = None;
         let is_redirect = matches!(record.outcome, PageOutcome::Redirect { .. });
-        let parent = Url::parse(&lease.entry.url).ok();
-        let admitted = match &parent {
-            Some(parent) => self.admit_links(parent, &lease.entry, links, is_redirect),
-            None => Admitted::default(),
-        };
+        let admitted = self.admit_links(&page.url, &lease.entry, links, is_redirect);
         if status != 304 {
             // Links queued: a page's checks are not its links; a check's
             // one outlink is its redirect.
@@ -341,10 +337,10 @@ impl Coordinator {
         let exact_copy = matches!(record.outcome, PageOutcome::Duplicate { .. });
         self.commit(lease, record, admitted.entries);
         let simhash = page.fingerprint.map(|f| f.simhash);
-        if let (Some(simhash), Some(url)) = (simhash, parent) {
+        if let Some(simhash) = simhash {
             if let Some(d) = self
                 .traps
-                .on_fetched(&url, Some(simhash), new_links, exact_copy)
+                .on_fetched(&page.url, Some(simhash), new_links, exact_copy)
             {
                 // The alert's sweep must find the group's links queued.
                 self.sync();
