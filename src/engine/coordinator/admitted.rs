@@ -63,22 +63,22 @@ struct Later {
 }
 
 impl FirstFindings {
-    /// Whether an earlier chunk of the page referred to `url` already.
-    pub(super) fn referred_before(&self, url: &str) -> bool {
+    /// Whether an earlier chunk of the page referred to the URL of
+    /// `fingerprint` already.
+    pub(super) fn referred_before(&self, fingerprint: u64) -> bool {
         self.0
             .as_ref()
-            .is_some_and(|l| !l.referred.is_empty() && l.referred.contains(&url_fingerprint(url)))
+            .is_some_and(|l| !l.referred.is_empty() && l.referred.contains(&fingerprint))
     }
 
-    /// A chunk's URLs were referred to.
-    pub(super) fn note<'a>(&mut self, urls: impl Iterator<Item = &'a str>) {
+    /// A chunk's URLs, by fingerprint, were referred to.
+    pub(super) fn note(&mut self, fingerprints: &[u64]) {
         let Some(l) = &mut self.0 else {
             return;
         };
-        for url in urls {
-            let fingerprint = url_fingerprint(url);
-            if l.later.contains(&fingerprint) {
-                l.referred.insert(fingerprint);
+        for fingerprint in fingerprints {
+            if l.later.contains(fingerprint) {
+                l.referred.insert(*fingerprint);
             }
         }
     }

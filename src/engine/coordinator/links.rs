@@ -7,7 +7,7 @@ use super::admitted::{Admitted, FirstFindings, Outgoing, ADMIT_CHUNK};
 use super::results::{record_for, unix_ms};
 use super::Coordinator;
 use crate::engine::control::HostKey;
-use crate::engine::dedup::ContentDigest;
+use crate::engine::dedup::{url_fingerprint, ContentDigest};
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::prioritize::priority;
 use crate::engine::store::{FilterReason, FilteredUrl, PageRecord, UrlKind};
@@ -305,10 +305,14 @@ impl Coordinator {
         if links.is_empty() {
             return Vec::new();
         }
-        let texts: Vec<&str> = links.iter().map(|(url, ..)| url.as_str()).collect();
+        // Hashed once, for the seen check and the referrers both.
+        let fingerprints: Vec<u64> = links
+            .iter()
+            .map(|(url, ..)| url_fingerprint(url.as_str()))
+            .collect();
         let claimed = match found.page_host {
-            Some(host) => self.frontier.claim_page_links(host, &texts),
-            None => self.frontier.claim_unseen(&texts),
+            Some(host) => self.frontier.claim_page_links(host, &fingerprints),
+            None => self.frontier.claim_fingerprints(&fingerprints),
         };
         let fresh = match claimed {
             Ok(fresh) => fresh,
@@ -320,13 +324,14 @@ impl Coordinator {
         if let Some(parent) = found.referrer {
             let referred = links
                 .iter()
+                .zip(&fingerprints)
                 .zip(&fresh)
-                .map(|((url, ..), f)| (url.as_str(), *f))
-                .filter(|(url, _)| !firsts.referred_before(url));
-            if let Err(e) = self.store.add_referrers(parent, referred) {
+                .map(|(((url, ..), &fp), &f)| (url.as_str(), fp, f))
+                .filter(|&(_, fp, _)| !firsts.referred_before(fp));
+            if let Err(e) = self.store.add_fingerprinted_referrers(parent, referred) {
                 self.storage_failed("recording who links to a page", e);
             }
-            firsts.note(links.iter().map(|(url, ..)| url.as_str()));
+            firsts.note(&fingerprints);
         }
         links
             .into_iter()

@@ -12,6 +12,7 @@ use tokio::time::Instant;
 use super::{Frontier, FrontierEntry, FrontierReader, Hold, Lease};
 use crate::engine::breaker::OpenBreaker;
 use crate::engine::control::{HostKey, RuleSpec};
+use crate::engine::dedup::url_fingerprint;
 use crate::engine::store::{CrawlBatch, PageRecord, StoreError};
 use crate::engine::telemetry::{AlertStatus, HostActivity, TrapAlert, PRIORITY_LEVELS};
 
@@ -131,13 +132,19 @@ pub struct SharedBreaker {
 /// `release` or `requeue` ends it. A lease not ended when the frontier is
 /// dropped (a crash) is queued again when it is reopened.
 pub trait FrontierStore: Send {
-    /// For each URL, `true` if it was never seen by this frontier; those URLs
-    /// are seen from now on. A URL given twice in one call is new only the
-    /// first time. URLs queued or parked by any method count as seen; a URL
-    /// that is only claimed may be unseen again after a reopen (its persistent
-    /// mark is written by the batch that queues it). On `Err` nothing is
-    /// claimed.
-    fn claim_unseen(&mut self, urls: &[&str]) -> Result<Vec<bool>, StoreError>;
+    /// For each URL, by its fingerprint (`dedup::url_fingerprint`), `true`
+    /// if it was never seen by this frontier; those URLs are seen from now
+    /// on. A URL given twice in one call is new only the first time. URLs
+    /// queued or parked by any method count as seen; a URL that is only
+    /// claimed may be unseen again after a reopen (its persistent mark is
+    /// written by the batch that queues it). On `Err` nothing is claimed.
+    fn claim_fingerprints(&mut self, fingerprints: &[u64]) -> Result<Vec<bool>, StoreError>;
+
+    /// [`FrontierStore::claim_fingerprints`] of these URLs.
+    fn claim_unseen(&mut self, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
+        let fingerprints: Vec<u64> = urls.iter().map(|url| url_fingerprint(url)).collect();
+        self.claim_fingerprints(&fingerprints)
+    }
 
     /// Whether `url` may have been claimed or queued: `false` is certain,
     /// answered from memory with no read; `true` may be wrong. A frontier
@@ -147,14 +154,19 @@ pub trait FrontierStore: Send {
         true
     }
 
-    /// [`FrontierStore::claim_unseen`] for the links of a page of `host`
-    /// this worker fetched under its lease. A shared frontier whose lease of
-    /// `host` lapsed meanwhile (the page is queued again) answers which are
-    /// new without claiming them: the page's lease end queues those still
-    /// new, or, should this worker die first, its next fetch finds them.
-    fn claim_page_links(&mut self, host: &str, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
+    /// [`FrontierStore::claim_fingerprints`] for the links of a page of
+    /// `host` this worker fetched under its lease. A shared frontier whose
+    /// lease of `host` lapsed meanwhile (the page is queued again) answers
+    /// which are new without claiming them: the page's lease end queues
+    /// those still new, or, should this worker die first, its next fetch
+    /// finds them.
+    fn claim_page_links(
+        &mut self,
+        host: &str,
+        fingerprints: &[u64],
+    ) -> Result<Vec<bool>, StoreError> {
         let _ = host;
-        self.claim_unseen(urls)
+        self.claim_fingerprints(fingerprints)
     }
 
     /// Queues URLs (claimed by the caller) and marks them seen, atomically.
@@ -401,8 +413,8 @@ pub trait FrontierStore: Send {
 }
 
 impl FrontierStore for Frontier {
-    fn claim_unseen(&mut self, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
-        self.seen.claim(&self.store, urls)
+    fn claim_fingerprints(&mut self, fingerprints: &[u64]) -> Result<Vec<bool>, StoreError> {
+        self.seen.claim(&self.store, fingerprints)
     }
 
     fn may_have_seen(&self, url: &str) -> bool {

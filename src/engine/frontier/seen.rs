@@ -72,15 +72,13 @@ impl SeenSet {
         Ok(seen)
     }
 
-    /// For each URL, whether it was never seen; those are then marked seen.
-    /// Nothing is marked when a lookup fails, so an error loses no URL.
-    pub fn claim(&mut self, store: &Store, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
-        let probes: Vec<(u64, BloomProbe)> = urls
+    /// For each URL, by its fingerprint, whether it was never seen; those
+    /// are then marked seen. Nothing is marked when a lookup fails, so an
+    /// error loses no URL.
+    pub fn claim(&mut self, store: &Store, fingerprints: &[u64]) -> Result<Vec<bool>, StoreError> {
+        let probes: Vec<(u64, BloomProbe)> = fingerprints
             .iter()
-            .map(|url| {
-                let fp = url_fingerprint(url);
-                (fp, self.bloom.probe(fp))
-            })
+            .map(|&fp| (fp, self.bloom.probe(fp)))
             .collect();
         // Each check misses the cache twice: a Bloom block, a recent bucket.
         load_ahead(
@@ -88,8 +86,9 @@ impl SeenSet {
                 [self.bloom.touch(probe), u64::from(self.recent.touch(fp))]
             }),
         );
-        let mut in_call = FingerprintSet::with_capacity_and_hasher(urls.len(), Default::default());
-        let mut answers = Vec::with_capacity(urls.len());
+        let mut in_call =
+            FingerprintSet::with_capacity_and_hasher(fingerprints.len(), Default::default());
+        let mut answers = Vec::with_capacity(fingerprints.len());
         for (fp, probe) in probes {
             let new = in_call.insert(fp) && !self.contains(store, fp, probe)?;
             answers.push((fp, probe, new));
@@ -122,7 +121,7 @@ mod tests {
             bloom.insert(fp);
         }
         let mut seen = SeenSet::new(bloom, RecentSeen::new(16));
-        let urls = ["http://a.example/stored", "http://a.example/new"];
+        let urls = ["http://a.example/stored", "http://a.example/new"].map(url_fingerprint);
         assert_eq!(seen.claim(&store, &urls).unwrap(), [false, true]);
         assert!(seen
             .recent
@@ -152,7 +151,8 @@ mod tests {
             "http://a.example/p?a=1&b=2",
             "http://a.example/p?b=2&a=1",
             "http://a.example/p?b=2&a=2",
-        ];
+        ]
+        .map(url_fingerprint);
         assert_eq!(seen.claim(&store, &urls).unwrap(), [true, false, true]);
     }
 }

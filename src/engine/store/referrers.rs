@@ -107,13 +107,24 @@ impl Store {
         parent: &str,
         links: impl Iterator<Item = (&'a str, bool)>,
     ) -> Result<(), StoreError> {
+        let links = links.map(|(target, fresh)| (target, keys::url_fingerprint(target), fresh));
+        self.add_fingerprinted_referrers(parent, links)
+    }
+
+    /// [`Store::add_referrers`] of links whose fingerprints
+    /// (`keys::url_fingerprint`) the caller has already.
+    pub(crate) fn add_fingerprinted_referrers<'a>(
+        &self,
+        parent: &str,
+        links: impl Iterator<Item = (&'a str, u64, bool)>,
+    ) -> Result<(), StoreError> {
         let mut counts = self.referrer_counts();
         let order = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64)
             .to_be_bytes();
         let links: Vec<(&str, bool, u64)> = links
-            .map(|(target, fresh)| (target, fresh, keys::url_fingerprint(target)))
+            .map(|(target, fingerprint, fresh)| (target, fresh, fingerprint))
             .collect();
         // Each link misses the cache twice: the tally, the counter.
         load_ahead(

@@ -282,27 +282,28 @@ impl RedisFrontier {
         added
     }
 
-    /// The seen check, claiming the new URLs; `page_host` (else empty): the
-    /// host of the page they were found on, fetched under this worker's lease.
+    /// The seen check, claiming the new URLs (by fingerprint); `page_host`
+    /// (else empty): the host of the page they were found on, fetched under
+    /// this worker's lease.
     pub(super) fn claim_links(
         &mut self,
-        urls: &[&str],
+        fingerprints: &[u64],
         page_host: &str,
     ) -> Result<Vec<bool>, StoreError> {
-        if urls.is_empty() {
+        if fingerprints.is_empty() {
             return Ok(Vec::new());
         }
         let mut inv = self.scripts.claim_unseen.prepare_invoke();
         inv.arg(&self.prefix).arg(&self.worker).arg(page_host);
-        for url in urls {
-            inv.arg(crate::engine::dedup::url_fingerprint(url));
+        for &fingerprint in fingerprints {
+            inv.arg(fingerprint);
         }
         match self.link.run("checking the seen set", &inv) {
             Ok(out) => Ok(out.iter().map(|new| new.as_slice() == b"1").collect()),
             // Out of reach: every link counts as new for now. The page's lease
             // end, held until Redis answers, queues only those still unseen
             // (`push_entries`, checked), so the page keeps its links.
-            Err(e) if e.is_unreachable() => Ok(vec![true; urls.len()]),
+            Err(e) if e.is_unreachable() => Ok(vec![true; fingerprints.len()]),
             Err(e) => Err(e),
         }
     }

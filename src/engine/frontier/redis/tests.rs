@@ -8,6 +8,7 @@ use tokio::time::Instant;
 
 use super::{ClusterTarget, RedisFrontier, DEFAULT_HOST_AFFINITY};
 use crate::cluster::redis_server::RedisServer;
+use crate::engine::dedup::url_fingerprint;
 use crate::engine::frontier::conformance::{entry, frontier_conformance_tests, record};
 use crate::engine::frontier::{FrontierStore, Lease};
 use crate::engine::store::Store;
@@ -191,7 +192,7 @@ fn a_page_whose_lease_lapsed_claims_no_links_so_its_next_fetch_finds_them() {
         let mut stalled = stalled;
         // It goes on with the page it holds no lease of any more: its link
         // is new to it, but not claimed...
-        let found = stalled.claim_page_links(&page.entry.host, &links);
+        let found = stalled.claim_page_links(&page.entry.host, &links.map(url_fingerprint));
         assert_eq!(found.unwrap(), [true]);
         // ...for it dies (SIGKILL) before the page's lease end, and holds no
         // lease whose lapse would have the reaper unsee its claims.
@@ -200,7 +201,7 @@ fn a_page_whose_lease_lapsed_claims_no_links_so_its_next_fetch_finds_them() {
     let again = heir.next_ready(Instant::now()).unwrap();
     let again = again.expect("the page again");
     assert_eq!(again.entry.url, "http://h.example/a");
-    let found = heir.claim_page_links(&again.entry.host, &links);
+    let found = heir.claim_page_links(&again.entry.host, &links.map(url_fingerprint));
     assert_eq!(found.unwrap(), [true]);
     // Under its lease the heir claims it: a third look finds it seen.
     assert_eq!(heir.claim_unseen(&links).unwrap(), [false]);
@@ -212,7 +213,7 @@ fn a_stalled_worker_that_lives_queues_its_pages_links_at_the_lease_end() {
     let (d1, d2) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (mut stalled, page, mut heir) = stalled_on_a_page(&server, "lives", [d1.path(), d2.path()]);
     let link = entry("h.example", "link", 0);
-    let found = stalled.claim_page_links(&page.entry.host, &[link.url.as_str()]);
+    let found = stalled.claim_page_links(&page.entry.host, &[url_fingerprint(&link.url)]);
     assert_eq!(found.unwrap(), [true]);
     let queued = stalled.complete(&page, &record(&page.entry), vec![link.clone()]);
     assert_eq!(queued.unwrap(), 1, "the link is queued once");

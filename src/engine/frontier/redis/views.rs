@@ -20,12 +20,16 @@ use crate::engine::store::{CrawlBatch, PageRecord, StoreError};
 use crate::engine::telemetry::{HostActivity, TrapAlert, PRIORITY_LEVELS};
 
 impl FrontierStore for RedisFrontier {
-    fn claim_unseen(&mut self, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
-        self.claim_links(urls, "")
+    fn claim_fingerprints(&mut self, fingerprints: &[u64]) -> Result<Vec<bool>, StoreError> {
+        self.claim_links(fingerprints, "")
     }
 
-    fn claim_page_links(&mut self, host: &str, urls: &[&str]) -> Result<Vec<bool>, StoreError> {
-        self.claim_links(urls, host)
+    fn claim_page_links(
+        &mut self,
+        host: &str,
+        fingerprints: &[u64],
+    ) -> Result<Vec<bool>, StoreError> {
+        self.claim_links(fingerprints, host)
     }
 
     fn push(&mut self, entries: Vec<FrontierEntry>) -> Result<usize, StoreError> {
