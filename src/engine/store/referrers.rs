@@ -123,17 +123,15 @@ impl Store {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64)
             .to_be_bytes();
-        let links: Vec<(&str, bool, u64)> = links
-            .map(|(target, fingerprint, fresh)| (target, fresh, fingerprint))
-            .collect();
+        let links: Vec<(&str, u64, bool)> = links.collect();
         // Each link misses the cache twice: the tally, the counter.
         load_ahead(
             links
                 .iter()
-                .flat_map(|&(_, _, fp)| [counts.inlinks.touch(fp), u64::from(counts.touch(fp))]),
+                .flat_map(|&(_, fp, _)| [counts.inlinks.touch(fp), u64::from(counts.touch(fp))]),
         );
         let mut done = FingerprintSet::with_capacity_and_hasher(links.len(), Default::default());
-        for (target, fresh, fingerprint) in links {
+        for (target, fingerprint, fresh) in links {
             if !done.insert(fingerprint) {
                 continue;
             }
