@@ -477,11 +477,18 @@ mod tests {
     }
 
     #[test]
+    #[allow(clippy::incompatible_msrv)]
     fn a_store_closed_opens_again_at_once() {
         let dir = tempfile::tempdir().unwrap();
         for n in 0..10u8 {
             let index = CrawlIndex::open(dir.path(), 1 << 20).unwrap();
             index.write(Rows::Crawl, row("k", &n.to_string())).unwrap();
+            drop(index);
+            // Free when the drop returns, not after the open's retries.
+            let lock = dir.path().join(INDEX_DIR).join(FJALL_LOCK_FILE);
+            let lock = std::fs::File::open(lock).unwrap();
+            lock.try_lock()
+                .expect("the lock is free once the store is dropped");
         }
     }
 
