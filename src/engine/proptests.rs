@@ -10,7 +10,7 @@ use url::{Position, Url};
 use crate::engine::config::{Scope, ScopeConfig};
 use crate::engine::extract::{extract, ExtractOptions};
 use crate::engine::robots::RobotsRules;
-use crate::engine::url_norm::{normalize, resolve, Rejection, UrlFilter};
+use crate::engine::url_norm::{normalize, resolve, resolve_by_join, Rejection, UrlFilter};
 
 /// Cases per property: enough to find shallow bugs, cheap on two CI cores.
 const CASES: u32 = 256;
@@ -270,6 +270,24 @@ proptest! {
                 let resolved = resolve(&base, &href);
                 prop_assert_eq!(resolved.as_ref().map(origin), Some(origin(&absolute)));
             }
+        }
+    }
+
+    /// An absolute link to an origin met before is joined without parsing
+    /// the origin again, and gives what the `url` crate's join gives.
+    #[test]
+    fn resolve_gives_the_url_crates_join(
+        base in parsed_url(),
+        origin in parsed_url(),
+        href in href(),
+        (path, query, fragment) in (path(), query(), fragment()),
+    ) {
+        let base = normalized(&base);
+        let spelled_as_written = format!("{}{path}{query}{fragment}", &origin[..Position::BeforePath]);
+        for href in [&href, &spelled_as_written] {
+            // Joining learns the origin: the second call may know it.
+            let joined = resolve_by_join(&base, href);
+            prop_assert_eq!(resolve(&base, href), joined, "{}", href);
         }
     }
 

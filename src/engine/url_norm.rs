@@ -10,6 +10,8 @@ use url::{Position, Url};
 use crate::engine::config::{ascii_domain, Scope, ScopeConfig};
 use crate::engine::control::HostKey;
 
+mod known_origins;
+
 /// Normalizes in place. The `url` crate already lowercases scheme and host,
 /// drops default ports, resolves dot segments and turns an empty http(s) path
 /// into `/`; this adds the percent-encoding rules, drops the fragment and any
@@ -98,6 +100,21 @@ const SKIPPED_SCHEMES: [&str; 8] = [
 
 /// Resolves an href found on `base` into an absolute, normalized http(s) URL.
 pub(crate) fn resolve(base: &Url, href: &str) -> Option<Url> {
+    resolve_with(base, href, known_origins::join)
+}
+
+/// [`resolve`] by the `url` crate's join alone: what it must equal.
+#[cfg(test)]
+pub(crate) fn resolve_by_join(base: &Url, href: &str) -> Option<Url> {
+    resolve_with(base, href, |_, _| None)
+}
+
+/// [`resolve`], joining by `join_known` where it can.
+fn resolve_with(
+    base: &Url,
+    href: &str,
+    join_known: impl Fn(&Url, &str) -> Option<Url>,
+) -> Option<Url> {
     let href = href.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\u{0}');
     if href.is_empty() || href.starts_with('#') {
         return None;
@@ -110,7 +127,14 @@ pub(crate) fn resolve(base: &Url, href: &str) -> Option<Url> {
     }) {
         return None;
     }
-    let mut url = base.join(href).ok()?;
+    let mut url = match join_known(base, href) {
+        Some(url) => url,
+        None => {
+            let url = base.join(href).ok()?;
+            known_origins::learn(&url, href);
+            url
+        }
+    };
     if !matches!(url.scheme(), "http" | "https") || url.host_str().is_none_or(str::is_empty) {
         return None;
     }
