@@ -19,7 +19,7 @@ mod web;
 pub use floor::{ArchiveWork, Floor, FloorReport};
 use pace::{progress_step, Progress, Tenths};
 pub use pace::{Pace, Politeness, Rate};
-use usage::{current_rss, peak_rss, reset_peak_rss, threads_cpu, Usage};
+use usage::{current_rss, peak_rss, reset_peak_rss, ThreadGroupCpu, Usage};
 use web::ChildWeb;
 pub use web::{serve as serve_web, WebUsage};
 
@@ -47,9 +47,16 @@ pub struct BenchOptions {
 /// the TUI's debounce.
 pub const PREVIEW_EVERY: Duration = crate::tui::preview::PREVIEW_DEBOUNCE;
 
-/// The name fjall gives its background threads (flushes, compactions): their
+/// fjall's background threads (flushes, compactions), by their name: their
 /// CPU is what the store pays later for the rows a crawl writes now.
-const STORE_WORKER_THREAD: &str = "fjall:worker";
+fn is_store_worker(thread: &str) -> bool {
+    thread == "fjall:worker"
+}
+
+/// The page threads (the CPU pool), by their name.
+fn is_page_thread(thread: &str) -> bool {
+    thread.starts_with(crate::engine::cpu_pool::THREAD_NAME_PREFIX)
+}
 
 /// Rule previews asked during a `--previews` run, and how they were answered.
 #[derive(Debug, Clone, Copy, Default)]
@@ -342,22 +349,16 @@ async fn with_progress(
     let crate::engine::RunningEngine { handle, done, .. } = running;
     let mut snapshots = handle.snapshots;
     let cpu_at_start = Usage::now().map_or(Duration::ZERO, |u| u.cpu);
-    let store_cpu_at_start = threads_cpu(STORE_WORKER_THREAD).unwrap_or(Duration::ZERO);
-    // The store's threads end with the crawl: its end counts the last reading,
-    // taken with every snapshot (a few /proc reads, four times a second).
-    let store_cpu_seen = std::cell::Cell::new(None);
-    let store_cpu = || {
-        let now = threads_cpu(STORE_WORKER_THREAD)
-            .map(|cpu| cpu.saturating_sub(store_cpu_at_start))
-            .or(store_cpu_seen.get());
-        store_cpu_seen.set(now);
-        now
-    };
+    let (page_threads, store_workers) = (
+        ThreadGroupCpu::new(is_page_thread),
+        ThreadGroupCpu::new(is_store_worker),
+    );
     let now = |pages| Progress {
         pages,
         at: started.elapsed(),
         cpu: Usage::now().map_or(Duration::ZERO, |u| u.cpu.saturating_sub(cpu_at_start)),
-        store_cpu: store_cpu(),
+        page_cpu: page_threads.since_start(),
+        store_cpu: store_workers.since_start(),
     };
     let mut last = Progress::START;
     let mut tenths = Tenths::new(pages);

@@ -19,6 +19,9 @@ pub(super) struct Progress {
     pub at: Duration,
     /// Process CPU time so far.
     pub cpu: Duration,
+    /// The page threads' share of it (extraction, the content measure,
+    /// digests, archiving), where it can be read.
+    pub page_cpu: Option<Duration>,
     /// The store's background threads' share of it, where it can be read.
     pub store_cpu: Option<Duration>,
 }
@@ -28,19 +31,35 @@ pub(super) struct Progress {
 pub struct Rate {
     pub pages_per_sec: f64,
     pub cpu_ms_per_page: f64,
+    /// The part of it the page threads used: the rest of the crawl is the
+    /// crawl loop, fetching and the store's threads.
+    pub page_cpu_ms_per_page: Option<f64>,
     /// The part of it the store's background threads used (flushes and
     /// compactions): what a crawl that writes many new rows pays later.
     pub store_cpu_ms_per_page: Option<f64>,
 }
 
 impl Rate {
-    /// `0.757 ms CPU/page`, and what of it the store's workers used.
+    /// `0.757 ms CPU/page`, and what of it the page threads and the
+    /// store's workers used.
     fn cpu_text(&self) -> String {
-        let mut text = format!("{:.3} ms CPU/page", self.cpu_ms_per_page);
-        if let Some(store) = self.store_cpu_ms_per_page {
-            text += &format!(" ({store:.3} in store workers)");
+        let parts: Vec<String> = [
+            self.page_cpu_ms_per_page
+                .map(|ms| format!("{ms:.3} on page threads")),
+            self.store_cpu_ms_per_page
+                .map(|ms| format!("{ms:.3} in store workers")),
+        ]
+        .into_iter()
+        .flatten()
+        .collect();
+        match parts.is_empty() {
+            true => format!("{:.3} ms CPU/page", self.cpu_ms_per_page),
+            false => format!(
+                "{:.3} ms CPU/page ({})",
+                self.cpu_ms_per_page,
+                parts.join(", ")
+            ),
         }
-        text
     }
 }
 
@@ -49,20 +68,22 @@ impl Progress {
         pages: 0,
         at: Duration::ZERO,
         cpu: Duration::ZERO,
+        page_cpu: Some(Duration::ZERO),
         store_cpu: Some(Duration::ZERO),
     };
 
     fn rate_since(&self, earlier: &Progress) -> Rate {
         let pages = self.pages.saturating_sub(earlier.pages);
         let secs = self.at.saturating_sub(earlier.at).as_secs_f64().max(1e-9);
-        let store_cpu = match (self.store_cpu, earlier.store_cpu) {
-            (Some(now), Some(then)) => Some(now.saturating_sub(then)),
+        let share = |now: Option<Duration>, then: Option<Duration>| match (now, then) {
+            (Some(now), Some(then)) => Some(ms_per_page(now.saturating_sub(then), pages)),
             _ => None,
         };
         Rate {
             pages_per_sec: pages.max(1) as f64 / secs,
             cpu_ms_per_page: ms_per_page(self.cpu.saturating_sub(earlier.cpu), pages),
-            store_cpu_ms_per_page: store_cpu.map(|time| ms_per_page(time, pages)),
+            page_cpu_ms_per_page: share(self.page_cpu, earlier.page_cpu),
+            store_cpu_ms_per_page: share(self.store_cpu, earlier.store_cpu),
         }
     }
 
@@ -185,6 +206,7 @@ mod tests {
             pages,
             at: Duration::from_secs(secs),
             cpu: Duration::from_millis(cpu_ms),
+            page_cpu: Some(Duration::from_millis(cpu_ms / 2)),
             store_cpu: Some(Duration::from_millis(cpu_ms / 10)),
         }
     }
@@ -201,16 +223,24 @@ mod tests {
         let line = at(1000, 2, 500).line(&Progress::START, Some(50_000_000));
         assert_eq!(
             line,
-            "progress       1000 pages  2.0 s  500 pages/s  0.500 ms CPU/page (0.050 in store workers)  RSS 50 MB"
+            "progress       1000 pages  2.0 s  500 pages/s  0.500 ms CPU/page (0.250 on page threads, 0.050 in store workers)  RSS 50 MB"
         );
-        let unknown = Progress {
+        let no_store = Progress {
             store_cpu: None,
             ..at(3000, 4, 900)
         };
         assert_eq!(
+            no_store.line(&at(1000, 2, 500), None),
+            "progress       3000 pages  4.0 s  1000 pages/s  0.200 ms CPU/page (0.100 on page threads)  RSS n/a",
+            "no store figure where its threads cannot be read"
+        );
+        let unknown = Progress {
+            page_cpu: None,
+            ..no_store
+        };
+        assert_eq!(
             unknown.line(&at(1000, 2, 500), None),
             "progress       3000 pages  4.0 s  1000 pages/s  0.200 ms CPU/page  RSS n/a",
-            "no store figure where the threads cannot be read"
         );
     }
 
@@ -234,9 +264,9 @@ mod tests {
         assert!((pace.middle.cpu_ms_per_page - 50.0 / 830.0).abs() < 1e-9);
         assert_eq!(
             pace.render(),
-            "first tenth    30 pages/s, 0.333 ms CPU/page (0.033 in store workers)\n\
-             10 % to 90 %   166 pages/s, 0.060 ms CPU/page (0.006 in store workers)\n\
-             last tenth     50 pages/s, 0.200 ms CPU/page (0.020 in store workers)\n"
+            "first tenth    30 pages/s, 0.333 ms CPU/page (0.167 on page threads, 0.033 in store workers)\n\
+             10 % to 90 %   166 pages/s, 0.060 ms CPU/page (0.030 on page threads, 0.006 in store workers)\n\
+             last tenth     50 pages/s, 0.200 ms CPU/page (0.100 on page threads, 0.020 in store workers)\n"
         );
     }
 
@@ -250,6 +280,7 @@ mod tests {
         let rate = |pages_per_sec| Rate {
             pages_per_sec,
             cpu_ms_per_page: 0.2,
+            page_cpu_ms_per_page: None,
             store_cpu_ms_per_page: None,
         };
         let pace = Pace {

@@ -66,9 +66,10 @@ impl Usage {
     }
 }
 
-/// CPU time of this process's threads named `name`, from Linux's
-/// `/proc/self/task`; `None` where it cannot be read or no thread has the name.
-pub fn threads_cpu(name: &str) -> Option<Duration> {
+/// CPU time of this process's threads whose name `named` accepts, from
+/// Linux's `/proc/self/task` (names cut to 15 bytes); `None` where it cannot
+/// be read or no thread has such a name.
+pub fn threads_cpu(named: impl Fn(&str) -> bool) -> Option<Duration> {
     // SAFETY: sysconf only reads a configuration value.
     let ticks_per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if ticks_per_sec <= 0 {
@@ -77,9 +78,9 @@ pub fn threads_cpu(name: &str) -> Option<Duration> {
     let mut ticks = None;
     for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
         let path = task.path();
-        let named = std::fs::read_to_string(path.join("comm")).is_ok_and(|c| c.trim_end() == name);
+        let wanted = std::fs::read_to_string(path.join("comm")).is_ok_and(|c| named(c.trim_end()));
         // A thread may end between the two reads.
-        let used = named
+        let used = wanted
             .then(|| std::fs::read_to_string(path.join("stat")).ok())
             .flatten()
             .and_then(|stat| stat_cpu_ticks(&stat));
@@ -88,6 +89,34 @@ pub fn threads_cpu(name: &str) -> Option<Duration> {
         }
     }
     ticks.map(|t| Duration::from_secs_f64(t as f64 / ticks_per_sec as f64))
+}
+
+/// The CPU a group of threads, chosen by name, used since this was made.
+/// The crawl's threads end with it, so once none is left the last reading
+/// stands (the bench reads with every snapshot: a few /proc reads, four
+/// times a second).
+pub struct ThreadGroupCpu {
+    named: fn(&str) -> bool,
+    at_start: Duration,
+    last: std::cell::Cell<Option<Duration>>,
+}
+
+impl ThreadGroupCpu {
+    pub fn new(named: fn(&str) -> bool) -> ThreadGroupCpu {
+        ThreadGroupCpu {
+            named,
+            at_start: threads_cpu(named).unwrap_or(Duration::ZERO),
+            last: std::cell::Cell::new(None),
+        }
+    }
+
+    pub fn since_start(&self) -> Option<Duration> {
+        let now = threads_cpu(self.named)
+            .map(|cpu| cpu.saturating_sub(self.at_start))
+            .or(self.last.get());
+        self.last.set(now);
+        now
+    }
 }
 
 /// User + system time of a `/proc/.../stat` line, in clock ticks: fields 14
@@ -203,7 +232,11 @@ mod tests {
             return;
         }
         let name = "usage-test-spin";
-        assert_eq!(threads_cpu(name), None, "no thread has the name yet");
+        assert_eq!(
+            threads_cpu(|n| n == name),
+            None,
+            "no thread has the name yet"
+        );
         let (done, stop) = std::sync::mpsc::channel::<()>();
         let spinner = std::thread::Builder::new()
             .name(name.into())
@@ -217,14 +250,16 @@ mod tests {
             .expect("spawning a thread");
         // The kernel counts CPU time in ticks: wait for the first one.
         let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        let mut seen = threads_cpu(name);
+        // By a prefix, as the bench finds the page threads.
+        let by_prefix = |n: &str| n.starts_with("usage-test-");
+        let mut seen = threads_cpu(by_prefix);
         while seen.is_none_or(|cpu| cpu.is_zero()) && std::time::Instant::now() < deadline {
             std::thread::yield_now();
-            seen = threads_cpu(name);
+            seen = threads_cpu(by_prefix);
         }
         done.send(()).expect("the spinner is alive");
         spinner.join().expect("the spinner ends");
         assert!(seen.is_some_and(|cpu| cpu > Duration::ZERO), "{seen:?}");
-        assert_eq!(threads_cpu("no-such-thread"), None);
+        assert_eq!(threads_cpu(|n| n == "no-such-thread"), None);
     }
 }

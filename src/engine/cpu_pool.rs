@@ -70,6 +70,9 @@ pub struct CpuPool {
     owner: Arc<Owner>,
 }
 
+/// The pool's threads are named this and their number.
+pub const THREAD_NAME_PREFIX: &str = "crawldeck-cpu-";
+
 impl CpuPool {
     /// One thread per available core (at least one, at most `max_threads`).
     pub fn new(max_threads: usize) -> Self {
@@ -79,7 +82,7 @@ impl CpuPool {
         for i in 0..threads {
             let shared = shared.clone();
             std::thread::Builder::new()
-                .name(format!("crawldeck-cpu-{i}"))
+                .name(format!("{THREAD_NAME_PREFIX}{i}"))
                 .spawn(move || {
                     while let Some(job) = shared.next_job() {
                         // A panicking job must not take the thread with it.
