@@ -245,31 +245,42 @@ fn open_error(path: &Path, source: fjall::Error) -> StoreError {
 /// waited already: `wait_for_release`). A new one that fails to open is
 /// removed: it holds nothing, and fjall would not open it again.
 fn open_database(path: &Path, cache_bytes: u64, fresh: bool) -> Result<Database, fjall::Error> {
-    const LOCK_RETRIES: u32 = 20;
-    let mut attempt = 0;
-    loop {
+    let locked = |e: &fjall::Error| matches!(e, fjall::Error::Locked);
+    let opened = retry_while_locked(locked, || {
         // The journal lives only until its memtable is on disk: not worth compressing.
-        let opened = Database::builder(path)
+        Database::builder(path)
             .journal_compression(fjall::CompressionType::None)
             .cache_size(cache_bytes)
             .max_journaling_size(MAX_JOURNALING_BYTES)
             .worker_threads(FJALL_WORKERS)
-            .open();
-        match opened {
-            Err(fjall::Error::Locked) if attempt < LOCK_RETRIES => {
-                attempt += 1;
-                std::thread::sleep(std::time::Duration::from_millis(50));
-            }
-            Err(fjall::Error::Locked) => return Err(fjall::Error::Locked),
-            Err(e) => {
-                if fresh {
-                    let _ = std::fs::remove_dir_all(path);
-                }
-                return Err(e);
-            }
-            Ok(db) => return Ok(db),
+            .open()
+    });
+    if let Err(e) = &opened {
+        if fresh && !locked(e) {
+            let _ = std::fs::remove_dir_all(path);
         }
     }
+    opened
+}
+
+/// Times [`retry_while_locked`] asks again, 50 ms apart: about a second.
+const LOCK_RETRIES: u32 = 20;
+const LOCK_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// `open`, asked again for about a second while it fails with a held lock:
+/// a database closed just before in this process may let its lock go from
+/// its own threads a moment later. Another process's lock is reported then.
+pub(super) fn retry_while_locked<T, E>(
+    is_locked: impl Fn(&E) -> bool,
+    mut open: impl FnMut() -> Result<T, E>,
+) -> Result<T, E> {
+    for _ in 0..LOCK_RETRIES {
+        match open() {
+            Err(e) if is_locked(&e) => std::thread::sleep(LOCK_RETRY_PAUSE),
+            opened => return opened,
+        }
+    }
+    open()
 }
 
 impl CrawlIndex {
@@ -474,6 +485,38 @@ mod tests {
             .recv_timeout(RELEASE_WAIT)
             .expect("let go: the wait ends");
         waiter.join().unwrap();
+    }
+
+    #[test]
+    fn a_held_lock_is_asked_again_for_a_while_and_other_errors_are_not() {
+        let locked_then_open = |locks: u32| {
+            let mut calls = 0;
+            let opened = retry_while_locked(
+                |e: &&str| *e == "locked",
+                || {
+                    calls += 1;
+                    if calls <= locks {
+                        Err("locked")
+                    } else {
+                        Ok(calls)
+                    }
+                },
+            );
+            (opened, calls)
+        };
+        assert_eq!(locked_then_open(0), (Ok(1), 1));
+        assert_eq!(locked_then_open(2), (Ok(3), 3), "let go a moment later");
+        let always = locked_then_open(u32::MAX);
+        assert_eq!(always, (Err("locked"), LOCK_RETRIES + 1), "held: reported");
+        let mut calls = 0;
+        let other = retry_while_locked(
+            |e: &&str| *e == "locked",
+            || -> Result<(), &str> {
+                calls += 1;
+                Err("corrupt")
+            },
+        );
+        assert_eq!((other, calls), (Err("corrupt"), 1), "not asked again");
     }
 
     #[test]

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::index::{CrawlIndex, KeyspaceWrite, Rows};
+use super::index::{retry_while_locked, CrawlIndex, KeyspaceWrite, Rows};
 use super::typed::{records_key, Tree};
 use super::{corrupt, StoreError};
 
@@ -88,17 +88,19 @@ fn typed_row(tree: Tree, key: &[u8], value: &[u8]) -> Result<KeyspaceWrite, Stor
     }
 }
 
-/// sled's database, without its background flushes: it is only read.
+/// sled's database, without its background flushes: it is only read. Its
+/// lock is asked again for a while, as fjall's is (`retry_while_locked`).
 fn open_sled(path: &Path) -> Result<sled::Db, StoreError> {
-    let opened = sled::Config::new().path(path).flush_every_ms(None).open();
+    // sled reports a held lock as an io error with this text (sled 0.34 config.rs).
+    let locked = |e: &sled::Error| matches!(e, sled::Error::Io(io) if io.to_string().contains("could not acquire lock"));
+    let opened = retry_while_locked(locked, || {
+        sled::Config::new().path(path).flush_every_ms(None).open()
+    });
     opened.map_err(|source| match &source {
-        // sled reports a held lock as an io error with this text (sled 0.34 config.rs):
-        // an earlier version is running on the directory.
-        sled::Error::Io(io) if io.to_string().contains("could not acquire lock") => {
-            StoreError::Locked {
-                path: path.parent().unwrap_or(path).to_path_buf(),
-            }
-        }
+        // An earlier version is running on the directory.
+        e if locked(e) => StoreError::Locked {
+            path: path.parent().unwrap_or(path).to_path_buf(),
+        },
         _ => adopt_error(path)(source),
     })
 }
