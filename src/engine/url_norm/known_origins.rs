@@ -23,13 +23,7 @@ thread_local! {
 /// query (a fragment is cut). Then it is that origin's URL with the path
 /// set, which parses the path as a join does. `None` for any other href.
 pub(super) fn join(base: &Url, href: &str) -> Option<Url> {
-    let authority_start = if href.starts_with("http://") {
-        "http://".len()
-    } else if href.starts_with("https://") {
-        "https://".len()
-    } else {
-        return None;
-    };
+    let authority_start = authority_start(href)?;
     let href = href.split_once('#').map_or(href, |(before, _)| before);
     let path_start = authority_start + href[authority_start..].find('/')?;
     let (origin, path) = href.split_at(path_start);
@@ -54,7 +48,8 @@ pub(super) fn join(base: &Url, href: &str) -> Option<Url> {
 /// Remembers the origin of `joined`, the join of `href`, if `href` spells it
 /// as the `url` crate writes it (only then can [`join`] meet it again).
 pub(super) fn learn(joined: &Url, href: &str) {
-    if !matches!(joined.scheme(), "http" | "https") || joined.host_str().is_none() {
+    // Most hrefs are relative: they are let go before the URL is looked at.
+    if authority_start(href).is_none() || joined.host_str().is_none() {
         return;
     }
     let origin = origin_str(joined);
@@ -68,6 +63,15 @@ pub(super) fn learn(joined: &Url, href: &str) {
             *slot = Some(origin_of(joined));
         }
     });
+}
+
+/// Where the authority of an `http://` or `https://` href starts, spelled
+/// as the `url` crate writes a scheme; `None` for any other href.
+fn authority_start(href: &str) -> Option<usize> {
+    ["http://", "https://"]
+        .into_iter()
+        .find(|scheme| href.starts_with(scheme))
+        .map(str::len)
 }
 
 /// Bytes a path may have for [`join`]: printable ASCII. `?` would start a
