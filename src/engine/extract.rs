@@ -30,8 +30,6 @@ use scan::{Tag, Visitor};
 pub use bench::measure_extraction;
 pub use fragments::{element_ids, fragment_found};
 pub use page_links::PageLinks;
-#[cfg(test)]
-use page_links::PARSED_LINKS;
 
 /// What extraction needs from the crawl's settings.
 #[derive(Debug, Clone)]
@@ -78,7 +76,7 @@ pub struct Extracted {
     pub refresh: Option<Url>,
     /// `<a href="page#part">` links: the page (without the fragment) and the
     /// fragment as written, each pair once, at most [`fragments::MAX_PER_PAGE`].
-    pub fragments: Vec<(Url, String)>,
+    pub fragments: Vec<(String, String)>,
     /// The values of the crawl's custom extractions (`custom`), one entry
     /// per extraction in force; set after this pass, only when there are some.
     pub custom: Vec<ExtractedValues>,
@@ -227,6 +225,8 @@ struct State<'a> {
     base: Url,
     base_seen: bool,
     links: PageLinks,
+    /// The link being resolved, as text (its buffer kept).
+    link_text: String,
     /// URL bytes of `links`, against `max_link_bytes`.
     link_bytes: usize,
     /// Each link's place in `links`, by its URL's fingerprint.
@@ -263,6 +263,7 @@ impl<'a> State<'a> {
             base: base.clone(),
             base_seen: false,
             links: PageLinks::default(),
+            link_text: String::new(),
             link_bytes: 0,
             index: FingerprintMap::default(),
             full: false,
@@ -304,21 +305,31 @@ impl State<'_> {
         }
         let text = self.decode(raw_href);
         let href = entities::decode(&text, true);
-        let resolved = url_norm::resolve(&self.base, &href);
-        if href.contains('#') {
-            self.fragments.add(&self.base, &href, resolved.as_ref());
+        // Written into a buffer kept from link to link: no allocation each.
+        let mut url = std::mem::take(&mut self.link_text);
+        url.clear();
+        if url_norm::resolve_text(&self.base, &href, &mut url) || href.contains('#') {
+            if href.contains('#') {
+                let resolved = (!url.is_empty()).then_some(url.as_str());
+                self.fragments.add(&self.base, &href, resolved);
+            }
+            if !url.is_empty() {
+                self.add_resolved(&url, nofollow);
+            }
         }
-        let Some(url) = resolved else {
-            return;
-        };
-        if url.as_str().len() > self.opts.max_url_len {
+        self.link_text = url;
+    }
+
+    /// A link resolved: kept, or noted again (a URL is nofollow only if
+    /// every occurrence says so).
+    fn add_resolved(&mut self, url: &str, nofollow: bool) {
+        if url.len() > self.opts.max_url_len {
             self.too_long += 1;
             return;
         }
-        let fingerprint = url_fingerprint(url.as_str());
+        let fingerprint = url_fingerprint(url);
         match self.index.get(&fingerprint) {
-            // A URL is nofollow only if every occurrence says so.
-            Some(&i) if self.links.get(i).is_some_and(|l| l.url == url.as_str()) => {
+            Some(&i) if self.links.get(i).is_some_and(|l| l.url == url) => {
                 self.links.found_again(i, nofollow)
             }
             // Another URL with the same fingerprint: kept, not indexed.
@@ -329,8 +340,8 @@ impl State<'_> {
 
     /// Keeps a new link if its URL fits the byte budget; else the page's
     /// links from here on are cut.
-    fn keep(&mut self, url: Url, nofollow: bool, fingerprint: Option<u64>) {
-        let bytes = self.link_bytes + url.as_str().len();
+    fn keep(&mut self, url: &str, nofollow: bool, fingerprint: Option<u64>) {
+        let bytes = self.link_bytes + url.len();
         let index = self.links.len();
         if bytes > self.opts.max_link_bytes || !self.links.push(url, nofollow) {
             self.full = true;

@@ -10,7 +10,10 @@ use url::{Position, Url};
 use crate::engine::config::{Scope, ScopeConfig};
 use crate::engine::extract::{extract, ExtractOptions};
 use crate::engine::robots::RobotsRules;
-use crate::engine::url_norm::{normalize, resolve, resolve_by_join, Rejection, UrlFilter};
+use crate::engine::url_norm::{
+    host_key_ref, normalize, resolve, resolve_by_join, resolve_text, LinkUrl, Rejection, UrlFilter,
+    UrlParts,
+};
 
 /// Cases per property: enough to find shallow bugs, cheap on two CI cores.
 const CASES: u32 = 256;
@@ -185,6 +188,32 @@ fn parsed_url() -> impl Strategy<Value = Url> {
     url_string().prop_filter_map("does not parse", |s| Url::parse(&s).ok())
 }
 
+/// Hrefs of path bytes, dot segments and empty ones: the text resolver's cases.
+fn plain_href() -> impl Strategy<Value = String> {
+    let segment = prop::sample::select(vec![
+        "",
+        "a",
+        "B",
+        "..",
+        ".",
+        "x.html",
+        "~u",
+        "a:b",
+        "@",
+        "!$&'()*+,=",
+        "%41",
+        ";s",
+        "?q",
+        "?id=3&x=;",
+        "?sid=5f2b8c1d9e7a6b4c3d2e1f0a",
+        "?a='b'",
+    ]);
+    let lead = prop::sample::select(vec!["", "/", "./", "../", "//", " "]);
+    let tail = prop::sample::select(vec!["", "#f", "#", "/", "?"]);
+    (lead, prop::collection::vec(segment, 0..6), tail)
+        .prop_map(|(lead, segments, tail)| format!("{lead}{}{tail}", segments.join("/")))
+}
+
 /// Hrefs as pages write them: absolute, scheme-relative, relative, or anything.
 fn href() -> impl Strategy<Value = String> {
     prop_oneof![
@@ -288,6 +317,37 @@ proptest! {
             // Joining learns the origin: the second call may know it.
             let joined = resolve_by_join(&base, href);
             prop_assert_eq!(resolve(&base, href), joined, "{}", href);
+        }
+    }
+
+    /// A link resolved as text is what `resolve` serializes, whether its
+    /// href is a plain path (resolved without the `url` crate) or not.
+    #[test]
+    fn resolve_text_gives_what_resolve_serializes(
+        base in parsed_url(),
+        hrefs in prop::collection::vec(prop_oneof![1 => href(), 2 => plain_href()], 1..4),
+    ) {
+        let base = normalized(&base);
+        let origin = &base[..Position::BeforePath];
+        for href in hrefs.iter().map(String::as_str).chain([&*format!("{origin}/{}", hrefs[0])]) {
+            let mut out = String::from("before ");
+            let resolved = resolve_text(&base, href, &mut out);
+            let want = resolve(&base, href).map(String::from);
+            prop_assert_eq!(resolved.then(|| &out[7..]), want.as_deref(), "{} on {}", href, base);
+        }
+    }
+
+    /// Admission reads a link's text in place: the parts it reads are the
+    /// parsed URL's, for every URL the crate serializes.
+    #[test]
+    fn a_urls_text_reads_as_its_parse(url in parsed_url()) {
+        for url in [normalized(&url), url] {
+            let read = LinkUrl::from_serialized(url.as_str());
+            prop_assert_eq!(UrlParts::scheme(&read), url.scheme());
+            prop_assert_eq!(UrlParts::host_str(&read), url.host_str(), "{}", url);
+            prop_assert_eq!(UrlParts::path(&read), url.path(), "{}", url);
+            prop_assert_eq!(read.host_key_ref(), host_key_ref(&url), "{}", url);
+            prop_assert_eq!(read, LinkUrl::from(url.clone()));
         }
     }
 

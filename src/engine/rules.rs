@@ -8,6 +8,7 @@ use regex::bytes::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 use super::control::{PatternKind, RuleSpec};
 use super::telemetry::RuleView;
+use super::url_norm::UrlParts;
 
 /// Compiled size cap per pattern: a hostile or careless pattern cannot eat memory.
 pub const MAX_COMPILED_BYTES: usize = 1 << 20;
@@ -192,10 +193,10 @@ impl RuleSet {
 
     /// [`RuleSet::matches`] for a link: its host key is built only when a
     /// rule is of one host (most links are checked against none).
-    pub fn matches_url(&self, url: &url::Url) -> Option<u64> {
+    pub fn matches_url(&self, url: &impl UrlParts) -> Option<u64> {
         let host = match self.by_host.is_empty() {
             true => std::borrow::Cow::Borrowed(""),
-            false => super::url_norm::host_key_ref(url),
+            false => url.host_key_ref(),
         };
         self.matches(url.as_str(), &host)
     }

@@ -83,11 +83,16 @@ fn without_path_session(path: &str) -> Option<String> {
 /// The query without its session parameters; `None` when it has none (the
 /// common case, no allocation).
 fn without_session_params(query: &str) -> Option<String> {
-    if !query.split('&').any(is_session_pair) {
+    if !has_session_params(query) {
         return None;
     }
     let kept: Vec<&str> = query.split('&').filter(|p| !is_session_pair(p)).collect();
     Some(kept.join("&"))
+}
+
+/// Whether normalization would strip a session parameter from `query`.
+pub(crate) fn has_session_params(query: &str) -> bool {
+    query.split('&').any(is_session_pair)
 }
 
 fn is_session_pair(pair: &str) -> bool {

@@ -11,6 +11,10 @@ use crate::engine::config::{ascii_domain, Scope, ScopeConfig};
 use crate::engine::control::HostKey;
 
 mod known_origins;
+mod link_url;
+mod plain_paths;
+
+pub(crate) use link_url::{LinkUrl, UrlParts};
 
 /// Normalizes in place. The `url` crate already lowercases scheme and host,
 /// drops default ports, resolves dot segments and turns an empty http(s) path
@@ -103,6 +107,33 @@ pub(crate) fn resolve(base: &Url, href: &str) -> Option<Url> {
     resolve_with(base, href, known_origins::join)
 }
 
+/// [`resolve`]'s URL as text, appended to `out`: a plain path without the
+/// `url` crate (`plain_paths.rs`), any other href joined by it. False, with
+/// `out` unchanged, where [`resolve`] gives `None`.
+pub(crate) fn resolve_text(base: &Url, href: &str, out: &mut String) -> bool {
+    let Some(trimmed) = trim_href(href) else {
+        return false;
+    };
+    let path = trimmed.split_once('#').map_or(trimmed, |(path, _)| path);
+    if plain_paths::resolve_into(base, path, out) {
+        return true;
+    }
+    match resolve(base, href) {
+        Some(url) => {
+            out.push_str(url.as_str());
+            true
+        }
+        None => false,
+    }
+}
+
+/// The href without the whitespace and NULs around it; `None` if nothing
+/// is left to resolve (empty, or a fragment of the page itself).
+fn trim_href(href: &str) -> Option<&str> {
+    let href = href.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\u{0}');
+    (!href.is_empty() && !href.starts_with('#')).then_some(href)
+}
+
 /// [`resolve`] by the `url` crate's join alone: what it must equal.
 #[cfg(test)]
 pub(crate) fn resolve_by_join(base: &Url, href: &str) -> Option<Url> {
@@ -115,10 +146,7 @@ fn resolve_with(
     href: &str,
     join_known: impl Fn(&Url, &str) -> Option<Url>,
 ) -> Option<Url> {
-    let href = href.trim_matches(|c: char| c.is_ascii_whitespace() || c == '\u{0}');
-    if href.is_empty() || href.starts_with('#') {
-        return None;
-    }
+    let href = trim_href(href)?;
     // Bytes, not str slices: the href may have a multi-byte char at the cut.
     if SKIPPED_SCHEMES.iter().any(|scheme| {
         href.as_bytes()
@@ -257,7 +285,7 @@ impl UrlFilter {
         }
     }
 
-    pub fn check(&self, url: &Url) -> Result<(), Rejection> {
+    pub fn check(&self, url: &impl UrlParts) -> Result<(), Rejection> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(Rejection::Scheme);
         }
@@ -273,7 +301,7 @@ impl UrlFilter {
         Ok(())
     }
 
-    fn in_scope(&self, url: &Url) -> bool {
+    fn in_scope(&self, url: &impl UrlParts) -> bool {
         let Some(host) = url.host_str() else {
             return false;
         };
@@ -282,12 +310,12 @@ impl UrlFilter {
         }
         match self.mode {
             Scope::Any => true,
-            Scope::Host => self.seed_hosts.contains(host_key_ref(url).as_ref()),
+            Scope::Host => self.seed_hosts.contains(url.host_key_ref().as_ref()),
             Scope::Domain => self.seed_domains.iter().any(|d| ends_with_label(host, d)),
         }
     }
 
-    fn denied_extension(&self, url: &Url) -> bool {
+    fn denied_extension(&self, url: &impl UrlParts) -> bool {
         extension(url.path(), self.longest_denied).is_some_and(|ext| {
             // Most extensions are lowercase already: no copy for them.
             if ext.bytes().any(|b| b.is_ascii_uppercase()) {

@@ -9,13 +9,13 @@ use crate::engine::extract::PageLinks;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::store::UrlKind;
 
-/// URLs admitted at a time: a page's links exist as `Url`s, then as
-/// frontier entries, this many at once (~1.5 MB), however many it has. A
-/// page with at most this many URLs is admitted as one batch, as before.
+/// URLs admitted at a time: a page's links are read, then the new ones
+/// parsed and made frontier entries, this many at once, however many it
+/// has. A page with at most this many URLs is admitted as one batch.
 pub(super) const ADMIT_CHUNK: usize = 4096;
 
 /// A page's URLs on their way to admission: its followed links, compact
-/// and parsed a chunk at a time, then URLs held whole (its resources, a
+/// text read in place a chunk at a time, then URLs held whole (its resources, a
 /// redirect's target, a sitemap's URLs), each with its kind.
 #[derive(Default)]
 pub(super) struct Outgoing {

@@ -5,8 +5,6 @@
 
 use std::collections::HashMap;
 
-use url::Url;
-
 use super::admitted::Outgoing;
 use super::results::unix_ms;
 use super::Coordinator;
@@ -14,7 +12,7 @@ use crate::engine::control::HostKey;
 use crate::engine::extract::Extracted;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::store::{FilterReason, FilteredUrl, UrlKind};
-use crate::engine::url_norm::{self, Rejection};
+use crate::engine::url_norm::{LinkUrl, Rejection, UrlParts};
 
 /// Resources queued from fetched stylesheets in one crawl: each stylesheet
 /// gives at most `checks.max_resources_per_page`, and stylesheets importing
@@ -34,7 +32,12 @@ impl Coordinator {
     /// The scope filter, depth and `[checks]` for one link. Resources are
     /// what extensions deny, so a check ignores them, and depth: nothing is
     /// followed from it.
-    pub(super) fn admission(&self, url: &Url, kind: UrlKind, too_deep: bool) -> Admission {
+    pub(super) fn admission(
+        &self,
+        url: &impl UrlParts,
+        kind: UrlKind,
+        too_deep: bool,
+    ) -> Admission {
         match (self.filter.check(url), kind) {
             (Ok(()), UrlKind::Page) if too_deep => Err(Some(FilterReason::Depth)),
             (Ok(()), kind) => Ok(kind),
@@ -68,25 +71,25 @@ impl Coordinator {
     }
 
     /// Whether an out-of-scope URL may still be queued as an external check.
-    fn external_room(&self, url: &Url) -> bool {
+    fn external_room(&self, url: &impl UrlParts) -> bool {
         let checks = &self.cfg.checks;
         checks.external
             && self.stats.counters().external_queued < checks.max_external
             && self
                 .external_hosts
                 .0
-                .get(url_norm::host_key_ref(url).as_ref())
+                .get(url.host_key_ref().as_ref())
                 .is_none_or(|&n| n < checks.max_external_per_host)
     }
 
     /// New URLs past the external caps (several of one page may pass the
     /// check above together) are recorded as out of scope instead; the
     /// others are counted.
-    pub(super) fn cap_externals(
+    pub(super) fn cap_externals<'a>(
         &mut self,
-        fresh: Vec<(Url, HostKey, UrlKind)>,
+        fresh: Vec<(LinkUrl<'a>, HostKey, UrlKind)>,
         depth: u32,
-    ) -> Vec<(Url, HostKey, UrlKind)> {
+    ) -> Vec<(LinkUrl<'a>, HostKey, UrlKind)> {
         let mut over = Vec::new();
         let mut kept = Vec::with_capacity(fresh.len());
         for (url, host, kind) in fresh {
@@ -99,7 +102,7 @@ impl Coordinator {
             } else {
                 self.stats.count().filtered += 1;
                 over.push(FilteredUrl {
-                    url: url.into(),
+                    url: url.into_string(),
                     host,
                     depth,
                     reason: FilterReason::Scope,

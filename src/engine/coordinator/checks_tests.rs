@@ -1,5 +1,8 @@
+use url::Url;
+
 use super::*;
 use crate::engine::config::ResourcesMode;
+use crate::engine::url_norm;
 
 fn entry(url: &str, kind: UrlKind) -> FrontierEntry {
     FrontierEntry {

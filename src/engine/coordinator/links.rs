@@ -11,7 +11,7 @@ use crate::engine::dedup::{url_fingerprint, ContentDigest};
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::prioritize::priority;
 use crate::engine::store::{FilterReason, FilteredUrl, PageRecord, UrlKind};
-use crate::engine::url_norm;
+use crate::engine::url_norm::{self, LinkUrl, UrlParts};
 
 /// Where links were found: the page (or sitemap), the referrer to record
 /// (none for a sitemap), and the depth and redirect count they get.
@@ -95,8 +95,8 @@ impl Coordinator {
         self.admit(found, Outgoing::whole(urls), true)
     }
 
-    /// Admits the URLs [`ADMIT_CHUNK`] at a time, so a page's links exist
-    /// parsed (and as entries) a chunk at a time, never all at once. The last
+    /// Admits the URLs [`ADMIT_CHUNK`] at a time, so a page's new links
+    /// exist parsed (and as entries) a chunk at a time, never all at once. The last
     /// chunk's entries are returned for the page's completion; earlier ones
     /// are queued at once (their seen marks with them), which changes
     /// nothing a crash could see: the page stays queued until its completion
@@ -104,7 +104,15 @@ impl Coordinator {
     fn admit(&mut self, found: Found, outgoing: Outgoing, normalize: bool) -> Admitted {
         let mut firsts = outgoing.first_findings();
         let Outgoing { links, whole } = outgoing;
-        let followed = links.into_followed();
+        // Extraction normalizes the links it finds; a Location header or a
+        // sitemap's URL is not.
+        let whole = whole.into_iter().map(|(mut url, kind)| {
+            if normalize {
+                url_norm::normalize(&mut url);
+            }
+            (LinkUrl::from(url), kind)
+        });
+        let followed = links.followed().map(LinkUrl::from_serialized);
         let mut urls = followed.map(|url| (url, UrlKind::Page)).chain(whole);
         let mut admitted = Admitted::default();
         loop {
@@ -119,18 +127,17 @@ impl Coordinator {
                     self.storage_failed("queueing a page's links", e);
                 }
             }
-            admitted.entries = self.admit_chunk(&found, chunk, normalize, &mut firsts);
+            admitted.entries = self.admit_chunk(&found, chunk, &mut firsts);
         }
     }
 
     fn admit_chunk(
         &mut self,
         found: &Found,
-        links: Vec<(Url, UrlKind)>,
-        normalize: bool,
+        links: Vec<(LinkUrl<'_>, UrlKind)>,
         firsts: &mut FirstFindings,
     ) -> Vec<FrontierEntry> {
-        let candidates = self.in_scope(found.referrer, links, found.depth, normalize);
+        let candidates = self.in_scope(found.referrer, links, found.depth);
         let fresh = self.claim_unseen(found, candidates, firsts);
         let fresh = self.cap_externals(fresh, found.depth);
         let quarantining_before = self.alerts.quarantining_count();
@@ -162,13 +169,18 @@ impl Coordinator {
     fn route_fresh(
         &mut self,
         found: &Found,
-        fresh: Vec<(Url, HostKey, UrlKind)>,
+        fresh: Vec<(LinkUrl<'_>, HostKey, UrlKind)>,
     ) -> (Vec<FrontierEntry>, Vec<PageRecord>) {
         let (depth, redirects) = (found.depth, found.redirects);
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
         let rules_before = self.rules.next_id();
-        for (url, host, kind) in fresh {
+        for (link, host, kind) in fresh {
+            // Parsed only now that it is new: most links were seen. The
+            // text is a URL's serialization, which parses.
+            let Some(url) = link.to_url(found.parent) else {
+                continue;
+            };
             // Checks beget no links, and a sitemap lists URLs by design: no
             // trap grows from either.
             let detection = match (kind, found.referrer) {
@@ -205,31 +217,27 @@ impl Coordinator {
         (admitted, given_up)
     }
 
-    /// The links (normalized first if `normalize`) that pass depth, scope and
-    /// operator rules. Those left out for scope, depth,
-    /// extension or a rule are recorded, with `parent` as a referrer, so a
-    /// listing can say why they were not fetched and who links to them.
-    fn in_scope(
+    /// The links that pass depth, scope and operator rules. Those left out
+    /// for scope, depth, extension or a rule are recorded, with `parent` as
+    /// a referrer, so a listing can say why they were not fetched and who
+    /// links to them.
+    fn in_scope<'a>(
         &mut self,
         parent: Option<&str>,
-        links: Vec<(Url, UrlKind)>,
+        links: Vec<(LinkUrl<'a>, UrlKind)>,
         depth: u32,
-        normalize: bool,
-    ) -> Vec<(Url, UrlKind)> {
+    ) -> Vec<(LinkUrl<'a>, UrlKind)> {
         let too_deep = depth > self.cfg.max_depth;
         let mut kept = Vec::with_capacity(links.len());
         let mut filtered = Vec::new();
-        for (mut url, kind) in links {
-            if normalize {
-                url_norm::normalize(&mut url);
-            }
+        for (url, kind) in links {
             let kind = match self.admission(&url, kind, too_deep) {
                 Ok(kind) => kind,
                 Err(Some(reason)) => {
                     self.stats.count().filtered += 1;
                     filtered.push(FilteredUrl {
-                        host: url_norm::host_key(&url),
-                        url: url.into(),
+                        host: url.host_key_ref().into_owned(),
+                        url: url.into_string(),
                         depth,
                         reason,
                         found_at_unix_ms: unix_ms(),
@@ -244,8 +252,8 @@ impl Coordinator {
             if let Some(rule) = self.rules.matches_url(&url) {
                 self.stats.count().blocked_by_rules += 1;
                 filtered.push(FilteredUrl {
-                    host: url_norm::host_key(&url),
-                    url: url.into(),
+                    host: url.host_key_ref().into_owned(),
+                    url: url.into_string(),
                     depth,
                     reason: FilterReason::Rule(rule),
                     found_at_unix_ms: unix_ms(),
@@ -296,12 +304,12 @@ impl Coordinator {
     /// seen from now on. The referrer (if any) is recorded as the first one
     /// of those, a further one of the others (unless an earlier chunk of the
     /// page did).
-    fn claim_unseen(
+    fn claim_unseen<'a>(
         &mut self,
         found: &Found,
-        links: Vec<(Url, UrlKind)>,
+        links: Vec<(LinkUrl<'a>, UrlKind)>,
         firsts: &mut FirstFindings,
-    ) -> Vec<(Url, HostKey, UrlKind)> {
+    ) -> Vec<(LinkUrl<'a>, HostKey, UrlKind)> {
         if links.is_empty() {
             return Vec::new();
         }
@@ -338,7 +346,7 @@ impl Coordinator {
             .zip(fresh)
             .filter(|(_, fresh)| *fresh)
             .map(|((url, kind), _)| {
-                let host = url_norm::host_key(&url);
+                let host = url.host_key_ref().into_owned();
                 (url, host, kind)
             })
             .collect()

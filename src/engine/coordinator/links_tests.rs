@@ -131,8 +131,7 @@ async fn a_dense_pages_links_are_admitted_a_chunk_at_a_time_and_all_queued() {
     let n = 2 * ADMIT_CHUNK + 100;
     let mut links = PageLinks::default();
     for i in 0..n {
-        let link = Url::parse(&format!("http://127.0.0.1:9/fn{i}")).expect("a URL");
-        links.push(link, false);
+        links.push(&format!("http://127.0.0.1:9/fn{i}"), false);
     }
     // The page also loads its first link's URL: still one referral.
     let both = Url::parse("http://127.0.0.1:9/fn0").expect("a URL");

@@ -428,7 +428,7 @@ impl Coordinator {
     }
 
     /// Keeps the page's `#fragment` links, to check their targets later.
-    fn record_fragment_links(&mut self, source: &str, fragments: &[(Url, String)]) {
+    fn record_fragment_links(&mut self, source: &str, fragments: &[(String, String)]) {
         if fragments.is_empty() {
             return;
         }

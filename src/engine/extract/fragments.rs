@@ -2,6 +2,7 @@
 //! `page.html#part` is broken when `page.html` has no element with
 //! `id="part"` (or an `<a name="part">`).
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use url::Url;
@@ -21,7 +22,7 @@ const MAX_IDS: usize = 200_000;
 /// The fragment links of one page, collected during extraction.
 #[derive(Default)]
 pub(super) struct FragmentLinks {
-    pairs: Vec<(Url, String)>,
+    pairs: Vec<(String, String)>,
     seen: FingerprintSet,
 }
 
@@ -29,7 +30,7 @@ impl FragmentLinks {
     /// Keeps `href`'s page (`resolved`, the link it is) and fragment if it
     /// has one worth checking (`#top` and an empty fragment scroll to the
     /// top, whatever the page holds).
-    pub(super) fn add(&mut self, base: &Url, href: &str, resolved: Option<&Url>) {
+    pub(super) fn add(&mut self, base: &Url, href: &str, resolved: Option<&str>) {
         let Some((page, fragment)) = href.trim().split_once('#') else {
             return;
         };
@@ -44,18 +45,18 @@ impl FragmentLinks {
             (true, _) => {
                 let mut same = base.clone();
                 url_norm::normalize(&mut same);
-                same
+                Cow::Owned(same.into())
             }
-            (false, Some(url)) => url.clone(),
+            (false, Some(url)) => Cow::Borrowed(url),
             (false, None) => return,
         };
-        let key = url_fingerprint(target.as_str()) ^ url_fingerprint(fragment).rotate_left(17);
+        let key = url_fingerprint(&target) ^ url_fingerprint(fragment).rotate_left(17);
         if self.seen.insert(key) {
-            self.pairs.push((target, fragment.to_string()));
+            self.pairs.push((target.into_owned(), fragment.to_string()));
         }
     }
 
-    pub(super) fn finish(self) -> Vec<(Url, String)> {
+    pub(super) fn finish(self) -> Vec<(String, String)> {
         self.pairs
     }
 }

@@ -1,14 +1,10 @@
 //! A page's links, compact: their URLs in one string and, per link, where it
 //! ends and whether it is nofollow. A dense page's 400,000 links as `Url`s
 //! in a `Vec` cost ~96 bytes each besides their text (~65 MB with the
-//! growth slack); here 4. Admission parses them back a chunk at a time
-//! (`coordinator::links`). The first [`PARSED_LINKS`] stay parsed: a normal
-//! page's links reach admission as extraction resolved them, parsed once.
+//! growth slack); here 4. Extraction writes each URL here as text
+//! (`url_norm::resolve_text`) and admission reads it in place
+//! (`url_norm::LinkUrl`): only a new one is parsed, once.
 
-use url::Url;
-
-/// Links kept as `Url`s before the rest go into the text (~0.5 MB at most).
-pub const PARSED_LINKS: usize = 4096;
 /// The top bit of an end offset: the link is nofollow.
 const NOFOLLOW: u32 = 1 << 31;
 /// URL text a page's links may take here: offsets keep 31 bits.
@@ -16,10 +12,8 @@ pub const MAX_TEXT_BYTES: usize = (NOFOLLOW - 1) as usize;
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PageLinks {
-    /// The first links (at most [`PARSED_LINKS`]); their text is not in `text`.
-    parsed: Vec<Url>,
     text: String,
-    /// Where each link's URL ends in `text` (0 for a parsed one), with [`NOFOLLOW`].
+    /// Where each link's URL ends in `text`, with [`NOFOLLOW`].
     ends: Vec<u32>,
 }
 
@@ -44,44 +38,31 @@ impl PageLinks {
     /// Bytes allocated, by capacity: what the links cost in memory.
     #[cfg(test)]
     pub fn heap_bytes(&self) -> usize {
-        let parsed: usize = self.parsed.iter().map(|u| u.as_str().len()).sum();
-        self.parsed.capacity() * size_of::<Url>()
-            + parsed
-            + self.text.capacity()
-            + self.ends.capacity() * size_of::<u32>()
+        self.text.capacity() + self.ends.capacity() * size_of::<u32>()
     }
 
-    /// Bytes of URL text beyond the parsed links.
+    /// Bytes of the links' URLs.
     #[cfg(test)]
     pub fn text_bytes(&self) -> usize {
         self.text.len()
     }
 
     /// Adds a link; false (nothing added) if its text would pass [`MAX_TEXT_BYTES`].
-    pub fn push(&mut self, url: Url, nofollow: bool) -> bool {
-        let flag = if nofollow { NOFOLLOW } else { 0 };
-        if self.text.is_empty() && self.parsed.len() < PARSED_LINKS {
-            self.parsed.push(url);
-            self.ends.push(flag);
-            return true;
-        }
-        let end = self.text.len() + url.as_str().len();
+    pub fn push(&mut self, url: &str, nofollow: bool) -> bool {
+        let end = self.text.len() + url.len();
         if end > MAX_TEXT_BYTES {
             return false;
         }
-        self.text.push_str(url.as_str());
+        let flag = if nofollow { NOFOLLOW } else { 0 };
+        self.text.push_str(url);
         self.ends.push(end as u32 | flag);
         true
     }
 
     pub fn get(&self, i: usize) -> Option<LinkRef<'_>> {
         let end = *self.ends.get(i)?;
-        let url = match self.parsed.get(i) {
-            Some(url) => url.as_str(),
-            None => &self.text[start_of(&self.ends, i)..(end & !NOFOLLOW) as usize],
-        };
         Some(LinkRef {
-            url,
+            url: &self.text[start_of(&self.ends, i)..(end & !NOFOLLOW) as usize],
             nofollow: end & NOFOLLOW != 0,
         })
     }
@@ -97,41 +78,23 @@ impl PageLinks {
     }
 
     /// In the order they were added.
-    #[cfg(test)]
     pub fn iter(&self) -> impl ExactSizeIterator<Item = LinkRef<'_>> + '_ {
         (0..self.len()).map(|i| self.get(i).expect("index in range"))
     }
 
-    /// The links not marked nofollow, as `Url`s: the parsed ones as they
-    /// are, the others parsed again as they are taken.
-    pub fn into_followed(self) -> impl Iterator<Item = Url> {
-        let PageLinks { parsed, text, ends } = self;
-        let followed = |end: u32| end & NOFOLLOW == 0;
-        let parsed_len = parsed.len();
-        let first: Vec<Url> = parsed
-            .into_iter()
-            .zip(&ends)
-            .filter(|(_, &end)| followed(end))
-            .map(|(url, _)| url)
-            .collect();
-        let rest = (parsed_len..ends.len()).filter_map(move |i| {
-            let end = ends[i];
-            let text = &text[start_of(&ends, i)..(end & !NOFOLLOW) as usize];
-            // A URL extraction serialized parses again to the same URL.
-            followed(end).then(|| Url::parse(text).ok()).flatten()
-        });
-        first.into_iter().chain(rest)
+    /// The URLs of the links not marked nofollow.
+    pub fn followed(&self) -> impl Iterator<Item = &str> + '_ {
+        self.iter().filter(|l| !l.nofollow).map(|l| l.url)
     }
 
     /// Gives back the growth slack of a page with many links.
     pub fn shrink_to_fit(&mut self) {
-        self.parsed.shrink_to_fit();
         self.text.shrink_to_fit();
         self.ends.shrink_to_fit();
     }
 }
 
-/// Where link `i`'s text starts (a parsed link's text ends at 0).
+/// Where link `i`'s text starts.
 fn start_of(ends: &[u32], i: usize) -> usize {
     match i {
         0 => 0,
@@ -144,32 +107,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn links_come_back_in_order_with_their_nofollow_parsed_or_not() {
+    fn links_come_back_in_order_with_their_nofollow() {
         let mut links = PageLinks::default();
-        let n = PARSED_LINKS + 3;
+        let n = 5;
         for i in 0..n {
-            let url = Url::parse(&format!("http://h/{i}")).unwrap();
-            assert!(links.push(url, i % 2 == 0));
+            assert!(links.push(&format!("http://h/{i}"), i % 2 == 0));
         }
-        links.found_again(PARSED_LINKS + 2, false);
+        links.found_again(4, false);
         links.found_again(2, false);
         links.found_again(0, true);
         let got: Vec<_> = links
             .iter()
             .map(|l| (l.url.to_string(), l.nofollow))
             .collect();
-        let expected: Vec<_> = (0..n)
-            .map(|i| (format!("http://h/{i}"), i % 2 == 0 && i != 2 && i != n - 1))
-            .collect();
+        let expected: Vec<_> = (0..n).map(|i| (format!("http://h/{i}"), i == 0)).collect();
         assert_eq!(got, expected);
         assert_eq!(links.get(n), None);
-        assert_eq!(links.text_bytes(), 3 * "http://h/4096".len());
-        let followed: Vec<String> = links.into_followed().map(String::from).collect();
-        let expected: Vec<String> = expected
-            .into_iter()
-            .filter(|(_, nofollow)| !nofollow)
-            .map(|(url, _)| url)
-            .collect();
-        assert_eq!(followed, expected);
+        assert_eq!(links.text_bytes(), n * "http://h/0".len());
+        let followed: Vec<&str> = links.followed().collect();
+        assert_eq!(
+            followed,
+            ["http://h/1", "http://h/2", "http://h/3", "http://h/4"]
+        );
     }
 }

@@ -92,7 +92,7 @@ impl OperatorRules {
     }
 
     /// The first rule blocking the link `url`; counts the hit.
-    pub(crate) fn matches_url(&self, url: &url::Url) -> Option<u64> {
+    pub(crate) fn matches_url(&self, url: &impl crate::engine::url_norm::UrlParts) -> Option<u64> {
         self.set.matches_url(url)
     }
 

@@ -65,9 +65,19 @@ pub(super) fn learn(joined: &Url, href: &str) {
     });
 }
 
+/// Whether `origin` (`scheme://host[:port]`, no credentials) is `base`'s
+/// or one met lately on this thread, spelled as the `url` crate writes it.
+pub(super) fn is_known(base: &Url, origin: &str) -> bool {
+    if origin.contains('@') {
+        return false;
+    }
+    origin_str(base) == origin
+        || KNOWN.with(|known| holds(&known.borrow()[slot_of(origin)], origin))
+}
+
 /// Where the authority of an `http://` or `https://` href starts, spelled
 /// as the `url` crate writes a scheme; `None` for any other href.
-fn authority_start(href: &str) -> Option<usize> {
+pub(super) fn authority_start(href: &str) -> Option<usize> {
     ["http://", "https://"]
         .into_iter()
         .find(|scheme| href.starts_with(scheme))
