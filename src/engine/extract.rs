@@ -308,14 +308,13 @@ impl State<'_> {
         // Written into a buffer kept from link to link: no allocation each.
         let mut url = std::mem::take(&mut self.link_text);
         url.clear();
-        if url_norm::resolve_text(&self.base, &href, &mut url) || href.contains('#') {
-            if href.contains('#') {
-                let resolved = (!url.is_empty()).then_some(url.as_str());
-                self.fragments.add(&self.base, &href, resolved);
-            }
-            if !url.is_empty() {
-                self.add_resolved(&url, nofollow);
-            }
+        let resolved = url_norm::resolve_text(&self.base, &href, &mut url);
+        if href.contains('#') {
+            self.fragments
+                .add(&self.base, &href, resolved.then_some(url.as_str()));
+        }
+        if resolved {
+            self.add_resolved(&url, nofollow);
         }
         self.link_text = url;
     }

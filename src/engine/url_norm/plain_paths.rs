@@ -28,15 +28,15 @@ pub(super) fn resolve_into(base: &Url, href: &str, out: &mut String) -> bool {
         return false;
     }
     let origin = &base[..Position::BeforePath];
-    let (origin, path, from) = if path.is_empty() {
+    let (origin, path, start) = if path.is_empty() {
         // `?query` alone: the base's whole path.
-        (origin, path, From::Page)
+        (origin, path, Start::Page)
     } else if let Some(path) = path.strip_prefix('/') {
         if path.starts_with('/') {
             // Scheme-relative: another authority.
             return false;
         }
-        (origin, path, From::Root)
+        (origin, path, Start::Root)
     } else if let Some(authority) = known_origins::authority_start(path) {
         let Some(slash) = path[authority..].find('/') else {
             return false;
@@ -45,22 +45,22 @@ pub(super) fn resolve_into(base: &Url, href: &str, out: &mut String) -> bool {
         if !known_origins::is_known(base, other) {
             return false;
         }
-        (other, &path[1..], From::Root)
+        (other, &path[1..], Start::Root)
     } else if path.bytes().take_while(|&b| b != b'/').any(|b| b == b':') {
         // A scheme, or what a parser could take for one.
         return false;
     } else {
-        (origin, path, From::Directory)
+        (origin, path, Start::Directory)
     };
     out.push_str(origin);
     let root = out.len();
     let base_path = base.path();
-    match from {
-        From::Page => out.push_str(base_path),
-        From::Directory => out.push_str(&base_path[..=base_path.rfind('/').unwrap_or(0)]),
-        From::Root => out.push('/'),
+    match start {
+        Start::Page => out.push_str(base_path),
+        Start::Directory => out.push_str(&base_path[..=base_path.rfind('/').unwrap_or(0)]),
+        Start::Root => out.push('/'),
     }
-    if from != From::Page {
+    if start != Start::Page {
         push_segments(out, root, path);
     }
     if let Some(query) = query {
@@ -72,7 +72,7 @@ pub(super) fn resolve_into(base: &Url, href: &str, out: &mut String) -> bool {
 
 /// Where a plain href's path starts.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum From {
+enum Start {
     /// At the base's path itself (a query alone).
     Page,
     /// In the base's directory.
