@@ -1,14 +1,13 @@
 //! The prioritizer behind the front queues: a URL's level (0 = highest) from
 //! its distance to a seed and the shape of the URL.
 
-use url::Url;
-
 use super::telemetry::PRIORITY_LEVELS;
+use super::url_norm::UrlParts;
 
 /// Seeds and pages near them come first; deep pages and query-string variants
 /// (listings, filters, sessions) later, so a crawl covers a site's structure
 /// before its long tail.
-pub fn priority(url: &Url, depth: u32) -> u8 {
+pub fn priority(url: &impl UrlParts, depth: u32) -> u8 {
     let by_depth: u8 = match depth {
         0..=1 => 0,
         2 => 1,
@@ -22,6 +21,8 @@ pub fn priority(url: &Url, depth: u32) -> u8 {
 
 #[cfg(test)]
 mod tests {
+    use url::Url;
+
     use super::*;
 
     fn p(url: &str, depth: u32) -> u8 {

@@ -346,6 +346,8 @@ proptest! {
             prop_assert_eq!(UrlParts::scheme(&read), url.scheme());
             prop_assert_eq!(UrlParts::host_str(&read), url.host_str(), "{}", url);
             prop_assert_eq!(UrlParts::path(&read), url.path(), "{}", url);
+            prop_assert_eq!(UrlParts::query(&read), url.query(), "{}", url);
+            prop_assert_eq!(read.path_and_query(), &url[Position::BeforePath..Position::AfterQuery]);
             prop_assert_eq!(read.host_key_ref(), host_key_ref(&url), "{}", url);
             prop_assert_eq!(read, LinkUrl::from(url.clone()));
         }

@@ -28,7 +28,7 @@ use super::control::{HostKey, PatternKind, RuleSpec};
 use super::recent_hosts::RecentHosts;
 use super::rules::RuleSet;
 use super::telemetry::TrapKind;
-use super::url_norm;
+use super::url_norm::UrlParts;
 
 /// Hosts tracked at once (see `RecentHosts`: every host crawled at once
 /// must fit, or no evidence builds up).
@@ -99,7 +99,7 @@ impl TrapDetector {
     pub fn on_discovered(
         &mut self,
         parent: &Url,
-        child: &Url,
+        child: &impl UrlParts,
         _child_depth: u32,
     ) -> Option<Detection> {
         let host = host_key(child)?;
@@ -115,7 +115,12 @@ impl TrapDetector {
             found.extend(state.query.on_link(cfg, &host, parent, child));
         }
         found.extend(state.session.on_link(&host, child));
-        found.into_iter().find_map(|d| self.raise(d, child))
+        if found.is_empty() {
+            return None;
+        }
+        // Parsed for the evidence only when a detector fired.
+        let child = Url::parse(child.as_str()).ok()?;
+        found.into_iter().find_map(|d| self.raise(d, &child))
     }
 
     /// A fetched page: its simhash (HTML only), how many new URLs it yielded, and whether its
@@ -280,18 +285,18 @@ fn narrowest(d: &Detection, trigger: Option<&Url>) -> Option<shape::Narrowest> {
 
 /// `host` or `host:port` when the port is not the scheme's default,
 /// lowercase; `None` for a URL without a host.
-pub(crate) fn host_key(url: &Url) -> Option<Cow<'_, str>> {
-    url.host_str().map(|_| url_norm::host_key_ref(url))
+pub(crate) fn host_key(url: &impl UrlParts) -> Option<Cow<'_, str>> {
+    url.host_str().map(|_| url.host_key_ref())
 }
 
 /// `scheme://host[:port]` as it appears at the start of the URL.
-fn origin(url: &Url, host: &str) -> String {
+fn origin(url: &impl UrlParts, host: &str) -> String {
     format!("{}://{}", url.scheme(), host)
 }
 
 /// A regex rule anchored on the URL's origin followed by `path_prefix`
 /// (literal) and then `tail` (regex syntax).
-fn anchored_rule(url: &Url, host: &str, path_prefix: &str, tail: &str) -> RuleSpec {
+fn anchored_rule(url: &impl UrlParts, host: &str, path_prefix: &str, tail: &str) -> RuleSpec {
     regex_rule(
         host,
         format!(
@@ -311,10 +316,8 @@ fn regex_rule(host: &str, pattern: String) -> RuleSpec {
 }
 
 /// Non-empty path segments.
-fn segments(url: &Url) -> Vec<&str> {
-    url.path_segments()
-        .map(|s| s.filter(|s| !s.is_empty()).collect())
-        .unwrap_or_default()
+fn segments(url: &impl UrlParts) -> Vec<&str> {
+    url.path().split('/').filter(|s| !s.is_empty()).collect()
 }
 
 fn hash_str(s: &str) -> u64 {

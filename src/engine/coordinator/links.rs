@@ -175,12 +175,7 @@ impl Coordinator {
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
         let rules_before = self.rules.next_id();
-        for (link, host, kind) in fresh {
-            // Parsed only now that it is new: most links were seen. The
-            // text is a URL's serialization, which parses.
-            let Some(url) = link.to_url(found.parent) else {
-                continue;
-            };
+        for (url, host, kind) in fresh {
             // Checks beget no links, and a sitemap lists URLs by design: no
             // trap grows from either.
             let detection = match (kind, found.referrer) {
@@ -195,7 +190,7 @@ impl Coordinator {
             let entry = FrontierEntry {
                 priority: priority(&url, depth),
                 host,
-                url: url.into(),
+                url: url.into_string(),
                 depth,
                 redirects,
                 kind,

@@ -5,6 +5,8 @@ use std::collections::VecDeque;
 
 use url::Url;
 
+use crate::engine::url_norm::UrlParts;
+
 use super::{anchored_rule, hash_str, push_sample, segments, Detection, GenMap, MAX_SAMPLES};
 use crate::engine::config::TrapConfig;
 use crate::engine::telemetry::TrapKind;
@@ -126,7 +128,7 @@ fn group_prefix(url: &Url) -> String {
 
 impl NearDupState {
     /// A new same-host link of `parent`, which is about to be reported fetched.
-    pub fn on_child(&mut self, parent: &Url, child: &Url) {
+    pub fn on_child(&mut self, parent: &Url, child: &impl UrlParts) {
         let parent = hash_str(parent.as_str());
         let children = match &mut self.children {
             Some((p, children)) if *p == parent => children,

@@ -1,7 +1,9 @@
 //! Calendars and counters: links whose only difference from their parent is
 //! numbers that keep moving the same way, hop after hop.
 
-use url::{Position, Url};
+use url::Url;
+
+use crate::engine::url_norm::UrlParts;
 
 use super::{anchored_rule, hash_str, Detection, GenMap};
 use crate::engine::config::TrapConfig;
@@ -53,7 +55,7 @@ impl Run {
 /// A URL's key among its host's runs: 32 bits of its hash. Two of the
 /// ~3,600 URLs a host remembers share one about once in a million
 /// lookups; a run is then counted on from the wrong parent.
-fn run_key(url: &Url) -> u32 {
+fn run_key(url: &impl UrlParts) -> u32 {
     hash_str(url.as_str()) as u32
 }
 
@@ -69,7 +71,7 @@ impl CounterState {
         cfg: &TrapConfig,
         host: &str,
         parent: &Url,
-        child: &Url,
+        child: &impl UrlParts,
         memory: usize,
     ) -> Option<Detection> {
         let p = Shape::of(parent);
@@ -122,7 +124,7 @@ impl CounterState {
             host: host.to_string(),
             kind: TrapKind::Counter,
             evidence_count: u64::from(run.length),
-            samples: vec![parent.to_string(), child.to_string()],
+            samples: vec![parent.to_string(), child.as_str().to_string()],
             rule: anchored_rule(child, host, prefix, r"\d"),
         })
     }
@@ -146,8 +148,8 @@ struct Shape<'a> {
 }
 
 impl<'a> Shape<'a> {
-    fn of(url: &'a Url) -> Shape<'a> {
-        let rest = &url[Position::BeforePath..Position::AfterQuery];
+    fn of(url: &'a impl UrlParts) -> Shape<'a> {
+        let rest = url.path_and_query();
         let mut shape = Shape {
             rest,
             numbers: [Number::default(); MAX_NUMBERS],

@@ -3,6 +3,8 @@
 
 use url::Url;
 
+use crate::engine::url_norm::UrlParts;
+
 use super::{anchored_rule, hash_str, segments, Detection, GenMap};
 use crate::engine::config::TrapConfig;
 use crate::engine::telemetry::TrapKind;
@@ -14,7 +16,7 @@ const MAX_UNIT: usize = 4;
 pub const MIN_GROWTH_HOPS: u32 = 3;
 
 /// A run of `max_segment_repeats` identical units (1..=4 segments) in a row.
-pub fn repeated_segments(cfg: &TrapConfig, host: &str, url: &Url) -> Option<Detection> {
+pub fn repeated_segments(cfg: &TrapConfig, host: &str, url: &impl UrlParts) -> Option<Detection> {
     let reps = cfg.max_segment_repeats;
     if reps < 2 {
         return None;
@@ -42,7 +44,7 @@ pub fn repeated_segments(cfg: &TrapConfig, host: &str, url: &Url) -> Option<Dete
                     host: host.to_string(),
                     kind: TrapKind::RepeatedSegments,
                     evidence_count: 1,
-                    samples: vec![url.to_string()],
+                    samples: vec![url.as_str().to_string()],
                     rule: anchored_rule(url, host, &prefix, &tail),
                 });
             }
@@ -68,7 +70,7 @@ impl DepthState {
         cfg: &TrapConfig,
         host: &str,
         parent: &Url,
-        child: &Url,
+        child: &impl UrlParts,
         memory: usize,
     ) -> Option<Detection> {
         let parent_segs = segments(parent);
@@ -99,7 +101,7 @@ impl DepthState {
             host: host.to_string(),
             kind: TrapKind::DepthGrowth,
             evidence_count: u64::from(run),
-            samples: vec![parent.to_string(), child.to_string()],
+            samples: vec![parent.to_string(), child.as_str().to_string()],
             rule: anchored_rule(child, host, &prefix, &tail),
         })
     }

@@ -5,6 +5,8 @@ use std::collections::{HashSet, VecDeque};
 
 use url::Url;
 
+use crate::engine::url_norm::UrlParts;
+
 use super::{anchored_rule, hash_str, push_sample, regex_rule, Detection, GenMap};
 use crate::engine::config::TrapConfig;
 use crate::engine::session_ids::random_looking;
@@ -47,7 +49,7 @@ impl QueryState {
         cfg: &TrapConfig,
         host: &str,
         parent: &Url,
-        url: &Url,
+        url: &impl UrlParts,
     ) -> Option<Detection> {
         let query = url.query().filter(|q| !q.is_empty())?;
         let from_variant = parent.path() == url.path() && parent.query().is_some();
@@ -95,7 +97,7 @@ pub struct SessionState {
 }
 
 impl SessionState {
-    pub fn on_link(&mut self, host: &str, url: &Url) -> Option<Detection> {
+    pub fn on_link(&mut self, host: &str, url: &impl UrlParts) -> Option<Detection> {
         let mut found = None;
         for (is_path, name, value) in params(url) {
             if !random_looking(&value) {
@@ -154,7 +156,7 @@ impl SessionState {
 
 /// Query parameters and `;name=value` path parameters (raw, as in the URL):
 /// `(is_path, name, value)`.
-fn params(url: &Url) -> Vec<(bool, String, String)> {
+fn params(url: &impl UrlParts) -> Vec<(bool, String, String)> {
     let mut out = Vec::new();
     for segment in url.path().split('/') {
         for part in segment.split(';').skip(1) {
@@ -174,7 +176,7 @@ fn params(url: &Url) -> Vec<(bool, String, String)> {
     out
 }
 
-fn without_param(url: &Url, is_path: bool, name: &str) -> String {
+fn without_param(url: &impl UrlParts, is_path: bool, name: &str) -> String {
     let keep = |part: &&str| part.split_once('=').is_none_or(|(k, _)| k != name);
     if is_path {
         let path: Vec<String> = url

@@ -1,13 +1,11 @@
 //! A URL on its way through admission, read as text. Extraction writes a
-//! page's links as text (`plain_paths.rs`), and most of them are dropped
-//! as seen; only a new one is parsed into a `Url`, for the trap detector
-//! and the frontier.
+//! page's links as text (`plain_paths.rs`), and admission reads what it
+//! needs of them in place: the scope filter, rules, the seen check, the
+//! trap detector and the frontier entry parse no link.
 
 use std::borrow::Cow;
 
 use url::{Position, Url};
-
-use super::known_origins;
 
 /// What the scope filter, the operator rules and host keys read of a URL:
 /// a parsed `Url`, or a [`LinkUrl`] read in place.
@@ -16,6 +14,10 @@ pub(crate) trait UrlParts {
     fn scheme(&self) -> &str;
     fn host_str(&self) -> Option<&str>;
     fn path(&self) -> &str;
+    /// The query, without its `?`.
+    fn query(&self) -> Option<&str>;
+    /// The path and the query with its `?`, without the fragment.
+    fn path_and_query(&self) -> &str;
     /// `host` or `host:port`, lowercase: [`super::host_key`].
     fn host_key_ref(&self) -> Cow<'_, str>;
 }
@@ -35,6 +37,14 @@ impl UrlParts for Url {
 
     fn path(&self) -> &str {
         Url::path(self)
+    }
+
+    fn query(&self) -> Option<&str> {
+        Url::query(self)
+    }
+
+    fn path_and_query(&self) -> &str {
+        &self[Position::BeforePath..Position::AfterQuery]
     }
 
     fn host_key_ref(&self) -> Cow<'_, str> {
@@ -116,17 +126,6 @@ impl<'a> LinkUrl<'a> {
     pub(crate) fn into_string(self) -> String {
         self.text.into_owned()
     }
-
-    /// The URL parsed: joined to `parent`'s origin or one met lately
-    /// without parsing it again, else parsed whole.
-    pub(crate) fn to_url(&self, parent: &Url) -> Option<Url> {
-        if let Some(url) = known_origins::join(parent, &self.text) {
-            return Some(url);
-        }
-        let url = Url::parse(&self.text).ok()?;
-        known_origins::learn(&url, &self.text);
-        Some(url)
-    }
 }
 
 impl From<Url> for LinkUrl<'static> {
@@ -169,6 +168,16 @@ impl UrlParts for LinkUrl<'_> {
         &self.text[self.path_start..self.path_end]
     }
 
+    fn query(&self) -> Option<&str> {
+        let query = self.text[self.path_end..].strip_prefix('?')?;
+        Some(query.split_once('#').map_or(query, |(query, _)| query))
+    }
+
+    fn path_and_query(&self) -> &str {
+        let rest = &self.text[self.path_start..];
+        rest.split_once('#').map_or(rest, |(before, _)| before)
+    }
+
     fn host_key_ref(&self) -> Cow<'_, str> {
         let key = &self.text[self.host.0..self.path_start];
         match key.bytes().any(|b| b.is_ascii_uppercase()) {
@@ -192,6 +201,11 @@ mod tests {
             assert_eq!(UrlParts::scheme(link), url.scheme(), "{text}");
             assert_eq!(UrlParts::host_str(link), url.host_str(), "{text}");
             assert_eq!(UrlParts::path(link), url.path(), "{text}");
+            assert_eq!(UrlParts::query(link), url.query(), "{text}");
+            assert_eq!(
+                link.path_and_query(),
+                &url[Position::BeforePath..Position::AfterQuery]
+            );
             assert_eq!(
                 link.host_key_ref(),
                 super::super::host_key_ref(&url),
