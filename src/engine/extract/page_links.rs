@@ -3,7 +3,7 @@
 //! in a `Vec` cost ~96 bytes each besides their text (~65 MB with the
 //! growth slack); here 4. Extraction writes each URL here as text
 //! (`url_norm::resolve_text`) and admission reads it in place
-//! (`url_norm::LinkUrl`): only a new one is parsed, once.
+//! (`url_norm::LinkUrl`), parsing none.
 
 /// The top bit of an end offset: the link is nofollow.
 const NOFOLLOW: u32 = 1 << 31;

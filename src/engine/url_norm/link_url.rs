@@ -7,8 +7,9 @@ use std::borrow::Cow;
 
 use url::{Position, Url};
 
-/// What the scope filter, the operator rules and host keys read of a URL:
-/// a parsed `Url`, or a [`LinkUrl`] read in place.
+/// What admission reads of a URL (the scope filter, operator rules, trap
+/// detectors, priority, host keys): a parsed `Url`, or a [`LinkUrl`] read
+/// in place.
 pub(crate) trait UrlParts {
     fn as_str(&self) -> &str;
     fn scheme(&self) -> &str;
