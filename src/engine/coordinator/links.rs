@@ -95,9 +95,9 @@ impl Coordinator {
         self.admit(found, Outgoing::whole(urls), true)
     }
 
-    /// Admits the URLs [`ADMIT_CHUNK`] at a time, so a page's new links
-    /// exist parsed (and as entries) a chunk at a time, never all at once. The last
-    /// chunk's entries are returned for the page's completion; earlier ones
+    /// Admits the URLs [`ADMIT_CHUNK`] at a time, so a page's links are
+    /// read (and its new ones made entries) a chunk at a time, never all at
+    /// once. The last chunk's entries are returned for the page's completion; earlier ones
     /// are queued at once (their seen marks with them), which changes
     /// nothing a crash could see: the page stays queued until its completion
     /// and finds them seen when it is fetched again.
@@ -113,13 +113,18 @@ impl Coordinator {
             (LinkUrl::from(url), kind)
         });
         let followed = links.followed().map(LinkUrl::from_serialized);
+        // At most this many left (nofollow links are counted, not taken):
+        // a chunk's room taken at once, not grown a link at a time.
+        let mut left = links.len() + whole.len();
         let mut urls = followed.map(|url| (url, UrlKind::Page)).chain(whole);
         let mut admitted = Admitted::default();
         loop {
-            let chunk: Vec<_> = urls.by_ref().take(ADMIT_CHUNK).collect();
+            let mut chunk = Vec::with_capacity(left.min(ADMIT_CHUNK));
+            chunk.extend(urls.by_ref().take(ADMIT_CHUNK));
             if chunk.is_empty() {
                 return admitted;
             }
+            left = left.saturating_sub(chunk.len());
             let earlier = std::mem::take(&mut admitted.entries);
             if !earlier.is_empty() {
                 admitted.count_early(&earlier);
