@@ -7,6 +7,7 @@ use super::{CompiledRule, RuleSet};
 use crate::engine::control::{PatternKind, RuleSpec};
 use crate::engine::store::{Store, StoreError, Tree};
 use crate::engine::telemetry::RuleView;
+use crate::engine::url_norm::UrlParts;
 
 /// A rule as stored in the `rules` tree.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -92,7 +93,7 @@ impl OperatorRules {
     }
 
     /// The first rule blocking the link `url`; counts the hit.
-    pub(crate) fn matches_url(&self, url: &impl crate::engine::url_norm::UrlParts) -> Option<u64> {
+    pub(crate) fn matches_url(&self, url: &impl UrlParts) -> Option<u64> {
         self.set.matches_url(url)
     }
 
