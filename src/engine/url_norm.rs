@@ -179,7 +179,11 @@ pub fn host_key(url: &Url) -> HostKey {
 /// http(s) URLs and leaves out their default ports, so only a host of
 /// another scheme is copied. Runs for every link.
 pub fn host_key_ref(url: &Url) -> Cow<'_, str> {
-    let key = &url[Position::BeforeHost..Position::AfterPort];
+    lowercase_key(&url[Position::BeforeHost..Position::AfterPort])
+}
+
+/// `host[:port]` as written, lowercased only if it has an uppercase byte.
+fn lowercase_key(key: &str) -> Cow<'_, str> {
     match key.bytes().any(|b| b.is_ascii_uppercase()) {
         true => Cow::Owned(key.to_ascii_lowercase()),
         false => Cow::Borrowed(key),

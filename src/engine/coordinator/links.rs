@@ -113,18 +113,17 @@ impl Coordinator {
             (LinkUrl::from(url), kind)
         });
         let followed = links.followed().map(LinkUrl::from_serialized);
-        // At most this many left (nofollow links are counted, not taken):
-        // a chunk's room taken at once, not grown a link at a time.
-        let mut left = links.len() + whole.len();
         let mut urls = followed.map(|url| (url, UrlKind::Page)).chain(whole);
         let mut admitted = Admitted::default();
         loop {
+            // A chunk's room taken at once, not grown a link at a time: at
+            // most the URLs left (nofollow links counted, not taken).
+            let left = urls.size_hint().1.unwrap_or(ADMIT_CHUNK);
             let mut chunk = Vec::with_capacity(left.min(ADMIT_CHUNK));
             chunk.extend(urls.by_ref().take(ADMIT_CHUNK));
             if chunk.is_empty() {
                 return admitted;
             }
-            left = left.saturating_sub(chunk.len());
             let earlier = std::mem::take(&mut admitted.entries);
             if !earlier.is_empty() {
                 admitted.count_early(&earlier);

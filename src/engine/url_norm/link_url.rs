@@ -129,25 +129,10 @@ impl<'a> LinkUrl<'a> {
     }
 }
 
+/// A parsed URL's text, read the one way every link is.
 impl From<Url> for LinkUrl<'static> {
     fn from(url: Url) -> Self {
-        let host = match url.host_str() {
-            Some(_) => (
-                url[..Position::BeforeHost].len(),
-                url[..Position::AfterHost].len(),
-            ),
-            None => {
-                let at = url[..Position::BeforePath].len();
-                (at, at)
-            }
-        };
-        LinkUrl {
-            scheme_end: url.scheme().len(),
-            host,
-            path_start: url[..Position::BeforePath].len(),
-            path_end: url[..Position::AfterPath].len(),
-            text: Cow::Owned(url.into()),
-        }
+        LinkUrl::split(Cow::Owned(url.into()))
     }
 }
 
@@ -180,11 +165,7 @@ impl UrlParts for LinkUrl<'_> {
     }
 
     fn host_key_ref(&self) -> Cow<'_, str> {
-        let key = &self.text[self.host.0..self.path_start];
-        match key.bytes().any(|b| b.is_ascii_uppercase()) {
-            true => Cow::Owned(key.to_ascii_lowercase()),
-            false => Cow::Borrowed(key),
-        }
+        super::lowercase_key(&self.text[self.host.0..self.path_start])
     }
 }
 
