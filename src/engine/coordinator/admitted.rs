@@ -9,9 +9,8 @@ use crate::engine::extract::PageLinks;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::store::UrlKind;
 
-/// URLs admitted at a time: a page's links are read, then the new ones
-/// parsed and made frontier entries, this many at once, however many it
-/// has. A page with at most this many URLs is admitted as one batch.
+/// URLs admitted at a time: a page's links are read, and the new ones
+/// made frontier entries, this many at once, however many it has. A page with at most this many URLs is admitted as one batch.
 pub(super) const ADMIT_CHUNK: usize = 4096;
 
 /// A page's URLs on their way to admission: its followed links, compact
