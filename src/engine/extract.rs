@@ -24,7 +24,7 @@ use url::Url;
 use crate::engine::dedup::{url_fingerprint, FingerprintMap};
 use crate::engine::near_dup::TextFeatures;
 use crate::engine::page_facts::{self, ExtractedValues, Hreflang, HtmlFacts};
-use crate::engine::url_norm;
+use crate::engine::url_norm::{self, LinkBase, UrlShape};
 use scan::{Tag, Visitor};
 
 pub use bench::measure_extraction;
@@ -222,7 +222,7 @@ const RESOURCE_RELS: [&str; 9] = [
 struct State<'a> {
     opts: &'a ExtractOptions,
     encoding: &'static Encoding,
-    base: Url,
+    base: LinkBase,
     base_seen: bool,
     links: PageLinks,
     /// The link being resolved, as text (its buffer kept).
@@ -260,7 +260,7 @@ impl<'a> State<'a> {
         State {
             opts,
             encoding,
-            base: base.clone(),
+            base: LinkBase::new(base.clone()),
             base_seen: false,
             links: PageLinks::default(),
             link_text: String::new(),
@@ -308,20 +308,20 @@ impl State<'_> {
         // Written into a buffer kept from link to link: no allocation each.
         let mut url = std::mem::take(&mut self.link_text);
         url.clear();
-        let resolved = url_norm::resolve_text(&self.base, &href, &mut url);
+        let shape = url_norm::resolve_text(&self.base, &href, &mut url);
         if href.contains('#') {
             self.fragments
-                .add(&self.base, &href, resolved.then_some(url.as_str()));
+                .add(self.base.url(), &href, shape.map(|_| url.as_str()));
         }
-        if resolved {
-            self.add_resolved(&url, nofollow);
+        if let Some(shape) = shape {
+            self.add_resolved(&url, shape, nofollow);
         }
         self.link_text = url;
     }
 
     /// A link resolved: kept, or noted again (a URL is nofollow only if
     /// every occurrence says so).
-    fn add_resolved(&mut self, url: &str, nofollow: bool) {
+    fn add_resolved(&mut self, url: &str, shape: UrlShape, nofollow: bool) {
         if url.len() > self.opts.max_url_len {
             self.too_long += 1;
             return;
@@ -332,23 +332,30 @@ impl State<'_> {
                 self.links.found_again(i, nofollow)
             }
             // Another URL with the same fingerprint: kept, not indexed.
-            Some(_) => self.keep(url, nofollow, None),
-            None => self.keep(url, nofollow, Some(fingerprint)),
+            Some(_) => self.keep(url, shape, nofollow, fingerprint, false),
+            None => self.keep(url, shape, nofollow, fingerprint, true),
         }
     }
 
     /// Keeps a new link if its URL fits the byte budget; else the page's
     /// links from here on are cut.
-    fn keep(&mut self, url: &str, nofollow: bool, fingerprint: Option<u64>) {
+    fn keep(
+        &mut self,
+        url: &str,
+        shape: UrlShape,
+        nofollow: bool,
+        fingerprint: u64,
+        indexed: bool,
+    ) {
         let bytes = self.link_bytes + url.len();
         let index = self.links.len();
-        if bytes > self.opts.max_link_bytes || !self.links.push(url, nofollow) {
+        if bytes > self.opts.max_link_bytes || !self.links.push(url, nofollow, fingerprint, shape) {
             self.full = true;
             self.cut += 1;
             return;
         }
         self.link_bytes = bytes;
-        if let Some(fingerprint) = fingerprint {
+        if indexed {
             self.index.insert(fingerprint, index);
         }
     }
@@ -368,7 +375,7 @@ impl State<'_> {
             }
             if has_rel("canonical") && self.canonical.is_none() {
                 let text = self.decode(href);
-                self.canonical = url_norm::resolve(&self.base, &entities::decode(&text, true));
+                self.canonical = url_norm::resolve(self.base.url(), &entities::decode(&text, true));
             }
             if resources::is_loaded_rel(has_rel) {
                 self.add_resource(href);
@@ -390,8 +397,8 @@ impl State<'_> {
         };
         self.base_seen = true;
         let text = self.decode(href);
-        if let Some(base) = url_norm::resolve(&self.base, &entities::decode(&text, true)) {
-            self.base = base;
+        if let Some(base) = url_norm::resolve(self.base.url(), &entities::decode(&text, true)) {
+            self.base = LinkBase::new(base);
         }
     }
 
@@ -409,7 +416,7 @@ impl State<'_> {
             return;
         }
         let text = self.decode(href);
-        if let Some(url) = url_norm::resolve(&self.base, &entities::decode(&text, true)) {
+        if let Some(url) = url_norm::resolve(self.base.url(), &entities::decode(&text, true)) {
             let url = url.to_string();
             self.facts.hreflang.push(Hreflang { lang, url });
         }
@@ -427,7 +434,7 @@ impl State<'_> {
             if equiv.trim_ascii().eq_ignore_ascii_case(b"refresh") && self.refresh.is_none() {
                 let content = self.meta_content(tag);
                 self.refresh = refresh_target(&content)
-                    .and_then(|target| url_norm::resolve(&self.base, target))
+                    .and_then(|target| url_norm::resolve(self.base.url(), target))
                     .filter(|target| target.as_str().len() <= self.opts.max_url_len);
             }
             return;

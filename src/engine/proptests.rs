@@ -11,8 +11,8 @@ use crate::engine::config::{Scope, ScopeConfig};
 use crate::engine::extract::{extract, ExtractOptions};
 use crate::engine::robots::RobotsRules;
 use crate::engine::url_norm::{
-    host_key_ref, normalize, resolve, resolve_by_join, resolve_text, LinkUrl, Rejection, UrlFilter,
-    UrlParts,
+    host_key_ref, normalize, resolve, resolve_by_join, resolve_text, LinkBase, LinkUrl, Rejection,
+    UrlFilter, UrlParts, UrlShape,
 };
 
 /// Cases per property: enough to find shallow bugs, cheap on two CI cores.
@@ -331,9 +331,13 @@ proptest! {
         let origin = &base[..Position::BeforePath];
         for href in hrefs.iter().map(String::as_str).chain([&*format!("{origin}/{}", hrefs[0])]) {
             let mut out = String::from("before ");
-            let resolved = resolve_text(&base, href, &mut out);
+            let shape = resolve_text(&LinkBase::new(base.clone()), href, &mut out);
             let want = resolve(&base, href).map(String::from);
-            prop_assert_eq!(resolved.then(|| &out[7..]), want.as_deref(), "{} on {}", href, base);
+            prop_assert_eq!(shape.map(|_| &out[7..]), want.as_deref(), "{} on {}", href, base);
+            // Where its parts are, noted as it was written: as read from it.
+            if let Some(shape) = shape {
+                prop_assert_eq!(shape, UrlShape::of(&out[7..]), "{} on {}", href, base);
+            }
         }
     }
 
@@ -343,6 +347,7 @@ proptest! {
     fn a_urls_text_reads_as_its_parse(url in parsed_url()) {
         for url in [normalized(&url), url] {
             let read = LinkUrl::from_serialized(url.as_str());
+            prop_assert_eq!(UrlShape::of_url(&url), UrlShape::of(url.as_str()), "{}", url);
             prop_assert_eq!(UrlParts::scheme(&read), url.scheme());
             prop_assert_eq!(UrlParts::host_str(&read), url.host_str(), "{}", url);
             prop_assert_eq!(UrlParts::path(&read), url.path(), "{}", url);

@@ -14,7 +14,8 @@ mod known_origins;
 mod link_url;
 mod plain_paths;
 
-pub(crate) use link_url::{LinkUrl, UrlParts};
+pub(crate) use link_url::{LinkUrl, ShortShape, UrlParts, UrlShape};
+pub(crate) use plain_paths::LinkBase;
 
 /// Normalizes in place. The `url` crate already lowercases scheme and host,
 /// drops default ports, resolves dot segments and turns an empty http(s) path
@@ -107,24 +108,19 @@ pub(crate) fn resolve(base: &Url, href: &str) -> Option<Url> {
     resolve_with(base, href, known_origins::join)
 }
 
-/// [`resolve`]'s URL as text, appended to `out`: a plain path without the
-/// `url` crate (`plain_paths.rs`), any other href joined by it. False, with
-/// `out` unchanged, where [`resolve`] gives `None`.
-pub(crate) fn resolve_text(base: &Url, href: &str, out: &mut String) -> bool {
-    let Some(trimmed) = trim_href(href) else {
-        return false;
-    };
+/// [`resolve`]'s URL as text, appended to `out`, and where its parts are
+/// in it: a plain path without the `url` crate (`plain_paths.rs`), any
+/// other href joined by it. `None`, with `out` unchanged, where [`resolve`]
+/// gives `None`.
+pub(crate) fn resolve_text(base: &LinkBase, href: &str, out: &mut String) -> Option<UrlShape> {
+    let trimmed = trim_href(href)?;
     let path = trimmed.split_once('#').map_or(trimmed, |(path, _)| path);
-    if plain_paths::resolve_into(base, path, out) {
-        return true;
+    if let Some(shape) = plain_paths::resolve_into(base, path, out) {
+        return Some(shape);
     }
-    match resolve(base, href) {
-        Some(url) => {
-            out.push_str(url.as_str());
-            true
-        }
-        None => false,
-    }
+    let url = resolve(base.url(), href)?;
+    out.push_str(url.as_str());
+    Some(UrlShape::of_url(&url))
 }
 
 /// The href without the whitespace and NULs around it; `None` if nothing

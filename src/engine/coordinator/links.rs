@@ -7,7 +7,7 @@ use super::admitted::{Admitted, FirstFindings, Outgoing, ADMIT_CHUNK};
 use super::results::{record_for, unix_ms};
 use super::Coordinator;
 use crate::engine::control::HostKey;
-use crate::engine::dedup::{url_fingerprint, ContentDigest};
+use crate::engine::dedup::ContentDigest;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::prioritize::priority;
 use crate::engine::store::{FilterReason, FilteredUrl, PageRecord, UrlKind};
@@ -112,7 +112,9 @@ impl Coordinator {
             }
             (LinkUrl::from(url), kind)
         });
-        let followed = links.followed().map(LinkUrl::from_serialized);
+        let followed = links
+            .followed()
+            .map(|link| LinkUrl::with_shape(link.url, link.shape, link.fingerprint));
         let mut urls = followed.map(|url| (url, UrlKind::Page)).chain(whole);
         let mut admitted = Admitted::default();
         loop {
@@ -312,11 +314,7 @@ impl Coordinator {
         if links.is_empty() {
             return Vec::new();
         }
-        // Hashed once, for the seen check and the referrers both.
-        let fingerprints: Vec<u64> = links
-            .iter()
-            .map(|(url, ..)| url_fingerprint(url.as_str()))
-            .collect();
+        let fingerprints: Vec<u64> = links.iter().map(|(url, ..)| url.fingerprint()).collect();
         let claimed = match found.page_host {
             Some(host) => self.frontier.claim_page_links(host, &fingerprints),
             None => self.frontier.claim_fingerprints(&fingerprints),

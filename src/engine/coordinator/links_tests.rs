@@ -1,6 +1,7 @@
 use super::*;
 use crate::engine::coordinator::admitted::{Outgoing, ADMIT_CHUNK};
 use crate::engine::store::UrlKind;
+use crate::engine::url_norm::UrlShape;
 
 fn entry(url: &str) -> FrontierEntry {
     FrontierEntry {
@@ -131,7 +132,9 @@ async fn a_dense_pages_links_are_admitted_a_chunk_at_a_time_and_all_queued() {
     let n = 2 * ADMIT_CHUNK + 100;
     let mut links = PageLinks::default();
     for i in 0..n {
-        links.push(&format!("http://127.0.0.1:9/fn{i}"), false);
+        let link = format!("http://127.0.0.1:9/fn{i}");
+        let fingerprint = crate::engine::dedup::url_fingerprint(&link);
+        links.push(&link, false, fingerprint, UrlShape::of(&link));
     }
     // The page also loads its first link's URL: still one referral.
     let both = Url::parse("http://127.0.0.1:9/fn0").expect("a URL");

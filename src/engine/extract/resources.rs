@@ -146,7 +146,7 @@ impl State<'_> {
         }
         let text = self.decode(raw);
         let href = entities::decode(&text, true);
-        let Some(url) = url_norm::resolve(&self.base, &href) else {
+        let Some(url) = url_norm::resolve(self.base.url(), &href) else {
             return;
         };
         if url.as_str().len() > self.opts.max_url_len {

@@ -65,14 +65,14 @@ pub(super) fn learn(joined: &Url, href: &str) {
     });
 }
 
-/// Whether `origin` (`scheme://host[:port]`, no credentials) is `base`'s
-/// or one met lately on this thread, spelled as the `url` crate writes it.
-pub(super) fn is_known(base: &Url, origin: &str) -> bool {
+/// Whether `origin` (`scheme://host[:port]`, no credentials) is the base's
+/// (`base_origin`) or one met lately on this thread, spelled as the `url`
+/// crate writes it.
+pub(super) fn is_known(base_origin: &str, origin: &str) -> bool {
     if origin.contains('@') {
         return false;
     }
-    origin_str(base) == origin
-        || KNOWN.with(|known| holds(&known.borrow()[slot_of(origin)], origin))
+    base_origin == origin || KNOWN.with(|known| holds(&known.borrow()[slot_of(origin)], origin))
 }
 
 /// Where the authority of an `http://` or `https://` href starts, spelled

@@ -7,6 +7,8 @@ use std::borrow::Cow;
 
 use url::{Position, Url};
 
+use crate::engine::dedup::url_fingerprint;
+
 /// What admission reads of a URL (the scope filter, operator rules, trap
 /// detectors, priority, host keys): a parsed `Url`, or a [`LinkUrl`] read
 /// in place.
@@ -54,28 +56,34 @@ impl UrlParts for Url {
 }
 
 /// An absolute URL as the `url` crate serializes it (a link's text, or a
-/// parsed URL's), with where its host, port and path are.
+/// parsed URL's), with where its host, port and path are, and its
+/// fingerprint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct LinkUrl<'a> {
     text: Cow<'a, str>,
-    /// Where the scheme's `:` is.
-    scheme_end: usize,
-    /// The host, or an empty range at the path's start for none.
-    host: (usize, usize),
-    /// Where the path starts (the port, if any, ends there).
-    path_start: usize,
-    /// Where the path ends: at `?`, `#` or the end.
-    path_end: usize,
+    shape: UrlShape,
+    fingerprint: u64,
 }
 
-impl<'a> LinkUrl<'a> {
-    /// A serialized URL read in place: written by the `url` crate, or as
-    /// it writes one (`resolve_text`).
-    pub(crate) fn from_serialized(text: &'a str) -> Self {
-        Self::split(Cow::Borrowed(text))
-    }
+/// Where a URL's scheme, host and path lie in its text. Extraction notes it
+/// as it writes a link (`resolve_text`), so admission need not look again.
+/// Offsets are `u32`: a link's text is far shorter (`PageLinks` holds at
+/// most 2 GiB of them, a whole URL comes from a bounded header or body).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct UrlShape {
+    /// Where the scheme's `:` is.
+    scheme_end: u32,
+    /// The host, or an empty range at the path's start for none.
+    host: (u32, u32),
+    /// Where the path starts (the port, if any, ends there).
+    path_start: u32,
+    /// Where the path ends: at `?`, `#` or the end.
+    path_end: u32,
+}
 
-    fn split(text: Cow<'a, str>) -> Self {
+impl UrlShape {
+    /// Read from `text`, an absolute URL as the `url` crate serializes it.
+    pub(crate) fn of(text: &str) -> UrlShape {
         let scheme_end = text.find(':').unwrap_or(0);
         let has_authority = text[scheme_end..].starts_with("://");
         let bytes = text.as_bytes();
@@ -115,13 +123,113 @@ impl<'a> LinkUrl<'a> {
             true => (host_start, host_end),
             false => (path_start, path_start),
         };
-        LinkUrl {
-            text,
-            scheme_end,
+        UrlShape::new(scheme_end, host, path_start, path_end)
+    }
+
+    /// A URL of the `url` crate's: its own positions, nothing read.
+    pub(crate) fn of_url(url: &Url) -> UrlShape {
+        let at = |position| url[..position].len();
+        let host = match url.has_host() {
+            true => (at(Position::BeforeHost), at(Position::AfterHost)),
+            false => (at(Position::BeforePath), at(Position::BeforePath)),
+        };
+        UrlShape::new(
+            url.scheme().len(),
             host,
-            path_start,
-            path_end,
+            at(Position::BeforePath),
+            at(Position::AfterPath),
+        )
+    }
+
+    fn new(scheme_end: usize, host: (usize, usize), path_start: usize, path_end: usize) -> Self {
+        let offset = |at: usize| u32::try_from(at).unwrap_or(u32::MAX);
+        UrlShape {
+            scheme_end: offset(scheme_end),
+            host: (offset(host.0), offset(host.1)),
+            path_start: offset(path_start),
+            path_end: offset(path_end),
         }
+    }
+
+    /// The same origin with its path ending at `path_end`.
+    pub(crate) fn with_path_end(self, path_end: usize) -> UrlShape {
+        UrlShape {
+            path_end: u32::try_from(path_end).unwrap_or(u32::MAX),
+            ..self
+        }
+    }
+
+    /// In 10 bytes, for a URL of at most 65,535 bytes (a page's links are
+    /// `scope.max_url_len`, 2,048 unless raised); `None` past that.
+    pub(crate) fn short(self) -> Option<ShortShape> {
+        let short = |at: u32| u16::try_from(at).ok();
+        Some(ShortShape([
+            short(self.scheme_end)?,
+            short(self.host.0)?,
+            short(self.host.1)?,
+            short(self.path_start)?,
+            short(self.path_end)?,
+        ]))
+    }
+
+    fn scheme_end(&self) -> usize {
+        self.scheme_end as usize
+    }
+
+    fn host(&self) -> (usize, usize) {
+        (self.host.0 as usize, self.host.1 as usize)
+    }
+
+    fn path_start(&self) -> usize {
+        self.path_start as usize
+    }
+
+    fn path_end(&self) -> usize {
+        self.path_end as usize
+    }
+}
+
+/// A [`UrlShape`] kept with each of a page's links (`PageLinks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ShortShape([u16; 5]);
+
+impl From<ShortShape> for UrlShape {
+    fn from(
+        ShortShape([scheme_end, host_start, host_end, path_start, path_end]): ShortShape,
+    ) -> Self {
+        UrlShape {
+            scheme_end: scheme_end.into(),
+            host: (host_start.into(), host_end.into()),
+            path_start: path_start.into(),
+            path_end: path_end.into(),
+        }
+    }
+}
+
+impl<'a> LinkUrl<'a> {
+    /// A serialized URL read in place: written by the `url` crate, or as
+    /// it writes one (`resolve_text`).
+    #[cfg(test)]
+    pub(crate) fn from_serialized(text: &'a str) -> Self {
+        Self::with_shape(text, None, url_fingerprint(text))
+    }
+
+    /// A link as extraction wrote it, with its fingerprint and, unless it
+    /// was too long to keep, its shape: nothing read again.
+    pub(crate) fn with_shape(text: &'a str, shape: Option<ShortShape>, fingerprint: u64) -> Self {
+        let shape = shape.map_or_else(|| UrlShape::of(text), UrlShape::from);
+        debug_assert_eq!(shape, UrlShape::of(text), "{text}");
+        debug_assert_eq!(fingerprint, url_fingerprint(text), "{text}");
+        LinkUrl {
+            text: Cow::Borrowed(text),
+            shape,
+            fingerprint,
+        }
+    }
+
+    /// [`url_fingerprint`] of the text.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        self.fingerprint
     }
 
     pub(crate) fn into_string(self) -> String {
@@ -132,7 +240,12 @@ impl<'a> LinkUrl<'a> {
 /// A parsed URL's text, read the one way every link is.
 impl From<Url> for LinkUrl<'static> {
     fn from(url: Url) -> Self {
-        LinkUrl::split(Cow::Owned(url.into()))
+        let text = String::from(url);
+        LinkUrl {
+            shape: UrlShape::of(&text),
+            fingerprint: url_fingerprint(&text),
+            text: Cow::Owned(text),
+        }
     }
 }
 
@@ -142,30 +255,30 @@ impl UrlParts for LinkUrl<'_> {
     }
 
     fn scheme(&self) -> &str {
-        &self.text[..self.scheme_end]
+        &self.text[..self.shape.scheme_end()]
     }
 
     fn host_str(&self) -> Option<&str> {
-        let (start, end) = self.host;
+        let (start, end) = self.shape.host();
         (start != end || self.text[..start].ends_with("//")).then(|| &self.text[start..end])
     }
 
     fn path(&self) -> &str {
-        &self.text[self.path_start..self.path_end]
+        &self.text[self.shape.path_start()..self.shape.path_end()]
     }
 
     fn query(&self) -> Option<&str> {
-        let query = self.text[self.path_end..].strip_prefix('?')?;
+        let query = self.text[self.shape.path_end()..].strip_prefix('?')?;
         Some(query.split_once('#').map_or(query, |(query, _)| query))
     }
 
     fn path_and_query(&self) -> &str {
-        let rest = &self.text[self.path_start..];
+        let rest = &self.text[self.shape.path_start()..];
         rest.split_once('#').map_or(rest, |(before, _)| before)
     }
 
     fn host_key_ref(&self) -> Cow<'_, str> {
-        super::lowercase_key(&self.text[self.host.0..self.path_start])
+        super::lowercase_key(&self.text[self.shape.host().0..self.shape.path_start()])
     }
 }
 
@@ -195,6 +308,19 @@ mod tests {
             );
         }
         assert_eq!(read, LinkUrl::from_serialized(parsed.as_str()));
+    }
+
+    #[test]
+    fn a_shape_kept_in_16_bits_reads_as_the_text_and_a_longer_one_is_read_again() {
+        let short = "http://site.test:8080/a?q";
+        let kept = UrlShape::of(short).short().expect("fits in 16 bits");
+        assert_eq!(UrlShape::from(kept), UrlShape::of(short));
+        let long = format!("http://site.test/{}?q", "a".repeat(70_000));
+        assert_eq!(UrlShape::of(&long).short(), None);
+        let link = LinkUrl::with_shape(&long, None, url_fingerprint(&long));
+        assert_eq!(UrlParts::query(&link), Some("q"));
+        assert_eq!(UrlParts::path(&link).len(), 70_001);
+        assert_eq!(link.fingerprint(), url_fingerprint(&long));
     }
 
     #[test]

@@ -7,14 +7,56 @@
 use url::{Position, Url};
 
 use super::known_origins;
+use super::link_url::UrlShape;
+
+/// A page's base URL, with what resolving a plain path copies from it
+/// worked out once for all of the page's links.
+#[derive(Debug, Clone)]
+pub(crate) struct LinkBase {
+    url: Url,
+    /// `None` for a base whose links are all joined by the crate.
+    plain: Option<PlainBase>,
+}
+
+#[derive(Debug, Clone)]
+struct PlainBase {
+    /// Where the path starts: the origin ends there.
+    path_start: usize,
+    path_end: usize,
+    /// Where the base's directory ends, after its last `/`.
+    directory_end: usize,
+    /// The origin's parts.
+    shape: UrlShape,
+}
+
+impl LinkBase {
+    pub(crate) fn new(url: Url) -> LinkBase {
+        let plain = is_plain_base(&url).then(|| {
+            let path_start = url[..Position::BeforePath].len();
+            let path = url.path();
+            PlainBase {
+                path_start,
+                path_end: path_start + path.len(),
+                directory_end: path_start + path.rfind('/').map_or(0, |slash| slash + 1),
+                shape: UrlShape::of_url(&url),
+            }
+        });
+        LinkBase { url, plain }
+    }
+
+    pub(crate) fn url(&self) -> &Url {
+        &self.url
+    }
+}
 
 /// Appends to `out` the serialization of [`super::resolve`]`(base, href)`
 /// when `href` (trimmed, without a fragment) is a plain path with or
 /// without a query: root-relative, relative, or absolute at `base`'s origin
 /// or one met lately, made only of bytes the parser and the normalizer
-/// keep as they are. False, with `out` unchanged, for any other href: the
-/// caller joins it with the crate.
-pub(super) fn resolve_into(base: &Url, href: &str, out: &mut String) -> bool {
+/// keep as they are, and gives where its parts are. `None`, with `out`
+/// unchanged, for any other href: the caller joins it with the crate.
+pub(super) fn resolve_into(base: &LinkBase, href: &str, out: &mut String) -> Option<UrlShape> {
+    let plain = base.plain.as_ref()?;
     let path_len = href
         .bytes()
         .position(|b| !is_plain(b))
@@ -22,52 +64,68 @@ pub(super) fn resolve_into(base: &Url, href: &str, out: &mut String) -> bool {
     let (path, query) = match href.as_bytes().get(path_len) {
         None => (href, None),
         Some(b'?') => (&href[..path_len], Some(&href[path_len + 1..])),
-        Some(_) => return false,
+        Some(_) => return None,
     };
-    if !query.is_none_or(is_plain_query) || !is_plain_base(base) {
-        return false;
+    if !query.is_none_or(is_plain_query) {
+        return None;
     }
-    let origin = &base[..Position::BeforePath];
+    let base_text = base.url.as_str();
+    let base_origin = &base_text[..plain.path_start];
     let (origin, path, start) = if path.is_empty() {
         // `?query` alone: the base's whole path.
-        (origin, path, Start::Page)
+        (Origin::Base, path, Start::Page)
     } else if let Some(path) = path.strip_prefix('/') {
         if path.starts_with('/') {
             // Scheme-relative: another authority.
-            return false;
+            return None;
         }
-        (origin, path, Start::Root)
+        (Origin::Base, path, Start::Root)
     } else if let Some(authority) = known_origins::authority_start(path) {
-        let Some(slash) = path[authority..].find('/') else {
-            return false;
-        };
+        let slash = path[authority..].find('/')?;
         let (other, path) = path.split_at(authority + slash);
-        if !known_origins::is_known(base, other) {
-            return false;
+        if !known_origins::is_known(base_origin, other) {
+            return None;
         }
-        (other, &path[1..], Start::Root)
+        (Origin::Other(other), &path[1..], Start::Root)
     } else if path.bytes().take_while(|&b| b != b'/').any(|b| b == b':') {
         // A scheme, or what a parser could take for one.
-        return false;
+        return None;
     } else {
-        (origin, path, Start::Directory)
+        (Origin::Base, path, Start::Directory)
     };
-    out.push_str(origin);
+    let url_start = out.len();
+    let origin_shape = match origin {
+        Origin::Base => {
+            out.push_str(base_origin);
+            plain.shape
+        }
+        Origin::Other(origin) => {
+            out.push_str(origin);
+            UrlShape::of(origin)
+        }
+    };
     let root = out.len();
-    let base_path = base.path();
     match start {
-        Start::Page => out.push_str(base_path),
-        Start::Directory => out.push_str(&base_path[..=base_path.rfind('/').unwrap_or(0)]),
+        Start::Page => out.push_str(&base_text[plain.path_start..plain.path_end]),
+        Start::Directory => out.push_str(&base_text[plain.path_start..plain.directory_end]),
         Start::Root => out.push('/'),
     }
     if start != Start::Page {
         push_segments(out, root, path);
     }
+    let shape = origin_shape.with_path_end(out.len() - url_start);
     if let Some(query) = query {
         out.push('?');
         out.push_str(query);
     }
-    true
+    Some(shape)
+}
+
+/// The origin a plain href's URL is written at: the base's, or another
+/// one met lately.
+enum Origin<'a> {
+    Base,
+    Other(&'a str),
 }
 
 /// Where a plain href's path starts.
@@ -196,7 +254,10 @@ mod tests {
 
     fn resolved(base: &str, href: &str) -> Option<String> {
         let mut out = String::from("kept|");
-        resolve_into(&Url::parse(base).unwrap(), href, &mut out).then(|| out[5..].to_string())
+        let shape = resolve_into(&LinkBase::new(Url::parse(base).unwrap()), href, &mut out)?;
+        let url = out[5..].to_string();
+        assert_eq!(shape, UrlShape::of(&url), "{url}");
+        Some(url)
     }
 
     #[test]
