@@ -18,7 +18,8 @@ pub const MIN_GROWTH_HOPS: u32 = 3;
 /// A run of `max_segment_repeats` identical units (1..=4 segments) in a row.
 pub fn repeated_segments(cfg: &TrapConfig, host: &str, url: &impl UrlParts) -> Option<Detection> {
     let reps = cfg.max_segment_repeats;
-    if reps < 2 {
+    // Fewer slashes than repeats: no run, and no segments collected (most links).
+    if reps < 2 || url.path().bytes().filter(|&b| b == b'/').count() < reps {
         return None;
     }
     let segs = segments(url);
@@ -53,6 +54,11 @@ pub fn repeated_segments(cfg: &TrapConfig, host: &str, url: &impl UrlParts) -> O
     None
 }
 
+/// How many non-empty segments `path` has ([`segments`], none collected).
+fn segment_count(path: &str) -> usize {
+    path.split('/').filter(|s| !s.is_empty()).count()
+}
+
 /// `a/b/` for `[a, b]`, empty for none.
 fn prefix_dir(segs: &[&str]) -> String {
     segs.iter().map(|s| format!("{s}/")).collect()
@@ -73,9 +79,8 @@ impl DepthState {
         child: &impl UrlParts,
         memory: usize,
     ) -> Option<Detection> {
-        let parent_segs = segments(parent);
-        let child_segs = segments(child);
-        if child_segs.len() <= parent_segs.len() {
+        let child_depth = segment_count(child.path());
+        if child_depth <= segment_count(parent.path()) {
             return None;
         }
         let runs = GenMap::capped(&mut self.runs, memory);
@@ -85,12 +90,12 @@ impl DepthState {
             Some(old) if *old >= run => {}
             _ => runs.insert(child_key, run),
         }
-        if child_segs.len() <= cfg.max_path_depth || run < MIN_GROWTH_HOPS {
+        if child_depth <= cfg.max_path_depth || run < MIN_GROWTH_HOPS {
             return None;
         }
         // Under the chain's common first segment when there is one.
         let depth = cfg.max_path_depth.max(1);
-        let (prefix, tail) = match (parent_segs.first(), child_segs.first()) {
+        let (prefix, tail) = match (segments(parent).first(), segments(child).first()) {
             (Some(p), Some(c)) if p == c => (
                 format!("/{c}/"),
                 format!("(?:[^/?#]+/){{{}}}[^/?#]", depth - 1),
