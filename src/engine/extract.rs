@@ -327,37 +327,37 @@ impl State<'_> {
             return;
         }
         let fingerprint = url_fingerprint(url);
-        match self.index.get(&fingerprint) {
-            Some(&i) if self.links.get(i).is_some_and(|l| l.url == url) => {
-                self.links.found_again(i, nofollow)
+        let indexed = self.index.get(&fingerprint).copied();
+        if let Some(i) = indexed {
+            if self.links.get(i).is_some_and(|l| l.url == url) {
+                return self.links.found_again(i, nofollow);
             }
-            // Another URL with the same fingerprint: kept, not indexed.
-            Some(_) => self.keep(url, shape, nofollow, fingerprint, false),
-            None => self.keep(url, shape, nofollow, fingerprint, true),
+        }
+        let kept = self.keep(url, shape, nofollow, fingerprint);
+        // Another URL with the same fingerprint is kept, not indexed.
+        if let (None, Some(index)) = (indexed, kept) {
+            self.index.insert(fingerprint, index);
         }
     }
 
-    /// Keeps a new link if its URL fits the byte budget; else the page's
-    /// links from here on are cut.
+    /// Keeps a new link if its URL fits the byte budget, and gives its
+    /// place; else the page's links from here on are cut.
     fn keep(
         &mut self,
         url: &str,
         shape: UrlShape,
         nofollow: bool,
         fingerprint: u64,
-        indexed: bool,
-    ) {
+    ) -> Option<usize> {
         let bytes = self.link_bytes + url.len();
         let index = self.links.len();
         if bytes > self.opts.max_link_bytes || !self.links.push(url, nofollow, fingerprint, shape) {
             self.full = true;
             self.cut += 1;
-            return;
+            return None;
         }
         self.link_bytes = bytes;
-        if indexed {
-            self.index.insert(fingerprint, index);
-        }
+        Some(index)
     }
 
     fn on_link_element(&mut self, tag: &Tag<'_>, attribute: &str) {

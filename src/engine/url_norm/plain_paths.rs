@@ -71,39 +71,31 @@ pub(super) fn resolve_into(base: &LinkBase, href: &str, out: &mut String) -> Opt
     }
     let base_text = base.url.as_str();
     let base_origin = &base_text[..plain.path_start];
-    let (origin, path, start) = if path.is_empty() {
+    let at_base = (base_origin, plain.shape);
+    let ((origin, origin_shape), path, start) = if path.is_empty() {
         // `?query` alone: the base's whole path.
-        (Origin::Base, path, Start::Page)
+        (at_base, path, Start::Page)
     } else if let Some(path) = path.strip_prefix('/') {
         if path.starts_with('/') {
             // Scheme-relative: another authority.
             return None;
         }
-        (Origin::Base, path, Start::Root)
+        (at_base, path, Start::Root)
     } else if let Some(authority) = known_origins::authority_start(path) {
         let slash = path[authority..].find('/')?;
         let (other, path) = path.split_at(authority + slash);
         if !known_origins::is_known(base_origin, other) {
             return None;
         }
-        (Origin::Other(other), &path[1..], Start::Root)
+        ((other, UrlShape::of(other)), &path[1..], Start::Root)
     } else if path.bytes().take_while(|&b| b != b'/').any(|b| b == b':') {
         // A scheme, or what a parser could take for one.
         return None;
     } else {
-        (Origin::Base, path, Start::Directory)
+        (at_base, path, Start::Directory)
     };
     let url_start = out.len();
-    let origin_shape = match origin {
-        Origin::Base => {
-            out.push_str(base_origin);
-            plain.shape
-        }
-        Origin::Other(origin) => {
-            out.push_str(origin);
-            UrlShape::of(origin)
-        }
-    };
+    out.push_str(origin);
     let root = out.len();
     match start {
         Start::Page => out.push_str(&base_text[plain.path_start..plain.path_end]),
@@ -119,13 +111,6 @@ pub(super) fn resolve_into(base: &LinkBase, href: &str, out: &mut String) -> Opt
         out.push_str(query);
     }
     Some(shape)
-}
-
-/// The origin a plain href's URL is written at: the base's, or another
-/// one met lately.
-enum Origin<'a> {
-    Base,
-    Other(&'a str),
 }
 
 /// Where a plain href's path starts.
