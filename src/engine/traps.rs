@@ -317,7 +317,13 @@ fn regex_rule(host: &str, pattern: String) -> RuleSpec {
 
 /// Non-empty path segments.
 fn segments(url: &impl UrlParts) -> Vec<&str> {
-    url.path().split('/').filter(|s| !s.is_empty()).collect()
+    path_segments(url.path()).collect()
+}
+
+/// [`segments`], one at a time: for a link's checks, which mostly need
+/// only how many there are, or the first.
+fn path_segments(path: &str) -> impl Iterator<Item = &str> {
+    path.split('/').filter(|s| !s.is_empty())
 }
 
 fn hash_str(s: &str) -> u64 {

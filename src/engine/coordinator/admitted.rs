@@ -10,12 +10,13 @@ use crate::engine::frontier::FrontierEntry;
 use crate::engine::store::UrlKind;
 
 /// URLs admitted at a time: a page's links are read, and the new ones
-/// made frontier entries, this many at once, however many it has. A page with at most this many URLs is admitted as one batch.
+/// made frontier entries, this many at once, however many it has. A page
+/// with at most this many URLs is admitted as one batch.
 pub(super) const ADMIT_CHUNK: usize = 4096;
 
 /// A page's URLs on their way to admission: its followed links, compact
-/// text read in place a chunk at a time, then URLs held whole (its resources, a
-/// redirect's target, a sitemap's URLs), each with its kind.
+/// text read in place a chunk at a time, then URLs held whole (its
+/// resources, a redirect's target, a sitemap's URLs), each with its kind.
 #[derive(Default)]
 pub(super) struct Outgoing {
     pub(super) links: PageLinks,

@@ -97,10 +97,11 @@ impl Coordinator {
 
     /// Admits the URLs [`ADMIT_CHUNK`] at a time, so a page's links are
     /// read (and its new ones made entries) a chunk at a time, never all at
-    /// once. The last chunk's entries are returned for the page's completion; earlier ones
-    /// are queued at once (their seen marks with them), which changes
-    /// nothing a crash could see: the page stays queued until its completion
-    /// and finds them seen when it is fetched again.
+    /// once. The last chunk's entries are returned for the page's
+    /// completion; earlier ones are queued at once (their seen marks with
+    /// them), which changes nothing a crash could see: the page stays
+    /// queued until its completion and finds them seen when it is fetched
+    /// again.
     fn admit(&mut self, found: Found, outgoing: Outgoing, normalize: bool) -> Admitted {
         let mut firsts = outgoing.first_findings();
         let Outgoing { links, whole } = outgoing;

@@ -5,7 +5,7 @@ use url::Url;
 
 use crate::engine::url_norm::UrlParts;
 
-use super::{anchored_rule, hash_str, segments, Detection, GenMap};
+use super::{anchored_rule, hash_str, path_segments, segments, Detection, GenMap};
 use crate::engine::config::TrapConfig;
 use crate::engine::telemetry::TrapKind;
 
@@ -54,11 +54,6 @@ pub fn repeated_segments(cfg: &TrapConfig, host: &str, url: &impl UrlParts) -> O
     None
 }
 
-/// How many non-empty segments `path` has ([`segments`], none collected).
-fn segment_count(path: &str) -> usize {
-    path.split('/').filter(|s| !s.is_empty()).count()
-}
-
 /// `a/b/` for `[a, b]`, empty for none.
 fn prefix_dir(segs: &[&str]) -> String {
     segs.iter().map(|s| format!("{s}/")).collect()
@@ -79,8 +74,8 @@ impl DepthState {
         child: &impl UrlParts,
         memory: usize,
     ) -> Option<Detection> {
-        let child_depth = segment_count(child.path());
-        if child_depth <= segment_count(parent.path()) {
+        let child_depth = path_segments(child.path()).count();
+        if child_depth <= path_segments(parent.path()).count() {
             return None;
         }
         let runs = GenMap::capped(&mut self.runs, memory);
@@ -95,7 +90,11 @@ impl DepthState {
         }
         // Under the chain's common first segment when there is one.
         let depth = cfg.max_path_depth.max(1);
-        let (prefix, tail) = match (segments(parent).first(), segments(child).first()) {
+        let firsts = (
+            path_segments(parent.path()).next(),
+            path_segments(child.path()).next(),
+        );
+        let (prefix, tail) = match firsts {
             (Some(p), Some(c)) if p == c => (
                 format!("/{c}/"),
                 format!("(?:[^/?#]+/){{{}}}[^/?#]", depth - 1),

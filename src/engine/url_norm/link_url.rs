@@ -142,7 +142,6 @@ impl UrlShape {
     }
 
     fn new(scheme_end: usize, host: (usize, usize), path_start: usize, path_end: usize) -> Self {
-        let offset = |at: usize| u32::try_from(at).unwrap_or(u32::MAX);
         UrlShape {
             scheme_end: offset(scheme_end),
             host: (offset(host.0), offset(host.1)),
@@ -154,7 +153,7 @@ impl UrlShape {
     /// The same origin with its path ending at `path_end`.
     pub(crate) fn with_path_end(self, path_end: usize) -> UrlShape {
         UrlShape {
-            path_end: u32::try_from(path_end).unwrap_or(u32::MAX),
+            path_end: offset(path_end),
             ..self
         }
     }
@@ -187,6 +186,11 @@ impl UrlShape {
     fn path_end(&self) -> usize {
         self.path_end as usize
     }
+}
+
+/// An offset of a [`UrlShape`] (no URL the crawl holds reaches `u32::MAX`).
+fn offset(at: usize) -> u32 {
+    u32::try_from(at).unwrap_or(u32::MAX)
 }
 
 /// A [`UrlShape`] kept with each of a page's links (`PageLinks`).
@@ -237,12 +241,14 @@ impl<'a> LinkUrl<'a> {
     }
 }
 
-/// A parsed URL's text, read the one way every link is.
+/// A parsed URL's text, its shape from the URL's own positions (the
+/// shape a link's text reads as: `proptests.rs` checks the two agree).
 impl From<Url> for LinkUrl<'static> {
     fn from(url: Url) -> Self {
+        let shape = UrlShape::of_url(&url);
         let text = String::from(url);
         LinkUrl {
-            shape: UrlShape::of(&text),
+            shape,
             fingerprint: url_fingerprint(&text),
             text: Cow::Owned(text),
         }
