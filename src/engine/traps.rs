@@ -70,6 +70,32 @@ struct HostState {
 /// What identifies one trap: its host, the detector, the suggested pattern.
 pub type TrapKey = (HostKey, TrapKind, String);
 
+/// The page whose new links are being checked, as the checks read it:
+/// worked out once for all its links, not once a link.
+pub struct LinkParent<'a> {
+    url: &'a Url,
+    host: Option<Cow<'a, str>>,
+    /// [`hash_str`] of the URL, and of its path.
+    hash: u64,
+    path_hash: u64,
+    /// Segments in its path.
+    depth: usize,
+    shape: counter::Shape<'a>,
+}
+
+impl<'a> LinkParent<'a> {
+    pub fn of(url: &'a Url) -> Self {
+        LinkParent {
+            url,
+            host: host_key(url),
+            hash: hash_str(url.as_str()),
+            path_hash: hash_str(url.path()),
+            depth: path_segments(url.path()).count(),
+            shape: counter::Shape::of(url),
+        }
+    }
+}
+
 pub struct TrapDetector {
     cfg: TrapConfig,
     hosts: RecentHosts<HostState>,
@@ -98,21 +124,20 @@ impl TrapDetector {
     /// A link from `parent` to the newly discovered `child`.
     pub fn on_discovered(
         &mut self,
-        parent: &Url,
+        parent: &LinkParent,
         child: &impl UrlParts,
-        _child_depth: u32,
     ) -> Option<Detection> {
         let host = host_key(child)?;
-        let same_host = host_key(parent).as_deref() == Some(&*host);
+        let same_host = parent.host.as_deref() == Some(&*host);
         let links = self.hosts.share(LINK_MEMORY, MAX_LINKS_PER_HOST);
         let (cfg, state) = self.host_state(&host);
         let mut found = Vec::new();
         found.extend(path::repeated_segments(cfg, &host, child));
         if same_host {
-            state.near_dup.on_child(parent, child);
+            state.near_dup.on_child(parent.hash, child);
             found.extend(state.depth.on_link(cfg, &host, parent, child, links));
             found.extend(state.counter.on_link(cfg, &host, parent, child, links));
-            found.extend(state.query.on_link(cfg, &host, parent, child));
+            found.extend(state.query.on_link(cfg, &host, parent.url, child));
         }
         found.extend(state.session.on_link(&host, child));
         if found.is_empty() {

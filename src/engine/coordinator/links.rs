@@ -11,6 +11,7 @@ use crate::engine::dedup::ContentDigest;
 use crate::engine::frontier::FrontierEntry;
 use crate::engine::prioritize::priority;
 use crate::engine::store::{FilterReason, FilteredUrl, PageRecord, UrlKind};
+use crate::engine::traps::LinkParent;
 use crate::engine::url_norm::{self, LinkUrl, UrlParts};
 
 /// Where links were found: the page (or sitemap), the referrer to record
@@ -182,11 +183,12 @@ impl Coordinator {
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
         let rules_before = self.rules.next_id();
+        let parent = LinkParent::of(found.parent);
         for (url, host, kind) in fresh {
             // Checks beget no links, and a sitemap lists URLs by design: no
             // trap grows from either.
             let detection = match (kind, found.referrer) {
-                (UrlKind::Page, Some(_)) => self.traps.on_discovered(found.parent, &url, depth),
+                (UrlKind::Page, Some(_)) => self.traps.on_discovered(&parent, &url),
                 _ => None,
             };
             if let Some(d) = detection {

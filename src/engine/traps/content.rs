@@ -127,9 +127,9 @@ fn group_prefix(url: &Url) -> String {
 }
 
 impl NearDupState {
-    /// A new same-host link of `parent`, which is about to be reported fetched.
-    pub fn on_child(&mut self, parent: &Url, child: &impl UrlParts) {
-        let parent = hash_str(parent.as_str());
+    /// A new same-host link of the page whose URL hashes to `parent`, which
+    /// is about to be reported fetched.
+    pub fn on_child(&mut self, parent: u64, child: &impl UrlParts) {
         let children = match &mut self.children {
             Some((p, children)) if *p == parent => children,
             _ => &mut self.children.insert((parent, Vec::new())).1,

@@ -1,11 +1,9 @@
 //! Calendars and counters: links whose only difference from their parent is
 //! numbers that keep moving the same way, hop after hop.
 
-use url::Url;
-
 use crate::engine::url_norm::UrlParts;
 
-use super::{anchored_rule, hash_str, Detection, GenMap};
+use super::{anchored_rule, hash_str, Detection, GenMap, LinkParent};
 use crate::engine::config::TrapConfig;
 use crate::engine::telemetry::TrapKind;
 
@@ -52,9 +50,10 @@ impl Run {
     }
 }
 
-/// A URL's key among its host's runs: 32 bits of its hash. Two of the
-/// ~3,600 URLs a host remembers share one about once in a million
-/// lookups; a run is then counted on from the wrong parent.
+/// A URL's key among its host's runs: 32 bits of its hash (a parent's is
+/// [`LinkParent::hash`]'s). Two of the ~3,600 URLs a host remembers share
+/// one about once in a million lookups; a run is then counted on from the
+/// wrong parent.
 fn run_key(url: &impl UrlParts) -> u32 {
     hash_str(url.as_str()) as u32
 }
@@ -70,11 +69,11 @@ impl CounterState {
         &mut self,
         cfg: &TrapConfig,
         host: &str,
-        parent: &Url,
+        parent: &LinkParent,
         child: &impl UrlParts,
         memory: usize,
     ) -> Option<Detection> {
-        let p = Shape::of(parent);
+        let p = &parent.shape;
         let c = Shape::of(child);
         if c.count == 0 || !p.same_template(&c) {
             return None;
@@ -91,7 +90,7 @@ impl CounterState {
             .filter(|(_, (a, b))| a != b)
             .fold(0u16, |m, (i, _)| m | (1 << i));
         let runs = GenMap::capped(&mut self.runs, memory);
-        let run = match runs.get(&run_key(parent)).map(|r| Run::unpack(*r)) {
+        let run = match runs.get(&(parent.hash as u32)).map(|r| Run::unpack(*r)) {
             Some(r) if r.direction == direction => Run {
                 // Stored runs are at most LONGEST_RUN (`pack`): no overflow.
                 length: r.length + 1,
@@ -124,7 +123,7 @@ impl CounterState {
             host: host.to_string(),
             kind: TrapKind::Counter,
             evidence_count: u64::from(run.length),
-            samples: vec![parent.to_string(), child.as_str().to_string()],
+            samples: vec![parent.url.to_string(), child.as_str().to_string()],
             rule: anchored_rule(child, host, prefix, r"\d"),
         })
     }
@@ -141,14 +140,14 @@ struct Number {
 /// A URL's path and query and the short digit runs in it, the numbers a
 /// counter moves; the rest, each number read as `#`, is its template. Built
 /// for both ends of every link, so it borrows and allocates nothing.
-struct Shape<'a> {
+pub(super) struct Shape<'a> {
     rest: &'a str,
     numbers: [Number; MAX_NUMBERS],
     count: usize,
 }
 
 impl<'a> Shape<'a> {
-    fn of(url: &'a impl UrlParts) -> Shape<'a> {
+    pub(super) fn of(url: &'a impl UrlParts) -> Shape<'a> {
         let rest = url.path_and_query();
         let mut shape = Shape {
             rest,

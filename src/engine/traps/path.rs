@@ -1,11 +1,9 @@
 //! Path-shape traps: repeated segments (`/a/b/a/b/a/b`) and paths that grow
 //! deeper hop after hop.
 
-use url::Url;
-
 use crate::engine::url_norm::UrlParts;
 
-use super::{anchored_rule, hash_str, path_segments, segments, Detection, GenMap};
+use super::{anchored_rule, hash_str, path_segments, segments, Detection, GenMap, LinkParent};
 use crate::engine::config::TrapConfig;
 use crate::engine::telemetry::TrapKind;
 
@@ -70,16 +68,16 @@ impl DepthState {
         &mut self,
         cfg: &TrapConfig,
         host: &str,
-        parent: &Url,
+        parent: &LinkParent,
         child: &impl UrlParts,
         memory: usize,
     ) -> Option<Detection> {
         let child_depth = path_segments(child.path()).count();
-        if child_depth <= path_segments(parent.path()).count() {
+        if child_depth <= parent.depth {
             return None;
         }
         let runs = GenMap::capped(&mut self.runs, memory);
-        let run = runs.get(&hash_str(parent.path())).copied().unwrap_or(0) + 1;
+        let run = runs.get(&parent.path_hash).copied().unwrap_or(0) + 1;
         let child_key = hash_str(child.path());
         match runs.get(&child_key) {
             Some(old) if *old >= run => {}
@@ -91,7 +89,7 @@ impl DepthState {
         // Under the chain's common first segment when there is one.
         let depth = cfg.max_path_depth.max(1);
         let firsts = (
-            path_segments(parent.path()).next(),
+            path_segments(parent.url.path()).next(),
             path_segments(child.path()).next(),
         );
         let (prefix, tail) = match firsts {
@@ -105,7 +103,7 @@ impl DepthState {
             host: host.to_string(),
             kind: TrapKind::DepthGrowth,
             evidence_count: u64::from(run),
-            samples: vec![parent.to_string(), child.as_str().to_string()],
+            samples: vec![parent.url.to_string(), child.as_str().to_string()],
             rule: anchored_rule(child, host, &prefix, &tail),
         })
     }

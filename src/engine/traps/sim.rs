@@ -65,7 +65,7 @@ pub(super) fn crawl(
             }
             sim.discovered += 1;
             new_links += 1;
-            if let Some(detection) = sim.det.on_discovered(&page, &child, depth + 1) {
+            if let Some(detection) = sim.det.on_discovered(&LinkParent::of(&page), &child) {
                 sim.alerts.push(Alerted {
                     discovered: sim.discovered,
                     fetched: sim.fetched,

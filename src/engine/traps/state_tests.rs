@@ -10,26 +10,33 @@ fn an_alert_is_raised_once_and_suppress_silences_it() {
     let mut det = TrapDetector::new(&cfg);
     let parent = Url::parse("http://h.org/").unwrap();
     let first = Url::parse("http://h.org/x/x/x").unwrap();
-    let d = det.on_discovered(&parent, &first, 1).expect("raised");
+    let d = det
+        .on_discovered(&LinkParent::of(&parent), &first)
+        .expect("raised");
     assert_eq!(
-        det.on_discovered(&parent, &Url::parse("http://h.org/x/x/x/x").unwrap(), 1),
+        det.on_discovered(
+            &LinkParent::of(&parent),
+            &Url::parse("http://h.org/x/x/x/x").unwrap()
+        ),
         None
     );
     // Another prefix is another rule.
     let other = Url::parse("http://h.org/y/y/y").unwrap();
     let d2 = det
-        .on_discovered(&parent, &other, 1)
+        .on_discovered(&LinkParent::of(&parent), &other)
         .expect("different rule");
     assert_ne!(d.rule, d2.rule);
     // Dismissed before it was raised: never raised.
     let mut det = TrapDetector::new(&cfg);
     det.suppress("h.org", &d.rule);
-    assert_eq!(det.on_discovered(&parent, &first, 1), None);
-    assert!(det.on_discovered(&parent, &other, 1).is_some());
+    assert_eq!(det.on_discovered(&LinkParent::of(&parent), &first), None);
+    assert!(det
+        .on_discovered(&LinkParent::of(&parent), &other)
+        .is_some());
     // Restored after a restart.
     let mut det = TrapDetector::new(&cfg);
     det.mark_raised("h.org", d.kind, &d.rule);
-    assert_eq!(det.on_discovered(&parent, &first, 1), None);
+    assert_eq!(det.on_discovered(&LinkParent::of(&parent), &first), None);
 }
 
 #[test]
@@ -59,7 +66,7 @@ fn hosts_tracked_are_bounded() {
     let mut det = TrapDetector::new(&cfg);
     for i in 0..(MAX_HOSTS * 3) {
         let u = Url::parse(&format!("http://h{i}.org/list?q={i}")).unwrap();
-        det.on_discovered(&u, &u, 1);
+        det.on_discovered(&LinkParent::of(&u), &u);
         det.on_fetched(&u, Some(i as u64), 3, false);
     }
     let tracked = det.hosts_tracked();
@@ -93,7 +100,7 @@ fn hosts_crawled_in_turn_keep_their_evidence() {
                 ))
                 .unwrap()
             };
-            if let Some(d) = det.on_discovered(&url(month), &url(month + 1), 1) {
+            if let Some(d) = det.on_discovered(&LinkParent::of(&url(month)), &url(month + 1)) {
                 assert_eq!(d.kind, TrapKind::Counter);
                 *raised = true;
             }
@@ -176,7 +183,7 @@ fn odd_urls_never_panic() {
     let parsed: Vec<Url> = urls.iter().map(|u| Url::parse(u).unwrap()).collect();
     for parent in &parsed {
         for child in &parsed {
-            det.on_discovered(parent, child, 1);
+            det.on_discovered(&LinkParent::of(parent), child);
         }
         det.on_fetched(parent, Some(0), 1000, false);
         det.on_fetched(parent, None, usize::MAX, false);
@@ -188,11 +195,13 @@ fn a_raised_trap_seen_again_is_reported_once_with_its_latest_evidence() {
     let mut det = TrapDetector::new(&TrapConfig::default());
     let parent = Url::parse("http://h.org/").unwrap();
     let deep = |n: usize| Url::parse(&format!("http://h.org/x/x/x/{n}")).unwrap();
-    let d = det.on_discovered(&parent, &deep(0), 1).expect("raised");
+    let d = det
+        .on_discovered(&LinkParent::of(&parent), &deep(0))
+        .expect("raised");
     assert!(det.take_repeats().is_empty(), "nothing seen again yet");
     for n in 1..5 {
         assert_eq!(
-            det.on_discovered(&parent, &deep(n), 1),
+            det.on_discovered(&LinkParent::of(&parent), &deep(n)),
             None,
             "no second alert"
         );

@@ -110,7 +110,7 @@ fn one_deep_link_from_a_shallow_page_is_not_growth() {
     let home = Url::parse("http://h.org/").unwrap();
     let path: String = (0..20).map(|i| format!("s{i}/")).collect();
     let deep = Url::parse(&format!("http://h.org/{path}end")).unwrap();
-    assert_eq!(det.on_discovered(&home, &deep, 1), None);
+    assert_eq!(det.on_discovered(&LinkParent::of(&home), &deep), None);
 }
 
 #[test]
