@@ -349,8 +349,9 @@ async fn with_progress(
     let crate::engine::RunningEngine { handle, done, .. } = running;
     let mut snapshots = handle.snapshots;
     let cpu_at_start = Usage::now().map_or(Duration::ZERO, |u| u.cpu);
-    let (page_threads, store_workers) = (
+    let (page_threads, crawl_loop, store_workers) = (
         ThreadGroupCpu::new(is_page_thread),
+        ThreadGroupCpu::new(|name| name == crate::engine::CRAWL_LOOP_THREAD),
         ThreadGroupCpu::new(is_store_worker),
     );
     let now = |pages| Progress {
@@ -358,6 +359,7 @@ async fn with_progress(
         at: started.elapsed(),
         cpu: Usage::now().map_or(Duration::ZERO, |u| u.cpu.saturating_sub(cpu_at_start)),
         page_cpu: page_threads.since_start(),
+        loop_cpu: crawl_loop.since_start(),
         store_cpu: store_workers.since_start(),
     };
     let mut last = Progress::START;

@@ -63,6 +63,10 @@ fn the_report_tells_the_crawlers_figures_from_the_webs_and_no_web_is_left() {
     assert!(web.contains("s CPU, peak RSS"), "{web}");
     assert!(web.contains("not counted above"), "{web}");
     assert!(line("errors").ends_with(" 0"), "{report}");
+    // The crawl loop's thread is found by its name: its share is split out.
+    let middle = line("10 % to 90 %");
+    assert!(middle.contains(" on page threads, "), "{middle}");
+    assert!(middle.contains(" in the crawl loop"), "{middle}");
     assert_eq!(web_processes("313"), Vec::<u32>::new(), "the web stopped");
 }
 

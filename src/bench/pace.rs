@@ -22,6 +22,9 @@ pub(super) struct Progress {
     /// The page threads' share of it (extraction, the content measure,
     /// digests, archiving), where it can be read.
     pub page_cpu: Option<Duration>,
+    /// The crawl loop's share (admitting links, the frontier, the store's
+    /// writes), where it can be read.
+    pub loop_cpu: Option<Duration>,
     /// The store's background threads' share of it, where it can be read.
     pub store_cpu: Option<Duration>,
 }
@@ -31,21 +34,26 @@ pub(super) struct Progress {
 pub struct Rate {
     pub pages_per_sec: f64,
     pub cpu_ms_per_page: f64,
-    /// The part of it the page threads used: the rest of the crawl is the
-    /// crawl loop, fetching and the store's threads.
+    /// The part of it the page threads used.
     pub page_cpu_ms_per_page: Option<f64>,
+    /// The part the crawl loop used: what each new URL costs shows here.
+    /// The rest of the crawl, beyond these and the store's workers, is
+    /// fetching.
+    pub loop_cpu_ms_per_page: Option<f64>,
     /// The part of it the store's background threads used (flushes and
     /// compactions): what a crawl that writes many new rows pays later.
     pub store_cpu_ms_per_page: Option<f64>,
 }
 
 impl Rate {
-    /// `0.757 ms CPU/page`, and what of it the page threads and the
-    /// store's workers used.
+    /// `0.757 ms CPU/page`, and what of it the page threads, the crawl
+    /// loop and the store's workers used.
     fn cpu_text(&self) -> String {
         let parts: Vec<String> = [
             self.page_cpu_ms_per_page
                 .map(|ms| format!("{ms:.3} on page threads")),
+            self.loop_cpu_ms_per_page
+                .map(|ms| format!("{ms:.3} in the crawl loop")),
             self.store_cpu_ms_per_page
                 .map(|ms| format!("{ms:.3} in store workers")),
         ]
@@ -69,6 +77,7 @@ impl Progress {
         at: Duration::ZERO,
         cpu: Duration::ZERO,
         page_cpu: Some(Duration::ZERO),
+        loop_cpu: Some(Duration::ZERO),
         store_cpu: Some(Duration::ZERO),
     };
 
@@ -83,6 +92,7 @@ impl Progress {
             pages_per_sec: pages.max(1) as f64 / secs,
             cpu_ms_per_page: ms_per_page(self.cpu.saturating_sub(earlier.cpu), pages),
             page_cpu_ms_per_page: share(self.page_cpu, earlier.page_cpu),
+            loop_cpu_ms_per_page: share(self.loop_cpu, earlier.loop_cpu),
             store_cpu_ms_per_page: share(self.store_cpu, earlier.store_cpu),
         }
     }
@@ -207,6 +217,7 @@ mod tests {
             at: Duration::from_secs(secs),
             cpu: Duration::from_millis(cpu_ms),
             page_cpu: Some(Duration::from_millis(cpu_ms / 2)),
+            loop_cpu: Some(Duration::from_millis(cpu_ms / 5)),
             store_cpu: Some(Duration::from_millis(cpu_ms / 10)),
         }
     }
@@ -223,7 +234,7 @@ mod tests {
         let line = at(1000, 2, 500).line(&Progress::START, Some(50_000_000));
         assert_eq!(
             line,
-            "progress       1000 pages  2.0 s  500 pages/s  0.500 ms CPU/page (0.250 on page threads, 0.050 in store workers)  RSS 50 MB"
+            "progress       1000 pages  2.0 s  500 pages/s  0.500 ms CPU/page (0.250 on page threads, 0.100 in the crawl loop, 0.050 in store workers)  RSS 50 MB"
         );
         let no_store = Progress {
             store_cpu: None,
@@ -231,11 +242,12 @@ mod tests {
         };
         assert_eq!(
             no_store.line(&at(1000, 2, 500), None),
-            "progress       3000 pages  4.0 s  1000 pages/s  0.200 ms CPU/page (0.100 on page threads)  RSS n/a",
+            "progress       3000 pages  4.0 s  1000 pages/s  0.200 ms CPU/page (0.100 on page threads, 0.040 in the crawl loop)  RSS n/a",
             "no store figure where its threads cannot be read"
         );
         let unknown = Progress {
             page_cpu: None,
+            loop_cpu: None,
             ..no_store
         };
         assert_eq!(
@@ -264,9 +276,9 @@ mod tests {
         assert!((pace.middle.cpu_ms_per_page - 50.0 / 830.0).abs() < 1e-9);
         assert_eq!(
             pace.render(),
-            "first tenth    30 pages/s, 0.333 ms CPU/page (0.167 on page threads, 0.033 in store workers)\n\
-             10 % to 90 %   166 pages/s, 0.060 ms CPU/page (0.030 on page threads, 0.006 in store workers)\n\
-             last tenth     50 pages/s, 0.200 ms CPU/page (0.100 on page threads, 0.020 in store workers)\n"
+            "first tenth    30 pages/s, 0.333 ms CPU/page (0.167 on page threads, 0.067 in the crawl loop, 0.033 in store workers)\n\
+             10 % to 90 %   166 pages/s, 0.060 ms CPU/page (0.030 on page threads, 0.012 in the crawl loop, 0.006 in store workers)\n\
+             last tenth     50 pages/s, 0.200 ms CPU/page (0.100 on page threads, 0.040 in the crawl loop, 0.020 in store workers)\n"
         );
     }
 
@@ -281,6 +293,7 @@ mod tests {
             pages_per_sec,
             cpu_ms_per_page: 0.2,
             page_cpu_ms_per_page: None,
+            loop_cpu_ms_per_page: None,
             store_cpu_ms_per_page: None,
         };
         let pace = Pace {

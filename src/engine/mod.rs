@@ -231,6 +231,9 @@ pub async fn start(
     start_with(config, data_dir, shutdown, EngineOptions::default()).await
 }
 
+/// The name of the thread that runs the crawl loop.
+pub const CRAWL_LOOP_THREAD: &str = "crawl-loop";
+
 /// As [`start`], with front-end options (waiting for the operator, a recrawl pass).
 pub async fn start_with(
     config: crate::engine::config::CrawlConfig,
@@ -252,10 +255,22 @@ pub async fn start_with(
     let closing = reads.clone();
     let runtime = tokio::runtime::Handle::current();
     let done = tokio::task::spawn_blocking(move || {
-        let ended = runtime.block_on(coordinator.run(shutdown));
-        // Readers let go of the store before it closes, so a restart can open it.
-        closing.close(&runtime);
-        ended
+        // A thread of its own name, so that `top -H` and the bench tell the
+        // crawl loop from the runtime's workers; this one waits for it.
+        let crawl_loop = std::thread::Builder::new()
+            .name(CRAWL_LOOP_THREAD.into())
+            .spawn(move || {
+                let ended = runtime.block_on(coordinator.run(shutdown));
+                // Readers let go of the store before it closes, so a restart can open it.
+                closing.close(&runtime);
+                ended
+            })
+            .map_err(|e| {
+                EngineError::Store(format!("cannot start the crawl loop's thread: {e}"))
+            })?;
+        crawl_loop
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     });
     Ok(RunningEngine {
         handle,
