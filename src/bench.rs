@@ -58,6 +58,11 @@ fn is_page_thread(thread: &str) -> bool {
     thread.starts_with(crate::engine::cpu_pool::THREAD_NAME_PREFIX)
 }
 
+/// The crawl loop's thread, by its name.
+fn is_crawl_loop(thread: &str) -> bool {
+    thread == crate::engine::CRAWL_LOOP_THREAD
+}
+
 /// Rule previews asked during a `--previews` run, and how they were answered.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct PreviewLoad {
@@ -351,7 +356,7 @@ async fn with_progress(
     let cpu_at_start = Usage::now().map_or(Duration::ZERO, |u| u.cpu);
     let (page_threads, crawl_loop, store_workers) = (
         ThreadGroupCpu::new(is_page_thread),
-        ThreadGroupCpu::new(|name| name == crate::engine::CRAWL_LOOP_THREAD),
+        ThreadGroupCpu::new(is_crawl_loop),
         ThreadGroupCpu::new(is_store_worker),
     );
     let now = |pages| Progress {

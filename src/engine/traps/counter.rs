@@ -50,12 +50,11 @@ impl Run {
     }
 }
 
-/// A URL's key among its host's runs: 32 bits of its hash (a parent's is
-/// [`LinkParent::hash`]'s). Two of the ~3,600 URLs a host remembers share
-/// one about once in a million lookups; a run is then counted on from the
-/// wrong parent.
-fn run_key(url: &impl UrlParts) -> u32 {
-    hash_str(url.as_str()) as u32
+/// A URL's key among its host's runs, from its [`hash_str`]: 32 bits of
+/// it. Two of the ~3,600 URLs a host remembers share one about once in a
+/// million lookups; a run is then counted on from the wrong parent.
+fn run_key(url_hash: u64) -> u32 {
+    url_hash as u32
 }
 
 #[derive(Default)]
@@ -90,7 +89,7 @@ impl CounterState {
             .filter(|(_, (a, b))| a != b)
             .fold(0u16, |m, (i, _)| m | (1 << i));
         let runs = GenMap::capped(&mut self.runs, memory);
-        let run = match runs.get(&(parent.hash as u32)).map(|r| Run::unpack(*r)) {
+        let run = match runs.get(&run_key(parent.hash)).map(|r| Run::unpack(*r)) {
             Some(r) if r.direction == direction => Run {
                 // Stored runs are at most LONGEST_RUN (`pack`): no overflow.
                 length: r.length + 1,
@@ -103,7 +102,7 @@ impl CounterState {
                 changed,
             },
         };
-        let child_key = run_key(child);
+        let child_key = run_key(hash_str(child.as_str()));
         match runs.get(&child_key).map(|r| Run::unpack(*r)) {
             Some(old) if old.length >= run.length => {}
             _ => runs.insert(child_key, run.pack()),
@@ -139,7 +138,8 @@ struct Number {
 
 /// A URL's path and query and the short digit runs in it, the numbers a
 /// counter moves; the rest, each number read as `#`, is its template. Built
-/// for both ends of every link, so it borrows and allocates nothing.
+/// for every new link (and once for their page), so it borrows and
+/// allocates nothing.
 pub(super) struct Shape<'a> {
     rest: &'a str,
     numbers: [Number; MAX_NUMBERS],
