@@ -14,12 +14,13 @@ use tokio::time::Instant;
 
 use crate::engine::frontier::Completion;
 
-/// How long a finished page may wait for the write that completes it. The
-/// wait was part of every host's turn between two requests until the turn
-/// ended at the answer: with one request per host a 10 ms window cost 15-20 %
-/// of pages/s on the shared bench, and 2 ms gained 9-17 % over 5 ms at no
-/// more CPU; 1 ms gained nothing more.
-pub(super) const GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(2);
+/// How long a finished page may wait for the write that completes it. While
+/// the wait was part of every host's turn, 2 ms beat 5 (9-17 % more pages/s
+/// on the shared bench). Since the turn ends at the answer, the window sets
+/// only how many pages share a write and a sync: at the archived crawl's
+/// pace 2 ms held ~7 pages, and 5 ms took 9 % off its CPU a page
+/// (docs/PERFORMANCE.md). A `kill -9` fetches again at most 5 ms of answers.
+pub(super) const GROUP_COMMIT_WINDOW: Duration = Duration::from_millis(5);
 
 /// Pages finished but not yet written, and when they must be.
 #[derive(Debug, Default)]
