@@ -179,11 +179,11 @@ impl UrlShape {
         (self.host.0 as usize, self.host.1 as usize)
     }
 
-    fn path_start(&self) -> usize {
+    pub(super) fn path_start(&self) -> usize {
         self.path_start as usize
     }
 
-    fn path_end(&self) -> usize {
+    pub(super) fn path_end(&self) -> usize {
         self.path_end as usize
     }
 }

@@ -4,7 +4,7 @@
 //! segments removed. The text written is what [`super::resolve`] would
 //! serialize (a property test checks it on the crate's own URL cases).
 
-use url::{Position, Url};
+use url::Url;
 
 use super::known_origins;
 use super::link_url::UrlShape;
@@ -20,25 +20,20 @@ pub(crate) struct LinkBase {
 
 #[derive(Debug, Clone)]
 struct PlainBase {
-    /// Where the path starts: the origin ends there.
-    path_start: usize,
-    path_end: usize,
-    /// Where the base's directory ends, after its last `/`.
-    directory_end: usize,
-    /// The origin's parts.
+    /// Where its parts are: the origin ends where the path starts.
     shape: UrlShape,
+    /// Where the base's directory ends, after its path's last `/`.
+    directory_end: usize,
 }
 
 impl LinkBase {
     pub(crate) fn new(url: Url) -> LinkBase {
         let plain = is_plain_base(&url).then(|| {
-            let path_start = url[..Position::BeforePath].len();
-            let path = url.path();
+            let shape = UrlShape::of_url(&url);
+            let directory = url.path().rfind('/').map_or(0, |slash| slash + 1);
             PlainBase {
-                path_start,
-                path_end: path_start + path.len(),
-                directory_end: path_start + path.rfind('/').map_or(0, |slash| slash + 1),
-                shape: UrlShape::of_url(&url),
+                shape,
+                directory_end: shape.path_start() + directory,
             }
         });
         LinkBase { url, plain }
@@ -70,7 +65,8 @@ pub(super) fn resolve_into(base: &LinkBase, href: &str, out: &mut String) -> Opt
         return None;
     }
     let base_text = base.url.as_str();
-    let base_origin = &base_text[..plain.path_start];
+    let path_start = plain.shape.path_start();
+    let base_origin = &base_text[..path_start];
     let at_base = (base_origin, plain.shape);
     let ((origin, origin_shape), path, start) = if path.is_empty() {
         // `?query` alone: the base's whole path.
@@ -98,8 +94,8 @@ pub(super) fn resolve_into(base: &LinkBase, href: &str, out: &mut String) -> Opt
     out.push_str(origin);
     let root = out.len();
     match start {
-        Start::Page => out.push_str(&base_text[plain.path_start..plain.path_end]),
-        Start::Directory => out.push_str(&base_text[plain.path_start..plain.directory_end]),
+        Start::Page => out.push_str(&base_text[path_start..plain.shape.path_end()]),
+        Start::Directory => out.push_str(&base_text[path_start..plain.directory_end]),
         Start::Root => out.push('/'),
     }
     if start != Start::Page {
