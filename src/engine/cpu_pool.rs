@@ -7,7 +7,8 @@
 //! Idle threads wait on one condition variable, and a new job wakes one of
 //! them. (A channel's receiver behind a mutex woke two: the thread waiting
 //! in `recv`, then, as it let the mutex go, the one waiting for the mutex,
-//! only for it to wait again.)
+//! only for it to wait again.) A job finding every thread busy wakes none:
+//! a notification is a system call even when nobody waits.
 
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -20,6 +21,8 @@ type Job = Box<dyn FnOnce() + Send>;
 struct Queue {
     jobs: VecDeque<Job>,
     closed: bool,
+    /// Threads waiting for a job.
+    idle: usize,
 }
 
 #[derive(Default)]
@@ -45,10 +48,12 @@ impl Shared {
             if queue.closed {
                 return None;
             }
+            queue.idle += 1;
             queue = self
                 .job_ready
                 .wait(queue)
                 .unwrap_or_else(|p| p.into_inner());
+            queue.idle -= 1;
         }
     }
 }
@@ -100,8 +105,14 @@ impl CpuPool {
     /// page tasks send theirs straight to the coordinator).
     pub fn spawn(&self, job: impl FnOnce() + Send + 'static) {
         let shared = &self.owner.0;
-        shared.lock().jobs.push_back(Box::new(job));
-        shared.job_ready.notify_one();
+        let idle = {
+            let mut queue = shared.lock();
+            queue.jobs.push_back(Box::new(job));
+            queue.idle
+        };
+        if idle > 0 {
+            shared.job_ready.notify_one();
+        }
     }
 }
 
@@ -123,6 +134,21 @@ mod tests {
         drop(tx);
         let sum: u64 = rx.iter().sum();
         assert_eq!(sum, (0..50u64).map(|i| i * i).sum::<u64>());
+    }
+
+    /// Each job comes once the threads have gone idle: every one must wake a
+    /// thread (a lost wake-up leaves the job queued; the bound only turns a
+    /// hang into a failure).
+    #[test]
+    fn a_job_for_idle_threads_wakes_one() {
+        let pool = CpuPool::new(2);
+        let (tx, rx) = mpsc::channel();
+        for i in 0..200u64 {
+            let tx = tx.clone();
+            pool.spawn(move || tx.send(i).expect("receiver alive"));
+            let ran = rx.recv_timeout(std::time::Duration::from_secs(30));
+            assert_eq!(ran, Ok(i), "job {i} was not run");
+        }
     }
 
     #[test]
