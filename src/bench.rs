@@ -19,7 +19,7 @@ mod web;
 pub use floor::{ArchiveWork, Floor, FloorReport};
 use pace::{progress_step, Progress, Tenths};
 pub use pace::{Pace, Politeness, Rate};
-use usage::{current_rss, peak_rss, reset_peak_rss, ThreadGroupCpu, Usage};
+use usage::{current_rss, peak_rss, reset_peak_rss, ThreadGroupsCpu, Usage};
 use web::ChildWeb;
 pub use web::{serve as serve_web, WebUsage};
 
@@ -354,18 +354,17 @@ async fn with_progress(
     let crate::engine::RunningEngine { handle, done, .. } = running;
     let mut snapshots = handle.snapshots;
     let cpu_at_start = Usage::now().map_or(Duration::ZERO, |u| u.cpu);
-    let (page_threads, crawl_loop, store_workers) = (
-        ThreadGroupCpu::new(is_page_thread),
-        ThreadGroupCpu::new(is_crawl_loop),
-        ThreadGroupCpu::new(is_store_worker),
-    );
-    let now = |pages| Progress {
-        pages,
-        at: started.elapsed(),
-        cpu: Usage::now().map_or(Duration::ZERO, |u| u.cpu.saturating_sub(cpu_at_start)),
-        page_cpu: page_threads.since_start(),
-        loop_cpu: crawl_loop.since_start(),
-        store_cpu: store_workers.since_start(),
+    let threads = ThreadGroupsCpu::new([is_page_thread, is_crawl_loop, is_store_worker]);
+    let now = |pages| {
+        let [page_cpu, loop_cpu, store_cpu] = threads.since_start();
+        Progress {
+            pages,
+            at: started.elapsed(),
+            cpu: Usage::now().map_or(Duration::ZERO, |u| u.cpu.saturating_sub(cpu_at_start)),
+            page_cpu,
+            loop_cpu,
+            store_cpu,
+        }
     };
     let mut last = Progress::START;
     let mut tenths = Tenths::new(pages);

@@ -69,54 +69,77 @@ impl Usage {
 /// CPU time of this process's threads whose name `named` accepts, from
 /// Linux's `/proc/self/task` (names cut to 15 bytes); `None` where it cannot
 /// be read or no thread has such a name.
+#[cfg(test)]
 pub fn threads_cpu(named: impl Fn(&str) -> bool) -> Option<Duration> {
+    let [cpu] = threads_cpu_by(&[named]);
+    cpu
+}
+
+/// [`threads_cpu`] of several groups from one read of each thread.
+pub fn threads_cpu_by<F: Fn(&str) -> bool, const N: usize>(
+    groups: &[F; N],
+) -> [Option<Duration>; N] {
     // SAFETY: sysconf only reads a configuration value.
     let ticks_per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if ticks_per_sec <= 0 {
-        return None;
+    let mut ticks = [None; N];
+    let tasks = std::fs::read_dir("/proc/self/task");
+    if ticks_per_sec <= 0 || tasks.is_err() {
+        return [None; N];
     }
-    let mut ticks = None;
-    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-        let path = task.path();
-        let wanted = std::fs::read_to_string(path.join("comm")).is_ok_and(|c| named(c.trim_end()));
-        // A thread may end between the two reads.
-        let used = wanted
-            .then(|| std::fs::read_to_string(path.join("stat")).ok())
-            .flatten()
-            .and_then(|stat| stat_cpu_ticks(&stat));
-        if let Some(used) = used {
-            ticks = Some(ticks.unwrap_or(0) + used);
+    for task in tasks.into_iter().flatten().flatten() {
+        // One read a thread: its name is in its stat line (a thread may end
+        // in between, and is then left out).
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let (Some(name), Some(used)) = (stat_name(&stat), stat_cpu_ticks(&stat)) else {
+            continue;
+        };
+        for (group, ticks) in groups.iter().zip(&mut ticks) {
+            if group(name) {
+                *ticks = Some(ticks.unwrap_or(0) + used);
+            }
         }
     }
-    ticks.map(|t| Duration::from_secs_f64(t as f64 / ticks_per_sec as f64))
+    ticks.map(|t| t.map(|t| Duration::from_secs_f64(t as f64 / ticks_per_sec as f64)))
 }
 
-/// The CPU a group of threads, chosen by name, used since this was made.
+/// The CPU groups of threads, chosen by name, used since this was made.
 /// The crawl's threads end with it, so once none is left the last reading
-/// stands (the bench reads with every snapshot: a few /proc reads, four
-/// times a second).
-pub struct ThreadGroupCpu {
-    named: fn(&str) -> bool,
-    at_start: Duration,
-    last: std::cell::Cell<Option<Duration>>,
+/// stands (the bench reads with every snapshot: one /proc read a thread,
+/// four times a second).
+pub struct ThreadGroupsCpu<const N: usize> {
+    named: [fn(&str) -> bool; N],
+    at_start: [Option<Duration>; N],
+    last: std::cell::Cell<[Option<Duration>; N]>,
 }
 
-impl ThreadGroupCpu {
-    pub fn new(named: fn(&str) -> bool) -> ThreadGroupCpu {
-        ThreadGroupCpu {
+impl<const N: usize> ThreadGroupsCpu<N> {
+    pub fn new(named: [fn(&str) -> bool; N]) -> Self {
+        ThreadGroupsCpu {
             named,
-            at_start: threads_cpu(named).unwrap_or(Duration::ZERO),
-            last: std::cell::Cell::new(None),
+            at_start: threads_cpu_by(&named),
+            last: std::cell::Cell::new([None; N]),
         }
     }
 
-    pub fn since_start(&self) -> Option<Duration> {
-        let now = threads_cpu(self.named)
-            .map(|cpu| cpu.saturating_sub(self.at_start))
-            .or(self.last.get());
-        self.last.set(now);
-        now
+    pub fn since_start(&self) -> [Option<Duration>; N] {
+        let now = threads_cpu_by(&self.named);
+        let mut since = self.last.get();
+        for (i, now) in now.into_iter().enumerate() {
+            if let Some(now) = now {
+                since[i] = Some(now.saturating_sub(self.at_start[i].unwrap_or_default()));
+            }
+        }
+        self.last.set(since);
+        since
     }
+}
+
+/// The thread's name in a `/proc/.../stat` line: between the first `(` and
+/// the last `)` (a name may hold both).
+fn stat_name(stat: &str) -> Option<&str> {
+    stat.get(stat.find('(')? + 1..stat.rfind(')')?)
 }
 
 /// User + system time of a `/proc/.../stat` line, in clock ticks: fields 14
@@ -224,6 +247,9 @@ mod tests {
             "counted after the last parenthesis"
         );
         assert_eq!(stat_cpu_ticks("7 (cut) R 1 7"), None);
+        assert_eq!(stat_name(stat), Some("fjall:worker"));
+        assert_eq!(stat_name(odd), Some("a) b (c"));
+        assert_eq!(stat_name("7 no name"), None);
     }
 
     #[test]
@@ -257,9 +283,16 @@ mod tests {
             std::thread::yield_now();
             seen = threads_cpu(by_prefix);
         }
+        // Several groups from one read: each its own threads.
+        let in_groups = threads_cpu_by(&[
+            (|n: &str| n.starts_with("usage-test-")) as fn(&str) -> bool,
+            |n: &str| n == "no-such-thread",
+        ]);
         done.send(()).expect("the spinner is alive");
         spinner.join().expect("the spinner ends");
         assert!(seen.is_some_and(|cpu| cpu > Duration::ZERO), "{seen:?}");
+        assert!(in_groups[0].is_some_and(|cpu| cpu >= seen.unwrap_or_default()));
+        assert_eq!(in_groups[1], None);
         assert_eq!(threads_cpu(|n| n == "no-such-thread"), None);
     }
 }
