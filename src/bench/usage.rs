@@ -81,12 +81,12 @@ pub fn threads_cpu_by<F: Fn(&str) -> bool, const N: usize>(
 ) -> [Option<Duration>; N] {
     // SAFETY: sysconf only reads a configuration value.
     let ticks_per_sec = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let tasks = match std::fs::read_dir("/proc/self/task") {
+        Ok(tasks) if ticks_per_sec > 0 => tasks,
+        _ => return [None; N],
+    };
     let mut ticks = [None; N];
-    let tasks = std::fs::read_dir("/proc/self/task");
-    if ticks_per_sec <= 0 || tasks.is_err() {
-        return [None; N];
-    }
-    for task in tasks.into_iter().flatten().flatten() {
+    for task in tasks.flatten() {
         // One read a thread: its name is in its stat line (a thread may end
         // in between, and is then left out).
         let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
