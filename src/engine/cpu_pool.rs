@@ -122,14 +122,19 @@ mod tests {
 
     use super::*;
 
+    /// Queues a job that sends `value`.
+    fn send_from_pool(pool: &CpuPool, tx: &mpsc::Sender<u64>, value: u64) {
+        let tx = tx.clone();
+        pool.spawn(move || tx.send(value).expect("receiver alive"));
+    }
+
     #[test]
     fn runs_every_job_and_survives_a_panicking_one() {
         let pool = CpuPool::new(2);
         let (tx, rx) = mpsc::channel();
         pool.spawn(|| panic!("bad page"));
         for i in 0..50u64 {
-            let tx = tx.clone();
-            pool.spawn(move || tx.send(i * i).expect("receiver alive"));
+            send_from_pool(&pool, &tx, i * i);
         }
         drop(tx);
         let sum: u64 = rx.iter().sum();
@@ -144,8 +149,7 @@ mod tests {
         let pool = CpuPool::new(2);
         let (tx, rx) = mpsc::channel();
         for i in 0..200u64 {
-            let tx = tx.clone();
-            pool.spawn(move || tx.send(i).expect("receiver alive"));
+            send_from_pool(&pool, &tx, i);
             let ran = rx.recv_timeout(std::time::Duration::from_secs(30));
             assert_eq!(ran, Ok(i), "job {i} was not run");
         }
@@ -156,8 +160,7 @@ mod tests {
         let pool = CpuPool::new(2);
         let (tx, rx) = mpsc::channel();
         for i in 0..20u64 {
-            let tx = tx.clone();
-            pool.spawn(move || tx.send(i).expect("receiver alive"));
+            send_from_pool(&pool, &tx, i);
         }
         drop(tx);
         let clone = pool.clone();
