@@ -110,7 +110,7 @@ pub fn threads_cpu_by<F: Fn(&str) -> bool, const N: usize>(
 /// four times a second).
 pub struct ThreadGroupsCpu<const N: usize> {
     named: [fn(&str) -> bool; N],
-    at_start: [Option<Duration>; N],
+    at_start: [Duration; N],
     last: std::cell::Cell<[Option<Duration>; N]>,
 }
 
@@ -118,7 +118,7 @@ impl<const N: usize> ThreadGroupsCpu<N> {
     pub fn new(named: [fn(&str) -> bool; N]) -> Self {
         ThreadGroupsCpu {
             named,
-            at_start: threads_cpu_by(&named),
+            at_start: threads_cpu_by(&named).map(Option::unwrap_or_default),
             last: std::cell::Cell::new([None; N]),
         }
     }
@@ -128,7 +128,7 @@ impl<const N: usize> ThreadGroupsCpu<N> {
         let mut since = self.last.get();
         for (i, now) in now.into_iter().enumerate() {
             if let Some(now) = now {
-                since[i] = Some(now.saturating_sub(self.at_start[i].unwrap_or_default()));
+                since[i] = Some(now.saturating_sub(self.at_start[i]));
             }
         }
         self.last.set(since);

@@ -183,12 +183,17 @@ impl Coordinator {
         let mut admitted = Vec::new();
         let mut given_up = Vec::new();
         let rules_before = self.rules.next_id();
-        let parent = LinkParent::of(found.parent);
+        // The page as the trap checks read it, worked out at its first new
+        // link: most pages (once a crawl is under way) have none.
+        let mut parent = None;
         for (url, host, kind) in fresh {
             // Checks beget no links, and a sitemap lists URLs by design: no
             // trap grows from either.
             let detection = match (kind, found.referrer) {
-                (UrlKind::Page, Some(_)) => self.traps.on_discovered(&parent, &url),
+                (UrlKind::Page, Some(_)) => {
+                    let parent = parent.get_or_insert_with(|| LinkParent::of(found.parent));
+                    self.traps.on_discovered(parent, &url)
+                }
                 _ => None,
             };
             if let Some(d) = detection {
