@@ -106,6 +106,36 @@ pub struct FeatureBuilder {
 
 impl FeatureBuilder {
     pub fn feed(&mut self, bytes: &[u8]) {
+        #[cfg(target_arch = "x86_64")]
+        self.feed_by_words(bytes);
+        #[cfg(not(target_arch = "x86_64"))]
+        self.feed_bytes(bytes);
+    }
+
+    /// [`Self::feed`] a word at a time: the words inside the piece found by
+    /// masks (`words.rs`), a word carried in or out of it byte by byte.
+    #[cfg(target_arch = "x86_64")]
+    fn feed_by_words(&mut self, bytes: &[u8]) {
+        let is_word = |b: &u8| WORD_BYTES[usize::from(*b)] != 0;
+        let mut rest = bytes;
+        if self.len != 0 {
+            // The word the last piece ended in runs to this one's first gap.
+            let Some(lead) = rest.iter().position(|b| !is_word(b)) else {
+                return self.feed_bytes(rest);
+            };
+            self.feed_bytes(&rest[..lead]);
+            self.break_word();
+            rest = &rest[lead..];
+        }
+        // A word running to the piece's end goes on in the next piece.
+        let carried = rest.iter().rev().take_while(|b| is_word(b)).count();
+        let (whole, carried) = rest.split_at(rest.len() - carried);
+        words::for_each_word(whole, |value| self.push_word(value));
+        self.feed_bytes(carried);
+    }
+
+    /// [`Self::feed`] a byte at a time.
+    fn feed_bytes(&mut self, bytes: &[u8]) {
         // The word in locals: kept in registers across the bytes of a run.
         let (mut packed, mut folded, mut len) = (self.packed, self.folded, self.len);
         for &byte in bytes {
@@ -114,9 +144,7 @@ impl FeatureBuilder {
                 packed = (packed << 8) | u64::from(class);
                 len += 1;
                 if len % 8 == 0 {
-                    folded = (folded ^ packed)
-                        .wrapping_mul(0x517c_c1b7_2722_0a95)
-                        .rotate_left(29);
+                    folded = fold_eight(folded, packed);
                     packed = 0;
                 }
             } else if len != 0 {
@@ -133,8 +161,14 @@ impl FeatureBuilder {
         if self.len == 0 {
             return;
         }
-        let word = mix(self.folded ^ self.packed);
+        let value = self.folded ^ self.packed;
         (self.packed, self.folded, self.len) = (0, 0, 0);
+        self.push_word(value);
+    }
+
+    /// A whole word, by its value: the block's hash and shingles take it.
+    fn push_word(&mut self, value: u64) {
+        let word = mix(value);
         self.words += 1;
         self.block_hash =
             (self.block_hash.rotate_left(17) ^ word).wrapping_mul(0x9E37_79B9_7F4A_7C15);
@@ -192,6 +226,13 @@ impl FeatureBuilder {
         self.end_block();
         self.features
     }
+}
+
+/// Folds a full eight bytes of a word into the word's value so far.
+fn fold_eight(folded: u64, packed: u64) -> u64 {
+    (folded ^ packed)
+        .wrapping_mul(0x517c_c1b7_2722_0a95)
+        .rotate_left(29)
 }
 
 /// One hash for three consecutive words (order matters). The words' hashes
@@ -448,6 +489,9 @@ pub fn features_of_text(text: &str) -> TextFeatures {
     }
     builder.finish()
 }
+
+#[cfg(target_arch = "x86_64")]
+mod words;
 
 #[cfg(test)]
 mod tests;
