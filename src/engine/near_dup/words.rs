@@ -80,12 +80,22 @@ fn fold_case(word_bytes: u64) -> u64 {
 /// in, the rest packed, as the byte loop builds it.
 fn word_value(text: &[u8], start: usize, end: usize) -> u64 {
     let len = end - start;
-    if len > 16 {
+    if len > 16 || text.len() < 8 {
         return long_word_value(text, start, end);
     }
-    let first = fold_case(load_be(text, start));
-    let second = fold_case(load_be(text, start + 8));
+    // Eight bytes from `at`, loaded from no later than eight bytes before
+    // the text's end and shifted into place: no branch on where a word
+    // ends, which for the last words of every run was a mispredicted one.
+    let last = text.len() - 8;
+    let load = |at: usize| {
+        let from = at.min(last);
+        let eight: [u8; 8] = text[from..from + 8].try_into().expect("eight bytes");
+        let shift = 8 * (at - from) as u32;
+        fold_case(u64::from_be_bytes(eight).checked_shl(shift).unwrap_or(0))
+    };
+    let (first, second) = (load(start), load(start + 8));
     let once = fold_eight(0, first);
+    let twice = fold_eight(once, second);
     let rest = (len % 8) as u32;
     let tail = if len < 8 { first } else { second };
     let packed = if rest == 0 {
@@ -93,10 +103,12 @@ fn word_value(text: &[u8], start: usize, end: usize) -> u64 {
     } else {
         tail >> (64 - 8 * rest)
     };
-    let folded = match len / 8 {
-        0 => 0,
-        1 => once,
-        _ => fold_eight(once, second),
+    let folded = if len >= 16 {
+        twice
+    } else if len >= 8 {
+        once
+    } else {
+        0
     };
     folded ^ packed
 }
