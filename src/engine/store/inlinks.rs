@@ -28,6 +28,9 @@ use super::{keys, Store, StoreError};
 
 /// Age of a group at which a flush writes it.
 const WRITE_EVERY: Duration = Duration::from_secs(2);
+/// URLs the counts have room for before they first grow (48 MB of address
+/// space, filled as URLs are found).
+const ROOM: usize = 4 << 20;
 /// Rows of an earlier version's counts removed in one write.
 const ROW_REMOVALS_PER_WRITE: usize = 16 * 1024;
 
@@ -105,9 +108,7 @@ impl InlinkCounts {
             return;
         }
         let held = self.fps.len();
-        // Exactly: a doubling would hold up to twice the counts' memory.
-        self.fps.reserve_exact(fresh.len());
-        self.counts.reserve_exact(fresh.len());
+        self.make_room(held + fresh.len());
         self.fps.resize(held + fresh.len(), 0);
         self.counts.resize(held + fresh.len(), 0);
         let (mut from, mut to) = (held, held + fresh.len());
@@ -122,6 +123,22 @@ impl InlinkCounts {
             self.fps[to] = fp;
             self.counts[to] = n;
         }
+    }
+
+    /// Room for `needed` counts: [`ROOM`] at first, then twice the room.
+    /// Room not yet filled is address space only, never written, so not
+    /// resident: growing by exactly what a group added copied both arrays
+    /// for nearly every group of the first tenth of a large crawl, the old
+    /// and the new copy resident together, the peak of the million-page
+    /// bench's memory (docs/PERFORMANCE.md, "Room for the inlink counts").
+    fn make_room(&mut self, needed: usize) {
+        let held = self.fps.len();
+        if needed <= self.fps.capacity() {
+            return;
+        }
+        let room = needed.max(ROOM).max(2 * self.fps.capacity());
+        self.fps.reserve_exact(room - held);
+        self.counts.reserve_exact(room - held);
     }
 
     /// The first place at or after `from` whose fingerprint is not below

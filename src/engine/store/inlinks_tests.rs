@@ -6,7 +6,7 @@ use super::super::inlink_files::INLINKS_DIR;
 use super::super::inlink_rows::{copy_key, encode_pairs, group_key};
 use super::super::keys::url_fingerprint;
 use super::super::{Store, StoreError};
-use super::{InlinkCounts, ROW_REMOVALS_PER_WRITE};
+use super::{InlinkCounts, ROOM, ROW_REMOVALS_PER_WRITE};
 
 /// The key and value lengths of the index's inlink rows, in key order.
 fn row_sizes(store: &Store) -> Vec<(usize, usize)> {
@@ -101,6 +101,31 @@ fn adding_sorted_batches_keeps_every_count_as_a_map_would() {
         .collect();
     assert_eq!(held, model);
     assert_eq!(counts.get(u64::MAX), 0);
+}
+
+#[test]
+fn groups_fill_the_counts_room_without_moving_them_then_it_doubles() {
+    let mut counts = InlinkCounts::default();
+    counts.add(&[(3, 1)]);
+    let (fps, held) = (counts.fps.as_ptr(), counts.counts.as_ptr());
+    assert!(counts.fps.capacity() >= ROOM && counts.counts.capacity() >= ROOM);
+    let mut state = 0x9e37_79b9_7f4a_7c15;
+    for _ in 0..20 {
+        let mut group: Vec<(u64, u32)> = (0..5_000).map(|_| (next(&mut state), 1)).collect();
+        group.sort_unstable();
+        group.dedup_by_key(|pair| pair.0);
+        counts.add(&group);
+    }
+    // Never copied while the room lasted.
+    assert_eq!((counts.fps.as_ptr(), counts.counts.as_ptr()), (fps, held));
+    let filled = counts.fps.len();
+    let past: Vec<(u64, u32)> = (0..(ROOM - filled + 1) as u64)
+        .map(|k| (u64::MAX - ROOM as u64 + k, 1))
+        .collect();
+    counts.add(&past);
+    assert_eq!(counts.fps.len(), ROOM + 1);
+    assert!(counts.fps.capacity() >= 2 * ROOM, "twice the room");
+    assert_eq!(counts.get(u64::MAX - ROOM as u64), 1);
 }
 
 #[test]
