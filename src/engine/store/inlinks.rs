@@ -108,7 +108,15 @@ impl InlinkCounts {
             return;
         }
         let held = self.fps.len();
-        self.make_room(held + fresh.len());
+        // Room for `ROOM` counts at first, then `Vec`'s doubling. Room not
+        // yet filled is address space only, never written, so not resident:
+        // growing by exactly what a group added copied both arrays for
+        // nearly every group of a large crawl's first tenth, the old and the
+        // new copy resident together, the peak of the million-page bench's
+        // memory (docs/PERFORMANCE.md, "Room for the inlink counts").
+        let room = fresh.len().max(ROOM.saturating_sub(held));
+        self.fps.reserve(room);
+        self.counts.reserve(room);
         self.fps.resize(held + fresh.len(), 0);
         self.counts.resize(held + fresh.len(), 0);
         let (mut from, mut to) = (held, held + fresh.len());
@@ -123,22 +131,6 @@ impl InlinkCounts {
             self.fps[to] = fp;
             self.counts[to] = n;
         }
-    }
-
-    /// Room for `needed` counts: [`ROOM`] at first, then twice the room.
-    /// Room not yet filled is address space only, never written, so not
-    /// resident: growing by exactly what a group added copied both arrays
-    /// for nearly every group of the first tenth of a large crawl, the old
-    /// and the new copy resident together, the peak of the million-page
-    /// bench's memory (docs/PERFORMANCE.md, "Room for the inlink counts").
-    fn make_room(&mut self, needed: usize) {
-        let held = self.fps.len();
-        if needed <= self.fps.capacity() {
-            return;
-        }
-        let room = needed.max(ROOM).max(2 * self.fps.capacity());
-        self.fps.reserve_exact(room - held);
-        self.counts.reserve_exact(room - held);
     }
 
     /// The first place at or after `from` whose fingerprint is not below
