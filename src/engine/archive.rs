@@ -136,6 +136,10 @@ impl Archive {
             Ok(at) => at,
             Err(e) => return Archived::failed(e),
         };
+        let on_disk = writer.is_drained();
+        if on_disk {
+            self.store.release_digest_rows();
+        }
         let first = FirstCapture {
             record: EarlierCapture {
                 uri: response.final_url.to_string(),
@@ -144,8 +148,11 @@ impl Archive {
             },
             at: at.clone(),
         };
-        // Recorded after the write: a row always names a record on disk.
-        match self.store.record_first_capture(&digest.0, url, &first) {
+        // A row is written only once its record is on disk.
+        match self
+            .store
+            .record_first_capture(&digest.0, url, &first, on_disk)
+        {
             Ok(first_of_payload) => Archived {
                 at: Some(at),
                 first_of_payload,
@@ -157,9 +164,16 @@ impl Archive {
 
     /// A 304: a revisit naming the page's earlier record when it still reads.
     fn not_modified(&self, response: &Response, earlier: Option<&EarlierFetch>) -> Archived {
-        let capture = earlier
-            .and_then(|e| e.warc.as_ref())
-            .and_then(|at| read_capture(&self.data_dir, at).ok());
+        let earlier_at = earlier.and_then(|e| e.warc.as_ref());
+        if let Some(at) = earlier_at {
+            let mut writer = self.lock();
+            if writer.buffers(at) {
+                if let Err(e) = self.drain_locked(&mut writer) {
+                    return Archived::failed(e);
+                }
+            }
+        }
+        let capture = earlier_at.and_then(|at| read_capture(&self.data_dir, at).ok());
         match self.write(&exchange(response, SystemTime::now(), "", capture.as_ref())) {
             Ok(at) => Archived {
                 at: Some(at),
@@ -190,7 +204,12 @@ impl Archive {
     /// Compresses an exchange, then appends it.
     fn write(&self, exchange: &WarcExchange) -> io::Result<WarcLocation> {
         let encoded = EncodedExchange::new(exchange)?;
-        self.lock().append(&encoded)
+        let mut writer = self.lock();
+        let at = writer.append(&encoded)?;
+        if writer.is_drained() {
+            self.store.release_digest_rows();
+        }
+        Ok(at)
     }
 
     /// An archive of its own in `dir`: WARC files and a crawl index.
@@ -201,9 +220,26 @@ impl Archive {
         Archive::new(writer, store, dir.to_path_buf())
     }
 
+    /// Writes the buffered records to their file: before the crawl loop
+    /// stores their locations.
+    pub(crate) fn drain(&self) -> io::Result<()> {
+        self.drain_locked(&mut self.lock())
+    }
+
+    fn drain_locked(&self, writer: &mut WarcWriter) -> io::Result<()> {
+        writer.drain()?;
+        // Their payloads' rows may now be written: every row waiting named
+        // a record appended before, under this lock.
+        self.store.release_digest_rows();
+        Ok(())
+    }
+
     /// Makes what was appended durable.
     pub(crate) fn flush(&self) -> io::Result<()> {
-        self.lock().flush()
+        let mut writer = self.lock();
+        writer.flush()?;
+        self.store.release_digest_rows();
+        Ok(())
     }
 
     fn lock(&self) -> MutexGuard<'_, WarcWriter> {

@@ -30,6 +30,8 @@ fn a_payload_met_again_is_a_revisit_pointing_at_its_first_record_across_a_reopen
         assert_eq!(again.revisit_saved, Some(body.len() as u64));
         assert!(!again.first_of_payload, "a copy is looked up as one");
         assert_eq!(again.at, first.at, "the page's content is the first record");
+        // As the crawl loop does before it writes the pages' group.
+        archive.drain().unwrap();
         archive.store.flush().unwrap();
         first.at.unwrap()
     };
@@ -57,6 +59,7 @@ fn a_304_refers_to_the_record_of_the_earlier_fetch() {
     let not_modified = response("http://h.localhost/a", 304, b"");
     let revisit = archive.page("http://h.localhost/a", &not_modified, None, Some(&earlier));
     assert_eq!(revisit.revisit_saved, Some(14));
+    archive.drain().unwrap();
     let capture = read_capture(dir.path(), revisit.at.as_ref().unwrap()).unwrap();
     let original = read_capture(dir.path(), first.at.as_ref().unwrap()).unwrap();
     assert_eq!(capture, original, "the revisit names the first record");
@@ -65,4 +68,31 @@ fn a_304_refers_to_the_record_of_the_earlier_fetch() {
         capture.payload_digest.as_deref(),
         Some(ContentDigest::of(b"<html>a</html>").warc_label().as_str())
     );
+}
+
+/// A `kill -9` loses the records still buffered; no stored row names them.
+#[test]
+fn a_payloads_row_is_stored_only_once_its_record_is_in_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let body: &[u8] = b"<html>lost with the buffer</html>";
+    {
+        let archive = archive(dir.path());
+        let first = page(&archive, "http://h.localhost/a", body);
+        assert!(first.first_of_payload);
+        let again = page(&archive, "http://h.localhost/b", body);
+        assert_eq!(again.at, first.at, "a revisit target at once");
+        // A write before the drain, as a command's or a probe's would be.
+        archive.store.flush().unwrap();
+        // Dropped undrained: the process ends as `kill -9` ends it.
+    }
+    let archive = archive(dir.path());
+    let after = page(&archive, "http://h.localhost/c", body);
+    assert_eq!(
+        after.revisit_saved, None,
+        "stored whole, not a revisit of a lost record"
+    );
+    assert!(after.first_of_payload);
+    archive.drain().unwrap();
+    let read = read_response(dir.path(), after.at.as_ref().unwrap(), 1024).unwrap();
+    assert_eq!(read.body, body);
 }

@@ -614,7 +614,16 @@ impl Workers {
         self.fetcher.resolve_seeds().await
     }
 
-    /// Writes buffered WARC output to disk.
+    /// Writes the buffered WARC records to their files, before the crawl
+    /// loop stores their locations.
+    pub(crate) fn drain_warc(&self) -> std::io::Result<()> {
+        match &self.warc {
+            Some(warc) => warc.drain(),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes buffered WARC output to disk and makes it durable.
     pub(crate) fn flush_warc(&self) -> std::io::Result<()> {
         match &self.warc {
             Some(warc) => warc.flush(),

@@ -457,10 +457,16 @@ impl Coordinator {
                 .is_ok();
         }
         let leases: Vec<Lease> = group.iter().map(|c| c.lease.clone()).collect();
-        let Err(e) = self.frontier.complete_all(group, with) else {
-            return true;
-        };
-        self.storage_failed("recording finished pages", e);
+        // The pages' records name their WARC records: those go to disk first.
+        match self.workers.drain_warc() {
+            Ok(()) => {
+                let Err(e) = self.frontier.complete_all(group, with) else {
+                    return true;
+                };
+                self.storage_failed("recording finished pages", e);
+            }
+            Err(e) => self.storage_fault(format!("writing the WARC file: {e}")),
+        }
         // Nothing of them was stored: their URLs stay queued.
         for lease in leases {
             self.release(lease);

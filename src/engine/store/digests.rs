@@ -82,6 +82,10 @@ pub(super) struct DigestState {
 /// Holds a digest's row for the next batch write; reads see it at once.
 fn insert_digest_row(state: &mut DigestState, digest: &[u8], row: Vec<u8>) {
     state.held.hold(digest.to_vec(), row);
+    note_digest(state, digest);
+}
+
+fn note_digest(state: &mut DigestState, digest: &[u8]) {
     state
         .bloom
         .as_mut()
@@ -128,19 +132,34 @@ impl Store {
 
     /// Records `url`'s archived record as the first of its payload, unless
     /// the digest already has a first URL (which stays, archived or not).
-    /// Whether `url` is now the digest's first URL.
+    /// Whether `url` is now the digest's first URL. A record not yet in its
+    /// file (`on_disk` false) is a revisit target at once, but its row is
+    /// written only after [`Store::release_digest_rows`].
     pub(crate) fn record_first_capture(
         &self,
         digest: &[u8],
         url: &str,
         capture: &FirstCapture,
+        on_disk: bool,
     ) -> Result<bool, StoreError> {
         let mut state = self.digest_filter()?;
         if self.digest_row(&state, digest)?.is_some() {
             return Ok(false);
         }
-        insert_digest_row(&mut state, digest, encode_row(url, Some(capture)));
+        let row = encode_row(url, Some(capture));
+        if on_disk {
+            insert_digest_row(&mut state, digest, row);
+        } else {
+            state.held.hold_waiting(digest.to_vec(), row);
+            note_digest(&mut state, digest);
+        }
         Ok(true)
+    }
+
+    /// The WARC records of every first capture recorded so far are in their
+    /// files: the next write may carry their rows.
+    pub(crate) fn release_digest_rows(&self) {
+        self.digest_state().held.release();
     }
 
     /// The digests' state, locked (page threads and the crawl loop share it).

@@ -5,7 +5,7 @@
 //! journal write each, two per page (5 % of the crawl's CPU on the shared
 //! bench); carried with the page's record they are exactly as durable.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use super::index::{KeyspaceWrite, Rows};
 use super::{Store, StoreError};
@@ -14,6 +14,9 @@ use super::{Store, StoreError};
 #[derive(Debug, Default)]
 pub(super) struct HeldRows {
     rows: HashMap<Vec<u8>, Vec<u8>>,
+    /// Held rows not to write yet: they name a WARC record still in the
+    /// writer's buffer. Reads see them.
+    waiting: HashSet<Vec<u8>>,
 }
 
 impl HeldRows {
@@ -30,10 +33,25 @@ impl HeldRows {
         self.rows.entry(key).or_insert(value);
     }
 
-    /// The rows as writes to `to`; they stay held until [`HeldRows::forget`].
+    /// [`HeldRows::hold`], the row not written before [`HeldRows::release`].
+    pub(super) fn hold_waiting(&mut self, key: Vec<u8>, value: Vec<u8>) {
+        if !self.rows.contains_key(&key) {
+            self.waiting.insert(key.clone());
+            self.rows.insert(key, value);
+        }
+    }
+
+    /// Lets the next write carry the rows held waiting.
+    pub(super) fn release(&mut self) {
+        self.waiting.clear();
+    }
+
+    /// The rows as writes to `to`, but those waiting; they stay held until
+    /// [`HeldRows::forget`].
     fn writes(&self, to: Rows) -> Vec<KeyspaceWrite> {
         self.rows
             .iter()
+            .filter(|(key, _)| !self.waiting.contains(*key))
             .map(|(key, value)| (to, key.clone(), Some(value.clone())))
             .collect()
     }
@@ -163,13 +181,11 @@ mod tests {
         store.apply(CrawlBatch::default()).unwrap();
         assert!(store.digest_state().held.get(&[1u8; 20]).is_none());
     }
-    #[test]
-    fn an_archived_payload_is_a_revisit_target_before_its_row_is_written() {
+
+    fn first_capture() -> crate::engine::store::FirstCapture {
         use crate::engine::store::warc::EarlierCapture;
         use crate::engine::store::{FirstCapture, WarcLocation};
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), 1 << 20).unwrap();
-        let first = FirstCapture {
+        FirstCapture {
             record: EarlierCapture {
                 uri: "http://a.test/1".into(),
                 date: "2026-11-29T00:00:00Z".into(),
@@ -180,10 +196,17 @@ mod tests {
                 offset: 10,
                 length: 20,
             },
-        };
+        }
+    }
+
+    #[test]
+    fn an_archived_payload_is_a_revisit_target_before_its_row_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let first = first_capture();
         let digest = [3u8; 20];
         assert!(store
-            .record_first_capture(&digest, "http://a.test/1", &first)
+            .record_first_capture(&digest, "http://a.test/1", &first, true)
             .unwrap());
         // A copy fetched before the next batch write still finds the first record.
         assert_eq!(
@@ -191,11 +214,34 @@ mod tests {
             Some(first.clone())
         );
         assert!(!store
-            .record_first_capture(&digest, "http://a.test/2", &first)
+            .record_first_capture(&digest, "http://a.test/2", &first, true)
             .unwrap());
         assert!(!stored(&store, Rows::Digests, &digest));
         store.apply(CrawlBatch::default()).unwrap();
         assert!(stored(&store, Rows::Digests, &digest));
         assert_eq!(store.first_capture(&digest, "sha1:X").unwrap(), Some(first));
+    }
+
+    #[test]
+    fn a_row_naming_a_record_still_in_the_warc_buffer_is_read_but_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), 1 << 20).unwrap();
+        let first = first_capture();
+        let digest = [4u8; 20];
+        assert!(store
+            .record_first_capture(&digest, "http://a.test/1", &first, false)
+            .unwrap());
+        assert_eq!(
+            store.first_capture(&digest, "sha1:X").unwrap(),
+            Some(first.clone())
+        );
+        store.apply(CrawlBatch::default()).unwrap();
+        store.flush().unwrap();
+        assert!(!stored(&store, Rows::Digests, &digest));
+
+        store.release_digest_rows();
+        store.apply(CrawlBatch::default()).unwrap();
+        assert!(stored(&store, Rows::Digests, &digest));
+        assert!(store.digest_state().held.get(&digest).is_none());
     }
 }

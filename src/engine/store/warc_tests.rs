@@ -350,18 +350,21 @@ fn a_full_disk_leaves_only_whole_records_and_writing_goes_on_once_it_heals() {
     for n in 0..4 {
         write_numbered(&mut writer, n).unwrap();
     }
+    // The fifth exchange is buffered; writing it fails.
     let err = write_numbered(&mut writer, 4).unwrap_err();
     assert_eq!(err.kind(), io::ErrorKind::StorageFull);
     let message = err.to_string();
     assert!(message.contains("crawldeck-00000.warc.gz"), "{message}");
     assert!(message.contains("No space left on device"), "{message}");
-    assert!(write_numbered(&mut writer, 4).is_err(), "still full");
+    assert!(writer.drain().is_err(), "still full");
+    assert!(!writer.is_drained());
     let path = writer.current_path().to_path_buf();
     // read_records fails on any partial gzip member.
     assert_eq!(read_records(&path).len(), 1 + 4 * 2);
 
     faults.heal();
-    write_numbered(&mut writer, 4).unwrap();
+    // The buffered exchange goes where its location said.
+    writer.drain().unwrap();
     write_numbered(&mut writer, 5).unwrap();
     writer.flush().unwrap();
     let uris = target_uris(&read_records(&path));
@@ -418,4 +421,107 @@ fn a_body_cut_at_its_cap_is_marked_truncated_by_length() {
     assert_eq!(responses.len(), 2);
     assert!(!responses[0].headers.contains_key("WARC-Truncated"));
     assert_eq!(responses[1].headers["WARC-Truncated"], "length");
+}
+
+/// An exchange whose body does not compress: `bytes` of xorshift output.
+fn incompressible(writer: &mut WarcWriter, n: u64, bytes: usize) -> io::Result<WarcLocation> {
+    let mut state = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let body: Vec<u8> = (0..bytes)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect();
+    let url = format!("http://h.localhost/{n}");
+    let digest = ContentDigest::of(&body).warc_label();
+    writer.append(&EncodedExchange::new(&exchange(
+        &url, &body, &digest, None,
+    ))?)
+}
+
+#[test]
+fn records_wait_in_the_buffer_until_drained_and_go_where_their_locations_say() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = WarcWriter::open(dir.path(), 1 << 30).unwrap();
+    let body = b"<html>buffered</html>";
+    let digest = ContentDigest::of(body).warc_label();
+    let first = writer
+        .append(
+            &EncodedExchange::new(&exchange("http://h.localhost/a", body, &digest, None)).unwrap(),
+        )
+        .unwrap();
+    let second = incompressible(&mut writer, 1, 10_000).unwrap();
+    let path = writer.current_path().to_path_buf();
+    assert_eq!(read_records(&path).len(), 1, "only the warcinfo is written");
+    assert!(writer.buffers(&first) && writer.buffers(&second));
+    assert!(!writer.is_drained());
+
+    writer.drain().unwrap();
+    assert!(writer.is_drained());
+    assert!(!writer.buffers(&first) && !writer.buffers(&second));
+    assert_eq!(read_records(&path).len(), 1 + 2 * 2);
+    let read = crate::engine::store::read_response(dir.path(), &first, 1 << 20).unwrap();
+    assert_eq!(read.body, body);
+    let read = crate::engine::store::read_response(dir.path(), &second, 1 << 20).unwrap();
+    assert_eq!(read.body.len(), 10_000);
+}
+
+#[test]
+fn the_append_that_fills_the_buffer_writes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut writer = WarcWriter::open(dir.path(), 1 << 30).unwrap();
+    let path = writer.current_path().to_path_buf();
+    let record = WRITE_BUFFER_BYTES / 5;
+    for n in 0..4 {
+        incompressible(&mut writer, n, record).unwrap();
+    }
+    assert_eq!(read_records(&path).len(), 1);
+    let last = incompressible(&mut writer, 4, record).unwrap();
+    assert!(
+        writer.is_drained(),
+        "a megabyte buffered is written at once"
+    );
+    assert!(!writer.buffers(&last));
+    assert_eq!(read_records(&path).len(), 1 + 5 * 2);
+}
+
+#[test]
+fn a_record_that_fills_the_buffer_on_a_full_disk_is_refused_and_the_rest_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    // The warcinfo is the one write that succeeds.
+    let faults = DiskFaults::full_after(1);
+    let mut writer = WarcWriter::open_with_faults(dir.path(), 1 << 30, faults.clone()).unwrap();
+    let path = writer.current_path().to_path_buf();
+    let record = WRITE_BUFFER_BYTES / 5;
+    let kept: Vec<WarcLocation> = (0..4)
+        .map(|n| incompressible(&mut writer, n, record).unwrap())
+        .collect();
+    let err = incompressible(&mut writer, 4, record).unwrap_err();
+    assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+    assert_eq!(read_records(&path).len(), 1, "whole records only");
+
+    faults.heal();
+    writer.drain().unwrap();
+    let records = read_records(&path);
+    assert_eq!(records.len(), 1 + 4 * 2, "the refused record is not kept");
+    for (n, at) in kept.iter().enumerate() {
+        let read = crate::engine::store::read_response(dir.path(), at, 1 << 20).unwrap();
+        assert_eq!(
+            read.body.len(),
+            record,
+            "record {n} where its location says"
+        );
+    }
+    // The next record goes right after them.
+    let next = incompressible(&mut writer, 5, 100).unwrap();
+    writer.drain().unwrap();
+    assert_eq!(
+        crate::engine::store::read_response(dir.path(), &next, 1 << 20)
+            .unwrap()
+            .body
+            .len(),
+        100
+    );
 }

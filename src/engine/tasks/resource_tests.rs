@@ -31,6 +31,7 @@ fn a_stylesheet_is_archived_whole_and_gives_its_urls_as_resources_not_links() {
     assert_eq!((got.status, got.bytes), (200, css.len() as u64));
     assert!(got.archived.error.is_none());
     let at = got.archived.at.expect("archived");
+    warc.drain().unwrap();
     let archived = read_response(dir.path(), &at, 1 << 20).unwrap();
     assert_eq!(
         (archived.status, archived.body.as_slice()),
