@@ -212,11 +212,18 @@ async fn a_full_disk_while_archiving_a_resource_pauses_the_crawl_and_loses_nothi
     use crawldeck::engine::RunningEngine;
 
     let demo = start_demo(vec![SiteKind::Links]).await;
+    let resources: Vec<&str> = LINKS_RESOURCES_OK
+        .iter()
+        .chain(&LINKS_RESOURCES_BROKEN)
+        .chain(&[LINKS_STYLESHEET_FONT, LINKS_STYLESHEET_LARGE])
+        .copied()
+        .collect();
     let mut resource_faults = 0;
-    // Writes before the fault: past the pages'; each resource takes about
-    // four (its WARC exchange, its record, the flushes), so two rounds of
-    // resources are covered.
-    for writes in 16..24 {
+    // Writes before the fault: past the pages'; a group of pages takes a
+    // few (the WARC buffer's drain, the batch, the flushes), so the groups
+    // holding resources are covered.
+    for writes in 10..24 {
+        let requests_before = demo.log().records().len();
         let dir = tempfile::tempdir().unwrap();
         let mut cfg = test_config(&demo);
         cfg.checks.resources = ResourcesMode::Fetch;
@@ -228,9 +235,9 @@ async fn a_full_disk_while_archiving_a_resource_pauses_the_crawl_and_loses_nothi
             .await
             .fault
             .unwrap_or_default();
-        let archiving_resource = fault.starts_with("archiving ")
-            && !LINKS_PAGES.iter().any(|p| fault.contains(&format!("{p}:")));
-        resource_faults += usize::from(archiving_resource);
+        let warc_fault = fault.starts_with("writing the WARC file")
+            || (fault.starts_with("archiving ")
+                && !LINKS_PAGES.iter().any(|p| fault.contains(&format!("{p}:"))));
         faults.heal();
         handle.control.send(Command::Resume(Target::Global));
         tokio::time::timeout(common::CRAWL_LIMIT, done)
@@ -239,6 +246,12 @@ async fn a_full_disk_while_archiving_a_resource_pauses_the_crawl_and_loses_nothi
             .expect("no panic")
             .expect("no engine error");
         drop(handle);
+        // A resource whose record the failed write held is fetched again.
+        let log = demo.log().records();
+        let refetched = resources
+            .iter()
+            .any(|path| requests(&log[requests_before..], SiteKind::Links, path).len() > 1);
+        resource_faults += usize::from(warc_fault && refetched);
         let archived = archived_paths(dir.path());
         for record in pages(dir.path()) {
             let fetched = matches!(record.outcome, PageOutcome::Fetched { .. });
