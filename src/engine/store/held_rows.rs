@@ -94,7 +94,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::store::{CrawlBatch, PageOutcome, PageRecord};
+    use crate::engine::store::{CrawlBatch, FirstCapture, PageOutcome, PageRecord};
 
     fn stored(store: &Store, rows: Rows, key: &[u8]) -> bool {
         store.inner.index.rows(rows).get(key).unwrap().is_some()
@@ -182,9 +182,9 @@ mod tests {
         assert!(store.digest_state().held.get(&[1u8; 20]).is_none());
     }
 
-    fn first_capture() -> crate::engine::store::FirstCapture {
+    fn first_capture() -> FirstCapture {
         use crate::engine::store::warc::EarlierCapture;
-        use crate::engine::store::{FirstCapture, WarcLocation};
+        use crate::engine::store::WarcLocation;
         FirstCapture {
             record: EarlierCapture {
                 uri: "http://a.test/1".into(),
@@ -199,20 +199,26 @@ mod tests {
         }
     }
 
-    #[test]
-    fn an_archived_payload_is_a_revisit_target_before_its_row_is_written() {
+    /// A store holding `digest`'s first capture, recorded with `on_disk`.
+    fn recorded(digest: &[u8], on_disk: bool) -> (tempfile::TempDir, Store, FirstCapture) {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), 1 << 20).unwrap();
         let first = first_capture();
-        let digest = [3u8; 20];
         assert!(store
-            .record_first_capture(&digest, "http://a.test/1", &first, true)
+            .record_first_capture(digest, "http://a.test/1", &first, on_disk)
             .unwrap());
         // A copy fetched before the next batch write still finds the first record.
         assert_eq!(
-            store.first_capture(&digest, "sha1:X").unwrap(),
+            store.first_capture(digest, "sha1:X").unwrap(),
             Some(first.clone())
         );
+        (dir, store, first)
+    }
+
+    #[test]
+    fn an_archived_payload_is_a_revisit_target_before_its_row_is_written() {
+        let digest = [3u8; 20];
+        let (_dir, store, first) = recorded(&digest, true);
         assert!(!store
             .record_first_capture(&digest, "http://a.test/2", &first, true)
             .unwrap());
@@ -224,17 +230,8 @@ mod tests {
 
     #[test]
     fn a_row_naming_a_record_still_in_the_warc_buffer_is_read_but_not_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path(), 1 << 20).unwrap();
-        let first = first_capture();
         let digest = [4u8; 20];
-        assert!(store
-            .record_first_capture(&digest, "http://a.test/1", &first, false)
-            .unwrap());
-        assert_eq!(
-            store.first_capture(&digest, "sha1:X").unwrap(),
-            Some(first.clone())
-        );
+        let (_dir, store, _) = recorded(&digest, false);
         store.apply(CrawlBatch::default()).unwrap();
         store.flush().unwrap();
         assert!(!stored(&store, Rows::Digests, &digest));
