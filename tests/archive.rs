@@ -174,7 +174,8 @@ fn warcio_reads_every_record(data: &Path, expected: usize) {
 }
 
 /// The first record of each body is known after `kill -9`: the resumed run
-/// archives the copies left as revisits of the one whole copy written before.
+/// archives the copies left as revisits of the one whole copy written before,
+/// and every page stored before the kill reads back from its record.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_first_record_of_a_body_survives_kill_nine() {
     let demo = common::start_demo(vec![SiteKind::Dupes]).await;
@@ -222,6 +223,14 @@ async fn the_first_record_of_a_body_survives_kill_nine() {
         }
     });
     assert!(resumed.await.unwrap().success(), "the resume ends well");
+    // Every page stored before the kill names a record that reached its file.
+    for page in common::pages(&data) {
+        if let Some(at) = &page.warc {
+            if let Err(e) = crawldeck::engine::store::read_response(&data, at, 1 << 20) {
+                panic!("{}: its WARC record is gone after kill -9: {e}", page.url);
+            }
+        }
+    }
     let all = all_records(&dir.path().join("c"));
     let is_copy = |r: &&Record| r.get("WARC-Target-URI").unwrap_or("").contains("/copy/");
     let whole: Vec<&Record> = all
