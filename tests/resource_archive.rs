@@ -235,7 +235,7 @@ async fn a_full_disk_while_archiving_a_resource_pauses_the_crawl_and_loses_nothi
             .await
             .fault
             .unwrap_or_default();
-        let warc_fault = fault.starts_with("writing the WARC file")
+        let warc_fault = fault.contains("cannot write to the WARC file")
             || (fault.starts_with("archiving ")
                 && !LINKS_PAGES.iter().any(|p| fault.contains(&format!("{p}:"))));
         faults.heal();

@@ -465,7 +465,8 @@ impl Coordinator {
                 };
                 self.storage_failed("recording finished pages", e);
             }
-            Err(e) => self.storage_fault(format!("writing the WARC file: {e}")),
+            // The error names the WARC file.
+            Err(e) => self.storage_fault(format!("recording finished pages: {e}")),
         }
         // Nothing of them was stored: their URLs stay queued.
         for lease in leases {
