@@ -20,6 +20,16 @@ use crawldeck::engine::store::{read_response, PageOutcome, UrlKind};
 /// The demo's pages are a few KiB; its large texture is 64 KiB.
 const MAX_BODY: u64 = 32 * 1024;
 
+/// Every resource the links site's pages and stylesheet name.
+fn links_resources() -> Vec<&'static str> {
+    LINKS_RESOURCES_OK
+        .iter()
+        .chain(&LINKS_RESOURCES_BROKEN)
+        .chain(&[LINKS_STYLESHEET_FONT, LINKS_STYLESHEET_LARGE])
+        .copied()
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fetched_resources_are_archived_once_each_with_their_bodies_and_never_parsed() {
     let demo = start_demo(vec![SiteKind::Links]).await;
@@ -32,13 +42,7 @@ async fn fetched_resources_are_archived_once_each_with_their_bodies_and_never_pa
     let log = demo.log().records();
     demo.shutdown().await;
 
-    let from_stylesheet = [LINKS_STYLESHEET_FONT, LINKS_STYLESHEET_LARGE];
-    let resources: Vec<&str> = LINKS_RESOURCES_OK
-        .iter()
-        .chain(&LINKS_RESOURCES_BROKEN)
-        .chain(&from_stylesheet)
-        .copied()
-        .collect();
+    let resources = links_resources();
     for path in &resources {
         let got = requests(&log, SiteKind::Links, path);
         assert_eq!(
@@ -212,12 +216,7 @@ async fn a_full_disk_while_archiving_a_resource_pauses_the_crawl_and_loses_nothi
     use crawldeck::engine::RunningEngine;
 
     let demo = start_demo(vec![SiteKind::Links]).await;
-    let resources: Vec<&str> = LINKS_RESOURCES_OK
-        .iter()
-        .chain(&LINKS_RESOURCES_BROKEN)
-        .chain(&[LINKS_STYLESHEET_FONT, LINKS_STYLESHEET_LARGE])
-        .copied()
-        .collect();
+    let resources = links_resources();
     let mut resource_faults = 0;
     // Writes before the fault: past the pages'; a group of pages takes a
     // few (the WARC buffer's drain, the batch, the flushes), so the groups

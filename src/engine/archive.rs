@@ -132,14 +132,10 @@ impl Archive {
             Ok(None) => {}
             Err(e) => return Archived::failed(e),
         }
-        let at = match writer.append(&encoded) {
-            Ok(at) => at,
+        let (at, on_disk) = match self.append(&mut writer, &encoded) {
+            Ok(appended) => appended,
             Err(e) => return Archived::failed(e),
         };
-        let on_disk = writer.is_drained();
-        if on_disk {
-            self.store.release_digest_rows();
-        }
         let first = FirstCapture {
             record: EarlierCapture {
                 uri: response.final_url.to_string(),
@@ -204,12 +200,24 @@ impl Archive {
     /// Compresses an exchange, then appends it.
     fn write(&self, exchange: &WarcExchange) -> io::Result<WarcLocation> {
         let encoded = EncodedExchange::new(exchange)?;
-        let mut writer = self.lock();
-        let at = writer.append(&encoded)?;
-        if writer.is_drained() {
+        let (at, _) = self.append(&mut self.lock(), &encoded)?;
+        Ok(at)
+    }
+
+    /// Appends under the writer's lock; whether the record is on disk
+    /// already (the append wrote a full buffer, and with it the records of
+    /// every row waiting, which may now be written).
+    fn append(
+        &self,
+        writer: &mut WarcWriter,
+        encoded: &EncodedExchange,
+    ) -> io::Result<(WarcLocation, bool)> {
+        let at = writer.append(encoded)?;
+        let on_disk = writer.is_drained();
+        if on_disk {
             self.store.release_digest_rows();
         }
-        Ok(at)
+        Ok((at, on_disk))
     }
 
     /// An archive of its own in `dir`: WARC files and a crawl index.
@@ -227,6 +235,10 @@ impl Archive {
     }
 
     fn drain_locked(&self, writer: &mut WarcWriter) -> io::Result<()> {
+        if writer.is_drained() {
+            // No row waits: each append that emptied the buffer released them.
+            return Ok(());
+        }
         writer.drain()?;
         // Their payloads' rows may now be written: every row waiting named
         // a record appended before, under this lock.

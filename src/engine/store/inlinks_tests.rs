@@ -5,6 +5,7 @@ use super::super::index::Rows;
 use super::super::inlink_files::INLINKS_DIR;
 use super::super::inlink_rows::{copy_key, encode_pairs, group_key};
 use super::super::keys::url_fingerprint;
+use super::super::tests::xorshift;
 use super::super::{Store, StoreError};
 use super::{InlinkCounts, ROOM, ROW_REMOVALS_PER_WRITE};
 
@@ -63,14 +64,6 @@ fn inlinks_count_each_linking_page_once_across_groups_and_reopens() {
     assert_eq!(listed, [1, 0, 11]);
 }
 
-/// A small deterministic generator (xorshift), for batches of fingerprints.
-fn next(state: &mut u64) -> u64 {
-    *state ^= *state << 13;
-    *state ^= *state >> 7;
-    *state ^= *state << 17;
-    *state
-}
-
 #[test]
 fn adding_sorted_batches_keeps_every_count_as_a_map_would() {
     let mut counts = InlinkCounts::default();
@@ -80,7 +73,7 @@ fn adding_sorted_batches_keeps_every_count_as_a_map_would() {
         let mut batch = BTreeMap::new();
         for _ in 0..(round % 37) * 5 {
             // Few distinct values, so batches meet counts held already.
-            let fp = next(&mut state) % 900;
+            let fp = xorshift(&mut state) % 900;
             *batch.entry(fp).or_insert(0u32) += 1;
         }
         let pairs: Vec<(u64, u32)> = batch.into_iter().collect();
@@ -111,7 +104,7 @@ fn groups_fill_the_counts_room_without_moving_them_then_it_doubles() {
     assert!(counts.fps.capacity() >= ROOM && counts.counts.capacity() >= ROOM);
     let mut state = 0x9e37_79b9_7f4a_7c15;
     for _ in 0..20 {
-        let mut group: Vec<(u64, u32)> = (0..5_000).map(|_| (next(&mut state), 1)).collect();
+        let mut group: Vec<(u64, u32)> = (0..5_000).map(|_| (xorshift(&mut state), 1)).collect();
         group.sort_unstable();
         group.dedup_by_key(|pair| pair.0);
         counts.add(&group);
@@ -388,7 +381,7 @@ fn rows_left_beside_the_files_by_a_crash_are_removed_not_counted_again() {
 fn the_galloping_search_finds_what_a_whole_search_finds() {
     let mut state = 0x2545_f491_4f6c_dd1d;
     for len in [0, 1, 2, 3, 7, 8, 9, 100, 1000] {
-        let mut fps: Vec<u64> = (0..len).map(|_| next(&mut state) % 5000).collect();
+        let mut fps: Vec<u64> = (0..len).map(|_| xorshift(&mut state) % 5000).collect();
         fps.sort_unstable();
         fps.dedup();
         let counts = InlinkCounts {
@@ -397,7 +390,15 @@ fn the_galloping_search_finds_what_a_whole_search_finds() {
             ..InlinkCounts::default()
         };
         for from in 0..=counts.fps.len() {
-            for fp in [0, 1, 2499, 4999, 5000, u64::MAX, next(&mut state) % 5000] {
+            for fp in [
+                0,
+                1,
+                2499,
+                4999,
+                5000,
+                u64::MAX,
+                xorshift(&mut state) % 5000,
+            ] {
                 let whole = from + counts.fps[from..].partition_point(|&h| h < fp);
                 assert_eq!(counts.position_from(from, fp), whole, "{len} {from} {fp}");
             }

@@ -1,5 +1,14 @@
 use super::*;
 
+/// A small deterministic generator (xorshift), for test data: fingerprints,
+/// bytes that do not compress.
+pub(super) fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}
+
 fn record(url: &str, outcome: PageOutcome) -> PageRecord {
     PageRecord::without_fetch(url, "a.example", 1, 1_700_000_000_000, outcome)
 }

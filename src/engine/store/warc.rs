@@ -67,9 +67,6 @@ pub struct WarcWriter {
     /// Holds the bytes [`WarcWriter::drain`] wrote; `flush` makes them durable.
     current: File,
     current_path: PathBuf,
-    /// The file's length up to its last complete record, counting those
-    /// still in `pending`: where the next record goes.
-    current_bytes: u64,
     /// Bytes written to the file (whole records).
     on_disk: u64,
     /// Whole records not written yet, from `on_disk` on.
@@ -118,7 +115,6 @@ impl WarcWriter {
             next_number: first.saturating_add(1),
             current,
             current_path,
-            current_bytes: 0,
             on_disk: 0,
             pending: Vec::new(),
             exchanges_in_file: 0,
@@ -170,23 +166,17 @@ impl WarcWriter {
     /// goes. It may wait in the buffer: its location is stored only after a
     /// [`WarcWriter::drain`]. On `Err` the file and buffer are as they were.
     pub fn append(&mut self, exchange: &EncodedExchange) -> io::Result<WarcLocation> {
-        if self.current_bytes >= self.max_file_bytes && self.exchanges_in_file > 0 {
+        if self.end() >= self.max_file_bytes && self.exchanges_in_file > 0 {
             self.rotate()?;
         }
         if self.warcinfo_pending {
             self.write_warcinfo()?;
         }
-        let start = self.current_bytes;
+        let start = self.end();
         self.append_members(&exchange.members)?;
         self.exchanges_in_file += 1;
-        let file = self
-            .current_path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_string();
         Ok(WarcLocation {
-            file,
+            file: self.current_name().to_string(),
             offset: start + exchange.request_len as u64,
             length: (exchange.members.len() - exchange.request_len) as u64,
         })
@@ -201,7 +191,6 @@ impl WarcWriter {
         let written = self.write_at_end(&pending);
         self.pending = pending;
         written?;
-        self.on_disk += self.pending.len() as u64;
         self.pending.clear();
         if self.pending.capacity() > 4 * WRITE_BUFFER_BYTES {
             // One huge record grew it: not kept.
@@ -217,8 +206,20 @@ impl WarcWriter {
 
     /// Whether `at` is a record still only in the buffer.
     pub fn buffers(&self, at: &WarcLocation) -> bool {
-        at.offset + at.length > self.on_disk
-            && self.current_path.file_name().and_then(|n| n.to_str()) == Some(at.file.as_str())
+        at.offset + at.length > self.on_disk && at.file == self.current_name()
+    }
+
+    /// Where the next record goes: the file's length once the buffer is written.
+    fn end(&self) -> u64 {
+        self.on_disk + self.pending.len() as u64
+    }
+
+    /// The current file's name, as locations name it.
+    fn current_name(&self) -> &str {
+        self.current_path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
     }
 
     /// Writes the buffered records and makes everything appended durable.
@@ -236,7 +237,6 @@ impl WarcWriter {
         self.next_number = self.next_number.saturating_add(1);
         self.current = file;
         self.current_path = path;
-        self.current_bytes = 0;
         self.on_disk = 0;
         self.exchanges_in_file = 0;
         self.warcinfo_pending = true;
@@ -249,17 +249,11 @@ impl WarcWriter {
              conformsTo: http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/\r\n",
             env!("CARGO_PKG_VERSION")
         );
-        let filename = self
-            .current_path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_string();
         let headers = vec![
             ("WARC-Type", "warcinfo".to_string()),
             ("WARC-Record-ID", record_id()),
             ("WARC-Date", warc_date(SystemTime::now())),
-            ("WARC-Filename", filename),
+            ("WARC-Filename", self.current_name().to_string()),
             ("Content-Type", "application/warc-fields".into()),
         ];
         let mut member = Vec::new();
@@ -267,8 +261,6 @@ impl WarcWriter {
         // Written at once (the buffer is empty when a file starts): a file
         // always begins with its warcinfo.
         self.write_at_end(&member)?;
-        self.on_disk += member.len() as u64;
-        self.current_bytes += member.len() as u64;
         self.warcinfo_pending = false;
         Ok(())
     }
@@ -284,12 +276,12 @@ impl WarcWriter {
                 return Err(e);
             }
         }
-        self.current_bytes += members.len() as u64;
         Ok(())
     }
 
-    /// Writes whole records after the last one on disk or, on failure, cuts
-    /// the file back to it: a reader never meets half a gzip member.
+    /// Writes whole records after the last one on disk, counting them there,
+    /// or, on failure, cuts the file back to it: a reader never meets half a
+    /// gzip member.
     fn write_at_end(&mut self, members: &[u8]) -> io::Result<()> {
         let written = self.write_all_or_part(members);
         if let Err(e) = written {
@@ -310,6 +302,7 @@ impl WarcWriter {
                 "cannot write to the WARC file",
             ));
         }
+        self.on_disk += members.len() as u64;
         Ok(())
     }
 

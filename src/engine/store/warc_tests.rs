@@ -427,12 +427,7 @@ fn a_body_cut_at_its_cap_is_marked_truncated_by_length() {
 fn incompressible(writer: &mut WarcWriter, n: u64, bytes: usize) -> io::Result<WarcLocation> {
     let mut state = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let body: Vec<u8> = (0..bytes)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
+        .map(|_| crate::engine::store::tests::xorshift(&mut state) as u8)
         .collect();
     let url = format!("http://h.localhost/{n}");
     let digest = ContentDigest::of(&body).warc_label();
