@@ -152,7 +152,9 @@ async fn stop_and_resume(stop: Stop) -> Vec<((SiteKind, String), usize)> {
 async fn kill_nine_then_resume_refetches_only_what_was_leased() {
     let again = stop_and_resume(Stop::Kill).await;
     // Two hosts, each with at most one request in flight and one answered
-    // page waiting for its group's write (group_commit.rs).
+    // page waiting for its group's write: a small group waits only while a
+    // request is in flight (group_commit.rs), and a host's next request
+    // comes 20 ms after its answer.
     assert!(again.len() <= 4, "fetched again after resume: {again:?}");
 }
 

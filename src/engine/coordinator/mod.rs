@@ -183,7 +183,7 @@ impl Coordinator {
     /// next step, new fetches. True once the crawl is over and nothing is
     /// in flight.
     fn step(&mut self, now: Instant) -> bool {
-        if self.group_commit.is_due(now) {
+        if self.group_commit.is_due(now, self.slots.total()) {
             self.sync();
         }
         self.fire_timers(now);

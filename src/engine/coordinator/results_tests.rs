@@ -35,6 +35,36 @@ async fn a_hosts_next_request_need_not_wait_for_its_last_pages_write() {
     );
 }
 
+#[tokio::test]
+async fn the_last_answer_in_flight_is_written_at_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (_handle, mut c) = super::super::for_test(super::super::closed_port_config(), dir.path());
+    let now = Instant::now();
+    queued(&mut c, &[], now);
+    let lease = c.frontier.next_ready(now).unwrap().expect("the seed");
+    let url = lease.entry.url.clone();
+    c.slots.start_page();
+    c.hosts.fetch_started(HOST, now);
+    c.handle_work(Work::Page {
+        lease,
+        result: Err(FetchError {
+            kind: FetchErrorKind::Decode,
+            message: "bad gzip".into(),
+            elapsed: std::time::Duration::ZERO,
+        }),
+    });
+    assert!(!c.group_commit.is_empty(), "the page joins a group");
+    c.step(Instant::now());
+    assert!(
+        c.group_commit.is_empty(),
+        "no page can join the group: it does not wait for one"
+    );
+    assert!(
+        c.store.page(&url).unwrap().is_some(),
+        "its record is stored"
+    );
+}
+
 #[test]
 fn a_total_timeout_is_retried_once_other_host_failures_twice() {
     let mut retries = Retries::default();
