@@ -183,7 +183,7 @@ impl Coordinator {
     /// next step, new fetches. True once the crawl is over and nothing is
     /// in flight.
     fn step(&mut self, now: Instant) -> bool {
-        if self.group_commit.is_due(now, self.slots.total()) {
+        if self.group_commit.is_due(now) {
             self.sync();
         }
         self.fire_timers(now);
@@ -192,6 +192,12 @@ impl Coordinator {
             self.sweep_step();
         }
         self.dispatch(now);
+        if self.slots.total() == 0 && !self.group_commit.is_empty() {
+            // Nothing to fetch and nothing in flight: no page can join the
+            // group, and its links may be all the frontier would have.
+            self.sync();
+            self.dispatch(now);
+        }
         if let Some(reason) = self.finished() {
             if self.slots.total() == 0 {
                 self.run.finish_reason.get_or_insert(reason);
