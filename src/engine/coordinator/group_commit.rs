@@ -1,13 +1,15 @@
-//! Group commit: the pages that come back within a few milliseconds of each
-//! other (at least [`GROUP_COMMIT_PAGES`] of them, or all those of
-//! [`GROUP_COMMIT_MAX_WAIT`]) are completed in one frontier batch, with the counters and host state they
-//! changed, and made durable by one flush (a journal sync): one sync per
-//! page cost a disk write and a wait each, as it did with sled, which synced
-//! its log for every batch. A page's lease ends only with its group's flush,
-//! but its host's turn ends when its answer is handled (`answered`): waiting
-//! for the write cost every host up to a window between two requests. After
-//! a `kill -9` what was leased is fetched again: the requests in flight, and
-//! the pages answered since the last group was written.
+//! Group commit: finished pages are completed in one frontier batch, with
+//! the counters and host state they changed, and made durable by one flush
+//! (a journal sync): one sync per page cost a disk write and a wait each, as
+//! it did with sled, which synced its log for every batch. A group is
+//! written [`GROUP_COMMIT_WINDOW`] after its first page once it holds
+//! [`GROUP_COMMIT_PAGES`], else after [`GROUP_COMMIT_MAX_WAIT`], and at once
+//! when the crawl loop has nothing in flight. A page's lease ends only with
+//! its group's flush, but its host's turn ends when its answer is handled
+//! (`answered`): waiting for the write cost every host up to a window
+//! between two requests. After a `kill -9` what was leased is fetched again:
+//! the requests in flight, and the pages answered since the last group was
+//! written.
 
 use std::time::Duration;
 
