@@ -61,10 +61,11 @@ impl GroupCommit {
         Some(first + wait)
     }
 
-    /// Whether the group must be written now. (The crawl loop writes it
-    /// sooner when nothing is in flight: no page can join it.)
-    pub(super) fn is_due(&self, now: Instant) -> bool {
-        self.next_due().is_some_and(|at| at <= now)
+    /// Whether the group must be written now: its wait is over, or no
+    /// request is in flight, so no page can join it.
+    pub(super) fn is_due(&self, now: Instant, in_flight: usize) -> bool {
+        self.next_due()
+            .is_some_and(|at| at <= now || in_flight == 0)
     }
 
     /// Pages wait: their links are not queued yet.
@@ -105,6 +106,9 @@ mod tests {
         }
     }
 
+    /// Requests out while the group waits.
+    const IN_FLIGHT: usize = 3;
+
     #[test]
     fn a_small_group_waits_for_more_pages_up_to_the_longest_wait() {
         let start = Instant::now();
@@ -112,7 +116,7 @@ mod tests {
         assert_eq!(group.next_due(), None);
         assert!(group.is_empty());
         assert!(
-            !group.is_due(start + Duration::from_secs(60)),
+            !group.is_due(start + Duration::from_secs(60), 0),
             "nothing waits"
         );
 
@@ -120,9 +124,9 @@ mod tests {
         group.add(page(2), start + Duration::from_millis(3));
         let due = start + GROUP_COMMIT_MAX_WAIT;
         assert_eq!(group.next_due(), Some(due), "later pages join the group");
-        assert!(!group.is_due(start + GROUP_COMMIT_WINDOW));
-        assert!(!group.is_due(due - Duration::from_millis(1)));
-        assert!(group.is_due(due));
+        assert!(!group.is_due(start + GROUP_COMMIT_WINDOW, IN_FLIGHT));
+        assert!(!group.is_due(due - Duration::from_millis(1), IN_FLIGHT));
+        assert!(group.is_due(due, IN_FLIGHT));
 
         let taken: Vec<String> = group.take().into_iter().map(|c| c.record.url).collect();
         assert_eq!(taken, ["http://a.test/1", "http://a.test/2"]);
@@ -144,8 +148,18 @@ mod tests {
         group.add(page(GROUP_COMMIT_PAGES), start + Duration::from_millis(1));
         let due = start + GROUP_COMMIT_WINDOW;
         assert_eq!(group.next_due(), Some(due), "timed from its first page");
-        assert!(!group.is_due(due - Duration::from_micros(1)));
-        assert!(group.is_due(due));
+        assert!(!group.is_due(due - Duration::from_micros(1), IN_FLIGHT));
+        assert!(group.is_due(due, IN_FLIGHT));
         assert_eq!(group.take().len(), GROUP_COMMIT_PAGES);
+    }
+
+    #[test]
+    fn with_nothing_in_flight_the_group_is_written_at_once() {
+        let start = Instant::now();
+        let mut group = GroupCommit::default();
+        assert!(!group.is_due(start, 0), "an empty group is never due");
+        group.add(page(1), start);
+        assert!(!group.is_due(start, 1), "a request in flight may join it");
+        assert!(group.is_due(start, 0), "no page can join it");
     }
 }

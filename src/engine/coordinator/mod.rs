@@ -179,23 +179,21 @@ impl Coordinator {
         Ok(self.end().await)
     }
 
-    /// The loop's work between two waits: due commits, timers, a sweep's
-    /// next step, new fetches. True once the crawl is over and nothing is
+    /// The loop's work between two waits: timers, a sweep's next step, new
+    /// fetches, a due commit. True once the crawl is over and nothing is
     /// in flight.
     fn step(&mut self, now: Instant) -> bool {
-        if self.group_commit.is_due(now) {
-            self.sync();
-        }
         self.fire_timers(now);
         self.watch_frontier(now);
         if self.run.outage.is_none() {
             self.sweep_step();
         }
         self.dispatch(now);
-        if self.slots.total() == 0 && !self.group_commit.is_empty() {
-            // Nothing to fetch and nothing in flight: no page can join the
-            // group, and its links may be all the frontier would have.
+        // After the fetches it could start, so that "nothing in flight" means
+        // no page can join the group.
+        if self.group_commit.is_due(now, self.slots.total()) {
             self.sync();
+            // Its links, and the hosts its leases held, may be ready now.
             self.dispatch(now);
         }
         if let Some(reason) = self.finished() {
