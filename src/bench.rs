@@ -14,11 +14,13 @@ use url::Url;
 
 mod floor;
 mod pace;
+mod rounds;
 mod usage;
 mod web;
 pub use floor::{ArchiveWork, Floor, FloorReport};
 use pace::{progress_step, Progress, Tenths};
 pub use pace::{Pace, Politeness, Rate};
+pub use rounds::{RoundFigures, Rounds};
 use usage::{current_rss, peak_rss, reset_peak_rss, ThreadGroupsCpu, Usage};
 use web::ChildWeb;
 pub use web::{serve as serve_web, WebUsage};
@@ -41,6 +43,8 @@ pub struct BenchOptions {
     pub previews: bool,
     /// Custom extractions run on every page (`bench --extract`).
     pub extract: Vec<crate::engine::config::ExtractionSpec>,
+    /// The whole measure taken this many times (at least once).
+    pub rounds: usize,
 }
 
 /// How often `--previews` asks: an operator typing a rule without pause, at
@@ -92,6 +96,8 @@ pub struct BenchReport {
     pub pace: Option<Pace>,
     pub politeness: Option<Politeness>,
     pub archive: ArchiveMeasure,
+    /// Every round's figures, with `--rounds` above one.
+    pub rounds: Option<Rounds>,
 }
 
 /// What the bench says of the archive.
@@ -192,6 +198,9 @@ impl BenchReport {
             "errors         {}\nlink extraction (1 core, ~23 KB pages, ~50 links): {:.0} pages/s\n",
             self.errors, self.extraction_pages_per_sec
         ));
+        if let Some(rounds) = &self.rounds {
+            out.push_str(&rounds.render());
+        }
         out
     }
 }
@@ -233,6 +242,47 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
         tokio::task::spawn_blocking(|| crate::engine::extract::measure_extraction(3000))
             .await?
             .pages_per_sec;
+    let rounds = opts.rounds.max(1);
+    let several_crawls = rounds > 1 || (opts.warc && opts.archive_floor);
+    if !reset_peak_rss() && several_crawls {
+        eprintln!("the peak RSS reported covers every crawl so far: it cannot be reset here");
+    }
+    let mut figures = Vec::with_capacity(rounds);
+    for round in 1..=rounds {
+        reset_peak_rss();
+        let data = match rounds {
+            1 => opts.data.clone(),
+            _ => {
+                eprintln!("round {round} of {rounds}");
+                // A fresh crawl each round, not a resumed one.
+                opts.data.as_ref().map(|d| d.join(format!("round-{round}")))
+            }
+        };
+        let report = run_round(
+            BenchOptions {
+                data,
+                ..opts.clone()
+            },
+            extraction_pages_per_sec,
+        )
+        .await?;
+        figures.push(RoundFigures::of(&report));
+        if round == rounds {
+            return Ok(BenchReport {
+                rounds: (rounds > 1).then_some(Rounds(figures)),
+                ..report
+            });
+        }
+    }
+    unreachable!("at least one round is run")
+}
+
+/// One round: the crawl, or with `--archive-floor` the same crawl without
+/// the archive and then with it.
+async fn run_round(
+    opts: BenchOptions,
+    extraction_pages_per_sec: f64,
+) -> anyhow::Result<BenchReport> {
     if !(opts.warc && opts.archive_floor) {
         return run_once(opts, extraction_pages_per_sec).await;
     }
@@ -250,9 +300,7 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
     )
     .await?;
     eprintln!("then with the archive");
-    if !reset_peak_rss() {
-        eprintln!("the peak RSS reported covers both crawls: it cannot be reset here");
-    }
+    reset_peak_rss();
     let mut report = run_once(opts, extraction_pages_per_sec).await?;
     if let ArchiveMeasure::WithFloor(floor) = &mut report.archive {
         floor.without_archive_ms = without.cpu_ms_per_page();
@@ -342,6 +390,7 @@ async fn run_once(
             delay: opts.delay,
             hosts: opts.hosts,
         }),
+        rounds: None,
     })
 }
 

@@ -117,6 +117,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
                 archive_floor,
                 tui,
                 previews,
+                rounds,
             } => {
                 let options = BenchOptions {
                     pages: pages as usize,
@@ -128,6 +129,7 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
                     tui,
                     previews,
                     extract: run.config.extract.clone(),
+                    rounds: rounds as usize,
                 };
                 run_bench(options).await
             }

@@ -33,7 +33,7 @@ fn web_processes(pages: &str) -> Vec<u32> {
 }
 
 #[test]
-fn the_report_tells_the_crawlers_figures_from_the_webs_and_no_web_is_left() {
+fn the_report_tells_the_crawlers_figures_from_the_webs_round_by_round_and_no_web_is_left() {
     if !cfg!(target_os = "linux") {
         return;
     }
@@ -47,6 +47,8 @@ fn the_report_tells_the_crawlers_figures_from_the_webs_and_no_web_is_left() {
         "--hosts",
         "3",
         "--no-archive",
+        "--rounds",
+        "2",
         "--data",
         data.to_str().unwrap(),
     ]);
@@ -67,6 +69,19 @@ fn the_report_tells_the_crawlers_figures_from_the_webs_and_no_web_is_left() {
     let middle = line("10 % to 90 %");
     assert!(middle.contains(" on page threads, "), "{middle}");
     assert!(middle.contains(" in the crawl loop"), "{middle}");
+    // Two fresh crawls, each in a directory of its own, not one resumed
+    // (which would have fetched nothing the second time: no `pages` line
+    // of 312).
+    for round in ["round 1 ", "round 2 "] {
+        assert!(line(round).contains(" pages/s, "), "{report}");
+    }
+    assert!(
+        line("median ").contains("each figure's own median"),
+        "{report}"
+    );
+    for dir in ["round-1", "round-2"] {
+        assert!(data.join(dir).is_dir(), "no {dir} in {}", data.display());
+    }
     assert_eq!(web_processes("313"), Vec::<u32>::new(), "the web stopped");
 }
 

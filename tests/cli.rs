@@ -427,7 +427,8 @@ fn subcommand_names_are_not_taken_for_seeds() {
             archive: true,
             archive_floor: false,
             tui: false,
-            previews: false
+            previews: false,
+            rounds: 1
         }
     );
     let run = resolve(&["bench", "--hosts", "2000", "--delay", "1s"]).unwrap();
@@ -448,6 +449,9 @@ fn subcommand_names_are_not_taken_for_seeds() {
     assert!(
         Cli::try_parse_from(["crawldeck", "bench", "--no-archive", "--archive-floor"]).is_err()
     );
+    let run = resolve(&["bench", "--archive-floor", "--rounds", "5"]).unwrap();
+    assert!(matches!(run.mode, Mode::Bench { rounds: 5, .. }));
+    assert!(Cli::try_parse_from(["crawldeck", "bench", "--rounds", "0"]).is_err());
     let too_many = resolve(&["bench", "--hosts", "10001"])
         .unwrap_err()
         .to_string();

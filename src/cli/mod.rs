@@ -301,7 +301,13 @@ pub struct BenchArgs {
     /// archive's level: the floor of what the archive can cost.
     #[arg(long, conflicts_with = "no_archive")]
     pub archive_floor: bool,
-    /// Where the bench crawl is stored (a temporary directory unless given).
+    /// Take the whole measure N times in one sitting (with `--archive-floor`,
+    /// N pairs of crawls without and with the archive), each round's figures
+    /// on a line, then their medians: one disturbed run decides nothing.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub rounds: u32,
+    /// Where the bench crawl is stored (a temporary directory unless given;
+    /// with `--rounds`, round K's crawl in DIR/round-K).
     #[arg(long, value_name = "DIR")]
     pub data: Option<PathBuf>,
     /// Run the terminal UI during the crawl, to measure what the UI costs: in

@@ -35,6 +35,8 @@ pub enum Mode {
         archive_floor: bool,
         tui: bool,
         previews: bool,
+        /// The whole measure taken this many times.
+        rounds: u32,
     },
     /// `bench-web`: the bench's generated web alone, served until stdin ends.
     BenchWeb {
@@ -244,6 +246,7 @@ fn resolve_bench(b: super::BenchArgs) -> Result<ResolvedRun, UsageError> {
             archive_floor: b.archive_floor,
             tui: b.tui,
             previews: b.previews,
+            rounds: b.rounds,
         })
     })
 }
