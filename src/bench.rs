@@ -247,7 +247,7 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
     if !reset_peak_rss() && several_crawls {
         eprintln!("the peak RSS reported covers every crawl so far: it cannot be reset here");
     }
-    let mut figures = Vec::with_capacity(rounds);
+    let (mut figures, mut last) = (Vec::with_capacity(rounds), None);
     for round in 1..=rounds {
         reset_peak_rss();
         let data = match rounds {
@@ -258,7 +258,7 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
                 opts.data.as_ref().map(|d| d.join(format!("round-{round}")))
             }
         };
-        let report = run_round(
+        let this = run_round(
             BenchOptions {
                 data,
                 ..opts.clone()
@@ -266,15 +266,14 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
             extraction_pages_per_sec,
         )
         .await?;
-        figures.push(RoundFigures::of(&report));
-        if round == rounds {
-            return Ok(BenchReport {
-                rounds: (rounds > 1).then_some(Rounds(figures)),
-                ..report
-            });
-        }
+        figures.push(RoundFigures::of(&this));
+        last = Some(this);
     }
-    unreachable!("at least one round is run")
+    let last = last.context("no round was run")?;
+    Ok(BenchReport {
+        rounds: (rounds > 1).then_some(Rounds(figures)),
+        ..last
+    })
 }
 
 /// One round: the crawl, or with `--archive-floor` the same crawl without

@@ -49,11 +49,11 @@ impl FloorReport {
     /// against the floor when both crawls' CPU a page are known.
     pub(super) fn render(&self, pages: u64, with_archive_ms: Option<f64>) -> String {
         let mut out = self.floor.render(pages) + &self.work.render(pages);
-        let with_and_adds = with_archive_ms.and_then(|with| Some((with, self.adds(pages, with)?)));
-        if let Some((with, (adds, ratio))) = with_and_adds {
+        if let (Some(with), Some(without)) = (with_archive_ms, self.without_archive_ms) {
+            let adds = with - without;
             out.push_str(&format!(
-                "archive adds   {adds:.3} ms CPU/page ({with:.3} with it, {:.3} in the same crawl without it just before): {ratio:.2}× the floor\n",
-                with - adds,
+                "archive adds   {adds:.3} ms CPU/page ({with:.3} with it, {without:.3} in the same crawl without it just before): {:.2}× the floor\n",
+                self.over_floor(pages, adds),
             ));
         }
         out
@@ -64,8 +64,12 @@ impl FloorReport {
     /// without the archive was timed.
     pub fn adds(&self, pages: u64, with_archive_ms: f64) -> Option<(f64, f64)> {
         let adds = with_archive_ms - self.without_archive_ms?;
-        let floor = ms_per_page(self.floor.cpu, pages);
-        Some((adds, adds / floor.max(1e-9)))
+        Some((adds, self.over_floor(pages, adds)))
+    }
+
+    /// `ms` a page ÷ the floor a page.
+    fn over_floor(&self, pages: u64, ms: f64) -> f64 {
+        ms / ms_per_page(self.floor.cpu, pages).max(1e-9)
     }
 }
 
