@@ -69,9 +69,8 @@ fn the_report_tells_the_crawlers_figures_from_the_webs_round_by_round_and_no_web
     let middle = line("10 % to 90 %");
     assert!(middle.contains(" on page threads, "), "{middle}");
     assert!(middle.contains(" in the crawl loop"), "{middle}");
-    // Two fresh crawls, each in a directory of its own, not one resumed
-    // (which would have fetched nothing the second time: no `pages` line
-    // of 312).
+    // Two rounds, each a fresh crawl in a directory of its own: the second
+    // does not resume the first.
     for round in ["round 1 ", "round 2 "] {
         assert!(line(round).contains(" pages/s, "), "{report}");
     }
