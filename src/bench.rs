@@ -244,12 +244,11 @@ pub async fn run(opts: BenchOptions) -> anyhow::Result<BenchReport> {
             .pages_per_sec;
     let rounds = opts.rounds.max(1);
     let several_crawls = rounds > 1 || (opts.warc && opts.archive_floor);
-    if !reset_peak_rss() && several_crawls {
-        eprintln!("the peak RSS reported covers every crawl so far: it cannot be reset here");
-    }
     let (mut figures, mut last) = (Vec::with_capacity(rounds), None);
     for round in 1..=rounds {
-        reset_peak_rss();
+        if !reset_peak_rss() && several_crawls && round == 1 {
+            eprintln!("the peak RSS reported covers every crawl so far: it cannot be reset here");
+        }
         let data = match rounds {
             1 => opts.data.clone(),
             _ => {

@@ -67,16 +67,17 @@ impl Rounds {
     /// medians may come from different rounds); `None` for none.
     pub fn median(&self) -> Option<RoundFigures> {
         let rounds = &self.0;
-        let middle = |figure: &dyn Fn(&RoundFigures) -> Option<f64>| {
+        // The median of one figure over the rounds that have it.
+        let of = |figure: &dyn Fn(&RoundFigures) -> Option<f64>| {
             median(rounds.iter().filter_map(figure).collect())
         };
         Some(RoundFigures {
-            pages_per_sec: middle(&|r| Some(r.pages_per_sec))?,
-            cpu_ms_per_page: middle(&|r| r.cpu_ms_per_page),
-            middle: middle(&|r| r.middle.map(|m| m.0)).zip(middle(&|r| r.middle.map(|m| m.1))),
-            peak_rss_bytes: middle(&|r| r.peak_rss_bytes.map(|b| b as f64)).map(|b| b as u64),
-            archive_adds: middle(&|r| r.archive_adds.map(|a| a.0))
-                .zip(middle(&|r| r.archive_adds.map(|a| a.1))),
+            pages_per_sec: of(&|r| Some(r.pages_per_sec))?,
+            cpu_ms_per_page: of(&|r| r.cpu_ms_per_page),
+            middle: of(&|r| r.middle.map(|m| m.0)).zip(of(&|r| r.middle.map(|m| m.1))),
+            peak_rss_bytes: of(&|r| r.peak_rss_bytes.map(|b| b as f64)).map(|b| b as u64),
+            archive_adds: of(&|r| r.archive_adds.map(|a| a.0))
+                .zip(of(&|r| r.archive_adds.map(|a| a.1))),
         })
     }
 
