@@ -90,10 +90,17 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
     tracing::info!(mode = ?run.mode, data = %data_dir.display(), resuming = run.resuming, "crawldeck starting");
     let _ = rustls::crypto::ring::default_provider().install_default();
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
+    // The threads of a process that runs an engine wait their turn when woken
+    // (`engine::sched`); a UI attached to its engine process keeps the ordinary policy.
+    let runtime = match run.mode {
+        Mode::Tui if !background::is_engine_process() => {
+            tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+        }
+        _ => crawldeck::engine::sched::engine_runtime(),
+    }
+    .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
         // Bound before any engine starts: a socket that cannot be had stops here.
         let socket = lock
@@ -734,6 +741,9 @@ async fn run_bench(options: BenchOptions) -> anyhow::Result<()> {
 
 /// `crawldeck bench-web`: the web `bench` crawls, in a process of its own.
 fn serve_bench_web(pages: u64, hosts: u32) -> anyhow::Result<()> {
+    // Started by the bench's batch threads; served, like nginx, as an ordinary process.
+    crawldeck::engine::sched::ordinary_this_thread()
+        .context("cannot reset the bench web's scheduling policy")?;
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

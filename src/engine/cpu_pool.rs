@@ -14,6 +14,8 @@ use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
+use crate::engine::sched;
+
 type Job = Box<dyn FnOnce() + Send>;
 
 /// The jobs waiting and whether the pool is closing, under one lock.
@@ -89,6 +91,10 @@ impl CpuPool {
             std::thread::Builder::new()
                 .name(format!("{THREAD_NAME_PREFIX}{i}"))
                 .spawn(move || {
+                    // Made from a runtime thread, it would inherit `SCHED_BATCH`.
+                    if let Err(e) = sched::ordinary_this_thread() {
+                        tracing::debug!(error = %e, "page thread keeps its creator's policy");
+                    }
                     while let Some(job) = shared.next_job() {
                         // A panicking job must not take the thread with it.
                         drop(std::panic::catch_unwind(AssertUnwindSafe(job)));

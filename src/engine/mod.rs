@@ -39,6 +39,7 @@ pub mod reads;
 mod recrawl;
 pub(crate) mod robots;
 pub(crate) mod rules;
+pub mod sched;
 pub(crate) mod session_ids;
 pub(crate) mod sitemaps;
 mod slots;
