@@ -176,4 +176,17 @@ mod tests {
         // A job dropped unrun would drop its sender: the count would fall short.
         assert_eq!(rx.iter().count(), 20);
     }
+
+    /// The engine makes its pool from a `SCHED_BATCH` runtime worker.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn page_threads_made_from_a_batch_thread_run_as_ordinary_ones() {
+        let runtime = sched::engine_runtime().expect("a runtime");
+        let pool = runtime.block_on(async { tokio::spawn(async { CpuPool::new(1) }).await });
+        let pool = pool.expect("made on a worker");
+        let (sent, received) = mpsc::channel();
+        pool.spawn(move || sent.send(sched::this_thread()).expect("the test waits"));
+        let policy = received.recv().expect("a page thread ran");
+        assert_eq!(policy, Some(sched::Policy::Ordinary));
+    }
 }

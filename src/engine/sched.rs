@@ -82,10 +82,7 @@ pub fn this_thread() -> Option<Policy> {
 
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
-    use std::sync::mpsc;
-
     use super::*;
-    use crate::engine::cpu_pool::CpuPool;
 
     #[test]
     fn a_thread_goes_to_batch_and_back() {
@@ -100,23 +97,14 @@ mod tests {
     }
 
     #[test]
-    fn the_engine_runtime_batches_its_threads_and_page_threads_stay_ordinary() {
+    fn the_engine_runtime_batches_its_workers_and_blocking_threads() {
         let runtime = engine_runtime().expect("a runtime");
-        let (worker, blocking, page) = runtime.block_on(async {
+        let (worker, blocking) = runtime.block_on(async {
             let worker = tokio::spawn(async { this_thread() }).await.expect("ran");
             let blocking = tokio::task::spawn_blocking(this_thread).await.expect("ran");
-            // Made from a batch thread, as the engine makes them.
-            let pool = tokio::spawn(async { CpuPool::new(1) }).await.expect("ran");
-            let (sent, received) = mpsc::channel();
-            pool.spawn(move || sent.send(this_thread()).expect("the test waits"));
-            (
-                worker,
-                blocking,
-                received.recv().expect("a page thread ran"),
-            )
+            (worker, blocking)
         });
         assert_eq!(worker, Some(Policy::Batch), "a runtime worker");
         assert_eq!(blocking, Some(Policy::Batch), "a blocking thread");
-        assert_eq!(page, Some(Policy::Ordinary), "a page thread");
     }
 }
