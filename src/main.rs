@@ -78,11 +78,12 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
     }
     // Held until the end so a temporary data directory outlives the crawl.
     let (data_dir, _temp_dir) = data_dir_for(&run)?;
+    // The UI of `crawldeck URL` attaches to an engine process it starts.
+    let ui_of_engine_process = matches!(run.mode, Mode::Tui) && !background::is_engine_process();
     // Before anything is written there: one engine per data directory.
     let lock = match run.mode {
         Mode::Bench { .. } => None,
-        // The UI of `crawldeck URL` attaches to an engine process it starts, which locks.
-        Mode::Tui if !background::is_engine_process() => None,
+        _ if ui_of_engine_process => None,
         _ => Some(DataDirLock::acquire(&data_dir)?),
     };
     init_logging(&data_dir, run.log_filter.as_deref())?;
@@ -92,13 +93,10 @@ fn dispatch(run: ResolvedRun) -> anyhow::Result<()> {
 
     // The threads of a process that runs an engine wait their turn when woken
     // (`engine::sched`); a UI attached to its engine process keeps the ordinary policy.
-    let runtime = match run.mode {
-        Mode::Tui if !background::is_engine_process() => {
-            tokio::runtime::Builder::new_multi_thread()
-                .enable_all()
-                .build()
-        }
-        _ => crawldeck::engine::sched::engine_runtime(),
+    let runtime = if ui_of_engine_process {
+        tokio::runtime::Runtime::new()
+    } else {
+        crawldeck::engine::sched::engine_runtime()
     }
     .context("cannot start the async runtime")?;
     let result = runtime.block_on(async {
@@ -741,9 +739,6 @@ async fn run_bench(options: BenchOptions) -> anyhow::Result<()> {
 
 /// `crawldeck bench-web`: the web `bench` crawls, in a process of its own.
 fn serve_bench_web(pages: u64, hosts: u32) -> anyhow::Result<()> {
-    // Started by the bench's batch threads; served, like nginx, as an ordinary process.
-    crawldeck::engine::sched::ordinary_this_thread()
-        .context("cannot reset the bench web's scheduling policy")?;
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

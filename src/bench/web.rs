@@ -10,6 +10,7 @@ use anyhow::Context;
 use url::Url;
 
 use crate::demo::DemoWeb;
+use crate::engine::sched;
 
 /// How long the web has to stop once asked before it is killed.
 const STOP_GRACE: Duration = Duration::from_secs(5);
@@ -33,7 +34,8 @@ impl ChildWeb {
     /// Starts this executable as `bench-web` and reads the seeds it serves.
     pub fn start(pages: usize, hosts: usize) -> anyhow::Result<ChildWeb> {
         let exe = std::env::current_exe().context("finding this executable to serve the web")?;
-        let mut child = Command::new(exe)
+        // Served, like nginx, as an ordinary process, not as the bench's batch threads.
+        let mut child = sched::ordinary_child(&mut Command::new(exe))
             .args(["bench-web", "--pages", &pages.to_string()])
             .args(["--hosts", &hosts.to_string()])
             .stdin(Stdio::piped())

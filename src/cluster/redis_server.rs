@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::engine::sched;
+
 /// How to get `redis-server`, for the message when it is missing.
 pub const INSTALL_HINT: &str =
     "install it with `apt-get install -y redis-server` (Debian/Ubuntu; prefix sudo if not root) or your system's package manager";
@@ -371,7 +373,7 @@ fn spawn(
     tied: bool,
 ) -> Result<Child, String> {
     let mut command = Command::new("timeout");
-    command
+    sched::ordinary_child(&mut command)
         .args(["-k", "5", &lifetime.as_secs().max(1).to_string(), program])
         .args(["--port", &port.to_string(), "--bind", "127.0.0.1"])
         .args(["--protected-mode", "yes"])

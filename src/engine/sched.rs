@@ -8,20 +8,38 @@
 //! and every page report otherwise preempted a page thread, and the woken
 //! thread handled one event and slept again: ~3 context switches a page
 //! against ~0.6, and ~0.05 ms more CPU a page, a fifth of the work the page
-//! threads did. Waiting for the turn lets events gather. The page threads
-//! keep the ordinary policy, as does anything the engine starts that serves
-//! it: a thread or process inherits the policy of the thread that made it.
+//! threads did. Waiting for the turn lets events gather. A thread or
+//! process inherits the policy of the thread that made it, so the page
+//! threads set themselves back to the ordinary policy, and the servers the
+//! engine starts ([`ordinary_child`]: the bench's web, redis-server) start
+//! under it.
 
 use std::io;
+use std::process::Command;
 
-/// Puts the calling thread under `SCHED_BATCH` (no preemption on waking).
-pub fn batch_this_thread() -> io::Result<()> {
+fn batch_this_thread() -> io::Result<()> {
     set_this_thread(Policy::Batch)
 }
 
 /// Puts the calling thread back under the ordinary policy.
-pub fn ordinary_this_thread() -> io::Result<()> {
+pub(crate) fn ordinary_this_thread() -> io::Result<()> {
     set_this_thread(Policy::Ordinary)
+}
+
+/// Makes `command`'s process start under the ordinary policy, whichever
+/// thread spawns it: a server the engine starts is scheduled as it would
+/// be on its own.
+pub(crate) fn ordinary_child(command: &mut Command) -> &mut Command {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::process::CommandExt;
+        // SAFETY: between fork and exec the closure makes one system call,
+        // async-signal-safe, and touches no memory of the parent.
+        unsafe {
+            command.pre_exec(ordinary_this_thread);
+        }
+    }
+    command
 }
 
 /// The async runtime an engine runs on: one worker a core, each under
@@ -39,7 +57,7 @@ pub fn engine_runtime() -> io::Result<tokio::runtime::Runtime> {
 
 /// The two policies the engine uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Policy {
+pub(crate) enum Policy {
     /// `SCHED_OTHER`.
     Ordinary,
     /// `SCHED_BATCH`.
@@ -69,10 +87,16 @@ fn set_this_thread(_policy: Policy) -> io::Result<()> {
 }
 
 /// The calling thread's policy; `None` for any other or on error.
-#[cfg(target_os = "linux")]
-pub fn this_thread() -> Option<Policy> {
-    // SAFETY: pid 0 is the calling thread; the call takes no pointers.
-    let policy = unsafe { libc::sched_getscheduler(0) };
+#[cfg(all(test, target_os = "linux"))]
+pub(crate) fn this_thread() -> Option<Policy> {
+    policy_of(0)
+}
+
+/// The policy of thread or process `pid` (0: the calling thread).
+#[cfg(all(test, target_os = "linux"))]
+fn policy_of(pid: libc::pid_t) -> Option<Policy> {
+    // SAFETY: the call takes no pointers.
+    let policy = unsafe { libc::sched_getscheduler(pid) };
     match policy & !libc::SCHED_RESET_ON_FORK {
         libc::SCHED_OTHER => Some(Policy::Ordinary),
         libc::SCHED_BATCH => Some(Policy::Batch),
@@ -83,6 +107,34 @@ pub fn this_thread() -> Option<Policy> {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_started_by_a_batch_thread_runs_under_the_ordinary_policy() {
+        let policies = std::thread::spawn(|| {
+            batch_this_thread().expect("SCHED_BATCH needs no privilege");
+            let mut inheriting = Command::new("sleep").arg("10").spawn().expect("sleep runs");
+            let mut sleep = Command::new("sleep");
+            let mut ordinary = ordinary_child(sleep.arg("10")).spawn().expect("sleep runs");
+            let policies = [&inheriting, &ordinary].map(|child| policy_of(child.id() as i32));
+            for child in [&mut inheriting, &mut ordinary] {
+                child.kill().expect("the test's own child");
+                child.wait().expect("reaped");
+            }
+            policies
+        })
+        .join()
+        .expect("the thread ran");
+        assert_eq!(
+            policies[0],
+            Some(Policy::Batch),
+            "a child inherits the policy"
+        );
+        assert_eq!(
+            policies[1],
+            Some(Policy::Ordinary),
+            "unless started ordinary"
+        );
+    }
 
     #[test]
     fn a_thread_goes_to_batch_and_back() {
