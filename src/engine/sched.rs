@@ -17,6 +17,7 @@
 use std::io;
 use std::process::Command;
 
+/// Puts the calling thread under `SCHED_BATCH` (no preemption on waking).
 fn batch_this_thread() -> io::Result<()> {
     set_this_thread(Policy::Batch)
 }
@@ -28,15 +29,19 @@ pub(crate) fn ordinary_this_thread() -> io::Result<()> {
 
 /// Makes `command`'s process start under the ordinary policy, whichever
 /// thread spawns it: a server the engine starts is scheduled as it would
-/// be on its own.
+/// be on its own. Where the policy cannot be set, the process starts
+/// anyway, under the one it inherits, as the engine's threads keep theirs.
 pub(crate) fn ordinary_child(command: &mut Command) -> &mut Command {
     #[cfg(target_os = "linux")]
     {
         use std::os::unix::process::CommandExt;
         // SAFETY: between fork and exec the closure makes one system call,
-        // async-signal-safe, and touches no memory of the parent.
+        // async-signal-safe, and allocates nothing (an OS error is a code).
         unsafe {
-            command.pre_exec(ordinary_this_thread);
+            command.pre_exec(|| {
+                let _ = ordinary_this_thread();
+                Ok(())
+            });
         }
     }
     command
