@@ -100,23 +100,23 @@ impl SessionState {
     pub fn on_link(&mut self, host: &str, url: &impl UrlParts) -> Option<Detection> {
         let mut found = None;
         for (is_path, name, value) in params(url) {
-            if !random_looking(&value) {
+            if !random_looking(value) {
                 continue;
             }
             let params = self
                 .params
                 .get_or_insert_with(|| GenMap::new(SESSION_PARAMS));
-            let stats = params.get_or_insert_with((is_path, name.clone()), || ParamStats {
+            let stats = params.get_or_insert_with((is_path, name.to_string()), || ParamStats {
                 values: HashSet::new(),
                 pages: GenMap::new(SESSION_PAGES),
                 multi_valued: 0,
                 samples: VecDeque::new(),
             });
-            let value_hash = hash_str(&value);
+            let value_hash = hash_str(value);
             if stats.values.len() < SESSION_VALUES {
                 stats.values.insert(value_hash);
             }
-            let page = hash_str(&without_param(url, is_path, &name));
+            let page = hash_str(&without_param(url, is_path, name));
             match stats.pages.get(&page) {
                 Some((first, multi)) if *first != value_hash && !*multi => {
                     *multi = true;
@@ -126,7 +126,7 @@ impl SessionState {
                 None => stats.pages.insert(page, (value_hash, false)),
             }
             push_sample(&mut stats.samples, url.as_str());
-            let pages_needed = if session_like_name(&name) {
+            let pages_needed = if session_like_name(name) {
                 SESSION_PAGES_NAMED
             } else {
                 SESSION_PAGES_UNNAMED
@@ -135,7 +135,7 @@ impl SessionState {
                 && stats.values.len() >= SESSION_VALUES
                 && stats.multi_valued >= pages_needed
             {
-                let name = regex::escape(&name);
+                let name = regex::escape(name);
                 let pattern = if is_path {
                     format!(";{name}=")
                 } else {
@@ -155,25 +155,32 @@ impl SessionState {
 }
 
 /// Query parameters and `;name=value` path parameters (raw, as in the URL):
-/// `(is_path, name, value)`.
-fn params(url: &impl UrlParts) -> Vec<(bool, String, String)> {
-    let mut out = Vec::new();
-    for segment in url.path().split('/') {
-        for part in segment.split(';').skip(1) {
-            if let Some((k, v)) = part.split_once('=') {
-                out.push((true, k.to_string(), v.to_string()));
-            }
-        }
-    }
-    if let Some(q) = url.query() {
-        for part in q.split('&') {
-            if let Some((k, v)) = part.split_once('=') {
-                out.push((false, k.to_string(), v.to_string()));
-            }
-        }
-    }
-    out.truncate(MAX_PARAMS);
-    out
+/// `(is_path, name, value)`, the first [`MAX_PARAMS`]. Borrowed: nearly
+/// every link's parameters are not random-looking and are never kept.
+fn params<'a>(url: &'a impl UrlParts) -> impl Iterator<Item = (bool, &'a str, &'a str)> + 'a {
+    let path = url.path();
+    // One search of the path instead of one a segment: few paths have `;`.
+    let in_path = path
+        .contains(';')
+        .then(|| {
+            path.split('/')
+                .flat_map(|segment| segment.split(';').skip(1))
+        })
+        .into_iter()
+        .flatten()
+        .map(|part| (true, part));
+    let in_query = url
+        .query()
+        .into_iter()
+        .flat_map(|query| query.split('&'))
+        .map(|part| (false, part));
+    in_path
+        .chain(in_query)
+        .filter_map(|(is_path, part)| {
+            let (name, value) = part.split_once('=')?;
+            Some((is_path, name, value))
+        })
+        .take(MAX_PARAMS)
 }
 
 fn without_param(url: &impl UrlParts, is_path: bool, name: &str) -> String {
@@ -202,4 +209,30 @@ fn without_param(url: &impl UrlParts, is_path: bool, name: &str) -> String {
 fn session_like_name(name: &str) -> bool {
     let name = name.to_ascii_lowercase();
     name == "sid" || name == "s" || name.contains("sess")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn params_are_the_paths_then_the_querys_in_order_and_bounded() {
+        let url = Url::parse("http://a.test/x;jsessionid=AB;v=1/y;k=2?q=3&flag&r=4").unwrap();
+        let found: Vec<_> = params(&url).collect();
+        assert_eq!(
+            found,
+            [
+                (true, "jsessionid", "AB"),
+                (true, "v", "1"),
+                (true, "k", "2"),
+                (false, "q", "3"),
+                (false, "r", "4"),
+            ]
+        );
+        let plain = Url::parse("http://a.test/p/1.html").unwrap();
+        assert_eq!(params(&plain).count(), 0);
+        let many: String = (0..100).map(|i| format!("p{i}=v&")).collect();
+        let crowded = Url::parse(&format!("http://a.test/?{many}")).unwrap();
+        assert_eq!(params(&crowded).count(), MAX_PARAMS);
+    }
 }
