@@ -31,7 +31,7 @@ pub fn start_pass(
     frontier: &mut dyn FrontierStore,
 ) -> Result<(u32, usize), EngineError> {
     let store_err = |e: StoreError| EngineError::Store(e.to_string());
-    if store.pages_count() == 0 {
+    if !store.has_pages() {
         return Err(EngineError::Config(
             "--recrawl needs a crawl to fetch again, and this data directory holds no pages yet \
              (start it without --recrawl)"

@@ -332,7 +332,7 @@ fn refuse_empty_crawl(
     seeds: &[Url],
     data_dir: &Path,
 ) -> Result<(), EngineError> {
-    if !seeds.is_empty() || store.pages_count() > 0 {
+    if !seeds.is_empty() || store.has_pages() {
         return Ok(());
     }
     let counts = frontier.counts().map_err(store_err)?;

@@ -183,5 +183,5 @@ fn a_preview_changes_nothing() {
     let cal = rule(PatternKind::Regex, "/cal/", None);
     preview(&mut frontier, &store, &cal, unbounded()).unwrap();
     assert_eq!(frontier.counts().unwrap(), before);
-    assert_eq!(store.pages_count(), 6);
+    assert_eq!(store.count_pages(), 6);
 }

@@ -114,7 +114,7 @@ fn counters_stay_exact_through_every_operation() {
     let unique: HashSet<&String> = rest.iter().collect();
     assert_eq!(unique.len(), rest.len(), "a URL was handed out twice");
     // 120 pushed + 2 outlinks + 1 parked directly: each left with exactly one record.
-    assert_eq!(store.pages_count(), 123);
+    assert_eq!(store.count_pages(), 123);
 }
 
 #[test]
@@ -142,7 +142,7 @@ fn memory_stays_bounded_with_200k_queued_urls_over_50_hosts() {
     }
     assert_eq!(f.len(), 195_000);
     assert_eq!(queued_hosts(&f).len(), 50);
-    assert_eq!(store.pages_count(), 5_000);
+    assert_eq!(store.count_pages(), 5_000);
 }
 
 #[test]

@@ -164,9 +164,8 @@ impl Rows {
         let large_blocks = BlockSizePolicy::all(LOOKED_UP_BLOCK_BYTES);
         match self {
             // Its last level, most of its keys, has no filter: a seen mark
-            // the Bloom filter could not rule out is mostly there, and a
-            // new page's record, which is not, measured no cheaper with one
-            // (docs/PERFORMANCE.md).
+            // the Bloom filter could not rule out is mostly there, as is
+            // the record a recrawl pass writes over (docs/PERFORMANCE.md).
             Rows::Crawl => options
                 .data_block_size_policy(large_blocks)
                 .expect_point_read_hits(true),

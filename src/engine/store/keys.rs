@@ -21,6 +21,8 @@ pub(crate) const SITEMAP: u8 = b'x';
 pub(crate) const PREVIOUS: u8 = b'o';
 
 pub(crate) const META_SEQ: &[u8] = b"mseq";
+/// Nonzero once any page record was written (earlier versions kept the
+/// exact count, which cost a lookup of every record written).
 pub(crate) const META_PAGES: &[u8] = b"mpages";
 /// The crawl's counters and elapsed time, written with each group of pages
 /// so that a budget survives `kill -9`.

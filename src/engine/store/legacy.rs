@@ -218,7 +218,8 @@ mod tests {
             assert_eq!(all, [(b"k".to_vec(), format!("{name} value"))], "{name}");
         }
         assert_eq!(store.page(URL).unwrap(), Some(page()));
-        assert_eq!(store.pages_count(), 1);
+        assert!(store.has_pages());
+        assert_eq!(store.count_pages(), 1);
         assert_eq!(
             store.filtered_url(&filtered().url).unwrap(),
             Some(filtered())

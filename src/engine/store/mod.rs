@@ -35,7 +35,7 @@ mod warc_read;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 use serde::de::DeserializeOwned;
@@ -187,11 +187,13 @@ struct Inner {
     fragment_marks: Mutex<fragments::FragmentMarks>,
     /// Which content digests are stored (see `digests.rs`).
     digests: digests::DigestIndex,
-    pages: AtomicU64,
+    /// Whether any page record was written (the `mpages` row).
+    has_pages: AtomicBool,
     /// The recrawl pass (see `previous.rs`): page records written over
     /// earlier ones keep those from pass 1 on.
     recrawl_pass: AtomicU32,
-    /// Serialises batch application so the page counter stays exact.
+    /// Serialises batch application: a recrawl pass reads the records it
+    /// writes over and keeps them in the same batch.
     apply_lock: Mutex<()>,
     faults: DiskFaults,
 }
@@ -217,9 +219,10 @@ impl Store {
         let index = CrawlIndex::open(dir, cache_bytes)?;
         legacy::adopt(dir, &index)?;
         let crawl = CrawlTree::new(&index);
-        let pages = match crawl.get(keys::META_PAGES, "read of the page count")? {
-            Some(v) => decode_u64(&v, "page count")?,
-            None => 0,
+        // Earlier versions kept the exact count there; any count but 0 says the same.
+        let has_pages = match crawl.get(keys::META_PAGES, "read of the page mark")? {
+            Some(v) => decode_u64(&v, "page mark")? > 0,
+            None => false,
         };
         let inner = Inner {
             index,
@@ -228,7 +231,7 @@ impl Store {
             fragment_marks: Mutex::default(),
             digests: Default::default(),
             crawl,
-            pages: AtomicU64::new(pages),
+            has_pages: AtomicBool::new(has_pages),
             recrawl_pass: AtomicU32::new(0),
             apply_lock: Mutex::new(()),
             faults,
@@ -317,9 +320,18 @@ impl Store {
         Ok(())
     }
 
-    /// Number of distinct URLs with a page record.
-    pub fn pages_count(&self) -> usize {
-        self.inner.pages.load(Ordering::Relaxed) as usize
+    /// Whether any URL has a page record. (Not a count: an exact one cost
+    /// a lookup of every record written, to learn whether it was new.)
+    pub fn has_pages(&self) -> bool {
+        self.inner.has_pages.load(Ordering::Relaxed)
+    }
+
+    /// How many URLs have a page record, counted (for tests).
+    #[cfg(test)]
+    pub(crate) fn count_pages(&self) -> usize {
+        let mut pages = 0;
+        self.for_each_page(|_| pages += 1).expect("a page scan");
+        pages
     }
 
     /// Records pages outside a frontier operation (e.g. URLs refused at discovery).
@@ -383,7 +395,7 @@ impl Store {
             })
     }
 
-    /// Applies one batch atomically, keeping the page counter exact.
+    /// Applies one batch atomically; the first page record also sets the page mark.
     pub(crate) fn apply(&self, batch: CrawlBatch) -> Result<(), StoreError> {
         let _guard = self
             .inner
@@ -394,20 +406,19 @@ impl Store {
         // One write per key, the last one, as a single atomic write needs.
         let mut writes: BTreeMap<Vec<u8>, Option<Vec<u8>>> = batch.writes.into_iter().collect();
         let records: BTreeMap<Vec<u8>, Option<Vec<u8>>> = batch.records.into_iter().collect();
-        let new_pages = self.count_new_pages(&mut writes)?;
-        let pages = self.inner.pages.load(Ordering::Relaxed) + new_pages;
-        if new_pages > 0 {
-            writes.insert(
-                keys::META_PAGES.to_vec(),
-                Some(pages.to_be_bytes().to_vec()),
-            );
+        self.keep_previous_records(&mut writes)?;
+        let first_pages = !self.has_pages() && writes_a_page(&writes);
+        if first_pages {
+            writes.insert(keys::META_PAGES.to_vec(), Some(1u64.to_be_bytes().to_vec()));
         }
         let crawl = writes.into_iter().map(|(k, v)| (index::Rows::Crawl, k, v));
         let records = records
             .into_iter()
             .map(|(k, v)| (index::Rows::Records, k, v));
         self.write_with_held_rows(crawl.chain(records))?;
-        self.inner.pages.store(pages, Ordering::Relaxed);
+        if first_pages {
+            self.inner.has_pages.store(true, Ordering::Relaxed);
+        }
         Ok(())
     }
 
@@ -475,6 +486,13 @@ fn corrupt(what: &'static str, message: impl Into<String>) -> StoreError {
 }
 
 /// A JSON value stored (or sent) as `what`; a bad one is corrupt.
+/// Whether `writes` write a page record.
+fn writes_a_page(writes: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> bool {
+    writes
+        .range(vec![keys::PAGE]..vec![keys::PAGE + 1])
+        .any(|(_, value)| value.is_some())
+}
+
 pub(crate) fn decode_json<T: DeserializeOwned>(
     bytes: &[u8],
     what: &'static str,

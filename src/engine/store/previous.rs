@@ -66,13 +66,12 @@ impl Store {
 
     /// For a page record about to be written in recrawl pass `pass`: the
     /// row keeping the record it replaces, unless this pass kept one already.
-    /// Returns whether the URL had a record.
     pub(super) fn keep_previous(
         &self,
         pass: u32,
         page_key: &[u8],
         kept: &mut Vec<(Vec<u8>, Option<Vec<u8>>)>,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<(), StoreError> {
         let current = self.inner.crawl.get(page_key, "page lookup")?;
         let mut previous_key = keys::previous_prefix(pass);
         previous_key.extend_from_slice(&page_key[1..]);
@@ -84,31 +83,27 @@ impl Store {
             let value = current.as_ref().map_or_else(Vec::new, |v| v.to_vec());
             kept.push((previous_key, Some(value)));
         }
-        Ok(current.is_some())
+        Ok(())
     }
 
-    /// Adds to `writes` the rows [`Store::keep_previous`] asks for and
-    /// returns how many of its page records are of URLs new to the crawl.
-    pub(super) fn count_new_pages(
+    /// Adds to `writes` the rows [`Store::keep_previous`] asks for, from
+    /// recrawl pass 1 on; a first crawl reads nothing here.
+    pub(super) fn keep_previous_records(
         &self,
         writes: &mut BTreeMap<Vec<u8>, Option<Vec<u8>>>,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<(), StoreError> {
         let pass = self.recrawl_pass();
-        let mut new_pages = 0u64;
+        if pass == 0 {
+            return Ok(());
+        }
         let mut kept = Vec::new();
         for (key, value) in writes.iter() {
-            if key.first() != Some(&keys::PAGE) || value.is_none() {
-                continue;
+            if key.first() == Some(&keys::PAGE) && value.is_some() {
+                self.keep_previous(pass, key, &mut kept)?;
             }
-            let existed = if pass == 0 {
-                self.inner.crawl.contains_key(key, "page lookup")?
-            } else {
-                self.keep_previous(pass, key, &mut kept)?
-            };
-            new_pages += u64::from(!existed);
         }
         writes.extend(kept);
-        Ok(new_pages)
+        Ok(())
     }
 
     /// The page records as they stood at the end of the previous recrawl
@@ -226,7 +221,7 @@ mod tests {
             .record_pages(&[record(a, 404), record(c, 200)])
             .unwrap();
         store.record_pages(&[record(a, 500)]).unwrap();
-        assert_eq!(store.pages_count(), 3);
+        assert_eq!(store.count_pages(), 3);
         assert_eq!(
             store.page(a).unwrap().unwrap().outcome,
             PageOutcome::Fetched { status: 500 }

@@ -14,10 +14,15 @@ fn record(url: &str, outcome: PageOutcome) -> PageRecord {
 }
 
 #[test]
-fn page_count_counts_distinct_urls_and_survives_reopen() {
+fn the_first_page_record_marks_the_store_as_holding_pages_across_reopen() {
     let dir = tempfile::tempdir().unwrap();
     {
         let store = Store::open(dir.path(), 4 << 20).unwrap();
+        let mut queued = CrawlBatch::default();
+        queued.enqueue(b"qa.example\0\0seq", b"entry");
+        queued.set_seq(1);
+        store.apply(queued).unwrap();
+        assert!(!store.has_pages(), "a queue row is not a page");
         let blocked = PageOutcome::Blocked {
             rule_id: 3,
             rule: "regex /cal/".into(),
@@ -29,14 +34,15 @@ fn page_count_counts_distinct_urls_and_survives_reopen() {
                 record("http://a.example/1", PageOutcome::RobotsDenied),
             ])
             .unwrap();
+        assert!(store.has_pages());
         store
             .record_pages(&[record("http://a.example/2", blocked)])
             .unwrap();
-        assert_eq!(store.pages_count(), 2);
         store.flush().unwrap();
     }
     let store = Store::open(dir.path(), 4 << 20).unwrap();
-    assert_eq!(store.pages_count(), 2);
+    assert!(store.has_pages(), "the mark survives reopening");
+    assert_eq!(store.count_pages(), 2);
     let page = store.page("http://a.example/1").unwrap().unwrap();
     assert_eq!(page.outcome, PageOutcome::RobotsDenied);
     assert!(store.page("http://a.example/3").unwrap().is_none());
