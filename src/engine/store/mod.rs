@@ -485,7 +485,6 @@ fn corrupt(what: &'static str, message: impl Into<String>) -> StoreError {
     }
 }
 
-/// A JSON value stored (or sent) as `what`; a bad one is corrupt.
 /// Whether `writes` write a page record.
 fn writes_a_page(writes: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> bool {
     writes
@@ -493,6 +492,7 @@ fn writes_a_page(writes: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> bool {
         .any(|(_, value)| value.is_some())
 }
 
+/// A JSON value stored (or sent) as `what`; a bad one is corrupt.
 pub(crate) fn decode_json<T: DeserializeOwned>(
     bytes: &[u8],
     what: &'static str,
