@@ -162,9 +162,10 @@ impl Pace {
     pub(super) fn render(&self) -> String {
         let part = |name: &str, r: Rate, against_middle: bool| {
             // The ends set against the middle: a slow start or end at a glance.
-            let share = match against_middle {
-                true => format!(" ({:.2} of 10 % to 90 %)", self.of_middle(r)),
-                false => String::new(),
+            let share = if against_middle {
+                format!(" ({:.2} of 10 % to 90 %)", self.of_middle(r))
+            } else {
+                String::new()
             };
             format!(
                 "{name:<15}{:.0} pages/s{share}, {}\n",

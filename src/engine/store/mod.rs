@@ -407,7 +407,7 @@ impl Store {
         let mut writes: BTreeMap<Vec<u8>, Option<Vec<u8>>> = batch.writes.into_iter().collect();
         let records: BTreeMap<Vec<u8>, Option<Vec<u8>>> = batch.records.into_iter().collect();
         self.keep_previous_records(&mut writes)?;
-        let first_pages = !self.has_pages() && writes_a_page(&writes);
+        let first_pages = !self.has_pages() && page_writes(&writes).next().is_some();
         if first_pages {
             writes.insert(keys::META_PAGES.to_vec(), Some(1u64.to_be_bytes().to_vec()));
         }
@@ -485,11 +485,12 @@ fn corrupt(what: &'static str, message: impl Into<String>) -> StoreError {
     }
 }
 
-/// Whether `writes` write a page record.
-fn writes_a_page(writes: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> bool {
+/// The keys of the page records `writes` write (not remove).
+fn page_writes(writes: &BTreeMap<Vec<u8>, Option<Vec<u8>>>) -> impl Iterator<Item = &[u8]> {
     writes
         .range(vec![keys::PAGE]..vec![keys::PAGE + 1])
-        .any(|(_, value)| value.is_some())
+        .filter(|(_, value)| value.is_some())
+        .map(|(key, _)| key.as_slice())
 }
 
 /// A JSON value stored (or sent) as `what`; a bad one is corrupt.

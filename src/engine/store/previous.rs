@@ -97,10 +97,8 @@ impl Store {
             return Ok(());
         }
         let mut kept = Vec::new();
-        for (key, value) in writes.iter() {
-            if key.first() == Some(&keys::PAGE) && value.is_some() {
-                self.keep_previous(pass, key, &mut kept)?;
-            }
+        for key in super::page_writes(writes) {
+            self.keep_previous(pass, key, &mut kept)?;
         }
         writes.extend(kept);
         Ok(())

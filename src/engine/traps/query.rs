@@ -158,17 +158,13 @@ impl SessionState {
 /// `(is_path, name, value)`, the first [`MAX_PARAMS`]. Borrowed: nearly
 /// every link's parameters are not random-looking and are never kept.
 fn params<'a>(url: &'a impl UrlParts) -> impl Iterator<Item = (bool, &'a str, &'a str)> + 'a {
-    let path = url.path();
-    // One search of the path instead of one a segment: few paths have `;`.
-    let in_path = path
-        .contains(';')
-        .then(|| {
-            path.split('/')
-                .flat_map(|segment| segment.split(';').skip(1))
-        })
-        .into_iter()
-        .flatten()
-        .map(|part| (true, part));
+    // Each part after a `;` runs to the end of its segment: one search of
+    // the path, not one a segment.
+    let in_path = url
+        .path()
+        .split(';')
+        .skip(1)
+        .map(|part| (true, part.split('/').next().unwrap_or_default()));
     let in_query = url
         .query()
         .into_iter()
