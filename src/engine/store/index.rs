@@ -40,15 +40,15 @@ const FJALL_WORKERS: usize = 3;
 /// it writes until the filter is built: 8 bytes a key, 16–32 MB at once for
 /// a 64 MiB table of the crawl tree's small rows, the peak of a long crawl.
 const FILTERED_TABLE_BYTES: u64 = 16 * 1024 * 1024;
-/// The size of the tables compactions write in the keyspaces never looked
-/// up by key (referrers and fragments, read by prefix; the inlink counts,
-/// read whole at opening). The first two's keys are URLs, written in
+/// The size of the tables compactions write in the keyspaces read by
+/// prefix (referrers and fragments; the inlink counts, read whole at
+/// opening). The first two's keys are URLs, written in
 /// random order, so every table flushed to level 0 overlaps all of level 1,
 /// and each merge into level 1 rewrites it whole: with fjall's 64 MiB tables
 /// (a level 1 of 256 MiB) against 2 MiB memtables, up to 33 bytes written
 /// for each byte flushed. 8 MiB tables keep that to ~5, and add a level.
 const PREFIX_READ_TABLE_BYTES: u64 = 8 * 1024 * 1024;
-/// The keyspaces never looked up by key merge their level 0 into level 1
+/// The keyspaces read by prefix merge their level 0 into level 1
 /// only once it holds this many tables (fjall's default: 4), and each level
 /// is [`LEVEL_RATIO`] times the one above it. Their keys arrive in random
 /// order, so every merge rewrites most of the level below; merging 16
@@ -120,13 +120,25 @@ pub(super) enum Rows {
 /// value to insert or `None` to remove the key.
 pub(super) type KeyspaceWrite = (Rows, Vec<u8>, Option<Vec<u8>>);
 
+/// How the crawl reads a keyspace's rows, which decides its filters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reads {
+    /// By key on the crawl's path (the seen check, a payload digest, a
+    /// link left out before).
+    ByKey,
+    /// By key now and then: a `#fragment` pair whose bit in the written
+    /// pairs' bitmap is set but which has left the known set.
+    ByKeyRarely,
+    /// By prefix only, or whole.
+    ByPrefix,
+}
+
 impl Rows {
-    /// Whether the crawl asks for these rows by key (the seen check, a
-    /// payload digest, a link left out before), not only by prefix.
-    fn looked_up_by_key(self) -> bool {
+    fn reads(self) -> Reads {
         match self {
-            Rows::Crawl | Rows::Digests | Rows::Filtered | Rows::Records => true,
-            Rows::Referrers | Rows::Inlinks | Rows::Fragments => false,
+            Rows::Crawl | Rows::Digests | Rows::Filtered | Rows::Records => Reads::ByKey,
+            Rows::Fragments => Reads::ByKeyRarely,
+            Rows::Referrers | Rows::Inlinks => Reads::ByPrefix,
         }
     }
 
@@ -145,19 +157,25 @@ impl Rows {
         let options = KeyspaceCreateOptions::default()
             .max_memtable_size(memtable)
             .compaction_strategy(Arc::new(self.compaction()));
-        let options = match self.looked_up_by_key() {
+        let options = match self.reads() {
             // Filters and block indexes stay in memory (~2 bytes a key):
             // read through the cache, a large table's filter was read again
             // for nearly every lookup once the crawl outgrew the cache.
-            true => options
+            Reads::ByKey => options
                 .filter_block_pinning_policy(PinningPolicy::all(true))
                 .index_block_pinning_policy(PinningPolicy::all(true)),
-            // Never looked up by key: a filter would never be asked, and
-            // pinned, these rows' indexes grew memory with every page
-            // (inlinks were ~50 rows a page); fjall's default pins the first
-            // two levels' indexes, 11 MB for referrers and inlinks early in
-            // a million-page bench.
-            false => options
+            // Filters through the cache, nothing pinned: without them each
+            // lookup read a block of every level-0 table (up to 16), 0.8 %
+            // of the shared bench's CPU for ~4,400 lookups in 50,000 pages
+            // (docs/PERFORMANCE.md).
+            Reads::ByKeyRarely => options
+                .filter_block_pinning_policy(PinningPolicy::all(false))
+                .index_block_pinning_policy(PinningPolicy::all(false)),
+            // A filter would never be asked, and pinned, these rows'
+            // indexes grew memory with every page (inlinks were ~50 rows a
+            // page); fjall's default pins the first two levels' indexes, 11
+            // MB for referrers and inlinks early in a million-page bench.
+            Reads::ByPrefix => options
                 .filter_policy(FilterPolicy::disabled())
                 .index_block_pinning_policy(PinningPolicy::all(false)),
         };
@@ -463,6 +481,31 @@ mod tests {
 
     fn get(index: &CrawlIndex, rows: Rows, key: &[u8]) -> Option<Vec<u8>> {
         index.rows(rows).get(key).unwrap().map(|v| v.to_vec())
+    }
+
+    #[test]
+    fn keyspaces_looked_up_by_key_have_filters_pinned_only_on_the_crawls_path() {
+        let all = [
+            Rows::Crawl,
+            Rows::Referrers,
+            Rows::Digests,
+            Rows::Inlinks,
+            Rows::Fragments,
+            Rows::Filtered,
+            Rows::Records,
+        ];
+        for rows in all {
+            let options = rows.create_options();
+            let filtered = options.filter_policy != FilterPolicy::disabled();
+            let pinned = options.filter_block_pinning_policy == PinningPolicy::all(true);
+            let expected = match rows.reads() {
+                Reads::ByKey => (true, true),
+                Reads::ByKeyRarely => (true, false),
+                Reads::ByPrefix => (false, false),
+            };
+            assert_eq!((filtered, pinned), expected, "{}", rows.name());
+        }
+        assert!(Rows::Fragments.reads() == Reads::ByKeyRarely);
     }
 
     #[test]
