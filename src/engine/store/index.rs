@@ -120,25 +120,26 @@ pub(super) enum Rows {
 /// value to insert or `None` to remove the key.
 pub(super) type KeyspaceWrite = (Rows, Vec<u8>, Option<Vec<u8>>);
 
-/// How the crawl reads a keyspace's rows, which decides its filters.
+/// How often the crawl looks a keyspace's rows up by key, which decides
+/// its filters.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Reads {
-    /// By key on the crawl's path (the seen check, a payload digest, a
-    /// link left out before).
-    ByKey,
-    /// By key now and then: a `#fragment` pair whose bit in the written
-    /// pairs' bitmap is set but which has left the known set.
-    ByKeyRarely,
-    /// By prefix only, or whole.
-    ByPrefix,
+enum LookedUp {
+    /// On the crawl's path: the seen check, a payload digest, a link left
+    /// out before.
+    Often,
+    /// Now and then: a `#fragment` pair whose bit in the written pairs'
+    /// bitmap is set but which has left the known set.
+    Rarely,
+    /// Never: read by prefix only, or whole.
+    Never,
 }
 
 impl Rows {
-    fn reads(self) -> Reads {
+    fn looked_up(self) -> LookedUp {
         match self {
-            Rows::Crawl | Rows::Digests | Rows::Filtered | Rows::Records => Reads::ByKey,
-            Rows::Fragments => Reads::ByKeyRarely,
-            Rows::Referrers | Rows::Inlinks => Reads::ByPrefix,
+            Rows::Crawl | Rows::Digests | Rows::Filtered | Rows::Records => LookedUp::Often,
+            Rows::Fragments => LookedUp::Rarely,
+            Rows::Referrers | Rows::Inlinks => LookedUp::Never,
         }
     }
 
@@ -157,25 +158,25 @@ impl Rows {
         let options = KeyspaceCreateOptions::default()
             .max_memtable_size(memtable)
             .compaction_strategy(Arc::new(self.compaction()));
-        let options = match self.reads() {
+        let options = match self.looked_up() {
             // Filters and block indexes stay in memory (~2 bytes a key):
             // read through the cache, a large table's filter was read again
             // for nearly every lookup once the crawl outgrew the cache.
-            Reads::ByKey => options
+            LookedUp::Often => options
                 .filter_block_pinning_policy(PinningPolicy::all(true))
                 .index_block_pinning_policy(PinningPolicy::all(true)),
             // Filters through the cache, nothing pinned: without them each
             // lookup read a block of every level-0 table (up to 16), 0.8 %
             // of the shared bench's CPU for ~4,400 lookups in 50,000 pages
             // (docs/PERFORMANCE.md).
-            Reads::ByKeyRarely => options
+            LookedUp::Rarely => options
                 .filter_block_pinning_policy(PinningPolicy::all(false))
                 .index_block_pinning_policy(PinningPolicy::all(false)),
             // A filter would never be asked, and pinned, these rows'
             // indexes grew memory with every page (inlinks were ~50 rows a
             // page); fjall's default pins the first two levels' indexes, 11
             // MB for referrers and inlinks early in a million-page bench.
-            Reads::ByPrefix => options
+            LookedUp::Never => options
                 .filter_policy(FilterPolicy::disabled())
                 .index_block_pinning_policy(PinningPolicy::all(false)),
         };
@@ -498,14 +499,14 @@ mod tests {
             let options = rows.create_options();
             let filtered = options.filter_policy != FilterPolicy::disabled();
             let pinned = options.filter_block_pinning_policy == PinningPolicy::all(true);
-            let expected = match rows.reads() {
-                Reads::ByKey => (true, true),
-                Reads::ByKeyRarely => (true, false),
-                Reads::ByPrefix => (false, false),
+            let expected = match rows.looked_up() {
+                LookedUp::Often => (true, true),
+                LookedUp::Rarely => (true, false),
+                LookedUp::Never => (false, false),
             };
             assert_eq!((filtered, pinned), expected, "{}", rows.name());
         }
-        assert!(Rows::Fragments.reads() == Reads::ByKeyRarely);
+        assert!(Rows::Fragments.looked_up() == LookedUp::Rarely);
     }
 
     #[test]
