@@ -160,27 +160,21 @@ pub struct Pace {
 
 impl Pace {
     pub(super) fn render(&self) -> String {
-        let part = |name: &str, r: Rate, against_middle: bool| {
-            // The ends set against the middle: a slow start or end at a glance.
-            let share = if against_middle {
-                format!(" ({:.2} of 10 % to 90 %)", self.of_middle(r))
-            } else {
-                String::new()
-            };
+        let part = |name: &str, r: Rate, share: &str| {
             format!(
                 "{name:<15}{:.0} pages/s{share}, {}\n",
                 r.pages_per_sec,
                 r.cpu_text()
             )
         };
-        part("first tenth", self.first_tenth, true)
-            + &part("10 % to 90 %", self.middle, false)
-            + &part("last tenth", self.last_tenth, true)
-    }
-
-    /// `r`'s pages/s as a share of the middle's.
-    fn of_middle(&self, r: Rate) -> f64 {
-        r.pages_per_sec / self.middle.pages_per_sec.max(1e-9)
+        // The ends set against the middle: a slow start or end at a glance.
+        let end = |name: &str, r: Rate| {
+            let share = r.pages_per_sec / self.middle.pages_per_sec.max(1e-9);
+            part(name, r, &format!(" ({share:.2} of 10 % to 90 %)"))
+        };
+        end("first tenth", self.first_tenth)
+            + &part("10 % to 90 %", self.middle, "")
+            + &end("last tenth", self.last_tenth)
     }
 }
 
