@@ -255,8 +255,11 @@ fn hosts_nobody_holds_are_counted_by_whether_they_are_due() {
     // Stopped: w gives the other back too, due at once.
     drop(w);
     assert_eq!(reader.unheld_hosts().unwrap(), (1, 1));
-    // A lost connection fails one read; the next connects again.
-    assert_eq!(server.command("CLIENT KILL TYPE normal").unwrap(), ":1");
+    // A lost connection fails one read; the next connects again. The
+    // dropped worker's socket may not be closed on the server's side yet,
+    // so one or two connections are cut, the reader's among them.
+    let cut = server.command("CLIENT KILL TYPE normal").unwrap();
+    assert!(cut == ":1" || cut == ":2", "{cut}");
     assert!(reader.unheld_hosts().unwrap_err().is_unreachable());
     assert_eq!(reader.unheld_hosts().unwrap(), (1, 1));
 }
