@@ -169,24 +169,6 @@ pub fn simhash<'a>(tokens: impl Iterator<Item = &'a str>) -> u64 {
     votes.hash()
 }
 
-/// Each byte's value inside a word (ASCII folded to lower case), 0 outside one.
-pub(crate) static WORD_BYTES: [u8; 256] = {
-    let mut table = [0u8; 256];
-    let mut b = 0;
-    while b < 256 {
-        let byte = b as u8;
-        table[b] = if byte >= 0x80 || byte.is_ascii_digit() || byte.is_ascii_lowercase() {
-            byte
-        } else if byte.is_ascii_uppercase() {
-            byte.to_ascii_lowercase()
-        } else {
-            0
-        };
-        b += 1;
-    }
-    table
-};
-
 /// Spreads a word hash over all 64 bits (MurmurHash3's finalizer).
 pub(crate) fn mix(mut h: u64) -> u64 {
     h ^= h >> 33;

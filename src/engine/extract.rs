@@ -523,16 +523,17 @@ impl State<'_> {
 
 impl Visitor<'_> for State<'_> {
     fn text(&mut self, bytes: &[u8]) {
-        self.facts.words =
-            (self.facts.words).saturating_add(page_facts::count_words(bytes, &mut self.in_word));
         if let Some(raw) = &mut self.h1_raw {
             let room = MAX_TITLE_RAW.saturating_sub(raw.len());
             raw.extend_from_slice(&bytes[..bytes.len().min(room)]);
         }
-        let fed = &bytes[..bytes.len().min(self.text_budget)];
-        self.blocks.features.feed(fed);
+        // The measure's text and the word count in one pass; past the
+        // measure's budget, the count alone.
+        let (fed, rest) = bytes.split_at(bytes.len().min(self.text_budget));
+        let words = self.blocks.features.feed_run(fed, &mut self.in_word)
+            + page_facts::count_words(rest, &mut self.in_word);
         self.text_budget -= fed.len();
-        self.blocks.features.break_word();
+        self.facts.words = self.facts.words.saturating_add(words);
     }
 
     fn end_tag(&mut self, name: &[u8]) {

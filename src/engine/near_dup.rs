@@ -21,7 +21,9 @@ use std::collections::HashMap;
 use std::hash::BuildHasherDefault;
 use std::sync::Mutex;
 
-use crate::engine::dedup::{mix, FingerprintHasher, Votes, WORD_BYTES};
+use crate::engine::dedup::{mix, FingerprintHasher, Votes};
+#[cfg(not(target_arch = "x86_64"))]
+use crate::engine::page_facts;
 use crate::engine::recent_hosts::RecentHosts;
 
 /// Pages a block must be counted on to be template.
@@ -86,14 +88,16 @@ impl TextFeatures {
     }
 }
 
-/// Builds [`TextFeatures`] from text fed in pieces, in one pass with no
+/// Builds [`TextFeatures`] from text fed in runs, in one pass with no
 /// allocation per word: words are letters and digits (ASCII case-folded,
 /// bytes of multi-byte characters are word bytes).
 #[derive(Default)]
 pub struct FeatureBuilder {
     features: TextFeatures,
-    // A word's bytes are packed eight to a u64; longer words fold each full
-    // u64 into `folded`. Word bytes are never zero, so packing is injective.
+    // The byte loop's word so far (on x86-64 a run's words are read whole,
+    // `words.rs`): its bytes are packed eight to a u64; longer words fold
+    // each full u64 into `folded`. Word bytes are never zero, so packing is
+    // injective.
     packed: u64,
     folded: u64,
     len: u32,
@@ -105,36 +109,26 @@ pub struct FeatureBuilder {
 }
 
 impl FeatureBuilder {
-    pub fn feed(&mut self, bytes: &[u8]) {
+    /// Feeds one run of text that markup ends, so its last word ends with
+    /// it. Returns the run's whitespace-separated words as the page facts
+    /// count them ([`crate::engine::page_facts::count_words`], `in_token` carrying whether
+    /// the text before ended inside one), counted in the same pass over
+    /// the bytes.
+    pub fn feed_run(&mut self, run: &[u8], in_token: &mut bool) -> u32 {
         #[cfg(target_arch = "x86_64")]
-        self.feed_by_words(bytes);
-        #[cfg(not(target_arch = "x86_64"))]
-        self.feed_bytes(bytes);
-    }
-
-    /// [`Self::feed`] a word at a time: the words inside the piece found by
-    /// masks (`words.rs`), a word carried in or out of it byte by byte.
-    #[cfg(target_arch = "x86_64")]
-    fn feed_by_words(&mut self, bytes: &[u8]) {
-        let is_word = |b: &u8| WORD_BYTES[usize::from(*b)] != 0;
-        let mut rest = bytes;
-        if self.len != 0 {
-            // The word the last piece ended in runs to this one's first gap.
-            let Some(lead) = rest.iter().position(|b| !is_word(b)) else {
-                return self.feed_bytes(rest);
-            };
-            self.feed_bytes(&rest[..lead]);
-            self.break_word();
-            rest = &rest[lead..];
+        {
+            words::for_each_word(run, in_token, |value| self.push_word(value))
         }
-        // A word running to the piece's end goes on in the next piece.
-        let carried = rest.iter().rev().take_while(|b| is_word(b)).count();
-        let (whole, carried) = rest.split_at(rest.len() - carried);
-        words::for_each_word(whole, |value| self.push_word(value));
-        self.feed_bytes(carried);
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            self.feed_bytes(run);
+            self.break_word();
+            page_facts::count_words(run, in_token)
+        }
     }
 
-    /// [`Self::feed`] a byte at a time.
+    /// Feeds text a byte at a time; a word at its end goes on into the next.
+    #[cfg(any(test, not(target_arch = "x86_64")))]
     fn feed_bytes(&mut self, bytes: &[u8]) {
         // The word in locals: kept in registers across the bytes of a run.
         let (mut packed, mut folded, mut len) = (self.packed, self.folded, self.len);
@@ -156,8 +150,8 @@ impl FeatureBuilder {
         (self.packed, self.folded, self.len) = (packed, folded, len);
     }
 
-    /// Ends the current word, if any (as markup between two texts does).
-    pub fn break_word(&mut self) {
+    /// Ends the current word, if any.
+    fn break_word(&mut self) {
         if self.len == 0 {
             return;
         }
@@ -227,6 +221,26 @@ impl FeatureBuilder {
         self.features
     }
 }
+
+/// Each byte's value inside a word (ASCII folded to lower case), 0 outside
+/// one: the byte loop's classes, which `words.rs` computes on x86-64.
+#[cfg(any(test, not(target_arch = "x86_64")))]
+static WORD_BYTES: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut b = 0;
+    while b < 256 {
+        let byte = b as u8;
+        table[b] = if byte >= 0x80 || byte.is_ascii_digit() || byte.is_ascii_lowercase() {
+            byte
+        } else if byte.is_ascii_uppercase() {
+            byte.to_ascii_lowercase()
+        } else {
+            0
+        };
+        b += 1;
+    }
+    table
+};
 
 /// Folds a full eight bytes of a word into the word's value so far.
 fn fold_eight(folded: u64, packed: u64) -> u64 {
@@ -484,7 +498,7 @@ pub fn fingerprint_alone(features: &TextFeatures) -> u64 {
 pub fn features_of_text(text: &str) -> TextFeatures {
     let mut builder = FeatureBuilder::default();
     for line in text.lines() {
-        builder.feed(line.as_bytes());
+        builder.feed_run(line.as_bytes(), &mut false);
         builder.end_block();
     }
     builder.finish()

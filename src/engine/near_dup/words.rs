@@ -5,21 +5,31 @@
 //! bit mask (four SSE2 compares, part of every x86-64 CPU), the loop visits
 //! the mask's edges, and each word's value is read from its bytes eight at
 //! a time: the same value the byte loop in `FeatureBuilder` builds, which a
-//! test holds it to.
+//! test holds it to. The same pass masks the whitespace, for the page
+//! facts' word count (`page_facts::count_words`), so the text is read once.
 
 use super::fold_eight;
 use std::arch::x86_64::{
-    __m128i, _mm_add_epi8, _mm_cmplt_epi8, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-    _mm_set_epi64x,
+    __m128i, _mm_add_epi8, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_movemask_epi8,
+    _mm_or_si128, _mm_set1_epi8, _mm_set_epi64x,
 };
 
 /// Each byte's 0x80 bit.
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
-/// Bit `j` set when `chunk[j]` is a word byte: a letter, a digit, or a
-/// byte of a multi-byte character (as `dedup::WORD_BYTES`).
+/// Which bytes of a block are word bytes and which whitespace, a bit each.
+struct Masks {
+    /// A letter, a digit, or a byte of a multi-byte character (as the byte
+    /// loop's `WORD_BYTES`).
+    word: u64,
+    /// ASCII whitespace as `page_facts::count_words` has it: space, tab,
+    /// line feed, form feed, carriage return.
+    space: u64,
+}
+
+/// [`Masks`] of sixteen bytes, in the low 16 bits of each.
 #[target_feature(enable = "sse2")]
-fn mask16(chunk: &[u8; 16]) -> u32 {
+fn masks16(chunk: &[u8; 16]) -> (u32, u32) {
     let half = |at: usize| {
         let eight: [u8; 8] = chunk[at..at + 8].try_into().expect("eight bytes");
         i64::from_le_bytes(eight)
@@ -33,11 +43,16 @@ fn mask16(chunk: &[u8; 16]) -> u32 {
         _mm_set1_epi8(-102),
     );
     // A byte's top bit: multi-byte characters' bytes, or a class matched.
-    _mm_movemask_epi8(_mm_or_si128(v, _mm_or_si128(digit, letter))) as u32
+    let word = _mm_movemask_epi8(_mm_or_si128(v, _mm_or_si128(digit, letter))) as u32;
+    // 9 to 13 but not 11 (vertical tab), or a space.
+    let controls = _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8(0x77)), _mm_set1_epi8(-123));
+    let controls = _mm_andnot_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(0x0b)), controls);
+    let space = _mm_or_si128(controls, _mm_cmpeq_epi8(v, _mm_set1_epi8(0x20)));
+    (word, _mm_movemask_epi8(space) as u32)
 }
 
-/// Bit `j` set when `block[j]` is a word byte; past the block's end, none.
-fn word_mask(block: &[u8]) -> u64 {
+/// [`Masks`] of a block of up to 64 bytes; past its end, neither.
+fn masks(block: &[u8]) -> Masks {
     let mut padded = [0u8; 64];
     let block: &[u8; 64] = match block.try_into() {
         Ok(whole) => whole,
@@ -46,15 +61,16 @@ fn word_mask(block: &[u8]) -> u64 {
             &padded
         }
     };
-    let mut mask = 0u64;
+    let (mut word, mut space) = (0u64, 0u64);
     for (i, chunk) in block.chunks_exact(16).enumerate() {
         let chunk: &[u8; 16] = chunk.try_into().expect("sixteen bytes");
         // SAFETY: SSE2 is part of the x86-64 baseline: every CPU this code
         // is built for has it.
-        let bits = unsafe { mask16(chunk) };
-        mask |= u64::from(bits) << (16 * i);
+        let (words, spaces) = unsafe { masks16(chunk) };
+        word |= u64::from(words) << (16 * i);
+        space |= u64::from(spaces) << (16 * i);
     }
-    mask
+    Masks { word, space }
 }
 
 /// Eight bytes from `at`, the first the most significant, zeros past the end.
@@ -128,13 +144,21 @@ fn long_word_value(text: &[u8], start: usize, end: usize) -> u64 {
     folded ^ (fold_case(load_be(text, at)) >> (8 * (8 - rest)))
 }
 
-/// Calls `on_word` with the value of each word of `text`, in order. No
-/// word may run to its end: the last byte, if any, is not a word byte.
-pub(super) fn for_each_word(text: &[u8], mut on_word: impl FnMut(u64)) {
+/// Calls `on_word` with the value of each word of `text`, in order, its
+/// end ending the last one. Returns how many whitespace-separated words
+/// start in `text` (`in_token`: whether the text before ended inside one;
+/// on return, whether `text` does).
+pub(super) fn for_each_word(text: &[u8], in_token: &mut bool, mut on_word: impl FnMut(u64)) -> u32 {
     let (mut carry, mut start) = (0u64, 0usize);
+    let (mut token_carry, mut tokens) = (u64::from(*in_token), 0u32);
     for (index, block) in text.chunks(64).enumerate() {
-        let mask = word_mask(block);
-        // A word byte after a gap starts a word; a gap after a word ends one.
+        let Masks { word: mask, space } = masks(block);
+        let inside = u64::MAX >> (64 - block.len());
+        let token = !space & inside;
+        tokens += (token & !((token << 1) | token_carry)).count_ones();
+        token_carry = token >> 63;
+        // A word byte after a gap starts a word; a gap after a word ends one
+        // (past a short last block's end there is a gap).
         let mut edges = mask ^ ((mask << 1) | carry);
         carry = mask >> 63;
         while edges != 0 {
@@ -148,6 +172,14 @@ pub(super) fn for_each_word(text: &[u8], mut on_word: impl FnMut(u64)) {
             }
         }
     }
+    // A whole last block ending in a word.
+    if carry != 0 {
+        on_word(word_value(text, start, text.len()));
+    }
+    if let Some(last) = text.last() {
+        *in_token = !matches!(last, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c');
+    }
+    tokens
 }
 
 #[cfg(test)]
@@ -156,33 +188,38 @@ mod tests {
     use proptest::test_runner::RngSeed;
 
     use super::*;
-    use crate::engine::dedup::WORD_BYTES;
-    use crate::engine::near_dup::{FeatureBuilder, TextFeatures};
+    use crate::engine::near_dup::{FeatureBuilder, TextFeatures, WORD_BYTES};
+    use crate::engine::page_facts::count_words;
 
-    /// Text as pieces, some followed by a block's end: the same calls to
-    /// `feed` (by words) and `feed_bytes` (a byte at a time).
-    fn features(pieces: &[(Vec<u8>, bool)], by_words: bool) -> TextFeatures {
+    /// Runs of text, some followed by a block's end, fed by words
+    /// (`feed_run`) or a byte at a time (`feed_bytes`, each run's last word
+    /// ended), with the page facts' word count of the runs.
+    fn features(runs: &[(Vec<u8>, bool)], by_words: bool) -> (TextFeatures, u32) {
         let mut builder = FeatureBuilder::default();
-        for (piece, ends_block) in pieces {
+        let (mut in_token, mut tokens) = (false, 0);
+        for (run, ends_block) in runs {
             if by_words {
-                builder.feed(piece);
+                tokens += builder.feed_run(run, &mut in_token);
             } else {
-                builder.feed_bytes(piece);
+                builder.feed_bytes(run);
+                builder.break_word();
+                tokens += count_words(run, &mut in_token);
             }
             if *ends_block {
                 builder.end_block();
             }
         }
-        builder.finish()
+        (builder.finish(), tokens)
     }
 
     /// Mostly word bytes (so words of every length, past 16 too), cased
-    /// letters, digits, a character's bytes, and the gaps between.
+    /// letters, digits, a character's bytes, and the gaps between: every
+    /// whitespace byte, the vertical tab (which is not) and punctuation.
     fn text_byte() -> impl Strategy<Value = u8> {
         prop_oneof![
             6 => prop::sample::select(b"abcxyzABCXYZ0189".to_vec()),
-            1 => prop::sample::select(vec![0xc3, 0xa9, 0xe2, 0x80, 0xff]),
-            2 => prop::sample::select(b" \n\t.,-@[`{/:".to_vec()),
+            1 => prop::sample::select(vec![0xc3, 0xa9, 0xe2, 0x80, 0xa0, 0xff]),
+            3 => prop::sample::select(b" \n\t\r\x0c\x0b.,-@[`{/:".to_vec()),
         ]
     }
 
@@ -194,18 +231,18 @@ mod tests {
         })]
 
         #[test]
-        fn words_found_by_masks_give_the_byte_loops_features(
-            pieces in prop::collection::vec(
+        fn words_found_by_masks_give_the_byte_loops_features_and_count(
+            runs in prop::collection::vec(
                 (prop::collection::vec(text_byte(), 0..200), any::<bool>()),
                 0..6,
             )
         ) {
-            prop_assert_eq!(features(&pieces, true), features(&pieces, false));
+            prop_assert_eq!(features(&runs, true), features(&runs, false));
         }
     }
 
     #[test]
-    fn words_of_every_length_across_piece_ends_match_the_byte_loop() {
+    fn words_of_every_length_at_every_cut_match_the_byte_loop() {
         for len in 1..40 {
             let word: Vec<u8> = (0..len).map(|i| b"aZ9\xc3bY8\xa9cX7"[i % 11]).collect();
             let mut text = b"one ".to_vec();
@@ -213,10 +250,10 @@ mod tests {
             text.extend_from_slice(b" two ");
             text.extend_from_slice(&word);
             for cut in 0..text.len() {
-                let pieces = [(text[..cut].to_vec(), false), (text[cut..].to_vec(), false)];
+                let runs = [(text[..cut].to_vec(), false), (text[cut..].to_vec(), false)];
                 assert_eq!(
-                    features(&pieces, true),
-                    features(&pieces, false),
+                    features(&runs, true),
+                    features(&runs, false),
                     "{len} at {cut}"
                 );
             }
@@ -224,16 +261,29 @@ mod tests {
     }
 
     #[test]
-    fn the_mask_classes_every_byte_as_the_table_does() {
+    fn a_run_of_whole_blocks_ending_in_a_word_ends_that_word() {
+        for len in [64, 128] {
+            let mut run = b"ab ".repeat(len / 3);
+            run.resize(len, b'z');
+            let runs = [(run, true)];
+            assert_eq!(features(&runs, true), features(&runs, false), "{len}");
+        }
+    }
+
+    #[test]
+    fn the_masks_class_every_byte_as_the_table_and_the_word_count_do() {
         let all: Vec<u8> = (0..=255).collect();
         for block in all.chunks(64) {
-            let mask = word_mask(block);
+            let Masks { word, space } = masks(block);
             for (j, &b) in block.iter().enumerate() {
-                let word = WORD_BYTES[usize::from(b)] != 0;
-                assert_eq!((mask >> j) & 1 == 1, word, "byte {b:#04x}");
+                let is_word = WORD_BYTES[usize::from(b)] != 0;
+                assert_eq!((word >> j) & 1 == 1, is_word, "byte {b:#04x}");
+                let is_space = count_words(&[b], &mut false) == 0;
+                assert_eq!((space >> j) & 1 == 1, is_space, "byte {b:#04x}");
             }
         }
-        // Past a short block's end: no word bytes.
-        assert_eq!(word_mask(b"ab"), 0b11);
+        // Past a short block's end: neither.
+        let Masks { word, space } = masks(b"a ");
+        assert_eq!((word, space), (0b01, 0b10));
     }
 }
