@@ -111,9 +111,9 @@ pub struct FeatureBuilder {
 impl FeatureBuilder {
     /// Feeds one run of text that markup ends, so its last word ends with
     /// it. Returns the run's whitespace-separated words as the page facts
-    /// count them ([`crate::engine::page_facts::count_words`], `in_token` carrying whether
-    /// the text before ended inside one), counted in the same pass over
-    /// the bytes.
+    /// count them ([`crate::engine::page_facts::count_words`]; `in_token`:
+    /// whether the text before ended inside one), counted in the same pass
+    /// over the bytes.
     pub fn feed_run(&mut self, run: &[u8], in_token: &mut bool) -> u32 {
         #[cfg(target_arch = "x86_64")]
         {
