@@ -53,22 +53,25 @@ fn masks16(chunk: &[u8; 16]) -> (u32, u32) {
 
 /// [`Masks`] of a block of up to 64 bytes; past its end, neither.
 fn masks(block: &[u8]) -> Masks {
-    let mut padded = [0u8; 64];
-    let block: &[u8; 64] = match block.try_into() {
-        Ok(whole) => whole,
-        Err(_) => {
-            padded[..block.len()].copy_from_slice(block);
-            &padded
-        }
-    };
     let (mut word, mut space) = (0u64, 0u64);
-    for (i, chunk) in block.chunks_exact(16).enumerate() {
-        let chunk: &[u8; 16] = chunk.try_into().expect("sixteen bytes");
+    let mut add = |i: usize, chunk: &[u8; 16]| {
         // SAFETY: SSE2 is part of the x86-64 baseline: every CPU this code
         // is built for has it.
         let (words, spaces) = unsafe { masks16(chunk) };
         word |= u64::from(words) << (16 * i);
         space |= u64::from(spaces) << (16 * i);
+    };
+    let mut chunks = block.chunks_exact(16);
+    for (i, chunk) in chunks.by_ref().enumerate() {
+        add(i, chunk.try_into().expect("sixteen bytes"));
+    }
+    // A short block's last bytes (most runs end in one), padded to sixteen
+    // only: the chunks past them are not classed at all.
+    let rest = chunks.remainder();
+    if !rest.is_empty() {
+        let mut padded = [0u8; 16];
+        padded[..rest.len()].copy_from_slice(rest);
+        add(block.len() / 16, &padded);
     }
     Masks { word, space }
 }
