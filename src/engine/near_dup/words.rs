@@ -159,7 +159,8 @@ pub(super) fn for_each_word(text: &[u8], in_token: &mut bool, mut on_word: impl 
         let inside = u64::MAX >> (64 - block.len());
         let token = !space & inside;
         tokens += (token & !((token << 1) | token_carry)).count_ones();
-        token_carry = token >> 63;
+        // The block's last byte: bit 63, or a short last block's last.
+        token_carry = (token >> (block.len() - 1)) & 1;
         // A word byte after a gap starts a word; a gap after a word ends one
         // (past a short last block's end there is a gap).
         let mut edges = mask ^ ((mask << 1) | carry);
@@ -179,8 +180,8 @@ pub(super) fn for_each_word(text: &[u8], in_token: &mut bool, mut on_word: impl 
     if carry != 0 {
         on_word(word_value(text, start, text.len()));
     }
-    if let Some(last) = text.last() {
-        *in_token = !matches!(last, b' ' | b'\t' | b'\n' | b'\r' | b'\x0c');
+    if !text.is_empty() {
+        *in_token = token_carry != 0;
     }
     tokens
 }
